@@ -1,0 +1,67 @@
+package detect
+
+import "time"
+
+// Report is the analysis of one snapshot: the JSON document printed by
+// `hotkeyd analyze --format json` and served at /api/v1/hotkeys. Its shape
+// is a contract (see DESIGN.md); change it only on purpose and everywhere.
+type Report struct {
+	Start    time.Time     `json:"start"`
+	End      time.Time     `json:"end"`
+	Events   uint64        `json:"events"`
+	Rejected uint64        `json:"rejected"`
+	Tables   []TableReport `json:"tables"`
+}
+
+// TableReport is one table's, or one index's, part of a Report.
+type TableReport struct {
+	Table                 string         `json:"table"`
+	Index                 string         `json:"index,omitempty"`
+	Events                uint64         `json:"events"`
+	ReadUnits             float64        `json:"read_units"`
+	WriteUnits            float64        `json:"write_units"`
+	DistinctPartitionKeys uint64         `json:"distinct_partition_keys"`
+	TopKeys               []TopKey       `json:"top_keys"`
+	Findings              []Finding      `json:"findings"`
+	ThrottledKeys         []ThrottledKey `json:"throttled_keys,omitempty"`
+}
+
+// TopKey is one of the heaviest partition keys of a class.
+type TopKey struct {
+	Key   string  `json:"key"`
+	Class string  `json:"class"`
+	Units float64 `json:"units"`
+	Share float64 `json:"share"`
+}
+
+// ThrottledKey is a partition key and how many of its calls were throttled.
+type ThrottledKey struct {
+	Key   string `json:"key"`
+	Count uint64 `json:"count"`
+}
+
+// Finding is one thing wrong with a table's key design or traffic, with the
+// fix recommended for it.
+type Finding struct {
+	// Kind is hot_key, partition_limit, low_cardinality, time_ordered_key
+	// or hot_partition.
+	Kind string `json:"kind"`
+	// Key is the partition key (or, for hot_partition, the shard) the
+	// finding is about; empty for table-wide findings.
+	Key   string `json:"key,omitempty"`
+	Class string `json:"class,omitempty"`
+	// Severity is "warning" or "critical" (the partition ceiling is near).
+	Severity       string          `json:"severity,omitempty"`
+	Share          float64         `json:"share"`
+	UnitsPerSecond float64         `json:"units_per_second"`
+	Recommendation *Recommendation `json:"recommendation,omitempty"`
+}
+
+// Recommendation is the fix hotkeyd advises for a Finding.
+type Recommendation struct {
+	// Kind is write_sharding, calculated_suffix, gsi, rekey or cache.
+	Kind        string `json:"kind"`
+	SuffixCount int    `json:"suffix_count,omitempty"`
+	Example     string `json:"example,omitempty"`
+	Text        string `json:"text"`
+}

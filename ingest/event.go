@@ -1,0 +1,107 @@
+// Package ingest owns the Event type and the seam between readers and the
+// rest of hotkeyd: a Source turns its input into Events and hands them, in
+// batches, to a Sink. Readers live in sub-packages (jsonl, streams,
+// cloudtrail, demo); none of them knows what happens to an Event after the
+// Sink accepted it.
+package ingest
+
+import (
+	"context"
+	"time"
+)
+
+// Class says whether an access consumed read or write capacity. DynamoDB
+// throttles the two separately (3000 RCU/s and 1000 WCU/s per partition), so
+// every count downstream is kept per class.
+type Class uint8
+
+const (
+	// Read is an access that consumed read capacity units.
+	Read Class = iota
+	// Write is an access that consumed write capacity units.
+	Write
+)
+
+// NumClasses is the number of classes, for arrays indexed by Class.
+const NumClasses = 2
+
+// String returns "read" or "write", the label value used in metrics and reports.
+func (c Class) String() string {
+	if c == Write {
+		return "write"
+	}
+	return "read"
+}
+
+// ParseClass maps "read" and "write" to a Class.
+func ParseClass(s string) (Class, bool) {
+	switch s {
+	case "read":
+		return Read, true
+	case "write":
+		return Write, true
+	}
+	return Read, false
+}
+
+// Event is one access to one item or item collection of a table or index.
+//
+// An Event with an empty PK is counted for its table (units, events) but for
+// no key: a Scan, or a PartiQL statement whose key could not be read.
+type Event struct {
+	// Table is the table name. Required.
+	Table string
+	// Index is the global or local secondary index name, empty for the base table.
+	Index string
+	// PK is the partition key value in canonical text form.
+	PK string
+	// SK is the sort key value in canonical text form, empty when the table
+	// has none or the source does not know it.
+	SK string
+	// Class is read or write.
+	Class Class
+	// Units is the consumed capacity (RCU or WCU); sources that cannot know
+	// it count 1 per item.
+	Units float64
+	// Time is when the access happened, as the source saw it. Live windows
+	// run on arrival time; Time is used for reports over whole files and for
+	// lag metrics.
+	Time time.Time
+	// Source names the reader ("jsonl", "http", "dynamodb-streams",
+	// "cloudtrail", "demo"), the value of the metrics' source label.
+	Source string
+	// Shard is the stream shard (one physical partition) the record came
+	// from, empty for sources that do not know it.
+	Shard string
+	// Throttled marks a call that failed with a throttling error. It is
+	// counted per key as throttled and never as traffic.
+	Throttled bool
+}
+
+// Sink receives batches of Events.
+//
+// Put takes ownership of the batch: the caller must not touch the slice or
+// its Events afterwards. Implementations are safe for concurrent use by many
+// sources, may block to apply back-pressure, and must return ctx.Err() once
+// ctx is done so that a stopped pipeline never blocks a reader.
+type Sink interface {
+	Put(ctx context.Context, batch []Event) error
+}
+
+// SinkFunc adapts a function to the Sink interface.
+type SinkFunc func(ctx context.Context, batch []Event) error
+
+// Put calls f(ctx, batch).
+func (f SinkFunc) Put(ctx context.Context, batch []Event) error { return f(ctx, batch) }
+
+// Source is a reader that turns its input into Events.
+//
+// Run reads until ctx is done or the input ends (a whole file in analyze
+// mode), handing Events to sink. It returns nil when the input ended or ctx
+// was cancelled, and an error only when the source cannot go on at all. Bad
+// input is reported to the source's Reporter and skipped, never returned.
+type Source interface {
+	// Name is the source label value, e.g. "jsonl".
+	Name() string
+	Run(ctx context.Context, sink Sink) error
+}

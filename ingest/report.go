@@ -1,0 +1,39 @@
+package ingest
+
+// Reporter is told about input a source could not use and about failures
+// reading its input. Implementations are safe for concurrent use, count
+// every call (hotkeyd_input_rejected_total, hotkeyd_source_errors_total) and
+// log at a bounded rate, so a flood of bad input cannot flood the log.
+type Reporter interface {
+	// Reject records one input line or record that was skipped. reason is a
+	// short, bounded label value such as "bad_json" or "missing_pk".
+	Reject(source, reason string, err error)
+	// Error records a failure reading the source itself (an unreadable file,
+	// an AWS API error). reason is a short, bounded label value.
+	Error(source, reason string, err error)
+}
+
+// Reasons for rejected input, shared by the readers so that the label values
+// of hotkeyd_input_rejected_total stay few and the same across sources.
+const (
+	ReasonBadJSON      = "bad_json"      // not a JSON object, truncated, nested too deep
+	ReasonTooLong      = "too_long"      // a line or record over the size limit
+	ReasonBadUTF8      = "bad_utf8"      // invalid UTF-8 in a string
+	ReasonMissingTable = "missing_table" // no table name
+	ReasonMissingPK    = "missing_pk"    // no partition key where one is required
+	ReasonBadType      = "bad_type"      // a field of the wrong JSON type
+	ReasonBadUnits     = "bad_units"     // negative, non-finite or non-numeric units
+	ReasonBadTime      = "bad_time"      // a timestamp that cannot be parsed
+	ReasonBadOp        = "bad_op"        // an operation that is neither read nor write
+	ReasonBadRecord    = "bad_record"    // a record of a known format with a broken shape
+	ReasonBadFile      = "bad_file"      // a file that is truncated or not of a known format
+)
+
+// NopReporter discards everything. Useful in tests and benchmarks.
+type NopReporter struct{}
+
+// Reject does nothing.
+func (NopReporter) Reject(string, string, error) {}
+
+// Error does nothing.
+func (NopReporter) Error(string, string, error) {}

@@ -1,0 +1,89 @@
+package sketch
+
+import (
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// Snapshot is an immutable picture of every table's window at one moment.
+// detect/ and export/ read it while ingestion goes on; nothing in it is
+// shared with the live sketches.
+type Snapshot struct {
+	// Start and End bound the traffic the snapshot covers. In live mode they
+	// are the sliding window's bounds; over whole files (analyze) they are
+	// the earliest and latest event times seen.
+	Start, End time.Time
+	// Tables holds one entry per table and one per index, sorted by Table
+	// then Index (the base table, with an empty Index, first).
+	Tables []TableSnapshot
+}
+
+// TableSnapshot is one table's (or one index's) window.
+type TableSnapshot struct {
+	// Table is the table name; Index is empty for the base table.
+	Table, Index string
+	// Start and End bound the traffic this entry covers (see Snapshot).
+	Start, End time.Time
+	// Events counts the accesses in the window, both classes, excluding
+	// throttled calls.
+	Events uint64
+	// Classes holds the per-class totals and heavy hitters, indexed by
+	// ingest.Class.
+	Classes [ingest.NumClasses]ClassStats
+	// DistinctKeys estimates the number of distinct partition keys in the
+	// window (HyperLogLog; exact for small counts).
+	DistinctKeys uint64
+	// Shards holds the records per stream shard in the window, most first,
+	// for sources that know the shard (DynamoDB Streams). A shard is one
+	// physical partition.
+	Shards []ShardStat
+	// Throttled ranks the partition keys of throttled calls, most first.
+	Throttled []KeyCount
+	// ThrottledEvents counts every throttled call in the window.
+	ThrottledEvents uint64
+}
+
+// ClassStats is one class's totals and heavy hitters in a window.
+type ClassStats struct {
+	// Events and Units are exact totals for the class in the window.
+	Events uint64
+	Units  float64
+	// PeakUnitsPerSecond is the highest rate over the window's sub-windows
+	// (live mode), or Units over the covered duration (whole files).
+	PeakUnitsPerSecond float64
+	// Top ranks the heaviest partition keys by estimated units, heaviest
+	// first, at most the configured number tracked.
+	Top []KeyStat
+}
+
+// KeyStat is one heavy partition key.
+type KeyStat struct {
+	// Key is the partition key value.
+	Key string
+	// Units is the estimated units of the key in the window. The estimate
+	// never undercounts and overcounts by at most Error.
+	Units float64
+	// Error bounds the overestimate of Units.
+	Error float64
+	// Share is Units over the class's Units, 0 to 1.
+	Share float64
+	// Events estimates the accesses of the key in the window.
+	Events uint64
+	// SortKeys estimates the number of distinct sort keys seen under the key
+	// (0 when the source gave none). One sort key means one hot item; many
+	// mean a hot item collection.
+	SortKeys uint64
+}
+
+// ShardStat is one stream shard's records in a window.
+type ShardStat struct {
+	Shard   string
+	Records uint64
+}
+
+// KeyCount is a partition key and a count, used for throttled keys.
+type KeyCount struct {
+	Key   string
+	Count uint64
+}
