@@ -105,3 +105,10 @@ type Source interface {
 	Name() string
 	Run(ctx context.Context, sink Sink) error
 }
+
+// KeySchema names a table's key attributes, for sources whose records do not
+// say which attribute is the partition key (CloudTrail's untyped key maps).
+type KeySchema struct {
+	PartitionKey string `yaml:"partition_key" json:"partition_key"`
+	SortKey      string `yaml:"sort_key,omitempty" json:"sort_key,omitempty"`
+}

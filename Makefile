@@ -1,0 +1,34 @@
+# hotkeyd build and test entry points. `make test` is what CI runs.
+GO ?= go
+STATICCHECK_VERSION ?= 2025.1.1
+
+.PHONY: all build demo test test-deps check lint bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o hotkeyd ./cmd/hotkeyd
+
+demo:
+	$(GO) run ./cmd/hotkeyd demo
+
+# test installs what the tests need (Prometheus, DynamoDB Local), checks
+# formatting and vet, and runs every test with the race detector.
+test: test-deps check
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+test-deps:
+	./scripts/test-deps.sh
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+lint: check
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+bench:
+	./scripts/bench.sh
+
+clean:
+	rm -f hotkeyd

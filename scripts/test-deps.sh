@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what the tests need and nothing else, idempotently:
+#   - Prometheus and promtool (Debian package "prometheus")
+#   - Java 17 for DynamoDB Local, when missing (Debian "openjdk-17-jre-headless")
+#   - DynamoDB Local, AWS's emulator with Streams, from the npm package
+#     "amplify-dynamodb-simulator", under .tools/ in this repository
+# Run as root or with sudo available. Safe to run again: it skips what is there.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tools="$root/.tools"
+sudo=""
+if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+
+apt_updated=""
+apt_install() {
+	if [ -z "$apt_updated" ]; then
+		echo "test-deps: apt-get update" >&2
+		$sudo apt-get update -q >/dev/null
+		apt_updated=1
+	fi
+	echo "test-deps: apt-get install $*" >&2
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "$@" >/dev/null
+}
+
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+	apt_install prometheus
+fi
+if ! command -v java >/dev/null 2>&1; then
+	apt_install openjdk-17-jre-headless
+fi
+
+jar="$tools/node_modules/amplify-dynamodb-simulator/emulator/DynamoDBLocal.jar"
+if [ ! -f "$jar" ]; then
+	echo "test-deps: npm install amplify-dynamodb-simulator into $tools" >&2
+	mkdir -p "$tools"
+	npm install --prefix "$tools" --no-audit --no-fund --ignore-scripts --loglevel=error amplify-dynamodb-simulator >/dev/null
+fi
+if [ ! -f "$jar" ]; then
+	echo "test-deps: $jar is missing after npm install" >&2
+	exit 1
+fi
+echo "test-deps: prometheus $(prometheus --version 2>&1 | head -1 | awk '{print $3}'), DynamoDB Local at ${jar%/*}" >&2
