@@ -1,6 +1,6 @@
 # hotkeyd build and test entry points. `make test` is what CI runs.
 GO ?= go
-STATICCHECK_VERSION ?= 2025.1.1
+STATICCHECK_VERSION ?= v0.8.2
 
 .PHONY: all build demo test test-deps check lint bench fuzz clean
 
