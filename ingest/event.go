@@ -112,3 +112,11 @@ type KeySchema struct {
 	PartitionKey string `yaml:"partition_key" json:"partition_key"`
 	SortKey      string `yaml:"sort_key,omitempty" json:"sort_key,omitempty"`
 }
+
+// Readier is implemented by sources that can tell whether they are working
+// right now (their endpoint answers, their files are readable). The daemon's
+// /-/ready reports not ready while any source says so.
+type Readier interface {
+	// Ready returns nil when the source is working, or what is wrong.
+	Ready() error
+}
