@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs every benchmark harness of the project, one after the other, and
+# prints their tables. Each area's harness can also be run on its own:
+#   scripts/bench-sketch.sh   counting core (sketch/)
+#   scripts/bench-jsonl.sh    JSON-lines ingest and analyze path (ingest/jsonl)
+# and `go test -run '^$' -bench . ./ingest/streams ./ingest/cloudtrail` for the readers.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+for s in scripts/bench-sketch.sh scripts/bench-jsonl.sh; do
+	if [ -x "$s" ]; then
+		echo "== $s"
+		"$s"
+	fi
+done
+echo "== readers"
+go test -run '^$' -bench . -benchmem -count 3 ./ingest/streams/... ./ingest/cloudtrail/...
