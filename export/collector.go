@@ -1,0 +1,204 @@
+package export
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+// DefaultTopN is the number of keys exported per table and class when
+// CollectorConfig.TopN is zero.
+const DefaultTopN = 10
+
+// CollectorConfig configures a Collector.
+type CollectorConfig struct {
+	// TopN is the number of keys exported per table and class (and of
+	// throttled keys per table). Zero means DefaultTopN.
+	TopN int
+	// Masker masks the key label values; nil shows keys as they are.
+	Masker *KeyMasker
+}
+
+// Collector is a prometheus.Collector over the latest State in a Live: the
+// top keys of every table and class, the flagged findings, distinct
+// partition keys, throttled keys, and how many keys were left out.
+//
+// Every metric is a const metric built from the State, so a key that left
+// the top-K is simply not emitted at the next scrape and the number of series
+// is bounded by tables × classes × TopN whatever the number of distinct keys.
+// The metrics of one State are built once, at the first scrape after it was
+// published, and reused until the next.
+type Collector struct {
+	live   *Live
+	topN   int
+	masker *KeyMasker
+
+	mu      sync.Mutex
+	built   *State
+	metrics []prometheus.Metric
+}
+
+var (
+	descKeyUnitsPerSecond = prometheus.NewDesc("hotkeyd_key_units_per_second",
+		"Capacity units per second consumed by a partition key over the sliding window (read units for class=read, write units for class=write); only the table's top keys of each class are exported.",
+		[]string{"table", "class", "key"}, nil)
+	descKeyShare = prometheus.NewDesc("hotkeyd_key_share",
+		"Fraction (0 to 1) of the table's capacity units of the class consumed by a partition key over the sliding window; only the table's top keys of each class are exported.",
+		[]string{"table", "class", "key"}, nil)
+	descHotKey = prometheus.NewDesc("hotkeyd_hot_key",
+		"1 while the detector flags a finding: kind is hot_key, partition_limit, low_cardinality, time_ordered_key or hot_partition (key is then the stream shard); recommendation is the advised fix (write_sharding, calculated_suffix, gsi, rekey, cache, or none). Table-wide findings have an empty key.",
+		[]string{"table", "class", "key", "kind", "recommendation"}, nil)
+	descDistinct = prometheus.NewDesc("hotkeyd_partition_keys_distinct",
+		"Estimated number of distinct partition keys accessed in the sliding window (HyperLogLog).",
+		[]string{"table"}, nil)
+	descKeyThrottled = prometheus.NewDesc("hotkeyd_key_throttled",
+		"Calls to a partition key that were throttled in the sliding window; only the table's most throttled keys are exported.",
+		[]string{"table", "key"}, nil)
+	descKeysOmitted = prometheus.NewDesc("hotkeyd_keys_omitted",
+		"Distinct partition keys of the sliding window that have no hotkeyd_key_* series because they are outside the exported top keys; it keeps the series count bounded whatever the traffic.",
+		[]string{"table"}, nil)
+	descLastEvaluation = prometheus.NewDesc("hotkeyd_last_evaluation_timestamp_seconds",
+		"Unix time of the last detector evaluation whose results these metrics show.",
+		nil, nil)
+)
+
+// NewCollector returns a Collector reading live.
+func NewCollector(live *Live, cfg CollectorConfig) *Collector {
+	if cfg.TopN <= 0 {
+		cfg.TopN = DefaultTopN
+	}
+	return &Collector{live: live, topN: cfg.TopN, masker: cfg.Masker}
+}
+
+// Describe sends the descriptors of every metric the Collector emits.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descKeyUnitsPerSecond, descKeyShare, descHotKey, descDistinct, descKeyThrottled, descKeysOmitted, descLastEvaluation} {
+		ch <- d
+	}
+}
+
+// Collect sends the metrics of the latest State; nothing before the first.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.live.Load()
+	if st == nil {
+		return
+	}
+	c.mu.Lock()
+	if st != c.built {
+		c.metrics = c.build(st)
+		c.built = st
+	}
+	ms := c.metrics
+	c.mu.Unlock()
+	for _, m := range ms {
+		ch <- m
+	}
+}
+
+// build turns a State into const metrics.
+func (c *Collector) build(st *State) []prometheus.Metric {
+	var ms []prometheus.Metric
+	b := labelDeduper{}
+	ms = append(ms, prometheus.MustNewConstMetric(descLastEvaluation, prometheus.GaugeValue, float64(st.Updated.UnixNano())/1e9))
+	for i := range st.Snapshot.Tables {
+		ms = c.buildTable(ms, &b, &st.Snapshot.Tables[i])
+	}
+	maxFindings := 2 * ingest.NumClasses * c.topN
+	for _, t := range st.Report.Tables {
+		table := TableLabel(t.Table, t.Index)
+		for i, f := range t.Findings {
+			if i == maxFindings {
+				break
+			}
+			rec := "none"
+			if f.Recommendation != nil && f.Recommendation.Kind != "" {
+				rec = f.Recommendation.Kind
+			}
+			key := c.findingKey(f)
+			key = b.unique(descHotKey, table+"\xff"+f.Class+"\xff"+f.Kind+"\xff"+rec, key)
+			ms = append(ms, prometheus.MustNewConstMetric(descHotKey, prometheus.GaugeValue, 1, table, f.Class, key, f.Kind, rec))
+		}
+	}
+	return ms
+}
+
+// findingKey returns the key label of a finding: a partition key is masked,
+// a shard id (hot_partition) is not.
+func (c *Collector) findingKey(f detect.Finding) string {
+	if f.Kind == "hot_partition" {
+		return f.Key
+	}
+	return c.masker.Mask(f.Key)
+}
+
+// buildTable appends the metrics of one table or index.
+func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, ts *sketch.TableSnapshot) []prometheus.Metric {
+	table := TableLabel(ts.Table, ts.Index)
+	ms = append(ms, prometheus.MustNewConstMetric(descDistinct, prometheus.GaugeValue, float64(ts.DistinctKeys), table))
+
+	// A window shorter than a second (a table that just appeared) would
+	// turn a handful of events into a huge rate.
+	span := ts.End.Sub(ts.Start)
+	if span < time.Second {
+		span = time.Second
+	}
+	exported := make(map[string]struct{}, ingest.NumClasses*c.topN)
+	for class := range ts.Classes {
+		cs := &ts.Classes[class]
+		className := ingest.Class(class).String()
+		top := cs.Top
+		if len(top) > c.topN {
+			top = top[:c.topN]
+		}
+		for _, k := range top {
+			exported[k.Key] = struct{}{}
+			key := b.unique(descKeyShare, table+"\xff"+className, c.masker.Mask(k.Key))
+			ms = append(ms,
+				prometheus.MustNewConstMetric(descKeyUnitsPerSecond, prometheus.GaugeValue, k.Units/span.Seconds(), table, className, key),
+				prometheus.MustNewConstMetric(descKeyShare, prometheus.GaugeValue, k.Share, table, className, key))
+		}
+	}
+	omitted := uint64(0)
+	if ts.DistinctKeys > uint64(len(exported)) {
+		omitted = ts.DistinctKeys - uint64(len(exported))
+	}
+	ms = append(ms, prometheus.MustNewConstMetric(descKeysOmitted, prometheus.GaugeValue, float64(omitted), table))
+
+	throttled := ts.Throttled
+	if len(throttled) > c.topN {
+		throttled = throttled[:c.topN]
+	}
+	for _, k := range throttled {
+		key := b.unique(descKeyThrottled, table, c.masker.Mask(k.Key))
+		ms = append(ms, prometheus.MustNewConstMetric(descKeyThrottled, prometheus.GaugeValue, float64(k.Count), table, key))
+	}
+	return ms
+}
+
+// labelDeduper keeps masked keys unique within a metric's other labels. In
+// redact mode every "USER#" key masks to "USER#<redacted>", and two series
+// with the same labels would fail the scrape; repeats get "~2", "~3"...
+// appended, in rank order.
+type labelDeduper map[labelID]int
+
+type labelID struct {
+	desc   *prometheus.Desc
+	labels string
+	key    string
+}
+
+func (d labelDeduper) unique(desc *prometheus.Desc, labels, key string) string {
+	id := labelID{desc, labels, key}
+	n := d[id]
+	d[id] = n + 1
+	if n == 0 {
+		return key
+	}
+	return key + "~" + strconv.Itoa(n+1)
+}

@@ -1,0 +1,15 @@
+// Package export owns everything hotkeyd shows to the outside: the
+// Prometheus metrics (a counting Sink on the ingest path, a Reporter for bad
+// input, a Collector over the latest window and report), the live state the
+// detector tick publishes, the JSON API, the health and readiness endpoints,
+// the web server (TLS and basic auth from an exporter-toolkit web config
+// file) and the masking of partition keys for privacy.
+//
+// Every series that carries a key label comes from the latest window's top-K
+// and is emitted as a const metric at scrape time, so a key that leaves the
+// top-K disappears by itself and the number of series stays bounded whatever
+// the traffic.
+//
+// Tables and indexes share the metrics' table label: an index entry's label
+// is "table/index" (see TableLabel); DynamoDB names cannot contain "/".
+package export
