@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+// runAnalyze implements hotkeyd analyze: every file into one window that
+// never expires, then one report. A file that cannot be read is named on
+// stderr and the others are still reported; the exit status is then 1.
+func runAnalyze(f *flags, io stdio) int {
+	cfg, err := loadConfig(f, false)
+	if err != nil {
+		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
+		return 1
+	}
+	if f.top <= 0 {
+		fmt.Fprintf(io.stderr, "hotkeyd: --top: must be positive, got %d\n", f.top)
+		return 2
+	}
+	schemas, err := keySchemas(cfg.Tables, f.keySchemas)
+	if err != nil {
+		fmt.Fprintf(io.stderr, "hotkeyd: --key-schema: %v\n", err)
+		return 2
+	}
+	scfg := sketch.DefaultConfig()
+	scfg.Window = 0
+	scfg.Tracked = max(scfg.Tracked, f.top)
+	store, err := sketch.NewStore(scfg, time.Now)
+	if err != nil {
+		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
+		return 1
+	}
+
+	ctx := context.Background()
+	rep := newAnalyzeReporter(io.stderr)
+	status := 0
+	for _, name := range f.files {
+		if err := analyzeFile(ctx, name, io, schemas, store, rep); err != nil {
+			fmt.Fprintf(io.stderr, "hotkeyd: %s: %v\n", name, err)
+			status = 1
+		}
+	}
+	rep.summary()
+
+	report := evaluate(store.Snapshot(), evalSettings{Threshold: cfg.Threshold, Top: f.top})
+	report.Rejected = rep.rejected.Load()
+
+	switch f.format {
+	case "json":
+		enc := json.NewEncoder(io.stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(report)
+	default:
+		err = writeTextReport(io.stdout, report, cfg.Threshold)
+	}
+	if err != nil {
+		fmt.Fprintf(io.stderr, "hotkeyd: write report: %v\n", err)
+		return 1
+	}
+	return status
+}
+
+// analyzeFile reads one input whole into sink.
+func analyzeFile(ctx context.Context, name string, io stdio, schemas map[string]ingest.KeySchema, sink ingest.Sink, rep ingest.Reporter) error {
+	var raw countingReader
+	if name == "-" {
+		raw.r = io.stdin
+	} else {
+		fh, err := os.Open(name)
+		if err != nil {
+			return errors.Unwrap(err) // the *PathError already names the file on our side
+		}
+		defer fh.Close()
+		raw.r = fh
+	}
+	plain, closeFn, err := decompress(bufio.NewReaderSize(&raw, 1<<16))
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	in := analyzeInput{Name: name, R: bufio.NewReaderSize(plain, 1<<20), Schemas: schemas}
+	_, decode, err := detectFormat(in)
+	if err != nil {
+		return err
+	}
+	counted := &countingSink{next: sink}
+	stop := startProgress(io.stderr, name, &raw.n, &counted.n)
+	defer stop()
+	return decode(ctx, in, counted, rep)
+}
+
+// keySchemas merges the config file's tables with --key-schema flags
+// (TABLE=PK[,SK]); a flag wins over the file for the same table.
+func keySchemas(tables map[string]ingest.KeySchema, flags []string) (map[string]ingest.KeySchema, error) {
+	out := make(map[string]ingest.KeySchema, len(tables)+len(flags))
+	for name, ks := range tables {
+		out[name] = ks
+	}
+	for _, f := range flags {
+		table, keys, ok := strings.Cut(f, "=")
+		pk, sk, _ := strings.Cut(keys, ",")
+		if !ok || table == "" || pk == "" || strings.Contains(sk, ",") {
+			return nil, fmt.Errorf("%q: want TABLE=PK or TABLE=PK,SK", f)
+		}
+		out[table] = ingest.KeySchema{PartitionKey: pk, SortKey: sk}
+	}
+	return out, nil
+}
+
+// countingReader counts the bytes read through it, for the progress line.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// countingSink counts the Events passed through it, for the progress line.
+type countingSink struct {
+	next ingest.Sink
+	n    atomic.Int64
+}
+
+func (c *countingSink) Put(ctx context.Context, batch []ingest.Event) error {
+	c.n.Add(int64(len(batch)))
+	return c.next.Put(ctx, batch)
+}
+
+// analyzeReporter counts rejected input for the report's rejected field and
+// prints the first few reasons on stderr, so a person sees why lines were
+// skipped without the terminal flooding.
+type analyzeReporter struct {
+	w        io.Writer
+	rejected atomic.Uint64
+
+	mu      sync.Mutex
+	printed int
+	reasons map[string]uint64
+}
+
+// maxRejectLines is how many rejected records analyze describes on stderr;
+// the rest are only counted and summed up per reason at the end.
+const maxRejectLines = 5
+
+func newAnalyzeReporter(w io.Writer) *analyzeReporter {
+	return &analyzeReporter{w: w, reasons: map[string]uint64{}}
+}
+
+// Reject implements ingest.Reporter.
+func (r *analyzeReporter) Reject(source, reason string, err error) {
+	r.rejected.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reasons[reason]++
+	if r.printed < maxRejectLines {
+		r.printed++
+		fmt.Fprintf(r.w, "hotkeyd: skipped (%s): %v\n", reason, err)
+	}
+}
+
+// Error implements ingest.Reporter.
+func (r *analyzeReporter) Error(source, reason string, err error) {
+	fmt.Fprintf(r.w, "hotkeyd: %s: %s: %v\n", source, reason, err)
+}
+
+// summary prints the rejected records per reason when some were not
+// described one by one.
+func (r *analyzeReporter) summary() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.rejected.Load()
+	if n <= uint64(r.printed) {
+		return
+	}
+	reasons := make([]string, 0, len(r.reasons))
+	for reason, c := range r.reasons {
+		reasons = append(reasons, fmt.Sprintf("%s %d", reason, c))
+	}
+	sort.Strings(reasons)
+	fmt.Fprintf(r.w, "hotkeyd: skipped %d records in all: %s\n", n, strings.Join(reasons, ", "))
+}
+
+// Check the seams at compile time.
+var (
+	_ ingest.Reporter = (*analyzeReporter)(nil)
+	_ ingest.Sink     = (*countingSink)(nil)
+	_                 = detect.Report{}
+)

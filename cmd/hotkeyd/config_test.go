@@ -1,0 +1,114 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+func TestLoadConfigInvalid(t *testing.T) {
+	for file, want := range map[string]string{
+		"invalid-unknown-key.yml":         "yaml: unmarshal errors:\n  line 1: field lisen not found in type main.Config",
+		"invalid-unknown-source-key.yml":  "yaml: unmarshal errors:\n  line 4: field path not found in type main.SourceConfig",
+		"invalid-window-syntax.yml":       "yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `10 minutes` into time.Duration",
+		"invalid-window-zero.yml":         "window: must be positive, got 0s",
+		"invalid-threshold.yml":           "threshold: must be above 0 and below 1, got 1.5",
+		"invalid-threshold-zero.yml":      "threshold: must be above 0 and below 1, got 0",
+		"invalid-listen.yml":              `listen: want host:port, got "9529"`,
+		"invalid-keys.yml":                `keys: must be plain, hash or redact, got "sha256"`,
+		"invalid-secret-without-hash.yml": "key_hash_secret: only used with keys: hash",
+		"invalid-hash-no-secret.yml":      "key_hash_secret: required with keys: hash",
+		"invalid-table-no-pk.yml":         "tables.Music.partition_key: required",
+		"invalid-source-no-type.yml":      "sources[0].type: required (dynamodb-streams, cloudtrail or jsonl)",
+		"invalid-source-type.yml":         `sources[0].type: unknown source type "kinesis" (want dynamodb-streams, cloudtrail or jsonl)`,
+		"invalid-source-no-paths.yml":     "sources[1].paths: at least one path is required",
+		"invalid-source-empty-path.yml":   "sources[0].paths[1]: empty path",
+		"invalid-cloudtrail-stdin.yml":    "sources[0].paths[0]: stdin is not supported by this source",
+		"invalid-stdin-not-alone.yml":     `sources[0].paths[1]: "-" (stdin) must be the only path`,
+		"invalid-jsonl-field.yml":         "sources[0].fields.user: unknown field (want one of ts, table, index, pk, sk, op, units)",
+		"invalid-streams-no-tables.yml":   "sources[0].tables: one of tables or stream_arns is required",
+		"invalid-streams-start.yml":       `sources[0].start: must be latest or trim_horizon, got "earliest"`,
+		"invalid-streams-endpoint.yml":    `sources[0].endpoint: not an absolute URL: "localhost:8000"`,
+		"invalid-streams-arn.yml":         `sources[0].stream_arns[0]: not a stream ARN: "orders"`,
+		"invalid-streams-paths.yml":       "sources[0].paths: not used by type dynamodb-streams",
+		"invalid-jsonl-region.yml":        "sources[0].region: not used by type jsonl",
+		"invalid-two-documents.yml":       "more than one YAML document",
+		"invalid-sources-not-list.yml":    "yaml: unmarshal errors:\n  line 1: cannot unmarshal !!map into []main.SourceConfig",
+	} {
+		t.Run(file, func(t *testing.T) {
+			path := filepath.Join("testdata", "config", file)
+			_, err := LoadConfig(path)
+			if err == nil {
+				t.Fatalf("LoadConfig(%s) = nil error, want %q", file, want)
+			}
+			if got, want := err.Error(), "config "+path+": "+want; got != want {
+				t.Errorf("LoadConfig(%s) error\n got: %s\nwant: %s", file, got, want)
+			}
+		})
+	}
+}
+
+// TestInvalidFilesAllListed keeps the table above complete: every
+// testdata/config/invalid-*.yml must have its expected error.
+func TestInvalidFilesAllListed(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "config", "invalid-*.yml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("glob: %v, %d files", err, len(files))
+	}
+	src, err := os.ReadFile("config_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !strings.Contains(string(src), `"`+filepath.Base(f)+`"`) {
+			t.Errorf("%s has no expected error in TestLoadConfigInvalid", f)
+		}
+	}
+}
+
+func TestLoadConfigValid(t *testing.T) {
+	for file, want := range map[string]Config{
+		"valid-empty.yml": DefaultConfig(),
+		"valid-design.yml": {
+			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: keysPlain,
+			Tables: map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
+			Sources: []SourceConfig{
+				{Type: "dynamodb-streams", Tables: []string{"orders", "sessions"}, Region: "us-east-1", Endpoint: "http://127.0.0.1:8000", Start: "latest", CheckpointDir: "/var/lib/hotkeyd"},
+				{Type: "cloudtrail", Paths: []string{"/var/log/cloudtrail/**/*.json.gz"}},
+				{Type: "jsonl", Paths: []string{"/var/log/app/access.log"}},
+			},
+		},
+		"valid-full.yml": {
+			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Threshold: 0.2, Keys: keysHash, KeyHashSecret: "s3cret",
+			Tables: map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
+			Sources: []SourceConfig{
+				// start defaults to latest.
+				{Type: "dynamodb-streams", Tables: []string{"orders", "sessions"}, Region: "us-east-1", Endpoint: "http://127.0.0.1:8000", Start: "latest", CheckpointDir: "/var/lib/hotkeyd"},
+				{Type: "cloudtrail", Paths: []string{"/var/log/cloudtrail/**/*.json.gz"}},
+				{Type: "jsonl", Paths: []string{"/var/log/app/access.log"}, Fields: map[string]string{"pk": "user_id", "table": "tbl"}},
+			},
+		},
+	} {
+		t.Run(file, func(t *testing.T) {
+			got, err := LoadConfig(filepath.Join("testdata", "config", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("LoadConfig(%s)\n got: %+v\nwant: %+v", file, got, want)
+			}
+		})
+	}
+}
+
+func TestLoadConfigMissingFile(t *testing.T) {
+	_, err := LoadConfig(filepath.Join(t.TempDir(), "nope.yaml"))
+	if err == nil || !strings.HasPrefix(err.Error(), "read config: open ") {
+		t.Fatalf("LoadConfig(missing) = %v, want a read config error", err)
+	}
+}

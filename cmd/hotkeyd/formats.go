@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// decodeFunc reads one whole input of a known format and hands its Events
+// to sink. Bad records go to rep and are skipped; an error means the input
+// could not be read on (a broken compressed stream, a read error).
+type decodeFunc func(ctx context.Context, in analyzeInput, sink ingest.Sink, rep ingest.Reporter) error
+
+// analyzeInput is one input of hotkeyd analyze, decompressed.
+type analyzeInput struct {
+	// Name is the file name as given ("-" for stdin), for messages.
+	Name string
+	// R is the decompressed content, buffered, positioned at its start.
+	R *bufio.Reader
+	// Schemas are the key schemas from the config and --key-schema.
+	Schemas map[string]ingest.KeySchema
+}
+
+// sniffLen is how many bytes format detection looks at.
+const sniffLen = 4096
+
+// detectFormat picks the decoder for an input from its first bytes. It is
+// the one place analyze learns a new format: add a case here.
+func detectFormat(in analyzeInput) (format string, decode decodeFunc, err error) {
+	head, _ := in.R.Peek(sniffLen) // a short input is fine; errors surface when decoding
+	switch {
+	case looksLikeCloudTrail(head):
+		return "cloudtrail", nil, fmt.Errorf("CloudTrail input is not available in this build")
+	default:
+		return "jsonl", decodeJSONLines, nil
+	}
+}
+
+// looksLikeCloudTrail reports whether head starts a CloudTrail log file: one
+// JSON object whose first key is "Records".
+func looksLikeCloudTrail(head []byte) bool {
+	head = bytes.TrimLeft(head, " \t\r\n\ufeff")
+	if len(head) == 0 || head[0] != '{' {
+		return false
+	}
+	head = bytes.TrimLeft(head[1:], " \t\r\n")
+	return bytes.HasPrefix(head, []byte(`"Records"`))
+}
+
+// decompress returns r uncompressed when it starts with a gzip, zstd or xz
+// magic number, and r itself otherwise. CloudTrail delivers .json.gz files;
+// rotated access logs are often compressed too.
+func decompress(r *bufio.Reader) (io.Reader, func(), error) {
+	magic, _ := r.Peek(6)
+	switch {
+	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("gzip: %w", err)
+		}
+		return zr, func() { zr.Close() }, nil
+	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		zr, err := zstd.NewReader(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("zstd: %w", err)
+		}
+		return zr, zr.Close, nil
+	case bytes.HasPrefix(magic, []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}):
+		zr, err := xz.NewReader(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("xz: %w", err)
+		}
+		return zr, func() {}, nil
+	}
+	return r, func() {}, nil
+}
