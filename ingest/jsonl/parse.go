@@ -1,0 +1,702 @@
+package jsonl
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// Fields names the JSON members of one access-log line, so that logs that
+// already exist can be read without rewriting them. The zero value of a
+// member means its default name (DefaultFields).
+type Fields struct {
+	// Time holds an RFC 3339 string or Unix epoch milliseconds. Default "ts".
+	Time string `yaml:"ts,omitempty" json:"ts,omitempty"`
+	// Table holds the table name. Default "table".
+	Table string `yaml:"table,omitempty" json:"table,omitempty"`
+	// Index holds the secondary index name. Default "index".
+	Index string `yaml:"index,omitempty" json:"index,omitempty"`
+	// PK holds the partition key value. Default "pk".
+	PK string `yaml:"pk,omitempty" json:"pk,omitempty"`
+	// SK holds the sort key value. Default "sk".
+	SK string `yaml:"sk,omitempty" json:"sk,omitempty"`
+	// Op holds the DynamoDB operation name or "read"/"write". Default "op".
+	Op string `yaml:"op,omitempty" json:"op,omitempty"`
+	// Units holds the consumed capacity units. Default "units".
+	Units string `yaml:"units,omitempty" json:"units,omitempty"`
+}
+
+// DefaultFields returns the member names of the JSON-lines contract.
+func DefaultFields() Fields {
+	return Fields{Time: "ts", Table: "table", Index: "index", PK: "pk", SK: "sk", Op: "op", Units: "units"}
+}
+
+// withDefaults fills empty names with the contract's names.
+func (f Fields) withDefaults() Fields {
+	d := DefaultFields()
+	set := func(v *string, def string) {
+		if *v == "" {
+			*v = def
+		}
+	}
+	set(&f.Time, d.Time)
+	set(&f.Table, d.Table)
+	set(&f.Index, d.Index)
+	set(&f.PK, d.PK)
+	set(&f.SK, d.SK)
+	set(&f.Op, d.Op)
+	set(&f.Units, d.Units)
+	return f
+}
+
+// field indexes into Parser.names and the per-line value slots.
+const (
+	fTime = iota
+	fTable
+	fIndex
+	fPK
+	fSK
+	fOp
+	fUnits
+	numFields
+)
+
+// MaxDepth is the deepest nesting of objects and arrays accepted inside a
+// line (in members the parser skips). Deeper input is rejected as bad_json
+// instead of being walked, so a line of 10 000 braces costs nothing.
+const MaxDepth = 32
+
+// maxInterned bounds the table/index name cache, so a stream of distinct
+// table names cannot grow it without limit.
+const maxInterned = 4096
+
+// ParseError is why one line was rejected. Reason is one of the
+// ingest.Reason* constants.
+type ParseError struct {
+	Reason string
+	Detail string
+}
+
+func (e *ParseError) Error() string { return e.Reason + ": " + e.Detail }
+
+func perr(reason, detail string) *ParseError { return &ParseError{Reason: reason, Detail: detail} }
+
+// Reason returns the ingest.Reason* constant of err, or ingest.ReasonBadJSON
+// when err is not a *ParseError.
+func Reason(err error) string {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return pe.Reason
+	}
+	return ingest.ReasonBadJSON
+}
+
+// value kinds of a member.
+const (
+	kAbsent uint8 = iota
+	kString
+	kNumber
+	kTrue
+	kFalse
+	kNull
+	kNested
+)
+
+var kindName = [...]string{kAbsent: "absent", kString: "string", kNumber: "number", kTrue: "boolean", kFalse: "boolean", kNull: "null", kNested: "object or array"}
+
+// span is one member's raw value inside the line: for strings the bytes
+// between the quotes.
+type span struct {
+	start, end int
+	kind       uint8
+	escaped    bool // a string holding backslash escapes
+}
+
+// Parser turns one JSON-lines access-log line into an ingest.Event.
+//
+// It is a hand-written scanner for the flat shape of the contract: it
+// validates the whole line as JSON (members it does not know are walked and
+// checked, nesting bounded by MaxDepth), takes the members it knows without
+// building a tree, and allocates nothing per line except the key strings an
+// Event keeps (table and index names are interned). A Parser is not safe for
+// concurrent use; give each reader its own.
+type Parser struct {
+	names   [numFields][]byte
+	now     func() time.Time
+	source  string
+	intern  map[string]string
+	scratch []byte // unescaped key and string values
+	vals    [numFields]span
+}
+
+// NewParser returns a Parser reading fields, stamping lines without a time
+// with now() (time.Now when nil) and setting Event.Source to source.
+func NewParser(fields Fields, source string, now func() time.Time) *Parser {
+	if now == nil {
+		now = time.Now
+	}
+	f := fields.withDefaults()
+	p := &Parser{now: now, source: source, intern: make(map[string]string)}
+	p.names = [numFields][]byte{
+		fTime: []byte(f.Time), fTable: []byte(f.Table), fIndex: []byte(f.Index),
+		fPK: []byte(f.PK), fSK: []byte(f.SK), fOp: []byte(f.Op), fUnits: []byte(f.Units),
+	}
+	return p
+}
+
+// Parse reads one line (without its newline) into ev, overwriting every
+// field. It returns a *ParseError when the line is not usable. ev keeps no
+// reference to line, which the caller may reuse.
+func (p *Parser) Parse(line []byte, ev *ingest.Event) error {
+	p.vals = [numFields]span{}
+	if err := p.scanObject(line); err != nil {
+		return err
+	}
+	return p.build(line, ev)
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+var (
+	errNotObject    = perr(ingest.ReasonBadJSON, "not a JSON object")
+	errTruncated    = perr(ingest.ReasonBadJSON, "unexpected end of line")
+	errTrailing     = perr(ingest.ReasonBadJSON, "data after the object")
+	errTooDeep      = perr(ingest.ReasonBadJSON, fmt.Sprintf("nested deeper than %d", MaxDepth))
+	errBadUTF8      = perr(ingest.ReasonBadUTF8, "invalid UTF-8 in a string")
+	errControlChar  = perr(ingest.ReasonBadJSON, "control character in a string")
+	errBadEscape    = perr(ingest.ReasonBadJSON, "invalid escape in a string")
+	errBadNumber    = perr(ingest.ReasonBadJSON, "invalid number")
+	errBadLiteral   = perr(ingest.ReasonBadJSON, "invalid literal")
+	errExpectKey    = perr(ingest.ReasonBadJSON, "expected a member name")
+	errExpectColon  = perr(ingest.ReasonBadJSON, "expected ':'")
+	errExpectComma  = perr(ingest.ReasonBadJSON, "expected ',' or '}'")
+	errExpectValue  = perr(ingest.ReasonBadJSON, "expected a value")
+	errArrayComma   = perr(ingest.ReasonBadJSON, "expected ',' or ']'")
+	errMissingTable = perr(ingest.ReasonMissingTable, "no table name")
+	errMissingPK    = perr(ingest.ReasonMissingPK, "no partition key")
+	errMissingOp    = perr(ingest.ReasonBadOp, "no operation")
+)
+
+// scanObject walks the top-level object and records the spans of the
+// members the parser knows.
+func (p *Parser) scanObject(b []byte) error {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return errNotObject
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(b) {
+				return errTruncated
+			}
+			if b[i] != '"' {
+				return errExpectKey
+			}
+			ks, ke, next, esc, err := scanString(b, i)
+			if err != nil {
+				return err
+			}
+			name := b[ks:ke]
+			if esc {
+				p.scratch = unescape(p.scratch[:0], name)
+				name = p.scratch
+			}
+			f := p.field(name)
+			i = skipWS(b, next)
+			if i >= len(b) {
+				return errTruncated
+			}
+			if b[i] != ':' {
+				return errExpectColon
+			}
+			i = skipWS(b, i+1)
+			var v span
+			v, i, err = scanValue(b, i, 0)
+			if err != nil {
+				return err
+			}
+			if f >= 0 {
+				p.vals[f] = v
+			}
+			i = skipWS(b, i)
+			if i >= len(b) {
+				return errTruncated
+			}
+			if b[i] == ',' {
+				i = skipWS(b, i+1)
+				continue
+			}
+			if b[i] == '}' {
+				i++
+				break
+			}
+			return errExpectComma
+		}
+	}
+	if skipWS(b, i) != len(b) {
+		return errTrailing
+	}
+	return nil
+}
+
+func (p *Parser) field(name []byte) int {
+	for f := range p.names {
+		if string(p.names[f]) == string(name) {
+			return f
+		}
+	}
+	return -1
+}
+
+// scanString reads the string starting at b[i] == '"'. It returns the
+// content bounds, the index after the closing quote and whether the content
+// holds escapes.
+func scanString(b []byte, i int) (start, end, next int, escaped bool, err error) {
+	start = i + 1
+	nonASCII := false
+	j := start
+	for {
+		// Fast path over plain bytes.
+		for j < len(b) && b[j] >= 0x20 && b[j] != '"' && b[j] != '\\' && b[j] < 0x80 {
+			j++
+		}
+		if j >= len(b) {
+			return 0, 0, 0, false, errTruncated
+		}
+		c := b[j]
+		switch {
+		case c == '"':
+			if nonASCII && !utf8.Valid(b[start:j]) {
+				return 0, 0, 0, false, errBadUTF8
+			}
+			return start, j, j + 1, escaped, nil
+		case c == '\\':
+			escaped = true
+			if j+1 >= len(b) {
+				return 0, 0, 0, false, errTruncated
+			}
+			switch b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if j+6 > len(b) {
+					return 0, 0, 0, false, errTruncated
+				}
+				for k := j + 2; k < j+6; k++ {
+					if hexVal(b[k]) < 0 {
+						return 0, 0, 0, false, errBadEscape
+					}
+				}
+				j += 6
+			default:
+				return 0, 0, 0, false, errBadEscape
+			}
+		case c < 0x20:
+			return 0, 0, 0, false, errControlChar
+		default: // >= 0x80
+			nonASCII = true
+			j++
+		}
+	}
+}
+
+func hexVal(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// unescape appends the decoded content of a valid JSON string (as checked
+// by scanString) to dst. Lone surrogates become U+FFFD, as in encoding/json.
+func unescape(dst, s []byte) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '\\' {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		switch s[i+1] {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r := hex4(s[i+2:])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					if r2 := utf16.DecodeRune(r, hex4(s[i+2:])); r2 != utf8.RuneError {
+						dst = utf8.AppendRune(dst, r2)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			dst = utf8.AppendRune(dst, r)
+			continue
+		default: // '"', '\\', '/'
+			dst = append(dst, s[i+1])
+		}
+		i += 2
+	}
+	return dst
+}
+
+func hex4(b []byte) rune {
+	return rune(hexVal(b[0])<<12 | hexVal(b[1])<<8 | hexVal(b[2])<<4 | hexVal(b[3]))
+}
+
+// scanNumber checks the JSON number grammar from b[i] and returns the index
+// after it.
+func scanNumber(b []byte, i int) (int, error) {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i >= len(b) {
+		return 0, errBadNumber
+	}
+	if b[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return 0, errBadNumber
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return 0, errBadNumber
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return 0, errBadNumber
+		}
+	}
+	return i, nil
+}
+
+func scanLiteral(b []byte, i int, lit string) (int, error) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		if len(b)-i < len(lit) && string(b[i:]) == lit[:len(b)-i] {
+			return 0, errTruncated
+		}
+		return 0, errBadLiteral
+	}
+	return i + len(lit), nil
+}
+
+// scanValue checks the value starting at b[i] and returns its span and the
+// index after it. depth is the nesting of the value's container.
+func scanValue(b []byte, i, depth int) (span, int, error) {
+	if i >= len(b) {
+		return span{}, 0, errTruncated
+	}
+	switch c := b[i]; {
+	case c == '"':
+		s, e, next, esc, err := scanString(b, i)
+		return span{start: s, end: e, kind: kString, escaped: esc}, next, err
+	case c == '-' || ('0' <= c && c <= '9'):
+		next, err := scanNumber(b, i)
+		return span{start: i, end: next, kind: kNumber}, next, err
+	case c == 't':
+		next, err := scanLiteral(b, i, "true")
+		return span{start: i, end: next, kind: kTrue}, next, err
+	case c == 'f':
+		next, err := scanLiteral(b, i, "false")
+		return span{start: i, end: next, kind: kFalse}, next, err
+	case c == 'n':
+		next, err := scanLiteral(b, i, "null")
+		return span{start: i, end: next, kind: kNull}, next, err
+	case c == '{' || c == '[':
+		next, err := skipContainer(b, i, depth+1)
+		return span{start: i, end: next, kind: kNested}, next, err
+	}
+	return span{}, 0, errExpectValue
+}
+
+// skipContainer checks the object or array starting at b[i]. Recursion is
+// bounded by MaxDepth.
+func skipContainer(b []byte, i, depth int) (int, error) {
+	if depth > MaxDepth {
+		return 0, errTooDeep
+	}
+	open := b[i]
+	i = skipWS(b, i+1)
+	if open == '{' {
+		if i < len(b) && b[i] == '}' {
+			return i + 1, nil
+		}
+		for {
+			if i >= len(b) {
+				return 0, errTruncated
+			}
+			if b[i] != '"' {
+				return 0, errExpectKey
+			}
+			_, _, next, _, err := scanString(b, i)
+			if err != nil {
+				return 0, err
+			}
+			i = skipWS(b, next)
+			if i >= len(b) {
+				return 0, errTruncated
+			}
+			if b[i] != ':' {
+				return 0, errExpectColon
+			}
+			if _, i, err = scanValue(b, skipWS(b, i+1), depth); err != nil {
+				return 0, err
+			}
+			i = skipWS(b, i)
+			if i >= len(b) {
+				return 0, errTruncated
+			}
+			switch b[i] {
+			case ',':
+				i = skipWS(b, i+1)
+			case '}':
+				return i + 1, nil
+			default:
+				return 0, errExpectComma
+			}
+		}
+	}
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if _, i, err = scanValue(b, i, depth); err != nil {
+			return 0, err
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return 0, errTruncated
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case ']':
+			return i + 1, nil
+		default:
+			return 0, errArrayComma
+		}
+	}
+}
+
+// bytesOf returns the content of a string span, unescaped into p.scratch
+// when needed. The result is valid until the next call.
+func (p *Parser) bytesOf(line []byte, v span) []byte {
+	if !v.escaped {
+		return line[v.start:v.end]
+	}
+	p.scratch = unescape(p.scratch[:0], line[v.start:v.end])
+	return p.scratch
+}
+
+func (p *Parser) internBytes(b []byte) string {
+	if s, ok := p.intern[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(p.intern) < maxInterned {
+		p.intern[s] = s
+	}
+	return s
+}
+
+func (p *Parser) wrongType(f int, want string) error {
+	return &ParseError{Reason: ingest.ReasonBadType, Detail: fmt.Sprintf("%q is a %s, want %s", p.names[f], kindName[p.vals[f].kind], want)}
+}
+
+// optional reports whether a member is absent or null.
+func optional(v span) bool { return v.kind == kAbsent || v.kind == kNull }
+
+// build fills ev from the recorded spans.
+func (p *Parser) build(line []byte, ev *ingest.Event) error {
+	v := &p.vals
+	*ev = ingest.Event{Source: p.source}
+
+	// table
+	switch {
+	case optional(v[fTable]):
+		return errMissingTable
+	case v[fTable].kind != kString:
+		return p.wrongType(fTable, "a string")
+	}
+	tb := p.bytesOf(line, v[fTable])
+	if len(tb) == 0 {
+		return errMissingTable
+	}
+	ev.Table = p.internBytes(tb)
+
+	// op, before pk: a Scan has no key.
+	switch {
+	case optional(v[fOp]):
+		return errMissingOp
+	case v[fOp].kind != kString:
+		return p.wrongType(fOp, "a string")
+	}
+	class, keyless, ok := opClass(p.bytesOf(line, v[fOp]))
+	if !ok {
+		return &ParseError{Reason: ingest.ReasonBadOp, Detail: fmt.Sprintf("unknown operation %q", truncate(p.bytesOf(line, v[fOp])))}
+	}
+	ev.Class = class
+
+	// pk
+	switch {
+	case optional(v[fPK]):
+		if !keyless {
+			return errMissingPK
+		}
+	case v[fPK].kind != kString:
+		return p.wrongType(fPK, "a string")
+	default:
+		pk := p.bytesOf(line, v[fPK])
+		if len(pk) == 0 && !keyless {
+			return errMissingPK
+		}
+		ev.PK = string(pk)
+	}
+
+	// index, sk
+	switch {
+	case optional(v[fIndex]):
+	case v[fIndex].kind != kString:
+		return p.wrongType(fIndex, "a string")
+	default:
+		if ix := p.bytesOf(line, v[fIndex]); len(ix) > 0 {
+			ev.Index = p.internBytes(ix)
+		}
+	}
+	switch {
+	case optional(v[fSK]):
+	case v[fSK].kind != kString:
+		return p.wrongType(fSK, "a string")
+	default:
+		if sk := p.bytesOf(line, v[fSK]); len(sk) > 0 {
+			ev.SK = string(sk)
+		}
+	}
+
+	// units
+	ev.Units = 1
+	switch u := v[fUnits]; {
+	case optional(u):
+	case u.kind != kNumber:
+		return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("%q is a %s, want a number", p.names[fUnits], kindName[u.kind])}
+	default:
+		f, err := strconv.ParseFloat(unsafeString(line[u.start:u.end]), 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("units %s out of range", truncate(line[u.start:u.end]))}
+		}
+		if f < 0 {
+			return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("negative units %s", truncate(line[u.start:u.end]))}
+		}
+		ev.Units = f
+	}
+
+	// ts
+	switch t := v[fTime]; {
+	case optional(t):
+		ev.Time = p.now()
+	case t.kind == kString:
+		s := p.bytesOf(line, t)
+		tm, err := time.Parse(time.RFC3339Nano, unsafeString(s))
+		if err != nil {
+			return &ParseError{Reason: ingest.ReasonBadTime, Detail: fmt.Sprintf("%q is not an RFC 3339 time", truncate(s))}
+		}
+		if tm.Location() != time.UTC {
+			tm = tm.UTC()
+		}
+		ev.Time = tm
+	case t.kind == kNumber:
+		ms, err := strconv.ParseFloat(unsafeString(line[t.start:t.end]), 64)
+		if err != nil || ms < 0 || ms > maxEpochMillis {
+			return &ParseError{Reason: ingest.ReasonBadTime, Detail: fmt.Sprintf("epoch milliseconds %s out of range", truncate(line[t.start:t.end]))}
+		}
+		whole := math.Floor(ms)
+		ev.Time = time.UnixMilli(int64(whole)).Add(time.Duration((ms - whole) * 1e6)).UTC()
+	default:
+		return p.wrongType(fTime, "an RFC 3339 string or epoch milliseconds")
+	}
+	return nil
+}
+
+// maxEpochMillis is 9999-12-31T23:59:59.999Z, the last instant RFC 3339 can
+// write.
+const maxEpochMillis = 253402300799999
+
+// opClass maps an operation name to its class. keyless is true for Scan,
+// the one operation that reads no particular key.
+func opClass(op []byte) (c ingest.Class, keyless, ok bool) {
+	switch string(op) {
+	case "GetItem", "BatchGetItem", "Query", "TransactGetItems", "read":
+		return ingest.Read, false, true
+	case "Scan":
+		return ingest.Read, true, true
+	case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "write":
+		return ingest.Write, false, true
+	}
+	return ingest.Read, false, false
+}
+
+// truncate copies at most 64 bytes of b for an error message (b may live in
+// a reused buffer).
+func truncate(b []byte) string {
+	const max = 64
+	if len(b) > max {
+		return strings.ToValidUTF8(string(b[:max]), "\uFFFD") + "..."
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+func unsafeString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}

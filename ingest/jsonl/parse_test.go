@@ -1,0 +1,234 @@
+package jsonl
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+var readTime = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+
+func fixedNow() time.Time { return readTime }
+
+func TestParseValid(t *testing.T) {
+	ts := time.Date(2026, 11, 22, 10, 0, 0, 123e6, time.UTC)
+	cases := []struct {
+		name, line string
+		want       ingest.Event
+	}{
+		{"contract example",
+			`{"ts":"2026-11-22T10:00:00.123Z","table":"orders","index":"GSI1","pk":"USER#123","sk":"ORDER#2026-11-22#9","op":"GetItem","units":0.5}`,
+			ingest.Event{Table: "orders", Index: "GSI1", PK: "USER#123", SK: "ORDER#2026-11-22#9", Class: ingest.Read, Units: 0.5, Time: ts}},
+		{"defaults: no ts, no units, no index or sk",
+			`{"table":"t","pk":"k","op":"PutItem"}`,
+			ingest.Event{Table: "t", PK: "k", Class: ingest.Write, Units: 1, Time: readTime}},
+		{"nulls are absent",
+			`{"table":"t","pk":"k","op":"write","ts":null,"units":null,"sk":null,"index":null}`,
+			ingest.Event{Table: "t", PK: "k", Class: ingest.Write, Units: 1, Time: readTime}},
+		{"epoch milliseconds",
+			`{"ts":1795341600123,"table":"t","pk":"k","op":"read"}`,
+			ingest.Event{Table: "t", PK: "k", Units: 1, Time: time.UnixMilli(1795341600123).UTC()}},
+		{"fractional epoch milliseconds",
+			`{"ts":1795341600123.5,"table":"t","pk":"k","op":"read"}`,
+			ingest.Event{Table: "t", PK: "k", Units: 1, Time: time.UnixMilli(1795341600123).Add(500 * time.Microsecond).UTC()}},
+		{"offset time is kept as the same instant in UTC",
+			`{"ts":"2026-11-22T12:00:00.123+02:00","table":"t","pk":"k","op":"Query"}`,
+			ingest.Event{Table: "t", PK: "k", Units: 1, Time: ts}},
+		{"escapes and unicode in keys",
+			`{"table":"t","pk":"USER\u0023\"1\"\\é\ud83d\ude00","sk":"a\/b","op":"UpdateItem","units":2e0}`,
+			ingest.Event{Table: "t", PK: "USER#\"1\"\\é😀", SK: "a/b", Class: ingest.Write, Units: 2, Time: readTime}},
+		{"escaped member names",
+			`{"t\u0061ble":"t","\u0070k":"k","op":"DeleteItem"}`,
+			ingest.Event{Table: "t", PK: "k", Class: ingest.Write, Units: 1, Time: readTime}},
+		{"unknown members of every kind are skipped",
+			` { "x" : [1, {"a": [true, false, null, "s"]}, -0.5e-3], "y": {}, "z": [], "table":"t","pk":"k","op":"BatchGetItem","units":0 } ` + "\r",
+			ingest.Event{Table: "t", PK: "k", Units: 0, Time: readTime}},
+		{"last duplicate wins",
+			`{"table":"a","table":"b","pk":"k","op":"read"}`,
+			ingest.Event{Table: "b", PK: "k", Units: 1, Time: readTime}},
+		{"scan needs no key",
+			`{"table":"t","op":"Scan","units":128}`,
+			ingest.Event{Table: "t", Units: 128, Time: readTime}},
+		{"every write operation",
+			`{"table":"t","pk":"k","op":"TransactWriteItems"}`,
+			ingest.Event{Table: "t", PK: "k", Class: ingest.Write, Units: 1, Time: readTime}},
+		{"every read operation",
+			`{"table":"t","pk":"k","op":"TransactGetItems"}`,
+			ingest.Event{Table: "t", PK: "k", Units: 1, Time: readTime}},
+	}
+	p := NewParser(Fields{}, "jsonl", fixedNow)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var ev ingest.Event
+			if err := p.Parse([]byte(c.line), &ev); err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			c.want.Source = "jsonl"
+			if !ev.Time.Equal(c.want.Time) {
+				t.Errorf("time %v, want %v", ev.Time, c.want.Time)
+			}
+			ev.Time, c.want.Time = time.Time{}, time.Time{}
+			if ev != c.want {
+				t.Errorf("got  %+v\nwant %+v", ev, c.want)
+			}
+		})
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	cases := []struct {
+		name, line, reason string
+	}{
+		{"empty object", `{}`, ingest.ReasonMissingTable},
+		{"truncated", `{"table":"t","pk":"k","op":"read"`, ingest.ReasonBadJSON},
+		{"truncated in a string", `{"table":"t","pk":"k`, ingest.ReasonBadJSON},
+		{"truncated literal", `{"table":"t","pk":"k","op":"read","x":tru`, ingest.ReasonBadJSON},
+		{"not an object", `["table","t"]`, ingest.ReasonBadJSON},
+		{"a bare string", `"table"`, ingest.ReasonBadJSON},
+		{"binary", "\x00\x01\x02\xff\xfe{", ingest.ReasonBadJSON},
+		{"invalid UTF-8 in a key", "{\"table\":\"t\",\"pk\":\"\xff\xfe\",\"op\":\"read\"}", ingest.ReasonBadUTF8},
+		{"invalid UTF-8 in an unknown member", "{\"table\":\"t\",\"pk\":\"k\",\"op\":\"read\",\"x\":\"\xc3\x28\"}", ingest.ReasonBadUTF8},
+		{"control character", "{\"table\":\"t\",\"pk\":\"a\tb\",\"op\":\"read\"}", ingest.ReasonBadJSON},
+		{"bad escape", `{"table":"t","pk":"\q","op":"read"}`, ingest.ReasonBadJSON},
+		{"short unicode escape", `{"table":"t","pk":"\u12","op":"read"}`, ingest.ReasonBadJSON},
+		{"trailing data", `{"table":"t","pk":"k","op":"read"} x`, ingest.ReasonBadJSON},
+		{"two objects", `{"table":"t","pk":"k","op":"read"}{"table":"t","pk":"k","op":"read"}`, ingest.ReasonBadJSON},
+		{"trailing comma", `{"table":"t","pk":"k","op":"read",}`, ingest.ReasonBadJSON},
+		{"missing colon", `{"table" "t"}`, ingest.ReasonBadJSON},
+		{"single quotes", `{'table':'t'}`, ingest.ReasonBadJSON},
+		{"bad number", `{"table":"t","pk":"k","op":"read","units":01}`, ingest.ReasonBadJSON},
+		{"bad exponent", `{"table":"t","pk":"k","op":"read","units":1e}`, ingest.ReasonBadJSON},
+		{"NaN literal", `{"table":"t","pk":"k","op":"read","units":NaN}`, ingest.ReasonBadJSON},
+		{"deep nesting", `{"x":` + strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1) + `,"table":"t","pk":"k","op":"read"}`, ingest.ReasonBadJSON},
+		{"10 000 nested braces", strings.Repeat("{", 10000), ingest.ReasonBadJSON},
+		{"10 000 nested values", strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000), ingest.ReasonBadJSON},
+		{"missing table", `{"pk":"k","op":"read"}`, ingest.ReasonMissingTable},
+		{"empty table", `{"table":"","pk":"k","op":"read"}`, ingest.ReasonMissingTable},
+		{"null table", `{"table":null,"pk":"k","op":"read"}`, ingest.ReasonMissingTable},
+		{"missing pk", `{"table":"t","op":"GetItem"}`, ingest.ReasonMissingPK},
+		{"empty pk", `{"table":"t","pk":"","op":"GetItem"}`, ingest.ReasonMissingPK},
+		{"numeric table", `{"table":5,"pk":"k","op":"read"}`, ingest.ReasonBadType},
+		{"object pk", `{"table":"t","pk":{"S":"k"},"op":"read"}`, ingest.ReasonBadType},
+		{"boolean sk", `{"table":"t","pk":"k","sk":true,"op":"read"}`, ingest.ReasonBadType},
+		{"array index", `{"table":"t","pk":"k","index":[],"op":"read"}`, ingest.ReasonBadType},
+		{"numeric op", `{"table":"t","pk":"k","op":1}`, ingest.ReasonBadType},
+		{"boolean ts", `{"table":"t","pk":"k","op":"read","ts":true}`, ingest.ReasonBadType},
+		{"unknown op", `{"table":"t","pk":"k","op":"ExecuteStatement"}`, ingest.ReasonBadOp},
+		{"missing op", `{"table":"t","pk":"k"}`, ingest.ReasonBadOp},
+		{"negative units", `{"table":"t","pk":"k","op":"read","units":-1}`, ingest.ReasonBadUnits},
+		{"string units", `{"table":"t","pk":"k","op":"read","units":"1"}`, ingest.ReasonBadUnits},
+		{"boolean units", `{"table":"t","pk":"k","op":"read","units":true}`, ingest.ReasonBadUnits},
+		{"infinite units", `{"table":"t","pk":"k","op":"read","units":1e999}`, ingest.ReasonBadUnits},
+		{"unparseable ts", `{"table":"t","pk":"k","op":"read","ts":"yesterday"}`, ingest.ReasonBadTime},
+		{"ts without zone", `{"table":"t","pk":"k","op":"read","ts":"2026-11-22T10:00:00"}`, ingest.ReasonBadTime},
+		{"ts out of range", `{"table":"t","pk":"k","op":"read","ts":"2026-02-30T10:00:00Z"}`, ingest.ReasonBadTime},
+		{"negative epoch", `{"table":"t","pk":"k","op":"read","ts":-5}`, ingest.ReasonBadTime},
+		{"huge epoch", `{"table":"t","pk":"k","op":"read","ts":1e300}`, ingest.ReasonBadTime},
+	}
+	p := NewParser(Fields{}, "jsonl", fixedNow)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var ev ingest.Event
+			err := p.Parse([]byte(c.line), &ev)
+			if err == nil {
+				t.Fatalf("accepted %q as %+v", c.line, ev)
+			}
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not a *ParseError", err)
+			}
+			if pe.Reason != c.reason {
+				t.Errorf("reason %q (%v), want %q", pe.Reason, err, c.reason)
+			}
+		})
+	}
+}
+
+func TestParseCustomFields(t *testing.T) {
+	p := NewParser(Fields{Time: "@timestamp", Table: "TableName", PK: "key", Op: "operation", Units: "rcu"}, "app", fixedNow)
+	var ev ingest.Event
+	line := `{"@timestamp":"2026-11-22T10:00:00Z","TableName":"Music","key":"Acme","operation":"Query","rcu":4,"table":"ignored","sk":"s"}`
+	if err := p.Parse([]byte(line), &ev); err != nil {
+		t.Fatal(err)
+	}
+	want := ingest.Event{Table: "Music", PK: "Acme", SK: "s", Units: 4, Source: "app", Time: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	if ev != want {
+		t.Errorf("got %+v, want %+v", ev, want)
+	}
+	if err := p.Parse([]byte(`{"table":"t","pk":"k","op":"read"}`), &ev); Reason(err) != ingest.ReasonMissingTable {
+		t.Errorf("default names still read with custom Fields: %v", err)
+	}
+}
+
+// TestParseInternsNames checks that table and index names are shared
+// between Events and keys are not (the line buffer is reused).
+func TestParseInternsNames(t *testing.T) {
+	p := NewParser(Fields{}, "jsonl", fixedNow)
+	line := []byte(`{"table":"orders","index":"GSI1","pk":"USER#1","op":"read"}`)
+	var a, b ingest.Event
+	if err := p.Parse(line, &a); err != nil {
+		t.Fatal(err)
+	}
+	copy(line[bytesIndex(line, "USER#1"):], "XXXX#9")
+	if err := p.Parse(line, &b); err != nil {
+		t.Fatal(err)
+	}
+	if a.PK != "USER#1" || b.PK != "XXXX#9" {
+		t.Errorf("keys %q %q: the first Event changed with the buffer", a.PK, b.PK)
+	}
+	if unsafeStringData(a.Table) != unsafeStringData(b.Table) || unsafeStringData(a.Index) != unsafeStringData(b.Index) {
+		t.Error("table and index names are not interned")
+	}
+}
+
+func bytesIndex(b []byte, s string) int { return strings.Index(string(b), s) }
+
+// TestParseAllocs checks the promise of the package: one allocation per
+// key string an Event keeps, nothing else.
+func TestParseAllocs(t *testing.T) {
+	p := NewParser(Fields{}, "jsonl", fixedNow)
+	line := []byte(`{"ts":"2026-11-22T10:00:00.123Z","table":"orders","index":"GSI1","pk":"USER#123","sk":"ORDER#9","op":"GetItem","units":0.5,"extra":{"a":[1,2]}}`)
+	var ev ingest.Event
+	if err := p.Parse(line, &ev); err != nil {
+		t.Fatal(err)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		if err := p.Parse(line, &ev); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > 2 {
+		t.Errorf("%v allocations per line, want at most 2 (pk and sk)", n)
+	}
+}
+
+// TestParseAgreesWithEncodingJSON checks the scanner's notion of valid JSON
+// against encoding/json on the lines of the other tests.
+func TestParseAgreesWithEncodingJSON(t *testing.T) {
+	lines := []string{
+		`{"a":[1,2,{"b":null}],"table":"t","pk":"k","op":"read"}`,
+		`{"a":1.5e+10,"table":"t","pk":"k","op":"read"}`,
+		`{"a":-0,"table":"t","pk":"k","op":"read"}`,
+		`{"a":"\u00e9\n","table":"t","pk":"k","op":"read"}`,
+		`{"a":.5,"table":"t","pk":"k","op":"read"}`,
+		`{"a":+1,"table":"t","pk":"k","op":"read"}`,
+		`{"a":1.,"table":"t","pk":"k","op":"read"}`,
+		`{"a":[1,],"table":"t","pk":"k","op":"read"}`,
+		`{"a":{"b" 1},"table":"t","pk":"k","op":"read"}`,
+		`{"a":nul,"table":"t","pk":"k","op":"read"}`,
+	}
+	p := NewParser(Fields{}, "jsonl", fixedNow)
+	for _, l := range lines {
+		var ev ingest.Event
+		err := p.Parse([]byte(l), &ev)
+		valid := json.Valid([]byte(l))
+		if (err == nil) != valid {
+			t.Errorf("%s: Parse error %v, encoding/json valid %v", l, err, valid)
+		}
+	}
+
+}

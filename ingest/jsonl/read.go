@@ -1,0 +1,240 @@
+package jsonl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxLineBytes bounds one line. Access-log lines are a few hundred
+	// bytes; a longer line is rejected as too_long and skipped.
+	DefaultMaxLineBytes = 64 << 10
+	// DefaultBatchSize is the number of Events handed to the Sink at once.
+	DefaultBatchSize = 512
+	// SourceName is the default source label of the reader.
+	SourceName = "jsonl"
+)
+
+// Options are the settings shared by every JSON-lines reader.
+type Options struct {
+	// Fields names the members of a line; zero members mean the contract's names.
+	Fields Fields
+	// MaxLineBytes bounds a line (DefaultMaxLineBytes when 0).
+	MaxLineBytes int
+	// BatchSize is the number of Events per Sink.Put (DefaultBatchSize when 0).
+	BatchSize int
+	// Now stamps lines without a time (time.Now when nil).
+	Now func() time.Time
+	// Reporter is told about every rejected line (discarded when nil).
+	Reporter ingest.Reporter
+	// Source is the source label of the Events and the rejections ("jsonl" when empty).
+	Source string
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.Reporter == nil {
+		o.Reporter = ingest.NopReporter{}
+	}
+	if o.Source == "" {
+		o.Source = SourceName
+	}
+	return o
+}
+
+// LineError is a rejected line: where it was and why.
+type LineError struct {
+	// Name is the input (a file name, "stdin"); empty for a request body.
+	Name string
+	// Line is the 1-based line number.
+	Line int64
+	// Err says why; its Reason is the rejection's label value.
+	Err *ParseError
+}
+
+func (e *LineError) Error() string {
+	s := "line " + strconv.FormatInt(e.Line, 10) + ": " + e.Err.Error()
+	if e.Name != "" {
+		s = e.Name + ": " + s
+	}
+	return s
+}
+
+// Unwrap returns the *ParseError.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Counts are what a reader did with its input.
+type Counts struct {
+	// Events is the number of lines turned into Events.
+	Events int64
+	// Rejected is the number of lines rejected (reported to the Reporter).
+	Rejected int64
+	// Bytes is the number of input bytes read.
+	Bytes int64
+}
+
+// stream turns lines into batches of Events. One stream reads one input at
+// a time; it is not safe for concurrent use.
+type stream struct {
+	opts    Options
+	name    string
+	parser  *Parser
+	lines   *lineReader
+	batch   []ingest.Event
+	counts  Counts
+	onError func(*LineError) // besides the Reporter; may be nil
+}
+
+func newStream(opts Options, name string) *stream {
+	opts = opts.withDefaults()
+	return &stream{
+		opts:   opts,
+		name:   name,
+		parser: NewParser(opts.Fields, opts.Source, opts.Now),
+		lines:  newLineReader(opts.MaxLineBytes),
+	}
+}
+
+// line parses one complete line into the batch or reports it.
+func (s *stream) line(b []byte) {
+	if len(b) == 0 || skipWS(b, 0) == len(b) {
+		return // blank lines carry nothing and are not errors
+	}
+	if s.batch == nil {
+		s.batch = make([]ingest.Event, 0, s.opts.BatchSize)
+	}
+	s.batch = append(s.batch, ingest.Event{})
+	if err := s.parser.Parse(b, &s.batch[len(s.batch)-1]); err != nil {
+		s.batch = s.batch[:len(s.batch)-1]
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			pe = perr(ingest.ReasonBadJSON, err.Error())
+		}
+		s.reject(pe)
+		return
+	}
+	s.counts.Events++
+}
+
+func (s *stream) reject(pe *ParseError) {
+	s.counts.Rejected++
+	le := &LineError{Name: s.name, Line: s.lines.lines, Err: pe}
+	s.opts.Reporter.Reject(s.opts.Source, pe.Reason, le)
+	if s.onError != nil {
+		s.onError(le)
+	}
+}
+
+func (s *stream) tooLong() {
+	s.reject(perr(ingest.ReasonTooLong, fmt.Sprintf("line longer than %d bytes", s.opts.MaxLineBytes)))
+}
+
+// drain handles every complete line buffered, putting full batches.
+func (s *stream) drain(ctx context.Context, sink ingest.Sink) error {
+	for {
+		b, st := s.lines.next()
+		switch st {
+		case needMore:
+			return nil
+		case lineTooLong:
+			s.tooLong()
+			continue
+		}
+		s.line(b)
+		if len(s.batch) >= s.opts.BatchSize {
+			if err := s.flush(ctx, sink); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// finish handles an unterminated last line.
+func (s *stream) finish() {
+	if b, ok := s.lines.rest(); ok {
+		s.line(b)
+	}
+}
+
+// flush hands the batch to the sink. The sink owns it afterwards.
+func (s *stream) flush(ctx context.Context, sink ingest.Sink) error {
+	if len(s.batch) == 0 {
+		return nil
+	}
+	b := s.batch
+	s.batch = nil
+	return sink.Put(ctx, b)
+}
+
+// readFrom reads r to its end (or ctx's), handing Events to sink. A short
+// read means the writer is slower than we are, so the partial batch is
+// flushed before waiting for more: a live pipe never sits on Events.
+func (s *stream) readFrom(ctx context.Context, r io.Reader, sink ingest.Sink) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		buf := s.lines.space()
+		n, err := r.Read(buf)
+		s.counts.Bytes += int64(n)
+		s.lines.wrote(n)
+		if derr := s.drain(ctx, sink); derr != nil {
+			return derr
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+			return err
+		}
+		if n < len(buf) {
+			if err := s.flush(ctx, sink); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// ReadAll reads r to its end as JSON lines, handing Events to sink in
+// batches and every bad line to opts.Reporter; name says which input it is
+// in errors ("stdin", a file name). It is the whole-input reader of
+// hotkeyd analyze and of stdin.
+//
+// It returns when r ends, with the counts, or early with ctx's error or the
+// sink's. When ctx ends while r blocks (a pipe, a terminal) and r has
+// SetReadDeadline (an *os.File on a pipe), the read is interrupted.
+func ReadAll(ctx context.Context, r io.Reader, name string, sink ingest.Sink, opts Options) (Counts, error) {
+	if d, ok := r.(interface{ SetReadDeadline(time.Time) error }); ok {
+		stop := context.AfterFunc(ctx, func() { _ = d.SetReadDeadline(time.Unix(1, 0)) })
+		defer stop()
+	}
+	s := newStream(opts, name)
+	err := s.readFrom(ctx, r, sink)
+	if err == nil {
+		s.finish()
+		err = s.flush(ctx, sink)
+	}
+	if err != nil {
+		if ctx.Err() != nil && (errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ctx.Err())) {
+			return s.counts, ctx.Err()
+		}
+		return s.counts, fmt.Errorf("read %s: %w", name, err)
+	}
+	return s.counts, nil
+}
