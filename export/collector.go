@@ -1,6 +1,8 @@
 package export
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -152,16 +154,18 @@ func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, ts *sket
 	for class := range ts.Classes {
 		cs := &ts.Classes[class]
 		className := ingest.Class(class).String()
-		top := cs.Top
-		if len(top) > c.topN {
-			top = top[:c.topN]
-		}
-		for _, k := range top {
+		for _, k := range rankedTop(cs.Top, c.topN) {
 			exported[k.Key] = struct{}{}
+			// Share from the units, as the detector computes it, so that
+			// the metric and the report agree.
+			share := 0.0
+			if cs.Units > 0 {
+				share = min(k.Units/cs.Units, 1)
+			}
 			key := b.unique(descKeyShare, table+"\xff"+className, c.masker.Mask(k.Key))
 			ms = append(ms,
 				prometheus.MustNewConstMetric(descKeyUnitsPerSecond, prometheus.GaugeValue, k.Units/span.Seconds(), table, className, key),
-				prometheus.MustNewConstMetric(descKeyShare, prometheus.GaugeValue, k.Share, table, className, key))
+				prometheus.MustNewConstMetric(descKeyShare, prometheus.GaugeValue, share, table, className, key))
 		}
 	}
 	omitted := uint64(0)
@@ -179,6 +183,19 @@ func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, ts *sket
 		ms = append(ms, prometheus.MustNewConstMetric(descKeyThrottled, prometheus.GaugeValue, float64(k.Count), table, key))
 	}
 	return ms
+}
+
+// rankedTop returns the n heaviest keys, ties by key, as the report ranks
+// them.
+func rankedTop(top []sketch.KeyStat, n int) []sketch.KeyStat {
+	top = slices.Clone(top)
+	slices.SortStableFunc(top, func(a, b sketch.KeyStat) int {
+		if a.Units != b.Units {
+			return cmp.Compare(b.Units, a.Units)
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	return top[:min(len(top), n)]
 }
 
 // labelDeduper keeps masked keys unique within a metric's other labels. In

@@ -1,0 +1,72 @@
+package export
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// Readiness decides what /-/ready answers: ready while the pipeline is
+// running and every watched source says it is working. It is safe for
+// concurrent use.
+type Readiness struct {
+	mu      sync.Mutex
+	running bool
+	reason  string
+	sources []namedReadier
+}
+
+type namedReadier struct {
+	name string
+	r    ingest.Readier
+}
+
+// NewReadiness returns a Readiness that is not ready until SetRunning(true).
+func NewReadiness() *Readiness {
+	return &Readiness{reason: "pipeline not started"}
+}
+
+// Watch adds the sources that implement ingest.Readier; the others are
+// ready whenever the pipeline runs.
+func (r *Readiness) Watch(sources ...ingest.Source) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range sources {
+		if rd, ok := s.(ingest.Readier); ok {
+			r.sources = append(r.sources, namedReadier{name: s.Name(), r: rd})
+		}
+	}
+}
+
+// SetRunning marks the pipeline running, or stopped with a reason ("shutting
+// down"). The daemon marks it stopped before the HTTP server begins to shut
+// down, so that load balancers and Prometheus stop sending first.
+func (r *Readiness) SetRunning(running bool, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.running = running
+	r.reason = reason
+}
+
+// Check returns nil when ready, or why not.
+func (r *Readiness) Check() error {
+	r.mu.Lock()
+	running, reason := r.running, r.reason
+	sources := r.sources
+	r.mu.Unlock()
+	if !running {
+		if reason == "" {
+			reason = "pipeline not running"
+		}
+		return errors.New(reason)
+	}
+	var errs []error
+	for _, s := range sources {
+		if err := s.r.Ready(); err != nil {
+			errs = append(errs, fmt.Errorf("source %s: %w", s.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,188 @@
+package export
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// ReporterConfig bounds the Reporter's logging.
+type ReporterConfig struct {
+	// Burst is the number of lines logged per source, reason and kind
+	// (rejected input or source error) in each Interval; zero means 5.
+	Burst int
+	// Interval is the period the Burst is counted over; zero means a minute.
+	Interval time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Reporter is the ingest.Reporter of the daemon: it counts every rejected
+// input (hotkeyd_input_rejected_total{source,reason}) and every source error
+// (hotkeyd_source_errors_total{source,reason}) and logs them at a bounded
+// rate: the first Burst per source, reason and kind in each Interval, then,
+// with the next one after the Interval, one line saying how many were
+// suppressed. It is safe for concurrent use.
+type Reporter struct {
+	log      *zap.Logger
+	now      func() time.Time
+	burst    int
+	interval time.Duration
+
+	rejected      *prometheus.CounterVec
+	errors        *prometheus.CounterVec
+	rejectedTotal atomic.Uint64
+
+	mu     sync.Mutex
+	limits map[limitKey]*limitState
+}
+
+var _ ingest.Reporter = (*Reporter)(nil)
+
+type limitKey struct {
+	reject         bool
+	source, reason string
+}
+
+type limitState struct {
+	start      time.Time
+	logged     int
+	suppressed int
+}
+
+// NewReporter returns a Reporter logging to log and registering its metrics
+// with reg.
+func NewReporter(log *zap.Logger, reg prometheus.Registerer, cfg ReporterConfig) (*Reporter, error) {
+	if cfg.Burst <= 0 {
+		cfg.Burst = 5
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	r := &Reporter{
+		log:      log,
+		now:      cfg.Now,
+		burst:    cfg.Burst,
+		interval: cfg.Interval,
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotkeyd_input_rejected_total",
+			Help: "Input lines or records a source could not use and skipped, by source and reason (bad_json, too_long, bad_utf8, missing_table, missing_pk, bad_type, bad_units, bad_time, bad_op, bad_record, bad_file).",
+		}, []string{"source", "reason"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotkeyd_source_errors_total",
+			Help: "Failures reading a source itself (an unreadable file, an AWS API error), by source and reason.",
+		}, []string{"source", "reason"}),
+		limits: map[limitKey]*limitState{},
+	}
+	for _, c := range []prometheus.Collector{r.rejected, r.errors} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// rejectReasons are the ingest package's reasons, pre-initialised per source.
+var rejectReasons = []string{
+	ingest.ReasonBadJSON, ingest.ReasonTooLong, ingest.ReasonBadUTF8,
+	ingest.ReasonMissingTable, ingest.ReasonMissingPK, ingest.ReasonBadType,
+	ingest.ReasonBadUnits, ingest.ReasonBadTime, ingest.ReasonBadOp,
+	ingest.ReasonBadRecord, ingest.ReasonBadFile,
+}
+
+// InitSource creates the source's hotkeyd_input_rejected_total series for
+// every shared reason at zero, so that rate() and increase() see the first
+// rejection.
+func (r *Reporter) InitSource(source string) {
+	for _, reason := range rejectReasons {
+		r.rejected.WithLabelValues(source, reason)
+	}
+}
+
+// Rejected returns the number of rejected inputs so far, for the report's
+// "rejected" field.
+func (r *Reporter) Rejected() uint64 { return r.rejectedTotal.Load() }
+
+// Reject counts and, within the rate bound, logs one skipped input.
+func (r *Reporter) Reject(source, reason string, err error) {
+	r.rejected.WithLabelValues(source, reason).Inc()
+	r.rejectedTotal.Add(1)
+	r.logBounded(limitKey{reject: true, source: source, reason: reason}, err)
+}
+
+// Error counts and, within the rate bound, logs one source failure.
+func (r *Reporter) Error(source, reason string, err error) {
+	r.errors.WithLabelValues(source, reason).Inc()
+	r.logBounded(limitKey{source: source, reason: reason}, err)
+}
+
+// Flush logs the suppressed counts not yet logged, e.g. at shutdown.
+func (r *Reporter) Flush() {
+	r.mu.Lock()
+	type pending struct {
+		k limitKey
+		n int
+	}
+	var out []pending
+	for k, st := range r.limits {
+		if st.suppressed > 0 {
+			out = append(out, pending{k, st.suppressed})
+			st.suppressed = 0
+		}
+	}
+	r.mu.Unlock()
+	for _, p := range out {
+		r.logSuppressed(p.k, p.n)
+	}
+}
+
+func (r *Reporter) logBounded(k limitKey, err error) {
+	now := r.now()
+	r.mu.Lock()
+	st := r.limits[k]
+	if st == nil {
+		st = &limitState{start: now}
+		r.limits[k] = st
+	}
+	suppressed := 0
+	if now.Sub(st.start) >= r.interval {
+		suppressed = st.suppressed
+		st.start, st.logged, st.suppressed = now, 0, 0
+	}
+	log := st.logged < r.burst
+	if log {
+		st.logged++
+	} else {
+		st.suppressed++
+	}
+	r.mu.Unlock()
+
+	if suppressed > 0 {
+		r.logSuppressed(k, suppressed)
+	}
+	if !log {
+		return
+	}
+	if k.reject {
+		r.log.Warn("input rejected", zap.String("source", k.source), zap.String("reason", k.reason), zap.Error(err))
+	} else {
+		r.log.Error("source error", zap.String("source", k.source), zap.String("reason", k.reason), zap.Error(err))
+	}
+}
+
+func (r *Reporter) logSuppressed(k limitKey, n int) {
+	what := "source errors"
+	if k.reject {
+		what = "rejected inputs"
+	}
+	r.log.Warn("log lines suppressed", zap.String("what", what), zap.String("source", k.source),
+		zap.String("reason", k.reason), zap.Int("suppressed", n), zap.Duration("interval", r.interval))
+}
