@@ -16,6 +16,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -50,7 +51,7 @@ func runAnalyze(f *flags, io stdio) int {
 	rep := newAnalyzeReporter(io.stderr)
 	status := 0
 	for _, name := range f.files {
-		if err := analyzeFile(ctx, name, io, schemas, store, rep); err != nil {
+		if err := analyzeFile(ctx, name, io, schemas, jsonlFields(cfg), store, rep); err != nil {
 			fmt.Fprintf(io.stderr, "hotkeyd: %s: %v\n", name, err)
 			status = 1
 		}
@@ -76,7 +77,7 @@ func runAnalyze(f *flags, io stdio) int {
 }
 
 // analyzeFile reads one input whole into sink.
-func analyzeFile(ctx context.Context, name string, io stdio, schemas map[string]ingest.KeySchema, sink ingest.Sink, rep ingest.Reporter) error {
+func analyzeFile(ctx context.Context, name string, io stdio, schemas map[string]ingest.KeySchema, fields jsonl.Fields, sink ingest.Sink, rep ingest.Reporter) error {
 	var raw countingReader
 	if name == "-" {
 		raw.r = io.stdin
@@ -93,7 +94,7 @@ func analyzeFile(ctx context.Context, name string, io stdio, schemas map[string]
 		return err
 	}
 	defer closeFn()
-	in := analyzeInput{Name: name, R: bufio.NewReaderSize(plain, 1<<20), Schemas: schemas}
+	in := analyzeInput{Name: name, R: bufio.NewReaderSize(plain, 1<<20), Schemas: schemas, Fields: fields}
 	_, decode, err := detectFormat(in)
 	if err != nil {
 		return err
@@ -102,6 +103,17 @@ func analyzeFile(ctx context.Context, name string, io stdio, schemas map[string]
 	stop := startProgress(io.stderr, name, &raw.n, &counted.n)
 	defer stop()
 	return decode(ctx, in, counted, rep)
+}
+
+// jsonlFields returns the field names of the config's first jsonl source:
+// analyze reads the same logs the daemon follows.
+func jsonlFields(cfg Config) jsonl.Fields {
+	for _, s := range cfg.Sources {
+		if s.Type == sourceJSONL {
+			return s.Fields
+		}
+	}
+	return jsonl.Fields{}
 }
 
 // keySchemas merges the config file's tables with --key-schema flags

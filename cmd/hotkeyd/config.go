@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 )
 
 // Source types accepted in the sources list of the config file.
@@ -79,11 +80,8 @@ type SourceConfig struct {
 	Paths []string `yaml:"paths"`
 	// Fields (jsonl) renames the JSON fields for logs that already exist,
 	// e.g. {pk: user_id, table: tbl}.
-	Fields map[string]string `yaml:"fields"`
+	Fields jsonl.Fields `yaml:"fields"`
 }
-
-// jsonlFields are the field names a jsonl source may rename.
-var jsonlFields = []string{"ts", "table", "index", "pk", "sk", "op", "units"}
 
 // DefaultConfig returns the settings used for every key the file leaves out.
 func DefaultConfig() Config {
@@ -204,7 +202,7 @@ func (s *SourceConfig) validate() error {
 		"start":          s.Start != "",
 		"checkpoint_dir": s.CheckpointDir != "",
 		"paths":          len(s.Paths) > 0,
-		"fields":         len(s.Fields) > 0,
+		"fields":         s.Fields != (jsonl.Fields{}),
 	}
 	var allowed []string
 	switch s.Type {
@@ -242,14 +240,6 @@ func (s *SourceConfig) validate() error {
 		allowed = []string{"paths", "fields"}
 		if err := validatePaths(s.Paths, true); err != nil {
 			return err
-		}
-		for _, k := range sortedKeys(s.Fields) {
-			if !slices.Contains(jsonlFields, k) {
-				return keyError{"fields." + k, fmt.Sprintf("unknown field (want one of %s)", strings.Join(jsonlFields, ", "))}
-			}
-			if s.Fields[k] == "" {
-				return keyError{"fields." + k, "empty field name"}
-			}
 		}
 	default:
 		return keyError{"type", fmt.Sprintf("unknown source type %q (want dynamodb-streams, cloudtrail or jsonl)", s.Type)}

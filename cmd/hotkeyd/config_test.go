@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 )
 
 func TestLoadConfigInvalid(t *testing.T) {
@@ -30,7 +31,7 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-source-empty-path.yml":   "sources[0].paths[1]: empty path",
 		"invalid-cloudtrail-stdin.yml":    "sources[0].paths[0]: stdin is not supported by this source",
 		"invalid-stdin-not-alone.yml":     `sources[0].paths[1]: "-" (stdin) must be the only path`,
-		"invalid-jsonl-field.yml":         "sources[0].fields.user: unknown field (want one of ts, table, index, pk, sk, op, units)",
+		"invalid-jsonl-field.yml":         "yaml: unmarshal errors:\n  line 4: field user not found in type jsonl.Fields",
 		"invalid-streams-no-tables.yml":   "sources[0].tables: one of tables or stream_arns is required",
 		"invalid-streams-start.yml":       `sources[0].start: must be latest or trim_horizon, got "earliest"`,
 		"invalid-streams-endpoint.yml":    `sources[0].endpoint: not an absolute URL: "localhost:8000"`,
@@ -90,7 +91,7 @@ func TestLoadConfigValid(t *testing.T) {
 				// start defaults to latest.
 				{Type: "dynamodb-streams", Tables: []string{"orders", "sessions"}, Region: "us-east-1", Endpoint: "http://127.0.0.1:8000", Start: "latest", CheckpointDir: "/var/lib/hotkeyd"},
 				{Type: "cloudtrail", Paths: []string{"/var/log/cloudtrail/**/*.json.gz"}},
-				{Type: "jsonl", Paths: []string{"/var/log/app/access.log"}, Fields: map[string]string{"pk": "user_id", "table": "tbl"}},
+				{Type: "jsonl", Paths: []string{"/var/log/app/access.log"}, Fields: jsonl.Fields{PK: "user_id", Table: "tbl"}},
 			},
 		},
 	} {

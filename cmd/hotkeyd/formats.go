@@ -12,6 +12,7 @@ import (
 	"github.com/ulikunitz/xz"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 )
 
 // decodeFunc reads one whole input of a known format and hands its Events
@@ -27,6 +28,9 @@ type analyzeInput struct {
 	R *bufio.Reader
 	// Schemas are the key schemas from the config and --key-schema.
 	Schemas map[string]ingest.KeySchema
+	// Fields are the JSON-lines field names (those of the config's first
+	// jsonl source, or the contract's).
+	Fields jsonl.Fields
 }
 
 // sniffLen is how many bytes format detection looks at.
@@ -42,6 +46,12 @@ func detectFormat(in analyzeInput) (format string, decode decodeFunc, err error)
 	default:
 		return "jsonl", decodeJSONLines, nil
 	}
+}
+
+// decodeJSONLines reads JSON lines (the access-log contract).
+func decodeJSONLines(ctx context.Context, in analyzeInput, sink ingest.Sink, rep ingest.Reporter) error {
+	_, err := jsonl.ReadAll(ctx, in.R, in.Name, sink, jsonl.Options{Fields: in.Fields, Reporter: rep})
+	return err
 }
 
 // looksLikeCloudTrail reports whether head starts a CloudTrail log file: one
