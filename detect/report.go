@@ -55,6 +55,39 @@ type Finding struct {
 	Share          float64         `json:"share"`
 	UnitsPerSecond float64         `json:"units_per_second"`
 	Recommendation *Recommendation `json:"recommendation,omitempty"`
+	// Evidence is what led to the finding (an addition to the contract's
+	// fields, for people checking the reasoning).
+	Evidence *Evidence `json:"evidence,omitempty"`
+}
+
+// Evidence is the numbers a Finding was decided on. Fields that do not apply
+// to a finding's kind are left out.
+type Evidence struct {
+	// Summary says in one sentence why the rule fired.
+	Summary string `json:"summary"`
+	// WindowSeconds is the duration the rates were computed over.
+	WindowSeconds float64 `json:"window_seconds,omitempty"`
+	// Units is the key's units in the window; ClassUnits the table's units
+	// of the same class.
+	Units      float64 `json:"units,omitempty"`
+	ClassUnits float64 `json:"class_units,omitempty"`
+	// Limit is one partition's ceiling for the class, in units per second.
+	Limit float64 `json:"limit,omitempty"`
+	// SortKeys is the number of distinct sort keys seen under the key.
+	SortKeys uint64 `json:"sort_keys,omitempty"`
+	// DistinctPartitionKeys and RequiredPartitions are the cardinality
+	// rule's inputs; PeakUnitsPerSecond the class's peak rate.
+	DistinctPartitionKeys uint64  `json:"distinct_partition_keys,omitempty"`
+	RequiredPartitions    int     `json:"required_partitions,omitempty"`
+	PeakUnitsPerSecond    float64 `json:"peak_units_per_second,omitempty"`
+	// Keys are the partition keys the rule judged on, heaviest first.
+	Keys []string `json:"keys,omitempty"`
+	// Shape names the date or time format recognised in the keys.
+	Shape string `json:"shape,omitempty"`
+	// Records and MeanRecords are a stream shard's records and the mean
+	// over the stream's shards.
+	Records     uint64  `json:"records,omitempty"`
+	MeanRecords float64 `json:"mean_records,omitempty"`
 }
 
 // Recommendation is the fix hotkeyd advises for a Finding.

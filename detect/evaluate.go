@@ -1,0 +1,156 @@
+package detect
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+// Evaluate analyses one snapshot with the given settings. It is a pure
+// function: no clock, no I/O, and the same snapshot and settings always give
+// the same report, findings in a stable order (critical first, then by
+// share, kind, class and key). Report.Rejected is left for the caller.
+func Evaluate(snap sketch.Snapshot, s Settings) Report {
+	r := Report{Start: snap.Start, End: snap.End, Tables: make([]TableReport, 0, len(snap.Tables))}
+	for i := range snap.Tables {
+		t := &snap.Tables[i]
+		r.Events += t.Events
+		r.Tables = append(r.Tables, evaluateTable(t, s))
+	}
+	return r
+}
+
+// table is one TableSnapshot with the settings and derived numbers the
+// rules share.
+type table struct {
+	*sketch.TableSnapshot
+	s Settings
+	// seconds is the window's duration, at least one second: a window of
+	// one instant (all events with one timestamp) is taken as one second
+	// rather than dividing by zero.
+	seconds float64
+}
+
+func evaluateTable(ts *sketch.TableSnapshot, s Settings) TableReport {
+	t := table{TableSnapshot: ts, s: s, seconds: max(ts.End.Sub(ts.Start).Seconds(), 1)}
+	tr := TableReport{
+		Table:                 ts.Table,
+		Index:                 ts.Index,
+		Events:                ts.Events,
+		ReadUnits:             ts.Classes[ingest.Read].Units,
+		WriteUnits:            ts.Classes[ingest.Write].Units,
+		DistinctPartitionKeys: ts.DistinctKeys,
+		TopKeys:               t.topKeys(),
+		Findings:              []Finding{},
+	}
+	for _, k := range ts.Throttled[:min(len(ts.Throttled), max(s.Top, 0))] {
+		tr.ThrottledKeys = append(tr.ThrottledKeys, ThrottledKey{Key: k.Key, Count: k.Count})
+	}
+	for c := range ingest.Class(ingest.NumClasses) {
+		tr.Findings = append(tr.Findings, t.keyFindings(c)...)
+	}
+	if f, ok := t.lowCardinality(); ok {
+		tr.Findings = append(tr.Findings, f)
+	}
+	if f, ok := t.timeOrdered(); ok {
+		tr.Findings = append(tr.Findings, f)
+	}
+	tr.Findings = append(tr.Findings, t.hotPartitions()...)
+	sortFindings(tr.Findings)
+	return tr
+}
+
+// limit is one partition's ceiling for class c, in units per second.
+func (t *table) limit(c ingest.Class) float64 {
+	if c == ingest.Write {
+		return t.s.WriteLimit
+	}
+	return t.s.ReadLimit
+}
+
+// rate converts units in the window to units per second.
+func (t *table) rate(units float64) float64 { return units / t.seconds }
+
+// peak is the class's peak rate: the store's sub-window peak when it has
+// one, the window's mean otherwise.
+func (t *table) peak(c ingest.Class) float64 {
+	cs := &t.Classes[c]
+	return max(cs.PeakUnitsPerSecond, t.rate(cs.Units))
+}
+
+// active reports whether class c is above the traffic floor; share-based
+// rules stay silent below it.
+func (t *table) active(c ingest.Class) bool {
+	cs := &t.Classes[c]
+	return cs.Units > 0 && cs.Events >= t.s.MinEvents && t.peak(c) >= t.s.MinUnitsPerSecond
+}
+
+// share is a key's fraction of its class's units, recomputed from the
+// units so that an estimate's Share field and Units never disagree.
+func (t *table) share(c ingest.Class, k *sketch.KeyStat) float64 {
+	total := t.Classes[c].Units
+	if total <= 0 {
+		return 0
+	}
+	return math.Min(k.Units/total, 1)
+}
+
+// nearCeiling reports whether a rate is within LimitFraction of the
+// partition ceiling of class c.
+func (t *table) nearCeiling(c ingest.Class, rate float64) bool {
+	return rate >= t.s.LimitFraction*t.limit(c)
+}
+
+func (t *table) severity(c ingest.Class, rate float64) string {
+	if t.nearCeiling(c, rate) {
+		return SeverityCritical
+	}
+	return SeverityWarning
+}
+
+// ranked returns the class's tracked keys heaviest first, ties by key.
+func (t *table) ranked(c ingest.Class) []sketch.KeyStat {
+	top := slices.Clone(t.Classes[c].Top)
+	slices.SortStableFunc(top, func(a, b sketch.KeyStat) int {
+		if a.Units != b.Units {
+			return cmp.Compare(b.Units, a.Units)
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	return top
+}
+
+func (t *table) topKeys() []TopKey {
+	out := []TopKey{}
+	for c := range ingest.Class(ingest.NumClasses) {
+		top := t.ranked(c)
+		for i := range top[:min(len(top), max(t.s.Top, 0))] {
+			k := &top[i]
+			out = append(out, TopKey{Key: k.Key, Class: c.String(), Units: k.Units, Share: t.share(c, k)})
+		}
+	}
+	return out
+}
+
+// sortFindings orders findings critical first, then by share (highest
+// first), kind, class and key, so reports and golden files are stable.
+func sortFindings(fs []Finding) { slices.SortStableFunc(fs, compareFindings) }
+
+func compareFindings(a, b Finding) int {
+	rank := func(sev string) int {
+		if sev == SeverityCritical {
+			return 0
+		}
+		return 1
+	}
+	return cmp.Or(
+		cmp.Compare(rank(a.Severity), rank(b.Severity)),
+		cmp.Compare(b.Share, a.Share),
+		cmp.Compare(a.Kind, b.Kind),
+		cmp.Compare(a.Class, b.Class),
+		cmp.Compare(a.Key, b.Key),
+	)
+}

@@ -1,0 +1,109 @@
+package detect
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+// snapshotOf builds a one-table snapshot over a window of seconds from
+// per-key write units.
+func snapshotOf(seconds int, writes map[string]float64) sketch.Snapshot {
+	start := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	end := start.Add(time.Duration(seconds) * time.Second)
+	ts := sketch.TableSnapshot{Table: "orders", Start: start, End: end, DistinctKeys: uint64(len(writes))}
+	cs := &ts.Classes[ingest.Write]
+	for k, u := range writes {
+		cs.Units += u
+		cs.Events += uint64(u)
+		cs.Top = append(cs.Top, sketch.KeyStat{Key: k, Units: u, Events: uint64(u)})
+	}
+	ts.Events = cs.Events
+	return sketch.Snapshot{Start: start, End: end, Tables: []sketch.TableSnapshot{ts}}
+}
+
+func TestEvaluateHotKeyWriteSharding(t *testing.T) {
+	writes := map[string]float64{"USER#1": 460}
+	for i := range 40 {
+		writes["USER#"+string(rune('A'+i))] = 38.5
+	}
+	r := Evaluate(snapshotOf(300, writes), DefaultSettings())
+	if len(r.Tables) != 1 {
+		t.Fatalf("tables = %d, want 1", len(r.Tables))
+	}
+	fs := r.Tables[0].Findings
+	if len(fs) != 1 {
+		t.Fatalf("findings = %+v, want one", fs)
+	}
+	f := fs[0]
+	if f.Kind != KindHotKey || f.Key != "USER#1" || f.Class != "write" || f.Severity != SeverityWarning {
+		t.Errorf("finding = %+v", f)
+	}
+	if want := 460.0 / 2000; f.Share != want {
+		t.Errorf("share = %v, want %v", f.Share, want)
+	}
+	if want := 460.0 / 300; f.UnitsPerSecond != want {
+		t.Errorf("units/s = %v, want %v", f.UnitsPerSecond, want)
+	}
+	rec := f.Recommendation
+	if rec == nil || rec.Kind != AdviceWriteSharding || rec.SuffixCount != 2 || rec.Example != "USER#1#0 .. USER#1#1" {
+		t.Errorf("recommendation = %+v", rec)
+	}
+}
+
+func TestEvaluateSuffixCountFromRate(t *testing.T) {
+	// 900 WCU/s over 60 s; limit 1000 × headroom 0.5 = 500 per shard → 2;
+	// at 1600 WCU/s → 4.
+	for _, tc := range []struct {
+		units float64
+		want  int
+	}{{900 * 60, 2}, {1600 * 60, 4}, {2600 * 60, 6}} {
+		writes := map[string]float64{"HOT": tc.units}
+		for i := range 20 {
+			writes["K"+string(rune('a'+i))] = tc.units / 20
+		}
+		r := Evaluate(snapshotOf(60, writes), DefaultSettings())
+		var got int
+		for _, f := range r.Tables[0].Findings {
+			if f.Kind == KindHotKey && f.Key == "HOT" {
+				got = f.Recommendation.SuffixCount
+				if f.Severity != SeverityCritical {
+					t.Errorf("units %v: severity %q, want critical", tc.units, f.Severity)
+				}
+			}
+		}
+		if got != tc.want {
+			t.Errorf("units %v: suffix count %d, want %d", tc.units, got, tc.want)
+		}
+	}
+}
+
+func TestSettingsValidate(t *testing.T) {
+	if err := DefaultSettings().Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, tc := range []struct {
+		mod  func(*Settings)
+		want string
+	}{
+		{func(s *Settings) { s.Threshold = 0 }, "threshold: 0 is outside (0, 1]"},
+		{func(s *Settings) { s.Threshold = 1.5 }, "threshold: 1.5 is outside (0, 1]"},
+		{func(s *Settings) { s.ClearThreshold = 0.2 }, "clear_threshold: 0.2 is above threshold 0.1"},
+		{func(s *Settings) { s.HoldEvaluations = 0 }, "hold_evaluations: 0 must be at least 1"},
+		{func(s *Settings) { s.WriteLimit = -1 }, "write_limit: -1 must be positive"},
+		{func(s *Settings) { s.Headroom = 0 }, "headroom: 0 is outside (0, 1]"},
+		{func(s *Settings) { s.MinUnitsPerSecond = -2 }, "min_units_per_second: -2 must not be negative"},
+		{func(s *Settings) { s.Top = -1 }, "top: -1 must not be negative"},
+		{func(s *Settings) { s.HandfulKeys = 1 }, "handful_keys: 1 must be at least 2"},
+		{func(s *Settings) { s.ClearLimitFraction = 0.9 }, "clear_limit_fraction: 0.9 is above limit_fraction 0.8"},
+	} {
+		s := DefaultSettings()
+		tc.mod(&s)
+		err := s.Validate()
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("Validate() = %v, want %q", err, tc.want)
+		}
+	}
+}

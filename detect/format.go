@@ -1,0 +1,41 @@
+package detect
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// pct formats a fraction as a percentage with at most one decimal.
+func pct(f float64) string {
+	return strconv.FormatFloat(math.Round(f*1000)/10, 'f', -1, 64) + "%"
+}
+
+// num formats a rate or count with at most two decimals.
+func num(f float64) string {
+	return strconv.FormatFloat(math.Round(f*100)/100, 'f', -1, 64)
+}
+
+// quoteKey quotes a key for a sentence.
+func quoteKey(k string) string { return strconv.Quote(k) }
+
+// unitName is RCU or WCU.
+func unitName(c ingest.Class) string {
+	if c == ingest.Write {
+		return "WCU"
+	}
+	return "RCU"
+}
+
+// ceilInt is ceil(f) as an int, saturating on huge or invalid values.
+func ceilInt(f float64) int {
+	switch {
+	case f != f || f <= 0:
+		return 0
+	case f >= math.MaxInt32:
+		return math.MaxInt32
+	}
+	// The epsilon keeps float noise (2.0000000001) from adding a shard.
+	return int(math.Ceil(f - 1e-9))
+}

@@ -1,0 +1,141 @@
+package detect
+
+import "fmt"
+
+// Settings are the detector's thresholds. The zero value is not useful; start
+// from DefaultSettings and override. YAML names are those of the config file.
+type Settings struct {
+	// Threshold is the share of a table's units of one class that makes a
+	// partition key hot (hot_key), and the share of a stream's records that
+	// makes a shard hot (hot_partition).
+	Threshold float64 `yaml:"threshold"`
+	// ClearThreshold is the share below which a flagged hot key is cleared
+	// in live mode (Tracker). Between it and Threshold a flagged key stays
+	// flagged and an unflagged one stays unflagged, so a key hovering near
+	// the threshold does not flap.
+	ClearThreshold float64 `yaml:"clear_threshold"`
+	// HoldEvaluations is the number of consecutive evaluations a finding
+	// must hold before the Tracker flags it, and the number of consecutive
+	// evaluations a table-wide finding must be absent before it is cleared.
+	HoldEvaluations int `yaml:"hold_evaluations"`
+	// MinUnitsPerSecond and MinEvents are the traffic floor of a table's
+	// class: below either, share-based rules stay silent, because a share of
+	// almost nothing is noise and throttles nobody.
+	MinUnitsPerSecond float64 `yaml:"min_units_per_second"`
+	MinEvents         uint64  `yaml:"min_events"`
+	// ReadLimit and WriteLimit are one partition's ceilings: 3000 RCU/s and
+	// 1000 WCU/s in DynamoDB.
+	ReadLimit  float64 `yaml:"read_limit"`
+	WriteLimit float64 `yaml:"write_limit"`
+	// LimitFraction of the ceiling is where partition_limit fires and where
+	// any finding becomes critical.
+	LimitFraction float64 `yaml:"limit_fraction"`
+	// ClearLimitFraction of the ceiling is where a flagged partition_limit
+	// is cleared in live mode (its hysteresis band).
+	ClearLimitFraction float64 `yaml:"clear_limit_fraction"`
+	// Headroom is the fraction of a partition's ceiling a shard of a
+	// sharded key should use at most: N = ceil(rate / (limit × Headroom)).
+	Headroom float64 `yaml:"headroom"`
+	// Top is the number of keys per class listed in a table's top_keys.
+	Top int `yaml:"top"`
+	// CardinalityFactor: a table needs at least this many distinct partition
+	// keys per partition its peak traffic requires (low_cardinality).
+	CardinalityFactor float64 `yaml:"cardinality_factor"`
+	// HandfulKeys and HandfulShare describe a status-like key: between 2 and
+	// HandfulKeys keys carry at least HandfulShare of a class's units
+	// (low_cardinality). One key alone is a hot_key, not a cardinality issue.
+	HandfulKeys  int     `yaml:"handful_keys"`
+	HandfulShare float64 `yaml:"handful_share"`
+	// TimeOrderedShare is the share of a class's units on partition keys
+	// shaped like dates or timestamps that makes the key design
+	// time-ordered (time_ordered_key).
+	TimeOrderedShare float64 `yaml:"time_ordered_share"`
+	// EpochMaxSkewDays bounds how far from the window a bare epoch number
+	// may lie and still count as a timestamp; further away it is taken for
+	// an ordinary numeric id. Zero disables the check.
+	EpochMaxSkewDays float64 `yaml:"epoch_max_skew_days"`
+	// ShardFactor: a hot shard also carries at least this many times the
+	// mean shard's records (hot_partition).
+	ShardFactor float64 `yaml:"shard_factor"`
+}
+
+// DefaultSettings returns the documented defaults.
+func DefaultSettings() Settings {
+	return Settings{
+		Threshold:          0.10,
+		ClearThreshold:     0.08,
+		HoldEvaluations:    3,
+		MinUnitsPerSecond:  1,
+		MinEvents:          100,
+		ReadLimit:          3000,
+		WriteLimit:         1000,
+		LimitFraction:      0.8,
+		ClearLimitFraction: 0.7,
+		Headroom:           0.5,
+		Top:                10,
+		CardinalityFactor:  2,
+		HandfulKeys:        5,
+		HandfulShare:       0.9,
+		TimeOrderedShare:   0.5,
+		EpochMaxSkewDays:   366,
+		ShardFactor:        2,
+	}
+}
+
+// Validate returns an error naming the first setting out of range, by its
+// YAML name.
+func (s Settings) Validate() error {
+	frac := func(name string, v float64, zeroOK bool) error {
+		if v < 0 || v > 1 || (v == 0 && !zeroOK) || v != v {
+			return fmt.Errorf("%s: %v is outside (0, 1]", name, v)
+		}
+		return nil
+	}
+	pos := func(name string, v float64) error {
+		if !(v > 0) {
+			return fmt.Errorf("%s: %v must be positive", name, v)
+		}
+		return nil
+	}
+	nonneg := func(name string, v float64) error {
+		if !(v >= 0) {
+			return fmt.Errorf("%s: %v must not be negative", name, v)
+		}
+		return nil
+	}
+	errs := []error{
+		frac("threshold", s.Threshold, false),
+		frac("clear_threshold", s.ClearThreshold, false),
+		frac("limit_fraction", s.LimitFraction, false),
+		frac("clear_limit_fraction", s.ClearLimitFraction, false),
+		frac("headroom", s.Headroom, false),
+		frac("handful_share", s.HandfulShare, false),
+		frac("time_ordered_share", s.TimeOrderedShare, false),
+		pos("read_limit", s.ReadLimit),
+		pos("write_limit", s.WriteLimit),
+		nonneg("min_units_per_second", s.MinUnitsPerSecond),
+		nonneg("epoch_max_skew_days", s.EpochMaxSkewDays),
+	}
+	for _, err := range errs { // name the first wrong setting
+		if err != nil {
+			return err
+		}
+	}
+	switch {
+	case s.ClearThreshold > s.Threshold:
+		return fmt.Errorf("clear_threshold: %v is above threshold %v", s.ClearThreshold, s.Threshold)
+	case s.ClearLimitFraction > s.LimitFraction:
+		return fmt.Errorf("clear_limit_fraction: %v is above limit_fraction %v", s.ClearLimitFraction, s.LimitFraction)
+	case s.HoldEvaluations < 1:
+		return fmt.Errorf("hold_evaluations: %d must be at least 1", s.HoldEvaluations)
+	case s.Top < 0:
+		return fmt.Errorf("top: %d must not be negative", s.Top)
+	case s.CardinalityFactor < 1 || s.CardinalityFactor != s.CardinalityFactor:
+		return fmt.Errorf("cardinality_factor: %v must be at least 1", s.CardinalityFactor)
+	case s.HandfulKeys < 2:
+		return fmt.Errorf("handful_keys: %d must be at least 2", s.HandfulKeys)
+	case s.ShardFactor < 1 || s.ShardFactor != s.ShardFactor:
+		return fmt.Errorf("shard_factor: %v must be at least 1", s.ShardFactor)
+	}
+	return nil
+}

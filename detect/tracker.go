@@ -1,0 +1,171 @@
+package detect
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+// Tracker adds live-mode hysteresis to Evaluate, so that one noisy window
+// does not alarm and a key hovering near the threshold does not flap:
+//
+//   - a finding is flagged once Evaluate has reported it HoldEvaluations
+//     times in a row;
+//   - a flagged hot_key stays flagged until its share falls below
+//     ClearThreshold (or its class falls below the traffic floor);
+//   - a flagged partition_limit stays flagged until the key's rate falls
+//     below ClearLimitFraction of the ceiling;
+//   - a flagged table-wide finding (low_cardinality, time_ordered_key,
+//     hot_partition) stays flagged until Evaluate has not reported it for
+//     HoldEvaluations evaluations in a row;
+//   - everything of a table that left the snapshot is cleared.
+//
+// The Tracker has no clock: one call to Evaluate is one evaluation, and the
+// caller's ticker sets the pace. It is safe for concurrent use (the detector
+// tick evaluates while the exporter lists flags).
+type Tracker struct {
+	s Settings
+
+	mu      sync.Mutex
+	states  map[findingID]*tracked
+	flagged []Flag
+}
+
+// findingID identifies a finding across evaluations.
+type findingID struct {
+	table, index, kind, class, key string
+}
+
+type tracked struct {
+	streak  int // consecutive evaluations Evaluate reported it
+	absent  int // consecutive evaluations it was not reported, while flagged
+	flagged bool
+	last    Finding
+}
+
+// Flag is a finding the Tracker currently flags, with the table (and index)
+// it is on. The hotkeyd_hot_key gauge has one series per Flag.
+type Flag struct {
+	Table string
+	// Index is the index name, empty for the base table.
+	Index   string
+	Finding Finding
+}
+
+// NewTracker returns a Tracker with nothing flagged. s should be valid
+// (Settings.Validate).
+func NewTracker(s Settings) *Tracker {
+	return &Tracker{s: s, states: map[findingID]*tracked{}}
+}
+
+// Evaluate runs Evaluate on snap, advances the hysteresis by one evaluation,
+// and returns the report with, per table, only the flagged findings.
+func (tr *Tracker) Evaluate(snap sketch.Snapshot) Report {
+	raw := Evaluate(snap, tr.s)
+	tables := map[[2]string]*table{}
+	for i := range snap.Tables {
+		ts := &snap.Tables[i]
+		tables[[2]string{ts.Table, ts.Index}] = &table{TableSnapshot: ts, s: tr.s, seconds: max(ts.End.Sub(ts.Start).Seconds(), 1)}
+	}
+
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	seen := map[findingID]bool{}
+	for _, t := range raw.Tables {
+		for _, f := range t.Findings {
+			id := findingID{t.Table, t.Index, f.Kind, f.Class, f.Key}
+			seen[id] = true
+			st := tr.states[id]
+			if st == nil {
+				st = &tracked{}
+				tr.states[id] = st
+			}
+			st.streak++
+			st.absent = 0
+			st.last = f
+			if st.streak >= tr.s.HoldEvaluations {
+				st.flagged = true
+			}
+		}
+	}
+	for id, st := range tr.states {
+		if seen[id] {
+			continue
+		}
+		t := tables[[2]string{id.table, id.index}]
+		if !st.flagged || t == nil || !tr.holds(t, id, st) {
+			delete(tr.states, id)
+		}
+	}
+
+	byTable := map[[2]string][]Finding{}
+	tr.flagged = tr.flagged[:0]
+	for id, st := range tr.states {
+		if !st.flagged {
+			continue
+		}
+		tid := [2]string{id.table, id.index}
+		byTable[tid] = append(byTable[tid], st.last)
+		tr.flagged = append(tr.flagged, Flag{Table: id.table, Index: id.index, Finding: st.last})
+	}
+	slices.SortFunc(tr.flagged, func(a, b Flag) int {
+		return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Index, b.Index), compareFindings(a.Finding, b.Finding))
+	})
+	for i := range raw.Tables {
+		t := &raw.Tables[i]
+		fs := byTable[[2]string{t.Table, t.Index}]
+		if fs == nil {
+			fs = []Finding{}
+		}
+		sortFindings(fs)
+		t.Findings = fs
+	}
+	return raw
+}
+
+// holds decides whether a flagged finding that Evaluate did not report this
+// time stays flagged (the hysteresis band), updating its numbers.
+func (tr *Tracker) holds(t *table, id findingID, st *tracked) bool {
+	c, ok := ingest.ParseClass(id.class)
+	switch id.kind {
+	case KindHotKey, KindPartitionLimit:
+		if !ok {
+			return false
+		}
+		var k *sketch.KeyStat
+		for i := range t.Classes[c].Top {
+			if t.Classes[c].Top[i].Key == id.key {
+				k = &t.Classes[c].Top[i]
+			}
+		}
+		if k == nil {
+			return false
+		}
+		share, rate := t.share(c, k), t.rate(k.Units)
+		if id.kind == KindHotKey && (!t.active(c) || share < tr.s.ClearThreshold) {
+			return false
+		}
+		if id.kind == KindPartitionLimit && rate < tr.s.ClearLimitFraction*t.limit(c) {
+			return false
+		}
+		st.last.Share, st.last.UnitsPerSecond = share, rate
+		if id.kind == KindHotKey {
+			st.last.Severity = t.severity(c, rate)
+		}
+		return true
+	default:
+		st.absent++
+		return st.absent < tr.s.HoldEvaluations
+	}
+}
+
+// Flagged returns the findings flagged by the last Evaluate, sorted by
+// table, index, then in report order. The slice is the caller's.
+func (tr *Tracker) Flagged() []Flag {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return slices.Clone(tr.flagged)
+}
