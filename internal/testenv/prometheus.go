@@ -1,0 +1,511 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// RequireCommand returns the path of the named program on PATH. When it is
+// missing the test fails if the CI environment variable is set (CI must
+// install it: make test-deps) and is skipped with a loud message otherwise.
+func RequireCommand(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	msg := fmt.Sprintf("%s is not on PATH (Debian package prometheus; run make test-deps): %v", name, err)
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	fmt.Fprintf(os.Stderr, "SKIPPING %s: %s\n", t.Name(), msg)
+	t.Skip("SKIPPING, " + msg)
+	return ""
+}
+
+// PromOption changes how Prometheus is started.
+type PromOption func(*promConfig)
+
+type promConfig struct {
+	ruleFiles []string
+	jobName   string
+	timeout   time.Duration
+}
+
+// WithRuleFiles loads the given rule files (absolute or relative to the
+// test's working directory), evaluated every second.
+func WithRuleFiles(paths ...string) PromOption {
+	return func(c *promConfig) { c.ruleFiles = append(c.ruleFiles, paths...) }
+}
+
+// WithJobName sets the scrape job's name, the job label of the targets
+// ("hotkeyd" unless set).
+func WithJobName(name string) PromOption {
+	return func(c *promConfig) { c.jobName = name }
+}
+
+// WithStartTimeout bounds how long Prometheus may take to become ready
+// (30 s unless set).
+func WithStartTimeout(d time.Duration) PromOption {
+	return func(c *promConfig) { c.timeout = d }
+}
+
+// Prometheus is a real Prometheus server started for one test: it listens
+// on a free loopback port, scrapes its targets every second, evaluates its
+// rule files every second, keeps its TSDB in a temporary directory and is
+// killed when the test ends.
+type Prometheus struct {
+	// URL is the server's base URL, e.g. http://127.0.0.1:41234.
+	URL string
+
+	t      testing.TB
+	cmd    *exec.Cmd
+	out    *promLockedBuffer
+	client *http.Client
+	done   chan struct{}
+}
+
+// StartPrometheus starts the prometheus binary scraping targets
+// ("host:port", over HTTP at /metrics) and waits until it is ready. When the
+// binary is missing the test fails in CI and is skipped elsewhere.
+func StartPrometheus(t testing.TB, targets []string, opts ...PromOption) *Prometheus {
+	t.Helper()
+	bin := RequireCommand(t, "prometheus")
+	cfg := promConfig{jobName: "hotkeyd", timeout: 30 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+
+	dir := t.TempDir()
+	configPath := filepath.Join(dir, "prometheus.yml")
+	conf, err := promConfigYAML(cfg, targets)
+	if err != nil {
+		t.Fatalf("prometheus config: %v", err)
+	}
+	if err := os.WriteFile(configPath, conf, 0o644); err != nil {
+		t.Fatalf("write prometheus config: %v", err)
+	}
+	port, err := promFreePort()
+	if err != nil {
+		t.Fatalf("free port for prometheus: %v", err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+
+	p := &Prometheus{
+		URL:    "http://" + addr,
+		t:      t,
+		out:    &promLockedBuffer{},
+		client: &http.Client{Timeout: 10 * time.Second},
+		done:   make(chan struct{}),
+	}
+	p.cmd = exec.Command(bin,
+		"--config.file="+configPath,
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+		"--web.enable-lifecycle",
+		"--log.level=warn",
+	)
+	p.cmd.Stdout = p.out
+	p.cmd.Stderr = p.out
+	// Its own process group, so the kill at cleanup reaches nothing else.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start prometheus: %v", err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(p.stop)
+
+	if err := p.waitReady(cfg.timeout); err != nil {
+		t.Fatalf("prometheus at %s: %v\noutput:\n%s", p.URL, err, p.out.String())
+	}
+	return p
+}
+
+func promConfigYAML(cfg promConfig, targets []string) ([]byte, error) {
+	rules := make([]string, 0, len(cfg.ruleFiles))
+	for _, r := range cfg.ruleFiles {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, fmt.Errorf("rule file %q: %w", r, err)
+		}
+		rules = append(rules, abs)
+	}
+	type staticConfig struct {
+		Targets []string `yaml:"targets"`
+	}
+	type scrapeConfig struct {
+		JobName        string         `yaml:"job_name"`
+		ScrapeInterval string         `yaml:"scrape_interval"`
+		ScrapeTimeout  string         `yaml:"scrape_timeout"`
+		StaticConfigs  []staticConfig `yaml:"static_configs"`
+	}
+	doc := struct {
+		Global struct {
+			ScrapeInterval     string `yaml:"scrape_interval"`
+			EvaluationInterval string `yaml:"evaluation_interval"`
+		} `yaml:"global"`
+		RuleFiles     []string       `yaml:"rule_files,omitempty"`
+		ScrapeConfigs []scrapeConfig `yaml:"scrape_configs"`
+	}{RuleFiles: rules}
+	doc.Global.ScrapeInterval = "1s"
+	doc.Global.EvaluationInterval = "1s"
+	doc.ScrapeConfigs = []scrapeConfig{{
+		JobName:        cfg.jobName,
+		ScrapeInterval: "1s",
+		ScrapeTimeout:  "1s",
+		StaticConfigs:  []staticConfig{{Targets: targets}},
+	}}
+	return yaml.Marshal(doc)
+}
+
+func (p *Prometheus) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			return fmt.Errorf("exited before ready: %v", p.cmd.ProcessState)
+		default:
+		}
+		resp, err := p.client.Get(p.URL + "/-/ready")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Errorf("GET /-/ready: %s", resp.Status)
+		} else {
+			last = err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("not ready after %s: %v", timeout, last)
+}
+
+func (p *Prometheus) stop() {
+	if p.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.t.Logf("prometheus pid %d did not exit after SIGKILL", p.cmd.Process.Pid)
+	}
+}
+
+// Output returns what Prometheus logged so far, for failure messages.
+func (p *Prometheus) Output() string { return p.out.String() }
+
+// Sample is one series of an instant query result.
+type Sample struct {
+	// Metric holds the series' labels, __name__ included when kept.
+	Metric map[string]string
+	// Value is the sample value.
+	Value float64
+}
+
+// APIError is an error answer of the Prometheus HTTP API, e.g. a PromQL
+// parse error (Type "bad_data").
+type APIError struct {
+	// Type is the API's errorType, e.g. bad_data or execution.
+	Type string
+	// Message is the API's error text.
+	Message string
+}
+
+func (e *APIError) Error() string { return e.Type + ": " + e.Message }
+
+type apiResponse struct {
+	Status    string          `json:"status"`
+	Data      json.RawMessage `json:"data"`
+	ErrorType string          `json:"errorType"`
+	Error     string          `json:"error"`
+	Warnings  []string        `json:"warnings"`
+}
+
+func (p *Prometheus) api(ctx context.Context, method, path string, form url.Values) (json.RawMessage, error) {
+	var body io.Reader
+	u := p.URL + path
+	if method == http.MethodPost {
+		body = strings.NewReader(form.Encode())
+	} else if len(form) > 0 {
+		u += "?" + form.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, fmt.Errorf("request %s: %w", path, err)
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("request %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var r apiResponse
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("decode %s (%s): %w: %.200s", path, resp.Status, err, raw)
+	}
+	if r.Status != "success" {
+		return nil, &APIError{Type: r.ErrorType, Message: r.Error}
+	}
+	return r.Data, nil
+}
+
+// Query runs an instant PromQL query at the current time. A query that does
+// not parse or fails returns an *APIError. Matrix and scalar results are
+// not supported: dashboards and rules use instant vectors.
+func (p *Prometheus) Query(ctx context.Context, query string) ([]Sample, error) {
+	data, err := p.api(ctx, http.MethodPost, "/api/v1/query", url.Values{"query": {query}})
+	if err != nil {
+		return nil, fmt.Errorf("query %q: %w", query, err)
+	}
+	var d struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("query %q: decode: %w", query, err)
+	}
+	switch d.ResultType {
+	case "vector":
+		var vec []struct {
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
+		}
+		if err := json.Unmarshal(d.Result, &vec); err != nil {
+			return nil, fmt.Errorf("query %q: decode vector: %w", query, err)
+		}
+		out := make([]Sample, 0, len(vec))
+		for _, s := range vec {
+			v, err := parseValue(s.Value[1])
+			if err != nil {
+				return nil, fmt.Errorf("query %q: %w", query, err)
+			}
+			out = append(out, Sample{Metric: s.Metric, Value: v})
+		}
+		return out, nil
+	case "scalar":
+		var sc [2]any
+		if err := json.Unmarshal(d.Result, &sc); err != nil {
+			return nil, fmt.Errorf("query %q: decode scalar: %w", query, err)
+		}
+		v, err := parseValue(sc[1])
+		if err != nil {
+			return nil, fmt.Errorf("query %q: %w", query, err)
+		}
+		return []Sample{{Metric: map[string]string{}, Value: v}}, nil
+	default:
+		return nil, fmt.Errorf("query %q: result type %q not supported", query, d.ResultType)
+	}
+}
+
+func parseValue(v any) (float64, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("sample value %v is not a string", v)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("sample value %q: %w", s, err)
+	}
+	return f, nil
+}
+
+// QueryRange runs a range query over [end-span, end] with the given step
+// and returns the number of series in the result.
+func (p *Prometheus) QueryRange(ctx context.Context, query string, end time.Time, span, step time.Duration) (int, error) {
+	form := url.Values{
+		"query": {query},
+		"start": {strconv.FormatFloat(float64(end.Add(-span).UnixMilli())/1000, 'f', 3, 64)},
+		"end":   {strconv.FormatFloat(float64(end.UnixMilli())/1000, 'f', 3, 64)},
+		"step":  {strconv.FormatFloat(step.Seconds(), 'f', 3, 64)},
+	}
+	data, err := p.api(ctx, http.MethodPost, "/api/v1/query_range", form)
+	if err != nil {
+		return 0, fmt.Errorf("query_range %q: %w", query, err)
+	}
+	var d struct {
+		Result []json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return 0, fmt.Errorf("query_range %q: decode: %w", query, err)
+	}
+	return len(d.Result), nil
+}
+
+// Alert is one active alert as the /api/v1/alerts endpoint lists it.
+type Alert struct {
+	// Labels are the alert's labels, alertname included.
+	Labels map[string]string `json:"labels"`
+	// Annotations are the alert's expanded annotations.
+	Annotations map[string]string `json:"annotations"`
+	// State is "pending" or "firing".
+	State string `json:"state"`
+	// Value is the alert expression's value, as text.
+	Value string `json:"value"`
+}
+
+// Alerts returns the active (pending or firing) alerts.
+func (p *Prometheus) Alerts(ctx context.Context) ([]Alert, error) {
+	data, err := p.api(ctx, http.MethodGet, "/api/v1/alerts", nil)
+	if err != nil {
+		return nil, fmt.Errorf("alerts: %w", err)
+	}
+	var d struct {
+		Alerts []Alert `json:"alerts"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("alerts: decode: %w", err)
+	}
+	return d.Alerts, nil
+}
+
+// Target is one scrape target as /api/v1/targets lists it.
+type Target struct {
+	// ScrapeURL is the URL scraped.
+	ScrapeURL string `json:"scrapeUrl"`
+	// Health is "up", "down" or "unknown".
+	Health string `json:"health"`
+	// LastError is the last scrape's error, empty when it succeeded.
+	LastError string `json:"lastError"`
+}
+
+// Targets returns the active scrape targets.
+func (p *Prometheus) Targets(ctx context.Context) ([]Target, error) {
+	data, err := p.api(ctx, http.MethodGet, "/api/v1/targets", url.Values{"state": {"active"}})
+	if err != nil {
+		return nil, fmt.Errorf("targets: %w", err)
+	}
+	var d struct {
+		ActiveTargets []Target `json:"activeTargets"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("targets: decode: %w", err)
+	}
+	return d.ActiveTargets, nil
+}
+
+// RuleHealth is the evaluation state of one loaded rule.
+type RuleHealth struct {
+	// Name is the alert name or the recorded series name.
+	Name string `json:"name"`
+	// Query is the rule's expression.
+	Query string `json:"query"`
+	// Health is "ok", "err" or "unknown" (not evaluated yet).
+	Health string `json:"health"`
+	// LastError is the last evaluation's error.
+	LastError string `json:"lastError"`
+	// Type is "alerting" or "recording".
+	Type string `json:"type"`
+}
+
+// Rules returns every loaded rule with its evaluation health.
+func (p *Prometheus) Rules(ctx context.Context) ([]RuleHealth, error) {
+	data, err := p.api(ctx, http.MethodGet, "/api/v1/rules", nil)
+	if err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	var d struct {
+		Groups []struct {
+			Rules []RuleHealth `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("rules: decode: %w", err)
+	}
+	var out []RuleHealth
+	for _, g := range d.Groups {
+		out = append(out, g.Rules...)
+	}
+	return out, nil
+}
+
+// WaitFor calls cond every 250 ms until it returns true or the timeout
+// passes; on timeout it returns the last error cond returned.
+func (p *Prometheus) WaitFor(ctx context.Context, timeout time.Duration, cond func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		ok, err := cond(ctx)
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("%w; last error: %v", ctx.Err(), last)
+			}
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// promFreePort asks the kernel for a free loopback TCP port.
+func promFreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+type promLockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *promLockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() > 1<<20 {
+		return len(p), nil // enough to explain a failure
+	}
+	return b.buf.Write(p)
+}
+
+func (b *promLockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
