@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/sketch"
@@ -58,8 +59,13 @@ func runAnalyze(f *flags, io stdio) int {
 	}
 	rep.summary()
 
-	report := evaluate(store.Snapshot(), evalSettings{Threshold: cfg.Threshold, Top: f.top})
+	settings := cfg.detectSettings()
+	settings.Top = f.top
+	report := detect.Evaluate(store.Snapshot(), settings)
 	report.Rejected = rep.rejected.Load()
+	if masker, err := export.NewKeyMasker(export.KeyMode(cfg.Keys), cfg.KeyHashSecret); err == nil {
+		report = masker.MaskReport(report)
+	}
 
 	switch f.format {
 	case "json":
@@ -215,5 +221,4 @@ func (r *analyzeReporter) summary() {
 var (
 	_ ingest.Reporter = (*analyzeReporter)(nil)
 	_ ingest.Sink     = (*countingSink)(nil)
-	_                 = detect.Report{}
 )

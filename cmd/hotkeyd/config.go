@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 )
@@ -52,7 +53,15 @@ type Config struct {
 	Tables map[string]ingest.KeySchema `yaml:"tables"`
 	// Sources lists the readers the daemon runs.
 	Sources []SourceConfig `yaml:"sources"`
+	// Detector tunes the detector (hysteresis, traffic floor, partition
+	// limits, ...). Its threshold is the top-level threshold; a zero
+	// clear_threshold means 0.8 × threshold.
+	Detector detect.Settings `yaml:"detector"`
 }
+
+// thresholdUnset marks detector.threshold as not given while decoding, so
+// that a file setting it there (instead of at the top level) is refused.
+const thresholdUnset = -1
 
 // SourceConfig is one entry of the sources list. Which fields apply depends
 // on Type; Validate rejects fields that do not.
@@ -90,7 +99,27 @@ func DefaultConfig() Config {
 		Window:    60 * time.Second,
 		Threshold: 0.10,
 		Keys:      keysPlain,
+		Detector:  defaultDetector(),
 	}
+}
+
+// defaultDetector returns the detector defaults with the two settings that
+// follow the top-level threshold left zero.
+func defaultDetector() detect.Settings {
+	s := detect.DefaultSettings()
+	s.Threshold, s.ClearThreshold = 0, 0
+	return s
+}
+
+// detectSettings returns the detector's settings: the detector section with
+// the top-level threshold, and clear_threshold derived from it unless set.
+func (c *Config) detectSettings() detect.Settings {
+	s := c.Detector
+	s.Threshold = c.Threshold
+	if s.ClearThreshold == 0 {
+		s.ClearThreshold = 0.8 * c.Threshold
+	}
+	return s
 }
 
 // LoadConfig reads and validates the config file at path.
@@ -111,11 +140,16 @@ func LoadConfig(path string) (Config, error) {
 // fills in defaults and validates it.
 func ParseConfig(r io.Reader) (Config, error) {
 	cfg := DefaultConfig()
+	cfg.Detector.Threshold = thresholdUnset
 	dec := yaml.NewDecoder(r)
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, err
 	}
+	if cfg.Detector.Threshold != thresholdUnset {
+		return Config{}, errors.New("detector.threshold: set threshold at the top level")
+	}
+	cfg.Detector.Threshold = 0
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return Config{}, errors.New("more than one YAML document")
@@ -172,6 +206,9 @@ func (c *Config) Validate() error {
 		if c.Tables[name].PartitionKey == "" {
 			return fmt.Errorf("tables.%s.partition_key: required", name)
 		}
+	}
+	if err := c.detectSettings().Validate(); err != nil {
+		return fmt.Errorf("detector.%w", err)
 	}
 	for i := range c.Sources {
 		if err := c.Sources[i].validate(); err != nil {

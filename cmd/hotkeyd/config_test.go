@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 )
@@ -38,6 +40,10 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-streams-arn.yml":         `sources[0].stream_arns[0]: not a stream ARN: "orders"`,
 		"invalid-streams-paths.yml":       "sources[0].paths: not used by type dynamodb-streams",
 		"invalid-jsonl-region.yml":        "sources[0].region: not used by type jsonl",
+		"invalid-detector-threshold.yml":  "detector.threshold: set threshold at the top level",
+		"invalid-detector-clear.yml":      "detector.clear_threshold: 0.3 is above threshold 0.2",
+		"invalid-detector-key.yml":        "yaml: unmarshal errors:\n  line 2: field hold_for not found in type detect.Settings",
+		"invalid-detector-hold.yml":       "detector.hold_evaluations: 0 must be at least 1",
 		"invalid-two-documents.yml":       "more than one YAML document",
 		"invalid-sources-not-list.yml":    "yaml: unmarshal errors:\n  line 1: cannot unmarshal !!map into []main.SourceConfig",
 	} {
@@ -76,7 +82,7 @@ func TestLoadConfigValid(t *testing.T) {
 	for file, want := range map[string]Config{
 		"valid-empty.yml": DefaultConfig(),
 		"valid-design.yml": {
-			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: keysPlain,
+			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: keysPlain, Detector: defaultDetector(),
 			Tables: map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
 			Sources: []SourceConfig{
 				{Type: "dynamodb-streams", Tables: []string{"orders", "sessions"}, Region: "us-east-1", Endpoint: "http://127.0.0.1:8000", Start: "latest", CheckpointDir: "/var/lib/hotkeyd"},
@@ -86,7 +92,8 @@ func TestLoadConfigValid(t *testing.T) {
 		},
 		"valid-full.yml": {
 			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Threshold: 0.2, Keys: keysHash, KeyHashSecret: "s3cret",
-			Tables: map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
+			Detector: func() detect.Settings { s := defaultDetector(); s.HoldEvaluations = 5; s.MinEvents = 10; return s }(),
+			Tables:   map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
 			Sources: []SourceConfig{
 				// start defaults to latest.
 				{Type: "dynamodb-streams", Tables: []string{"orders", "sessions"}, Region: "us-east-1", Endpoint: "http://127.0.0.1:8000", Start: "latest", CheckpointDir: "/var/lib/hotkeyd"},
@@ -111,5 +118,21 @@ func TestLoadConfigMissingFile(t *testing.T) {
 	_, err := LoadConfig(filepath.Join(t.TempDir(), "nope.yaml"))
 	if err == nil || !strings.HasPrefix(err.Error(), "read config: open ") {
 		t.Fatalf("LoadConfig(missing) = %v, want a read config error", err)
+	}
+}
+
+func TestDetectSettings(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Threshold = 0.2
+	s := cfg.detectSettings()
+	if s.Threshold != 0.2 || math.Abs(s.ClearThreshold-0.16) > 1e-12 {
+		t.Errorf("threshold %v clear %v, want 0.2 and 0.16", s.Threshold, s.ClearThreshold)
+	}
+	if err := s.Validate(); err != nil {
+		t.Error(err)
+	}
+	cfg.Detector.ClearThreshold = 0.1
+	if s := cfg.detectSettings(); s.ClearThreshold != 0.1 {
+		t.Errorf("clear threshold %v, want the 0.1 given", s.ClearThreshold)
 	}
 }

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -77,6 +78,12 @@ type stdio struct {
 // exit status: 0 on success (and on SIGTERM/SIGINT after a clean drain), 1
 // on any error, 2 on a command-line error.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdin, stdout, stderr)
+}
+
+// runContext is run with a context whose end stops the daemon like SIGTERM
+// does, for tests that run the command in-process.
+func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	io := stdio{stdin: stdin, stdout: stdout, stderr: stderr}
 	var f flags
 	app := kingpin.New("hotkeyd", "Finds hot partition keys in DynamoDB tables and says how to fix the key design.")
@@ -131,7 +138,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case analyzeCmd.FullCommand():
 		return runAnalyze(&f, io)
 	case runCmd.FullCommand(), demoCmd.FullCommand():
-		return runDaemon(&f, cmd == demoCmd.FullCommand(), io)
+		return runDaemon(ctx, &f, cmd == demoCmd.FullCommand(), io)
 	}
 	fmt.Fprintf(stderr, "hotkeyd: unknown command %q\n", cmd)
 	return 2

@@ -2,38 +2,25 @@ package main
 
 import (
 	"fmt"
-	"runtime"
-	"runtime/debug"
+
+	"github.com/hotkeyd/hotkeyd/export"
 )
 
-// version is set at link time: -ldflags "-X main.version=1.2.3".
+// version is stamped at link time: -ldflags "-X main.version=1.2.3". Left
+// at "devel", the module version or "unknown" is shown.
 var version = "devel"
 
-// buildInfo returns the version, the VCS revision the binary was built from
-// ("unknown" without VCS stamping) and the Go version.
-func buildInfo() (ver, revision, goVersion string) {
-	ver, revision = version, "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if ver == "devel" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			ver = bi.Main.Version
-		}
-		modified := false
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				revision = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-		if modified && revision != "unknown" {
-			revision += "-dirty"
-		}
+// stampedVersion returns the link-time version, or "" when none was stamped.
+func stampedVersion() string {
+	if version == "devel" {
+		return ""
 	}
-	return ver, revision, runtime.Version()
+	return version
 }
 
+// versionString is what hotkeyd version prints; the same values label
+// hotkeyd_build_info.
 func versionString() string {
-	v, r, g := buildInfo()
-	return fmt.Sprintf("hotkeyd version %s\nrevision: %s\ngo version: %s\n", v, r, g)
+	bi := export.ReadBuildInfo(export.BuildInfo{Version: stampedVersion()})
+	return fmt.Sprintf("hotkeyd version %s\nrevision: %s\ngo version: %s\n", bi.Version, bi.Revision, bi.GoVersion)
 }

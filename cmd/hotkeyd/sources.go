@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// sourceDeps are what the source constructors may need.
+type sourceDeps struct {
+	log      *zap.Logger
+	reporter ingest.Reporter
+	reg      prometheus.Registerer
+	// tables are the key schemas of the config file (CloudTrail).
+	tables map[string]ingest.KeySchema
+	// stdin is the process's standard input, for a jsonl source on "-".
+	stdin io.Reader
+}
+
+// newSource builds the reader of one sources entry. It is the one place the
+// daemon learns a new source type: one case per type.
+func newSource(sc SourceConfig, d sourceDeps) (ingest.Source, error) {
+	switch sc.Type {
+	case sourceJSONL:
+		return nil, fmt.Errorf("source type %s is not available in this build", sc.Type)
+	case sourceStreams:
+		return nil, fmt.Errorf("source type %s is not available in this build", sc.Type)
+	case sourceCloudTrail:
+		return nil, fmt.Errorf("source type %s is not available in this build", sc.Type)
+	}
+	return nil, fmt.Errorf("unknown source type %q", sc.Type)
+}
+
+// newDemoSource builds the synthetic workload of hotkeyd demo.
+func newDemoSource(d sourceDeps) (ingest.Source, error) {
+	return nil, fmt.Errorf("the demo workload is not available in this build")
+}
+
+// newEventsHandler returns the POST /api/v1/events handler (HTTP ingest),
+// or nil when it is not enabled.
+func newEventsHandler(enabled bool, d sourceDeps) (http.Handler, error) {
+	if !enabled {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("HTTP ingest is not available in this build")
+}
