@@ -1,0 +1,646 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hotkeyd/hotkeyd/internal/testenv"
+)
+
+func TestPromtoolCheckRules(t *testing.T) {
+	promtool := testenv.RequireCommand(t, "promtool")
+	out, err := exec.Command(promtool, "check", "rules", RuleFile).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules %s: %v\n%s", RuleFile, err, out)
+	}
+	if !bytes.Contains(out, []byte("SUCCESS")) {
+		t.Errorf("promtool check rules said:\n%s", out)
+	}
+}
+
+func TestPromtoolTestRules(t *testing.T) {
+	promtool := testenv.RequireCommand(t, "promtool")
+	cmd := exec.Command(promtool, "test", "rules", "hotkeyd-rules.test.yml")
+	cmd.Dir = "prometheus"
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("SUCCESS")) {
+		t.Errorf("promtool test rules said:\n%s", out)
+	}
+}
+
+// ruleFile is the part of a Prometheus rule file the tests look at.
+type ruleFile struct {
+	Groups []struct {
+		Name  string `yaml:"name"`
+		Rules []struct {
+			Alert       string            `yaml:"alert"`
+			Record      string            `yaml:"record"`
+			Expr        string            `yaml:"expr"`
+			For         string            `yaml:"for"`
+			Labels      map[string]string `yaml:"labels"`
+			Annotations map[string]string `yaml:"annotations"`
+		} `yaml:"rules"`
+	} `yaml:"groups"`
+}
+
+func readRules(t *testing.T) ruleFile {
+	t.Helper()
+	b, err := os.ReadFile(RuleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rf ruleFile
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&rf); err != nil {
+		t.Fatalf("%s: %v", RuleFile, err)
+	}
+	return rf
+}
+
+// Every alert follows the conventions the docs promise: CamelCase name, a
+// severity, a summary and description, a runbook URL pointing at its own
+// section of docs/monitoring.md, and a unit test in the test file.
+func TestAlertConventions(t *testing.T) {
+	rf := readRules(t)
+	tests, err := os.ReadFile("prometheus/hotkeyd-rules.test.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"HotKey", "HotKeyNearPartitionLimit", "LowCardinalityPartitionKey", "HotPartition",
+		"StreamReaderLagging", "StreamReaderErrors", "HotkeydDown", "HotkeydNoEvents"}
+	var alerts []string
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				if !strings.Contains(r.Record, ":") {
+					t.Errorf("recording rule %q: name is not level:metric:operations", r.Record)
+				}
+				continue
+			}
+			alerts = append(alerts, r.Alert)
+			if r.Alert[0] < 'A' || r.Alert[0] > 'Z' || strings.ContainsAny(r.Alert, "_- ") {
+				t.Errorf("alert %q is not CamelCase", r.Alert)
+			}
+			if s := r.Labels["severity"]; s != "warning" && s != "critical" {
+				t.Errorf("alert %s: severity %q, want warning or critical", r.Alert, s)
+			}
+			if r.Annotations["summary"] == "" || r.Annotations["description"] == "" {
+				t.Errorf("alert %s: summary or description missing", r.Alert)
+			}
+			wantURL := "https://github.com/hotkeyd/hotkeyd/blob/main/docs/monitoring.md#" + strings.ToLower(r.Alert)
+			if r.Annotations["runbook_url"] != wantURL {
+				t.Errorf("alert %s: runbook_url %q, want %q", r.Alert, r.Annotations["runbook_url"], wantURL)
+			}
+			if r.For == "" {
+				t.Errorf("alert %s: no for: duration; it would fire on one evaluation", r.Alert)
+			}
+			if !bytes.Contains(tests, []byte("alertname: "+r.Alert+"\n")) {
+				t.Errorf("alert %s has no promtool unit test", r.Alert)
+			}
+		}
+	}
+	for _, w := range want {
+		if !slices.Contains(alerts, w) {
+			t.Errorf("alert %s missing; have %v", w, alerts)
+		}
+	}
+	if got := readRules(t).Groups[0].Rules[0].Record; got != "table_class:hotkeyd_units:rate1m" {
+		t.Errorf("first recording rule %q, want table_class:hotkeyd_units:rate1m", got)
+	}
+}
+
+// The PrometheusRule manifest is what `go generate` writes, and its groups
+// are the rule file's groups.
+func TestPrometheusRuleInSync(t *testing.T) {
+	rules, err := os.ReadFile(RuleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := PrometheusRule(rules, "hotkeyd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(PrometheusRuleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is out of date: run go generate ./deploy", PrometheusRuleFile)
+	}
+
+	var ruleDoc map[string]any
+	if err := yaml.Unmarshal(rules, &ruleDoc); err != nil {
+		t.Fatal(err)
+	}
+	var pr struct {
+		APIVersion string `yaml:"apiVersion"`
+		Kind       string `yaml:"kind"`
+		Spec       struct {
+			Groups any `yaml:"groups"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(got, &pr); err != nil {
+		t.Fatal(err)
+	}
+	if pr.APIVersion != "monitoring.coreos.com/v1" || pr.Kind != "PrometheusRule" {
+		t.Errorf("PrometheusRule is %s %s", pr.APIVersion, pr.Kind)
+	}
+	if ruleDoc["groups"] == nil || !reflect.DeepEqual(pr.Spec.Groups, ruleDoc["groups"]) {
+		t.Errorf("spec.groups of %s differ from the groups of %s", PrometheusRuleFile, RuleFile)
+	}
+}
+
+func TestPrometheusRuleRejectsNonRuleFiles(t *testing.T) {
+	for _, in := range []string{"", "- a\n- b\n", "groups: {a: 1}\n", "rules: []\n", "groups: [\n"} {
+		if _, err := PrometheusRule([]byte(in), "x"); err == nil {
+			t.Errorf("PrometheusRule(%q) succeeded, want an error", in)
+		}
+	}
+}
+
+// manifest is one Kubernetes object, decoded generically.
+type manifest struct {
+	file string
+	obj  map[string]any
+}
+
+func (m manifest) kind() string { s, _ := m.obj["kind"].(string); return s }
+
+func (m manifest) name() string { s, _ := dig(m.obj, "metadata", "name").(string); return s }
+
+// dig walks nested maps and lists: string steps index maps, int steps lists.
+func dig(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[k]
+		case int:
+			l, ok := v.([]any)
+			if !ok || k >= len(l) {
+				return nil
+			}
+			v = l[k]
+		}
+	}
+	return v
+}
+
+func readManifests(t *testing.T) []manifest {
+	t.Helper()
+	files, err := filepath.Glob("kubernetes/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []manifest
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		for i := 0; ; i++ {
+			var obj map[string]any
+			err := dec.Decode(&obj)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s document %d: %v", f, i, err)
+			}
+			if obj == nil {
+				continue
+			}
+			out = append(out, manifest{file: f, obj: obj})
+		}
+	}
+	return out
+}
+
+func TestKubernetesManifests(t *testing.T) {
+	all := readManifests(t)
+	apiVersions := map[string]string{
+		"Kustomization":  "kustomize.config.k8s.io/v1beta1",
+		"ServiceAccount": "v1",
+		"ConfigMap":      "v1",
+		"Deployment":     "apps/v1",
+		"Service":        "v1",
+		"ServiceMonitor": "monitoring.coreos.com/v1",
+		"PrometheusRule": "monitoring.coreos.com/v1",
+	}
+	byKind := map[string]manifest{}
+	for _, m := range all {
+		want, ok := apiVersions[m.kind()]
+		if !ok {
+			t.Errorf("%s: unexpected kind %q", m.file, m.kind())
+			continue
+		}
+		if got := m.obj["apiVersion"]; got != want {
+			t.Errorf("%s: %s apiVersion %v, want %s", m.file, m.kind(), got, want)
+		}
+		if m.kind() != "Kustomization" && m.name() != "hotkeyd" {
+			t.Errorf("%s: %s metadata.name %q, want hotkeyd", m.file, m.kind(), m.name())
+		}
+		if _, dup := byKind[m.kind()]; dup {
+			t.Errorf("%s: second %s", m.file, m.kind())
+		}
+		byKind[m.kind()] = m
+	}
+	for kind := range apiVersions {
+		if _, ok := byKind[kind]; !ok {
+			t.Errorf("no %s manifest", kind)
+		}
+	}
+
+	t.Run("kustomization lists every manifest", func(t *testing.T) {
+		var listed []string
+		for _, r := range dig(byKind["Kustomization"].obj, "resources").([]any) {
+			listed = append(listed, filepath.Join("kubernetes", r.(string)))
+		}
+		var files []string
+		for _, m := range all {
+			if m.kind() != "Kustomization" && !slices.Contains(files, m.file) {
+				files = append(files, m.file)
+			}
+		}
+		sort.Strings(listed)
+		sort.Strings(files)
+		if !slices.Equal(listed, files) {
+			t.Errorf("kustomization resources %v, manifests %v", listed, files)
+		}
+	})
+
+	dep := byKind["Deployment"].obj
+	pod := dig(dep, "spec", "template", "spec")
+	c := dig(pod, "containers", 0)
+	t.Run("deployment", func(t *testing.T) {
+		if c == nil {
+			t.Fatal("no container")
+		}
+		sel, tmpl := dig(dep, "spec", "selector", "matchLabels"), dig(dep, "spec", "template", "metadata", "labels")
+		if !subset(sel, tmpl) {
+			t.Errorf("selector %v does not match template labels %v", sel, tmpl)
+		}
+		if got := dig(c, "livenessProbe", "httpGet", "path"); got != "/-/healthy" {
+			t.Errorf("livenessProbe path %v, want /-/healthy", got)
+		}
+		if got := dig(c, "readinessProbe", "httpGet", "path"); got != "/-/ready" {
+			t.Errorf("readinessProbe path %v, want /-/ready", got)
+		}
+		for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+			if p := dig(c, probe, "httpGet", "port"); p != "http" && p != 9529 {
+				t.Errorf("%s port %v, want the http port", probe, p)
+			}
+		}
+		if dig(c, "ports", 0, "containerPort") != 9529 || dig(c, "ports", 0, "name") != "http" {
+			t.Errorf("container port %v, want http 9529", dig(c, "ports"))
+		}
+		if dig(pod, "securityContext", "runAsNonRoot") != true || dig(c, "securityContext", "runAsNonRoot") != true {
+			t.Error("runAsNonRoot is not set on pod and container")
+		}
+		if uid, ok := dig(pod, "securityContext", "runAsUser").(int); !ok || uid == 0 {
+			t.Errorf("pod runAsUser %v, want a numeric non-root UID", dig(pod, "securityContext", "runAsUser"))
+		}
+		if dig(c, "securityContext", "readOnlyRootFilesystem") != true {
+			t.Error("readOnlyRootFilesystem is not true")
+		}
+		if dig(c, "securityContext", "allowPrivilegeEscalation") != false {
+			t.Error("allowPrivilegeEscalation is not false")
+		}
+		if dig(c, "securityContext", "capabilities", "drop", 0) != "ALL" {
+			t.Error("capabilities are not all dropped")
+		}
+		for _, r := range []string{"requests", "limits"} {
+			if dig(c, "resources", r, "memory") == nil {
+				t.Errorf("no memory %s", r)
+			}
+		}
+		if dig(c, "resources", "requests", "cpu") == nil {
+			t.Error("no cpu request")
+		}
+		args := strings.Join(toStrings(dig(c, "args")), " ")
+		if !strings.Contains(args, "--config.file=/etc/hotkeyd/hotkeyd.yaml") || !strings.Contains(args, "--web.listen-address=:9529") {
+			t.Errorf("args %q do not name the config file and port", args)
+		}
+		if dig(pod, "serviceAccountName") != byKind["ServiceAccount"].name() {
+			t.Errorf("serviceAccountName %v", dig(pod, "serviceAccountName"))
+		}
+	})
+
+	t.Run("config comes from the ConfigMap and the state dir is writable", func(t *testing.T) {
+		mounts := map[string]string{} // volume name -> mount path
+		for _, m := range dig(c, "volumeMounts").([]any) {
+			mounts[dig(m, "name").(string)] = dig(m, "mountPath").(string)
+		}
+		var cmVolume string
+		var emptyDirs []string
+		for _, v := range dig(pod, "volumes").([]any) {
+			if n := dig(v, "configMap", "name"); n != nil {
+				if n != byKind["ConfigMap"].name() {
+					t.Errorf("volume %v uses ConfigMap %v", dig(v, "name"), n)
+				}
+				cmVolume = dig(v, "name").(string)
+			}
+			if dig(v, "emptyDir") != nil || dig(v, "persistentVolumeClaim") != nil {
+				emptyDirs = append(emptyDirs, mounts[dig(v, "name").(string)])
+			}
+		}
+		if mounts[cmVolume] != "/etc/hotkeyd" {
+			t.Errorf("ConfigMap volume mounted at %q, want /etc/hotkeyd", mounts[cmVolume])
+		}
+		conf, ok := dig(byKind["ConfigMap"].obj, "data", "hotkeyd.yaml").(string)
+		if !ok {
+			t.Fatal("ConfigMap has no hotkeyd.yaml")
+		}
+		var hc struct {
+			Listen  string `yaml:"listen"`
+			Sources []struct {
+				Type          string `yaml:"type"`
+				CheckpointDir string `yaml:"checkpoint_dir"`
+			} `yaml:"sources"`
+		}
+		if err := yaml.Unmarshal([]byte(conf), &hc); err != nil {
+			t.Fatalf("ConfigMap hotkeyd.yaml: %v", err)
+		}
+		if hc.Listen != ":9529" || len(hc.Sources) == 0 || hc.Sources[0].Type != "dynamodb-streams" {
+			t.Errorf("ConfigMap hotkeyd.yaml: %+v, want a dynamodb-streams source listening on :9529", hc)
+		}
+		for _, s := range hc.Sources {
+			if s.CheckpointDir != "" && !slices.Contains(emptyDirs, s.CheckpointDir) {
+				t.Errorf("checkpoint_dir %q is not a writable volume (root filesystem is read-only); writable: %v", s.CheckpointDir, emptyDirs)
+			}
+		}
+	})
+
+	t.Run("service and servicemonitor reach the pod", func(t *testing.T) {
+		svc := byKind["Service"].obj
+		if !subset(dig(svc, "spec", "selector"), dig(dep, "spec", "template", "metadata", "labels")) {
+			t.Errorf("Service selector %v does not select the pods", dig(svc, "spec", "selector"))
+		}
+		if dig(svc, "spec", "ports", 0, "port") != 9529 || dig(svc, "spec", "ports", 0, "targetPort") != "http" {
+			t.Errorf("Service ports %v, want 9529 -> http", dig(svc, "spec", "ports"))
+		}
+		sm := byKind["ServiceMonitor"].obj
+		if !subset(dig(sm, "spec", "selector", "matchLabels"), dig(svc, "metadata", "labels")) {
+			t.Errorf("ServiceMonitor selector %v does not select the Service", dig(sm, "spec", "selector"))
+		}
+		if dig(sm, "spec", "endpoints", 0, "port") != dig(svc, "spec", "ports", 0, "name") || dig(sm, "spec", "endpoints", 0, "path") != "/metrics" {
+			t.Errorf("ServiceMonitor endpoints %v", dig(sm, "spec", "endpoints"))
+		}
+		// The alert rules match job="hotkeyd": the operator's job label is
+		// the Service name.
+		if byKind["Service"].name() != "hotkeyd" {
+			t.Errorf("Service name %q, the rules expect job=hotkeyd", byKind["Service"].name())
+		}
+	})
+}
+
+func subset(small, big any) bool {
+	s, ok1 := small.(map[string]any)
+	b, ok2 := big.(map[string]any)
+	if !ok1 || !ok2 || len(s) == 0 {
+		return false
+	}
+	for k, v := range s {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func toStrings(v any) []string {
+	l, _ := v.([]any)
+	out := make([]string, 0, len(l))
+	for _, x := range l {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestIAMPolicyIsLeastPrivilege(t *testing.T) {
+	b, err := os.ReadFile("iam-policy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pol struct {
+		Version   string
+		Statement []struct {
+			Sid      string
+			Effect   string
+			Action   []string
+			Resource any
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&pol); err != nil {
+		t.Fatalf("iam-policy.json: %v", err)
+	}
+	if pol.Version != "2012-10-17" {
+		t.Errorf("Version %q", pol.Version)
+	}
+	var actions []string
+	for _, s := range pol.Statement {
+		if s.Effect != "Allow" {
+			t.Errorf("statement %s: Effect %q", s.Sid, s.Effect)
+		}
+		actions = append(actions, s.Action...)
+		for _, a := range s.Action {
+			if strings.Contains(a, "*") {
+				t.Errorf("statement %s: wildcard action %q", s.Sid, a)
+			}
+		}
+		var resources []string
+		switch r := s.Resource.(type) {
+		case string:
+			resources = []string{r}
+		case []any:
+			resources = toStrings(r)
+		}
+		for _, r := range resources {
+			// ListStreams has no resource-level permissions in IAM; every
+			// other action is scoped to the watched tables and streams.
+			if r == "*" && !slices.Equal(s.Action, []string{"dynamodb:ListStreams"}) {
+				t.Errorf("statement %s: Resource * for %v", s.Sid, s.Action)
+			}
+			if r != "*" && !strings.HasPrefix(r, "arn:aws:dynamodb:REGION:ACCOUNT_ID:table/TABLE_NAME") {
+				t.Errorf("statement %s: resource %q is not a placeholder table/stream ARN", s.Sid, r)
+			}
+		}
+	}
+	sort.Strings(actions)
+	want := []string{"dynamodb:DescribeStream", "dynamodb:DescribeTable", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
+	if !slices.Equal(actions, want) {
+		t.Errorf("actions %v, want exactly %v", actions, want)
+	}
+}
+
+// unitSettings reads a systemd unit into section.key -> values.
+func unitSettings(t *testing.T, path string) map[string][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string][]string{}
+	section := ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "["):
+			section = strings.Trim(line, "[]")
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			if !ok {
+				t.Fatalf("%s: line %q is not key=value", path, line)
+			}
+			out[section+"."+k] = append(out[section+"."+k], v)
+		}
+	}
+	return out
+}
+
+func TestSystemdUnit(t *testing.T) {
+	const path = "systemd/hotkeyd.service"
+	s := unitSettings(t, path)
+	want := map[string]string{
+		"Service.DynamicUser":             "yes",
+		"Service.StateDirectory":          "hotkeyd",
+		"Service.NoNewPrivileges":         "yes",
+		"Service.ProtectSystem":           "strict",
+		"Service.ProtectHome":             "yes",
+		"Service.PrivateTmp":              "yes",
+		"Service.PrivateDevices":          "yes",
+		"Service.CapabilityBoundingSet":   "",
+		"Service.RestrictAddressFamilies": "AF_INET AF_INET6 AF_UNIX",
+		"Service.Restart":                 "on-failure",
+		"Install.WantedBy":                "multi-user.target",
+	}
+	for k, v := range want {
+		if got := s[k]; len(got) != 1 || got[0] != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	start := strings.Join(s["Service.ExecStart"], " ")
+	if !strings.Contains(start, "--config.file=/etc/hotkeyd/hotkeyd.yaml") || !strings.Contains(start, "--web.listen-address=:9529") {
+		t.Errorf("ExecStart %q", start)
+	}
+
+	// systemd's own parser, where there is one: copy the unit with an
+	// ExecStart that exists here and require a clean verify.
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Logf("systemd-analyze not found, unit parsed structurally only: %v", err)
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := filepath.Join(t.TempDir(), "hotkeyd.service")
+	if err := os.WriteFile(unit, bytes.ReplaceAll(b, []byte("/usr/local/bin/hotkeyd"), []byte(self)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(analyze, "verify", unit).CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) != 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+func TestDockerfile(t *testing.T) {
+	b, err := os.ReadFile("docker/Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type stage struct {
+		base, name string
+		lines      []string
+	}
+	var stages []*stage
+	// Join continuation lines, drop comments, split into instructions.
+	text := strings.ReplaceAll(string(b), "\\\n", " ")
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		instr := strings.ToUpper(f[0])
+		switch {
+		case instr == "FROM":
+			st := &stage{base: f[1]}
+			if len(f) == 4 && strings.EqualFold(f[2], "AS") {
+				st.name = f[3]
+			}
+			stages = append(stages, st)
+		case len(stages) == 0 && instr != "ARG":
+			t.Fatalf("%s before the first FROM", instr)
+		case !slices.Contains([]string{"ARG", "RUN", "COPY", "WORKDIR", "ENV", "USER", "EXPOSE", "ENTRYPOINT", "CMD", "LABEL"}, instr):
+			t.Errorf("unexpected instruction %q", line)
+		default:
+			stages[len(stages)-1].lines = append(stages[len(stages)-1].lines, line)
+		}
+	}
+	if len(stages) < 2 {
+		t.Fatalf("%d stages, want a build stage and a runtime stage", len(stages))
+	}
+	build, final := stages[0], stages[len(stages)-1]
+	if !strings.HasPrefix(build.base, "golang:") || build.name == "" {
+		t.Errorf("build stage FROM %s AS %q, want a named golang stage", build.base, build.name)
+	}
+	has := func(st *stage, prefix, substr string) bool {
+		for _, l := range st.lines {
+			if strings.HasPrefix(l, prefix) && strings.Contains(l, substr) {
+				return true
+			}
+		}
+		return false
+	}
+	if !has(build, "RUN", "CGO_ENABLED=0") || !has(build, "RUN", "go build") || !has(build, "RUN", "./cmd/hotkeyd") {
+		t.Error("build stage does not build ./cmd/hotkeyd with CGO_ENABLED=0")
+	}
+	if final.base != "scratch" && !strings.HasPrefix(final.base, "gcr.io/distroless/static") {
+		t.Errorf("runtime stage FROM %s, want distroless static or scratch", final.base)
+	}
+	if !has(final, "COPY", "--from="+build.name) {
+		t.Errorf("runtime stage does not copy the binary from %q", build.name)
+	}
+	if !has(final, "USER", "65532") {
+		t.Error("runtime stage does not run as the numeric nonroot user 65532")
+	}
+	if !has(final, "EXPOSE", "9529") {
+		t.Error("runtime stage does not expose 9529")
+	}
+	if !has(final, "ENTRYPOINT", `["/usr/local/bin/hotkeyd"]`) {
+		t.Error("ENTRYPOINT is not the exec form of the binary")
+	}
+}
