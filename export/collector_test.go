@@ -1,0 +1,242 @@
+package export
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// handState is a window of two tables, one index, a throttled key and three
+// findings, built by hand.
+func handState() (sketch.Snapshot, detect.Report) {
+	snap := sketch.Snapshot{Start: t0, End: t0.Add(100 * time.Second), Tables: []sketch.TableSnapshot{
+		{
+			Table: "orders", Start: t0, End: t0.Add(100 * time.Second), Events: 300, DistinctKeys: 1000,
+			Classes: [ingest.NumClasses]sketch.ClassStats{
+				ingest.Read: {Events: 100, Units: 200, Top: []sketch.KeyStat{
+					{Key: "USER#bob", Units: 20}, {Key: "USER#alice", Units: 50}, {Key: "USER#carol", Units: 10},
+				}},
+				ingest.Write: {Events: 200, Units: 1000, Top: []sketch.KeyStat{
+					{Key: "USER#alice", Units: 600}, {Key: "USER#dave", Units: 100}, {Key: "USER#erin", Units: 50},
+				}},
+			},
+			Throttled:       []sketch.KeyCount{{Key: "USER#alice", Count: 42}, {Key: "USER#bob", Count: 3}},
+			ThrottledEvents: 45,
+		},
+		{
+			Table: "orders", Index: "status-index", Start: t0, End: t0.Add(100 * time.Second), Events: 50, DistinctKeys: 2,
+			Classes: [ingest.NumClasses]sketch.ClassStats{
+				ingest.Read: {Events: 50, Units: 25, Top: []sketch.KeyStat{{Key: "OPEN", Units: 20}, {Key: "CLOSED", Units: 5}}},
+			},
+		},
+	}}
+	rep := detect.Report{Start: snap.Start, End: snap.End, Events: 350, Tables: []detect.TableReport{
+		{Table: "orders", Findings: []detect.Finding{
+			{Kind: "hot_key", Key: "USER#alice", Class: "write", Share: 0.6, UnitsPerSecond: 6,
+				Recommendation: &detect.Recommendation{Kind: "write_sharding", SuffixCount: 4, Text: "shard USER#alice"}},
+			{Kind: "hot_partition", Key: "shardId-0001", Share: 0.7},
+		}},
+		{Table: "orders", Index: "status-index", Findings: []detect.Finding{
+			{Kind: "low_cardinality", Class: "read", Share: 0.8, Recommendation: &detect.Recommendation{Kind: "gsi", Text: "re-key"}},
+		}},
+	}}
+	return snap, rep
+}
+
+func TestCollectorPlain(t *testing.T) {
+	live := NewLive(func() time.Time { return t0.Add(101 * time.Second) })
+	c := NewCollector(live, CollectorConfig{TopN: 2})
+	if n := testutil.CollectAndCount(c); n != 0 {
+		t.Fatalf("%d metrics before the first update, want 0", n)
+	}
+	live.Update(handState())
+	want := `
+# HELP hotkeyd_hot_key 1 while the detector flags a finding: kind is hot_key, partition_limit, low_cardinality, time_ordered_key or hot_partition (key is then the stream shard); recommendation is the advised fix (write_sharding, calculated_suffix, gsi, rekey, cache, or none). Table-wide findings have an empty key.
+# TYPE hotkeyd_hot_key gauge
+hotkeyd_hot_key{class="",key="shardId-0001",kind="hot_partition",recommendation="none",table="orders"} 1
+hotkeyd_hot_key{class="read",key="",kind="low_cardinality",recommendation="gsi",table="orders/status-index"} 1
+hotkeyd_hot_key{class="write",key="USER#alice",kind="hot_key",recommendation="write_sharding",table="orders"} 1
+# HELP hotkeyd_key_share Fraction (0 to 1) of the table's capacity units of the class consumed by a partition key over the sliding window; only the table's top keys of each class are exported.
+# TYPE hotkeyd_key_share gauge
+hotkeyd_key_share{class="read",key="OPEN",table="orders/status-index"} 0.8
+hotkeyd_key_share{class="read",key="CLOSED",table="orders/status-index"} 0.2
+hotkeyd_key_share{class="read",key="USER#alice",table="orders"} 0.25
+hotkeyd_key_share{class="read",key="USER#bob",table="orders"} 0.1
+hotkeyd_key_share{class="write",key="USER#alice",table="orders"} 0.6
+hotkeyd_key_share{class="write",key="USER#dave",table="orders"} 0.1
+# HELP hotkeyd_key_throttled Calls to a partition key that were throttled in the sliding window; only the table's most throttled keys are exported.
+# TYPE hotkeyd_key_throttled gauge
+hotkeyd_key_throttled{key="USER#alice",table="orders"} 42
+hotkeyd_key_throttled{key="USER#bob",table="orders"} 3
+# HELP hotkeyd_key_units_per_second Capacity units per second consumed by a partition key over the sliding window (read units for class=read, write units for class=write); only the table's top keys of each class are exported.
+# TYPE hotkeyd_key_units_per_second gauge
+hotkeyd_key_units_per_second{class="read",key="OPEN",table="orders/status-index"} 0.2
+hotkeyd_key_units_per_second{class="read",key="CLOSED",table="orders/status-index"} 0.05
+hotkeyd_key_units_per_second{class="read",key="USER#alice",table="orders"} 0.5
+hotkeyd_key_units_per_second{class="read",key="USER#bob",table="orders"} 0.2
+hotkeyd_key_units_per_second{class="write",key="USER#alice",table="orders"} 6
+hotkeyd_key_units_per_second{class="write",key="USER#dave",table="orders"} 1
+# HELP hotkeyd_keys_omitted Distinct partition keys of the sliding window that have no hotkeyd_key_* series because they are outside the exported top keys; it keeps the series count bounded whatever the traffic.
+# TYPE hotkeyd_keys_omitted gauge
+hotkeyd_keys_omitted{table="orders"} 997
+hotkeyd_keys_omitted{table="orders/status-index"} 0
+# HELP hotkeyd_last_evaluation_timestamp_seconds Unix time of the last detector evaluation whose results these metrics show.
+# TYPE hotkeyd_last_evaluation_timestamp_seconds gauge
+hotkeyd_last_evaluation_timestamp_seconds 1.795341701e+09
+# HELP hotkeyd_partition_keys_distinct Estimated number of distinct partition keys accessed in the sliding window (HyperLogLog).
+# TYPE hotkeyd_partition_keys_distinct gauge
+hotkeyd_partition_keys_distinct{table="orders"} 1000
+hotkeyd_partition_keys_distinct{table="orders/status-index"} 2
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+
+	// A key that left the top-K disappears at the next scrape.
+	snap, rep := handState()
+	snap.Tables[0].Classes[ingest.Write].Top = []sketch.KeyStat{{Key: "USER#dave", Units: 700}}
+	rep.Tables[0].Findings = nil
+	live.Update(snap, rep)
+	got, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain, "hotkeyd_key_share", "hotkeyd_hot_key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(got), `class="write",key="USER#alice"`) {
+		t.Errorf("USER#alice left the write top-K but is still exported:\n%s", got)
+	}
+	if !strings.Contains(string(got), `hotkeyd_key_share{class="write",key="USER#dave",table="orders"} 0.7`) {
+		t.Errorf("the new top write key is missing:\n%s", got)
+	}
+}
+
+func TestCollectorMasksAndKeepsSeriesUnique(t *testing.T) {
+	live := NewLive(nil)
+	live.Update(handState())
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(live, CollectorConfig{Masker: mustMasker(t, KeysRedact, "")}))
+	// Gather fails on two series with the same labels; the redacted keys
+	// all read USER#<redacted>, so they must be made unique.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() != "key" {
+					continue
+				}
+				keys = append(keys, mf.GetName()+" "+l.GetValue())
+				if strings.Contains(l.GetValue(), "alice") || strings.Contains(l.GetValue(), "bob") {
+					t.Errorf("%s exports a key in the clear: %q", mf.GetName(), l.GetValue())
+				}
+			}
+		}
+	}
+	for _, want := range []string{
+		"hotkeyd_key_share USER#<redacted>", "hotkeyd_key_share USER#<redacted>~2", "hotkeyd_key_share USER#<redacted>~3",
+		"hotkeyd_key_throttled USER#<redacted>~2", "hotkeyd_hot_key shardId-0001", "hotkeyd_hot_key USER#<redacted>",
+	} {
+		found := false
+		for _, k := range keys {
+			found = found || k == want
+		}
+		if !found {
+			t.Errorf("no series %q among %q", want, keys)
+		}
+	}
+
+	// Hash mode: the label is the masker's hash, the same as the API shows.
+	m := mustMasker(t, KeysHash, "k")
+	got, err := testutil.CollectAndFormat(NewCollector(live, CollectorConfig{Masker: m}), expfmt.TypeTextPlain, "hotkeyd_hot_key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), `key="`+m.Mask("USER#alice")+`"`) {
+		t.Errorf("hash-mode hot key label is not %q:\n%s", m.Mask("USER#alice"), got)
+	}
+}
+
+// TestCardinalityBounded feeds far more distinct keys than are exported
+// through a real Store and checks that /metrics keeps the same number of
+// series, and that hotkeyd_keys_omitted accounts for the rest.
+func TestCardinalityBounded(t *testing.T) {
+	distinct := 50_000
+	if testing.Short() {
+		distinct = 5_000
+	}
+	series := func(keys int) (int, float64) {
+		store, err := sketch.NewStore(sketch.DefaultConfig(), func() time.Time { return t0 })
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := prometheus.NewRegistry()
+		sink, err := NewCountingSink(store, reg, func() time.Time { return t0 })
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := NewLive(func() time.Time { return t0 })
+		reg.MustRegister(NewCollector(live, CollectorConfig{}))
+		batch := make([]ingest.Event, 0, 1024)
+		for i := range keys {
+			for _, table := range []string{"orders", "sessions"} {
+				batch = append(batch, ingest.Event{Table: table, PK: fmt.Sprintf("USER#%d", i), Class: ingest.Class(i % 2),
+					Units: float64(1 + i%7), Time: t0.Add(time.Duration(i) * time.Millisecond), Source: "demo"})
+			}
+			if len(batch) == cap(batch) || i == keys-1 {
+				if err := sink.Put(context.Background(), batch); err != nil {
+					t.Fatal(err)
+				}
+				batch = make([]ingest.Event, 0, 1024)
+			}
+		}
+		snap := store.Snapshot()
+		live.Update(snap, detect.Report{Start: snap.Start, End: snap.End})
+		n, err := testutil.GatherAndCount(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		omitted, err := testutil.GatherAndCount(reg, "hotkeyd_keys_omitted")
+		if err != nil || omitted != 2 {
+			t.Fatalf("hotkeyd_keys_omitted has %d series (%v), want one per table", omitted, err)
+		}
+		mfs, _ := reg.Gather()
+		var sum float64
+		for _, mf := range mfs {
+			if mf.GetName() == "hotkeyd_keys_omitted" {
+				for _, m := range mf.GetMetric() {
+					sum += m.GetGauge().GetValue()
+				}
+			}
+		}
+		return n, sum
+	}
+	small, smallOmitted := series(100)
+	big, bigOmitted := series(distinct)
+	if small != big {
+		t.Errorf("%d series with 100 distinct keys per table, %d with %d", small, big, distinct)
+	}
+	// 2 tables × 2 classes × 10 keys exported.
+	if want := float64(2*distinct - 2*2*DefaultTopN); bigOmitted != want {
+		t.Errorf("hotkeyd_keys_omitted sums to %v, want %v", bigOmitted, want)
+	}
+	if want := float64(2*100 - 2*2*DefaultTopN); smallOmitted != want {
+		t.Errorf("hotkeyd_keys_omitted sums to %v with 100 keys, want %v", smallOmitted, want)
+	}
+}
