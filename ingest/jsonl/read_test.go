@@ -1,0 +1,272 @@
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/iotest"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// recorder is a Reporter that keeps every call.
+type recorder struct {
+	mu      sync.Mutex
+	rejects []reject
+	errors  []string
+}
+
+type reject struct {
+	source, reason string
+	err            error
+}
+
+func (r *recorder) Reject(source, reason string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rejects = append(r.rejects, reject{source, reason, err})
+}
+
+func (r *recorder) Error(source, reason string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errors = append(r.errors, source+" "+reason+": "+err.Error())
+}
+
+func (r *recorder) reasons() []reject {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]reject(nil), r.rejects...)
+}
+
+// collector is a Sink that keeps every Event and every batch size.
+type collector struct {
+	mu      sync.Mutex
+	events  []ingest.Event
+	batches []int
+}
+
+func (c *collector) Put(ctx context.Context, batch []ingest.Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, batch...)
+	c.batches = append(c.batches, len(batch))
+	return nil
+}
+
+func (c *collector) snapshot() []ingest.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]ingest.Event(nil), c.events...)
+}
+
+func (c *collector) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.events)
+}
+
+// outcome renders what happened to each line as in testdata/*.golden.
+func outcome(t *testing.T, events int, rec *recorder, oks []int64) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("# line: outcome (reason of a rejected line), blank lines are skipped silently\n")
+	type row struct {
+		line int64
+		what string
+	}
+	var rows []row
+	for _, l := range oks {
+		rows = append(rows, row{l, "ok"})
+	}
+	for _, r := range rec.reasons() {
+		le, ok := r.err.(*LineError)
+		if !ok {
+			t.Fatalf("rejection error %T is not a *LineError", r.err)
+		}
+		if le.Err.Reason != r.reason {
+			t.Errorf("reported reason %q, error says %q", r.reason, le.Err.Reason)
+		}
+		rows = append(rows, row{le.Line, r.reason})
+	}
+	for i := 1; i < len(rows); i++ {
+		for j := i; j > 0 && rows[j].line < rows[j-1].line; j-- {
+			rows[j], rows[j-1] = rows[j-1], rows[j]
+		}
+	}
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%d: %s\n", r.line, r.what)
+	}
+	return b.String()
+}
+
+// okLines returns the numbers of the lines a test file holds that carry an
+// Event, found independently of the reader: lines with a table and an op
+// parsed one by one.
+func okLines(t *testing.T, data []byte, p *Parser) []int64 {
+	t.Helper()
+	var oks []int64
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := int64(1); sc.Scan(); n++ {
+		var ev ingest.Event
+		if len(bytes.TrimSpace(sc.Bytes())) > 0 && p.Parse(bytes.TrimSuffix(sc.Bytes(), []byte("\r")), &ev) == nil {
+			oks = append(oks, n)
+		}
+	}
+	return oks
+}
+
+func TestReadAllGolden(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "mixed.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "mixed.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readers := map[string]func() io.Reader{
+		"whole":    func() io.Reader { return bytes.NewReader(data) },
+		"one byte": func() io.Reader { return iotest.OneByteReader(bytes.NewReader(data)) },
+		"half":     func() io.Reader { return iotest.HalfReader(bytes.NewReader(data)) },
+	}
+	for name, r := range readers {
+		t.Run(name, func(t *testing.T) {
+			rec := &recorder{}
+			sink := &collector{}
+			counts, err := ReadAll(context.Background(), r(), "mixed.jsonl", sink, Options{Reporter: rec, Now: fixedNow, BatchSize: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := outcome(t, sink.len(), rec, okLines(t, data, NewParser(Fields{}, "", fixedNow)))
+			if got != string(want) {
+				t.Errorf("outcome:\n%s\nwant:\n%s", got, want)
+			}
+			if counts.Events != 6 || counts.Rejected != 10 || int(counts.Events) != sink.len() {
+				t.Errorf("counts %+v, %d events put; want 6 events, 10 rejected", counts, sink.len())
+			}
+			if counts.Bytes != int64(len(data)) {
+				t.Errorf("read %d bytes, want %d", counts.Bytes, len(data))
+			}
+			for _, n := range sink.batches {
+				if n > 4 {
+					t.Errorf("batch of %d events, BatchSize is 4", n)
+				}
+			}
+			evs := sink.snapshot()
+			if last := evs[len(evs)-1]; last.Index != "GSI1" || last.PK != "SKU#9" || last.Units != 1.5 {
+				t.Errorf("last line (no newline) read as %+v", last)
+			}
+			for _, r := range rec.reasons() {
+				if r.source != SourceName {
+					t.Errorf("rejection reported for source %q", r.source)
+				}
+				if !strings.HasPrefix(r.err.Error(), "mixed.jsonl: line ") {
+					t.Errorf("rejection error %q does not name the input and line", r.err)
+				}
+			}
+		})
+	}
+}
+
+// TestReadAllHostile puts each hostile line between two valid ones and
+// checks that it is rejected with its reason and both neighbours count.
+func TestReadAllHostile(t *testing.T) {
+	good := `{"table":"t","pk":"k","op":"read"}`
+	const maxLine = 4096
+	cases := []struct {
+		name, line, reason string
+	}{
+		{"3 MB line", `{"table":"t","pk":"` + strings.Repeat("x", 3<<20) + `","op":"read"}`, ingest.ReasonTooLong},
+		{"3 MB of one byte", strings.Repeat("\x00", 3<<20), ingest.ReasonTooLong},
+		{"line one byte over", `{"table":"t","op":"read","pk":"` + strings.Repeat("y", maxLine-30) + `"}`, ingest.ReasonTooLong},
+		{"10 000 nested braces", strings.Repeat("{", 10000)[:maxLine-1], ingest.ReasonBadJSON},
+		{"nested values", strings.Repeat(`{"a":`, 500) + "1" + strings.Repeat("}", 500), ingest.ReasonBadJSON},
+		{"truncated", good[:20], ingest.ReasonBadJSON},
+		{"binary", "\x89PNG\r\n\x1a\x00\x00", ingest.ReasonBadJSON},
+		{"invalid UTF-8", "{\"table\":\"t\xc0\xaf\",\"pk\":\"k\",\"op\":\"read\"}", ingest.ReasonBadUTF8},
+		{"wrong type", `{"table":["t"],"pk":"k","op":"read"}`, ingest.ReasonBadType},
+		{"missing table", `{"pk":"k","op":"read"}`, ingest.ReasonMissingTable},
+		{"missing pk", `{"table":"t","op":"read"}`, ingest.ReasonMissingPK},
+		{"negative units", `{"table":"t","pk":"k","op":"read","units":-0.5}`, ingest.ReasonBadUnits},
+		{"non-numeric units", `{"table":"t","pk":"k","op":"read","units":"NaN"}`, ingest.ReasonBadUnits},
+		{"unparseable ts", `{"table":"t","pk":"k","op":"read","ts":"2026-13-01T00:00:00Z"}`, ingest.ReasonBadTime},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// "binary" holds a newline of its own: count the lines it makes.
+			input := good + "\n" + c.line + "\n" + good + "\n"
+			rec := &recorder{}
+			sink := &collector{}
+			counts, err := ReadAll(context.Background(), strings.NewReader(input), "hostile", sink, Options{Reporter: rec, MaxLineBytes: maxLine, Now: fixedNow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sink.len() != 2 || counts.Events != 2 {
+				t.Errorf("%d events put (counts %+v), want the 2 valid neighbours", sink.len(), counts)
+			}
+			rs := rec.reasons()
+			if len(rs) == 0 || rs[0].reason != c.reason {
+				t.Fatalf("rejections %v, want first %q", rs, c.reason)
+			}
+			if le := rs[0].err.(*LineError); le.Line != 2 {
+				t.Errorf("rejected line %d, want 2", le.Line)
+			}
+			if int64(len(rs)) != counts.Rejected {
+				t.Errorf("%d reported, counts say %d", len(rs), counts.Rejected)
+			}
+		})
+	}
+}
+
+func TestReadAllStopsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	sink := &collector{}
+	go func() {
+		_, err := ReadAll(ctx, pr, "pipe", sink, Options{Now: fixedNow})
+		done <- err
+	}()
+	// A short write is flushed at once: the reader does not sit on Events
+	// while the writer is idle.
+	if _, err := pw.Write([]byte(`{"table":"t","pk":"k","op":"read"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return sink.len() == 1 })
+	cancel()
+	// io.Pipe has no read deadline: the reader stops at its next read.
+	_ = pw.Close()
+	if err := <-done; err != context.Canceled && err != nil {
+		t.Errorf("ReadAll after cancel: %v", err)
+	}
+}
+
+func TestReadAllInterruptsBlockedPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := ReadAll(ctx, r, "stdin", &collector{}, Options{})
+		done <- err
+	}()
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("ReadAll on a blocked pipe after cancel: %v, want context.Canceled", err)
+	}
+}

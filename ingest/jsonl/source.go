@@ -1,0 +1,158 @@
+package jsonl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// DefaultPoll is how often the follower looks for new lines, rotated and
+// truncated files and new files matching a glob.
+const DefaultPoll = 250 * time.Millisecond
+
+// Config configures a Source.
+type Config struct {
+	Options
+	// Paths are files or globs (filepath.Match syntax, no "**") to follow;
+	// "-" is stdin.
+	Paths []string
+	// Poll is how often files are checked (DefaultPoll when 0).
+	Poll time.Duration
+	// FromStart reads files that exist when Run starts from their
+	// beginning. By default they are read from their end, so a restart does
+	// not count their lines twice; files that appear later (a rotation, a
+	// new file matching a glob) are always read from the beginning.
+	FromStart bool
+	// Stdin is read for the path "-" (os.Stdin when nil).
+	Stdin io.Reader
+}
+
+// Source follows JSON-lines files like tail -F, and reads stdin for "-".
+// It implements ingest.Source and ingest.Readier.
+type Source struct {
+	cfg Config
+	log *zap.Logger
+
+	mu       sync.Mutex
+	notReady error
+
+	scanned func() // test hook: called after each poll
+}
+
+// New checks cfg and returns a Source. log is named by the caller's
+// convention; the Source names its own child logger.
+func New(cfg Config, log *zap.Logger) (*Source, error) {
+	if len(cfg.Paths) == 0 {
+		return nil, errors.New("jsonl source: no paths")
+	}
+	for _, p := range cfg.Paths {
+		if p == "-" {
+			continue
+		}
+		if _, err := filepath.Match(p, ""); err != nil {
+			return nil, fmt.Errorf("jsonl source: path %q: %w", p, err)
+		}
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = DefaultPoll
+	}
+	if cfg.Stdin == nil {
+		cfg.Stdin = os.Stdin
+	}
+	cfg.Options = cfg.Options.withDefaults()
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Source{cfg: cfg, log: log.Named("jsonl")}, nil
+}
+
+// Name returns the source label.
+func (s *Source) Name() string { return s.cfg.Source }
+
+// Ready returns why the source cannot read a file it should (a permission
+// error), or nil. A file that does not exist yet is not an error: it is read
+// when it appears.
+func (s *Source) Ready() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notReady
+}
+
+func (s *Source) setReady(err error) {
+	s.mu.Lock()
+	s.notReady = err
+	s.mu.Unlock()
+}
+
+// Run follows the files and reads stdin until ctx is done. Stdin ending
+// ends its part; files are followed until ctx is done. It returns nil
+// except when the sink fails for another reason than ctx.
+func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
+	var files []string
+	stdin := false
+	for _, p := range s.cfg.Paths {
+		if p == "-" {
+			stdin = true
+		} else {
+			files = append(files, p)
+		}
+	}
+	var wg sync.WaitGroup
+	var stdinErr error
+	if stdin {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stdinErr = s.readStdin(ctx, sink)
+		}()
+	}
+	var err error
+	if len(files) > 0 {
+		f := newFollower(s, files)
+		err = f.run(ctx, sink)
+	}
+	wg.Wait()
+	return errors.Join(err, stdinErr)
+}
+
+func (s *Source) readStdin(ctx context.Context, sink ingest.Sink) error {
+	counts, err := ReadAll(ctx, s.cfg.Stdin, "stdin", wrapSink(sink), s.cfg.Options)
+	s.log.Info("stdin ended", zap.Int64("events", counts.Events), zap.Int64("rejected", counts.Rejected))
+	if err != nil && ctx.Err() == nil {
+		if isSinkErr(err) {
+			return err
+		}
+		s.cfg.Reporter.Error(s.cfg.Source, "read", err)
+	}
+	return nil
+}
+
+// sinkError marks an error returned by the Sink, which ends the source.
+type sinkError struct{ err error }
+
+func (e sinkError) Error() string { return "put events: " + e.err.Error() }
+func (e sinkError) Unwrap() error { return e.err }
+
+func isSinkErr(err error) bool {
+	var se sinkError
+	return errors.As(err, &se)
+}
+
+// wrapSink marks the sink's errors so that they can be told from read errors.
+func wrapSink(sink ingest.Sink) ingest.Sink {
+	return ingest.SinkFunc(func(ctx context.Context, batch []ingest.Event) error {
+		if err := sink.Put(ctx, batch); err != nil {
+			return sinkError{err}
+		}
+		return nil
+	})
+}
