@@ -278,4 +278,3 @@ func (fl *follower) closeAll() {
 	}
 	fl.files, fl.orphans = nil, nil
 }
-
