@@ -1,0 +1,444 @@
+// Package cloudtrail reads DynamoDB data events from CloudTrail logs: the
+// {"Records":[...]} files CloudTrail delivers to S3 (gzip or plain), and the
+// EventBridge envelopes ("detail-type": "AWS API Call via CloudTrail") that
+// log pipelines write one per line. It turns every item a call touched into
+// an ingest.Event, marks throttled calls, and follows a delivery folder
+// (Source) or decodes whole inputs (Decode, for hotkeyd analyze).
+//
+// CloudTrail records carry neither item sizes nor consumed capacity, so
+// every item counts 1 unit; and their key maps do not say which attribute is
+// the partition key, so key schemas come from the configuration (or from
+// CreateTable/UpdateTable events in the same input).
+package cloudtrail
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/gzip"
+	"github.com/valyala/fastjson"
+	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// SourceName is the source label of every Event this package produces.
+const SourceName = "cloudtrail"
+
+// maxRecord bounds one record's size. CloudTrail events are at most a few
+// hundred kilobytes (a 100-item BatchGetItem); anything bigger is hostile.
+const maxRecord = 8 << 20
+
+// batchSize is how many Events are handed to the Sink at a time.
+const batchSize = 512
+
+// Stats counts what one or more inputs held.
+type Stats struct {
+	// Records counts the CloudTrail records read, of any service.
+	Records uint64
+	// Events counts the Events produced as traffic (throttled ones excluded).
+	Events uint64
+	// Throttled counts the Events of calls that failed with a throttling
+	// error: counted per key as throttled, never as traffic.
+	Throttled uint64
+	// Failed counts the DynamoDB data calls that failed for another reason
+	// (ConditionalCheckFailedException, TransactionCanceledException...):
+	// neither traffic nor throttled.
+	Failed uint64
+	// Ignored counts the records that are not DynamoDB data events (other
+	// services, control-plane calls such as CreateTable, stream reads).
+	Ignored uint64
+	// Keyless counts the Events produced without a partition key (Scan,
+	// PartiQL statements whose key could not be read).
+	Keyless uint64
+	// Rejected counts the records, and the files, that could not be used;
+	// each was reported to the Reporter with its reason.
+	Rejected uint64
+	// UnitsPerItem is true when Events count 1 unit per item rather than
+	// consumed capacity, which CloudTrail does not record. Always true for
+	// this package; reports should say so.
+	UnitsPerItem bool
+}
+
+// Add adds o's counts to s.
+func (s *Stats) Add(o Stats) {
+	s.Records += o.Records
+	s.Events += o.Events
+	s.Throttled += o.Throttled
+	s.Failed += o.Failed
+	s.Ignored += o.Ignored
+	s.Keyless += o.Keyless
+	s.Rejected += o.Rejected
+	s.UnitsPerItem = s.UnitsPerItem || o.UnitsPerItem
+}
+
+// Decoder turns CloudTrail inputs into Events. It keeps, across inputs, the
+// key schemas learnt from CreateTable and UpdateTable events and the tables
+// already warned about, so one Decoder should read all the inputs of one
+// analysis. It is safe for concurrent use.
+type Decoder struct {
+	schemas *schemas
+	log     *zap.Logger
+	rep     ingest.Reporter
+}
+
+// NewDecoder returns a Decoder. tables maps a table name to its key schema,
+// and "TABLE/INDEX" to a secondary index's key schema; tables that are not
+// listed count a one-attribute key as the partition key and a
+// several-attribute key as a whole. log and rep may be nil.
+func NewDecoder(tables map[string]ingest.KeySchema, log *zap.Logger, rep ingest.Reporter) *Decoder {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if rep == nil {
+		rep = ingest.NopReporter{}
+	}
+	return &Decoder{schemas: newSchemas(tables, log), log: log, rep: rep}
+}
+
+// Decode reads one whole input with a new Decoder. See Decoder.Decode.
+func Decode(ctx context.Context, r io.Reader, name string, schemas map[string]ingest.KeySchema, sink ingest.Sink, rep ingest.Reporter) (Stats, error) {
+	return NewDecoder(schemas, nil, rep).Decode(ctx, r, name, sink)
+}
+
+// Decode reads r to its end and hands its Events to sink. r may be gzip
+// compressed and may hold {"Records":[...]} objects, EventBridge envelopes
+// or bare events, one after the other (one per line or pretty-printed), or
+// a JSON array of them. name identifies the input in messages.
+//
+// Bad records, a truncated or corrupt file, are reported to the Reporter
+// and counted in Stats.Rejected; what could be read is kept. The error is
+// non-nil only when r itself fails, ctx is done or sink refuses a batch.
+func (d *Decoder) Decode(ctx context.Context, r io.Reader, name string, sink ingest.Sink) (Stats, error) {
+	in := &trackReader{r: r}
+	st := &stream{d: d, ctx: ctx, sink: sink, name: name}
+	st.stats.UnitsPerItem = true
+	err := st.decode(in)
+	if ferr := st.flush(); err == nil {
+		err = ferr
+	}
+	if err != nil && in.err != nil && errors.Is(err, in.err) {
+		err = fmt.Errorf("read %s: %w", name, err)
+	}
+	return st.stats, err
+}
+
+// trackReader remembers the error of the underlying reader, to tell a
+// failing file (an error to return) from a corrupt one (a rejection).
+type trackReader struct {
+	r   io.Reader
+	err error
+}
+
+func (t *trackReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && err != io.EOF {
+		t.err = err
+	}
+	return n, err
+}
+
+// stream is the state of one Decode call.
+type stream struct {
+	d     *Decoder
+	ctx   context.Context
+	sink  ingest.Sink
+	name  string
+	p     fastjson.Parser
+	batch []ingest.Event
+	stats Stats
+	// items holds the Events of the record being read.
+	items []ingest.Event
+	// names interns table and index names.
+	names map[string]string
+	// n counts the records read, for messages.
+	n uint64
+	// err is the first sink error; it stops the stream.
+	err error
+	// stopped is set when the input cannot be read on.
+	stopped bool
+}
+
+func (st *stream) decode(in *trackReader) error {
+	var r io.Reader = in
+	peek := make([]byte, 2)
+	n, _ := io.ReadFull(in, peek)
+	r = io.MultiReader(bytes.NewReader(peek[:n]), in)
+	if n == 2 && peek[0] == 0x1f && peek[1] == 0x8b {
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			if in.err != nil {
+				return in.err
+			}
+			st.rejectFile(fmt.Errorf("gzip header: %w", err))
+			return nil
+		}
+		defer zr.Close()
+		r = zr
+	}
+	sc := newScanner(r, maxRecord)
+	for st.err == nil {
+		c, err := sc.peekByte()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return st.readError(in, err)
+		}
+		switch c {
+		case '{':
+			if n := sc.recordsPrefix(); n > 0 {
+				sc.r.Discard(n)
+				if err := st.array(sc, in, false); err != nil {
+					return err
+				}
+				if st.stopped {
+					return st.err
+				}
+				if err := sc.skipRest(); err != nil {
+					if errors.Is(err, errTruncated) || errors.Is(err, errBroken) || errors.Is(err, errTooLong) {
+						st.rejectFile(fmt.Errorf("after Records: %w", err))
+						return nil
+					}
+					return st.readError(in, err)
+				}
+				continue
+			}
+			if err := st.element(sc, in, true); err != nil {
+				return err
+			}
+		case '[':
+			sc.r.Discard(1)
+			if err := st.array(sc, in, true); err != nil {
+				return err
+			}
+		default:
+			st.reject(ingest.ReasonBadJSON, errors.New("not a JSON object or array"))
+			sc.skipLine()
+		}
+		if st.stopped {
+			return st.err
+		}
+	}
+	return st.err
+}
+
+// readError turns a read error into the Decode result: the reader's own
+// errors are returned, decompression errors (a truncated or corrupt .gz)
+// reject the file.
+func (st *stream) readError(in *trackReader, err error) error {
+	if in.err != nil {
+		return in.err
+	}
+	var ce flate.CorruptInputError
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.As(err, &ce) {
+		st.rejectFile(fmt.Errorf("truncated or corrupt gzip: %w", err))
+		st.stopped = true
+		return nil
+	}
+	if errors.Is(err, errTruncated) {
+		st.rejectFile(err)
+		st.stopped = true
+		return nil
+	}
+	st.rejectFile(err)
+	st.stopped = true
+	return nil
+}
+
+// array reads the elements of an array whose '[' was consumed: records of
+// a Records list (top false) or top-level elements (envelopes, events).
+func (st *stream) array(sc *scanner, in *trackReader, top bool) error {
+	for st.err == nil {
+		c, err := sc.peekByte()
+		if err != nil {
+			if err == io.EOF {
+				st.rejectFile(errTruncated)
+				st.stopped = true
+				return nil
+			}
+			return st.readError(in, err)
+		}
+		if c == ']' {
+			sc.r.Discard(1)
+			return nil
+		}
+		if c == '{' {
+			if err := st.element(sc, in, top); err != nil || st.stopped {
+				return err
+			}
+		} else {
+			// Not an object: reject the element and skip past it.
+			st.reject(ingest.ReasonBadRecord, errors.New("record is not a JSON object"))
+			if c == '[' {
+				if _, err := sc.value(); err != nil && !errors.Is(err, errTooLong) && !errors.Is(err, errBroken) {
+					return st.readError(in, err)
+				}
+			} else if err := skipScalar(sc); err != nil {
+				return st.readError(in, err)
+			}
+		}
+		c, err = sc.peekByte()
+		if err != nil {
+			if err == io.EOF {
+				st.rejectFile(errTruncated)
+				st.stopped = true
+				return nil
+			}
+			return st.readError(in, err)
+		}
+		switch c {
+		case ',':
+			sc.r.Discard(1)
+		case ']':
+			sc.r.Discard(1)
+			return nil
+		default:
+			st.rejectFile(fmt.Errorf("expected , or ] between records, found %q", c))
+			st.stopped = true
+			return nil
+		}
+	}
+	return st.err
+}
+
+// skipScalar skips a string, number or literal up to the next ',' ']' or
+// white space.
+func skipScalar(sc *scanner) error {
+	inStr, esc := false, false
+	for {
+		b, err := sc.r.Peek(1)
+		if len(b) == 0 {
+			if err == nil {
+				err = io.EOF
+			}
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		c := b[0]
+		switch {
+		case inStr && esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case inStr && c == '"':
+			inStr = false
+		case inStr:
+		case c == '"':
+			inStr = true
+		case c == ',' || c == ']' || c == '}' || isSpace(c):
+			return nil
+		}
+		sc.r.Discard(1)
+	}
+}
+
+// element reads one object and handles it: a record, or at the top level an
+// envelope, a bare event or a Records object.
+func (st *stream) element(sc *scanner, in *trackReader, top bool) error {
+	st.n++
+	raw, err := sc.value()
+	switch {
+	case err == nil:
+	case errors.Is(err, errTooLong):
+		st.reject(ingest.ReasonTooLong, fmt.Errorf("record over %d bytes", maxRecord))
+		return nil
+	case errors.Is(err, errBroken):
+		st.reject(ingest.ReasonBadJSON, err)
+		return nil
+	default:
+		return st.readError(in, err)
+	}
+	v, err := st.p.ParseBytes(raw)
+	if err != nil {
+		st.reject(ingest.ReasonBadJSON, err)
+		return nil
+	}
+	st.object(v, top)
+	return st.err
+}
+
+// object handles a parsed object: with top set, a Records object, an
+// EventBridge envelope or a bare event; otherwise a record of a Records list.
+func (st *stream) object(v *fastjson.Value, top bool) {
+	if top {
+		if recs := v.Get("Records"); recs != nil {
+			arr, err := recs.Array()
+			if err != nil {
+				st.reject(ingest.ReasonBadType, errors.New("Records is not an array"))
+				return
+			}
+			for _, r := range arr {
+				if st.err != nil {
+					return
+				}
+				st.object(r, false)
+			}
+			return
+		}
+	}
+	if v.Type() != fastjson.TypeObject {
+		st.reject(ingest.ReasonBadRecord, errors.New("record is not a JSON object"))
+		return
+	}
+	if detail := v.Get("detail"); detail != nil && v.Get("eventSource") == nil {
+		if detail.Type() != fastjson.TypeObject {
+			st.reject(ingest.ReasonBadType, errors.New("detail is not an object"))
+			return
+		}
+		v = detail
+	}
+	st.record(v)
+}
+
+// emit appends an Event and hands a full batch to the sink.
+func (st *stream) emit(e ingest.Event) {
+	if e.Throttled {
+		st.stats.Throttled++
+	} else {
+		st.stats.Events++
+	}
+	if e.PK == "" {
+		st.stats.Keyless++
+	}
+	if st.batch == nil {
+		st.batch = make([]ingest.Event, 0, batchSize)
+	}
+	st.batch = append(st.batch, e)
+	if len(st.batch) >= batchSize {
+		if err := st.flush(); err != nil {
+			st.err = err
+			st.stopped = true
+		}
+	}
+}
+
+func (st *stream) flush() error {
+	if len(st.batch) == 0 || st.err != nil {
+		return st.err
+	}
+	b := st.batch
+	st.batch = nil
+	if err := st.ctx.Err(); err != nil {
+		return err
+	}
+	return st.sink.Put(st.ctx, b)
+}
+
+// reject reports one unusable record.
+func (st *stream) reject(reason string, err error) {
+	st.stats.Rejected++
+	st.d.rep.Reject(SourceName, reason, fmt.Errorf("%s: record %d: %w", st.name, st.n, err))
+}
+
+// rejectFile reports a file that could not be read to its end.
+func (st *stream) rejectFile(err error) {
+	st.stats.Rejected++
+	st.d.rep.Reject(SourceName, ingest.ReasonBadFile, fmt.Errorf("%s: %w", st.name, err))
+}

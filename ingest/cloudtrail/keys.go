@@ -1,0 +1,291 @@
+package cloudtrail
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// IndexSchemaKey is the key of a secondary index's schema in a tables map:
+// "TABLE/INDEX". Table and index names cannot contain '/', so the key is
+// never ambiguous (and it reads like the index's ARN suffix).
+func IndexSchemaKey(table, index string) string { return table + "/" + index }
+
+// schemas holds the configured key schemas, those learnt from control-plane
+// events, and the tables already warned about.
+type schemas struct {
+	log        *zap.Logger
+	configured map[string]ingest.KeySchema
+
+	mu      sync.RWMutex
+	learnt  map[string]ingest.KeySchema
+	warned  map[string]bool
+}
+
+func newSchemas(tables map[string]ingest.KeySchema, log *zap.Logger) *schemas {
+	c := make(map[string]ingest.KeySchema, len(tables))
+	for k, v := range tables {
+		c[k] = v
+	}
+	return &schemas{log: log, configured: c, learnt: map[string]ingest.KeySchema{}, warned: map[string]bool{}}
+}
+
+// get returns the key schema of a table (index empty) or of an index.
+func (s *schemas) get(table, index string) (ingest.KeySchema, bool) {
+	name := table
+	if index != "" {
+		name = IndexSchemaKey(table, index)
+	}
+	if ks, ok := s.configured[name]; ok {
+		return ks, true
+	}
+	s.mu.RLock()
+	ks, ok := s.learnt[name]
+	s.mu.RUnlock()
+	return ks, ok
+}
+
+// warnOnce logs, once per table or index, that keys of several attributes
+// are counted whole for want of a schema.
+func (s *schemas) warnOnce(table, index string, attrs []string) {
+	name := table
+	if index != "" {
+		name = IndexSchemaKey(table, index)
+	}
+	s.mu.RLock()
+	done := s.warned[name]
+	s.mu.RUnlock()
+	if done {
+		return
+	}
+	s.mu.Lock()
+	done = s.warned[name]
+	s.warned[name] = true
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	s.log.Warn("no key schema: counting keys of several attributes whole; add the table to the tables section or --key-schema",
+		zap.String("table", table), zap.String("index", index), zap.Strings("attributes", attrs),
+		zap.String("schema_key", name))
+}
+
+// learn records the key schemas a control-plane event states: CreateTable's
+// request, and the tableDescription in the response of CreateTable,
+// UpdateTable, DescribeTable and DeleteTable. Configured schemas win.
+func (s *schemas) learn(v *fastjson.Value) {
+	if td := v.Get("responseElements", "tableDescription"); td != nil {
+		s.learnTable(td)
+	}
+	if string(v.GetStringBytes("eventName")) == "CreateTable" {
+		if rp := v.Get("requestParameters"); rp != nil {
+			s.learnTable(rp)
+		}
+	}
+}
+
+func (s *schemas) learnTable(td *fastjson.Value) {
+	table := string(td.GetStringBytes("tableName"))
+	if table == "" || !utf8.ValidString(table) {
+		return
+	}
+	if ks, ok := keySchema(td.Get("keySchema")); ok {
+		s.put(table, ks)
+	}
+	for _, f := range []string{"globalSecondaryIndexes", "localSecondaryIndexes"} {
+		for _, ix := range td.GetArray(f) {
+			name := string(ix.GetStringBytes("indexName"))
+			if name == "" || !utf8.ValidString(name) {
+				continue
+			}
+			if ks, ok := keySchema(ix.Get("keySchema")); ok {
+				s.put(IndexSchemaKey(table, name), ks)
+			}
+		}
+	}
+}
+
+func (s *schemas) put(name string, ks ingest.KeySchema) {
+	if _, ok := s.configured[name]; ok {
+		return
+	}
+	s.mu.Lock()
+	old, had := s.learnt[name]
+	// Bound the map: a hostile input cannot make it grow without end.
+	if had || len(s.learnt) < 100000 {
+		s.learnt[name] = ks
+	}
+	s.mu.Unlock()
+	if !had || old != ks {
+		s.log.Info("key schema learnt from a control-plane event", zap.String("table", name),
+			zap.String("partition_key", ks.PartitionKey), zap.String("sort_key", ks.SortKey))
+	}
+}
+
+// keySchema reads [{"attributeName": "Artist", "keyType": "HASH"}, ...].
+func keySchema(v *fastjson.Value) (ingest.KeySchema, bool) {
+	var ks ingest.KeySchema
+	if v == nil {
+		return ks, false
+	}
+	arr, err := v.Array()
+	if err != nil {
+		return ks, false
+	}
+	for _, e := range arr {
+		name := string(e.GetStringBytes("attributeName"))
+		if !utf8.ValidString(name) {
+			return ks, false
+		}
+		switch string(e.GetStringBytes("keyType")) {
+		case "HASH":
+			ks.PartitionKey = name
+		case "RANGE":
+			ks.SortKey = name
+		}
+	}
+	return ks, ks.PartitionKey != ""
+}
+
+// key reads the partition and sort key of one access from a key map m of
+// table (or of index, for a Query). A missing m gives an empty key; a key
+// that does not hold the schema's partition key is an error. sort says
+// whether the sort key is wanted.
+func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool) (pk, sk string, err error) {
+	if m == nil || m.Type() == fastjson.TypeNull {
+		return "", "", nil
+	}
+	obj, err := m.Object()
+	if err != nil {
+		return "", "", rerr(ingest.ReasonBadType, "key of %s is not an object", table)
+	}
+	if ks, ok := st.d.schemas.get(table, index); ok {
+		pv := obj.Get(ks.PartitionKey)
+		if pv == nil {
+			return "", "", rerr(ingest.ReasonMissingPK, "key of %s has no partition key attribute %q", tableIndex(table, index), ks.PartitionKey)
+		}
+		if pk, err = keyValue(pv); err != nil {
+			return "", "", err
+		}
+		if wantSK && ks.SortKey != "" {
+			if sv := obj.Get(ks.SortKey); sv != nil {
+				if sk, err = keyValue(sv); err != nil {
+					return "", "", err
+				}
+			}
+		}
+		return pk, sk, nil
+	}
+	switch obj.Len() {
+	case 0:
+		return "", "", rerr(ingest.ReasonMissingPK, "empty key of %s", tableIndex(table, index))
+	case 1:
+		// A one-attribute key is the partition key.
+		var v *fastjson.Value
+		obj.Visit(func(_ []byte, x *fastjson.Value) { v = x })
+		pk, err = keyValue(v)
+		return pk, "", err
+	}
+	// Several attributes and no schema: which one is the partition key is
+	// unknown, so the whole key counts, in a canonical form.
+	type kv struct{ k, v string }
+	pairs := make([]kv, 0, obj.Len())
+	obj.Visit(func(k []byte, x *fastjson.Value) {
+		if err != nil {
+			return
+		}
+		var s string
+		if s, err = keyValue(x); err == nil {
+			if !validUTF8(k) {
+				err = rerr(ingest.ReasonBadUTF8, "key attribute name is not valid UTF-8")
+				return
+			}
+			pairs = append(pairs, kv{string(k), s})
+		}
+	})
+	if err != nil {
+		return "", "", err
+	}
+	sort.Slice(pairs, func(i, j int) bool { return pairs[i].k < pairs[j].k })
+	var b strings.Builder
+	attrs := make([]string, len(pairs))
+	for i, p := range pairs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(p.k)
+		b.WriteByte('=')
+		b.WriteString(p.v)
+		attrs[i] = p.k
+	}
+	st.d.schemas.warnOnce(table, index, attrs)
+	return b.String(), "", nil
+}
+
+// itemKey reads the key from a full item (PutItem in the API's shape). It
+// needs the schema: an item's attributes do not say which are the key.
+// CloudTrail's own item field lists attribute names only, which gives an
+// empty key.
+func (st *stream) itemKey(table string, item *fastjson.Value) (pk, sk string, err error) {
+	if item == nil || item.Type() != fastjson.TypeObject {
+		return "", "", nil
+	}
+	if _, ok := st.d.schemas.get(table, ""); !ok {
+		return "", "", nil
+	}
+	return st.key(table, "", item, true)
+}
+
+func tableIndex(table, index string) string {
+	if index == "" {
+		return table
+	}
+	return IndexSchemaKey(table, index)
+}
+
+// keyValue renders a key attribute's value as text: strings as they are,
+// numbers as written, and a typed value of the API's shape ({"S": "x"},
+// {"N": "1"}) unwrapped. Anything else is its compact JSON.
+func keyValue(v *fastjson.Value) (string, error) {
+	var b []byte
+	switch v.Type() {
+	case fastjson.TypeString:
+		b, _ = v.StringBytes()
+	case fastjson.TypeObject:
+		obj, _ := v.Object()
+		if obj.Len() == 1 {
+			for _, t := range []string{"S", "N", "B"} {
+				if x := obj.Get(t); x != nil && x.Type() == fastjson.TypeString {
+					b, _ = x.StringBytes()
+					return checkValue(b)
+				}
+			}
+		}
+		b = v.MarshalTo(nil)
+	default:
+		b = v.MarshalTo(nil)
+	}
+	return checkValue(b)
+}
+
+func checkValue(b []byte) (string, error) {
+	if !validUTF8(b) {
+		return "", rerr(ingest.ReasonBadUTF8, "key value is not valid UTF-8")
+	}
+	return string(b), nil
+}
+
+func validUTF8(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return utf8.Valid(b)
+		}
+	}
+	return true
+}

@@ -1,0 +1,460 @@
+package cloudtrail
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// opKind says where a data call keeps its table and keys.
+type opKind uint8
+
+const (
+	opItem          opKind = iota // GetItem, PutItem, UpdateItem, DeleteItem: tableName + key
+	opQuery                       // tableName, indexName, key (the key condition values)
+	opScan                        // tableName, indexName; no key
+	opBatchGet                    // requestItems: {table: {keys: [...]}}
+	opBatchWrite                  // requestItems: {table: [{putRequest|deleteRequest}]}
+	opTransact                    // requestItems: [{tableName|TableName, key|Key}]
+	opStatement                   // statement (PartiQL)
+	opStatements                  // requestItems or transactStatements: [{statement}]
+)
+
+// operation maps a DynamoDB eventName to how it is read and its class.
+// Statement classes come from each statement's verb.
+func operation(name []byte) (opKind, ingest.Class, bool) {
+	switch string(name) {
+	case "GetItem":
+		return opItem, ingest.Read, true
+	case "PutItem", "UpdateItem", "DeleteItem":
+		return opItem, ingest.Write, true
+	case "Query":
+		return opQuery, ingest.Read, true
+	case "Scan":
+		return opScan, ingest.Read, true
+	case "BatchGetItem":
+		return opBatchGet, ingest.Read, true
+	case "BatchWriteItem":
+		return opBatchWrite, ingest.Write, true
+	case "TransactGetItems":
+		return opTransact, ingest.Read, true
+	case "TransactWriteItems":
+		// Every item of a write transaction, ConditionCheck included,
+		// consumes write capacity.
+		return opTransact, ingest.Write, true
+	case "ExecuteStatement":
+		return opStatement, ingest.Read, true
+	case "BatchExecuteStatement", "ExecuteTransaction":
+		return opStatements, ingest.Read, true
+	}
+	return 0, 0, false
+}
+
+// recordError is a record that cannot be used, with its reason label.
+type recordError struct {
+	reason string
+	err    error
+}
+
+func (e *recordError) Error() string { return e.err.Error() }
+
+func rerr(reason, format string, args ...any) error {
+	return &recordError{reason: reason, err: fmt.Errorf(format, args...)}
+}
+
+// Throttling error codes: the call was refused for capacity, so its keys
+// are the ones that throttle.
+func isThrottleCode(code []byte) bool {
+	switch string(code) {
+	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded":
+		return true
+	}
+	return false
+}
+
+// isThrottleReason reports whether a transaction cancellation reason is a
+// throttling one.
+func isThrottleReason(r string) bool {
+	return r == "ThrottlingError" || r == "ProvisionedThroughputExceeded" || r == "ThrottlingException" ||
+		r == "ProvisionedThroughputExceededException" || r == "RequestLimitExceeded"
+}
+
+// cancelReasons reads the per-item reasons of a TransactionCanceledException
+// message: "... for specific reasons [ConditionalCheckFailed, None]".
+func cancelReasons(msg []byte) []string {
+	i := bytes.LastIndexByte(msg, '[')
+	j := bytes.LastIndexByte(msg, ']')
+	if i < 0 || j < i {
+		return nil
+	}
+	var out []string
+	for _, p := range bytes.Split(msg[i+1:j], []byte(",")) {
+		out = append(out, string(bytes.TrimSpace(p)))
+	}
+	return out
+}
+
+// record turns one CloudTrail event into Events.
+func (st *stream) record(v *fastjson.Value) {
+	st.stats.Records++
+	if string(v.GetStringBytes("eventSource")) != "dynamodb.amazonaws.com" {
+		st.stats.Ignored++
+		return
+	}
+	name := v.GetStringBytes("eventName")
+	kind, class, ok := operation(name)
+	if !ok {
+		// Control-plane calls are not traffic, but CreateTable and
+		// UpdateTable say which key attribute is which.
+		st.d.schemas.learn(v)
+		st.stats.Ignored++
+		return
+	}
+	ts, err := eventTime(v)
+	if err != nil {
+		st.reject(ingest.ReasonBadTime, err)
+		return
+	}
+	// Failed calls: throttled ones are counted per key as throttled; the
+	// others (a failed condition, a validation error) not at all.
+	throttled := false
+	var reasons []string
+	if code := v.GetStringBytes("errorCode"); len(code) > 0 {
+		switch {
+		case isThrottleCode(code):
+			throttled = true
+		case string(code) == "TransactionCanceledException":
+			reasons = cancelReasons(v.GetStringBytes("errorMessage"))
+			throttled = false
+			for _, r := range reasons {
+				throttled = throttled || isThrottleReason(r)
+			}
+		}
+		if !throttled {
+			st.stats.Failed++
+			return
+		}
+	}
+	rp := v.Get("requestParameters")
+	if rp == nil || rp.Type() != fastjson.TypeObject {
+		st.reject(ingest.ReasonBadRecord, fmt.Errorf("%s: requestParameters is not an object", name))
+		return
+	}
+	st.items = st.items[:0]
+	if err := st.parse(kind, class, rp); err != nil {
+		reason := ingest.ReasonBadRecord
+		var re *recordError
+		if errors.As(err, &re) {
+			reason = re.reason
+		}
+		st.reject(reason, fmt.Errorf("%s: %w", name, err))
+		return
+	}
+	// A cancelled transaction names a reason per item, in order: only the
+	// items that were throttled count, as throttled.
+	perItem := reasons != nil && len(reasons) == len(st.items)
+	for i := range st.items {
+		if perItem && !isThrottleReason(reasons[i]) {
+			continue
+		}
+		e := st.items[i]
+		e.Time = ts
+		e.Source = SourceName
+		e.Units = 1
+		e.Throttled = throttled
+		st.emit(e)
+		if st.err != nil {
+			return
+		}
+	}
+}
+
+// eventTime parses eventTime (RFC 3339, always UTC in CloudTrail).
+func eventTime(v *fastjson.Value) (time.Time, error) {
+	b := v.GetStringBytes("eventTime")
+	if len(b) == 0 {
+		return time.Time{}, errors.New("no eventTime")
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("eventTime %q: %w", truncate(b), err)
+	}
+	return t, nil
+}
+
+func truncate(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "..."
+	}
+	return string(b)
+}
+
+// add appends one item access to the record's Events.
+func (st *stream) add(table, index, pk, sk string, class ingest.Class) {
+	st.items = append(st.items, ingest.Event{Table: table, Index: index, PK: pk, SK: sk, Class: class})
+}
+
+// get returns the first of the fields that exists: CloudTrail mixes
+// tableName and TableName, key and Key inside one record.
+func get(v *fastjson.Value, names ...string) *fastjson.Value {
+	for _, n := range names {
+		if f := v.Get(n); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// name reads a table or index name field; required fails when it is missing.
+func (st *stream) field(v *fastjson.Value, required bool, names ...string) (string, error) {
+	f := get(v, names...)
+	if f == nil || f.Type() == fastjson.TypeNull {
+		if required {
+			return "", rerr(ingest.ReasonMissingTable, "no %s", names[0])
+		}
+		return "", nil
+	}
+	b, err := f.StringBytes()
+	if err != nil {
+		return "", rerr(ingest.ReasonBadType, "%s is not a string", names[0])
+	}
+	if len(b) == 0 {
+		if required {
+			return "", rerr(ingest.ReasonMissingTable, "empty %s", names[0])
+		}
+		return "", nil
+	}
+	return st.intern(b)
+}
+
+func (st *stream) table(v *fastjson.Value) (string, error) {
+	return st.field(v, true, "tableName", "TableName")
+}
+
+func (st *stream) index(v *fastjson.Value) (string, error) {
+	return st.field(v, false, "indexName", "IndexName")
+}
+
+// parse reads the items of one call into st.items.
+func (st *stream) parse(kind opKind, class ingest.Class, rp *fastjson.Value) error {
+	switch kind {
+	case opItem:
+		table, err := st.table(rp)
+		if err != nil {
+			return err
+		}
+		pk, sk, err := st.key(table, "", get(rp, "key", "Key"), true)
+		if err == nil && pk == "" {
+			// PutItem in the API shape: the key attributes are in the item.
+			pk, sk, err = st.itemKey(table, get(rp, "item", "Item"))
+		}
+		if err != nil {
+			return err
+		}
+		if pk == "" {
+			return rerr(ingest.ReasonMissingPK, "no key")
+		}
+		st.add(table, "", pk, sk, class)
+	case opQuery:
+		table, err := st.table(rp)
+		if err != nil {
+			return err
+		}
+		index, err := st.index(rp)
+		if err != nil {
+			return err
+		}
+		// The key holds the key condition's values; a sort key condition
+		// (a range) does not name one item, so only the partition key counts.
+		pk, _, err := st.key(table, index, get(rp, "key", "Key"), false)
+		if err != nil {
+			return err
+		}
+		st.add(table, index, pk, "", class)
+	case opScan:
+		table, err := st.table(rp)
+		if err != nil {
+			return err
+		}
+		index, err := st.index(rp)
+		if err != nil {
+			return err
+		}
+		st.add(table, index, "", "", class)
+	case opBatchGet, opBatchWrite:
+		return st.batchItems(kind, class, get(rp, "requestItems", "RequestItems"))
+	case opTransact:
+		items := get(rp, "requestItems", "transactItems", "RequestItems", "TransactItems")
+		if items == nil || items.Type() != fastjson.TypeArray {
+			return rerr(ingest.ReasonBadRecord, "requestItems is not an array")
+		}
+		arr, _ := items.Array()
+		for _, it := range arr {
+			if err := st.listItem(class, it); err != nil {
+				return err
+			}
+		}
+	case opStatement:
+		return st.statement(get(rp, "statement", "Statement"))
+	case opStatements:
+		items := get(rp, "requestItems", "transactStatements", "statements", "RequestItems", "TransactStatements", "Statements")
+		if items == nil || items.Type() != fastjson.TypeArray {
+			return rerr(ingest.ReasonBadRecord, "requestItems is not an array")
+		}
+		arr, _ := items.Array()
+		for _, it := range arr {
+			if it.Type() != fastjson.TypeObject {
+				return rerr(ingest.ReasonBadType, "statement item is not an object")
+			}
+			if err := st.statement(get(it, "statement", "Statement")); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// listItem reads one element of a transaction's (or a list-shaped batch's)
+// requestItems: its own table and key, maybe wrapped in an operation
+// object as in the API's TransactItems ({"Put": {"TableName":..., "Item":...}}).
+func (st *stream) listItem(class ingest.Class, it *fastjson.Value) error {
+	if it.Type() != fastjson.TypeObject {
+		return rerr(ingest.ReasonBadType, "request item is not an object")
+	}
+	if get(it, "tableName", "TableName") == nil {
+		if inner := get(it, "get", "Get", "put", "Put", "update", "Update", "delete", "Delete", "conditionCheck", "ConditionCheck"); inner != nil && inner.Type() == fastjson.TypeObject {
+			it = inner
+		}
+	}
+	table, err := st.table(it)
+	if err != nil {
+		return err
+	}
+	pk, sk, err := st.key(table, "", get(it, "key", "Key"), true)
+	if err == nil && pk == "" {
+		pk, sk, err = st.itemKey(table, get(it, "item", "Item"))
+	}
+	if err != nil {
+		return err
+	}
+	st.add(table, "", pk, sk, class)
+	return nil
+}
+
+// batchItems reads BatchGetItem and BatchWriteItem requestItems. No public
+// CloudTrail sample of either exists; this follows the documented request
+// shape, a map from table name to the table's requests:
+//
+//	BatchGetItem:   {"Music": {"keys": [{"Artist": "a", "SongTitle": "t"}]}}
+//	BatchWriteItem: {"Music": [{"putRequest": {"item": {...}}}, {"deleteRequest": {"key": {...}}}]}
+//
+// with CloudTrail's lower-camel names or the API's capitalised ones, and a
+// list shaped like TransactWriteItems' requestItems as well.
+func (st *stream) batchItems(kind opKind, class ingest.Class, items *fastjson.Value) error {
+	if items == nil {
+		return rerr(ingest.ReasonBadRecord, "no requestItems")
+	}
+	switch items.Type() {
+	case fastjson.TypeArray:
+		arr, _ := items.Array()
+		for _, it := range arr {
+			if err := st.listItem(class, it); err != nil {
+				return err
+			}
+		}
+		return nil
+	case fastjson.TypeObject:
+	default:
+		return rerr(ingest.ReasonBadType, "requestItems is neither an object nor an array")
+	}
+	obj, _ := items.Object()
+	var err error
+	obj.Visit(func(k []byte, tv *fastjson.Value) {
+		if err != nil {
+			return
+		}
+		if len(k) == 0 {
+			err = rerr(ingest.ReasonMissingTable, "empty table name in requestItems")
+			return
+		}
+		var table string
+		if table, err = st.intern(k); err != nil {
+			return
+		}
+		if kind == opBatchGet {
+			err = st.batchGetTable(table, class, tv)
+		} else {
+			err = st.batchWriteTable(table, class, tv)
+		}
+	})
+	return err
+}
+
+func (st *stream) batchGetTable(table string, class ingest.Class, tv *fastjson.Value) error {
+	if tv.Type() != fastjson.TypeObject {
+		return rerr(ingest.ReasonBadType, "requestItems.%s is not an object", table)
+	}
+	keys := get(tv, "keys", "Keys")
+	if keys == nil || keys.Type() != fastjson.TypeArray {
+		return rerr(ingest.ReasonBadRecord, "requestItems.%s.keys is not an array", table)
+	}
+	arr, _ := keys.Array()
+	for _, k := range arr {
+		pk, sk, err := st.key(table, "", k, true)
+		if err != nil {
+			return err
+		}
+		if pk == "" {
+			return rerr(ingest.ReasonMissingPK, "requestItems.%s: empty key", table)
+		}
+		st.add(table, "", pk, sk, class)
+	}
+	return nil
+}
+
+func (st *stream) batchWriteTable(table string, class ingest.Class, tv *fastjson.Value) error {
+	if tv.Type() != fastjson.TypeArray {
+		return rerr(ingest.ReasonBadType, "requestItems.%s is not an array", table)
+	}
+	arr, _ := tv.Array()
+	for _, req := range arr {
+		if req.Type() != fastjson.TypeObject {
+			return rerr(ingest.ReasonBadType, "requestItems.%s: request is not an object", table)
+		}
+		r := get(req, "putRequest", "PutRequest", "deleteRequest", "DeleteRequest")
+		if r == nil || r.Type() != fastjson.TypeObject {
+			return rerr(ingest.ReasonBadRecord, "requestItems.%s: neither putRequest nor deleteRequest", table)
+		}
+		pk, sk, err := st.key(table, "", get(r, "key", "Key"), true)
+		if err == nil && pk == "" {
+			pk, sk, err = st.itemKey(table, get(r, "item", "Item"))
+		}
+		if err != nil {
+			return err
+		}
+		st.add(table, "", pk, sk, class)
+	}
+	return nil
+}
+
+// intern returns b as a string, sharing one copy per distinct table or
+// index name so that Events of one table do not each allocate it.
+func (st *stream) intern(b []byte) (string, error) {
+	if s, ok := st.names[string(b)]; ok {
+		return s, nil
+	}
+	if !validUTF8(b) {
+		return "", rerr(ingest.ReasonBadUTF8, "name is not valid UTF-8")
+	}
+	if st.names == nil || len(st.names) > 4096 {
+		st.names = make(map[string]string)
+	}
+	s := string(b)
+	st.names[s] = s
+	return s, nil
+}
