@@ -23,9 +23,9 @@ type schemas struct {
 	log        *zap.Logger
 	configured map[string]ingest.KeySchema
 
-	mu      sync.RWMutex
-	learnt  map[string]ingest.KeySchema
-	warned  map[string]bool
+	mu     sync.RWMutex
+	learnt map[string]ingest.KeySchema
+	warned map[string]bool
 }
 
 func newSchemas(tables map[string]ingest.KeySchema, log *zap.Logger) *schemas {

@@ -15,14 +15,14 @@ import (
 type opKind uint8
 
 const (
-	opItem          opKind = iota // GetItem, PutItem, UpdateItem, DeleteItem: tableName + key
-	opQuery                       // tableName, indexName, key (the key condition values)
-	opScan                        // tableName, indexName; no key
-	opBatchGet                    // requestItems: {table: {keys: [...]}}
-	opBatchWrite                  // requestItems: {table: [{putRequest|deleteRequest}]}
-	opTransact                    // requestItems: [{tableName|TableName, key|Key}]
-	opStatement                   // statement (PartiQL)
-	opStatements                  // requestItems or transactStatements: [{statement}]
+	opItem       opKind = iota // GetItem, PutItem, UpdateItem, DeleteItem: tableName + key
+	opQuery                    // tableName, indexName, key (the key condition values)
+	opScan                     // tableName, indexName; no key
+	opBatchGet                 // requestItems: {table: {keys: [...]}}
+	opBatchWrite               // requestItems: {table: [{putRequest|deleteRequest}]}
+	opTransact                 // requestItems: [{tableName|TableName, key|Key}]
+	opStatement                // statement (PartiQL)
+	opStatements               // requestItems or transactStatements: [{statement}]
 )
 
 // operation maps a DynamoDB eventName to how it is read and its class.
