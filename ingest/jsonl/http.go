@@ -1,0 +1,249 @@
+package jsonl
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// Defaults of HandlerConfig.
+const (
+	// HTTPSourceName is the source label of Events received over HTTP.
+	HTTPSourceName = "http"
+	// DefaultMaxBodyBytes bounds a request body (after decompression).
+	DefaultMaxBodyBytes = 4 << 20
+	// DefaultRequestsPerSecond and DefaultBurst bound the request rate.
+	DefaultRequestsPerSecond = 100
+	DefaultBurst             = 20
+	// DefaultMaxErrors is the number of line errors a response lists.
+	DefaultMaxErrors = 5
+)
+
+// HandlerConfig configures the HTTP ingest handler.
+type HandlerConfig struct {
+	// Options are the line settings; Source defaults to "http" and Reporter
+	// is the constructor's.
+	Options
+	// MaxBodyBytes bounds a body, decompressed (DefaultMaxBodyBytes when 0).
+	MaxBodyBytes int64
+	// RequestsPerSecond and Burst size the token bucket every request takes
+	// a token from (the defaults when 0; RequestsPerSecond < 0 means no limit).
+	RequestsPerSecond float64
+	Burst             int
+	// MaxErrors is the number of line errors listed in a response
+	// (DefaultMaxErrors when 0).
+	MaxErrors int
+}
+
+// Handler serves POST /api/v1/events: a body of JSON lines (NDJSON), the
+// same lines as the file reader's, for applications that report their
+// accesses as a sidecar.
+//
+// A body is all or nothing with respect to size: over MaxBodyBytes the
+// request is refused with 413 and nothing is counted. Within the limit,
+// each line stands alone: good lines are handed to the Sink, bad ones are
+// reported and listed. The response is JSON
+// {"accepted":N,"rejected":M,"errors":["line K: reason: detail",...]} with
+// status 200 when at least one line was accepted (check "rejected"), 400
+// when no line was usable, 413 for a body over the limit, 415 for a content
+// type or encoding that is not JSON lines, 405 for another method, 429 over
+// the rate limit (with Retry-After) and 503 when the pipeline is stopping.
+type Handler struct {
+	sink    ingest.Sink
+	cfg     HandlerConfig
+	log     *zap.Logger
+	limiter *rate.Limiter
+}
+
+// NewHandler returns the ingest handler. Events go to sink, rejected lines
+// to rep; log is named by the handler.
+func NewHandler(sink ingest.Sink, rep ingest.Reporter, cfg HandlerConfig, log *zap.Logger) *Handler {
+	if cfg.Source == "" {
+		cfg.Source = HTTPSourceName
+	}
+	cfg.Reporter = rep
+	cfg.Options = cfg.Options.withDefaults()
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.RequestsPerSecond == 0 {
+		cfg.RequestsPerSecond = DefaultRequestsPerSecond
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = DefaultBurst
+	}
+	if cfg.MaxErrors <= 0 {
+		cfg.MaxErrors = DefaultMaxErrors
+	}
+	lim := rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), cfg.Burst)
+	if cfg.RequestsPerSecond < 0 {
+		lim = rate.NewLimiter(rate.Inf, 0)
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Handler{sink: sink, cfg: cfg, log: log.Named("http_ingest"), limiter: lim}
+}
+
+// Response is the body of every answer of the handler.
+type Response struct {
+	Accepted int64    `json:"accepted"`
+	Rejected int64    `json:"rejected"`
+	Errors   []string `json:"errors,omitempty"`
+	// Error says why the whole request was refused.
+	Error string `json:"error,omitempty"`
+}
+
+// acceptedTypes are the content types of a JSON-lines body.
+var acceptedTypes = map[string]bool{
+	"":                        true,
+	"application/x-ndjson":    true,
+	"application/ndjson":      true,
+	"application/jsonl":       true,
+	"application/x-jsonlines": true,
+	"application/json":        true,
+	"text/plain":              true,
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.refuse(w, http.StatusMethodNotAllowed, "use POST with a body of JSON lines")
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || !acceptedTypes[mt] {
+			h.refuse(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q is not JSON lines: send application/x-ndjson", ct))
+			return
+		}
+	}
+	if now := time.Now(); !h.limiter.AllowN(now, 1) {
+		r := h.limiter.ReserveN(now, 1)
+		wait := r.DelayFrom(now)
+		r.CancelAt(now)
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		h.refuse(w, http.StatusTooManyRequests, "request rate over the limit, retry later")
+		return
+	}
+	if r.ContentLength > h.cfg.MaxBodyBytes {
+		h.tooLarge(w)
+		return
+	}
+	var body io.Reader = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
+	switch enc := r.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			h.refuse(w, http.StatusBadRequest, "body is not gzip: "+err.Error())
+			return
+		}
+		defer zr.Close()
+		body = &limitedReader{r: zr, n: h.cfg.MaxBodyBytes}
+	default:
+		h.refuse(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content encoding %q is not supported: send gzip or nothing", enc))
+		return
+	}
+
+	// Parse the whole body first: a body over the limit counts nothing.
+	var resp Response
+	var batches [][]ingest.Event
+	collect := ingest.SinkFunc(func(_ context.Context, b []ingest.Event) error {
+		batches = append(batches, b)
+		return nil
+	})
+	st := newStream(h.cfg.Options, "")
+	st.opts.Reporter = ingest.NopReporter{} // reported below, once the body is known to fit
+	var lineErrs []*LineError
+	st.onError = func(le *LineError) { lineErrs = append(lineErrs, le) }
+	err := st.readFrom(r.Context(), body, collect)
+	if err == nil {
+		st.finish()
+		err = st.flush(r.Context(), collect)
+	}
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) || errors.Is(err, errBodyTooLarge) {
+			h.tooLarge(w)
+			return
+		}
+		h.refuse(w, http.StatusBadRequest, "read body: "+err.Error())
+		return
+	}
+	for _, le := range lineErrs {
+		h.cfg.Reporter.Reject(h.cfg.Source, le.Err.Reason, le)
+		if len(resp.Errors) < h.cfg.MaxErrors {
+			resp.Errors = append(resp.Errors, le.Error())
+		}
+	}
+	resp.Accepted, resp.Rejected = st.counts.Events, st.counts.Rejected
+	for _, b := range batches {
+		if err := h.sink.Put(r.Context(), b); err != nil {
+			h.log.Warn("events not delivered", zap.Error(err))
+			h.refuse(w, http.StatusServiceUnavailable, "not accepting events now: "+err.Error())
+			return
+		}
+	}
+	status := http.StatusOK
+	switch {
+	case resp.Accepted == 0 && resp.Rejected == 0:
+		status, resp.Error = http.StatusBadRequest, "no events in the body"
+	case resp.Accepted == 0:
+		status, resp.Error = http.StatusBadRequest, "no line could be used"
+	}
+	h.write(w, status, resp)
+}
+
+var errBodyTooLarge = errors.New("body too large")
+
+// limitedReader fails once more than n bytes were read (a gzip bomb).
+type limitedReader struct {
+	r io.Reader
+	n int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.n < 0 {
+		return 0, errBodyTooLarge
+	}
+	if int64(len(p)) > l.n+1 {
+		p = p[:l.n+1]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	if l.n < 0 {
+		return n, errBodyTooLarge
+	}
+	return n, err
+}
+
+func (h *Handler) tooLarge(w http.ResponseWriter) {
+	h.refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes: send fewer lines per request", h.cfg.MaxBodyBytes))
+}
+
+func (h *Handler) refuse(w http.ResponseWriter, status int, msg string) {
+	h.write(w, status, Response{Error: msg})
+}
+
+func (h *Handler) write(w http.ResponseWriter, status int, resp Response) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	if err := json.NewEncoder(w).Encode(resp); err != nil {
+		h.log.Debug("write response", zap.Error(err))
+	}
+}

@@ -1,0 +1,175 @@
+package jsonl
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+func post(t *testing.T, h http.Handler, body io.Reader, header map[string]string) (*httptest.ResponseRecorder, Response) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/events", body)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	if header["Content-Length"] == "-1" {
+		req.ContentLength = -1
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	var resp Response
+	if err := json.Unmarshal(w.Body.Bytes(), &resp); err != nil {
+		t.Fatalf("response %q is not JSON: %v", w.Body.String(), err)
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("response content type %q", ct)
+	}
+	return w, resp
+}
+
+func TestHandler(t *testing.T) {
+	good := lines("a", "b")
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(good))
+	zw.Close()
+	var bomb bytes.Buffer
+	zw = gzip.NewWriter(&bomb)
+	zw.Write(bytes.Repeat([]byte(lines("z")), 1000))
+	zw.Close()
+
+	cases := []struct {
+		name     string
+		method   string
+		body     []byte
+		header   map[string]string
+		status   int
+		accepted int64
+		rejected int64
+		errors   []string
+		put      int
+	}{
+		{name: "all good", body: []byte(good), status: 200, accepted: 2, put: 2},
+		{name: "last line without newline", body: []byte(strings.TrimSuffix(good, "\n")), status: 200, accepted: 2, put: 2},
+		{name: "partly bad", body: []byte(lines("a") + "{nope\n" + lines("b") + `{"table":"t","op":"read"}` + "\n"), status: 200, accepted: 2, rejected: 2, put: 2,
+			errors: []string{"line 2: bad_json: expected a member name", "line 4: missing_pk: no partition key"}},
+		{name: "all bad", body: []byte("x\ny\n"), status: 400, rejected: 2, errors: []string{"line 1: bad_json: not a JSON object", "line 2: bad_json: not a JSON object"}},
+		{name: "empty", body: nil, status: 400},
+		{name: "blank lines only", body: []byte("\n\n  \n"), status: 400},
+		{name: "GET", method: http.MethodGet, status: 405},
+		{name: "form post", body: []byte(good), header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, status: 415},
+		{name: "text/plain", body: []byte(good), header: map[string]string{"Content-Type": "text/plain; charset=utf-8"}, status: 200, accepted: 2, put: 2},
+		{name: "no content type", body: []byte(good), header: map[string]string{"Content-Type": ""}, status: 200, accepted: 2, put: 2},
+		{name: "too large", body: bytes.Repeat([]byte(lines("x")), 100), status: 413},
+		{name: "too large, chunked", body: bytes.Repeat([]byte(lines("x")), 100), header: map[string]string{"Content-Length": "-1"}, status: 413},
+		{name: "gzip", body: gz.Bytes(), header: map[string]string{"Content-Encoding": "gzip"}, status: 200, accepted: 2, put: 2},
+		{name: "gzip bomb", body: bomb.Bytes(), header: map[string]string{"Content-Encoding": "gzip"}, status: 413},
+		{name: "not gzip", body: []byte(good), header: map[string]string{"Content-Encoding": "gzip"}, status: 400},
+		{name: "brotli", body: []byte(good), header: map[string]string{"Content-Encoding": "br"}, status: 415},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sink := &collector{}
+			rec := &recorder{}
+			h := NewHandler(sink, rec, HandlerConfig{MaxBodyBytes: 1024, Options: Options{Now: fixedNow}}, nil)
+			method := c.method
+			if method == "" {
+				method = http.MethodPost
+			}
+			req := httptest.NewRequest(method, "/api/v1/events", bytes.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/x-ndjson")
+			for k, v := range c.header {
+				req.Header.Set(k, v)
+			}
+			if c.header["Content-Length"] == "-1" {
+				req.ContentLength = -1
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			var resp Response
+			if err := json.Unmarshal(w.Body.Bytes(), &resp); err != nil {
+				t.Fatalf("response %q is not JSON: %v", w.Body.String(), err)
+			}
+			if w.Code != c.status {
+				t.Errorf("status %d (%s), want %d", w.Code, w.Body.String(), c.status)
+			}
+			if resp.Accepted != c.accepted || resp.Rejected != c.rejected {
+				t.Errorf("accepted %d rejected %d, want %d %d", resp.Accepted, resp.Rejected, c.accepted, c.rejected)
+			}
+			if strings.Join(resp.Errors, "|") != strings.Join(c.errors, "|") {
+				t.Errorf("errors %q, want %q", resp.Errors, c.errors)
+			}
+			if c.status >= 400 && c.status != 400 && resp.Error == "" {
+				t.Errorf("refusal %d without an error message", c.status)
+			}
+			if sink.len() != c.put {
+				t.Errorf("%d events put, want %d", sink.len(), c.put)
+			}
+			for _, e := range sink.snapshot() {
+				if e.Source != HTTPSourceName {
+					t.Errorf("event source %q", e.Source)
+				}
+			}
+			if got := int64(len(rec.reasons())); got != c.rejected {
+				t.Errorf("%d rejections reported, want %d", got, c.rejected)
+			}
+			if c.status == 405 && w.Header().Get("Allow") != "POST" {
+				t.Errorf("405 without Allow: POST")
+			}
+		})
+	}
+}
+
+func TestHandlerRateLimit(t *testing.T) {
+	sink := &collector{}
+	h := NewHandler(sink, nil, HandlerConfig{RequestsPerSecond: 0.001, Burst: 1}, nil)
+	w, _ := post(t, h, strings.NewReader(lines("a")), nil)
+	if w.Code != 200 {
+		t.Fatalf("first request: %d", w.Code)
+	}
+	w, resp := post(t, h, strings.NewReader(lines("b")), nil)
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" || resp.Error == "" {
+		t.Errorf("second request: %d, Retry-After %q, error %q; want 429 with both", w.Code, w.Header().Get("Retry-After"), resp.Error)
+	}
+	if sink.len() != 1 {
+		t.Errorf("%d events put, want the first request's 1", sink.len())
+	}
+}
+
+func TestHandlerSinkStopping(t *testing.T) {
+	stopped := ingest.SinkFunc(func(context.Context, []ingest.Event) error { return errors.New("pipeline stopping") })
+	h := NewHandler(stopped, nil, HandlerConfig{}, nil)
+	w, resp := post(t, h, strings.NewReader(lines("a")), nil)
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(resp.Error, "pipeline stopping") {
+		t.Errorf("status %d error %q, want 503 naming the cause", w.Code, resp.Error)
+	}
+}
+
+// TestHandlerOverHTTP goes through a real server and client.
+func TestHandlerOverHTTP(t *testing.T) {
+	sink := &collector{}
+	srv := httptest.NewServer(NewHandler(sink, nil, HandlerConfig{}, nil))
+	defer srv.Close()
+	res, err := http.Post(srv.URL+"/api/v1/events", "application/x-ndjson", strings.NewReader(lines("a", "b", "c")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 || strings.TrimSpace(string(body)) != `{"accepted":3,"rejected":0}` {
+		t.Errorf("%d %s", res.StatusCode, body)
+	}
+	if sink.len() != 3 {
+		t.Errorf("%d events put, want 3", sink.len())
+	}
+}
