@@ -299,8 +299,6 @@ func validatePaths(paths []string, stdin bool) error {
 			return keyError{fmt.Sprintf("paths[%d]", j), "empty path"}
 		case p == "-" && !stdin:
 			return keyError{fmt.Sprintf("paths[%d]", j), "stdin is not supported by this source"}
-		case p == "-" && len(paths) > 1:
-			return keyError{fmt.Sprintf("paths[%d]", j), `"-" (stdin) must be the only path`}
 		}
 	}
 	return nil

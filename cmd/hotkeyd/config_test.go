@@ -32,7 +32,6 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-source-no-paths.yml":     "sources[1].paths: at least one path is required",
 		"invalid-source-empty-path.yml":   "sources[0].paths[1]: empty path",
 		"invalid-cloudtrail-stdin.yml":    "sources[0].paths[0]: stdin is not supported by this source",
-		"invalid-stdin-not-alone.yml":     `sources[0].paths[1]: "-" (stdin) must be the only path`,
 		"invalid-jsonl-field.yml":         "yaml: unmarshal errors:\n  line 4: field user not found in type jsonl.Fields",
 		"invalid-streams-no-tables.yml":   "sources[0].tables: one of tables or stream_arns is required",
 		"invalid-streams-start.yml":       `sources[0].start: must be latest or trim_horizon, got "earliest"`,

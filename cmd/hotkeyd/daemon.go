@@ -260,10 +260,16 @@ func (d *daemon) run(ctx context.Context) error {
 	}
 	err := g.Run()
 	d.reporter.Flush()
-	var sig oklog.SignalError
 	switch {
-	case errors.As(err, &sig):
-		d.log.Info("stopped", zap.String("signal", sig.Signal.String()))
+	case errors.Is(err, oklog.ErrSignal):
+		// SignalHandler returns a *SignalError; SignalError's own As method
+		// matches without filling the target, so ask for the pointer type.
+		var sig *oklog.SignalError
+		if errors.As(err, &sig) && sig.Signal != nil {
+			d.log.Info("stopped", zap.String("signal", sig.Signal.String()))
+		} else {
+			d.log.Info("stopped", zap.Error(err))
+		}
 		return nil
 	case err == nil || errors.Is(err, context.Canceled):
 		d.log.Info("stopped")

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 )
 
 // sourceDeps are what the source constructors may need.
@@ -27,7 +28,11 @@ type sourceDeps struct {
 func newSource(sc SourceConfig, d sourceDeps) (ingest.Source, error) {
 	switch sc.Type {
 	case sourceJSONL:
-		return nil, fmt.Errorf("source type %s is not available in this build", sc.Type)
+		return jsonl.New(jsonl.Config{
+			Options: jsonl.Options{Fields: sc.Fields, Reporter: d.reporter},
+			Paths:   sc.Paths,
+			Stdin:   d.stdin,
+		}, d.log)
 	case sourceStreams:
 		return nil, fmt.Errorf("source type %s is not available in this build", sc.Type)
 	case sourceCloudTrail:
