@@ -428,8 +428,17 @@ func (st *stream) flush() error {
 	if err := st.ctx.Err(); err != nil {
 		return err
 	}
-	return st.sink.Put(st.ctx, b)
+	if err := st.sink.Put(st.ctx, b); err != nil {
+		return &sinkError{err}
+	}
+	return nil
 }
+
+// sinkError is a Sink's refusal, told apart from read errors.
+type sinkError struct{ err error }
+
+func (e *sinkError) Error() string { return "put events: " + e.err.Error() }
+func (e *sinkError) Unwrap() error { return e.err }
 
 // reject reports one unusable record.
 func (st *stream) reject(reason string, err error) {

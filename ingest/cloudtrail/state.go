@@ -1,0 +1,93 @@
+package cloudtrail
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// StateFile is the name of the file, in the checkpoint folder, that lists
+// the log files already read. CloudTrail never changes a delivered file, so
+// a file read once is done: the name, size and modification time are all a
+// restart needs to skip it.
+const StateFile = "cloudtrail-files.json"
+
+// stateVersion is written in the file, for future changes of its shape.
+const stateVersion = 1
+
+// fileState is what is remembered of a file read.
+type fileState struct {
+	Size    int64 `json:"size"`
+	ModTime int64 `json:"mtime_ns"`
+}
+
+type stateDoc struct {
+	Version int                  `json:"version"`
+	Files   map[string]fileState `json:"files"`
+}
+
+// loadState reads the state file in dir. A missing file is an empty state;
+// a corrupt one is an error, since starting over would count every file
+// again.
+func loadState(dir string) (map[string]fileState, error) {
+	files := map[string]fileState{}
+	if dir == "" {
+		return files, nil
+	}
+	path := filepath.Join(dir, StateFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return files, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state %q: %w", path, err)
+	}
+	var doc stateDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("decode state %q: %w (move it away to read every file again)", path, err)
+	}
+	if doc.Version != stateVersion {
+		return nil, fmt.Errorf("decode state %q: unknown version %d", path, doc.Version)
+	}
+	for k, v := range doc.Files {
+		files[k] = v
+	}
+	return files, nil
+}
+
+// saveState writes the state file atomically: a temporary file in the same
+// folder, synced, then renamed over the old one, so a crash leaves either
+// the old state or the new one.
+func saveState(dir string, files map[string]fileState) error {
+	if dir == "" {
+		return nil
+	}
+	b, err := json.Marshal(stateDoc{Version: stateVersion, Files: files})
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, StateFile)
+	tmp, err := os.CreateTemp(dir, StateFile+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write state %q: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write state %q: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync state %q: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write state %q: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("rename state %q: %w", path, err)
+	}
+	return nil
+}
