@@ -1,10 +1,13 @@
 package export
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hotkeyd/hotkeyd/detect"
@@ -85,8 +88,9 @@ func (m *KeyMasker) Mode() KeyMode {
 // Mask returns the form of key shown outside the process.
 //
 // The entity prefix is the part up to and including the first "#" when that
-// part looks like an entity type (letters, digits, "_", "-", ".", at most 32
-// characters), as in single-table designs ("USER#", "ORDER#"). It is kept so
+// part looks like an entity type (letters, "_", "-", ".", at most 32
+// characters; no digits, so no id or date), as in single-table designs
+// ("USER#", "ORDER#"). It is kept so
 // that a person still sees which kind of item is hot; everything after it is
 // replaced. A key without such a prefix is replaced whole. The empty key
 // (table-wide traffic) stays empty.
@@ -112,8 +116,10 @@ func entityPrefix(key string) string {
 	if i <= 0 || i > maxPrefixLen {
 		return ""
 	}
+	// Letters only (and _ - .): an entity type, never a number, a date or
+	// an id such as "12345#profile".
 	for _, c := range []byte(key[:i]) {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '-' || c == '.'
 		if !ok {
 			return ""
 		}
@@ -122,10 +128,11 @@ func entityPrefix(key string) string {
 }
 
 // MaskReport returns a copy of r with every partition key masked: the top
-// keys, the throttled keys, and each finding's key together with the places
-// its recommendation repeats it (example and text). A hot_partition
-// finding's key is a stream shard id, not a partition key, and is kept. In
-// plain mode r itself is returned; reports are never modified in place.
+// keys, the throttled keys, and each finding's key, evidence keys and the
+// places its recommendation and evidence repeat a key of the table in their
+// text. A hot_partition finding's key is a stream shard id, not a partition
+// key, and is kept. In plain mode r itself is returned; reports are never
+// modified in place.
 func (m *KeyMasker) MaskReport(r detect.Report) detect.Report {
 	if m == nil || m.mode == KeysPlain {
 		return r
@@ -133,46 +140,171 @@ func (m *KeyMasker) MaskReport(r detect.Report) detect.Report {
 	out := r
 	out.Tables = make([]detect.TableReport, len(r.Tables))
 	for i, t := range r.Tables {
-		mt := t
-		if t.TopKeys != nil {
-			mt.TopKeys = make([]detect.TopKey, len(t.TopKeys))
-			for j, k := range t.TopKeys {
-				k.Key = m.Mask(k.Key)
-				mt.TopKeys[j] = k
-			}
-		}
-		if t.ThrottledKeys != nil {
-			mt.ThrottledKeys = make([]detect.ThrottledKey, len(t.ThrottledKeys))
-			for j, k := range t.ThrottledKeys {
-				k.Key = m.Mask(k.Key)
-				mt.ThrottledKeys[j] = k
-			}
-		}
-		if t.Findings != nil {
-			mt.Findings = make([]detect.Finding, len(t.Findings))
-			for j, f := range t.Findings {
-				mt.Findings[j] = m.MaskFinding(f)
-			}
-		}
-		out.Tables[i] = mt
+		out.Tables[i] = m.MaskTable(t)
 	}
 	return out
 }
 
-// MaskFinding returns a copy of f with its key masked, also where the
-// recommendation's example and text repeat it. Logs of findings go through
-// it too.
+// MaskTable is MaskReport for one table's entry.
+func (m *KeyMasker) MaskTable(t detect.TableReport) detect.TableReport {
+	if m == nil || m.mode == KeysPlain {
+		return t
+	}
+	// Every key of the table, so that a finding's text that names another
+	// key of the table (a hot partition's heaviest key) is masked too.
+	var keys []string
+	for _, k := range t.TopKeys {
+		keys = append(keys, k.Key)
+	}
+	for _, k := range t.ThrottledKeys {
+		keys = append(keys, k.Key)
+	}
+	for _, f := range t.Findings {
+		keys = findingKeys(f, keys)
+	}
+	pairs := m.replacements(keys)
+
+	mt := t
+	if t.TopKeys != nil {
+		mt.TopKeys = make([]detect.TopKey, len(t.TopKeys))
+		for j, k := range t.TopKeys {
+			k.Key = m.Mask(k.Key)
+			mt.TopKeys[j] = k
+		}
+	}
+	if t.ThrottledKeys != nil {
+		mt.ThrottledKeys = make([]detect.ThrottledKey, len(t.ThrottledKeys))
+		for j, k := range t.ThrottledKeys {
+			k.Key = m.Mask(k.Key)
+			mt.ThrottledKeys[j] = k
+		}
+	}
+	if t.Findings != nil {
+		mt.Findings = make([]detect.Finding, len(t.Findings))
+		for j, f := range t.Findings {
+			mt.Findings[j] = m.maskFinding(f, pairs)
+		}
+	}
+	return mt
+}
+
+// MaskFinding returns a copy of f with its key and evidence keys masked, also
+// where its recommendation and evidence repeat them in their text. Log lines
+// of findings go through it. A hot_partition finding's key (a shard id) is
+// kept.
 func (m *KeyMasker) MaskFinding(f detect.Finding) detect.Finding {
-	if m == nil || m.mode == KeysPlain || f.Key == "" || f.Kind == "hot_partition" {
+	if m == nil || m.mode == KeysPlain {
 		return f
 	}
-	masked := m.Mask(f.Key)
+	return m.maskFinding(f, m.replacements(findingKeys(f, nil)))
+}
+
+// findingKeys appends the partition keys a finding names: its key (unless
+// it is a shard), its evidence keys, and the key a sharding example
+// ("K#0 .. K#3") is built on, which a hot_partition finding names only there.
+func findingKeys(f detect.Finding, keys []string) []string {
+	if f.Kind != "hot_partition" {
+		keys = append(keys, f.Key)
+	}
+	if f.Evidence != nil {
+		keys = append(keys, f.Evidence.Keys...)
+	}
+	if r := f.Recommendation; r != nil {
+		if first, _, ok := strings.Cut(r.Example, " .. "); ok {
+			if k, ok := strings.CutSuffix(first, "#0"); ok {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
+}
+
+// replacement is one key and its masked form, as text shows them.
+type replacement struct{ from, to string }
+
+// replacements returns the masked forms of keys, plain and quoted (the
+// detector quotes keys in sentences), longest first so that a key that
+// contains another is replaced whole.
+func (m *KeyMasker) replacements(keys []string) []replacement {
+	var out []replacement
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if k == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		masked := m.Mask(k)
+		out = append(out, replacement{k, masked})
+		if q := strconv.Quote(k); q != `"`+k+`"` {
+			out = append(out, replacement{q, strconv.Quote(masked)})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b replacement) int { return cmp.Compare(len(b.from), len(a.from)) })
+	return out
+}
+
+func (m *KeyMasker) maskFinding(f detect.Finding, pairs []replacement) detect.Finding {
+	if f.Kind != "hot_partition" {
+		f.Key = m.Mask(f.Key)
+	}
 	if f.Recommendation != nil {
 		rec := *f.Recommendation
-		rec.Example = strings.ReplaceAll(rec.Example, f.Key, masked)
-		rec.Text = strings.ReplaceAll(rec.Text, f.Key, masked)
+		if rec.Kind == "rekey" && rec.Example != "" {
+			// The re-key example rewrites the key around its time part,
+			// so the key is not there to be replaced whole.
+			const generic = "pk <entity id>, sk <time>"
+			rec.Text = strings.ReplaceAll(rec.Text, rec.Example, generic)
+			rec.Example = generic
+		}
+		rec.Example = replaceKeys(rec.Example, pairs)
+		rec.Text = replaceKeys(rec.Text, pairs)
 		f.Recommendation = &rec
 	}
-	f.Key = masked
+	if f.Evidence != nil {
+		ev := *f.Evidence
+		ev.Summary = replaceKeys(ev.Summary, pairs)
+		if ev.Keys != nil {
+			ev.Keys = make([]string, len(f.Evidence.Keys))
+			for i, k := range f.Evidence.Keys {
+				ev.Keys[i] = m.Mask(k)
+			}
+		}
+		f.Evidence = &ev
+	}
 	return f
+}
+
+// replaceKeys replaces the keys of pairs in s where they stand as a whole
+// word: a key "1" must not turn "1 item" or "10%" into a hash.
+func replaceKeys(s string, pairs []replacement) string {
+	if s == "" || len(pairs) == 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		matched := false
+		for _, p := range pairs {
+			if !strings.HasPrefix(s[i:], p.from) {
+				continue
+			}
+			end := i + len(p.from)
+			if i > 0 && isWordByte(s[i-1]) && isWordByte(p.from[0]) ||
+				end < len(s) && isWordByte(s[end]) && isWordByte(p.from[len(p.from)-1]) {
+				continue
+			}
+			b.WriteString(p.to)
+			i = end
+			matched = true
+			break
+		}
+		if !matched {
+			b.WriteByte(s[i])
+			i++
+		}
+	}
+	return b.String()
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
 }

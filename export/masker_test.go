@@ -29,7 +29,9 @@ func TestMaskShapes(t *testing.T) {
 	}{
 		{"USER#alice@example.com", `^USER#` + hex8 + `$`, "USER#<redacted>"},
 		{"ORDER#2026-11-22#9", `^ORDER#` + hex8 + `$`, "ORDER#<redacted>"},
-		{"tenant_1.x-y#42", `^tenant_1\.x-y#` + hex8 + `$`, "tenant_1.x-y#<redacted>"},
+		{"tenant_x.y-z#42", `^tenant_x\.y-z#` + hex8 + `$`, "tenant_x.y-z#<redacted>"},
+		{"12345#profile", `^` + hex8 + `$`, "<redacted>"},
+		{"2026-11-22#host", `^` + hex8 + `$`, "<redacted>"},
 		{"alice@example.com", `^` + hex8 + `$`, "<redacted>"},
 		// A first component that does not look like an entity type is not kept.
 		{"alice@example.com#profile", `^` + hex8 + `$`, "<redacted>"},

@@ -1,0 +1,112 @@
+package export
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+// privacySnapshot is a window on which the detector finds every kind of
+// finding that names keys, all on keys that hold personal data.
+func privacySnapshot() sketch.Snapshot {
+	end := t0.Add(100 * time.Second)
+	tbl := func(name string, distinct uint64, c ingest.Class, units float64, top ...sketch.KeyStat) sketch.TableSnapshot {
+		ts := sketch.TableSnapshot{Table: name, Start: t0, End: end, Events: uint64(units), DistinctKeys: distinct}
+		ts.Classes[c] = sketch.ClassStats{Events: uint64(units), Units: units, Top: top}
+		return ts
+	}
+	users := tbl("users", 5000, ingest.Write, 10000,
+		sketch.KeyStat{Key: "USER#alice@example.com", Units: 6000, Events: 6000, SortKeys: 1},
+		sketch.KeyStat{Key: "USER#bob@example.com", Units: 300, Events: 300},
+		sketch.KeyStat{Key: "USER#carol@example.com", Units: 200, Events: 200})
+	users.Shards = []sketch.ShardStat{{Shard: "shardId-000001", Records: 8000}, {Shard: "shardId-000002", Records: 1000}, {Shard: "shardId-000003", Records: 1000}}
+	users.Throttled = []sketch.KeyCount{{Key: "USER#alice@example.com", Count: 40}}
+	logs := tbl("logs", 40, ingest.Write, 10000,
+		sketch.KeyStat{Key: "2026-11-22#dave-laptop", Units: 9000, Events: 9000},
+		sketch.KeyStat{Key: "2026-11-21#erin-laptop", Units: 500, Events: 500})
+	tickets := tbl("tickets", 3, ingest.Read, 10000,
+		sketch.KeyStat{Key: "OPEN", Units: 5000, Events: 5000},
+		sketch.KeyStat{Key: "CLOSED", Units: 4500, Events: 4500},
+		sketch.KeyStat{Key: "PENDING", Units: 500, Events: 500})
+	return sketch.Snapshot{Start: t0, End: end, Tables: []sketch.TableSnapshot{logs, tickets, users}}
+}
+
+// TestMaskedReportLeaksNoKey runs the real detector and checks that no key,
+// nor a recognisable part of one, survives masking anywhere in the report.
+func TestMaskedReportLeaksNoKey(t *testing.T) {
+	rep := detect.Evaluate(privacySnapshot(), detect.DefaultSettings())
+	kinds := map[string]bool{}
+	for _, tr := range rep.Tables {
+		for _, f := range tr.Findings {
+			kinds[f.Kind] = true
+		}
+	}
+	for _, k := range []string{"hot_key", "hot_partition", "time_ordered_key", "low_cardinality"} {
+		if !kinds[k] {
+			js, _ := json.MarshalIndent(rep, "", " ")
+			t.Fatalf("the detector found no %s; the test needs one:\n%s", k, js)
+		}
+	}
+	plainJSON, _ := json.Marshal(rep)
+	secrets := []string{"alice", "bob", "carol", "dave", "erin", "OPEN", "CLOSED", "PENDING"}
+	for _, s := range secrets {
+		if !strings.Contains(string(plainJSON), s) {
+			t.Fatalf("the unmasked report does not mention %q, so the test proves nothing", s)
+		}
+	}
+	for _, mode := range []KeyMode{KeysHash, KeysRedact} {
+		m := mustMasker(t, mode, "k")
+		masked := m.MaskReport(rep)
+		js, _ := json.Marshal(masked)
+		for _, s := range secrets {
+			if strings.Contains(string(js), s) {
+				t.Errorf("%s mode: the report still contains %q:\n%s", mode, s, js)
+			}
+		}
+		// One finding at a time, as the log lines mask them.
+		for _, tr := range rep.Tables {
+			for _, f := range tr.Findings {
+				js, _ := json.Marshal(m.MaskFinding(f))
+				for _, s := range secrets {
+					if strings.Contains(string(js), s) {
+						t.Errorf("%s mode: MaskFinding left %q in %s", mode, s, js)
+					}
+				}
+			}
+		}
+		if again, _ := json.Marshal(rep); string(again) != string(plainJSON) {
+			t.Fatal("masking modified the detector's report")
+		}
+	}
+
+	// The shard id of a hot partition is not a key and stays readable, and
+	// a sharding example keeps its shape around the masked key.
+	m := mustMasker(t, KeysHash, "k")
+	for _, tr := range m.MaskReport(rep).Tables {
+		for _, f := range tr.Findings {
+			if f.Kind == "hot_partition" && f.Key != "shardId-000001" {
+				t.Errorf("hot_partition key = %q, want the shard id", f.Key)
+			}
+			if f.Kind == "hot_key" && tr.Table == "users" {
+				alice := m.Mask("USER#alice@example.com")
+				if f.Key != alice || !strings.HasPrefix(f.Recommendation.Example, alice+"#0 .. "+alice+"#") {
+					t.Errorf("hot_key = %q, example %q; want both on %q", f.Key, f.Recommendation.Example, alice)
+				}
+			}
+		}
+	}
+}
+
+func TestReplaceKeysWholeWords(t *testing.T) {
+	pairs := (&KeyMasker{mode: KeysRedact}).replacements([]string{"1", "A#1", `say "hi"`})
+	got := replaceKeys(`key 1 has 10% of 1 table; A#1 and A#10 and "say \"hi\""`, pairs)
+	want := `key <redacted> has 10% of <redacted> table; A#<redacted> and A#10 and "<redacted>"`
+	if got != want {
+		t.Errorf("replaceKeys:\n got %s\nwant %s", got, want)
+	}
+}
