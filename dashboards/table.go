@@ -1,0 +1,67 @@
+package dashboards
+
+// Table returns the per-table drill-down dashboard: one table (or index),
+// the chosen classes, its keys over time, its findings and its stream.
+func Table() Dashboard {
+	l := &layout{}
+	t := sel(`table="$table"`)
+	tc := sel(`table="$table"`, `class=~"$class"`)
+	var panels []Panel
+
+	panels = append(panels, l.row("$table now"))
+	panels = append(panels,
+		l.stat("Units/s", "Capacity units per second of the chosen classes.", "short",
+			`sum(rate(hotkeyd_units_total`+tc+`[$__rate_interval]))`, 6, 4, nil),
+		l.stat("Events/s", "Accesses per second of the chosen classes.", "reqps",
+			`sum(rate(hotkeyd_events_total`+tc+`[$__rate_interval]))`, 6, 4, nil),
+		l.stat("Distinct partition keys", "Estimated distinct partition keys in the sliding window.", "short",
+			`sum(hotkeyd_partition_keys_distinct`+t+`)`, 6, 4, nil),
+		l.stat("Hottest key's share", "Largest share of the table's units of one class taken by a single key.", "percentunit",
+			`max(hotkeyd_key_share`+tc+`)`, 6, 4, thresholds("green", 0.10, "orange", 0.25, "red")),
+	)
+	panels = append(panels,
+		l.findingsTable("Findings and advice",
+			"What the detector flags for this table now and the recommended fix.",
+			`max by (class, key, kind, recommendation) (hotkeyd_hot_key`+tc+` == 1)`,
+			[]string{"class", "key", "kind", "recommendation"}, 12, 8),
+		l.shareBarGauge("Top keys' share now",
+			"The table's heaviest keys' share of its units of one class.",
+			`topk(15, max by (class, key) (hotkeyd_key_share`+tc+`))`, "{{class}} {{key}}", 12, 8),
+	)
+
+	panels = append(panels, l.row("Keys"))
+	units := l.timeSeries("Key units per second", "Capacity units per second per top key. The dashed lines are 80 % of one partition's limits: 800 WCU/s and 2400 RCU/s.", "short", 12, 9,
+		Target{Expr: `max by (class, key) (hotkeyd_key_units_per_second` + tc + `)`, LegendFormat: "{{class}} {{key}}"})
+	units.FieldConfig.Defaults.Thresholds = thresholds("green", 800.0, "orange", 2400.0, "red")
+	units.FieldConfig.Defaults.Custom["thresholdsStyle"] = map[string]any{"mode": "dashed"}
+	panels = append(panels,
+		l.timeSeries("Key share over time", "Share of the table's units of the class per top key.", "percentunit", 12, 9,
+			Target{Expr: `max by (class, key) (hotkeyd_key_share` + tc + `)`, LegendFormat: "{{class}} {{key}}"}),
+		units,
+		l.timeSeries("Units per second by class", "Consumed capacity units per second, summed over replicas.", "short", 12, 8,
+			Target{Expr: `sum by (class) (rate(hotkeyd_units_total` + tc + `[$__rate_interval]))`, LegendFormat: "{{class}}"}),
+		l.timeSeries("Events per second by class and source", "Accesses per second by class and the reader that saw them.", "reqps", 12, 8,
+			Target{Expr: `sum by (class, source) (rate(hotkeyd_events_total` + tc + `[$__rate_interval]))`, LegendFormat: "{{class}} {{source}}"}),
+		l.timeSeries("Distinct partition keys", "Estimated distinct partition keys in the sliding window, and the keys outside the exported top keys.", "short", 12, 8,
+			Target{Expr: `sum(hotkeyd_partition_keys_distinct` + t + `)`, LegendFormat: "distinct"},
+			Target{Expr: `sum(hotkeyd_keys_omitted` + t + `)`, LegendFormat: "left out of the top keys"}),
+		l.timeSeries("Most throttled keys", "Throttled calls per key in the sliding window (sources that see failed calls).", "short", 12, 8,
+			Target{Expr: `topk(10, max by (key) (hotkeyd_key_throttled` + t + `))`, LegendFormat: "{{key}}"}),
+	)
+
+	panels = append(panels, l.row("Stream"))
+	panels = append(panels,
+		l.timeSeries("Iterator age by shard", "How far behind the newest record each shard of the table's stream is read.", "s", 12, 8,
+			Target{Expr: `max by (shard) (hotkeyd_stream_iterator_age_seconds` + t + `)`, LegendFormat: "{{shard}}"}),
+		l.timeSeries("Shards by state", "The table's stream shards by state.", "short", 12, 8,
+			Target{Expr: `sum by (state) (hotkeyd_stream_shards` + t + `)`, LegendFormat: "{{state}}"}),
+	)
+
+	tmpl := variables(
+		queryVariable("table", "Table", `label_values(hotkeyd_units_total{job=~"$job", instance=~"$instance"}, table)`, false),
+		queryVariable("class", "Class", `label_values(hotkeyd_units_total{job=~"$job", instance=~"$instance", table="$table"}, class)`, true),
+	)
+	return newDashboard("hotkeyd-table", "hotkeyd / Table",
+		"One DynamoDB table (or index) in detail: its keys' shares and rates, findings with advice, distinct keys and its stream.",
+		tmpl, panels)
+}
