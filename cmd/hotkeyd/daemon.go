@@ -16,6 +16,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -124,9 +125,9 @@ func newDaemon(cfg Config, f *flags, demo bool, io stdio, log *zap.Logger) (*dae
 	for _, src := range d.sources {
 		d.reporter.InitSource(src.Name())
 	}
-	events, err := newEventsHandler(f.enableIngest, deps)
-	if err != nil {
-		return nil, err
+	events := newEventsHandler(f.enableIngest, d.sink, deps)
+	if events != nil {
+		d.reporter.InitSource(jsonl.HTTPSourceName)
 	}
 	if len(d.sources) == 0 && events == nil {
 		return nil, errors.New("no sources: list some under sources: in the config file, or pass --web.enable-ingest")

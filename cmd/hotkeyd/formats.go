@@ -12,6 +12,7 @@ import (
 	"github.com/ulikunitz/xz"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 )
 
@@ -42,7 +43,7 @@ func detectFormat(in analyzeInput) (format string, decode decodeFunc, err error)
 	head, _ := in.R.Peek(sniffLen) // a short input is fine; errors surface when decoding
 	switch {
 	case looksLikeCloudTrail(head):
-		return "cloudtrail", nil, fmt.Errorf("CloudTrail input is not available in this build")
+		return "cloudtrail", decodeCloudTrail, nil
 	default:
 		return "jsonl", decodeJSONLines, nil
 	}
@@ -54,15 +55,32 @@ func decodeJSONLines(ctx context.Context, in analyzeInput, sink ingest.Sink, rep
 	return err
 }
 
-// looksLikeCloudTrail reports whether head starts a CloudTrail log file: one
-// JSON object whose first key is "Records".
+// decodeCloudTrail reads CloudTrail log files: {"Records":[...]} objects,
+// EventBridge envelopes or bare events. Tables whose key schema is not
+// configured get their partition key learnt from the calls themselves.
+func decodeCloudTrail(ctx context.Context, in analyzeInput, sink ingest.Sink, rep ingest.Reporter) error {
+	_, err := cloudtrail.Decode(ctx, in.R, in.Name, in.Schemas, sink, rep)
+	return err
+}
+
+// looksLikeCloudTrail reports whether head starts CloudTrail input: a
+// delivered log file (one object whose first key is "Records"), a JSON
+// array, or events from dynamodb.amazonaws.com (EventBridge, bare events).
+// Access-log lines are flat objects that carry none of these.
 func looksLikeCloudTrail(head []byte) bool {
 	head = bytes.TrimLeft(head, " \t\r\n\ufeff")
-	if len(head) == 0 || head[0] != '{' {
+	switch {
+	case len(head) == 0:
+		return false
+	case head[0] == '[':
+		return true
+	case head[0] != '{':
 		return false
 	}
-	head = bytes.TrimLeft(head[1:], " \t\r\n")
-	return bytes.HasPrefix(head, []byte(`"Records"`))
+	if bytes.HasPrefix(bytes.TrimLeft(head[1:], " \t\r\n"), []byte(`"Records"`)) {
+		return true
+	}
+	return bytes.Contains(head, []byte(`"eventSource"`)) && bytes.Contains(head, []byte(`dynamodb.amazonaws.com`))
 }
 
 // decompress returns r uncompressed when it starts with a gzip, zstd or xz

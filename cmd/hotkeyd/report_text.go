@@ -134,8 +134,12 @@ func fmtTime(t time.Time) string {
 }
 
 func fmtSpan(d time.Duration) string {
-	if d < time.Second {
+	switch {
+	case d < time.Second:
 		return d.String()
+	case d >= 48*time.Hour:
+		days := d / (24 * time.Hour)
+		return fmt.Sprintf("%dd%s", days, (d - days*24*time.Hour).Round(time.Hour))
 	}
 	return d.Round(time.Second).String()
 }

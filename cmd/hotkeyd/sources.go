@@ -46,11 +46,11 @@ func newDemoSource(d sourceDeps) (ingest.Source, error) {
 	return nil, fmt.Errorf("the demo workload is not available in this build")
 }
 
-// newEventsHandler returns the POST /api/v1/events handler (HTTP ingest),
-// or nil when it is not enabled.
-func newEventsHandler(enabled bool, d sourceDeps) (http.Handler, error) {
+// newEventsHandler returns the POST /api/v1/events handler (HTTP ingest)
+// feeding sink, or nil when it is not enabled.
+func newEventsHandler(enabled bool, sink ingest.Sink, d sourceDeps) http.Handler {
 	if !enabled {
-		return nil, nil
+		return nil
 	}
-	return nil, fmt.Errorf("HTTP ingest is not available in this build")
+	return jsonl.NewHandler(sink, d.reporter, jsonl.HandlerConfig{}, d.log)
 }
