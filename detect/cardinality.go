@@ -104,8 +104,8 @@ func (t *table) adviseGSI(c ingest.Class, hottest string, share, rate float64, e
 	}
 	switch {
 	case t.Index != "" && sharded:
-		r.Text = fmt.Sprintf("%s of the %s index: write its key attribute with a suffix, %s, and query all %d keys, so the index's hottest value %s no longer lands on one partition.",
-			few, t.Index, r.Example, r.SuffixCount, quoteKey(hottest))
+		r.Text = fmt.Sprintf("%s of the %s index: write its key attribute with a suffix, %s, and query %s, so the index's hottest value %s no longer lands on one partition.",
+			few, t.Index, r.Example, allKeys(r.SuffixCount), quoteKey(hottest))
 	case t.Index != "":
 		r.Text = fmt.Sprintf("%s of the %s index: add a high-cardinality attribute to its key or write its key attribute with a suffix and query all suffixes.",
 			few, t.Index)

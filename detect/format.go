@@ -39,3 +39,19 @@ func ceilInt(f float64) int {
 	// The epsilon keeps float noise (2.0000000001) from adding a shard.
 	return int(math.Ceil(f - 1e-9))
 }
+
+// allKeys is "both keys" or "all N keys".
+func allKeys(n int) string {
+	if n == 2 {
+		return "both keys"
+	}
+	return "all " + strconv.Itoa(n) + " keys"
+}
+
+// capitalize upper-cases the first letter of an ASCII sentence.
+func capitalize(s string) string {
+	if s != "" && s[0] >= 'a' && s[0] <= 'z' {
+		return string(s[0]-'a'+'A') + s[1:]
+	}
+	return s
+}

@@ -90,7 +90,7 @@ func (t *table) adviseKey(c ingest.Class, k *sketch.KeyStat, share, rate float64
 		return &Recommendation{
 			Kind: AdviceCache,
 			Text: fmt.Sprintf("%s is one item read at %s RCU/s (%s of reads): serve it from DAX or an application cache, because spreading the key does not spread reads of one item.",
-				who, num(rate), pct(share)),
+				capitalize(who), num(rate), pct(share)),
 		}
 	case k.SortKeys > 1:
 		n := t.suffixCount(c, rate)
@@ -98,8 +98,8 @@ func (t *table) adviseKey(c ingest.Class, k *sketch.KeyStat, share, rate float64
 			Kind:        AdviceCalculatedSuffix,
 			SuffixCount: n,
 			Example:     suffixExample(k.Key, n),
-			Text: fmt.Sprintf("Write %s as %s with suffix = hash(sort key) mod %d: its %d sort keys spread over %d partitions, a read of one item computes its suffix and stays a single request, and only a query over the whole collection fans out over %d keys.",
-				who, suffixExample(k.Key, n), n, k.SortKeys, n, n),
+			Text: fmt.Sprintf("Store the items of %s under %s with suffix = hash(sort key) mod %d: its %d sort keys spread over %d partitions, a read of one item computes its suffix and stays a single request, and only a query over the whole collection fans out over %s.",
+				who, suffixExample(k.Key, n), n, k.SortKeys, n, allKeys(n)),
 		}
 	default:
 		n := t.suffixCount(c, rate)
@@ -107,8 +107,8 @@ func (t *table) adviseKey(c ingest.Class, k *sketch.KeyStat, share, rate float64
 			Kind:        AdviceWriteSharding,
 			SuffixCount: n,
 			Example:     suffixExample(k.Key, n),
-			Text: fmt.Sprintf("Write %s as %s with a random suffix so its %s %s/s spread over %d partitions; reads must then fan out over all %d keys and combine the results.",
-				who, suffixExample(k.Key, n), num(rate), unitName(c), n, n),
+			Text: fmt.Sprintf("Write %s as %s with a random suffix so its %s %s/s spread over %d partitions; reads must then fan out over %s and combine the results.",
+				who, suffixExample(k.Key, n), num(rate), unitName(c), n, allKeys(n)),
 		}
 	}
 }

@@ -63,7 +63,7 @@ func (t *table) adviseShard(shard string, share, rate, mean float64) *Recommenda
 		Kind:        AdviceWriteSharding,
 		SuffixCount: n,
 		Example:     suffixExample(key, n),
-		Text: fmt.Sprintf("One physical partition (shard %s) takes %s of the writes: spread its heaviest keys, starting with %s, over %d keys with a random suffix (%s); reads must then fan out over all %d keys.",
-			shard, pct(share), quoteKey(key), n, suffixExample(key, n), n),
+		Text: fmt.Sprintf("One physical partition (shard %s) takes %s of the writes: spread its heaviest keys, starting with %s, over %d keys with a random suffix (%s); reads must then fan out over %s.",
+			shard, pct(share), quoteKey(key), n, suffixExample(key, n), allKeys(n)),
 	}
 }

@@ -8,9 +8,12 @@ import (
 )
 
 // timeOrdered finds a table whose partition keys are dates or timestamps.
-// It is judged on traffic, not on one value: the share of a class's units
-// carried by tracked keys that MatchTime recognises must reach
-// TimeOrderedShare. Such a design sends all current traffic to the newest
+// It is judged on traffic, not on one value: of the units of the class's
+// tracked (heaviest) keys, the share on keys that MatchTime recognises must
+// reach TimeOrderedShare. The tracked keys are the sample because they are
+// what the sketches know by name; with keys of even traffic they are a
+// fair sample, and with skewed traffic they are the keys that matter. The
+// finding's Share is that fraction. Such a design sends all current traffic to the newest
 // value's partition, however many partitions the table has.
 //
 // A bare epoch number is also a plausible numeric id, so it counts only
@@ -26,12 +29,12 @@ func (t *table) timeOrdered() (Finding, bool) {
 		if !t.active(c) {
 			continue
 		}
-		total := t.Classes[c].Units
-		var units float64
+		var total, units float64
 		var keys []string
 		var first TimeMatch
 		var firstUnits float64
 		for _, k := range t.ranked(c) {
+			total += k.Units
 			m, ok := MatchTime(k.Key)
 			if !ok || !t.plausible(m) {
 				continue
@@ -44,8 +47,11 @@ func (t *table) timeOrdered() (Finding, bool) {
 				keys = append(keys, k.Key)
 			}
 		}
+		if len(keys) == 0 {
+			continue
+		}
 		share := math.Min(units/total, 1)
-		if len(keys) == 0 || share < t.s.TimeOrderedShare || (found && share <= best.Share) {
+		if share < t.s.TimeOrderedShare || (found && share <= best.Share) {
 			continue
 		}
 		rate := t.rate(firstUnits)
@@ -58,11 +64,11 @@ func (t *table) timeOrdered() (Finding, bool) {
 			UnitsPerSecond: rate,
 			Recommendation: adviseRekey(keys[0], first),
 			Evidence: &Evidence{
-				Summary: fmt.Sprintf("%s of the %s's %s units go to partition keys shaped like a %s (heaviest %s).",
-					pct(share), t.noun(), c, shapeNoun(first.Shape), quoteKey(keys[0])),
+				Summary: fmt.Sprintf("%s of the %s units of the %s's heaviest keys go to keys shaped like %ss (heaviest %s).",
+					pct(share), c, t.noun(), shapeNoun(first.Shape), quoteKey(keys[0])),
 				WindowSeconds: t.seconds,
 				Units:         units,
-				ClassUnits:    total,
+				ClassUnits:    t.Classes[c].Units,
 				Keys:          keys,
 				Shape:         first.Shape,
 			},
