@@ -1,0 +1,200 @@
+package export
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+// goldenEvents is a fixed workload: a table with a hot write key, one of its
+// indexes with a status-like key, a uniform table, a throttled call, and two
+// sources. Its 100 s span and few keys make every sketch estimate exact.
+func goldenEvents() []ingest.Event {
+	var evs []ingest.Event
+	add := func(n int, e ingest.Event) {
+		for range n {
+			evs = append(evs, e)
+		}
+	}
+	w := func(pk string) ingest.Event {
+		return ingest.Event{Table: "orders", PK: pk, Class: ingest.Write, Units: 1, Source: "jsonl"}
+	}
+	add(120, w("USER#1"))
+	add(40, w("USER#2"))
+	for i := 3; i <= 12; i++ {
+		add(4, w(fmt.Sprintf("USER#%d", i)))
+	}
+	add(2, ingest.Event{Table: "orders", PK: "USER#1", Class: ingest.Write, Units: 1, Source: "jsonl", Throttled: true})
+	add(30, ingest.Event{Table: "orders", PK: "USER#7", Class: ingest.Read, Units: 0.5, Source: "jsonl"})
+	add(150, ingest.Event{Table: "orders", Index: "status-index", PK: "OPEN", Class: ingest.Read, Units: 0.5, Source: "jsonl"})
+	add(50, ingest.Event{Table: "orders", Index: "status-index", PK: "CLOSED", Class: ingest.Read, Units: 0.5, Source: "jsonl"})
+	for i := range 300 {
+		evs = append(evs, ingest.Event{Table: "sessions", PK: fmt.Sprintf("S%02d", i%30), Class: ingest.Read, Units: 1, Source: "demo"})
+	}
+	// Each table's and index's events spread evenly over t0 .. t0+100s, so
+	// that every entry's window is 100 s and the rates are round.
+	groups := map[string][]int{}
+	for i, e := range evs {
+		groups[e.Table+"/"+e.Index] = append(groups[e.Table+"/"+e.Index], i)
+	}
+	for _, idx := range groups {
+		for j, i := range idx {
+			evs[i].Time = t0.Add(time.Duration(j) * 100 * time.Second / time.Duration(len(idx)-1))
+		}
+	}
+	return evs
+}
+
+// scrapeGolden runs the golden workload through the real pipeline pieces
+// (CountingSink → Store → detect.Evaluate → Live → Server) and returns the
+// text of /metrics.
+func scrapeGolden(t *testing.T) string {
+	t.Helper()
+	reg, err := NewRegistry(BuildInfo{Version: "0.0.0-test", Revision: "golden", GoVersion: "go-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := func() time.Time { return t0.Add(101 * time.Second) }
+	store, err := sketch.NewStore(sketch.Config{Window: 0, SubWindows: 1, Tracked: 100}, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := NewCountingSink(store, reg, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := NewReporter(nopLogger(), reg, ReporterConfig{Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := NewLive(clock)
+	reg.MustRegister(NewCollector(live, CollectorConfig{}))
+
+	evs := goldenEvents()
+	for len(evs) > 0 {
+		n := min(len(evs), 64)
+		batch := append([]ingest.Event(nil), evs[:n]...)
+		if err := sink.Put(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+		evs = evs[n:]
+	}
+	rep.Reject("jsonl", ingest.ReasonBadJSON, errors.New("truncated"))
+	rep.Reject("jsonl", ingest.ReasonMissingPK, errors.New("no pk"))
+	rep.Error("dynamodb-streams", "api", errors.New("GetRecords: 500"))
+
+	snap := store.Snapshot()
+	report := detect.Evaluate(snap, detect.DefaultSettings())
+	report.Rejected = rep.Rejected()
+	live.Update(snap, report)
+
+	ts := startServer(t, ServerConfig{Gatherer: reg, Registerer: reg, Live: live}, "")
+	code, _, body := ts.do(t, "GET", "/metrics", "", nil)
+	if code != 200 {
+		t.Fatalf("GET /metrics = %d", code)
+	}
+	return body
+}
+
+// withoutRuntime drops the go_, process_ and promhttp_ families, whose
+// values change from run to run.
+func withoutRuntime(text string) string {
+	var b strings.Builder
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		line := sc.Text()
+		name := line
+		if strings.HasPrefix(line, "# ") {
+			if f := strings.Fields(line); len(f) >= 3 {
+				name = f[2]
+			}
+		}
+		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") || strings.HasPrefix(name, "promhttp_") {
+			continue
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func TestMetricsGolden(t *testing.T) {
+	full := scrapeGolden(t)
+	got := withoutRuntime(full)
+	path := filepath.Join("testdata", "metrics.golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("/metrics differs from %s (run go test ./export -run TestMetricsGolden -update to accept):\n%s", path, lineDiff(string(want), got))
+	}
+
+	// The whole scrape, runtime families included, lints clean.
+	problems, err := promlint.New(strings.NewReader(full)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, "hotkeyd_") {
+			t.Errorf("lint: %s: %s", p.Metric, p.Text)
+		}
+	}
+
+	// And so does promtool, where it is installed (make test installs it).
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Log("promtool not on PATH; skipping promtool check metrics")
+		return
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(full)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// lineDiff lists the lines only in want (-) and only in got (+).
+func lineDiff(want, got string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	w, g := in(want), in(got)
+	var b strings.Builder
+	for _, l := range strings.Split(want, "\n") {
+		if !g[l] {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if !w[l] {
+			fmt.Fprintf(&b, "+ %s\n", l)
+		}
+	}
+	return b.String()
+}
