@@ -1,0 +1,149 @@
+// Package demo is a synthetic workload: a Source that runs forever at a
+// steady rate over several tables, each planted with one of the key-design
+// anti-patterns hotkeyd finds, plus tables that must stay quiet. It drives
+// hotkeyd demo, and tests that want realistic traffic.
+package demo
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// Defaults of Config.
+const (
+	// DefaultRate is the events per second of the workload. The planted
+	// findings (Planted) are sized for it.
+	DefaultRate = 2000
+	// DefaultSeed makes two runs produce the same keys.
+	DefaultSeed = 1
+	// DefaultTick is how often a batch of events is produced.
+	DefaultTick = 100 * time.Millisecond
+	// SourceName is the source label of the workload's Events.
+	SourceName = "demo"
+)
+
+// maxCatchUp bounds the events produced for one tick after a stall (a slow
+// sink, a suspended process): at most this many seconds of traffic.
+const maxCatchUp = 2
+
+// Config configures a Workload.
+type Config struct {
+	// Rate is the events per second (DefaultRate when 0).
+	Rate float64
+	// Seed seeds the random choices (DefaultSeed when 0).
+	Seed uint64
+	// Now is the clock that paces the workload and stamps its Events
+	// (time.Now when nil). Under testing/synctest, time.Now is virtual.
+	Now func() time.Time
+	// Tick is how often a batch is produced (DefaultTick when 0).
+	Tick time.Duration
+}
+
+// Workload generates the demo traffic. It implements ingest.Source.
+// Next and Run are not safe for concurrent use.
+type Workload struct {
+	cfg   Config
+	rng   *rand.Rand
+	mix   []kind
+	total int
+	seq   uint64
+	buf   []byte
+}
+
+// kind is one kind of access and its weight in the mix (per 1000 events).
+type kind struct {
+	weight int
+	fill   func(w *Workload, ev *ingest.Event)
+}
+
+// New returns a Workload.
+func New(cfg Config) *Workload {
+	if cfg.Rate <= 0 {
+		cfg.Rate = DefaultRate
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = DefaultSeed
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = DefaultTick
+	}
+	w := &Workload{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), mix: mix()}
+	for _, k := range w.mix {
+		w.total += k.weight
+	}
+	return w
+}
+
+// Name returns "demo".
+func (w *Workload) Name() string { return SourceName }
+
+// Run produces Rate events per second, in one batch per Tick, until ctx is
+// done. It returns nil then, or the sink's error if the sink fails
+// otherwise.
+func (w *Workload) Run(ctx context.Context, sink ingest.Sink) error {
+	t := time.NewTicker(w.cfg.Tick)
+	defer t.Stop()
+	last := w.cfg.Now()
+	carry := 0.0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		now := w.cfg.Now()
+		elapsed := now.Sub(last).Seconds()
+		if elapsed <= 0 {
+			continue
+		}
+		due := w.cfg.Rate*min(elapsed, maxCatchUp) + carry
+		n := int(due)
+		carry = due - float64(n)
+		if n == 0 {
+			last = now
+			continue
+		}
+		batch := make([]ingest.Event, n)
+		step := now.Sub(last) / time.Duration(n)
+		for i := range batch {
+			w.Next(&batch[i], last.Add(step*time.Duration(i+1)))
+		}
+		last = now
+		if err := sink.Put(ctx, batch); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// Next fills ev with the next event of the workload, stamped at.
+func (w *Workload) Next(ev *ingest.Event, at time.Time) {
+	*ev = ingest.Event{Time: at, Source: SourceName, Units: 1}
+	w.seq++
+	r := w.rng.IntN(w.total)
+	for _, k := range w.mix {
+		if r < k.weight {
+			k.fill(w, ev)
+			return
+		}
+		r -= k.weight
+	}
+}
+
+// key returns prefix + n as a new string.
+func (w *Workload) key(prefix string, n uint64) string {
+	w.buf = strconv.AppendUint(append(w.buf[:0], prefix...), n, 10)
+	return string(w.buf)
+}
+
+// chance reports true with probability p.
+func (w *Workload) chance(p float64) bool { return w.rng.Float64() < p }

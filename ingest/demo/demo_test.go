@@ -1,0 +1,271 @@
+package demo
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+
+// generate returns n events at DefaultRate starting at t0.
+func generate(seed uint64, n int) []ingest.Event {
+	w := New(Config{Seed: seed})
+	evs := make([]ingest.Event, n)
+	step := time.Second / DefaultRate
+	for i := range evs {
+		w.Next(&evs[i], t0.Add(time.Duration(i)*step))
+	}
+	return evs
+}
+
+func TestDeterministic(t *testing.T) {
+	a, b, c := generate(7, 5000), generate(7, 5000), generate(8, 5000)
+	same := 0
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("event %d differs between two runs with one seed: %+v vs %+v", i, a[i], b[i])
+		}
+		if a[i] == c[i] {
+			same++
+		}
+	}
+	if same == len(a) {
+		t.Error("another seed gives the same events")
+	}
+}
+
+// tableStats are one table's (or index's) per-class totals.
+type tableStats struct {
+	units, events [ingest.NumClasses]float64
+	keyUnits      [ingest.NumClasses]map[string]float64
+	sortKeys      map[string]map[string]bool
+	keyless       int
+}
+
+// stats counts the events exactly, per table and index.
+func stats(evs []ingest.Event) map[string]*tableStats {
+	out := map[string]*tableStats{}
+	for _, e := range evs {
+		id := e.Table
+		if e.Index != "" {
+			id += "/" + e.Index
+		}
+		s := out[id]
+		if s == nil {
+			s = &tableStats{sortKeys: map[string]map[string]bool{}}
+			for c := range s.keyUnits {
+				s.keyUnits[c] = map[string]float64{}
+			}
+			out[id] = s
+		}
+		s.units[e.Class] += e.Units
+		s.events[e.Class]++
+		if e.PK == "" {
+			s.keyless++
+			continue
+		}
+		s.keyUnits[e.Class][e.PK] += e.Units
+		if s.sortKeys[e.PK] == nil {
+			s.sortKeys[e.PK] = map[string]bool{}
+		}
+		s.sortKeys[e.PK][e.SK] = true
+	}
+	return out
+}
+
+func (s *tableStats) share(c ingest.Class, key string) float64 {
+	return s.keyUnits[c][key] / s.units[c]
+}
+
+func (s *tableStats) maxShare(c ingest.Class) (string, float64) {
+	var best string
+	var max float64
+	for k, u := range s.keyUnits[c] {
+		if u > max {
+			best, max = k, u
+		}
+	}
+	return best, max / s.units[c]
+}
+
+// TestPlantedShapes checks, on 60 s of traffic at the default rate, the
+// shapes Planted promises, with exact counts.
+func TestPlantedShapes(t *testing.T) {
+	const seconds = 60
+	evs := generate(DefaultSeed, DefaultRate*seconds)
+	st := stats(evs)
+	within := func(name string, got, want, tol float64) {
+		t.Helper()
+		if got < want-tol || got > want+tol {
+			t.Errorf("%s = %.4f, want %.4f ± %.4f", name, got, want, tol)
+		}
+	}
+
+	for _, p := range Planted() {
+		id := p.Table
+		if p.Index != "" {
+			id += "/" + p.Index
+		}
+		if st[id] == nil {
+			t.Errorf("planted %s has no traffic", id)
+		}
+	}
+
+	orders := st["orders"]
+	within("USER#42 share of orders writes", orders.share(ingest.Write, CelebrityUser), CelebrityShare, 0.01)
+	if n := len(orders.sortKeys[CelebrityUser]); n < 1000 {
+		t.Errorf("USER#42 has %d sort keys, want many (an item collection)", n)
+	}
+	if k, s := orders.maxShare(ingest.Read); s > 0.01 {
+		t.Errorf("orders reads: %s has %.3f, want uniform", k, s)
+	}
+
+	products := st["products"]
+	within("PRODUCT#7 share of products reads", products.share(ingest.Read, HotProduct), HotProductShare, 0.01)
+	if n := len(products.sortKeys[HotProduct]); n != 1 {
+		t.Errorf("PRODUCT#7 has %d sort keys, want 1 (a single item)", n)
+	}
+
+	tickets := st["tickets"]
+	if n := len(tickets.keyUnits[ingest.Write]); n != len(statuses) {
+		t.Errorf("tickets has %d partition keys, want %d statuses", n, len(statuses))
+	}
+	for k := range tickets.keyUnits[ingest.Write] {
+		if !strings.HasPrefix(k, "STATUS#") {
+			t.Errorf("tickets key %q", k)
+		}
+	}
+
+	events := st["events"]
+	if len(events.keyUnits[ingest.Write]) != 1 || events.keyUnits[ingest.Write]["EVENTS#2026-11-23"] == 0 {
+		t.Errorf("events keys %v, want the one date key EVENTS#2026-11-23", events.keyUnits[ingest.Write])
+	}
+
+	tel := st["telemetry"]
+	share := tel.share(ingest.Write, HotDevice)
+	within("DEVICE#7781 share of telemetry writes", share, HotDeviceShare, 0.01)
+	if share >= 0.10 {
+		t.Errorf("DEVICE#7781 share %.3f: it must stay under the hot_key threshold", share)
+	}
+	wcu := tel.keyUnits[ingest.Write][HotDevice] / seconds
+	if wcu < 850 || wcu >= 1000 {
+		t.Errorf("DEVICE#7781 at %.0f WCU/s, want 850..1000 (near the partition ceiling)", wcu)
+	}
+	within("documented HotDeviceWCU", wcu, HotDeviceWCU, 50)
+
+	sessions := st["sessions"]
+	for c := range ingest.Class(ingest.NumClasses) {
+		if k, s := sessions.maxShare(c); s > 0.001 {
+			t.Errorf("sessions %s: %s has %.4f, want uniform", c, k, s)
+		}
+	}
+	if sessions.keyless == 0 {
+		t.Error("no keyless Scan in a minute of traffic")
+	}
+
+	gsi := st["orders/GSI1"]
+	if gsi == nil || gsi.events[ingest.Read] == 0 {
+		t.Fatal("no traffic on orders/GSI1")
+	}
+	if k, s := gsi.maxShare(ingest.Read); s > 0.01 {
+		t.Errorf("GSI1: %s has %.3f, want uniform", k, s)
+	}
+
+	total := 0.0
+	for _, s := range st {
+		total += s.events[0] + s.events[1]
+	}
+	if int(total) != len(evs) {
+		t.Errorf("counted %v events of %d", total, len(evs))
+	}
+}
+
+// collector is a Sink keeping every Event.
+type collector struct {
+	mu     sync.Mutex
+	events []ingest.Event
+}
+
+func (c *collector) Put(ctx context.Context, b []ingest.Event) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, b...)
+	return ctx.Err()
+}
+
+func TestRunSteadyRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := &collector{}
+		start := time.Now()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		w := New(Config{Rate: 500})
+		go func() { done <- w.Run(ctx, sink) }()
+		time.Sleep(10*time.Second + time.Millisecond)
+		synctest.Wait()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		if n := len(sink.events); n < 4990 || n > 5000 {
+			t.Errorf("%d events in 10 s at 500/s", n)
+		}
+		prev := start
+		for i, e := range sink.events {
+			if e.Time.Before(prev) || e.Time.After(start.Add(10*time.Second)) {
+				t.Fatalf("event %d at %v: not stamped in order within the run", i, e.Time.Sub(start))
+			}
+			prev = e.Time
+			if e.Source != SourceName || e.Table == "" {
+				t.Fatalf("event %d: %+v", i, e)
+			}
+		}
+	})
+}
+
+func TestRunInjectedClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The clock stamps the events; pacing follows it.
+		base := time.Now()
+		clock := func() time.Time { return t0.Add(time.Since(base)) }
+		sink := &collector{}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- New(Config{Now: clock, Rate: 100}).Run(ctx, sink) }()
+		time.Sleep(time.Second + time.Millisecond)
+		cancel()
+		<-done
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		if len(sink.events) != 100 {
+			t.Errorf("%d events in 1 s at 100/s", len(sink.events))
+		}
+		for _, e := range sink.events {
+			if e.Time.Before(t0) || e.Time.After(t0.Add(time.Second)) {
+				t.Fatalf("event at %v, want within the injected clock's first second", e.Time)
+			}
+		}
+	})
+}
+
+func TestRunReturnsSinkError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		boom := ingest.SinkFunc(func(context.Context, []ingest.Event) error { return context.DeadlineExceeded })
+		err := New(Config{}).Run(context.Background(), boom)
+		if err != context.DeadlineExceeded {
+			t.Errorf("Run with a failing sink: %v", err)
+		}
+	})
+}
