@@ -137,6 +137,9 @@ func parsePartiQL(s string) (statement, error) {
 	// EXISTS(SELECT ...) is a transaction's condition check: a read.
 	if len(toks) > 2 && toks[0].is("EXISTS") && toks[1].punct("(") {
 		toks = toks[2:]
+		if toks[len(toks)-1].punct(")") {
+			toks = toks[:len(toks)-1]
+		}
 	}
 	if len(toks) == 0 {
 		return statement{}, errors.New("empty statement")

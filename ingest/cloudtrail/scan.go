@@ -163,7 +163,11 @@ func (s *scanner) scan(depth int, keep bool) ([]byte, error) {
 				if depth <= 0 {
 					n := i + 1
 					if keep && !tooLong {
-						s.buf = append(s.buf, chunk[:n]...)
+						if len(s.buf)+n > s.max {
+							tooLong = true
+						} else {
+							s.buf = append(s.buf, chunk[:n]...)
+						}
 					}
 					s.r.Discard(n)
 					if tooLong {
