@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -137,7 +138,14 @@ func (s *CountingSink) Put(ctx context.Context, batch []ingest.Event) error {
 }
 
 func (k *sinkKey) matches(e *ingest.Event) bool {
-	return k.class == e.Class && k.table == e.Table && k.index == e.Index && k.source == e.Source
+	return k.class == e.Class && sameString(k.table, e.Table) && sameString(k.index, e.Index) && sameString(k.source, e.Source)
+}
+
+// sameString is a == b with a fast path for the usual case of a reader
+// reusing one string for every event of a table: same pointer, no memequal
+// call.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 func (s *CountingSink) childrenFor(k sinkKey) *sinkChildren {
