@@ -98,11 +98,17 @@ func (s *tableStats) maxShare(c ingest.Class) (string, float64) {
 	return best, max / s.units[c]
 }
 
-// TestPlantedShapes checks, on 60 s of traffic at the default rate, the
+// testSeconds of traffic at the default rate, generated once for the tests
+// that look at a window of it.
+const testSeconds = 30
+
+var window = sync.OnceValue(func() []ingest.Event { return generate(DefaultSeed, DefaultRate*testSeconds) })
+
+// TestPlantedShapes checks, on 30 s of traffic at the default rate, the
 // shapes Planted promises, with exact counts.
 func TestPlantedShapes(t *testing.T) {
-	const seconds = 60
-	evs := generate(DefaultSeed, DefaultRate*seconds)
+	const seconds = testSeconds
+	evs := window()
 	st := stats(evs)
 	within := func(name string, got, want, tol float64) {
 		t.Helper()

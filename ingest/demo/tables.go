@@ -96,7 +96,8 @@ type Plant struct {
 //   - products: PRODUCT#7, one item with one sort key, takes 30% of reads →
 //     hot_key with cache.
 //   - telemetry: DEVICE#7781 takes 7% of writes of 44 WCU each, about 924
-//     WCU/s → partition_limit (critical) with no hot_key.
+//     WCU/s, every write under its own timestamp sort key → partition_limit
+//     (critical) with calculated_suffix, and no hot_key.
 //   - sessions: uniform over a million keys, plus an occasional keyless
 //     Scan → nothing.
 //   - orders index GSI1: uniform Queries over 20 000 SKUs → nothing (it
@@ -111,7 +112,7 @@ func Planted() []Plant {
 			Why: "events keyed by the date they happened: today's key takes every write"},
 		{Table: "products", Key: HotProduct, Class: ingest.Read, Findings: []string{"hot_key"}, Recommendation: "cache",
 			Why: "one product page read far more than the others, a single item"},
-		{Table: "telemetry", Key: HotDevice, Class: ingest.Write, Findings: []string{"partition_limit"}, Recommendation: "write_sharding",
+		{Table: "telemetry", Key: HotDevice, Class: ingest.Write, Findings: []string{"partition_limit"}, Recommendation: "calculated_suffix",
 			Why: "a chatty device with 7% of a big table's writes, near 1000 WCU/s"},
 		{Table: "sessions", Why: "uniform reads and writes over a million sessions, and a Scan now and then"},
 		{Table: "orders", Index: "GSI1", Class: ingest.Read, Why: "uniform Queries by SKU on a global secondary index"},
