@@ -69,7 +69,10 @@ func matchAt(key string, i int) (TimeMatch, bool) {
 	if t, ok := isoDate(s); ok && bounded(10) {
 		return found(ShapeDate, 10, t)
 	}
-	if len(s) >= 7 && digits(s[:4]) && s[4] == '-' && digits(s[5:7]) && bounded(7) {
+	// A month must not be the start of a longer date that failed above
+	// ("2027-02-29" is no month).
+	if len(s) >= 7 && digits(s[:4]) && s[4] == '-' && digits(s[5:7]) && bounded(7) &&
+		!(len(s) > 8 && (s[7] == '-' || s[7] == '/') && isDigit(s[8])) {
 		if t, ok := calendar(atoi(s[:4]), atoi(s[5:7]), 1); ok {
 			return found(ShapeMonth, 7, t)
 		}
