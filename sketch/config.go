@@ -1,0 +1,223 @@
+package sketch
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Defaults of Config. DefaultConfig documents the memory they cost.
+const (
+	// DefaultWindow is the sliding window of the live daemon.
+	DefaultWindow = 60 * time.Second
+	// DefaultSubWindows cuts the default window into 5 s slots.
+	DefaultSubWindows = 12
+	// DefaultTracked is the number of heavy keys reported per table and class.
+	DefaultTracked = 100
+	// DefaultCandidates is the number of keys counted exactly per table and
+	// class, of which the Tracked heaviest are reported. Counting more keys
+	// than are reported keeps the boundary of the reported set stable.
+	DefaultCandidates = 256
+	// DefaultDepth is the number of count-min rows: δ = e^-4 ≈ 1.8 %.
+	DefaultDepth = 4
+	// DefaultWidth is the number of count-min columns: ε = e/1024 ≈ 0.27 %
+	// of the class's units in the window.
+	DefaultWidth = 1024
+	// DefaultHLLPrecision gives 2^14 registers: a standard error of
+	// 1.04/√16384 ≈ 0.81 %.
+	DefaultHLLPrecision = 14
+	// DefaultMaxTables bounds the tables and indexes tracked, so that input
+	// with random table names cannot exhaust memory: 1000 × at most 1 MiB.
+	DefaultMaxTables = 1000
+	// DefaultMaxShards bounds the stream shards counted per table.
+	DefaultMaxShards = 1024
+	// DefaultMaxThrottledKeys bounds the throttled keys counted per table.
+	DefaultMaxThrottledKeys = 128
+	// exactDistinct is the number of distinct keys per sub-window counted
+	// exactly before the HyperLogLog takes over: below it distinct counts
+	// are exact.
+	exactDistinct = 1000
+	// quantum is the resolution of the count-min counters and of the
+	// per-key counts: units are counted in quarters, which keeps the 0.5 RCU
+	// of eventually consistent reads exact.
+	quantum = 4
+)
+
+// Config sizes the sketches. Memory per table is fixed by it, whatever the
+// number of distinct keys: see Footprint.
+type Config struct {
+	// Window is the sliding window the shares are computed over. Zero means
+	// one window that never expires (hotkeyd analyze over whole files).
+	Window time.Duration
+	// SubWindows is the number of slots the window is cut into; traffic
+	// expires one slot at a time.
+	SubWindows int
+	// Tracked is the number of heavy partition keys reported per table and
+	// class (ClassStats.Top).
+	Tracked int
+	// Candidates is the number of partition keys counted exactly per table
+	// and class; at least Tracked. Zero means DefaultCandidates (or Tracked,
+	// if larger).
+	Candidates int
+	// Depth and Width size the count-min sketch of each slot and class
+	// (Depth rows of Width counters, Width a power of two). The estimate of
+	// a key's units overcounts by at most ε = e/Width of the class's units
+	// in the window with probability 1-δ, δ = e^-Depth. Zero means the
+	// default.
+	Depth, Width int
+	// HLLPrecision is the HyperLogLog precision (4 to 18) of the distinct
+	// key count. Zero means DefaultHLLPrecision.
+	HLLPrecision int
+	// MaxTables bounds the tables and indexes tracked. Events of further
+	// tables are dropped and counted (Store.Dropped). Zero means
+	// DefaultMaxTables.
+	MaxTables int
+	// MaxShards bounds the stream shards counted per table; records of
+	// further shards count in the totals but for no shard. Zero means
+	// DefaultMaxShards.
+	MaxShards int
+	// MaxThrottledKeys bounds the throttled partition keys counted per
+	// table. Zero means DefaultMaxThrottledKeys.
+	MaxThrottledKeys int
+}
+
+// DefaultConfig returns the defaults: a 60 s window of 12 × 5 s slots, 100
+// keys reported and 256 counted per table and class, count-min 4 × 1024
+// (ε ≈ 0.27 %, δ ≈ 1.8 %), HyperLogLog precision 14 (0.81 %), at most 1000
+// tables. A table costs at most Footprint() bytes, under 1 MiB.
+func DefaultConfig() Config {
+	return Config{
+		Window:           DefaultWindow,
+		SubWindows:       DefaultSubWindows,
+		Tracked:          DefaultTracked,
+		Candidates:       DefaultCandidates,
+		Depth:            DefaultDepth,
+		Width:            DefaultWidth,
+		HLLPrecision:     DefaultHLLPrecision,
+		MaxTables:        DefaultMaxTables,
+		MaxShards:        DefaultMaxShards,
+		MaxThrottledKeys: DefaultMaxThrottledKeys,
+	}
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() Config {
+	if c.SubWindows == 0 {
+		c.SubWindows = DefaultSubWindows
+	}
+	if c.Window == 0 {
+		c.SubWindows = 1
+	}
+	if c.Tracked == 0 {
+		c.Tracked = DefaultTracked
+	}
+	if c.Candidates == 0 {
+		c.Candidates = max(DefaultCandidates, c.Tracked)
+	}
+	if c.Depth == 0 {
+		c.Depth = DefaultDepth
+	}
+	if c.Width == 0 {
+		c.Width = DefaultWidth
+	}
+	if c.HLLPrecision == 0 {
+		c.HLLPrecision = DefaultHLLPrecision
+	}
+	if c.MaxTables == 0 {
+		c.MaxTables = DefaultMaxTables
+	}
+	if c.MaxShards == 0 {
+		c.MaxShards = DefaultMaxShards
+	}
+	if c.MaxThrottledKeys == 0 {
+		c.MaxThrottledKeys = DefaultMaxThrottledKeys
+	}
+	return c
+}
+
+// Validate reports the first field that cannot be used, after zero fields
+// took their defaults.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.Window < 0:
+		return fmt.Errorf("window %v: must not be negative", c.Window)
+	case c.SubWindows < 1 || c.SubWindows > 64:
+		return fmt.Errorf("sub-windows %d: must be 1 to 64", c.SubWindows)
+	case c.Window > 0 && c.Window/time.Duration(c.SubWindows) < time.Millisecond:
+		return fmt.Errorf("window %v over %d sub-windows: slots must be at least 1ms", c.Window, c.SubWindows)
+	case c.Tracked < 1:
+		return fmt.Errorf("tracked %d: must be positive", c.Tracked)
+	case c.Candidates < c.Tracked || c.Candidates > 1<<15:
+		return fmt.Errorf("candidates %d: must be tracked (%d) to 32768", c.Candidates, c.Tracked)
+	case c.Depth < 1 || c.Depth > 8:
+		return fmt.Errorf("depth %d: must be 1 to 8", c.Depth)
+	case c.Width < 16 || c.Width > 1<<24 || c.Width&(c.Width-1) != 0:
+		return fmt.Errorf("width %d: must be a power of two from 16 to 2^24", c.Width)
+	case c.HLLPrecision < 4 || c.HLLPrecision > 18:
+		return fmt.Errorf("hll precision %d: must be 4 to 18", c.HLLPrecision)
+	case c.MaxTables < 1:
+		return fmt.Errorf("max tables %d: must be positive", c.MaxTables)
+	case c.MaxShards < 1:
+		return fmt.Errorf("max shards %d: must be positive", c.MaxShards)
+	case c.MaxThrottledKeys < 1:
+		return fmt.Errorf("max throttled keys %d: must be positive", c.MaxThrottledKeys)
+	}
+	return nil
+}
+
+// Epsilon is the count-min error bound: with probability 1-Delta a key's
+// estimated units overcount by at most Epsilon times its class's units in
+// the window.
+func (c Config) Epsilon() float64 { return math.E / float64(c.withDefaults().Width) }
+
+// Delta is the probability that a key's estimate misses the Epsilon bound.
+func (c Config) Delta() float64 { return math.Exp(-float64(c.withDefaults().Depth)) }
+
+// Sizes assumed by Footprint for the parts whose size depends on the key
+// strings: DynamoDB allows 2048-byte partition keys, real ones are short.
+const (
+	// footprintKeyBytes is the key length Footprint assumes for stored keys.
+	footprintKeyBytes = 64
+	// footprintShardBytes is the length of a stream shard id
+	// ("shardId-00000001700000000000-0123abcd").
+	footprintShardBytes = 56
+)
+
+// Footprint returns the bytes one table (or index) costs at most under c,
+// both classes and the whole window, with partition keys of up to 64 bytes.
+// It is fixed by the configuration and does not grow with the number of
+// distinct keys. The parts:
+//
+//   - count-min: SubWindows × 2 classes × Depth × Width × 4 B (one sketch
+//     per slot) plus 2 × Depth × Width × 8 B (their running sum);
+//   - candidates: 2 × Candidates keys with per-slot units, accesses and
+//     sort-key bitmaps, plus the key bytes and their hash index;
+//   - distinct keys: per slot the larger of the exact small set (1000
+//     hashes in a 2048-slot table) and a dense HyperLogLog (2^p bytes), plus
+//     one merge buffer;
+//   - shards and throttled keys: per entry the id, the key bytes and
+//     per-slot counts;
+//   - per-slot totals and fixed headers;
+//   - 4 % for allocator size classes and map growth.
+func (c Config) Footprint() int {
+	c = c.withDefaults()
+	s := c.SubWindows
+	cms := s*ingest2*c.Depth*c.Width*4 + ingest2*c.Depth*c.Width*8
+	cand := ingest2 * (c.Candidates*(candidateFixedBytes+s*(4+4+4)+footprintKeyBytes+16) + indexSize(c.Candidates)*4 + c.Candidates*4)
+	hll := 1 << c.HLLPrecision
+	exact := exactTableSize * 8
+	distinct := s*max(hll, exact) + hll
+	shards := c.MaxShards * (footprintShardBytes + 16 + 8 + s*4 + 16)
+	throttled := c.MaxThrottledKeys * (footprintKeyBytes + 16 + 8 + s*4 + 16)
+	totals := s * ingest2 * (8 + 8)
+	const headers = 4096
+	sum := cms + cand + distinct + shards + throttled + totals + headers
+	// Allocator size classes and map growth add a few percent: measured at
+	// the defaults, a table filled to every bound holds about 3 % more heap
+	// than the sum of its arrays (TestFootprint).
+	return sum + sum/25
+}
+
+// ingest2 is ingest.NumClasses, spelled out for the size arithmetic.
+const ingest2 = 2

@@ -1,0 +1,175 @@
+package sketch
+
+import (
+	"github.com/axiomhq/hyperloglog"
+)
+
+// exactTableSize is the capacity of a slot's exact set: twice exactDistinct,
+// rounded to a power of two, so open addressing stays under half full.
+const exactTableSize = 2048
+
+// distinct counts the distinct partition keys of each slot of the window.
+//
+// A slot starts with an exact set of key hashes; past exactDistinct keys it
+// moves them into a HyperLogLog (axiomhq/hyperloglog, sparse, so a slot
+// that just overflowed stays small). The library's sparse mode alone is not
+// exact below 1000 keys: its 25-bit sparse index collides (tested: 999 keys
+// may read 998), hence the exact set. Every key is inserted by its xxh3
+// hash (InsertHash), never by bytes, so the exact set and the sketch agree
+// and merging never counts a key twice.
+type distinct struct {
+	precision uint8
+	slots     []distinctSlot
+}
+
+type distinctSlot struct {
+	set []uint64 // open addressing; 0 is free (a zero hash is stored as 1)
+	n   int
+	hll *hyperloglog.Sketch
+}
+
+func newDistinct(slots, precision int) *distinct {
+	return &distinct{precision: uint8(precision), slots: make([]distinctSlot, slots)}
+}
+
+// add inserts a key hash into slot s.
+func (d *distinct) add(s int, h uint64) {
+	sl := &d.slots[s]
+	if sl.hll != nil {
+		sl.hll.InsertHash(h)
+		return
+	}
+	if !sl.insertExact(h) {
+		return
+	}
+	if sl.n > exactDistinct {
+		sk, _ := hyperloglog.NewSketch(d.precision, true) // precision checked by Config.Validate
+		for _, v := range sl.set {
+			if v != 0 {
+				sk.InsertHash(v)
+			}
+		}
+		sl.hll = sk
+		sl.set = nil
+		sl.n = 0
+	}
+}
+
+// insertExact adds h to the exact set and reports whether it was new.
+func (sl *distinctSlot) insertExact(h uint64) bool {
+	if h == 0 {
+		h = 1
+	}
+	if sl.n*2 >= len(sl.set) {
+		sl.grow()
+	}
+	m := uint64(len(sl.set) - 1)
+	for i := h & m; ; i = (i + 1) & m {
+		switch sl.set[i] {
+		case h:
+			return false
+		case 0:
+			sl.set[i] = h
+			sl.n++
+			return true
+		}
+	}
+}
+
+func (sl *distinctSlot) grow() {
+	old := sl.set
+	n := max(64, len(old)*2)
+	sl.set = make([]uint64, min(n, exactTableSize))
+	sl.n = 0
+	m := uint64(len(sl.set) - 1)
+	for _, v := range old {
+		if v == 0 {
+			continue
+		}
+		i := v & m
+		for sl.set[i] != 0 {
+			i = (i + 1) & m
+		}
+		sl.set[i] = v
+		sl.n++
+	}
+}
+
+// clear expires slot s, keeping its memory for reuse.
+func (d *distinct) clear(s int) {
+	sl := &d.slots[s]
+	if sl.hll != nil {
+		sl.hll = nil
+	}
+	clear(sl.set)
+	sl.n = 0
+}
+
+// estimate returns the distinct keys over the live slots: exact while the
+// union holds fewer than exactDistinct keys, HyperLogLog above.
+func (d *distinct) estimate() uint64 {
+	exact := true
+	for i := range d.slots {
+		if d.slots[i].hll != nil {
+			exact = false
+			break
+		}
+	}
+	if exact {
+		if n := d.union(); n < exactDistinct {
+			return uint64(n)
+		}
+	}
+	sk, _ := hyperloglog.NewSketch(d.precision, true)
+	for i := range d.slots {
+		sl := &d.slots[i]
+		if sl.hll != nil {
+			_ = sk.Merge(sl.hll) // same precision by construction
+			continue
+		}
+		for _, v := range sl.set {
+			if v != 0 {
+				sk.InsertHash(v)
+			}
+		}
+	}
+	return sk.Estimate()
+}
+
+// union counts the distinct hashes of the exact sets, stopping at
+// exactDistinct.
+func (d *distinct) union() int {
+	if len(d.slots) == 1 {
+		return d.slots[0].n
+	}
+	total := 0
+	for i := range d.slots {
+		total += d.slots[i].n
+	}
+	size := 64
+	for size < 2*min(total, exactDistinct) {
+		size *= 2
+	}
+	set := make([]uint64, size)
+	m := uint64(size - 1)
+	n := 0
+	for i := range d.slots {
+		for _, v := range d.slots[i].set {
+			if v == 0 {
+				continue
+			}
+			j := v & m
+			for set[j] != 0 && set[j] != v {
+				j = (j + 1) & m
+			}
+			if set[j] == 0 {
+				set[j] = v
+				n++
+				if n >= exactDistinct {
+					return n
+				}
+			}
+		}
+	}
+	return n
+}

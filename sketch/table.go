@@ -1,0 +1,263 @@
+package sketch
+
+import (
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/zeebo/xxh3"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// tableID names a table or one of its indexes.
+type tableID struct{ table, index string }
+
+// table holds one table's (or index's) sketches. Its mutex guards all of
+// them; Put holds it for a run of the table's events, Snapshot while it
+// copies the table out.
+type table struct {
+	mu  sync.Mutex
+	id  tableID
+	cfg *Config
+
+	epoch int64 // slot number (time / slot length) of the current slot
+	cur   int   // ring index of the current slot
+
+	classes [ingest.NumClasses]classSketch
+
+	distinct      *distinct
+	distinctDirty bool
+	distinctCache uint64
+
+	shards         *namedCounts
+	throttled      *namedCounts
+	throttledSlots []uint64
+
+	// first and last are the earliest and latest event times (analyze).
+	first, last time.Time
+}
+
+// classSketch is one class's window in one table.
+type classSketch struct {
+	units  []float64 // per slot, exact
+	events []uint64  // per slot, exact
+	cms    *windowCMS
+	cand   *candidates
+}
+
+func newTable(id tableID, cfg *Config, epoch int64) *table {
+	s := cfg.SubWindows
+	t := &table{
+		id:             id,
+		cfg:            cfg,
+		epoch:          epoch,
+		cur:            slotIndex(epoch, s),
+		distinct:       newDistinct(s, cfg.HLLPrecision),
+		throttledSlots: make([]uint64, s),
+	}
+	for c := range t.classes {
+		t.classes[c].units = make([]float64, s)
+		t.classes[c].events = make([]uint64, s)
+	}
+	return t
+}
+
+func slotIndex(epoch int64, slots int) int {
+	i := int(epoch % int64(slots))
+	if i < 0 {
+		i += slots
+	}
+	return i
+}
+
+// advance moves the current slot to epoch, expiring the slots passed over.
+// A clock that goes back keeps the current slot.
+func (t *table) advance(epoch int64) {
+	if epoch <= t.epoch {
+		return
+	}
+	s := t.cfg.SubWindows
+	steps := epoch - t.epoch
+	if steps > int64(s) {
+		steps = int64(s)
+	}
+	for i := int64(1); i <= steps; i++ {
+		t.clearSlot(slotIndex(t.epoch+i, s))
+	}
+	t.epoch = epoch
+	t.cur = slotIndex(epoch, s)
+}
+
+func (t *table) clearSlot(s int) {
+	for c := range t.classes {
+		cs := &t.classes[c]
+		cs.units[s] = 0
+		cs.events[s] = 0
+		if cs.cms != nil {
+			cs.cms.clear(s)
+			cs.cand.expire(s)
+		}
+	}
+	t.distinct.clear(s)
+	t.distinctDirty = true
+	if t.shards != nil {
+		t.shards.clear(s)
+	}
+	if t.throttled != nil {
+		t.throttled.clear(s)
+	}
+	t.throttledSlots[s] = 0
+}
+
+// add counts one event in the current slot.
+func (t *table) add(e *ingest.Event) {
+	if !e.Time.IsZero() {
+		if t.first.IsZero() || e.Time.Before(t.first) {
+			t.first = e.Time
+		}
+		if e.Time.After(t.last) {
+			t.last = e.Time
+		}
+	}
+	s := t.cur
+	if e.Throttled {
+		t.throttledSlots[s]++
+		if e.PK != "" {
+			if t.throttled == nil {
+				t.throttled = newNamedCounts(t.cfg.MaxThrottledKeys, t.cfg.SubWindows, true)
+			}
+			t.throttled.add(e.PK, s)
+		}
+		return
+	}
+	units := e.Units
+	if !(units >= 0) || math.IsInf(units, 1) {
+		units = 0 // readers validate; a NaN must not poison the totals
+	}
+	cs := &t.classes[e.Class]
+	cs.units[s] += units
+	cs.events[s]++
+	if e.Shard != "" {
+		if t.shards == nil {
+			t.shards = newNamedCounts(t.cfg.MaxShards, t.cfg.SubWindows, false)
+		}
+		t.shards.add(e.Shard, s)
+	}
+	if e.PK == "" {
+		return
+	}
+	h := xxh3.HashString(e.PK)
+	t.distinct.add(s, h)
+	t.distinctDirty = true
+	if cs.cms == nil {
+		cs.cms = newWindowCMS(t.cfg.SubWindows, t.cfg.Depth, t.cfg.Width)
+		cs.cand = newCandidates(t.cfg.Candidates, t.cfg.SubWindows)
+	}
+	q := toQuanta(units)
+	_, win := cs.cms.add(s, h, q)
+	skBit := sortKeyBit(e.SK, xxh3.HashString)
+	cand := cs.cand
+	if id := cand.find(h, e.PK); id >= 0 {
+		cand.hit(id, s, q, skBit)
+		return
+	}
+	if cand.full() && win <= cand.minTotal() {
+		return
+	}
+	cms := cs.cms
+	cand.admit(h, e.PK, s, q, skBit, func(slot int) uint32 { return cms.slotEstimate(slot, h) })
+}
+
+// toQuanta converts units to counter quanta, rounding to the nearest
+// quarter unit and saturating.
+func toQuanta(units float64) uint32 {
+	q := units*quantum + 0.5
+	if q >= math.MaxUint32 {
+		return math.MaxUint32
+	}
+	return uint32(q)
+}
+
+// snapshot copies the table out. slotSeconds is the slot length in live
+// mode, 0 in analyze mode. It is called with t.mu held.
+func (t *table) snapshot(tracked int, slotSeconds float64, scratch []keyStat) (TableSnapshot, []keyStat) {
+	ts := TableSnapshot{Table: t.id.table, Index: t.id.index}
+	for c := range t.classes {
+		cs := &t.classes[c]
+		st := &ts.Classes[c]
+		var peak float64
+		for s := range cs.units {
+			st.Units += cs.units[s]
+			st.Events += cs.events[s]
+			if slotSeconds > 0 {
+				peak = max(peak, cs.units[s]/slotSeconds)
+			}
+		}
+		ts.Events += st.Events
+		if slotSeconds > 0 {
+			st.PeakUnitsPerSecond = peak
+		}
+		if cs.cand == nil {
+			continue
+		}
+		scratch = cs.cand.collect(scratch[:0])
+		st.Top = topOf(scratch, tracked, st.Units)
+	}
+	if t.distinctDirty {
+		t.distinctCache = t.distinct.estimate()
+		t.distinctDirty = false
+	}
+	ts.DistinctKeys = t.distinctCache
+	if t.shards != nil {
+		for _, kc := range t.shards.collect() {
+			ts.Shards = append(ts.Shards, ShardStat{Shard: kc.Key, Records: kc.Count})
+		}
+	}
+	if t.throttled != nil {
+		ts.Throttled = t.throttled.collect()
+		if len(ts.Throttled) > tracked {
+			ts.Throttled = ts.Throttled[:tracked]
+		}
+	}
+	for _, n := range t.throttledSlots {
+		ts.ThrottledEvents += n
+	}
+	return ts, scratch
+}
+
+// topOf ranks the candidates and converts the heaviest to KeyStats.
+func topOf(all []keyStat, tracked int, classUnits float64) []KeyStat {
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].units != all[j].units {
+			return all[i].units > all[j].units
+		}
+		return all[i].key < all[j].key
+	})
+	n := 0
+	for n < len(all) && n < tracked && all[n].units > 0 {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	top := make([]KeyStat, n)
+	for i := range top {
+		a := &all[i]
+		u := float64(a.units) / quantum
+		share := 0.0
+		if classUnits > 0 {
+			share = min(u/classUnits, 1)
+		}
+		top[i] = KeyStat{
+			Key:      a.key,
+			Units:    u,
+			Error:    float64(a.err) / quantum,
+			Share:    share,
+			Events:   a.events,
+			SortKeys: a.sortKeys,
+		}
+	}
+	return top
+}
