@@ -644,3 +644,46 @@ func TestDockerfile(t *testing.T) {
 		t.Error("ENTRYPOINT is not the exec form of the binary")
 	}
 }
+
+// The example configuration in the ConfigMap passes hotkeyd's own
+// --config.check, and the check is not a rubber stamp.
+func TestConfigMapPassesConfigCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the hotkeyd binary")
+	}
+	var conf string
+	for _, m := range readManifests(t) {
+		if m.kind() == "ConfigMap" {
+			conf, _ = dig(m.obj, "data", "hotkeyd.yaml").(string)
+		}
+	}
+	if conf == "" {
+		t.Fatal("no hotkeyd.yaml in the ConfigMap")
+	}
+	bin := testenv.Binary(t)
+	check := func(content string) (int, string) {
+		path := filepath.Join(t.TempDir(), "hotkeyd.yaml")
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "--config.check", "--config.file="+path).CombinedOutput()
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			return exitErr.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	if code, out := check(conf); code != 0 {
+		t.Errorf("hotkeyd --config.check on the ConfigMap's hotkeyd.yaml: status %d\n%s", code, out)
+	}
+	bad := strings.Replace(conf, "threshold: 0.10", "threshold: 2", 1)
+	if bad == conf {
+		t.Fatal("ConfigMap hotkeyd.yaml has no threshold: 0.10 line to break")
+	}
+	if code, out := check(bad); code == 0 {
+		t.Errorf("hotkeyd --config.check accepted threshold 2:\n%s", out)
+	}
+}
