@@ -3,6 +3,7 @@ package export
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -181,7 +182,11 @@ func TestCardinalityBounded(t *testing.T) {
 	if testing.Short() {
 		distinct = 5_000
 	}
-	series := func(keys int) (int, float64) {
+	// series feeds keys distinct keys per table (half read, half write) and
+	// returns the number of series on the registry, and per table the
+	// distinct-keys estimate and the omitted count.
+	type tableCounts struct{ distinct, omitted float64 }
+	series := func(keys int) (int, map[string]tableCounts) {
 		store, err := sketch.NewStore(sketch.DefaultConfig(), func() time.Time { return t0 })
 		if err != nil {
 			t.Fatal(err)
@@ -212,31 +217,49 @@ func TestCardinalityBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		omitted, err := testutil.GatherAndCount(reg, "hotkeyd_keys_omitted")
-		if err != nil || omitted != 2 {
-			t.Fatalf("hotkeyd_keys_omitted has %d series (%v), want one per table", omitted, err)
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
 		}
-		mfs, _ := reg.Gather()
-		var sum float64
+		counts := map[string]tableCounts{}
 		for _, mf := range mfs {
-			if mf.GetName() == "hotkeyd_keys_omitted" {
-				for _, m := range mf.GetMetric() {
-					sum += m.GetGauge().GetValue()
+			for _, m := range mf.GetMetric() {
+				var table string
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "table" {
+						table = l.GetValue()
+					}
 				}
+				c := counts[table]
+				switch mf.GetName() {
+				case "hotkeyd_keys_omitted":
+					c.omitted = m.GetGauge().GetValue()
+				case "hotkeyd_partition_keys_distinct":
+					c.distinct = m.GetGauge().GetValue()
+				default:
+					continue
+				}
+				counts[table] = c
 			}
 		}
-		return n, sum
+		return n, counts
 	}
-	small, smallOmitted := series(100)
-	big, bigOmitted := series(distinct)
+	small, _ := series(100)
+	big, counts := series(distinct)
 	if small != big {
 		t.Errorf("%d series with 100 distinct keys per table, %d with %d", small, big, distinct)
 	}
-	// 2 tables × 2 classes × 10 keys exported.
-	if want := float64(2*distinct - 2*2*DefaultTopN); bigOmitted != want {
-		t.Errorf("hotkeyd_keys_omitted sums to %v, want %v", bigOmitted, want)
+	if len(counts) != 2 {
+		t.Fatalf("omitted and distinct counts for %d tables, want 2: %v", len(counts), counts)
 	}
-	if want := float64(2*100 - 2*2*DefaultTopN); smallOmitted != want {
-		t.Errorf("hotkeyd_keys_omitted sums to %v with 100 keys, want %v", smallOmitted, want)
+	for table, c := range counts {
+		// Both classes export DefaultTopN keys, disjoint here; the rest of
+		// the (estimated) distinct keys are the omitted ones.
+		if want := c.distinct - 2*DefaultTopN; c.omitted != want {
+			t.Errorf("%s: hotkeyd_keys_omitted = %v, want %v (distinct %v - %d exported)", table, c.omitted, want, c.distinct, 2*DefaultTopN)
+		}
+		if math.Abs(c.distinct-float64(distinct)) > 0.03*float64(distinct) {
+			t.Errorf("%s: distinct keys %v, want %d within 3%%", table, c.distinct, distinct)
+		}
 	}
 }
