@@ -55,6 +55,12 @@ func Table() Dashboard {
 			Target{Expr: `max by (shard) (hotkeyd_stream_iterator_age_seconds` + t + `)`, LegendFormat: "{{shard}}"}),
 		l.timeSeries("Shards by state", "The table's stream shards by state.", "short", 12, 8,
 			Target{Expr: `sum by (state) (hotkeyd_stream_shards` + t + `)`, LegendFormat: "{{state}}"}),
+		l.timeSeries("Stream reads per second", "Stream records read (Time to Live deletes among them, which are not client writes) and GetRecords calls per second.", "short", 12, 8,
+			Target{Expr: `sum(rate(hotkeyd_stream_records_total` + t + `[$__rate_interval]))`, LegendFormat: "records"},
+			Target{Expr: `sum(rate(hotkeyd_stream_ttl_deletes_total` + t + `[$__rate_interval]))`, LegendFormat: "TTL deletes"},
+			Target{Expr: `sum(rate(hotkeyd_stream_get_records_calls_total` + t + `[$__rate_interval]))`, LegendFormat: "GetRecords calls"}),
+		l.timeSeries("Trimmed gaps", "Times unread records had been trimmed (older than 24 h) and the reader skipped to the oldest record left. Any increase means lost records.", "short", 12, 8,
+			Target{Expr: `sum(increase(hotkeyd_stream_trimmed_gaps_total` + t + `[$__rate_interval]))`, LegendFormat: "gaps"}),
 	)
 
 	tmpl := variables(

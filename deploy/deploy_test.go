@@ -687,3 +687,29 @@ func TestConfigMapPassesConfigCheck(t *testing.T) {
 		t.Errorf("hotkeyd --config.check accepted threshold 2:\n%s", out)
 	}
 }
+
+// Every alert's runbook_url anchor resolves: docs/monitoring.md has a
+// heading named after the alert (GitHub's anchor is the lowercased name).
+func TestRunbookSectionsExist(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "monitoring.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	headings := map[string]bool{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if h, ok := strings.CutPrefix(line, "### "); ok {
+			headings[strings.ToLower(strings.TrimSpace(h))] = true
+		}
+	}
+	for _, g := range readRules(t).Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			_, anchor, _ := strings.Cut(r.Annotations["runbook_url"], "#")
+			if !headings[anchor] {
+				t.Errorf("alert %s: docs/monitoring.md has no section %q for its runbook_url", r.Alert, anchor)
+			}
+		}
+	}
+}
