@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -262,4 +263,33 @@ func TestCardinalityBounded(t *testing.T) {
 			t.Errorf("%s: distinct keys %v, want %d within 3%%", table, c.distinct, distinct)
 		}
 	}
+}
+
+// TestLiveConcurrent publishes while the collector and the API read; the
+// race detector checks that nothing is shared unsafely.
+func TestLiveConcurrent(t *testing.T) {
+	live := NewLive(nil)
+	c := NewCollector(live, CollectorConfig{Masker: mustMasker(t, KeysHash, "k")})
+	h := hotkeysHandler{live: live, masker: mustMasker(t, KeysHash, "k")}
+	snap, rep := handState()
+	live.Update(snap, rep)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			s, r := handState()
+			live.Update(s, r)
+		}
+	}()
+	for range 200 {
+		if n := testutil.CollectAndCount(c); n == 0 {
+			t.Fatal("no metrics")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/hotkeys", nil))
+		if rec.Code != 200 {
+			t.Fatalf("API = %d", rec.Code)
+		}
+	}
+	<-done
 }
