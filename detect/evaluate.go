@@ -32,6 +32,8 @@ type table struct {
 	// one instant (all events with one timestamp) is taken as one second
 	// rather than dividing by zero.
 	seconds float64
+	// rankedTop caches ranked per class.
+	rankedTop [ingest.NumClasses][]sketch.KeyStat
 }
 
 func evaluateTable(ts *sketch.TableSnapshot, s Settings) TableReport {
@@ -111,15 +113,24 @@ func (t *table) severity(c ingest.Class, rate float64) string {
 	return SeverityWarning
 }
 
-// ranked returns the class's tracked keys heaviest first, ties by key.
+// ranked returns the class's tracked keys heaviest first, ties by key. The
+// slice is shared: callers must not modify it.
 func (t *table) ranked(c ingest.Class) []sketch.KeyStat {
+	if t.rankedTop[c] != nil || len(t.Classes[c].Top) == 0 {
+		return t.rankedTop[c]
+	}
 	top := slices.Clone(t.Classes[c].Top)
-	slices.SortStableFunc(top, func(a, b sketch.KeyStat) int {
+	// Stores already rank their keys; sort only if this one did not.
+	order := func(a, b sketch.KeyStat) int {
 		if a.Units != b.Units {
 			return cmp.Compare(b.Units, a.Units)
 		}
 		return cmp.Compare(a.Key, b.Key)
-	})
+	}
+	if !slices.IsSortedFunc(top, order) {
+		slices.SortFunc(top, order)
+	}
+	t.rankedTop[c] = top
 	return top
 }
 

@@ -26,7 +26,7 @@ func (t *table) keyFindings(c ingest.Class) []Finding {
 		hot := active && share >= t.s.Threshold
 		ceiling := t.nearCeiling(c, rate)
 		if !hot && !ceiling {
-			continue
+			break // keys are ranked: no lighter key is hot or near the ceiling
 		}
 		ev := &Evidence{
 			WindowSeconds: t.seconds,
