@@ -119,15 +119,17 @@ func (t *table) ranked(c ingest.Class) []sketch.KeyStat {
 	if t.rankedTop[c] != nil || len(t.Classes[c].Top) == 0 {
 		return t.rankedTop[c]
 	}
-	top := slices.Clone(t.Classes[c].Top)
-	// Stores already rank their keys; sort only if this one did not.
+	// Stores already rank their keys; copy and sort only if this one did
+	// not (the snapshot is shared and must not be modified).
 	order := func(a, b sketch.KeyStat) int {
 		if a.Units != b.Units {
 			return cmp.Compare(b.Units, a.Units)
 		}
 		return cmp.Compare(a.Key, b.Key)
 	}
+	top := t.Classes[c].Top
 	if !slices.IsSortedFunc(top, order) {
+		top = slices.Clone(top)
 		slices.SortFunc(top, order)
 	}
 	t.rankedTop[c] = top
