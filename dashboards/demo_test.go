@@ -8,16 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/demo"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
-
-type plantedKey struct{ table, key string }
 
 // startDemo starts hotkeyd on a workload with a planted hot key and returns
 // the process and the planted keys. Until the built-in demo workload is in
 // the binary it runs `hotkeyd run` on JSON lines written to its stdin: 500
 // users of table orders, one of them (USER#42) taking a quarter of the writes.
-func startDemo(t *testing.T) (*testenv.Hotkeyd, []plantedKey) {
+func startDemo(t *testing.T) (*testenv.Hotkeyd, []demo.Plant) {
 	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "hotkeyd.yaml")
 	if err := os.WriteFile(cfg, []byte("window: 10s\nsources:\n  - type: jsonl\n    paths: [\"-\"]\n"), 0o644); err != nil {
@@ -45,5 +45,5 @@ func startDemo(t *testing.T) (*testenv.Hotkeyd, []plantedKey) {
 		}
 	}()
 	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{Stdin: pr}, "run", "--config.file="+cfg)
-	return h, []plantedKey{{"orders", "USER#42"}}
+	return h, []demo.Plant{{Table: "orders", Key: "USER#42", Class: ingest.Write, Findings: []string{"hot_key"}}}
 }

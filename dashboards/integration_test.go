@@ -72,6 +72,16 @@ func variableQuery(t *testing.T, q string) (expr, label string) {
 	return fmt.Sprintf("group by (%s) (%s)", m[2], m[1]), m[2]
 }
 
+// alertForKind names the alert that fires for each finding kind of
+// hotkeyd_hot_key.
+var alertForKind = map[string]string{
+	"hot_key":          "HotKey",
+	"partition_limit":  "HotKeyNearPartitionLimit",
+	"low_cardinality":  "LowCardinalityPartitionKey",
+	"time_ordered_key": "TimeOrderedPartitionKey",
+	"hot_partition":    "HotPartition",
+}
+
 // corePanels must show data while hotkeyd demo runs: the traffic, the top
 // keys and the findings.
 var corePanels = map[string][]string{
@@ -130,7 +140,13 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 		t.Fatalf("no demo traffic in Prometheus: %v; targets %+v\n%s", err, targets, prom.Output())
 	}
 
-	table := planted[0].table
+	table := ""
+	for _, p := range planted {
+		if slices.Contains(p.Findings, "hot_key") && p.Index == "" {
+			table = p.Table
+			break
+		}
+	}
 	t.Run("dashboard queries", func(t *testing.T) {
 		for name, d := range All() {
 			for _, q := range d.Queries() {
@@ -233,28 +249,59 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 		}
 	})
 
-	t.Run("HotKey alert for the planted key", func(t *testing.T) {
-		var last []testenv.Alert
-		err := prom.WaitFor(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
-			alerts, err := prom.Alerts(ctx)
-			if err == nil {
-				last = alerts
+	// The planted anti-patterns raise their alerts: above all HotKey for
+	// the planted hot keys, and the alert of every other planted finding.
+	t.Run("alerts for the planted keys", func(t *testing.T) {
+		type want struct{ alert, table, class, key string }
+		var wants []want
+		for _, p := range planted {
+			table := p.Table
+			if p.Index != "" {
+				table += "/" + p.Index
 			}
-			for _, a := range alerts {
-				for _, p := range planted {
-					if a.Labels["alertname"] == "HotKey" && a.Labels["table"] == p.table && a.Labels["key"] == p.key &&
-						(a.State == "pending" || a.State == "firing") {
-						if !strings.Contains(a.Annotations["description"], p.key) || a.Labels["severity"] != "warning" {
-							return false, fmt.Errorf("HotKey alert %+v lacks the key or severity", a)
-						}
-						return true, nil
-					}
+			for _, kind := range p.Findings {
+				w := want{alert: alertForKind[kind], table: table, class: p.Class.String()}
+				if w.alert == "" {
+					t.Fatalf("no alert for finding kind %q", kind)
+				}
+				if kind == "hot_key" || kind == "partition_limit" {
+					w.key = p.Key
+				}
+				wants = append(wants, w)
+			}
+		}
+		if !slices.ContainsFunc(wants, func(w want) bool { return w.alert == "HotKey" && w.key != "" }) {
+			t.Fatalf("no planted hot key among %+v", planted)
+		}
+		var last []testenv.Alert
+		var missing []want
+		err := prom.WaitFor(ctx, 40*time.Second, func(ctx context.Context) (bool, error) {
+			alerts, err := prom.Alerts(ctx)
+			if err != nil {
+				return false, err
+			}
+			last, missing = alerts, nil
+			for _, w := range wants {
+				found := slices.ContainsFunc(alerts, func(a testenv.Alert) bool {
+					return a.Labels["alertname"] == w.alert && a.Labels["table"] == w.table && a.Labels["class"] == w.class &&
+						(w.key == "" || a.Labels["key"] == w.key) && (a.State == "pending" || a.State == "firing")
+				})
+				if !found {
+					missing = append(missing, w)
 				}
 			}
-			return false, err
+			return len(missing) == 0, nil
 		})
 		if err != nil {
-			t.Errorf("no HotKey alert for planted keys %v: %v; active alerts: %+v", planted, err, last)
+			t.Errorf("alerts never went pending or firing: %+v (%v); active alerts: %+v", missing, err, last)
+		}
+		for _, a := range last {
+			if a.Labels["alertname"] == "HotKey" && !strings.Contains(a.Annotations["description"], a.Labels["key"]) {
+				t.Errorf("HotKey alert %+v: description does not name the key", a)
+			}
+			if a.Annotations["runbook_url"] == "" || a.Labels["severity"] == "" {
+				t.Errorf("alert %+v has no runbook_url or severity", a)
+			}
 		}
 	})
 	t.Logf("wall time %s", time.Since(start).Round(time.Millisecond))
