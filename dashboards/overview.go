@@ -23,11 +23,20 @@ func Overview() Dashboard {
 		l.stat("Keys left out", "Distinct partition keys of the window outside the exported top keys (they have no per-key series).", "short",
 			`sum(hotkeyd_keys_omitted`+all+`) or vector(0)`, 4, 4, nil),
 	)
+	findings := l.findingsTable("Hot keys now, with advice",
+		"Every finding the detector flags now: the table, the class (read or write), the key (empty for table-wide findings; the stream shard for hot_partition), the kind of finding and the recommended fix. See docs/monitoring.md for what to do. Click a table to drill down.",
+		`max by (table, class, key, kind, recommendation) (hotkeyd_hot_key`+all+` == 1)`,
+		[]string{"table", "class", "key", "kind", "recommendation"}, 14, 9)
+	// Each table name links to the drill-down dashboard for it.
+	findings.FieldConfig.Overrides = []any{map[string]any{
+		"matcher": map[string]any{"id": "byName", "options": "Table"},
+		"properties": []any{map[string]any{"id": "links", "value": []any{map[string]any{
+			"title": "hotkeyd / Table: ${__value.raw}",
+			"url":   "/d/hotkeyd-table/hotkeyd-table?${__url_time_range}&${datasource:queryparam}&${job:queryparam}&${instance:queryparam}&var-table=${__value.raw}",
+		}}}},
+	}}
 	panels = append(panels,
-		l.findingsTable("Hot keys now, with advice",
-			"Every finding the detector flags now: the table, the class (read or write), the key (empty for table-wide findings; the stream shard for hot_partition), the kind of finding and the recommended fix. See docs/monitoring.md for what to do.",
-			`max by (table, class, key, kind, recommendation) (hotkeyd_hot_key`+all+` == 1)`,
-			[]string{"table", "class", "key", "kind", "recommendation"}, 14, 9),
+		findings,
 		l.shareBarGauge("Top keys' share now",
 			"The heaviest partition keys' share of their table's units of one class over the sliding window. Orange from 10 % (the default hot threshold), red from 25 %.",
 			`topk(15, max by (table, class, key) (hotkeyd_key_share`+all+`))`, "{{table}} {{class}} {{key}}", 10, 9),
