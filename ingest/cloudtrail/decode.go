@@ -84,6 +84,8 @@ type Decoder struct {
 	schemas *schemas
 	log     *zap.Logger
 	rep     ingest.Reporter
+	// maxRecord is the record size limit (tests lower it).
+	maxRecord int
 }
 
 // NewDecoder returns a Decoder. tables maps a table name to its key schema,
@@ -97,7 +99,7 @@ func NewDecoder(tables map[string]ingest.KeySchema, log *zap.Logger, rep ingest.
 	if rep == nil {
 		rep = ingest.NopReporter{}
 	}
-	return &Decoder{schemas: newSchemas(tables, log), log: log, rep: rep}
+	return &Decoder{schemas: newSchemas(tables, log), log: log, rep: rep, maxRecord: maxRecord}
 }
 
 // Decode reads one whole input with a new Decoder. See Decoder.Decode.
@@ -180,7 +182,7 @@ func (st *stream) decode(in *trackReader) error {
 		defer zr.Close()
 		r = zr
 	}
-	sc := newScanner(r, maxRecord)
+	sc := newScanner(r, st.d.maxRecord)
 	for st.err == nil {
 		c, err := sc.peekByte()
 		if err == io.EOF {
@@ -347,7 +349,7 @@ func (st *stream) element(sc *scanner, in *trackReader, top bool) error {
 	switch {
 	case err == nil:
 	case errors.Is(err, errTooLong):
-		st.reject(ingest.ReasonTooLong, fmt.Errorf("record over %d bytes", maxRecord))
+		st.reject(ingest.ReasonTooLong, fmt.Errorf("record over %d bytes", st.d.maxRecord))
 		return nil
 	case errors.Is(err, errBroken):
 		st.reject(ingest.ReasonBadJSON, err)

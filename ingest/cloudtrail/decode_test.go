@@ -321,10 +321,17 @@ func TestDecodeContainers(t *testing.T) {
 }
 
 func TestDecodeTooLong(t *testing.T) {
-	big := ev("GetItem", `{"tableName":"T","key":{"id":"x"},"pad":"`+strings.Repeat("x", maxRecord)+`"}`)
-	_, st, col := decodeString(t, records(getItem("a"), big, getItem("b")), nil)
-	if st.Events != 2 || st.Rejected != 1 || !strings.Contains(col.rejected[0], "too_long") {
-		t.Errorf("stats %+v rejected %q: want 2 events and one too_long", st, col.rejected)
+	col := &collector{}
+	d := NewDecoder(nil, nil, col)
+	d.maxRecord = 4096
+	big := ev("GetItem", `{"tableName":"T","key":{"id":"x"},"pad":"`+strings.Repeat("x", d.maxRecord)+`"}`)
+	in := records(getItem("a"), big, getItem("b")) + "\n" + envelope(big) + "\n" + envelope(getItem("c"))
+	st, err := d.Decode(context.Background(), strings.NewReader(in), "f", col)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Events != 3 || st.Rejected != 2 || !strings.Contains(col.rejected[0], "too_long") || !strings.Contains(col.rejected[1], "too_long") {
+		t.Errorf("stats %+v rejected %q: want 3 events and two too_long", st, col.rejected)
 	}
 }
 
