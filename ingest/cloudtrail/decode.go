@@ -373,7 +373,7 @@ func (st *stream) object(v *fastjson.Value, top bool) {
 		if recs := v.Get("Records"); recs != nil {
 			arr, err := recs.Array()
 			if err != nil {
-				st.reject(ingest.ReasonBadType, errors.New("Records is not an array"))
+				st.reject(ingest.ReasonBadType, errors.New("the Records member is not an array"))
 				return
 			}
 			for _, r := range arr {
