@@ -55,3 +55,15 @@ func capitalize(s string) string {
 	}
 	return s
 }
+
+// about words a sort key count, which stores estimate: exact up to 2,
+// "about N" below 100, "over 100" beyond, where estimates saturate.
+func about(n uint64) string {
+	switch {
+	case n <= 2:
+		return strconv.FormatUint(n, 10)
+	case n < 100:
+		return "about " + strconv.FormatUint(n, 10)
+	}
+	return "over 100"
+}

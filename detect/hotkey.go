@@ -98,8 +98,8 @@ func (t *table) adviseKey(c ingest.Class, k *sketch.KeyStat, share, rate float64
 			Kind:        AdviceCalculatedSuffix,
 			SuffixCount: n,
 			Example:     suffixExample(k.Key, n),
-			Text: fmt.Sprintf("Store the items of %s under %s with suffix = hash(sort key) mod %d: its %d sort keys spread over %d partitions, a read of one item computes its suffix and stays a single request, and only a query over the whole collection fans out over %s.",
-				who, suffixExample(k.Key, n), n, k.SortKeys, n, allKeys(n)),
+			Text: fmt.Sprintf("Store the items of %s under %s with suffix = hash(sort key) mod %d: its %s sort keys spread over %d partitions, a read of one item computes its suffix and stays a single request, and only a query over the whole collection fans out over %s.",
+				who, suffixExample(k.Key, n), n, about(k.SortKeys), n, allKeys(n)),
 		}
 	default:
 		n := t.suffixCount(c, rate)
