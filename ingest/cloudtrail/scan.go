@@ -2,6 +2,7 @@ package cloudtrail
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 )
@@ -97,7 +98,8 @@ func (s *scanner) skipLine() {
 }
 
 // value reads the raw bytes of the next JSON value, which starts with
-// '{' or '['. The returned slice is valid until the next call. On
+// '{' or '['. The returned slice is valid until the next call of any
+// scanner method. On
 // errBroken and errTooLong the stream is positioned after the bad value;
 // on errTruncated and read errors it is at the end.
 func (s *scanner) value() ([]byte, error) {
@@ -127,17 +129,36 @@ func (s *scanner) scan(depth int, keep bool) ([]byte, error) {
 		for i := 0; i < len(chunk); i++ {
 			c := chunk[i]
 			if inStr {
-				switch {
-				case esc:
+				if esc {
 					esc = false
-				case c == '\\':
-					esc = true
-				case c == '"':
+					continue
+				}
+				// Jump to the closing quote unless a backslash or a raw
+				// newline comes first (IndexByte is vectorised; strings are
+				// most of a record's bytes).
+				rest := chunk[i:]
+				seg := rest
+				q := bytes.IndexByte(rest, '"')
+				if q >= 0 {
+					seg = rest[:q]
+				}
+				stop := bytes.IndexByte(seg, '\\')
+				if nl := bytes.IndexByte(seg, '\n'); nl >= 0 && (stop < 0 || nl < stop) {
+					stop = nl
+				}
+				switch {
+				case stop < 0 && q < 0:
+					i = len(chunk) - 1
+				case stop < 0:
+					i += q
 					inStr = false
-				case c == '\n':
+				case rest[stop] == '\\':
+					i += stop
+					esc = true
+				default:
 					// JSON strings cannot hold a raw newline: the line was
 					// cut. Resume at the next line.
-					s.r.Discard(i)
+					s.r.Discard(i + stop)
 					return nil, errBroken
 				}
 				continue
@@ -162,18 +183,25 @@ func (s *scanner) scan(depth int, keep bool) ([]byte, error) {
 				depth--
 				if depth <= 0 {
 					n := i + 1
+					out := s.buf
 					if keep && !tooLong {
-						if len(s.buf)+n > s.max {
+						switch {
+						case len(s.buf)+n > s.max:
 							tooLong = true
-						} else {
+						case len(s.buf) == 0:
+							// The whole value is in the read buffer: no
+							// copy. It stays valid until the next read.
+							out = chunk[:n]
+						default:
 							s.buf = append(s.buf, chunk[:n]...)
+							out = s.buf
 						}
 					}
 					s.r.Discard(n)
 					if tooLong {
 						return nil, errTooLong
 					}
-					return s.buf, nil
+					return out, nil
 				}
 			}
 		}
