@@ -1,6 +1,9 @@
 package sketch
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // windowCMS is a count-min sketch per slot of the window, all with the same
 // hash functions, plus their running cell-wise sum.
@@ -22,7 +25,7 @@ import "math"
 // (about 10^9 units of one key in one slot); the sum is uint64.
 type windowCMS struct {
 	depth, width int
-	mask         uint32
+	shift        uint32 // 32 - log2(width)
 	slots        int
 	cells        []uint32 // [slot][row][col]
 	sum          []uint64 // [row][col]
@@ -32,7 +35,7 @@ func newWindowCMS(slots, depth, width int) *windowCMS {
 	return &windowCMS{
 		depth: depth,
 		width: width,
-		mask:  uint32(width - 1),
+		shift: uint32(32 - bits.TrailingZeros(uint(width))),
 		slots: slots,
 		cells: make([]uint32, slots*depth*width),
 		sum:   make([]uint64, depth*width),
@@ -40,13 +43,17 @@ func newWindowCMS(slots, depth, width int) *windowCMS {
 }
 
 // rows computes the column of each row from one 64-bit hash by double
-// hashing (Kirsch & Mitzenmacher): column_j = h1 + j·h2 mod Width, h2 odd so
-// that the columns of the rows differ.
+// hashing (Kirsch & Mitzenmacher): g_j = h1 + j·h2 mod 2^32 with h1, h2
+// the two halves of the hash, and the column is the top log2(Width) bits of
+// g_j. Taking the top bits matters: the low bits of g_j depend only on the
+// low bits of h1 and h2, so two keys equal there (1 in 2^20 at width 1024,
+// so every heavy key has a twin among a million keys) would collide in
+// every row. The top bits depend on all 64.
 func (m *windowCMS) rows(h uint64, idx *[8]uint32) {
 	h1 := uint32(h)
 	h2 := uint32(h>>32) | 1
 	for j := 0; j < m.depth; j++ {
-		idx[j] = (h1 + uint32(j)*h2) & m.mask
+		idx[j] = (h1 + uint32(j)*h2) >> m.shift
 	}
 }
 

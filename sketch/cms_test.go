@@ -77,3 +77,30 @@ func TestCountMinBound(t *testing.T) {
 		})
 	}
 }
+
+// TestCountMinNoTwins guards the column derivation: a key whose hash halves
+// agree with a heavy key's in their low bits must not share all its cells.
+// (With columns taken from the low bits, such twins exist for 1 in 2^20
+// keys at width 1024, and each reads as heavy as the heavy key.)
+func TestCountMinNoTwins(t *testing.T) {
+	m := newWindowCMS(1, 4, 1024)
+	heavy := xxh3.HashString("HEAVY")
+	for range 10_000 {
+		m.add(0, heavy, 1)
+	}
+	const low = 1<<10 - 1
+	var twins int
+	for i := 0; i < 1<<24 && twins < 3; i++ {
+		h := xxh3.HashString(fmt.Sprint("key-", i))
+		if h&low != heavy&low || (h>>32)&low != (heavy>>32)&low {
+			continue
+		}
+		twins++
+		if est := m.windowEstimate(h); est != 0 {
+			t.Errorf("twin key-%d reads %d", i, est)
+		}
+	}
+	if twins == 0 {
+		t.Fatal("found no twin to test")
+	}
+}

@@ -1,0 +1,479 @@
+package sketch
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	boom "github.com/tylertreat/BoomFilters"
+	"github.com/go-kratos/aegis/topk"
+	"github.com/ulikunitz/xz"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// The heavy-hitter benchmarks feed whole workloads (one iteration = the whole
+// workload; run with -benchtime=1x) into each implementation and report:
+//
+//	ns/update      wall time per event
+//	bytes          heap held by the implementation after the workload
+//	precision@10   share of the reported top 10 in the true top 10
+//	precision@100  share of the reported top 100 in the true top 100
+//	share-err-pp   mean |estimated - true| share of the reported top 10, in
+//	               percentage points
+//
+// Trace workloads with several tables (cache2k ORM: type = table) average the
+// accuracy metrics over the tables with at least 100 distinct keys.
+//
+// Implementations: hotkeyd (Store.Put with the default live configuration and
+// a frozen clock, so the whole workload lands in one 5 s slot of the 60 s
+// window), exact (a map per table), boom-topk (tylertreat/BoomFilters TopK:
+// count-min + heap) and heavykeeper (go-kratos/aegis/topk). The peers get per
+// table the memory hotkeyd's heavy-hitter state of one class takes:
+// count-min ring and running sum plus candidates (peerBudget).
+
+// workload is a sequence of accesses to keys of tables.
+type workload struct {
+	name     string
+	tables   []string
+	keys     []string // distinct partition keys
+	keyBytes [][]byte // the same, for byte-slice APIs
+	tbl      []uint8  // per access: table index
+	pk       []uint32 // per access: key index
+	sk       []uint16 // per access: sort key (empty: none)
+	skNames  []string
+	exact    []map[uint32]uint64 // per table: exact counts
+	perTable []uint64            // per table: accesses
+}
+
+func (w *workload) finish() {
+	w.keyBytes = make([][]byte, len(w.keys))
+	for i, k := range w.keys {
+		w.keyBytes[i] = []byte(k)
+	}
+	w.exact = make([]map[uint32]uint64, len(w.tables))
+	w.perTable = make([]uint64, len(w.tables))
+	for i := range w.exact {
+		w.exact[i] = map[uint32]uint64{}
+	}
+	for i, k := range w.pk {
+		w.exact[w.tbl[i]][k]++
+		w.perTable[w.tbl[i]]++
+	}
+}
+
+const (
+	benchKeys    = 1_000_000
+	benchUpdates = 10_000_000
+)
+
+var (
+	workloadsMu sync.Mutex
+	workloads   = map[string]*workload{}
+)
+
+// getWorkload builds a workload once per process.
+func getWorkload(b *testing.B, name string) *workload {
+	workloadsMu.Lock()
+	defer workloadsMu.Unlock()
+	if w, ok := workloads[name]; ok {
+		if w == nil {
+			b.Skip("workload unavailable")
+		}
+		return w
+	}
+	w, err := buildWorkload(name)
+	if err != nil {
+		workloads[name] = nil
+		b.Skip(err)
+	}
+	workloads[name] = w
+	return w
+}
+
+func buildWorkload(name string) (*workload, error) {
+	switch name {
+	case "zipf0.8", "zipf1.0", "zipf1.2":
+		s, _ := strconv.ParseFloat(name[4:], 64)
+		w := &workload{name: name, tables: []string{"bench"}}
+		w.keys = make([]string, benchKeys)
+		for i := range w.keys {
+			w.keys[i] = keyName(i)
+		}
+		z := newZipf(benchKeys, s, 20261122)
+		w.pk = make([]uint32, benchUpdates)
+		w.tbl = make([]uint8, benchUpdates)
+		// Ranks are shuffled onto keys so that hot keys are not the
+		// smallest strings.
+		perm := z.rng.Perm(benchKeys)
+		for i := range w.pk {
+			w.pk[i] = uint32(perm[z.next()])
+		}
+		w.finish()
+		return w, nil
+	case "orm-busy":
+		return ormTrace(filepath.Join(dataDir(), "traces", "cache2k", "orm-busy.trace.xz"))
+	case "scarab":
+		return scarabTrace(filepath.Join(dataDir(), "traces", "scarab", "scarab-recs.trace.xz"))
+	}
+	return nil, fmt.Errorf("unknown workload %q", name)
+}
+
+// dataDir is the shared sample data beside the repository.
+func dataDir() string { return filepath.Join("..", "..", "shared", "data") }
+
+func openXZ(path string) (io.Reader, func() error, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil, fmt.Errorf("trace %s not found: the benchmark needs ../shared/data beside the repository", path)
+		}
+		return nil, nil, err
+	}
+	r, err := xz.NewReader(bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return bufio.NewReaderSize(r, 1<<20), f.Close, nil
+}
+
+// ormTrace reads a cache2k ORM trace: big-endian int32 accesses packing
+// type (bits 27-31), id (9-26) and index (0-8), read as table, partition
+// key and sort key.
+func ormTrace(path string) (*workload, error) {
+	r, closeFn, err := openXZ(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = closeFn() }()
+	w := &workload{name: "orm-busy"}
+	tables := map[uint32]uint8{}
+	keys := map[uint64]uint32{}
+	var buf [4]byte
+	for {
+		if _, err := io.ReadFull(r, buf[:]); err != nil {
+			break
+		}
+		v := binary.BigEndian.Uint32(buf[:])
+		typ, id, idx := v>>27, (v>>9)&(1<<18-1), v&(1<<9-1)
+		ti, ok := tables[typ]
+		if !ok {
+			ti = uint8(len(w.tables))
+			tables[typ] = ti
+			w.tables = append(w.tables, fmt.Sprintf("orm-type-%d", typ))
+		}
+		kk := uint64(typ)<<32 | uint64(id)
+		ki, ok := keys[kk]
+		if !ok {
+			ki = uint32(len(w.keys))
+			keys[kk] = ki
+			w.keys = append(w.keys, fmt.Sprintf("ENTITY#%d", id))
+		}
+		w.tbl = append(w.tbl, ti)
+		w.pk = append(w.pk, ki)
+		w.sk = append(w.sk, uint16(idx))
+	}
+	w.skNames = make([]string, 1<<9)
+	for i := range w.skNames {
+		w.skNames[i] = fmt.Sprintf("IDX#%03d", i)
+	}
+	w.finish()
+	return w, nil
+}
+
+// scarabTrace reads the scarab trace: big-endian int64 keys.
+func scarabTrace(path string) (*workload, error) {
+	r, closeFn, err := openXZ(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = closeFn() }()
+	w := &workload{name: "scarab", tables: []string{"recs"}}
+	keys := map[uint64]uint32{}
+	var buf [8]byte
+	for {
+		if _, err := io.ReadFull(r, buf[:]); err != nil {
+			break
+		}
+		v := binary.BigEndian.Uint64(buf[:])
+		ki, ok := keys[v]
+		if !ok {
+			ki = uint32(len(w.keys))
+			keys[v] = ki
+			w.keys = append(w.keys, strconv.FormatUint(v, 10))
+		}
+		w.tbl = append(w.tbl, 0)
+		w.pk = append(w.pk, ki)
+	}
+	w.finish()
+	return w, nil
+}
+
+// ranked is one reported key of one table.
+type ranked struct {
+	key   uint32
+	count float64
+}
+
+// hhImpl is one heavy-hitter implementation under test.
+type hhImpl interface {
+	// feed counts the whole workload.
+	feed(w *workload)
+	// top returns a table's heaviest keys, heaviest first, at most n.
+	top(w *workload, table, n int) []ranked
+}
+
+// peerBudget is the memory given to each peer per table: what hotkeyd's
+// heavy-hitter state of one class takes at the default configuration.
+func peerBudget() int {
+	c := DefaultConfig()
+	cms := c.SubWindows*c.Depth*c.Width*4 + c.Depth*c.Width*8
+	cand := c.Candidates * (candidateFixedBytes + c.SubWindows*12 + 24 + 16)
+	return cms + cand
+}
+
+type hotkeydImpl struct {
+	store *Store
+	keyIx map[string]uint32
+}
+
+func (h *hotkeydImpl) feed(w *workload) {
+	now := t0
+	h.store, _ = NewStore(DefaultConfig(), func() time.Time { return now })
+	batch := make([]ingest.Event, 1024)
+	ctx := context.Background()
+	for i := 0; i < len(w.pk); i += len(batch) {
+		n := min(len(batch), len(w.pk)-i)
+		for j := range n {
+			e := &batch[j]
+			*e = ingest.Event{Table: w.tables[w.tbl[i+j]], PK: w.keys[w.pk[i+j]], Class: ingest.Write, Units: 1}
+			if w.sk != nil {
+				e.SK = w.skNames[w.sk[i+j]]
+			}
+		}
+		_ = h.store.Put(ctx, batch[:n])
+	}
+}
+
+func (h *hotkeydImpl) top(w *workload, table, n int) []ranked {
+	if h.keyIx == nil {
+		h.keyIx = make(map[string]uint32, len(w.keys))
+		for i, k := range w.keys {
+			h.keyIx[k] = uint32(i)
+		}
+	}
+	var out []ranked
+	for _, ts := range h.store.Snapshot().Tables {
+		if ts.Table != w.tables[table] {
+			continue
+		}
+		for _, k := range ts.Classes[ingest.Write].Top {
+			out = append(out, ranked{key: h.keyIx[k.Key], count: k.Units})
+		}
+	}
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+type exactImpl struct{ counts []map[string]uint64 }
+
+func (e *exactImpl) feed(w *workload) {
+	e.counts = make([]map[string]uint64, len(w.tables))
+	for i := range e.counts {
+		e.counts[i] = map[string]uint64{}
+	}
+	for i, k := range w.pk {
+		e.counts[w.tbl[i]][w.keys[k]]++
+	}
+}
+
+func (e *exactImpl) top(w *workload, table, n int) []ranked {
+	ix := map[string]uint32{}
+	for i, k := range w.keys {
+		ix[k] = uint32(i)
+	}
+	var out []ranked
+	for k, c := range e.counts[table] {
+		out = append(out, ranked{key: ix[k], count: float64(c)})
+	}
+	sortRanked(out)
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+type boomImpl struct{ tk []*boom.TopK }
+
+func (p *boomImpl) feed(w *workload) {
+	// Depth 4 as hotkeyd (δ = e^-4); width from the budget, 8-byte counters.
+	width := peerBudget() / (4 * 8)
+	p.tk = make([]*boom.TopK, len(w.tables))
+	for i := range p.tk {
+		p.tk[i] = boom.NewTopK(math.E/float64(width), math.Exp(-4)+1e-9, 100)
+	}
+	for i, k := range w.pk {
+		p.tk[w.tbl[i]].Add(w.keyBytes[k])
+	}
+}
+
+func (p *boomImpl) top(w *workload, table, n int) []ranked {
+	ix := map[string]uint32{}
+	for i, k := range w.keys {
+		ix[k] = uint32(i)
+	}
+	var out []ranked
+	for _, e := range p.tk[table].Elements() {
+		out = append(out, ranked{key: ix[string(e.Data)], count: float64(e.Freq)})
+	}
+	sortRanked(out)
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+type heavyKeeperImpl struct{ hk []topk.Topk }
+
+func (p *heavyKeeperImpl) feed(w *workload) {
+	// The paper's setting: 2 rows, decay base 1.08; 8-byte buckets.
+	width := uint32(peerBudget() / (2 * 8))
+	p.hk = make([]topk.Topk, len(w.tables))
+	for i := range p.hk {
+		p.hk[i] = topk.NewHeavyKeeper(100, width, 2, 1/1.08, 0)
+	}
+	for i, k := range w.pk {
+		p.hk[w.tbl[i]].Add(w.keys[k], 1)
+	}
+}
+
+func (p *heavyKeeperImpl) top(w *workload, table, n int) []ranked {
+	ix := map[string]uint32{}
+	for i, k := range w.keys {
+		ix[k] = uint32(i)
+	}
+	var out []ranked
+	for _, e := range p.hk[table].List() {
+		out = append(out, ranked{key: ix[e.Key], count: float64(e.Count)})
+	}
+	sortRanked(out)
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+func sortRanked(r []ranked) {
+	sort.Slice(r, func(i, j int) bool {
+		if r[i].count != r[j].count {
+			return r[i].count > r[j].count
+		}
+		return r[i].key < r[j].key
+	})
+}
+
+// accuracy computes precision@10, precision@100 and the top-10 share error
+// of one table.
+func accuracy(w *workload, table int, got []ranked) (p10, p100, shareErr float64) {
+	exact := w.exact[table]
+	truth := make([]ranked, 0, len(exact))
+	for k, c := range exact {
+		truth = append(truth, ranked{key: k, count: float64(c)})
+	}
+	sortRanked(truth)
+	prec := func(n int) float64 {
+		if len(truth) == 0 {
+			return 1
+		}
+		n = min(n, len(truth))
+		cut := truth[n-1].count // keys tied with the n-th count as hits
+		hit := 0
+		for _, r := range got[:min(n, len(got))] {
+			if float64(exact[r.key]) >= cut {
+				hit++
+			}
+		}
+		return float64(hit) / float64(n)
+	}
+	total := float64(w.perTable[table])
+	var sum float64
+	n := min(10, len(got))
+	for _, r := range got[:n] {
+		sum += math.Abs(r.count-float64(exact[r.key])) / total * 100
+	}
+	if n > 0 {
+		sum /= float64(n)
+	}
+	return prec(10), prec(100), sum
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+func BenchmarkHeavyHitters(b *testing.B) {
+	impls := []struct {
+		name string
+		make func() hhImpl
+	}{
+		{"hotkeyd", func() hhImpl { return &hotkeydImpl{} }},
+		{"exact", func() hhImpl { return &exactImpl{} }},
+		{"boom-topk", func() hhImpl { return &boomImpl{} }},
+		{"heavykeeper", func() hhImpl { return &heavyKeeperImpl{} }},
+	}
+	for _, wl := range []string{"zipf0.8", "zipf1.0", "zipf1.2", "orm-busy", "scarab"} {
+		b.Run(wl, func(b *testing.B) {
+			w := getWorkload(b, wl)
+			for _, im := range impls {
+				b.Run(im.name, func(b *testing.B) {
+					var impl hhImpl
+					var bytes uint64
+					for range b.N {
+						b.StopTimer()
+						impl = im.make()
+						before := heapInUse()
+						b.StartTimer()
+						impl.feed(w)
+						b.StopTimer()
+						bytes = heapInUse() - min(before, heapInUse())
+						b.StartTimer()
+					}
+					b.StopTimer()
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(w.pk)), "ns/update")
+					b.ReportMetric(float64(bytes), "bytes")
+					var p10, p100, se float64
+					var n int
+					for t := range w.tables {
+						if len(w.exact[t]) < 100 && len(w.tables) > 1 {
+							continue
+						}
+						a, c, d := accuracy(w, t, impl.top(w, t, 100))
+						p10, p100, se = p10+a, p100+c, se+d
+						n++
+					}
+					b.ReportMetric(p10/float64(n), "precision@10")
+					b.ReportMetric(p100/float64(n), "precision@100")
+					b.ReportMetric(se/float64(n), "share-err-pp")
+				})
+			}
+		})
+	}
+}
