@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 )
 
@@ -36,7 +37,13 @@ func newSource(sc SourceConfig, d sourceDeps) (ingest.Source, error) {
 	case sourceStreams:
 		return nil, fmt.Errorf("source type %s is not available in this build", sc.Type)
 	case sourceCloudTrail:
-		return nil, fmt.Errorf("source type %s is not available in this build", sc.Type)
+		// Follows a delivery folder; the files read are listed in
+		// checkpoint_dir so a restart does not count them again.
+		return cloudtrail.New(cloudtrail.Config{
+			Paths:         sc.Paths,
+			CheckpointDir: sc.CheckpointDir,
+			Tables:        d.tables,
+		}, d.log, d.reporter)
 	}
 	return nil, fmt.Errorf("unknown source type %q", sc.Type)
 }
