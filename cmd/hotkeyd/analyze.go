@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -25,6 +26,8 @@ import (
 // never expires, then one report. A file that cannot be read is named on
 // stderr and the others are still reported; the exit status is then 1.
 func runAnalyze(f *flags, io stdio) int {
+	// The progress line and the reporter write stderr from two goroutines.
+	io.stderr = &lockedWriter{w: io.stderr}
 	cfg, err := loadConfig(f, false)
 	if err != nil {
 		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
@@ -90,9 +93,12 @@ func analyzeFile(ctx context.Context, name string, io stdio, schemas map[string]
 	} else {
 		fh, err := os.Open(name)
 		if err != nil {
-			return errors.Unwrap(err) // the *PathError already names the file on our side
+			return bareError(err)
 		}
 		defer fh.Close()
+		if st, err := fh.Stat(); err == nil && st.IsDir() {
+			return errors.New("is a directory")
+		}
 		raw.r = fh
 	}
 	plain, closeFn, err := decompress(bufio.NewReaderSize(&raw, 1<<16))
@@ -108,7 +114,17 @@ func analyzeFile(ctx context.Context, name string, io stdio, schemas map[string]
 	counted := &countingSink{next: sink}
 	stop := startProgress(io.stderr, name, &raw.n, &counted.n)
 	defer stop()
-	return decode(ctx, in, counted, rep)
+	return bareError(decode(ctx, in, counted, rep))
+}
+
+// bareError drops the file name an *fs.PathError repeats: analyze prints
+// every file error as "hotkeyd: NAME: error".
+func bareError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // jsonlFields returns the field names of the config's first jsonl source:
@@ -222,3 +238,15 @@ var (
 	_ ingest.Reporter = (*analyzeReporter)(nil)
 	_ ingest.Sink     = (*countingSink)(nil)
 )
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -122,7 +122,12 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	analyzeCmd.Arg("file", `Input files; "-" is stdin.`).Required().StringsVar(&f.files)
 	versionCmd := app.Command("version", "Print the version, revision and Go version.")
 
-	cmd, err := app.Parse(args)
+	cmd, err := app.Parse(protectStdinArgs(args))
+	for i, name := range f.files {
+		if name == stdinArg {
+			f.files[i] = "-"
+		}
+	}
 	if exit >= 0 {
 		return exit
 	}
@@ -142,6 +147,21 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	fmt.Fprintf(stderr, "hotkeyd: unknown command %q\n", cmd)
 	return 2
+}
+
+// stdinArg stands for a "-" argument while kingpin parses: kingpin turns a
+// bare "-" into an empty string.
+const stdinArg = "\x00stdin"
+
+func protectStdinArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "-" {
+			a = stdinArg
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // loadConfig reads the config file and applies the flags that override it.

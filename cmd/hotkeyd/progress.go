@@ -88,6 +88,9 @@ func humanBytes(n int64) string {
 
 // isTerminal reports whether w is a character device (a terminal).
 func isTerminal(w io.Writer) bool {
+	if lw, ok := w.(*lockedWriter); ok {
+		w = lw.w
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

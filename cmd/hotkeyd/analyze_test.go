@@ -1,0 +1,90 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+func writeGzip(t testing.TB, path string, data []byte) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKeySchemas(t *testing.T) {
+	got, err := keySchemas(map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist"}, "orders": {PartitionKey: "x"}},
+		[]string{"orders=PK,SK", "sessions=id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]ingest.KeySchema{
+		"Music":    {PartitionKey: "Artist"},
+		"orders":   {PartitionKey: "PK", SortKey: "SK"},
+		"sessions": {PartitionKey: "id"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %+v, want %+v", k, got[k], v)
+		}
+	}
+	for _, bad := range []string{"orders", "=PK", "orders=", "orders=a,b,c"} {
+		if _, err := keySchemas(nil, []string{bad}); err == nil {
+			t.Errorf("--key-schema %q accepted", bad)
+		}
+	}
+}
+
+func TestLooksLikeCloudTrail(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"Records":[{"eventVersion":"1.08"}]}`:                                       true,
+		"\n  { \"Records\" : []}":                                                     true,
+		`[{"eventSource":"dynamodb.amazonaws.com"}]`:                                  true,
+		`{"version":"0","detail":{"eventSource":"dynamodb.amazonaws.com"}}`:           true,
+		`{"ts":"2026-11-22T10:00:00Z","table":"orders","pk":"USER#1","op":"PutItem"}`: false,
+		``:         false,
+		`garbage`:  false,
+		`{"pk":1}`: false,
+	} {
+		if got := looksLikeCloudTrail([]byte(in)); got != want {
+			t.Errorf("looksLikeCloudTrail(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestHumanNumbers(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{humanCount(999), "999"},
+		{humanCount(450_123), "450k"},
+		{humanCount(1_234_567), "1.2M"},
+		{humanBytes(310_000_000), "310 MB"},
+		{humanBytes(2_500_000_000), "2.5 GB"},
+		{groupDigits(1234567), "1,234,567"},
+		{groupDigits(12), "12"},
+		{progressLine("access.log", 1_200_000, 310_000_000, 2_666_666_667), "read 1.2M events (310 MB) from access.log, 450k/s"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
