@@ -275,7 +275,8 @@ func (m *KeyMasker) maskFinding(f detect.Finding, pairs []replacement) detect.Fi
 }
 
 // replaceKeys replaces the keys of pairs in s where they stand as a whole
-// word: a key "1" must not turn "1 item" or "10%" into a hash.
+// word: a key "1" must not turn "10%", "1.5 RCU/s" or the suffix of
+// "1#0 .. 1#3" into a hash.
 func replaceKeys(s string, pairs []replacement) string {
 	if s == "" || len(pairs) == 0 {
 		return s
@@ -288,8 +289,11 @@ func replaceKeys(s string, pairs []replacement) string {
 				continue
 			}
 			end := i + len(p.from)
-			if i > 0 && isWordByte(s[i-1]) && isWordByte(p.from[0]) ||
-				end < len(s) && isWordByte(s[end]) && isWordByte(p.from[len(p.from)-1]) {
+			// A key right after "#" is the tail of a longer key or a
+			// shard suffix ("K#0"), not the key itself.
+			if i > 0 && (isWordByte(s[i-1]) || s[i-1] == '#') && isWordByte(p.from[0]) ||
+				end < len(s) && isWordByte(s[end]) && isWordByte(p.from[len(p.from)-1]) ||
+				inNumber(s, i, end) {
 				continue
 			}
 			b.WriteString(p.to)
@@ -303,6 +307,14 @@ func replaceKeys(s string, pairs []replacement) string {
 		}
 	}
 	return b.String()
+}
+
+// inNumber reports whether s[i:end] is the integer or fraction part of a
+// decimal number such as "1.5": a digit, a ".", and the match.
+func inNumber(s string, i, end int) bool {
+	digit := func(c byte) bool { return c >= '0' && c <= '9' }
+	return i >= 2 && s[i-1] == '.' && digit(s[i-2]) && digit(s[i]) ||
+		end+1 < len(s) && s[end] == '.' && digit(s[end+1]) && digit(s[end-1])
 }
 
 func isWordByte(c byte) bool {
