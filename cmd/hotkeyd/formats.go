@@ -64,23 +64,11 @@ func decodeCloudTrail(ctx context.Context, in analyzeInput, sink ingest.Sink, re
 }
 
 // looksLikeCloudTrail reports whether head starts CloudTrail input: a
-// delivered log file (one object whose first key is "Records"), a JSON
-// array, or events from dynamodb.amazonaws.com (EventBridge, bare events).
-// Access-log lines are flat objects that carry none of these.
+// delivered log file ({"Records":[...]}), EventBridge envelopes, bare
+// events, or a JSON array of those (cloudtrail.Sniff). Access-log lines
+// are flat objects that carry none of these.
 func looksLikeCloudTrail(head []byte) bool {
-	head = bytes.TrimLeft(head, " \t\r\n\ufeff")
-	switch {
-	case len(head) == 0:
-		return false
-	case head[0] == '[':
-		return true
-	case head[0] != '{':
-		return false
-	}
-	if bytes.HasPrefix(bytes.TrimLeft(head[1:], " \t\r\n"), []byte(`"Records"`)) {
-		return true
-	}
-	return bytes.Contains(head, []byte(`"eventSource"`)) && bytes.Contains(head, []byte(`dynamodb.amazonaws.com`))
+	return cloudtrail.Sniff(head)
 }
 
 // decompress returns r uncompressed when it starts with a gzip, zstd or xz
