@@ -13,7 +13,7 @@ import (
 //
 //   - distinct partition keys < CardinalityFactor × required partitions,
 //     where required = ceil(peak WCU/s / WriteLimit) or ceil(peak RCU/s /
-//     ReadLimit), whichever is larger: the keys cannot even occupy the
+//     ReadLimit), whichever is larger: the keys cannot even spread over the
 //     partitions the traffic needs;
 //   - between 2 and HandfulKeys keys carry at least HandfulShare of a
 //     class's units: a status-like key (PENDING, SHIPPED, ...). One key alone
@@ -22,17 +22,15 @@ import (
 // At most one finding per table; classes below the traffic floor are not
 // judged.
 func (t *table) lowCardinality() (Finding, bool) {
-	required, distinct := 0, t.DistinctKeys
-	for c := range ingest.Class(ingest.NumClasses) {
-		if t.Classes[c].Units > 0 {
-			required = max(required, ceilInt(t.peak(c)/t.limit(c)))
-		}
-	}
+	distinct := t.DistinctKeys
 	// Writes first: a write-concentrated key is the one that throttles.
+	// Judging each class by the partitions its own peak needs is the same
+	// as judging the table by the larger of the two.
 	for _, c := range []ingest.Class{ingest.Write, ingest.Read} {
 		if !t.active(c) || distinct == 0 {
 			continue
 		}
+		required := ceilInt(t.peak(c) / t.limit(c))
 		top := t.ranked(c)
 		if len(top) == 0 {
 			continue
