@@ -39,6 +39,18 @@ type findingID struct {
 	table, index, kind, class, key string
 }
 
+// idOf identifies a finding. A table-wide finding (low_cardinality,
+// time_ordered_key: at most one per table) is the same finding when its
+// example key or class changes, e.g. when a date key rolls over at
+// midnight; it must not start a new hold and leave the old one behind.
+func idOf(table, index string, f Finding) findingID {
+	switch f.Kind {
+	case KindLowCardinality, KindTimeOrderedKey:
+		return findingID{table: table, index: index, kind: f.Kind}
+	}
+	return findingID{table, index, f.Kind, f.Class, f.Key}
+}
+
 type tracked struct {
 	streak  int // consecutive evaluations Evaluate reported it
 	absent  int // consecutive evaluations it was not reported, while flagged
@@ -76,7 +88,7 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) Report {
 	seen := map[findingID]bool{}
 	for _, t := range raw.Tables {
 		for _, f := range t.Findings {
-			id := findingID{t.Table, t.Index, f.Kind, f.Class, f.Key}
+			id := idOf(t.Table, t.Index, f)
 			seen[id] = true
 			st := tr.states[id]
 			if st == nil {

@@ -140,3 +140,31 @@ func TestTrackerConcurrentReaders(t *testing.T) {
 	}()
 	wg.Wait()
 }
+
+func TestTrackerTimeOrderedRollsOver(t *testing.T) {
+	s := DefaultSettings()
+	tr := NewTracker(s)
+	day := func(d string) sketch.Snapshot {
+		writes := map[string]float64{"EVENTS#" + d: 500}
+		for i := range 50 {
+			writes[fmt.Sprintf("EVENTS#2026-10-%02d", 1+i%28)+fmt.Sprintf("#%d", i)] = 2
+		}
+		return snapshotOf(60, writes)
+	}
+	for i, d := range []string{"2026-11-22", "2026-11-22", "2026-11-22", "2026-11-23", "2026-11-23"} {
+		tr.Evaluate(day(d))
+		var keys []string
+		for _, f := range tr.Flagged() {
+			if f.Finding.Kind == KindTimeOrderedKey {
+				keys = append(keys, f.Finding.Key)
+			}
+		}
+		want := []string{"EVENTS#" + d}
+		if i < 2 {
+			want = nil
+		}
+		if !equalStrings(keys, want) {
+			t.Errorf("step %d: time_ordered_key flags %q, want %q", i+1, keys, want)
+		}
+	}
+}
