@@ -6,9 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hotkeyd/hotkeyd/detect"
 )
@@ -57,6 +60,7 @@ const maxPrefixLen = 32
 type KeyMasker struct {
 	mode KeyMode
 	key  []byte
+	macs *sync.Pool // of keyed HMAC-SHA256 hash.Hash, reset before use
 }
 
 // NewKeyMasker returns a masker for mode. hashKey is the secret the hash mode
@@ -72,7 +76,10 @@ func NewKeyMasker(mode KeyMode, hashKey string) (*KeyMasker, error) {
 		if hashKey == "" {
 			return nil, fmt.Errorf("key mode hash: a hashing key is required")
 		}
-		return &KeyMasker{mode: KeysHash, key: []byte(hashKey)}, nil
+		key := []byte(hashKey)
+		return &KeyMasker{mode: KeysHash, key: key, macs: &sync.Pool{
+			New: func() any { return hmac.New(sha256.New, key) },
+		}}, nil
 	}
 	return nil, fmt.Errorf("key mode %q: want plain, hash or redact", mode)
 }
@@ -102,12 +109,15 @@ func (m *KeyMasker) Mask(key string) string {
 	if m.mode == KeysRedact {
 		return prefix + redacted
 	}
-	mac := hmac.New(sha256.New, m.key)
-	mac.Write([]byte(key))
+	mac := m.macs.Get().(hash.Hash)
+	mac.Reset()
+	io.WriteString(mac, key)
 	var sum [sha256.Size]byte
-	var buf [hashHexLen]byte
-	hex.Encode(buf[:], mac.Sum(sum[:0])[:hashHexLen/2])
-	return prefix + string(buf[:])
+	var buf [maxPrefixLen + 1 + hashHexLen]byte
+	out := append(buf[:0], prefix...)
+	out = hex.AppendEncode(out, mac.Sum(sum[:0])[:hashHexLen/2])
+	m.macs.Put(mac)
+	return string(out)
 }
 
 // entityPrefix returns key's entity prefix including its "#", or "".
