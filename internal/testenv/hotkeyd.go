@@ -280,7 +280,9 @@ func (h *Hotkeyd) get(path string) (int, []byte) {
 	if err != nil {
 		return 0, []byte(err.Error())
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// No keep-alive: an idle connection would outlive the test and its
+	// goroutines would show up in goleak checks.
+	resp, err := hkHTTPClient.Do(req)
 	if err != nil {
 		return 0, []byte(err.Error())
 	}
@@ -319,3 +321,5 @@ func (b *hkLockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+var hkHTTPClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// lateSource hands one batch when it starts and another only after it was
+// told to stop, under its cancelled context: the batch a real reader holds
+// when SIGTERM arrives.
+type lateSource struct{ started chan struct{} }
+
+func (s *lateSource) Name() string { return "late" }
+
+func (s *lateSource) Run(ctx context.Context, sink ingest.Sink) error {
+	batch := func(key string, n int) []ingest.Event {
+		b := make([]ingest.Event, n)
+		for i := range b {
+			b[i] = ingest.Event{Table: "orders", PK: key, Class: ingest.Write, Units: 1, Time: time.Now(), Source: "late"}
+		}
+		return b
+	}
+	if err := sink.Put(ctx, batch("USER#1", 10)); err != nil {
+		return err
+	}
+	close(s.started)
+	<-ctx.Done()
+	time.Sleep(50 * time.Millisecond) // still busy when told to stop
+	return sink.Put(ctx, batch("USER#2", 5))
+}
+
+// syncBuffer is a bytes.Buffer safe for the daemon's log writes and the
+// test's reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestDaemonDrainsSourcesOnStop(t *testing.T) {
+	var logs syncBuffer
+	log, err := newLogger(&logs, "debug", "logfmt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	f := &flags{enableIngest: true}
+	d, err := newDaemon(cfg, f, false, stdio{stdout: &logs, stderr: &logs}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &lateSource{started: make(chan struct{})}
+	d.sources = []ingest.Source{src}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.run(ctx) }()
+	<-src.started
+	cancel() // what SIGTERM does
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("daemon did not stop")
+	}
+	snap := d.store.Snapshot()
+	var events uint64
+	for _, ts := range snap.Tables {
+		events += ts.Events
+	}
+	if events != 15 {
+		t.Errorf("store holds %d events after the drain, want 15 (the batch in flight at stop included)\n%s", events, logs.String())
+	}
+	if d.ready.Check() == nil {
+		t.Error("still ready after stop")
+	}
+	for _, want := range []string{`msg="hotkeyd started"`, `msg="http server stopped"`, `msg=stopped`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, logs.String())
+		}
+	}
+}
+
+func TestDaemonNeedsASource(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	log, _ := newLogger(&bytes.Buffer{}, "info", "logfmt")
+	_, err := newDaemon(cfg, &flags{}, false, stdio{}, log)
+	if err == nil || !strings.Contains(err.Error(), "no sources") {
+		t.Errorf("newDaemon without sources: %v", err)
+	}
+	var stderr bytes.Buffer
+	code := run([]string{"--config.file", "testdata/config/valid-empty.yml", "--web.listen-address", "127.0.0.1:0"}, nil, &bytes.Buffer{}, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "no sources") {
+		t.Errorf("exit %d, stderr %s", code, stderr.String())
+	}
+}
+
+func TestAnnouncer(t *testing.T) {
+	var logs syncBuffer
+	log, _ := newLogger(&logs, "info", "logfmt")
+	a := newAnnouncer(log, nil)
+	rep := makeReport
+	a.announce(rep("USER#42"))
+	a.announce(rep("USER#42")) // still hot: no new line
+	a.announce(rep())
+	out := logs.String()
+	if n := strings.Count(out, `msg="hot key"`); n != 1 {
+		t.Errorf("%d hot key lines, want 1:\n%s", n, out)
+	}
+	for _, want := range []string{
+		`level=warn msg="hot key" table=orders class=write key=USER#42 share=0.25 recommendation=write_sharding suffix_count=4`,
+		`level=info msg="hot key cleared" table=orders class=write key=USER#42`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+func makeReport(keys ...string) detect.Report {
+	tr := detect.TableReport{Table: "orders"}
+	for _, k := range keys {
+		tr.Findings = append(tr.Findings, detect.Finding{Kind: detect.KindHotKey, Key: k, Class: "write", Share: 0.25,
+			Recommendation: &detect.Recommendation{Kind: "write_sharding", SuffixCount: 4, Text: "shard it"}})
+	}
+	return detect.Report{Tables: []detect.TableReport{tr}}
+}
