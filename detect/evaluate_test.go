@@ -1,6 +1,8 @@
 package detect
 
 import (
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -104,6 +106,35 @@ func TestSettingsValidate(t *testing.T) {
 		err := s.Validate()
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("Validate() = %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// TestEvaluatePure checks that Evaluate neither modifies its snapshot (it
+// is shared with the exporter) nor depends on anything but its input.
+func TestEvaluatePure(t *testing.T) {
+	writes := map[string]float64{"EVENTS#2026-11-22": 900, "EVENTS#2026-11-21": 50}
+	for i := range 30 {
+		writes[fmt.Sprintf("K%d", i)] = float64(10 + i)
+	}
+	snap := snapshotOf(60, writes) // Top in map order: not ranked
+	snap.Tables[0].Shards = []sketch.ShardStat{{Shard: "b", Records: 10}, {Shard: "a", Records: 900}, {Shard: "c", Records: 10}}
+	before := fmt.Sprintf("%+v", snap)
+	first := Evaluate(snap, DefaultSettings())
+	if after := fmt.Sprintf("%+v", snap); after != before {
+		t.Errorf("Evaluate modified its snapshot")
+	}
+	second := Evaluate(snap, DefaultSettings())
+	if !reflect.DeepEqual(first, second) {
+		t.Errorf("two evaluations of one snapshot differ")
+	}
+	kinds := map[string]bool{}
+	for _, f := range first.Tables[0].Findings {
+		kinds[f.Kind] = true
+	}
+	for _, k := range []string{KindHotKey, KindTimeOrderedKey, KindHotPartition} {
+		if !kinds[k] {
+			t.Errorf("no %s finding in %+v", k, first.Tables[0].Findings)
 		}
 	}
 }
