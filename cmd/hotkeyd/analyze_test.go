@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
@@ -53,19 +55,15 @@ func TestKeySchemas(t *testing.T) {
 	}
 }
 
-func TestLooksLikeCloudTrail(t *testing.T) {
-	for in, want := range map[string]bool{
-		`{"Records":[{"eventVersion":"1.08"}]}`:                                       true,
-		"\n  { \"Records\" : []}":                                                     true,
-		`[{"eventSource":"dynamodb.amazonaws.com"}]`:                                  true,
-		`{"version":"0","detail":{"eventSource":"dynamodb.amazonaws.com"}}`:           true,
-		`{"ts":"2026-11-22T10:00:00Z","table":"orders","pk":"USER#1","op":"PutItem"}`: false,
-		``:         false,
-		`garbage`:  false,
-		`{"pk":1}`: false,
+func TestDetectFormat(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"Records":[{"eventVersion":"1.08","eventSource":"dynamodb.amazonaws.com"}]}`: "cloudtrail",
+		`{"ts":"2026-11-22T10:00:00Z","table":"orders","pk":"USER#1","op":"PutItem"}`:  "jsonl",
+		``: "jsonl",
 	} {
-		if got := looksLikeCloudTrail([]byte(in)); got != want {
-			t.Errorf("looksLikeCloudTrail(%q) = %v, want %v", in, got, want)
+		got, decode, err := detectFormat(analyzeInput{Name: "x", R: bufio.NewReader(strings.NewReader(in))})
+		if err != nil || decode == nil || got != want {
+			t.Errorf("detectFormat(%q) = %s, %v; want %s", in, got, err, want)
 		}
 	}
 }

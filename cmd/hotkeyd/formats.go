@@ -42,7 +42,7 @@ const sniffLen = 4096
 func detectFormat(in analyzeInput) (format string, decode decodeFunc, err error) {
 	head, _ := in.R.Peek(sniffLen) // a short input is fine; errors surface when decoding
 	switch {
-	case looksLikeCloudTrail(head):
+	case cloudtrail.Sniff(head):
 		return "cloudtrail", decodeCloudTrail, nil
 	default:
 		return "jsonl", decodeJSONLines, nil
@@ -61,14 +61,6 @@ func decodeJSONLines(ctx context.Context, in analyzeInput, sink ingest.Sink, rep
 func decodeCloudTrail(ctx context.Context, in analyzeInput, sink ingest.Sink, rep ingest.Reporter) error {
 	_, err := cloudtrail.Decode(ctx, in.R, in.Name, in.Schemas, sink, rep)
 	return err
-}
-
-// looksLikeCloudTrail reports whether head starts CloudTrail input: a
-// delivered log file ({"Records":[...]}), EventBridge envelopes, bare
-// events, or a JSON array of those (cloudtrail.Sniff). Access-log lines
-// are flat objects that carry none of these.
-func looksLikeCloudTrail(head []byte) bool {
-	return cloudtrail.Sniff(head)
 }
 
 // decompress returns r uncompressed when it starts with a gzip, zstd or xz

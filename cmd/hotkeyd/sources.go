@@ -10,6 +10,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
+	"github.com/hotkeyd/hotkeyd/ingest/demo"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 )
 
@@ -50,7 +51,7 @@ func newSource(sc SourceConfig, d sourceDeps) (ingest.Source, error) {
 
 // newDemoSource builds the synthetic workload of hotkeyd demo.
 func newDemoSource(d sourceDeps) (ingest.Source, error) {
-	return nil, fmt.Errorf("the demo workload is not available in this build")
+	return demo.New(demo.Config{}), nil
 }
 
 // newEventsHandler returns the POST /api/v1/events handler (HTTP ingest)
