@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/gzip"
@@ -39,29 +40,33 @@ const batchSize = 512
 // Stats counts what one or more inputs held.
 type Stats struct {
 	// Records counts the CloudTrail records read, of any service.
-	Records uint64
+	Records uint64 `json:"records"`
 	// Events counts the Events produced as traffic (throttled ones excluded).
-	Events uint64
+	Events uint64 `json:"events"`
 	// Throttled counts the Events of calls that failed with a throttling
 	// error: counted per key as throttled, never as traffic.
-	Throttled uint64
+	Throttled uint64 `json:"throttled"`
 	// Failed counts the DynamoDB data calls that failed for another reason
 	// (ConditionalCheckFailedException, TransactionCanceledException...):
 	// neither traffic nor throttled.
-	Failed uint64
+	Failed uint64 `json:"failed"`
 	// Ignored counts the records that are not DynamoDB data events (other
 	// services, control-plane calls such as CreateTable, stream reads).
-	Ignored uint64
+	Ignored uint64 `json:"ignored"`
 	// Keyless counts the Events produced without a partition key (Scan,
 	// PartiQL statements whose key could not be read).
-	Keyless uint64
+	Keyless uint64 `json:"keyless"`
 	// Rejected counts the records, and the files, that could not be used;
 	// each was reported to the Reporter with its reason.
-	Rejected uint64
+	Rejected uint64 `json:"rejected"`
 	// UnitsPerItem is true when Events count 1 unit per item rather than
 	// consumed capacity, which CloudTrail does not record. Always true for
 	// this package; reports should say so.
-	UnitsPerItem bool
+	UnitsPerItem bool `json:"units_per_item"`
+	// NoSchema lists, sorted, the tables (and "TABLE/INDEX" indexes) whose
+	// keys of several attributes were counted whole for want of a key
+	// schema: reports should suggest adding one.
+	NoSchema []string `json:"no_schema,omitempty"`
 }
 
 // Add adds o's counts to s.
@@ -74,6 +79,11 @@ func (s *Stats) Add(o Stats) {
 	s.Keyless += o.Keyless
 	s.Rejected += o.Rejected
 	s.UnitsPerItem = s.UnitsPerItem || o.UnitsPerItem
+	for _, n := range o.NoSchema {
+		if i, found := slices.BinarySearch(s.NoSchema, n); !found {
+			s.NoSchema = slices.Insert(s.NoSchema, i, n)
+		}
+	}
 }
 
 // Decoder turns CloudTrail inputs into Events. It keeps, across inputs, the

@@ -227,6 +227,10 @@ func TestDecodeWholeKeyWithoutSchema(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("got %q, want %q", got, want)
 	}
+	st, err := d.Decode(context.Background(), strings.NewReader(in), "f", col)
+	if err != nil || strings.Join(st.NoSchema, " ") != "T U" {
+		t.Errorf("NoSchema %q (%v), want T and U", st.NoSchema, err)
+	}
 	if n := logs.FilterMessageSnippet("no key schema").Len(); n != 2 {
 		t.Errorf("%d missing-schema warnings over two inputs, want 2 (one per table): %v", n, logs.All())
 	}

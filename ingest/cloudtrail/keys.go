@@ -225,6 +225,7 @@ func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool) (pk, 
 		attrs[i] = p.k
 	}
 	st.d.schemas.warnOnce(table, index, attrs)
+	st.noSchema(tableIndex(table, index))
 	return b.String(), "", nil
 }
 
@@ -288,4 +289,9 @@ func validUTF8(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// noSchema records in the stats that a table's keys were counted whole.
+func (st *stream) noSchema(name string) {
+	st.stats.Add(Stats{NoSchema: []string{name}})
 }
