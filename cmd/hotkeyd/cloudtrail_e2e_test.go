@@ -410,6 +410,9 @@ sources:
 	ctWriteGz(t, filepath.Join(dir, "AWSLogs", ctAccount, "CloudTrail", "us-east-1", "2026", "11", "22", "late.json.gz"), more)
 	waitMetric(h, 6, "hotkeyd_key_throttled", `table="orders"`, `key="C-LATE"`)
 	waitMetric(h, 1251, "hotkeyd_events_total", `table="orders"`, `class="read"`, `source="cloudtrail"`)
+	// The reader's own metrics: four files, the 30 failed calls.
+	waitMetric(h, 4, "hotkeyd_cloudtrail_files_read_total")
+	waitMetric(h, 30, "hotkeyd_cloudtrail_failed_calls_total")
 	if code := h.Stop(t); code != 0 {
 		t.Fatalf("exit status %d", code)
 	}

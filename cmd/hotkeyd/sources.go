@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -40,11 +41,23 @@ func newSource(sc SourceConfig, d sourceDeps) (ingest.Source, error) {
 	case sourceCloudTrail:
 		// Follows a delivery folder; the files read are listed in
 		// checkpoint_dir so a restart does not count them again.
-		return cloudtrail.New(cloudtrail.Config{
+		src, err := cloudtrail.New(cloudtrail.Config{
 			Paths:         sc.Paths,
 			CheckpointDir: sc.CheckpointDir,
 			Tables:        d.tables,
 		}, d.log, d.reporter)
+		if err != nil {
+			return nil, err
+		}
+		if d.reg != nil {
+			// Its own metrics (files read, failed calls...), labelled by
+			// its paths so that several cloudtrail sources can coexist.
+			reg := prometheus.WrapRegistererWith(prometheus.Labels{"paths": strings.Join(sc.Paths, ",")}, d.reg)
+			if err := reg.Register(src); err != nil {
+				return nil, fmt.Errorf("register cloudtrail metrics: %w", err)
+			}
+		}
+		return src, nil
 	}
 	return nil, fmt.Errorf("unknown source type %q", sc.Type)
 }

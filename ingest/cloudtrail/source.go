@@ -58,6 +58,7 @@ type Source struct {
 
 	mu    sync.Mutex
 	stats Stats
+	files uint64
 	ready error
 
 	// Owned by Run.
@@ -280,6 +281,9 @@ func (s *Source) read(ctx context.Context, sink ingest.Sink, f found) error {
 	st, err := s.dec.Decode(ctx, fh, f.path, sink)
 	s.mu.Lock()
 	s.stats.Add(st)
+	if err == nil {
+		s.files++
+	}
 	s.mu.Unlock()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
@@ -164,7 +165,9 @@ func TestSourceBadFilesDoNotStopIt(t *testing.T) {
 	whole := gz(t, records(getItem("a"), strings.Repeat(getItem("pad")+",", 300)+getItem("z")))
 	writeAtomic(t, filepath.Join(dir, "1-truncated.json.gz"), whole[:len(whole)-20])
 	writeAtomic(t, filepath.Join(dir, "2-hostile.json"), []byte(`{"Records":[{"eventSource":1},"x",`+getItem("b")+`]}`))
-	writeAtomic(t, filepath.Join(dir, "3-good.json"), []byte(records(getItem("c"))))
+	writeAtomic(t, filepath.Join(dir, "3-good.json"), []byte(records(getItem("c"),
+		ev("PutItem", `{"tableName":"T","key":{"id":"f"}}`, `"errorCode":"ConditionalCheckFailedException"`),
+		ev("Scan", `{"tableName":"T"}`))))
 	r := start(t, Config{Paths: []string{filepath.Join(dir, "*.json*")}, PollInterval: 10 * time.Millisecond})
 	deadline := time.Now().Add(10 * time.Second)
 	for (r.src.Stats().Rejected < 2 || !strings.Contains(strings.Join(r.keys(), " "), "b c")) && time.Now().Before(deadline) {
@@ -172,8 +175,30 @@ func TestSourceBadFilesDoNotStopIt(t *testing.T) {
 	}
 	r.stop(t)
 	k := strings.Join(r.keys(), " ")
-	if !strings.HasPrefix(k, "a b c pad") || strings.Contains(k, "z") {
+	if !strings.HasPrefix(k, " a b c pad") || strings.Contains(k, "z") {
 		t.Errorf("keys %q: want a, b, c and the pads before the cut", k)
+	}
+	// The reader's own metrics: three files, the failed PutItem, the
+	// record that is not DynamoDB's, and the Scan without a key.
+	want := `
+# HELP hotkeyd_cloudtrail_failed_calls_total DynamoDB data calls that failed for a reason other than throttling (a failed condition, a validation error): neither traffic nor throttled.
+# TYPE hotkeyd_cloudtrail_failed_calls_total counter
+hotkeyd_cloudtrail_failed_calls_total 1
+# HELP hotkeyd_cloudtrail_files_read_total CloudTrail log files read to their end (truncated ones included).
+# TYPE hotkeyd_cloudtrail_files_read_total counter
+hotkeyd_cloudtrail_files_read_total 3
+# HELP hotkeyd_cloudtrail_ignored_records_total CloudTrail records that are not DynamoDB data events (other services, control-plane calls, stream reads).
+# TYPE hotkeyd_cloudtrail_ignored_records_total counter
+hotkeyd_cloudtrail_ignored_records_total 1
+# HELP hotkeyd_cloudtrail_keyless_events_total Accesses counted for their table without a partition key (Scan, PartiQL statements whose key could not be read).
+# TYPE hotkeyd_cloudtrail_keyless_events_total counter
+hotkeyd_cloudtrail_keyless_events_total 1
+`
+	if err := testutil.CollectAndCompare(r.src, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	if problems, err := testutil.CollectAndLint(r.src); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
 	}
 	r.col.mu.Lock()
 	defer r.col.mu.Unlock()
