@@ -1,6 +1,7 @@
 package cloudtrail
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -293,5 +294,7 @@ func validUTF8(b []byte) bool {
 
 // noSchema records in the stats that a table's keys were counted whole.
 func (st *stream) noSchema(name string) {
-	st.stats.Add(Stats{NoSchema: []string{name}})
+	if i, found := slices.BinarySearch(st.stats.NoSchema, name); !found {
+		st.stats.NoSchema = slices.Insert(st.stats.NoSchema, i, name)
+	}
 }
