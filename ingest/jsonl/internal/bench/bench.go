@@ -1,0 +1,219 @@
+// Package bench holds the two implementations the JSON-lines benchmarks
+// compare on the same file, and the file's generator: Exact, the obvious
+// counter (bufio.Scanner, encoding/json into a struct, a map per table and
+// class), and Fast, hotkeyd's path (the jsonl reader into the sketches, as
+// hotkeyd analyze runs it).
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+// Default size of the generated file: about 2 M events over about 600 k
+// distinct partition keys.
+const (
+	DefaultEvents = 2_000_000
+	// uniformKeys is the key space of the non-hot traffic: 80% of 2 M
+	// draws over it hit about 470 k distinct keys on the base tables and
+	// 140 k on the index entries, about 610 k partition keys counted per
+	// entry as the reports count them.
+	uniformKeys = 500_000
+	hotKeys     = 50
+	hotFraction = 0.2
+)
+
+var (
+	tables = []string{"orders", "sessions", "products", "events"}
+	ops    = []string{"GetItem", "Query", "PutItem", "UpdateItem", "BatchGetItem", "DeleteItem"}
+	units  = []string{"0.5", "1", "1", "2", "4"}
+)
+
+// Generate writes n JSON lines of the contract's shape to w: four tables,
+// 20% of the traffic on 50 hot keys, the rest uniform, a secondary index on
+// a tenth of the lines, sort keys on most. The same n and seed give the same
+// bytes.
+func Generate(w io.Writer, n int, seed uint64) (int64, error) {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	bw := bufio.NewWriterSize(w, 1<<20)
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	var line []byte
+	var written int64
+	for i := range n {
+		var k uint64
+		if rng.Float64() < hotFraction {
+			k = rng.Uint64N(hotKeys)
+		} else {
+			k = hotKeys + rng.Uint64N(uniformKeys)
+		}
+		table := tables[k%uint64(len(tables))]
+		line = append(line[:0], `{"ts":"`...)
+		line = t0.Add(time.Duration(i) * 300 * time.Microsecond).AppendFormat(line, "2006-01-02T15:04:05.000Z07:00")
+		line = append(line, `","table":"`...)
+		line = append(line, table...)
+		if i%10 == 0 {
+			line = append(line, `","index":"GSI1`...)
+		}
+		line = append(line, `","pk":"KEY#`...)
+		line = strconv.AppendUint(line, k, 10)
+		if rng.IntN(10) < 7 {
+			line = append(line, `","sk":"ITEM#`...)
+			line = strconv.AppendUint(line, rng.Uint64N(1000), 10)
+		}
+		line = append(line, `","op":"`...)
+		line = append(line, ops[rng.IntN(len(ops))]...)
+		line = append(line, `","units":`...)
+		line = append(line, units[rng.IntN(len(units))]...)
+		line = append(line, "}\n"...)
+		m, err := bw.Write(line)
+		written += int64(m)
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, bw.Flush()
+}
+
+// Result is what an implementation found: enough to check that both read
+// the same file the same way.
+type Result struct {
+	Events   int64
+	Rejected int64
+	// Tables is the number of table and index entries.
+	Tables int
+	// DistinctKeys sums the distinct partition keys of every entry.
+	DistinctKeys uint64
+	// TopKey is the heaviest write key of the orders table and its units.
+	TopKey      string
+	TopKeyUnits float64
+}
+
+// exactLine is the obvious struct for a line.
+type exactLine struct {
+	TS    any      `json:"ts"`
+	Table string   `json:"table"`
+	Index string   `json:"index"`
+	PK    string   `json:"pk"`
+	SK    string   `json:"sk"`
+	Op    string   `json:"op"`
+	Units *float64 `json:"units"`
+}
+
+type entryClass struct {
+	table, index string
+	class        ingest.Class
+}
+
+// Exact counts r the obvious way: every line decoded by encoding/json, units
+// summed per key in a map per table, index and class.
+func Exact(r io.Reader) (Result, error) {
+	var res Result
+	counts := map[entryClass]map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	for sc.Scan() {
+		var l exactLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Table == "" || l.PK == "" {
+			res.Rejected++
+			continue
+		}
+		if s, ok := l.TS.(string); ok {
+			if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+				res.Rejected++
+				continue
+			}
+		}
+		c := ingest.Read
+		switch l.Op {
+		case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "write":
+			c = ingest.Write
+		}
+		u := 1.0
+		if l.Units != nil {
+			u = *l.Units
+		}
+		id := entryClass{l.Table, l.Index, c}
+		m := counts[id]
+		if m == nil {
+			m = map[string]float64{}
+			counts[id] = m
+		}
+		m[l.PK] += u
+		res.Events++
+	}
+	if err := sc.Err(); err != nil {
+		return res, fmt.Errorf("scan: %w", err)
+	}
+	entries := map[[2]string]bool{}
+	for id, m := range counts {
+		entries[[2]string{id.table, id.index}] = true
+		other := counts[entryClass{id.table, id.index, 1 - id.class}]
+		for k := range m {
+			// Count a key in both classes once, under Write.
+			if id.class == ingest.Read && other != nil {
+				if _, ok := other[k]; ok {
+					continue
+				}
+			}
+			res.DistinctKeys++
+		}
+		if id.table == "orders" && id.index == "" && id.class == ingest.Write {
+			res.TopKey, res.TopKeyUnits = top(m)
+		}
+	}
+	res.Tables = len(entries)
+	return res, nil
+}
+
+func top(m map[string]float64) (string, float64) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var best string
+	var max float64
+	for _, k := range keys {
+		if m[k] > max {
+			best, max = k, m[k]
+		}
+	}
+	return best, max
+}
+
+// Fast reads r with the jsonl reader into a sketch.Store configured as
+// hotkeyd analyze configures it (one window over the whole input).
+func Fast(ctx context.Context, r io.Reader) (Result, error) {
+	cfg := sketch.DefaultConfig()
+	cfg.Window = 0
+	store, err := sketch.NewStore(cfg, time.Now)
+	if err != nil {
+		return Result{}, err
+	}
+	counts, err := jsonl.ReadAll(ctx, r, "bench", store, jsonl.Options{})
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Events: counts.Events, Rejected: counts.Rejected}
+	snap := store.Snapshot()
+	res.Tables = len(snap.Tables)
+	for _, t := range snap.Tables {
+		res.DistinctKeys += t.DistinctKeys
+		if t.Table == "orders" && t.Index == "" && len(t.Classes[ingest.Write].Top) > 0 {
+			k := t.Classes[ingest.Write].Top[0]
+			res.TopKey, res.TopKeyUnits = k.Key, k.Units
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,132 @@
+// Command benchcmd runs one JSON-lines ingest implementation over one file
+// and prints what it did and its peak memory, one JSON object per run. Peak
+// memory is the process's maximum resident set size, so each run needs its
+// own process: scripts/bench-jsonl.sh starts one per implementation and run.
+//
+//	benchcmd -generate FILE [-events N]   write the benchmark file
+//	benchcmd -impl exact|fast [-tsv] FILE  count it, print the figures
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/ingest/jsonl/internal/bench"
+)
+
+func main() { os.Exit(run()) }
+
+// figures is the output of one run.
+type figures struct {
+	Impl         string  `json:"impl"`
+	Events       int64   `json:"events"`
+	Rejected     int64   `json:"rejected"`
+	Bytes        int64   `json:"bytes"`
+	Seconds      float64 `json:"seconds"`
+	MBPerSecond  float64 `json:"mb_per_second"`
+	EventsPerSec float64 `json:"events_per_second"`
+	MaxRSSBytes  int64   `json:"max_rss_bytes"`
+	DistinctKeys uint64  `json:"distinct_keys"`
+	TopKey       string  `json:"top_key"`
+	TopKeyUnits  float64 `json:"top_key_units"`
+	GoMaxProcs   int     `json:"gomaxprocs"`
+}
+
+func run() int {
+	gen := flag.String("generate", "", "write the benchmark file to this path and exit")
+	events := flag.Int("events", bench.DefaultEvents, "events to generate")
+	impl := flag.String("impl", "fast", "implementation to run: exact or fast")
+	tsv := flag.Bool("tsv", false, "print one tab-separated line (impl, events, bytes, seconds, max RSS bytes) instead of JSON")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	flag.Parse()
+	if *gen != "" {
+		f, err := os.Create(*gen)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchcmd:", err)
+			return 1
+		}
+		n, err := bench.Generate(f, *events, 1)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchcmd: generate:", err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "benchcmd: wrote %d events, %d bytes to %s\n", *events, n, *gen)
+		return 0
+	}
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: benchcmd -impl exact|fast FILE")
+		return 2
+	}
+	f, err := os.Open(flag.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchcmd:", err)
+		return 1
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchcmd:", err)
+		return 1
+	}
+	var r io.Reader = f
+	if *cpuprofile != "" {
+		pf, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchcmd:", err)
+			return 1
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fmt.Fprintln(os.Stderr, "benchcmd:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+	start := time.Now()
+	var res bench.Result
+	switch *impl {
+	case "exact":
+		res, err = bench.Exact(r)
+	case "fast":
+		res, err = bench.Fast(context.Background(), r)
+	default:
+		fmt.Fprintf(os.Stderr, "benchcmd: unknown -impl %q\n", *impl)
+		return 2
+	}
+	elapsed := time.Since(start).Seconds()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchcmd:", err)
+		return 1
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		fmt.Fprintln(os.Stderr, "benchcmd: getrusage:", err)
+		return 1
+	}
+	out := figures{
+		Impl: *impl, Events: res.Events, Rejected: res.Rejected, Bytes: fi.Size(),
+		Seconds: elapsed, MBPerSecond: float64(fi.Size()) / 1e6 / elapsed, EventsPerSec: float64(res.Events) / elapsed,
+		MaxRSSBytes:  ru.Maxrss * 1024, // Linux reports kilobytes
+		DistinctKeys: res.DistinctKeys, TopKey: res.TopKey, TopKeyUnits: res.TopKeyUnits,
+		GoMaxProcs: runtime.GOMAXPROCS(0),
+	}
+	if *tsv {
+		fmt.Printf("%s\t%d\t%d\t%.6f\t%d\n", out.Impl, out.Events, out.Bytes, out.Seconds, out.MaxRSSBytes)
+		return 0
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+		return 1
+	}
+	return 0
+}
