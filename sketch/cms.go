@@ -3,42 +3,44 @@ package sketch
 import (
 	"math"
 	"math/bits"
+	"slices"
 )
 
-// windowCMS is a count-min sketch per slot of the window, all with the same
-// hash functions, plus their running cell-wise sum.
+// genCMS is a count-min sketch with conservative update over two tumbling
+// generations of one window each: cur counts the current generation,
+// prev the one before. A key's traffic in the sliding window is at most
+// est(cur) + est(prev), since the window lies within the two generations;
+// traffic older than two windows is never counted. Expiry is one flip per
+// window (prev := cur, cur := 0), whatever the traffic.
 //
-// Each update goes to the current slot with conservative update: only the
-// cells below the new estimate rise, to it. The sum gets the same increments,
-// so it always equals the sum of the slot sketches and expiring a slot
-// subtracts that slot's cells: O(Depth × Width) per slot, whatever the
-// traffic.
+// The sketch only decides which keys become candidates and seeds their
+// counts (see candidates); the candidates' own counts follow the window slot
+// by slot. Two generations of a wide sketch beat a ring of one narrow
+// sketch per slot at the same memory: what limits the heavy hitters is the
+// count-min noise that new candidates bring in, and it falls with the
+// width.
 //
-// The window estimate of a key, min over rows of the summed cells, is at
-// least the sum over slots of the per-slot estimates, which are each at
-// least the key's true units in the slot. It overcounts by more than
-// ε = e/Width of the window's units with probability at most δ = e^-Depth
-// (Cormode & Muthukrishnan): the summed cells form a count-min sketch of the
-// whole window, and conservative update only lowers cells.
-//
-// Counters are uint32 quanta (quarter units) per slot, saturating at 2^32-1
-// (about 10^9 units of one key in one slot); the sum is uint64.
-type windowCMS struct {
+// Each generation is a count-min sketch: a key's estimate never undercounts
+// and overcounts by more than ε = e/Width of the generation's units with
+// probability at most δ = e^-Depth (Cormode & Muthukrishnan); conservative
+// update (raise only the cells below the new estimate, to it) only lowers
+// the cells. Counters are uint32 quanta (quarter units), saturating at
+// 2^32-1: about 10^9 units in one cell in one window.
+type genCMS struct {
 	depth, width int
 	shift        uint32 // 32 - log2(width)
-	slots        int
-	cells        []uint32 // [slot][row][col]
-	sum          []uint64 // [row][col]
+	gen          int64
+	cur, prev    []uint32 // [row][col]
 }
 
-func newWindowCMS(slots, depth, width int) *windowCMS {
-	return &windowCMS{
+func newGenCMS(depth, width int, gen int64) *genCMS {
+	return &genCMS{
 		depth: depth,
 		width: width,
 		shift: uint32(32 - bits.TrailingZeros(uint(width))),
-		slots: slots,
-		cells: make([]uint32, slots*depth*width),
-		sum:   make([]uint64, depth*width),
+		gen:   gen,
+		cur:   make([]uint32, depth*width),
+		prev:  make([]uint32, depth*width),
 	}
 }
 
@@ -49,7 +51,7 @@ func newWindowCMS(slots, depth, width int) *windowCMS {
 // low bits of h1 and h2, so two keys equal there (1 in 2^20 at width 1024,
 // so every heavy key has a twin among a million keys) would collide in
 // every row. The top bits depend on all 64.
-func (m *windowCMS) rows(h uint64, idx *[8]uint32) {
+func (m *genCMS) rows(h uint64, idx *[8]uint32) {
 	h1 := uint32(h)
 	h2 := uint32(h>>32) | 1
 	for j := 0; j < m.depth; j++ {
@@ -57,15 +59,13 @@ func (m *windowCMS) rows(h uint64, idx *[8]uint32) {
 	}
 }
 
-// add adds q quanta for the key hashed to h in slot s and returns the key's
-// estimate in that slot and in the whole window, both after the update.
-func (m *windowCMS) add(s int, h uint64, q uint32) (slotEst uint32, winEst uint64) {
+// add adds q quanta for the key hashed to h to the current generation and
+// returns the key's estimate there, after the update.
+func (m *genCMS) add(h uint64, q uint32) uint32 {
 	var idx [8]uint32
 	m.rows(h, &idx)
 	w := m.width
-	base := s * m.depth * w
-	cells := m.cells[base : base+m.depth*w]
-	sum := m.sum[:m.depth*w]
+	cells := m.cur[:m.depth*w]
 	cur := uint32(math.MaxUint32)
 	for j := 0; j < m.depth; j++ {
 		cur = min(cur, cells[j*w+int(idx[j])])
@@ -74,49 +74,71 @@ func (m *windowCMS) add(s int, h uint64, q uint32) (slotEst uint32, winEst uint6
 	if next < cur {
 		next = math.MaxUint32
 	}
-	winEst = math.MaxUint64
 	for j := 0; j < m.depth; j++ {
 		k := j*w + int(idx[j])
-		c := cells[k]
-		n := max(c, next)
-		cells[k] = n
-		v := sum[k] + uint64(n-c)
-		sum[k] = v
-		winEst = min(winEst, v)
+		cells[k] = max(cells[k], next)
 	}
-	return next, winEst
+	return next
 }
 
-// slotEstimate returns the key's estimate in slot s.
-func (m *windowCMS) slotEstimate(s int, h uint64) uint32 {
+// estimates returns the key's estimates in the current and the previous
+// generation.
+func (m *genCMS) estimates(h uint64) (cur, prev uint32) {
 	var idx [8]uint32
 	m.rows(h, &idx)
-	base := s * m.depth * m.width
+	cur, prev = math.MaxUint32, math.MaxUint32
+	for j := 0; j < m.depth; j++ {
+		k := j*m.width + int(idx[j])
+		cur = min(cur, m.cur[k])
+		prev = min(prev, m.prev[k])
+	}
+	return cur, prev
+}
+
+// prevEstimate returns the key's estimate in the previous generation.
+func (m *genCMS) prevEstimate(h uint64) uint32 {
+	var idx [8]uint32
+	m.rows(h, &idx)
 	est := uint32(math.MaxUint32)
 	for j := 0; j < m.depth; j++ {
-		est = min(est, m.cells[base+j*m.width+int(idx[j])])
+		est = min(est, m.prev[j*m.width+int(idx[j])])
 	}
 	return est
 }
 
-// windowEstimate returns the key's estimate over the window.
-func (m *windowCMS) windowEstimate(h uint64) uint64 {
-	var idx [8]uint32
-	m.rows(h, &idx)
-	est := uint64(math.MaxUint64)
-	for j := 0; j < m.depth; j++ {
-		est = min(est, m.sum[j*m.width+int(idx[j])])
+// noiseProbes is the number of never-seen keys probed for the noise floor.
+const noiseProbes = 31
+
+// noise returns the median estimates of keys never seen, in the current
+// and the previous generation: the count-min noise a new key's estimate
+// carries. Probes are fixed pseudo-random hashes (splitmix64).
+func (m *genCMS) noise() (cur, prev uint32) {
+	var c, p [noiseProbes]uint32
+	x := uint64(0x2545f4914f6cdd1d)
+	for i := range c {
+		x += 0x9e3779b97f4a7c15
+		z := x
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		c[i], p[i] = m.estimates(z ^ (z >> 31))
 	}
-	return est
+	slices.Sort(c[:])
+	slices.Sort(p[:])
+	return c[noiseProbes/2], p[noiseProbes/2]
 }
 
-// clear expires slot s.
-func (m *windowCMS) clear(s int) {
-	n := m.depth * m.width
-	cells := m.cells[s*n : s*n+n]
-	sum := m.sum[:n]
-	for k, c := range cells {
-		sum[k] -= uint64(c)
-		cells[k] = 0
+// advance moves to generation gen: the current generation becomes the
+// previous one, or both are cleared after a gap.
+func (m *genCMS) advance(gen int64) {
+	switch {
+	case gen <= m.gen:
+		return
+	case gen == m.gen+1:
+		m.cur, m.prev = m.prev, m.cur
+		clear(m.cur)
+	default:
+		clear(m.cur)
+		clear(m.prev)
 	}
+	m.gen = gen
 }

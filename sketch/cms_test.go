@@ -9,9 +9,10 @@ import (
 )
 
 // TestCountMinBound checks the count-min guarantee on every key of seeded
-// Zipf workloads spread over several slots: no estimate is under the true
-// count, and at most a δ fraction (plus four binomial standard deviations)
-// of the keys overcount by more than ε·N, per slot and over the window.
+// Zipf workloads over two generations: no estimate is under the true count,
+// and at most a δ fraction (plus four binomial standard deviations) of the
+// keys overcount by more than ε·N, in each generation. Then the generations
+// flip and expire.
 func TestCountMinBound(t *testing.T) {
 	for _, tc := range []struct {
 		depth, width int
@@ -20,58 +21,53 @@ func TestCountMinBound(t *testing.T) {
 		{4, 1024, 0.8}, {4, 1024, 1.2}, {4, 256, 1.0}, {2, 64, 1.0}, {1, 128, 1.0},
 	} {
 		t.Run(fmt.Sprintf("d%d/w%d/zipf%.1f", tc.depth, tc.width, tc.skew), func(t *testing.T) {
-			const slots, keys, perSlot = 4, 20_000, 20_000
-			m := newWindowCMS(slots, tc.depth, tc.width)
+			const keys, perGen = 20_000, 40_000
+			m := newGenCMS(tc.depth, tc.width, 0)
 			z := newZipf(keys, tc.skew, 42)
-			exact := make([][]uint64, slots)
-			window := make([]uint64, keys)
-			var n uint64
-			for s := range slots {
-				exact[s] = make([]uint64, keys)
-				for i := range perSlot {
+			exact := [2][]uint64{make([]uint64, keys), make([]uint64, keys)}
+			var n [2]uint64
+			for g := range 2 {
+				m.advance(int64(g))
+				for i := range perGen {
 					k := z.next()
 					q := uint32(1 + i%3) // weighted updates
-					m.add(s, xxh3.HashString(keyName(k)), q)
-					exact[s][k] += uint64(q)
-					window[k] += uint64(q)
-					n += uint64(q)
+					m.add(xxh3.HashString(keyName(k)), q)
+					exact[g][k] += uint64(q)
+					n[g] += uint64(q)
 				}
 			}
 			eps := math.E / float64(tc.width)
 			delta := math.Exp(-float64(tc.depth))
 			limit := delta*keys + 4*math.Sqrt(keys*delta*(1-delta))
-			var beyond int
+			var beyond [2]int
 			for k := range keys {
-				h := xxh3.HashString(keyName(k))
-				est := m.windowEstimate(h)
-				if est < window[k] {
-					t.Fatalf("key %d: window estimate %d under true %d", k, est, window[k])
-				}
-				var sum uint64
-				for s := range slots {
-					e := uint64(m.slotEstimate(s, h))
-					if e < exact[s][k] {
-						t.Fatalf("key %d slot %d: estimate %d under true %d", k, s, e, exact[s][k])
+				cur, prev := m.estimates(xxh3.HashString(keyName(k)))
+				for g, est := range [2]uint32{prev, cur} {
+					if uint64(est) < exact[g][k] {
+						t.Fatalf("key %d generation %d: estimate %d under true %d", k, g, est, exact[g][k])
 					}
-					sum += e
-				}
-				if sum > est {
-					t.Fatalf("key %d: slot estimates sum to %d, over the window estimate %d", k, sum, est)
-				}
-				if float64(est-window[k]) > eps*float64(n) {
-					beyond++
+					if float64(uint64(est)-exact[g][k]) > eps*float64(n[g]) {
+						beyond[g]++
+					}
 				}
 			}
-			if float64(beyond) > limit {
-				t.Errorf("%d of %d keys overcount by more than ε·N; δ allows %.0f", beyond, keys, limit)
+			for g := range beyond {
+				if float64(beyond[g]) > limit {
+					t.Errorf("generation %d: %d of %d keys overcount by more than ε·N; δ allows %.0f", g, beyond[g], keys, limit)
+				}
 			}
-			// Expiring every slot empties the running sum.
-			for s := range slots {
-				m.clear(s)
+			// One flip: the current generation becomes the previous one.
+			h := xxh3.HashString(keyName(0))
+			curBefore, _ := m.estimates(h)
+			m.advance(2)
+			if cur, prev := m.estimates(h); cur != 0 || prev != curBefore {
+				t.Fatalf("after a flip: cur %d prev %d, want 0 and %d", cur, prev, curBefore)
 			}
-			for i, v := range m.sum {
-				if v != 0 {
-					t.Fatalf("sum[%d] = %d after expiring every slot", i, v)
+			// A gap of two generations clears both.
+			m.advance(4)
+			for i := range m.cur {
+				if m.cur[i] != 0 || m.prev[i] != 0 {
+					t.Fatalf("cell %d not cleared after a gap", i)
 				}
 			}
 		})
@@ -83,10 +79,10 @@ func TestCountMinBound(t *testing.T) {
 // (With columns taken from the low bits, such twins exist for 1 in 2^20
 // keys at width 1024, and each reads as heavy as the heavy key.)
 func TestCountMinNoTwins(t *testing.T) {
-	m := newWindowCMS(1, 4, 1024)
+	m := newGenCMS(4, 1024, 0)
 	heavy := xxh3.HashString("HEAVY")
 	for range 10_000 {
-		m.add(0, heavy, 1)
+		m.add(heavy, 1)
 	}
 	const low = 1<<10 - 1
 	var twins int
@@ -96,7 +92,7 @@ func TestCountMinNoTwins(t *testing.T) {
 			continue
 		}
 		twins++
-		if est := m.windowEstimate(h); est != 0 {
+		if est, _ := m.estimates(h); est != 0 {
 			t.Errorf("twin key-%d reads %d", i, est)
 		}
 	}

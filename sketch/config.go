@@ -17,12 +17,12 @@ const (
 	// DefaultCandidates is the number of keys counted exactly per table and
 	// class, of which the Tracked heaviest are reported. Counting more keys
 	// than are reported keeps the boundary of the reported set stable.
-	DefaultCandidates = 256
-	// DefaultDepth is the number of count-min rows: δ = e^-4 ≈ 1.8 %.
-	DefaultDepth = 4
-	// DefaultWidth is the number of count-min columns: ε = e/1024 ≈ 0.27 %
-	// of the class's units in the window.
-	DefaultWidth = 1024
+	DefaultCandidates = 384
+	// DefaultDepth is the number of count-min rows: δ = e^-5 ≈ 0.67 %.
+	DefaultDepth = 5
+	// DefaultWidth is the number of count-min columns: ε = e/4096 ≈ 0.066 %
+	// of the class's units in a generation.
+	DefaultWidth = 4096
 	// DefaultHLLPrecision gives 2^14 registers: a standard error of
 	// 1.04/√16384 ≈ 0.81 %.
 	DefaultHLLPrecision = 14
@@ -59,10 +59,10 @@ type Config struct {
 	// and class; at least Tracked. Zero means DefaultCandidates (or Tracked,
 	// if larger).
 	Candidates int
-	// Depth and Width size the count-min sketch of each slot and class
-	// (Depth rows of Width counters, Width a power of two). The estimate of
-	// a key's units overcounts by at most ε = e/Width of the class's units
-	// in the window with probability 1-δ, δ = e^-Depth. Zero means the
+	// Depth and Width size the count-min sketch of each generation and
+	// class (Depth rows of Width counters, Width a power of two). A key's
+	// estimate in a generation overcounts by at most ε = e/Width of the
+	// generation's units with probability 1-δ, δ = e^-Depth. Zero means the
 	// default.
 	Depth, Width int
 	// HLLPrecision is the HyperLogLog precision (4 to 18) of the distinct
@@ -82,9 +82,9 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: a 60 s window of 12 × 5 s slots, 100
-// keys reported and 256 counted per table and class, count-min 4 × 1024
-// (ε ≈ 0.27 %, δ ≈ 1.8 %), HyperLogLog precision 14 (0.81 %), at most 1000
-// tables. A table costs at most Footprint() bytes, under 1 MiB.
+// keys reported and 384 counted per table and class, count-min 5 × 4096
+// (ε ≈ 0.066 %, δ ≈ 0.67 %), HyperLogLog precision 14 (0.81 %), at most
+// 1000 tables. A table costs at most Footprint() bytes, under 1 MiB.
 func DefaultConfig() Config {
 	return Config{
 		Window:           DefaultWindow,
@@ -167,8 +167,9 @@ func (c Config) Validate() error {
 }
 
 // Epsilon is the count-min error bound: with probability 1-Delta a key's
-// estimated units overcount by at most Epsilon times its class's units in
-// the window.
+// estimate in a generation overcounts by at most Epsilon times its class's
+// units in that generation (a key's estimate before it is counted exactly is
+// the sum over the two generations overlapping the window).
 func (c Config) Epsilon() float64 { return math.E / float64(c.withDefaults().Width) }
 
 // Delta is the probability that a key's estimate misses the Epsilon bound.
@@ -189,8 +190,7 @@ const (
 // It is fixed by the configuration and does not grow with the number of
 // distinct keys. The parts:
 //
-//   - count-min: SubWindows × 2 classes × Depth × Width × 4 B (one sketch
-//     per slot) plus 2 × Depth × Width × 8 B (their running sum);
+//   - count-min: 2 classes × 2 generations × Depth × Width × 4 B;
 //   - candidates: 2 × Candidates keys with per-slot units, accesses and
 //     sort-key bitmaps, plus the key bytes and their hash index;
 //   - distinct keys: per slot the larger of the exact small set (1000
@@ -203,7 +203,7 @@ const (
 func (c Config) Footprint() int {
 	c = c.withDefaults()
 	s := c.SubWindows
-	cms := s*ingest2*c.Depth*c.Width*4 + ingest2*c.Depth*c.Width*8
+	cms := ingest2 * 2 * c.Depth * c.Width * 4
 	cand := ingest2 * (c.Candidates*(candidateFixedBytes+s*(4+4+4)+footprintKeyBytes+16) + indexSize(c.Candidates)*4 + c.Candidates*4)
 	hll := 1 << c.HLLPrecision
 	exact := exactTableSize * 8

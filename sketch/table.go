@@ -43,9 +43,17 @@ type table struct {
 type classSketch struct {
 	units  []float64 // per slot, exact
 	events []uint64  // per slot, exact
-	cms    *windowCMS
+	cms    *genCMS
 	cand   *candidates
+	// noiseCur and noisePrev are the count-min noise floors, refreshed
+	// every noiseEvery updates and at each generation flip.
+	noiseCur, noisePrev uint32
+	sinceNoise          int
 }
+
+// noiseEvery is how many updates of a class pass between refreshes of its
+// noise floor (62 probes of 4 cells each: well under 0.1 ns per update).
+const noiseEvery = 4096
 
 func newTable(id tableID, cfg *Config, epoch int64) *table {
 	s := cfg.SubWindows
@@ -88,6 +96,25 @@ func (t *table) advance(epoch int64) {
 	}
 	t.epoch = epoch
 	t.cur = slotIndex(epoch, s)
+	gen := t.generation()
+	for c := range t.classes {
+		if cs := &t.classes[c]; cs.cms != nil && gen > cs.cms.gen {
+			cs.cms.advance(gen)
+			cs.noiseCur, cs.noisePrev = cs.cms.noise()
+		}
+	}
+}
+
+// generation is the count-min generation of the current slot: generations
+// are windows aligned on slot numbers that are multiples of SubWindows, so
+// ring slot SubWindows-1 is the last slot of a generation.
+func (t *table) generation() int64 {
+	s := int64(t.cfg.SubWindows)
+	g := t.epoch / s
+	if t.epoch < 0 && t.epoch%s != 0 {
+		g--
+	}
+	return g
 }
 
 func (t *table) clearSlot(s int) {
@@ -95,8 +122,7 @@ func (t *table) clearSlot(s int) {
 		cs := &t.classes[c]
 		cs.units[s] = 0
 		cs.events[s] = 0
-		if cs.cms != nil {
-			cs.cms.clear(s)
+		if cs.cand != nil {
 			cs.cand.expire(s)
 		}
 	}
@@ -152,22 +178,44 @@ func (t *table) add(e *ingest.Event) {
 	t.distinct.add(s, h)
 	t.distinctDirty = true
 	if cs.cms == nil {
-		cs.cms = newWindowCMS(t.cfg.SubWindows, t.cfg.Depth, t.cfg.Width)
+		cs.cms = newGenCMS(t.cfg.Depth, t.cfg.Width, t.generation())
 		cs.cand = newCandidates(t.cfg.Candidates, t.cfg.SubWindows)
 	}
 	q := toQuanta(units)
-	_, win := cs.cms.add(s, h, q)
+	curEst := cs.cms.add(h, q)
 	skBit := sortKeyBit(e.SK, xxh3.HashString)
 	cand := cs.cand
 	if id := cand.find(h, e.PK); id >= 0 {
 		cand.hit(id, s, q, skBit)
 		return
 	}
-	if cand.full() && win <= cand.minTotal() {
-		return
+	// The previous generation still overlaps the window unless the current
+	// slot is the last of the current generation.
+	last := t.cfg.SubWindows - 1
+	var prevEst uint32
+	prevSlot := -1
+	if s != last {
+		prevEst, prevSlot = cs.cms.prevEstimate(h), last
 	}
-	cms := cs.cms
-	cand.admit(h, e.PK, s, q, skBit, func(slot int) uint32 { return cms.slotEstimate(slot, h) })
+	if cand.full() {
+		// Admission discounts the typical noise of an estimate: a key whose
+		// estimate is mostly the noise of the keys it shares cells with would
+		// evict a key with exact counts and churn the bottom of the set.
+		// Which keys are admitted changes no bound: every estimate stays an
+		// upper bound and its Error says by how much at most.
+		if cs.sinceNoise++; cs.sinceNoise >= noiseEvery {
+			cs.sinceNoise = 0
+			cs.noiseCur, cs.noisePrev = cs.cms.noise()
+		}
+		floor := uint64(cs.noiseCur)
+		if prevSlot >= 0 {
+			floor += uint64(cs.noisePrev)
+		}
+		if uint64(curEst)+uint64(prevEst) <= cand.minTotal()+floor {
+			return
+		}
+	}
+	cand.admit(h, e.PK, s, q, skBit, curEst, prevEst, prevSlot)
 }
 
 // toQuanta converts units to counter quanta, rounding to the nearest

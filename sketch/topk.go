@@ -105,10 +105,15 @@ func (c *candidates) hit(id, s int, q uint32, skBit uint32) {
 	c.down(int(c.heapPos[id]))
 }
 
-// admit makes the key an entry, evicting the smallest when full. est
-// returns the count-min estimate of the key in a slot, including this
-// access in slot s.
-func (c *candidates) admit(h uint64, key string, s int, q uint32, skBit uint32, est func(slot int) uint32) {
+// admit makes the key an entry, evicting the smallest when full. The
+// key's traffic before this access is not known exactly; the count-min
+// sketch bounds it: curEst in the current generation (this access
+// included), booked to slot s, and prevEst in the previous generation,
+// booked to prevSlot, the last slot of that generation, which expires
+// after every slot the generation covered. Both stay flagged as estimates
+// until they expire, so the key never undercounts and Error bounds the
+// overcount. prevSlot < 0 means the previous generation has left the window.
+func (c *candidates) admit(h uint64, key string, s int, q uint32, skBit uint32, curEst, prevEst uint32, prevSlot int) {
 	var id int
 	if c.full() {
 		id = int(c.heap[0])
@@ -122,33 +127,37 @@ func (c *candidates) admit(h uint64, key string, s int, q uint32, skBit uint32, 
 	c.hash[id] = h
 	c.key[id] = strings.Clone(key)
 	c.estMask[id] = 0
-	var total uint64
 	row := c.units[id*c.slots : (id+1)*c.slots]
 	ev := c.events[id*c.slots : (id+1)*c.slots]
 	skr := c.sk[id*c.slots : (id+1)*c.slots]
-	for j := range row {
-		skr[j] = 0
-		e := est(j)
-		row[j] = e
-		ev[j] = 0
-		if e > 0 {
-			c.estMask[id] |= 1 << j
-			if q > 0 {
-				ev[j] = (e + q/2) / q // accesses as if all were this size
-			}
-		}
-		total += uint64(e)
-	}
-	// The entry slot's estimate includes this access, which is exact.
-	c.entryQ[id] = row[s] - min(q, row[s])
-	c.estMask[id] &^= 1 << s
-	ev[s] = max(ev[s], 1)
+	clear(row)
+	clear(ev)
+	clear(skr)
+	curEst = max(curEst, q)
+	row[s] = curEst
+	c.entryQ[id] = curEst - q
+	ev[s] = 1 + perAccess(curEst-q, q)
 	skr[s] = skBit
+	total := uint64(curEst)
+	if prevSlot >= 0 && prevSlot != s && prevEst > 0 {
+		row[prevSlot] = prevEst
+		ev[prevSlot] = perAccess(prevEst, q)
+		c.estMask[id] |= 1 << prevSlot
+		total += uint64(prevEst)
+	}
 	c.entry[id] = int8(s)
 	c.total[id] = total
 	c.reindex(id)
 	c.up(int(c.heapPos[id]))
 	c.down(int(c.heapPos[id]))
+}
+
+// perAccess estimates the accesses behind u quanta as if each were of q.
+func perAccess(u, q uint32) uint32 {
+	if q == 0 {
+		return 0
+	}
+	return (u + q/2) / q
 }
 
 // errorOf bounds the overcount of entry id.

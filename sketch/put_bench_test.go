@@ -1,0 +1,96 @@
+package sketch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// putStream is a pre-built stream of Zipf 1.0 events over 1M keys, in
+// batches, reused by the Put benchmarks.
+var (
+	putStreamOnce sync.Once
+	putStream     []ingest.Event
+)
+
+func getPutStream() []ingest.Event {
+	putStreamOnce.Do(func() {
+		const n = 1 << 20
+		keys := make([]string, benchKeys)
+		for i := range keys {
+			keys[i] = keyName(i)
+		}
+		z := newZipf(benchKeys, 1.0, 99)
+		perm := z.rng.Perm(benchKeys)
+		putStream = make([]ingest.Event, n)
+		for i := range putStream {
+			putStream[i] = ingest.Event{Table: "bench", PK: keys[perm[z.next()]], Class: ingest.Write, Units: 1}
+		}
+	})
+	return putStream
+}
+
+const putBatch = 512
+
+// BenchmarkPut measures Store.Put on one table, Zipf 1.0 over 1M keys, in
+// batches of 512: ns/update single-threaded.
+func BenchmarkPut(b *testing.B) {
+	stream := getPutStream()
+	s, _ := NewStore(DefaultConfig(), func() time.Time { return t0 })
+	ctx := context.Background()
+	// Warm: the sketches reach their steady state.
+	for i := 0; i < len(stream); i += putBatch {
+		_ = s.Put(ctx, stream[i:i+putBatch])
+	}
+	b.ResetTimer()
+	var n int
+	for i := 0; b.Loop(); i = (i + putBatch) % len(stream) {
+		_ = s.Put(ctx, stream[i:i+putBatch])
+		n += putBatch
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/update")
+}
+
+// BenchmarkPutParallel feeds the Store from GOMAXPROCS goroutines, each with
+// its own batches. "shared" sends every goroutine's events to one table,
+// "tables" gives each goroutine its own table (readers of different
+// tables). Run with -cpu 1,2: the ratio of updates/s is the scaling.
+func BenchmarkPutParallel(b *testing.B) {
+	stream := getPutStream()
+	for _, mode := range []string{"shared", "tables"} {
+		b.Run(mode, func(b *testing.B) {
+			s, _ := NewStore(DefaultConfig(), func() time.Time { return t0 })
+			ctx := context.Background()
+			var worker atomic.Int64
+			var updates atomic.Int64
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				w := worker.Add(1)
+				batch := make([]ingest.Event, putBatch)
+				table := "bench"
+				if mode == "tables" {
+					table = fmt.Sprint("bench-", w)
+				}
+				off := int(w) * 7919 * putBatch % len(stream)
+				var n int64
+				for pb.Next() {
+					copy(batch, stream[off:off+putBatch])
+					for i := range batch {
+						batch[i].Table = table
+					}
+					_ = s.Put(ctx, batch)
+					n += putBatch
+					off = (off + putBatch) % len(stream)
+				}
+				updates.Add(n)
+			})
+			b.ReportMetric(float64(updates.Load())/b.Elapsed().Seconds()/1e6, "Mupdates/s")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(updates.Load()), "ns/update")
+		})
+	}
+}
