@@ -222,4 +222,3 @@ func BenchmarkReadAll(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*100_000/b.Elapsed().Seconds(), "events/s")
 }
-

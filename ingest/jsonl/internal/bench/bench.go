@@ -59,7 +59,7 @@ func Generate(w io.Writer, n int, seed uint64) (int64, error) {
 		}
 		table := tables[k%uint64(len(tables))]
 		line = append(line[:0], `{"ts":"`...)
-		line = t0.Add(time.Duration(i) * 300 * time.Microsecond).AppendFormat(line, "2006-01-02T15:04:05.000Z07:00")
+		line = t0.Add(time.Duration(i)*300*time.Microsecond).AppendFormat(line, "2006-01-02T15:04:05.000Z07:00")
 		line = append(line, `","table":"`...)
 		line = append(line, table...)
 		if i%10 == 0 {
