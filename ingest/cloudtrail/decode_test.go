@@ -109,6 +109,19 @@ func TestDecodeCalls(t *testing.T) {
 			want: []string{"Music||A||read"},
 		},
 		{
+			// Without a schema, the attribute the key condition compares
+			// with a range operator is the sort key: the other one is the
+			// partition key.
+			name: "Query without a schema tells the partition key from the condition",
+			in: records(
+				ev("Query", `{"tableName":"NoSchema","key":{"p":"P1","s":"2026-"},"keyConditionExpression":"#p = :p AND begins_with(#s, :s)","expressionAttributeNames":{"#p":"p","#s":"s"}}`),
+				ev("Query", `{"tableName":"NoSchema","key":{"p":"P2","s":"1"},"keyConditionExpression":"p = :p and s BETWEEN :a AND :b"}`),
+				ev("Query", `{"tableName":"NoSchema","key":{"p":"P3","s":"1"},"keyConditionExpression":"s >= :s AND p = :p"}`),
+				ev("Query", `{"tableName":"NoSchema","key":{"p":"P4","s":"1"},"keyConditions":{"p":{"comparisonOperator":"EQ"},"s":{"comparisonOperator":"GT"}}}`),
+				ev("Query", `{"tableName":"NoSchema","key":{"p":"P5","s":"1"},"keyConditionExpression":"p = :p AND s = :s"}`)),
+			want: []string{"NoSchema||P1||read", "NoSchema||P2||read", "NoSchema||P3||read", "NoSchema||P4||read", "NoSchema||p=P5,s=1||read"},
+		},
+		{
 			name: "Scan on an index",
 			in:   records(ev("Scan", `{"tableName":"Orders","indexName":"byCustomer","limit":5}`)),
 			want: []string{"Orders|byCustomer|||read"},

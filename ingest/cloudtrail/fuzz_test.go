@@ -23,6 +23,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(records(getItem("a"), ev("BatchWriteItem", `{"requestItems":{"T":[{"deleteRequest":{"key":{"id":"x"}}}]}}`))))
 	f.Add([]byte(envelope(getItem("a")) + "\n" + envelope(getItem("b"))[:50] + "\n"))
 	f.Add(gz(f, records(getItem("a"))))
+	f.Add([]byte(records(ev("Query", `{"tableName":"Q","key":{"p":"1","s":"2"},"keyConditionExpression":"#p = :p AND begins_with(#s, :s) AND s<=x","expressionAttributeNames":{"#p":"p","#s":"s"},"keyConditions":{"p":{"comparisonOperator":"EQ"}}}`))))
 	tables := map[string]ingest.KeySchema{"T": {PartitionKey: "id", SortKey: "s"}, "Music": {PartitionKey: "Artist", SortKey: "SongTitle"}}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		col := &collector{}

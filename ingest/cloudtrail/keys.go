@@ -158,7 +158,11 @@ func keySchema(v *fastjson.Value) (ingest.KeySchema, bool) {
 // table (or of index, for a Query). A missing m gives an empty key; a key
 // that does not hold the schema's partition key is an error. sort says
 // whether the sort key is wanted.
-func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool) (pk, sk string, err error) {
+//
+// query, for a Query, is its requestParameters: the attribute its key
+// condition compares with a range operator is the sort key, so without a
+// schema the other one is known to be the partition key.
+func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool, query *fastjson.Value) (pk, sk string, err error) {
 	if m == nil || m.Type() == fastjson.TypeNull {
 		return "", "", nil
 	}
@@ -192,6 +196,20 @@ func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool) (pk, 
 		obj.Visit(func(_ []byte, x *fastjson.Value) { v = x })
 		pk, err = keyValue(v)
 		return pk, "", err
+	}
+	if ranged := rangeAttrs(query); len(ranged) > 0 {
+		var pv *fastjson.Value
+		n := 0
+		obj.Visit(func(k []byte, x *fastjson.Value) {
+			if !ranged[string(k)] {
+				pv = x
+				n++
+			}
+		})
+		if n == 1 {
+			pk, err = keyValue(pv)
+			return pk, "", err
+		}
 	}
 	// Several attributes and no schema: which one is the partition key is
 	// unknown, so the whole key counts, in a canonical form.
@@ -241,7 +259,7 @@ func (st *stream) itemKey(table string, item *fastjson.Value) (pk, sk string, er
 	if _, ok := st.d.schemas.get(table, ""); !ok {
 		return "", "", nil
 	}
-	return st.key(table, "", item, true)
+	return st.key(table, "", item, true, nil)
 }
 
 func tableIndex(table, index string) string {

@@ -248,7 +248,7 @@ func (st *stream) parse(kind opKind, class ingest.Class, rp *fastjson.Value) err
 		if err != nil {
 			return err
 		}
-		pk, sk, err := st.key(table, "", get(rp, "key", "Key"), true)
+		pk, sk, err := st.key(table, "", get(rp, "key", "Key"), true, nil)
 		if err == nil && pk == "" {
 			// PutItem in the API shape: the key attributes are in the item.
 			pk, sk, err = st.itemKey(table, get(rp, "item", "Item"))
@@ -271,7 +271,7 @@ func (st *stream) parse(kind opKind, class ingest.Class, rp *fastjson.Value) err
 		}
 		// The key holds the key condition's values; a sort key condition
 		// (a range) does not name one item, so only the partition key counts.
-		pk, _, err := st.key(table, index, get(rp, "key", "Key"), false)
+		pk, _, err := st.key(table, index, get(rp, "key", "Key"), false, rp)
 		if err != nil {
 			return err
 		}
@@ -335,7 +335,7 @@ func (st *stream) listItem(class ingest.Class, it *fastjson.Value) error {
 	if err != nil {
 		return err
 	}
-	pk, sk, err := st.key(table, "", get(it, "key", "Key"), true)
+	pk, sk, err := st.key(table, "", get(it, "key", "Key"), true, nil)
 	if err == nil && pk == "" {
 		pk, sk, err = st.itemKey(table, get(it, "item", "Item"))
 	}
@@ -405,7 +405,7 @@ func (st *stream) batchGetTable(table string, class ingest.Class, tv *fastjson.V
 	}
 	arr, _ := keys.Array()
 	for _, k := range arr {
-		pk, sk, err := st.key(table, "", k, true)
+		pk, sk, err := st.key(table, "", k, true, nil)
 		if err != nil {
 			return err
 		}
@@ -430,7 +430,7 @@ func (st *stream) batchWriteTable(table string, class ingest.Class, tv *fastjson
 		if r == nil || r.Type() != fastjson.TypeObject {
 			return rerr(ingest.ReasonBadRecord, "requestItems.%s: neither putRequest nor deleteRequest", table)
 		}
-		pk, sk, err := st.key(table, "", get(r, "key", "Key"), true)
+		pk, sk, err := st.key(table, "", get(r, "key", "Key"), true, nil)
 		if err == nil && pk == "" {
 			pk, sk, err = st.itemKey(table, get(r, "item", "Item"))
 		}
