@@ -28,16 +28,17 @@ col() { awk -F'\t' -v impl="$1" -v c="$2" '$1==impl {print $c}' "$tmp/runs.tsv";
 bytes=$(col fast 3 | head -1)
 printf '%s runs per implementation, %s events, %s bytes, GOMAXPROCS=%s, %s\n' \
 	"$runs" "$events" "$bytes" "$(nproc)" "$(go version | awk '{print $3}')"
-printf '%-6s %10s %12s %14s %12s\n' impl seconds MB/s events/s "max RSS MB"
+printf '%-6s %10s %12s %14s %12s %12s\n' impl seconds MB/s events/s "max RSS MB" "CPU seconds"
 for impl in exact fast; do
 	s=$(col "$impl" 4 | median)
 	rss=$(col "$impl" 5 | median)
-	awk -v impl="$impl" -v s="$s" -v b="$bytes" -v e="$events" -v rss="$rss" \
-		'BEGIN {printf "%-6s %10.2f %12.1f %14.0f %12.1f\n", impl, s, b/1e6/s, e/s, rss/1e6}'
-	eval "sec_$impl=$s rss_$impl=$rss"
+	cpu=$(col "$impl" 6 | median)
+	awk -v impl="$impl" -v s="$s" -v b="$bytes" -v e="$events" -v rss="$rss" -v cpu="$cpu" \
+		'BEGIN {printf "%-6s %10.2f %12.1f %14.0f %12.1f %12.2f\n", impl, s, b/1e6/s, e/s, rss/1e6, cpu}'
+	eval "sec_$impl=$s rss_$impl=$rss cpu_$impl=$cpu"
 done
 # Ratios of the medians; per-run ratios (same pair of processes) too, to
 # see how much a busy machine moved them.
-awk -v se="$sec_exact" -v sf="$sec_fast" -v re="$rss_exact" -v rf="$rss_fast" \
-	'BEGIN {printf "throughput fast/exact: %.2fx (target >= 4x)\npeak memory fast/exact: %.1f%% (target <= 25%%)\n", se/sf, 100*rf/re}'
+awk -v se="$sec_exact" -v sf="$sec_fast" -v re="$rss_exact" -v rf="$rss_fast" -v ce="$cpu_exact" -v cf="$cpu_fast" \
+	'BEGIN {printf "throughput fast/exact: %.2fx (target >= 4x); CPU time exact/fast: %.2fx\npeak memory fast/exact: %.1f%% (target <= 25%%)\n", se/sf, ce/cf, 100*rf/re}'
 paste <(col exact 4) <(col fast 4) | awk '{printf "%s%.2fx", (NR>1?", ":"per-run throughput ratios: "), $1/$2} END {print ""}'

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -16,67 +13,13 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
-	"github.com/hotkeyd/hotkeyd/ingest/jsonl/internal/bench"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonl/internal/benchgen"
 )
-
-var benchEvents = flag.Int("jsonl.events", bench.DefaultEvents, "events in the file of BenchmarkIngest")
-
-// BenchmarkIngest compares, on the same generated file in the same run,
-// the obvious exact counter (encoding/json + maps) with hotkeyd's path
-// (the jsonl reader into the sketches, as hotkeyd analyze). Peak memory
-// needs a process per implementation: see scripts/bench-jsonl.sh.
-//
-//	go test -run XXX -bench Ingest -benchtime 1x -count 3 ./ingest/jsonl
-func BenchmarkIngest(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "bench.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	size, err := bench.Generate(f, *benchEvents, 1)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	impls := []struct {
-		name string
-		run  func(*os.File) (bench.Result, error)
-	}{
-		{"exact", func(f *os.File) (bench.Result, error) { return bench.Exact(f) }},
-		{"fast", func(f *os.File) (bench.Result, error) { return bench.Fast(context.Background(), f) }},
-	}
-	for _, impl := range impls {
-		b.Run(impl.name, func(b *testing.B) {
-			b.SetBytes(size)
-			b.ReportAllocs()
-			var events int64
-			for b.Loop() {
-				f, err := os.Open(path)
-				if err != nil {
-					b.Fatal(err)
-				}
-				res, err := impl.run(f)
-				f.Close()
-				if err != nil {
-					b.Fatal(err)
-				}
-				if res.Events != int64(*benchEvents) {
-					b.Fatalf("%d events of %d", res.Events, *benchEvents)
-				}
-				events += res.Events
-			}
-			b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
-		})
-	}
-}
 
 // benchLines returns lines of the benchmark file's shape.
 func benchLines(b *testing.B) [][]byte {
 	var buf bytes.Buffer
-	if _, err := bench.Generate(&buf, 4096, 2); err != nil {
+	if _, err := benchgen.Generate(&buf, 4096, 2); err != nil {
 		b.Fatal(err)
 	}
 	return bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
@@ -209,7 +152,7 @@ func opClass(op []byte) ingest.Class {
 // a sink that drops them) on in-memory input.
 func BenchmarkReadAll(b *testing.B) {
 	var buf bytes.Buffer
-	if _, err := bench.Generate(&buf, 100_000, 3); err != nil {
+	if _, err := benchgen.Generate(&buf, 100_000, 3); err != nil {
 		b.Fatal(err)
 	}
 	drop := ingest.SinkFunc(func(context.Context, []ingest.Event) error { return nil })

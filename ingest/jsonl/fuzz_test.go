@@ -53,6 +53,7 @@ func FuzzParseLine(f *testing.F) {
 			t.Fatalf("accepted invalid UTF-8")
 		}
 		var m struct {
+			TS    any      `json:"ts"`
 			Table string   `json:"table"`
 			PK    *string  `json:"pk"`
 			Units *float64 `json:"units"`
@@ -65,6 +66,12 @@ func FuzzParseLine(f *testing.F) {
 		}
 		if m.Units != nil && *m.Units != ev.Units || m.Units == nil && ev.Units != 1 {
 			t.Fatalf("units %v, encoding/json says %v", ev.Units, m.Units)
+		}
+		if ts, ok := m.TS.(string); ok {
+			want, err := time.Parse(time.RFC3339Nano, ts)
+			if err != nil || !want.Equal(ev.Time) || ev.Time.Location() != time.UTC {
+				t.Fatalf("time %v from %q, time.Parse says %v, %v", ev.Time, ts, want, err)
+			}
 		}
 		if ev.Units < 0 || ev.Time.IsZero() && !ev.Time.Equal(time.Unix(0, 0)) {
 			t.Fatalf("bad event %+v", ev)

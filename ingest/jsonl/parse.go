@@ -125,9 +125,9 @@ type span struct {
 // It is a hand-written scanner for the flat shape of the contract: it
 // validates the whole line as JSON (members it does not know are walked and
 // checked, nesting bounded by MaxDepth), takes the members it knows without
-// building a tree, and allocates nothing per line except the key strings an
-// Event keeps (table and index names are interned). A Parser is not safe for
-// concurrent use; give each reader its own.
+// building a tree, and allocates nothing per line: table and index names
+// are interned, and key strings are cut from an arena (see keyChunk). A
+// Parser is not safe for concurrent use; give each reader its own.
 type Parser struct {
 	names   [numFields][]byte
 	now     func() time.Time
@@ -135,6 +135,41 @@ type Parser struct {
 	intern  map[string]string
 	scratch []byte // unescaped key and string values
 	vals    [numFields]span
+	minute  minuteCache
+	keys    []byte // arena the key strings are cut from
+}
+
+// keyChunk is the size of the arena chunks key strings are copied into.
+// One allocation per chunk instead of one per key: at about 30 bytes a key
+// that is one allocation per few hundred lines. A chunk is never written
+// again once a string points into it, and it is freed when the last Event
+// (or key) pointing into it is; the sketches clone the keys they keep, so
+// chunks live about as long as a batch.
+const keyChunk = 16 << 10
+
+// key copies b into the arena and returns it as a string.
+func (p *Parser) key(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > cap(p.keys)-len(p.keys) {
+		if len(b) > keyChunk/4 {
+			return string(b) // a big key gets its own allocation
+		}
+		p.keys = make([]byte, 0, keyChunk)
+	}
+	start := len(p.keys)
+	p.keys = append(p.keys, b...)
+	return unsafe.String(&p.keys[start], len(b))
+}
+
+// minuteCache remembers the last "2006-01-02T15:04" prefix parsed and its
+// instant: log lines come in time order, so most lines share the minute of
+// the line before and only their seconds need reading.
+type minuteCache struct {
+	prefix [16]byte
+	base   time.Time
+	ok     bool
 }
 
 // NewParser returns a Parser reading fields, stamping lines without a time
@@ -258,13 +293,26 @@ func (p *Parser) scanObject(b []byte) error {
 }
 
 func (p *Parser) field(name []byte) int {
+	if len(name) == 0 {
+		return -1
+	}
 	for f := range p.names {
-		if string(p.names[f]) == string(name) {
+		n := p.names[f]
+		if len(n) == len(name) && n[0] == name[0] && string(n) == string(name) {
 			return f
 		}
 	}
 	return -1
 }
+
+// plain marks the bytes a string can hold without a closer look: not a
+// quote, a backslash, a control character or a byte of a multi-byte rune.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // scanString reads the string starting at b[i] == '"'. It returns the
 // content bounds, the index after the closing quote and whether the content
@@ -275,7 +323,7 @@ func scanString(b []byte, i int) (start, end, next int, escaped bool, err error)
 	j := start
 	for {
 		// Fast path over plain bytes.
-		for j < len(b) && b[j] >= 0x20 && b[j] != '"' && b[j] != '\\' && b[j] < 0x80 {
+		for j < len(b) && plain[b[j]] {
 			j++
 		}
 		if j >= len(b) {
@@ -599,7 +647,7 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 		if len(pk) == 0 && !keyless {
 			return errMissingPK
 		}
-		ev.PK = string(pk)
+		ev.PK = p.key(pk)
 	}
 
 	// index, sk
@@ -618,7 +666,7 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 		return p.wrongType(fSK, "a string")
 	default:
 		if sk := p.bytesOf(line, v[fSK]); len(sk) > 0 {
-			ev.SK = string(sk)
+			ev.SK = p.key(sk)
 		}
 	}
 
@@ -645,12 +693,9 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 		ev.Time = p.now()
 	case t.kind == kString:
 		s := p.bytesOf(line, t)
-		tm, err := time.Parse(time.RFC3339Nano, unsafeString(s))
-		if err != nil {
+		tm, ok := p.parseTime(s)
+		if !ok {
 			return &ParseError{Reason: ingest.ReasonBadTime, Detail: fmt.Sprintf("%q is not an RFC 3339 time", truncate(s))}
-		}
-		if tm.Location() != time.UTC {
-			tm = tm.UTC()
 		}
 		ev.Time = tm
 	case t.kind == kNumber:
@@ -665,6 +710,49 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 	}
 	return nil
 }
+
+// parseTime parses an RFC 3339 time into UTC, as time.Parse with
+// time.RFC3339Nano does. Times in UTC ("Z") with at most nanosecond digits
+// take a fast path through the minute cache; anything else goes to
+// time.Parse.
+func (p *Parser) parseTime(s []byte) (time.Time, bool) {
+	if n := len(s); n >= 20 && n <= 30 && s[n-1] == 'Z' && s[16] == ':' && isDigit(s[17]) && isDigit(s[18]) {
+		sec := int(s[17]-'0')*10 + int(s[18]-'0')
+		frac := s[19 : n-1]
+		nsec, ok := 0, sec < 60
+		if len(frac) > 0 {
+			ok = ok && frac[0] == '.' && len(frac) >= 2
+			scale := 100_000_000
+			for _, c := range frac[min(len(frac), 1):] {
+				ok = ok && isDigit(c)
+				nsec += int(c-'0') * scale
+				scale /= 10
+			}
+		}
+		if ok {
+			m := &p.minute
+			if !m.ok || string(m.prefix[:]) != string(s[:16]) {
+				var buf [20]byte
+				copy(buf[:16], s[:16])
+				copy(buf[16:], ":00Z")
+				base, err := time.Parse(time.RFC3339, string(buf[:]))
+				if err != nil {
+					return time.Time{}, false
+				}
+				copy(m.prefix[:], s[:16])
+				m.base, m.ok = base, true
+			}
+			return m.base.Add(time.Duration(sec)*time.Second + time.Duration(nsec)), true
+		}
+	}
+	tm, err := time.Parse(time.RFC3339Nano, unsafeString(s))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return tm.UTC(), true
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // maxEpochMillis is 9999-12-31T23:59:59.999Z, the last instant RFC 3339 can
 // write.

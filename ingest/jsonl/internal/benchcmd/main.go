@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl/internal/bench"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonl/internal/benchgen"
 )
 
 func main() { os.Exit(run()) }
@@ -34,6 +35,7 @@ type figures struct {
 	MBPerSecond  float64 `json:"mb_per_second"`
 	EventsPerSec float64 `json:"events_per_second"`
 	MaxRSSBytes  int64   `json:"max_rss_bytes"`
+	CPUSeconds   float64 `json:"cpu_seconds"`
 	DistinctKeys uint64  `json:"distinct_keys"`
 	TopKey       string  `json:"top_key"`
 	TopKeyUnits  float64 `json:"top_key_units"`
@@ -42,9 +44,9 @@ type figures struct {
 
 func run() int {
 	gen := flag.String("generate", "", "write the benchmark file to this path and exit")
-	events := flag.Int("events", bench.DefaultEvents, "events to generate")
+	events := flag.Int("events", benchgen.DefaultEvents, "events to generate")
 	impl := flag.String("impl", "fast", "implementation to run: exact or fast")
-	tsv := flag.Bool("tsv", false, "print one tab-separated line (impl, events, bytes, seconds, max RSS bytes) instead of JSON")
+	tsv := flag.Bool("tsv", false, "print one tab-separated line (impl, events, bytes, seconds, max RSS bytes, CPU seconds) instead of JSON")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 	if *gen != "" {
@@ -53,7 +55,7 @@ func run() int {
 			fmt.Fprintln(os.Stderr, "benchcmd:", err)
 			return 1
 		}
-		n, err := bench.Generate(f, *events, 1)
+		n, err := benchgen.Generate(f, *events, 1)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -118,11 +120,12 @@ func run() int {
 		Impl: *impl, Events: res.Events, Rejected: res.Rejected, Bytes: fi.Size(),
 		Seconds: elapsed, MBPerSecond: float64(fi.Size()) / 1e6 / elapsed, EventsPerSec: float64(res.Events) / elapsed,
 		MaxRSSBytes:  ru.Maxrss * 1024, // Linux reports kilobytes
+		CPUSeconds:   tv(ru.Utime) + tv(ru.Stime),
 		DistinctKeys: res.DistinctKeys, TopKey: res.TopKey, TopKeyUnits: res.TopKeyUnits,
 		GoMaxProcs: runtime.GOMAXPROCS(0),
 	}
 	if *tsv {
-		fmt.Printf("%s\t%d\t%d\t%.6f\t%d\n", out.Impl, out.Events, out.Bytes, out.Seconds, out.MaxRSSBytes)
+		fmt.Printf("%s\t%d\t%d\t%.6f\t%d\t%.6f\n", out.Impl, out.Events, out.Bytes, out.Seconds, out.MaxRSSBytes, out.CPUSeconds)
 		return 0
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
@@ -130,3 +133,5 @@ func run() int {
 	}
 	return 0
 }
+
+func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
