@@ -88,6 +88,3 @@ func (l *lineReader) reset() {
 	l.r, l.w = 0, 0
 	l.discarding = false
 }
-
-// pending reports whether a partial line is buffered.
-func (l *lineReader) pending() bool { return l.r < l.w || l.discarding }

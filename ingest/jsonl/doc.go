@@ -1,0 +1,20 @@
+// Package jsonl reads the JSON-lines access log of the contract (one JSON
+// object per line: ts, table, index, pk, sk, op, units; member names
+// configurable with Fields) into ingest Events, from three places:
+//
+//   - ReadAll: a whole input (a file for hotkeyd analyze, stdin);
+//   - Source: files followed like tail -F (rotation by rename, copy and
+//     truncate, new files matching a glob), and stdin for "-";
+//   - Handler: POST /api/v1/events, an NDJSON body from an application.
+//
+// Every reader shares one Parser, a validating scanner over the flat shape
+// of a line that allocates nothing per line, and one bounded line reader: a
+// line over the limit is rejected as too_long and skipped up to the next
+// newline without being buffered. A bad line is reported to the
+// ingest.Reporter with a reason constant of package ingest and skipped; the
+// lines around it are read as usual.
+//
+// Files that exist when a Source starts are read from their end, so that a
+// restart does not count their lines twice (Config.FromStart reads them
+// whole); files that appear later are read from their beginning.
+package jsonl
