@@ -30,7 +30,11 @@ type genCMS struct {
 	depth, width int
 	shift        uint32 // 32 - log2(width)
 	gen          int64
-	cur, prev    []uint32 // [row][col]
+	// cells holds both generations interleaved, so that a key's current
+	// and previous counter share a cache line: cell k of the current
+	// generation is cells[2k+cur], of the previous one cells[2k+1-cur].
+	cells []uint32
+	cur   int
 }
 
 func newGenCMS(depth, width int, gen int64) *genCMS {
@@ -39,12 +43,11 @@ func newGenCMS(depth, width int, gen int64) *genCMS {
 		width: width,
 		shift: uint32(32 - bits.TrailingZeros(uint(width))),
 		gen:   gen,
-		cur:   make([]uint32, depth*width),
-		prev:  make([]uint32, depth*width),
+		cells: make([]uint32, 2*depth*width),
 	}
 }
 
-// rows computes the column of each row from one 64-bit hash by double
+// rows computes the cell of each row from one 64-bit hash by double
 // hashing (Kirsch & Mitzenmacher): g_j = h1 + j·h2 mod 2^32 with h1, h2
 // the two halves of the hash, and the column is the top log2(Width) bits of
 // g_j. Taking the top bits matters: the low bits of g_j depend only on the
@@ -55,30 +58,53 @@ func (m *genCMS) rows(h uint64, idx *[8]uint32) {
 	h1 := uint32(h)
 	h2 := uint32(h>>32) | 1
 	for j := 0; j < m.depth; j++ {
-		idx[j] = (h1 + uint32(j)*h2) >> m.shift
+		idx[j] = 2 * (uint32(j*m.width) + (h1+uint32(j)*h2)>>m.shift)
 	}
 }
 
 // add adds q quanta for the key hashed to h to the current generation and
-// returns the key's estimate there, after the update.
-func (m *genCMS) add(h uint64, q uint32) uint32 {
+// returns the key's estimates in the current generation, after the update,
+// and in the previous one.
+func (m *genCMS) add(h uint64, q uint32) (cur, prev uint32) {
 	var idx [8]uint32
 	m.rows(h, &idx)
-	w := m.width
-	cells := m.cur[:m.depth*w]
-	cur := uint32(math.MaxUint32)
+	cells := m.cells
+	c, p := m.cur, 1-m.cur
+	cur, prev = math.MaxUint32, math.MaxUint32
 	for j := 0; j < m.depth; j++ {
-		cur = min(cur, cells[j*w+int(idx[j])])
+		k := int(idx[j])
+		cur = min(cur, cells[k+c])
+		prev = min(prev, cells[k+p])
 	}
 	next := cur + q
 	if next < cur {
 		next = math.MaxUint32
 	}
 	for j := 0; j < m.depth; j++ {
-		k := j*w + int(idx[j])
+		k := int(idx[j]) + c
 		cells[k] = max(cells[k], next)
 	}
-	return next
+	return next, prev
+}
+
+// addPrev adds q quanta for the key hashed to h to the previous generation,
+// with conservative update.
+func (m *genCMS) addPrev(h uint64, q uint32) {
+	var idx [8]uint32
+	m.rows(h, &idx)
+	p := 1 - m.cur
+	est := uint32(math.MaxUint32)
+	for j := 0; j < m.depth; j++ {
+		est = min(est, m.cells[int(idx[j])+p])
+	}
+	next := est + q
+	if next < est {
+		next = math.MaxUint32
+	}
+	for j := 0; j < m.depth; j++ {
+		k := int(idx[j]) + p
+		m.cells[k] = max(m.cells[k], next)
+	}
 }
 
 // estimates returns the key's estimates in the current and the previous
@@ -88,22 +114,11 @@ func (m *genCMS) estimates(h uint64) (cur, prev uint32) {
 	m.rows(h, &idx)
 	cur, prev = math.MaxUint32, math.MaxUint32
 	for j := 0; j < m.depth; j++ {
-		k := j*m.width + int(idx[j])
-		cur = min(cur, m.cur[k])
-		prev = min(prev, m.prev[k])
+		k := int(idx[j])
+		cur = min(cur, m.cells[k+m.cur])
+		prev = min(prev, m.cells[k+1-m.cur])
 	}
 	return cur, prev
-}
-
-// prevEstimate returns the key's estimate in the previous generation.
-func (m *genCMS) prevEstimate(h uint64) uint32 {
-	var idx [8]uint32
-	m.rows(h, &idx)
-	est := uint32(math.MaxUint32)
-	for j := 0; j < m.depth; j++ {
-		est = min(est, m.prev[j*m.width+int(idx[j])])
-	}
-	return est
 }
 
 // noiseProbes is the number of never-seen keys probed for the noise floor.
@@ -134,11 +149,12 @@ func (m *genCMS) advance(gen int64) {
 	case gen <= m.gen:
 		return
 	case gen == m.gen+1:
-		m.cur, m.prev = m.prev, m.cur
-		clear(m.cur)
+		m.cur = 1 - m.cur
+		for k := m.cur; k < len(m.cells); k += 2 {
+			m.cells[k] = 0
+		}
 	default:
-		clear(m.cur)
-		clear(m.prev)
+		clear(m.cells)
 	}
 	m.gen = gen
 }

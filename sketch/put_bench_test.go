@@ -3,6 +3,7 @@ package sketch
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,9 +28,22 @@ func getPutStream() []ingest.Event {
 		}
 		z := newZipf(benchKeys, 1.0, 99)
 		perm := z.rng.Perm(benchKeys)
+		// Each event's key is its own copy, laid out in event order as a
+		// reader decoding a log would leave them: the key bytes are read
+		// sequentially, not from a million scattered strings.
+		var arena strings.Builder
+		ranks := make([]int, n)
+		for i := range ranks {
+			ranks[i] = perm[z.next()]
+			arena.WriteString(keys[ranks[i]])
+		}
+		all := arena.String()
 		putStream = make([]ingest.Event, n)
+		off := 0
 		for i := range putStream {
-			putStream[i] = ingest.Event{Table: "bench", PK: keys[perm[z.next()]], Class: ingest.Write, Units: 1}
+			k := all[off : off+len(keys[ranks[i]])]
+			off += len(k)
+			putStream[i] = ingest.Event{Table: "bench", PK: k, Class: ingest.Write, Units: 1}
 		}
 	})
 	return putStream

@@ -35,7 +35,8 @@ type table struct {
 	throttled      *namedCounts
 	throttledSlots []uint64
 
-	// first and last are the earliest and latest event times (analyze).
+	// first and last are the earliest and latest event times, kept in
+	// analyze mode only (live windows are bounded by the clock).
 	first, last time.Time
 }
 
@@ -139,7 +140,7 @@ func (t *table) clearSlot(s int) {
 
 // add counts one event in the current slot.
 func (t *table) add(e *ingest.Event) {
-	if !e.Time.IsZero() {
+	if t.cfg.Window == 0 && !e.Time.IsZero() {
 		if t.first.IsZero() || e.Time.Before(t.first) {
 			t.first = e.Time
 		}
@@ -182,20 +183,25 @@ func (t *table) add(e *ingest.Event) {
 		cs.cand = newCandidates(t.cfg.Candidates, t.cfg.SubWindows)
 	}
 	q := toQuanta(units)
-	curEst := cs.cms.add(h, q)
 	skBit := sortKeyBit(e.SK, xxh3.HashString)
 	cand := cs.cand
+	// A candidate is counted exactly and skips the count-min sketch (an
+	// "augmented sketch", Roy et al. 2016): its traffic is written back
+	// when it is evicted, so the sketch stays an upper bound for every key
+	// that is not a candidate, the heaviest keys do not add to the noise
+	// of the others, and most accesses of a skewed workload cost one
+	// lookup.
 	if id := cand.find(h, e.PK); id >= 0 {
 		cand.hit(id, s, q, skBit)
 		return
 	}
+	curEst, prevEst := cs.cms.add(h, q)
 	// The previous generation still overlaps the window unless the current
 	// slot is the last of the current generation.
 	last := t.cfg.SubWindows - 1
-	var prevEst uint32
-	prevSlot := -1
-	if s != last {
-		prevEst, prevSlot = cs.cms.prevEstimate(h), last
+	prevSlot := last
+	if s == last {
+		prevEst, prevSlot = 0, -1
 	}
 	if cand.full() {
 		// Admission discounts the typical noise of an estimate: a key whose
@@ -213,6 +219,14 @@ func (t *table) add(e *ingest.Event) {
 		}
 		if uint64(curEst)+uint64(prevEst) <= cand.minTotal()+floor {
 			return
+		}
+		// Write the evicted key's exact traffic back into its generations.
+		vh, vCur, vPrev := cand.exactParts(cand.minID(), s)
+		if vCur > 0 {
+			cs.cms.add(vh, vCur)
+		}
+		if vPrev > 0 {
+			cs.cms.addPrev(vh, vPrev)
 		}
 	}
 	cand.admit(h, e.PK, s, q, skBit, curEst, prevEst, prevSlot)

@@ -91,6 +91,33 @@ func (c *candidates) full() bool { return c.n == len(c.hash) }
 // minTotal is the smallest window total in the set; only meaningful when full.
 func (c *candidates) minTotal() uint64 { return c.total[c.heap[0]] }
 
+// minID is the entry with the smallest total, the next to be evicted.
+func (c *candidates) minID() int { return int(c.heap[0]) }
+
+// exactParts returns entry id's hash and the quanta it counted exactly
+// (not its entry estimates) in the current generation, ring slots 0..cur,
+// and in the previous one, slots after cur (generations are aligned with
+// the ring), each saturated to uint32.
+func (c *candidates) exactParts(id, cur int) (h uint64, curQ, prevQ uint32) {
+	var sums [2]uint64
+	row := c.units[id*c.slots : (id+1)*c.slots]
+	for j, u := range row {
+		if c.estMask[id]&(1<<j) != 0 {
+			continue
+		}
+		v := uint64(u)
+		if j == int(c.entry[id]) {
+			v -= uint64(min(c.entryQ[id], u))
+		}
+		if j <= cur {
+			sums[0] += v
+		} else {
+			sums[1] += v
+		}
+	}
+	return c.hash[id], uint32(min(sums[0], math.MaxUint32)), uint32(min(sums[1], math.MaxUint32))
+}
+
 // hit adds an access to entry id in slot s.
 func (c *candidates) hit(id, s int, q uint32, skBit uint32) {
 	k := id*c.slots + s
