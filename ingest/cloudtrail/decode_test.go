@@ -187,9 +187,11 @@ func TestDecodeCalls(t *testing.T) {
 				ev("ExecuteStatement", `{"statement":"GRANT ALL"}`),
 				ev("BatchGetItem", `{"requestItems":{"Orders":{"keys":"o-1"}}}`),
 				`{"eventTime":"yesterday","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"Orders","key":{"order":"o-1"}}}`,
+				ev("GetItem", `{"tableName":"Orders","key":{"order":""}}`),
+				ev("GetItem", `{"tableName":"Solo","key":{"id":{"S":""}}}`),
 				ev("GetItem", `{"tableName":"Orders","key":{"order":"ok"}}`)),
 			want:     []string{"Orders||ok||read"},
-			rejected: []string{"missing_pk", "missing_table", "missing_pk", "bad_type", "bad_record", "bad_op", "bad_record", "bad_time"},
+			rejected: []string{"missing_pk", "missing_table", "missing_pk", "bad_type", "bad_record", "bad_op", "bad_record", "bad_time", "missing_pk", "missing_pk"},
 		},
 	}
 	for _, c := range cases {

@@ -178,6 +178,10 @@ func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool, query
 		if pk, err = keyValue(pv); err != nil {
 			return "", "", err
 		}
+		if pk == "" {
+			// DynamoDB refuses empty key values: the record is broken.
+			return "", "", rerr(ingest.ReasonMissingPK, "key of %s has an empty partition key", tableIndex(table, index))
+		}
 		if wantSK && ks.SortKey != "" {
 			if sv := obj.Get(ks.SortKey); sv != nil {
 				if sk, err = keyValue(sv); err != nil {
@@ -194,7 +198,9 @@ func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool, query
 		// A one-attribute key is the partition key.
 		var v *fastjson.Value
 		obj.Visit(func(_ []byte, x *fastjson.Value) { v = x })
-		pk, err = keyValue(v)
+		if pk, err = keyValue(v); err == nil && pk == "" {
+			err = rerr(ingest.ReasonMissingPK, "key of %s has an empty partition key", tableIndex(table, index))
+		}
 		return pk, "", err
 	}
 	if ranged := rangeAttrs(query); len(ranged) > 0 {
@@ -207,7 +213,9 @@ func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool, query
 			}
 		})
 		if n == 1 {
-			pk, err = keyValue(pv)
+			if pk, err = keyValue(pv); err == nil && pk == "" {
+				err = rerr(ingest.ReasonMissingPK, "key of %s has an empty partition key", tableIndex(table, index))
+			}
 			return pk, "", err
 		}
 	}

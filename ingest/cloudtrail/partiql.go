@@ -314,7 +314,7 @@ func (st *stream) statement(v *fastjson.Value) error {
 	// partition key and the statement names a literal value for it.
 	var pk, sk string
 	if ks, ok := st.d.schemas.get(table, index); ok && s.eq != nil {
-		if p := s.eq[ks.PartitionKey]; p.ok {
+		if p := s.eq[ks.PartitionKey]; p.ok && p.val != "" {
 			pk = p.val
 			if q := s.eq[ks.SortKey]; ks.SortKey != "" && q.ok {
 				sk = q.val
