@@ -1,29 +1,47 @@
 // Package sketch keeps, per table, fixed-size summaries of a sliding window
-// of traffic: the heaviest partition keys per class (count-min with
-// conservative update plus exactly counted candidates), the number of
-// distinct partition keys (HyperLogLog, exact below 1000), records per
-// stream shard and the most throttled keys. It knows keys, classes, units
-// and time, nothing of AWS.
+// of traffic: the heaviest partition keys per class (a count-min sketch with
+// conservative update in front of a set of exactly counted candidates), the
+// number of distinct partition keys (HyperLogLog, exact below 1000),
+// records per stream shard and the most throttled keys. It knows keys,
+// classes, units and time, nothing of AWS.
+//
+// # Heavy hitters
+//
+// Per table and class, Candidates keys (384) are counted exactly, slot by
+// slot, in a min-heap on their window totals; the Tracked heaviest (100) are
+// reported. A key that is not a candidate goes into a count-min sketch
+// (Depth 5 × Width 4096, one 64-bit xxh3 hash split into the rows by double
+// hashing, conservative update) kept for two tumbling generations of one
+// window each. It becomes a candidate, evicting the smallest, when its
+// estimate over the generations that overlap the window beats the smallest
+// candidate by more than the sketch's typical noise (the median estimate of
+// never-seen keys). Its counts then start from the sketch's estimates,
+// flagged as such until they leave the window, and its traffic skips the
+// sketch until it is evicted and written back. Why this shape, and what it
+// was measured against, is in docs/bench/sketch.md.
+//
+// # Accuracy
+//
+// Per-class totals (events, units) are exact. A key's units never
+// undercount and overcount by at most KeyStat.Error: the count-min
+// estimates its counts started from, at most ε = e/Width of a generation's
+// units each with probability 1-δ, δ = e^-Depth (ε ≈ 0.066 %, δ ≈ 0.67 % at
+// defaults); a key that has been a candidate for a whole window is exact.
+// Units are counted in quarter units (0.5 RCU is exact). Distinct keys are
+// exact below 1000 and within about 0.81 % (one standard error) above.
 //
 // # Memory
 //
 // A table (or index) costs at most Config.Footprint bytes, fixed by the
-// configuration and independent of the number of distinct keys. At
-// DefaultConfig that is about 0.98 MiB, both classes and the whole window
-// (see docs/bench/sketch.md for the breakdown); a table that saw one class,
-// few keys or no stream shards costs much less, as the parts are allocated
-// on first use. The number of tables is bounded by Config.MaxTables (1000 by
-// default, so at most about 1 GiB); events of further tables are dropped and
-// counted by Store.Dropped.
-//
-// # Accuracy
-//
-// Per-class totals (events, units) are exact. A key's units are an upper
-// bound that overcounts by at most KeyStat.Error, itself at most ε = e/Width
-// of the class's window units with probability 1-δ, δ = e^-Depth (ε ≈ 0.27 %,
-// δ ≈ 1.8 % at defaults), and exact for a key that has been among the
-// counted candidates for a whole window. Distinct keys are exact below 1000
-// per slot and union, and within about 0.81 % (one standard error) above.
+// configuration and independent of the number of distinct keys: about
+// 0.93 MiB at DefaultConfig, both classes and the whole window (count-min
+// 320 KiB, candidates 150 KiB, distinct keys 208 KiB, 1024 shards 147 KiB,
+// throttled keys 19 KiB, plus 4 % allocator overhead; TestFootprint fills a
+// table to every bound and checks the heap against it). Parts are allocated
+// on first use, so a table that saw one class, few keys or no stream shards
+// costs much less. The number of tables is bounded by Config.MaxTables
+// (1000 by default, so at most about 1 GiB); events of further tables are
+// dropped and counted by Store.Dropped.
 //
 // # Windows
 //
@@ -34,6 +52,15 @@
 // moved past it, so a key hot two windows ago is gone. In analyze mode
 // (Window == 0) there is one window that never expires, bounded by the
 // earliest and latest event times.
+//
+// # Concurrency
+//
+// Put and Snapshot are safe for concurrent use. There is no store-wide lock
+// on the hot path: each table has its own mutex, held by Put for a run of
+// consecutive events of that table and by Snapshot while it copies that
+// table out, so readers of different tables run in parallel. Snapshot
+// shares nothing with the live sketches and caches the distinct-key
+// estimate until the table changes.
 package sketch
 
 import (
@@ -50,10 +77,8 @@ import (
 // Store holds the sketches of every table. It implements ingest.Sink; Put
 // and Snapshot are safe for concurrent use.
 //
-// There is no store-wide lock on the hot path: the table index is an
-// immutable map swapped on the rare insertion of a new table, and each
-// table has its own mutex, held by Put for a run of consecutive events of
-// that table and by Snapshot while it copies that table out.
+// The table index is an immutable map swapped on the rare insertion of a
+// new table, so looking a table up takes no lock.
 type Store struct {
 	cfg  Config
 	now  func() time.Time
@@ -103,41 +128,116 @@ func (s *Store) epoch(now time.Time) int64 {
 }
 
 // Put adds a batch of Events, each to the current slot of its table's
-// window. It never blocks for long: it holds one table's lock at a time.
+// window. It holds one table's lock at a time, once per table in the batch.
 func (s *Store) Put(ctx context.Context, batch []ingest.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	epoch := s.epoch(s.now())
-	for i := 0; i < len(batch); {
+	// A run of consecutive events of one table (a stream reader's batch is
+	// all one table) is added under one lock.
+	i := 0
+	for i < len(batch) {
 		id := tableID{batch[i].Table, batch[i].Index}
 		j := i + 1
 		for j < len(batch) && batch[j].Table == id.table && batch[j].Index == id.index {
 			j++
 		}
-		t := s.table(id, epoch)
-		if t == nil {
-			s.dropped.Add(uint64(j - i))
-			i = j
-			continue
+		if j-i < minRun && j < len(batch) {
+			break // interleaved tables: group them instead
 		}
-		var bad uint64
-		t.mu.Lock()
-		t.advance(epoch)
-		for k := i; k < j; k++ {
-			if batch[k].Class >= ingest.NumClasses {
-				bad++
-				continue
-			}
-			t.add(&batch[k])
-		}
-		t.mu.Unlock()
-		if bad > 0 {
-			s.dropped.Add(bad)
-		}
+		s.putRun(id, batch[i:j], nil, epoch)
 		i = j
 	}
+	if i < len(batch) {
+		s.putGrouped(batch[i:], epoch)
+	}
 	return nil
+}
+
+// minRun is the run length below which Put groups a batch by table
+// instead of locking per run.
+const minRun = 64
+
+// putRun adds events (or, with idx, the events batch[idx[k]]) of one table.
+func (s *Store) putRun(id tableID, events []ingest.Event, idx []int32, epoch int64) {
+	n := len(events)
+	if idx != nil {
+		n = len(idx)
+	}
+	t := s.table(id, epoch)
+	if t == nil {
+		s.dropped.Add(uint64(n))
+		return
+	}
+	var bad uint64
+	t.mu.Lock()
+	t.advance(epoch)
+	for k := range n {
+		e := &events[k]
+		if idx != nil {
+			e = &events[idx[k]]
+		}
+		if e.Class >= ingest.NumClasses {
+			bad++
+			continue
+		}
+		t.add(e)
+	}
+	t.mu.Unlock()
+	if bad > 0 {
+		s.dropped.Add(bad)
+	}
+}
+
+// putGrouped adds a batch whose tables interleave (a log of several
+// tables): it collects each table's event indexes first, then adds each
+// table's events under one lock.
+func (s *Store) putGrouped(batch []ingest.Event, epoch int64) {
+	type group struct {
+		id  tableID
+		idx []int32
+	}
+	var groups []group
+	var byID map[tableID]int // past a few tables, a linear search costs more
+	last := -1
+	for k := range batch {
+		e := &batch[k]
+		if last >= 0 && groups[last].id.table == e.Table && groups[last].id.index == e.Index {
+			groups[last].idx = append(groups[last].idx, int32(k))
+			continue
+		}
+		id := tableID{e.Table, e.Index}
+		last = -1
+		if byID != nil {
+			if g, ok := byID[id]; ok {
+				last = g
+			}
+		} else {
+			for g := range groups {
+				if groups[g].id == id {
+					last = g
+					break
+				}
+			}
+		}
+		if last < 0 {
+			groups = append(groups, group{id: id})
+			last = len(groups) - 1
+			if byID != nil {
+				byID[id] = last
+			} else if len(groups) > 8 {
+				byID = make(map[tableID]int, 2*len(groups))
+				for g := range groups {
+					byID[groups[g].id] = g
+				}
+			}
+		}
+		groups[last].idx = append(groups[last].idx, int32(k))
+	}
+	for _, g := range groups {
+		s.putRun(g.id, batch, g.idx, epoch)
+	}
 }
 
 // table returns the table id, creating it unless MaxTables are tracked.
