@@ -21,6 +21,7 @@ type followHarness struct {
 	scans  atomic.Int64
 	cancel context.CancelFunc
 	done   chan error
+	src    *Source
 }
 
 func startFollow(t *testing.T, dir string, cfg Config) *followHarness {
@@ -34,6 +35,7 @@ func startFollow(t *testing.T, dir string, cfg Config) *followHarness {
 		t.Fatal(err)
 	}
 	src.scanned = func() { h.scans.Add(1) }
+	h.src = src
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- src.Run(ctx, h.sink) }()
@@ -242,5 +244,27 @@ func TestNewRejectsBadPattern(t *testing.T) {
 	}
 	if _, err := New(Config{}, nil); err == nil {
 		t.Error("New accepted no paths")
+	}
+}
+
+func TestFollowReadyReportsUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "not-a-file.log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := startFollow(t, dir, Config{Paths: []string{filepath.Join(dir, "*.log")}})
+	src := h.src
+	if err := src.Ready(); err == nil || !strings.Contains(err.Error(), "not-a-file.log") {
+		t.Errorf("Ready() = %v, want an error naming the directory", err)
+	}
+	if errs := h.rec.errorsSeen(); len(errs) != 1 {
+		t.Errorf("source errors %v, want one (reported once, not every poll)", errs)
+	}
+	if err := os.Remove(filepath.Join(dir, "not-a-file.log")); err != nil {
+		t.Fatal(err)
+	}
+	h.settle()
+	if err := src.Ready(); err != nil {
+		t.Errorf("Ready() = %v after the directory went away", err)
 	}
 }

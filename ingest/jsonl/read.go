@@ -59,7 +59,8 @@ func (o Options) withDefaults() Options {
 type LineError struct {
 	// Name is the input (a file name, "stdin"); empty for a request body.
 	Name string
-	// Line is the 1-based line number.
+	// Line is the 1-based line number, counted from where reading started
+	// (a followed file opened at its end counts from there).
 	Line int64
 	// Err says why; its Reason is the rejection's label value.
 	Err *ParseError

@@ -40,6 +40,12 @@ func (r *recorder) Error(source, reason string, err error) {
 	r.errors = append(r.errors, source+" "+reason+": "+err.Error())
 }
 
+func (r *recorder) errorsSeen() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.errors...)
+}
+
 func (r *recorder) reasons() []reject {
 	r.mu.Lock()
 	defer r.mu.Unlock()
