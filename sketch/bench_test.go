@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +29,8 @@ import (
 // workload; run with -benchtime=1x) into each implementation and report:
 //
 //	ns/update      wall time per event
+//	cpu-ns/update  process CPU time per event (steadier on a shared machine;
+//	               includes the garbage collector's work)
 //	bytes          heap held by the implementation after the workload
 //	precision@10   share of the reported top 10 in the true top 10
 //	precision@100  share of the reported top 100 in the true top 100
@@ -261,17 +264,35 @@ func touch(w *workload, from, to int) {
 	touchSink ^= x
 }
 
-// run feeds the whole workload, timing only count.
-func run(b *testing.B, impl hhImpl, w *workload) {
+// run feeds the whole workload, timing only count, and returns the CPU
+// time the process spent in count.
+func run(b *testing.B, impl hhImpl, w *workload) time.Duration {
 	impl.start(w)
+	var cpu time.Duration
 	for i := 0; i < len(w.pk); i += benchBatch {
 		to := min(i+benchBatch, len(w.pk))
 		b.StopTimer()
 		touch(w, i, to)
 		impl.prepare(w, i, to)
+		c0 := cpuTime()
 		b.StartTimer()
 		impl.count(w, i, to)
+		b.StopTimer()
+		cpu += cpuTime() - c0
+		b.StartTimer()
 	}
+	return cpu
+}
+
+// cpuTime is the user and system CPU time of the process so far. On a
+// machine shared with other work, CPU time per update is steadier than
+// wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // peerBudget is the memory given to each peer per table: what hotkeyd's
@@ -502,18 +523,20 @@ func BenchmarkHeavyHitters(b *testing.B) {
 				b.Run(im.name, func(b *testing.B) {
 					var impl hhImpl
 					var bytes uint64
+					var cpu time.Duration
 					for range b.N {
 						b.StopTimer()
 						impl = im.make()
 						before := heapInUse()
 						b.StartTimer()
-						run(b, impl, w)
+						cpu += run(b, impl, w)
 						b.StopTimer()
 						bytes = heapInUse() - min(before, heapInUse())
 						b.StartTimer()
 					}
 					b.StopTimer()
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(w.pk)), "ns/update")
+					b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*len(w.pk)), "cpu-ns/update")
 					b.ReportMetric(float64(bytes), "bytes")
 					var p10, p100, se float64
 					var n int

@@ -204,7 +204,7 @@ func (c Config) Footprint() int {
 	c = c.withDefaults()
 	s := c.SubWindows
 	cms := ingest2 * 2 * c.Depth * c.Width * 4
-	cand := ingest2 * (c.Candidates*(candidateFixedBytes+s*(4+4+4)+footprintKeyBytes+16) + indexSize(c.Candidates)*4 + c.Candidates*4)
+	cand := ingest2 * (c.Candidates*(candidateFixedBytes+s*(4+4+4)+footprintKeyBytes+16) + indexSize(c.Candidates)*16 + c.Candidates*4)
 	hll := 1 << c.HLLPrecision
 	exact := exactTableSize * 8
 	distinct := s*max(hll, exact) + hll

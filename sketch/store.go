@@ -171,6 +171,8 @@ func (s *Store) putRun(id tableID, events []ingest.Event, idx []int32, epoch int
 		return
 	}
 	var bad uint64
+	var units [ingest.NumClasses]float64
+	var counts [ingest.NumClasses]uint64
 	t.mu.Lock()
 	t.advance(epoch)
 	for k := range n {
@@ -182,8 +184,12 @@ func (s *Store) putRun(id tableID, events []ingest.Event, idx []int32, epoch int
 			bad++
 			continue
 		}
-		t.add(e)
+		if u, ok := t.add(e); ok {
+			units[e.Class] += u
+			counts[e.Class]++
+		}
 	}
+	t.addTotals(units, counts)
 	t.mu.Unlock()
 	if bad > 0 {
 		s.dropped.Add(bad)

@@ -138,8 +138,19 @@ func (t *table) clearSlot(s int) {
 	t.throttledSlots[s] = 0
 }
 
-// add counts one event in the current slot.
-func (t *table) add(e *ingest.Event) {
+// addTotals adds a run's class totals to the current slot.
+func (t *table) addTotals(units [ingest.NumClasses]float64, events [ingest.NumClasses]uint64) {
+	for c := range t.classes {
+		t.classes[c].units[t.cur] += units[c]
+		t.classes[c].events[t.cur] += events[c]
+	}
+}
+
+// add counts one event in the current slot, except for the class totals:
+// it returns the event's units and whether it is traffic, and the caller
+// adds those up for a run of events (a running sum in a register instead
+// of a load and store per event on one cell).
+func (t *table) add(e *ingest.Event) (units float64, traffic bool) {
 	if t.cfg.Window == 0 && !e.Time.IsZero() {
 		if t.first.IsZero() || e.Time.Before(t.first) {
 			t.first = e.Time
@@ -157,15 +168,13 @@ func (t *table) add(e *ingest.Event) {
 			}
 			t.throttled.add(e.PK, s)
 		}
-		return
+		return 0, false
 	}
-	units := e.Units
+	units = e.Units
 	if !(units >= 0) || math.IsInf(units, 1) {
 		units = 0 // readers validate; a NaN must not poison the totals
 	}
 	cs := &t.classes[e.Class]
-	cs.units[s] += units
-	cs.events[s]++
 	if e.Shard != "" {
 		if t.shards == nil {
 			t.shards = newNamedCounts(t.cfg.MaxShards, t.cfg.SubWindows, false)
@@ -173,11 +182,9 @@ func (t *table) add(e *ingest.Event) {
 		t.shards.add(e.Shard, s)
 	}
 	if e.PK == "" {
-		return
+		return units, true
 	}
 	h := xxh3.HashString(e.PK)
-	t.distinct.add(s, h)
-	t.distinctDirty = true
 	if cs.cms == nil {
 		cs.cms = newGenCMS(t.cfg.Depth, t.cfg.Width, t.generation())
 		cs.cand = newCandidates(t.cfg.Candidates, t.cfg.SubWindows)
@@ -192,9 +199,16 @@ func (t *table) add(e *ingest.Event) {
 	// of the others, and most accesses of a skewed workload cost one
 	// lookup.
 	if id := cand.find(h, e.PK); id >= 0 {
-		cand.hit(id, s, q, skBit)
-		return
+		// A candidate already counted in this slot is in the slot's
+		// distinct-key sketch: skip it.
+		if cand.hit(id, s, q, skBit) {
+			t.distinct.add(s, h)
+			t.distinctDirty = true
+		}
+		return units, true
 	}
+	t.distinct.add(s, h)
+	t.distinctDirty = true
 	curEst, prevEst := cs.cms.add(h, q)
 	// The previous generation still overlaps the window unless the current
 	// slot is the last of the current generation.
@@ -218,7 +232,7 @@ func (t *table) add(e *ingest.Event) {
 			floor += uint64(cs.noisePrev)
 		}
 		if uint64(curEst)+uint64(prevEst) <= cand.minTotal()+floor {
-			return
+			return units, true
 		}
 		// Write the evicted key's exact traffic back into its generations.
 		vh, vCur, vPrev := cand.exactParts(cand.minID(), s)
@@ -230,6 +244,7 @@ func (t *table) add(e *ingest.Event) {
 		}
 	}
 	cand.admit(h, e.PK, s, q, skBit, curEst, prevEst, prevSlot)
+	return units, true
 }
 
 // toQuanta converts units to counter quanta, rounding to the nearest

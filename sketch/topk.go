@@ -43,8 +43,15 @@ type candidates struct {
 	sk     []uint32 // [entry][slot] sort-key bitmap
 
 	heap  []int32 // entry ids, min total first
-	index []int32 // entry id + 1, 0 when free
+	index []indexSlot
 	imask uint64
+}
+
+// indexSlot is one slot of the open-addressing index: the key hash beside
+// the entry id + 1 (0 when free), so that a probe reads one cache line.
+type indexSlot struct {
+	hash uint64
+	id   int32
 }
 
 func indexSize(capacity int) int {
@@ -67,7 +74,7 @@ func newCandidates(capacity, slots int) *candidates {
 		events:  make([]uint32, capacity*slots),
 		sk:      make([]uint32, capacity*slots),
 		heap:    make([]int32, 0, capacity),
-		index:   make([]int32, isz),
+		index:   make([]indexSlot, isz),
 		imask:   uint64(isz - 1),
 	}
 }
@@ -75,11 +82,11 @@ func newCandidates(capacity, slots int) *candidates {
 // find returns the entry of the key hashed to h, or -1.
 func (c *candidates) find(h uint64, key string) int {
 	for i := h & c.imask; ; i = (i + 1) & c.imask {
-		v := c.index[i]
-		if v == 0 {
+		v := &c.index[i]
+		if v.id == 0 {
 			return -1
 		}
-		if id := int(v - 1); c.hash[id] == h && c.key[id] == key {
+		if id := int(v.id - 1); v.hash == h && c.key[id] == key {
 			return id
 		}
 	}
@@ -118,9 +125,11 @@ func (c *candidates) exactParts(id, cur int) (h uint64, curQ, prevQ uint32) {
 	return c.hash[id], uint32(min(sums[0], math.MaxUint32)), uint32(min(sums[1], math.MaxUint32))
 }
 
-// hit adds an access to entry id in slot s.
-func (c *candidates) hit(id, s int, q uint32, skBit uint32) {
+// hit adds an access to entry id in slot s and reports whether it is the
+// entry's first access in the slot.
+func (c *candidates) hit(id, s int, q uint32, skBit uint32) (first bool) {
 	k := id*c.slots + s
+	first = c.events[k] == 0
 	u := c.units[k] + q
 	if u < q {
 		u = math.MaxUint32
@@ -130,6 +139,7 @@ func (c *candidates) hit(id, s int, q uint32, skBit uint32) {
 	c.events[k]++
 	c.sk[k] |= skBit
 	c.down(int(c.heapPos[id]))
+	return first
 }
 
 // admit makes the key an entry, evicting the smallest when full. The
@@ -265,28 +275,28 @@ func (c *candidates) move(from, to int) {
 
 func (c *candidates) reindex(id int) {
 	i := c.hash[id] & c.imask
-	for c.index[i] != 0 {
+	for c.index[i].id != 0 {
 		i = (i + 1) & c.imask
 	}
-	c.index[i] = int32(id + 1)
+	c.index[i] = indexSlot{hash: c.hash[id], id: int32(id + 1)}
 }
 
 // unindex removes entry id from the index with backward-shift deletion.
 func (c *candidates) unindex(id int) {
 	i := c.hash[id] & c.imask
-	for c.index[i] != int32(id+1) {
+	for c.index[i].id != int32(id+1) {
 		i = (i + 1) & c.imask
 	}
 	for {
-		c.index[i] = 0
+		c.index[i] = indexSlot{}
 		j := i
 		for {
 			j = (j + 1) & c.imask
 			v := c.index[j]
-			if v == 0 {
+			if v.id == 0 {
 				return
 			}
-			home := c.hash[v-1] & c.imask
+			home := v.hash & c.imask
 			// Move v back to i unless its home lies cyclically in (i, j].
 			if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
 				c.index[i] = v
