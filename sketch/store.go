@@ -71,6 +71,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
@@ -87,6 +89,7 @@ type Store struct {
 	tables  atomic.Pointer[map[tableID]*table]
 	addMu   sync.Mutex // serialises insertions into tables
 	dropped atomic.Uint64
+	hashes  sync.Pool // *[]uint64, key hashes of a run
 }
 
 // NewStore returns a Store sized by cfg (zero fields take the defaults).
@@ -101,6 +104,7 @@ func NewStore(cfg Config, now func() time.Time) (*Store, error) {
 		now = time.Now
 	}
 	s := &Store{cfg: cfg, now: now}
+	s.hashes.New = func() any { b := make([]uint64, 0, 1024); return &b }
 	if cfg.Window > 0 {
 		s.slot = cfg.Window / time.Duration(cfg.SubWindows)
 	}
@@ -170,27 +174,43 @@ func (s *Store) putRun(id tableID, events []ingest.Event, idx []int32, epoch int
 		s.dropped.Add(uint64(n))
 		return
 	}
+	event := func(k int) *ingest.Event {
+		if idx != nil {
+			return &events[idx[k]]
+		}
+		return &events[k]
+	}
+	// Hash the keys before taking the lock: readers of one table hash in
+	// parallel.
+	hp := s.hashes.Get().(*[]uint64)
+	hs := (*hp)[:0]
+	for k := range n {
+		var h uint64
+		if e := event(k); e.PK != "" {
+			h = xxh3.HashString(e.PK)
+		}
+		hs = append(hs, h)
+	}
 	var bad uint64
 	var units [ingest.NumClasses]float64
 	var counts [ingest.NumClasses]uint64
 	t.mu.Lock()
 	t.advance(epoch)
-	for k := range n {
-		e := &events[k]
-		if idx != nil {
-			e = &events[idx[k]]
-		}
+	for k, h := range hs {
+		e := event(k)
 		if e.Class >= ingest.NumClasses {
 			bad++
 			continue
 		}
-		if u, ok := t.add(e); ok {
+		if u, ok := t.add(e, h); ok {
 			units[e.Class] += u
 			counts[e.Class]++
 		}
 	}
 	t.addTotals(units, counts)
 	t.mu.Unlock()
+	*hp = hs
+	s.hashes.Put(hp)
 	if bad > 0 {
 		s.dropped.Add(bad)
 	}

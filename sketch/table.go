@@ -150,7 +150,7 @@ func (t *table) addTotals(units [ingest.NumClasses]float64, events [ingest.NumCl
 // it returns the event's units and whether it is traffic, and the caller
 // adds those up for a run of events (a running sum in a register instead
 // of a load and store per event on one cell).
-func (t *table) add(e *ingest.Event) (units float64, traffic bool) {
+func (t *table) add(e *ingest.Event, h uint64) (units float64, traffic bool) {
 	if t.cfg.Window == 0 && !e.Time.IsZero() {
 		if t.first.IsZero() || e.Time.Before(t.first) {
 			t.first = e.Time
@@ -184,7 +184,6 @@ func (t *table) add(e *ingest.Event) (units float64, traffic bool) {
 	if e.PK == "" {
 		return units, true
 	}
-	h := xxh3.HashString(e.PK)
 	if cs.cms == nil {
 		cs.cms = newGenCMS(t.cfg.Depth, t.cfg.Width, t.generation())
 		cs.cand = newCandidates(t.cfg.Candidates, t.cfg.SubWindows)
