@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/ingest/demo"
+	"github.com/hotkeyd/hotkeyd/internal/testenv"
+)
+
+// hotKeySeries matches the hotkeyd_hot_key series of one finding in a
+// /metrics page (labels in the exposition's sorted order).
+func hotKeySeries(table, class, key, kind string) *regexp.Regexp {
+	return regexp.MustCompile(fmt.Sprintf(`(?m)^hotkeyd_hot_key\{class="%s",key="%s",kind="%s",recommendation="[a-z_]+",table="%s"\} 1$`,
+		regexp.QuoteMeta(class), regexp.QuoteMeta(key), kind, regexp.QuoteMeta(table)))
+}
+
+func getReport(t *testing.T, h *testenv.Hotkeyd) detect.Report {
+	t.Helper()
+	code, body := h.Get(t, "/api/v1/hotkeys")
+	if code != http.StatusOK {
+		t.Fatalf("/api/v1/hotkeys: %d %s", code, body)
+	}
+	var rep detect.Report
+	if err := json.Unmarshal(body, &rep); err != nil {
+		t.Fatalf("/api/v1/hotkeys is not a report: %v\n%s", err, body)
+	}
+	return rep
+}
+
+func TestDemoFlagsPlantedHotKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo for several seconds")
+	}
+	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "demo")
+	for _, want := range []string{h.URL + "/metrics", h.URL + "/api/v1/hotkeys", "'hot key'"} {
+		if !strings.Contains(h.Stdout(), want) {
+			t.Errorf("demo does not say where to look (%s):\n%s", want, h.Stdout())
+		}
+	}
+
+	// Every planted hot key is announced in the log within seconds.
+	var hot []demo.Plant
+	for _, p := range demo.Planted() {
+		for _, kind := range p.Findings {
+			if kind == detect.KindHotKey && p.Key != "" {
+				hot = append(hot, p)
+			}
+		}
+	}
+	if len(hot) == 0 {
+		t.Fatal("the demo plants no hot key")
+	}
+	for _, p := range hot {
+		line := h.WaitLog(t, fmt.Sprintf(`msg="hot key" table=%s class=%s key=%s `, p.Table, p.Class, p.Key), 20*time.Second)
+		if !strings.Contains(line, "level=warn") || !strings.Contains(line, "recommendation="+p.Recommendation) {
+			t.Errorf("hot key line for %s: %s, want level=warn and recommendation=%s", p.Key, line, p.Recommendation)
+		}
+	}
+
+	// The same keys are flagged in /metrics and in the API.
+	_, metrics := h.Get(t, "/metrics")
+	for _, p := range hot {
+		if !hotKeySeries(p.Table, p.Class.String(), p.Key, detect.KindHotKey).Match(metrics) {
+			t.Errorf("/metrics has no hotkeyd_hot_key series for %s %s", p.Table, p.Key)
+		}
+	}
+	rep := getReport(t, h)
+	entries := map[string]detect.TableReport{}
+	for _, tr := range rep.Tables {
+		entries[tr.Table+"/"+tr.Index] = tr
+	}
+	for _, p := range hot {
+		found := false
+		for _, f := range entries[p.Table+"/"+p.Index].Findings {
+			found = found || (f.Kind == detect.KindHotKey && f.Key == p.Key && f.Class == p.Class.String())
+		}
+		if !found {
+			t.Errorf("/api/v1/hotkeys does not flag %s %s: %+v", p.Table, p.Key, entries[p.Table+"/"+p.Index].Findings)
+		}
+	}
+
+	// The uniform tables stay quiet: no finding in the API, the log or /metrics.
+	for _, p := range demo.Planted() {
+		if len(p.Findings) != 0 {
+			continue
+		}
+		tr, ok := entries[p.Table+"/"+p.Index]
+		if !ok {
+			t.Errorf("uniform table %s %s is not in the report", p.Table, p.Index)
+		}
+		if len(tr.Findings) != 0 {
+			t.Errorf("uniform table %s %s has findings: %+v", p.Table, p.Index, tr.Findings)
+		}
+		label, where := p.Table, "table="+p.Table+" "
+		if p.Index != "" {
+			label, where = p.Table+"/"+p.Index, where+"index="+p.Index+" "
+		}
+		if regexp.MustCompile(`level=warn logger=detector msg="[^"]+" ` + regexp.QuoteMeta(where)).MatchString(h.Stderr()) {
+			t.Errorf("the log announces a finding on uniform table %s", label)
+		}
+		if regexp.MustCompile(`(?m)^hotkeyd_hot_key\{[^}]*table="` + regexp.QuoteMeta(label) + `"\} 1$`).Match(metrics) {
+			t.Errorf("/metrics flags uniform table %s", label)
+		}
+	}
+}
+
+func TestRunFollowsFilesAndHTTPIngest(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "access.log")
+	if err := os.WriteFile(logPath, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "hotkeyd.yaml")
+	cfg := fmt.Sprintf("window: 30s\nsources:\n  - type: jsonl\n    paths: [%q]\n", filepath.Join(dir, "*.log"))
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "--config.file", cfgPath, "--web.enable-ingest", "--log.level", "debug")
+
+	// 2000 writes: USER#42 takes 30%, the rest spread over 700 keys.
+	var lines strings.Builder
+	for i := range 2000 {
+		pk := fmt.Sprintf("USER#%d", i%700)
+		if i%10 < 3 {
+			pk = "USER#42x"
+		}
+		fmt.Fprintf(&lines, `{"table":"orders","pk":%q,"op":"PutItem"}`+"\n", pk)
+	}
+	lines.WriteString("this line is not JSON\n")
+	f, err := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(lines.String()); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	// 300 reads over HTTP, spread evenly over 300 keys.
+	var body bytes.Buffer
+	for i := range 300 {
+		fmt.Fprintf(&body, `{"table":"users","pk":"U-%d","op":"GetItem"}`+"\n", i)
+	}
+	resp, err := http.Post(h.URL+"/api/v1/events", "application/x-ndjson", &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /api/v1/events: %s", resp.Status)
+	}
+
+	line := h.WaitLog(t, `msg="hot key" table=orders class=write key=USER#42x `, 15*time.Second)
+	if !strings.Contains(line, "recommendation=") {
+		t.Errorf("hot key line without advice: %s", line)
+	}
+	_, metrics := h.Get(t, "/metrics")
+	for _, want := range []string{
+		`hotkeyd_events_total{class="write",source="jsonl",table="orders"} 2000`,
+		`hotkeyd_events_total{class="read",source="http",table="users"} 300`,
+		`hotkeyd_input_rejected_total{reason="bad_json",source="jsonl"} 1`,
+	} {
+		if !bytes.Contains(metrics, []byte(want)) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if !hotKeySeries("orders", "write", "USER#42x", detect.KindHotKey).Match(metrics) {
+		t.Errorf("/metrics does not flag USER#42x")
+	}
+	rep := getReport(t, h)
+	if rep.Rejected != 1 || rep.Events != 2300 {
+		t.Errorf("report: %d events, %d rejected; want 2300 and 1", rep.Events, rep.Rejected)
+	}
+	for _, tr := range rep.Tables {
+		if tr.Table == "users" && len(tr.Findings) != 0 {
+			t.Errorf("uniform table users has findings: %+v", tr.Findings)
+		}
+	}
+
+	// SIGTERM: not ready, sources stopped, server stopped, exit 0.
+	if code := h.Stop(t); code != 0 {
+		t.Fatalf("exit status %d after SIGTERM\n%s", code, h.Stderr())
+	}
+	stderr := h.Stderr()
+	stopped, served := strings.Index(stderr, `msg="source stopped"`), strings.Index(stderr, `msg="http server stopped"`)
+	if stopped < 0 || served < 0 || stopped > served {
+		t.Errorf("sources must stop before the HTTP server:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "msg=stopped signal=terminated") {
+		t.Errorf("no clean stop in the log:\n%s", stderr)
+	}
+}
