@@ -1,0 +1,209 @@
+package streams
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/internal/testenv"
+)
+
+// collector is a Sink that keeps every Event.
+type collector struct {
+	mu     sync.Mutex
+	events []ingest.Event
+}
+
+func (c *collector) Put(ctx context.Context, batch []ingest.Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.events = append(c.events, batch...)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *collector) snapshot() []ingest.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]ingest.Event(nil), c.events...)
+}
+
+// countWhere counts the Events for which f holds.
+func (c *collector) countWhere(f func(ingest.Event) bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, e := range c.events {
+		if f(e) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// countingReporter counts errors and rejects by reason.
+type countingReporter struct {
+	mu      sync.Mutex
+	errors  map[string]int
+	rejects map[string]int
+	last    map[string]error
+}
+
+func newCountingReporter() *countingReporter {
+	return &countingReporter{errors: map[string]int{}, rejects: map[string]int{}, last: map[string]error{}}
+}
+
+func (r *countingReporter) Reject(_, reason string, err error) {
+	r.mu.Lock()
+	r.rejects[reason]++
+	r.last[reason] = err
+	r.mu.Unlock()
+}
+
+func (r *countingReporter) Error(_, reason string, err error) {
+	r.mu.Lock()
+	r.errors[reason]++
+	r.last[reason] = err
+	r.mu.Unlock()
+}
+
+func (r *countingReporter) errorCount(reason string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.errors[reason]
+}
+
+func (r *countingReporter) lastErr(reason string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last[reason]
+}
+
+// fastConfig is a Config with short waits, for tests.
+func fastConfig() Config {
+	c := DefaultConfig()
+	c.Start = StartTrimHorizon
+	c.DescribeInterval = 500 * time.Millisecond
+	c.MinPollInterval = 10 * time.Millisecond
+	c.IdlePollInterval = 100 * time.Millisecond
+	c.MaxBackoff = 300 * time.Millisecond
+	c.CallTimeout = 2 * time.Second
+	c.CheckpointInterval = 100 * time.Millisecond
+	return c
+}
+
+// running is a Source running in the background.
+type running struct {
+	src    *Source
+	sink   *collector
+	rep    *countingReporter
+	reg    *prometheus.Registry
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run returned
+	err    error         // what Run returned
+}
+
+// stop cancels the source and waits for Run to return.
+func (r *running) stop(t testing.TB) {
+	t.Helper()
+	r.cancel()
+	select {
+	case <-r.done:
+		if r.err != nil {
+			t.Errorf("Run returned %v", r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of cancel")
+	}
+}
+
+// start runs a Source for cfg against the given clients.
+func start(t testing.TB, cfg Config, streams StreamsAPI, tables TablesAPI) *running {
+	t.Helper()
+	r := &running{sink: &collector{}, rep: newCountingReporter(), reg: prometheus.NewRegistry(), done: make(chan struct{})}
+	src, err := NewWithClients(cfg, streams, tables, zaptest.NewLogger(t), r.rep, r.reg)
+	if err != nil {
+		t.Fatalf("new source: %v", err)
+	}
+	r.src = src
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.err = src.Run(ctx, r.sink); close(r.done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
+
+// tableSpec describes a test table.
+type tableSpec struct {
+	name     string
+	hash     string
+	hashType types.ScalarAttributeType
+	rng      string
+	rngType  types.ScalarAttributeType
+	view     types.StreamViewType
+}
+
+func createTable(t testing.TB, d *testenv.DDBLocal, s tableSpec) {
+	t.Helper()
+	in := &dynamodb.CreateTableInput{
+		TableName:            aws.String(s.name),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(s.hash), AttributeType: s.hashType}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(s.hash), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+		StreamSpecification:  &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: s.view},
+	}
+	if in.StreamSpecification.StreamViewType == "" {
+		in.StreamSpecification.StreamViewType = types.StreamViewTypeKeysOnly
+	}
+	if s.rng != "" {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(s.rng), AttributeType: s.rngType})
+		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(s.rng), KeyType: types.KeyTypeRange})
+	}
+	if _, err := d.DB.CreateTable(context.Background(), in); err != nil {
+		t.Fatalf("create table %s: %v", s.name, err)
+	}
+}
+
+// putItems writes n items to a hash-only string-keyed table, keys
+// prefix0..prefix(n-1), one PutItem each, like an application.
+func putItems(t testing.TB, db *dynamodb.Client, table, hash, prefix string, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		_, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{
+			TableName: aws.String(table),
+			Item: map[string]types.AttributeValue{
+				hash:   &types.AttributeValueMemberS{Value: fmt.Sprintf("%s%d", prefix, i)},
+				"body": &types.AttributeValueMemberS{Value: "x"},
+			},
+		})
+		if err != nil {
+			t.Fatalf("put item %d into %s: %v", i, table, err)
+		}
+	}
+}

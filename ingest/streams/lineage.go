@@ -1,0 +1,53 @@
+package streams
+
+import "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+// shardInfo is what the reader keeps of a DescribeStream shard.
+type shardInfo struct {
+	id     string
+	parent string
+	// closed is true when the shard has an EndingSequenceNumber: DynamoDB
+	// writes no more records to it, and reading reaches its end.
+	closed bool
+}
+
+func shardInfos(shards []types.Shard) []shardInfo {
+	out := make([]shardInfo, 0, len(shards))
+	for _, s := range shards {
+		if s.ShardId == nil {
+			continue
+		}
+		si := shardInfo{id: *s.ShardId}
+		if s.ParentShardId != nil {
+			si.parent = *s.ParentShardId
+		}
+		if r := s.SequenceNumberRange; r != nil && r.EndingSequenceNumber != nil {
+			si.closed = true
+		}
+		out = append(out, si)
+	}
+	return out
+}
+
+// readyShards returns, in listing order, the shards that may start now: not
+// finished, not running, and whose parent is finished or no longer listed
+// (trimmed away after 24 hours). A child therefore starts only once every
+// record of its parent was read, so that a key's writes are counted in the
+// order DynamoDB made them, as the Kinesis Client Library does.
+func readyShards(shards []shardInfo, finished func(id string) bool, running map[string]bool) []shardInfo {
+	listed := make(map[string]bool, len(shards))
+	for _, s := range shards {
+		listed[s.id] = true
+	}
+	var out []shardInfo
+	for _, s := range shards {
+		if running[s.id] || finished(s.id) {
+			continue
+		}
+		if s.parent != "" && listed[s.parent] && !finished(s.parent) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,92 @@
+package streams
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the reader's own series. Per-shard series are deleted when the
+// shard is finished, so the label sets stay bounded while shards roll over
+// (DynamoDB replaces every shard about every four hours).
+type metrics struct {
+	iteratorAge *prometheus.GaugeVec   // table, shard
+	shards      *prometheus.GaugeVec   // table, state
+	records     *prometheus.CounterVec // table
+	ttlDeletes  *prometheus.CounterVec // table
+	calls       *prometheus.CounterVec // table
+	gaps        *prometheus.CounterVec // table
+}
+
+// Shard states of hotkeyd_stream_shards.
+const (
+	stateOpen     = "open"     // DynamoDB still writes to the shard
+	stateClosed   = "closed"   // no more writes; records left to read
+	stateFinished = "finished" // read to its end and checkpointed
+)
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		iteratorAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotkeyd_stream_iterator_age_seconds",
+			Help: "Time between now and the creation time of the last stream record read from the shard; 0 once a read finds nothing new.",
+		}, []string{"table", "shard"}),
+		shards: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotkeyd_stream_shards",
+			Help: "Stream shards by state: open (still written), closed (no more writes, records left to read), finished (read to the end).",
+		}, []string{"table", "state"}),
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotkeyd_stream_records_total",
+			Help: "Stream records read, including Time to Live deletes and rejected records.",
+		}, []string{"table"}),
+		ttlDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotkeyd_stream_ttl_deletes_total",
+			Help: "Stream records of items deleted by Time to Live; they are not counted as client writes.",
+		}, []string{"table"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotkeyd_stream_get_records_calls_total",
+			Help: "GetRecords calls made, successful or not.",
+		}, []string{"table"}),
+		gaps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotkeyd_stream_trimmed_gaps_total",
+			Help: "Times a shard's unread records had been trimmed (older than 24 h) and the reader skipped to the oldest record left.",
+		}, []string{"table"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	// Several streams sources may share one registry: reuse what an earlier
+	// source registered.
+	var err error
+	m.iteratorAge = register(reg, m.iteratorAge, &err)
+	m.shards = register(reg, m.shards, &err)
+	m.records = register(reg, m.records, &err)
+	m.ttlDeletes = register(reg, m.ttlDeletes, &err)
+	m.calls = register(reg, m.calls, &err)
+	m.gaps = register(reg, m.gaps, &err)
+	return m, err
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		if *errp == nil {
+			*errp = err
+		}
+	}
+	return c
+}
+
+// initTable creates a table's series at zero, so that rate() works from the
+// first scrape and dashboards show the table before its first record.
+func (m *metrics) initTable(table string) {
+	m.records.WithLabelValues(table)
+	m.ttlDeletes.WithLabelValues(table)
+	m.calls.WithLabelValues(table)
+	m.gaps.WithLabelValues(table)
+}

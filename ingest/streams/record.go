@@ -1,0 +1,126 @@
+package streams
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// SourceName is the value of the source label for Events and errors.
+const SourceName = "dynamodb-streams"
+
+// ttlPrincipal is the userIdentity.principalId of the REMOVE records that
+// DynamoDB's Time to Live process writes; no client wrote them.
+const ttlPrincipal = "dynamodb.amazonaws.com"
+
+// keySchema names the attributes of a table's primary key.
+type keySchema struct {
+	hash, rng string
+}
+
+// recordKind says what a stream record turned out to be.
+type recordKind uint8
+
+const (
+	kindWrite     recordKind = iota // a client write: one Event
+	kindTTLDelete                   // an item deleted by Time to Live: counted apart
+	kindRejected                    // a record that could not be mapped
+)
+
+var (
+	errNoKeys      = errors.New("record has no dynamodb.Keys")
+	errMissingHash = errors.New("record keys lack the partition key")
+	errBadKeyType  = errors.New("key attribute is not of type S, N or B")
+	errBadNumber   = errors.New("key attribute of type N is not a number")
+)
+
+// mapRecord turns one stream record into an Event for table and shard.
+// Key values take their canonical text form (see keyText). Units estimate the
+// write capacity the write consumed: one WCU per started KB of the record's
+// SizeBytes, at least 1 (SizeBytes counts the key and the images the stream
+// view type carries, so it is an estimate of the item size, never exact).
+// When a rejected record is returned, reason is an ingest.Reason* value.
+func mapRecord(r *types.Record, table, shard string, ks keySchema, ev *ingest.Event) (kind recordKind, reason string, err error) {
+	if id := r.UserIdentity; id != nil && id.PrincipalId != nil && *id.PrincipalId == ttlPrincipal {
+		return kindTTLDelete, "", nil
+	}
+	sr := r.Dynamodb
+	if sr == nil || len(sr.Keys) == 0 {
+		return kindRejected, ingest.ReasonBadRecord, errNoKeys
+	}
+	hash, rng := ks.hash, ks.rng
+	if hash == "" && len(sr.Keys) == 1 {
+		// No key schema known yet: a single key attribute can only be the
+		// partition key.
+		for name := range sr.Keys {
+			hash = name
+		}
+	}
+	pkv, ok := sr.Keys[hash]
+	if !ok {
+		return kindRejected, ingest.ReasonMissingPK, fmt.Errorf("%w %q", errMissingHash, hash)
+	}
+	pk, err := keyText(pkv)
+	if err != nil {
+		return kindRejected, ingest.ReasonBadType, fmt.Errorf("partition key %q: %w", hash, err)
+	}
+	var sk string
+	if rng != "" {
+		if skv, ok := sr.Keys[rng]; ok {
+			if sk, err = keyText(skv); err != nil {
+				return kindRejected, ingest.ReasonBadType, fmt.Errorf("sort key %q: %w", rng, err)
+			}
+		}
+	}
+	var size int64
+	if sr.SizeBytes != nil {
+		size = *sr.SizeBytes
+	}
+	var at time.Time
+	if sr.ApproximateCreationDateTime != nil {
+		at = *sr.ApproximateCreationDateTime
+	}
+	*ev = ingest.Event{
+		Table:  table,
+		PK:     pk,
+		SK:     sk,
+		Class:  ingest.Write,
+		Units:  writeUnits(size),
+		Time:   at,
+		Source: SourceName,
+		Shard:  shard,
+	}
+	return kindWrite, "", nil
+}
+
+// writeUnits estimates the WCU of a write from the record size: ceil(size /
+// 1 KB), at least 1.
+func writeUnits(size int64) float64 {
+	if size <= 1024 {
+		return 1
+	}
+	return float64((size + 1023) / 1024)
+}
+
+// keyText returns the canonical text of a key attribute: S as is, N in
+// canonical decimal form (canonicalNumber), B in standard padded base64.
+func keyText(v types.AttributeValue) (string, error) {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return v.Value, nil
+	case *types.AttributeValueMemberN:
+		n, ok := canonicalNumber(v.Value)
+		if !ok {
+			return "", fmt.Errorf("%w: %q", errBadNumber, v.Value)
+		}
+		return n, nil
+	case *types.AttributeValueMemberB:
+		return base64.StdEncoding.EncodeToString(v.Value), nil
+	}
+	return "", errBadKeyType
+}

@@ -1,0 +1,174 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// Source reads DynamoDB Streams. It implements ingest.Source and
+// ingest.Readier.
+type Source struct {
+	cfg     Config
+	log     *zap.Logger
+	rep     ingest.Reporter
+	m       *metrics
+	streams StreamsAPI
+	tables  TablesAPI
+	cps     *checkpoints
+	limit   *limiter
+	health  *health
+	now     func() time.Time
+}
+
+var (
+	_ ingest.Source  = (*Source)(nil)
+	_ ingest.Readier = (*Source)(nil)
+)
+
+// New returns a Source for cfg with SDK clients built from the default
+// credential chain, cfg.Region and cfg.Endpoint. Its metrics are registered
+// on reg (nil registers nothing); errors go to rep.
+func New(cfg Config, log *zap.Logger, rep ingest.Reporter, reg prometheus.Registerer) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	sc, dc, err := newClients(context.Background(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	return NewWithClients(cfg, sc, dc, log, rep, reg)
+}
+
+// NewWithClients is New with the AWS clients given, e.g. real clients
+// wrapped by a fault-injecting layer in tests.
+func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.Logger, rep ingest.Reporter, reg prometheus.Registerer) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Tables) > 0 && tables == nil {
+		return nil, errors.New("tables: a DynamoDB client is required to find the tables' streams")
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if rep == nil {
+		rep = ingest.NopReporter{}
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("register stream metrics: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	s := &Source{
+		cfg:     cfg,
+		log:     log.Named("streams"),
+		rep:     rep,
+		m:       m,
+		streams: streams,
+		tables:  tables,
+		cps:     newCheckpoints(cfg.CheckpointDir),
+		// DescribeStream allows 10 calls per second per account.
+		limit:  &limiter{every: 100 * time.Millisecond},
+		health: newHealth(),
+		now:    time.Now,
+	}
+	for _, t := range cfg.Tables {
+		s.health.set(t, errStarting)
+		m.initTable(t)
+	}
+	for _, a := range cfg.StreamARNs {
+		s.health.set(a, errStarting)
+	}
+	return s, nil
+}
+
+// Name returns "dynamodb-streams".
+func (s *Source) Name() string { return SourceName }
+
+// Ready returns nil while the reader is working: it is not ready before the
+// first successful call, while the endpoint cannot be reached, and while
+// every configured table or stream is failing. One failing table among
+// working ones does not make the reader unready (its errors are counted in
+// hotkeyd_source_errors_total).
+func (s *Source) Ready() error { return s.health.ready() }
+
+// Run reads every configured stream until ctx is done, handing one batch of
+// Events per GetRecords response to sink. It returns nil when ctx is done;
+// AWS errors are retried, never returned.
+func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
+	var wg sync.WaitGroup
+	for _, t := range s.cfg.Tables {
+		wg.Go(func() { s.watchTable(ctx, sink, t) })
+	}
+	for _, a := range s.cfg.StreamARNs {
+		wg.Go(func() { s.newStreamReader(a, a, "", sink, nil).run(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// limiter spaces calls at least every apart, across goroutines.
+type limiter struct {
+	mu    sync.Mutex
+	next  time.Time
+	every time.Duration
+}
+
+func (l *limiter) wait(ctx context.Context) error {
+	l.mu.Lock()
+	now := time.Now()
+	at := l.next
+	if at.Before(now) {
+		at = now
+	}
+	l.next = at.Add(l.every)
+	l.mu.Unlock()
+	if !sleep(ctx, at.Sub(now)) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+var errStarting = errors.New("not read yet")
+
+// health keeps the last error of each configured table or stream (nil when
+// its last call succeeded).
+type health struct {
+	mu    sync.Mutex
+	state map[string]error
+}
+
+func newHealth() *health { return &health{state: map[string]error{}} }
+
+func (h *health) set(key string, err error) {
+	h.mu.Lock()
+	h.state[key] = err
+	h.mu.Unlock()
+}
+
+func (h *health) ready() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var errs []error
+	for key, err := range h.state {
+		if err == nil {
+			continue
+		}
+		if isNetwork(err) {
+			return fmt.Errorf("dynamodb streams endpoint unreachable (%s): %w", key, err)
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", key, err))
+	}
+	if len(errs) > 0 && len(errs) == len(h.state) {
+		return errors.Join(errs...)
+	}
+	return nil
+}
