@@ -13,6 +13,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
 	"github.com/hotkeyd/hotkeyd/ingest/demo"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/ingest/streams"
 )
 
 // sourceDeps are what the source constructors may need.
@@ -37,7 +38,18 @@ func newSource(sc SourceConfig, d sourceDeps) (ingest.Source, error) {
 			Stdin:   d.stdin,
 		}, d.log)
 	case sourceStreams:
-		return nil, fmt.Errorf("source type %s is not available in this build", sc.Type)
+		// Reads the tables' DynamoDB Streams with the SDK's default
+		// credential chain; one checkpoint file per shard in checkpoint_dir.
+		cfg := streams.DefaultConfig()
+		cfg.Tables = sc.Tables
+		cfg.StreamARNs = sc.StreamARNs
+		cfg.Region = sc.Region
+		cfg.Endpoint = sc.Endpoint
+		if sc.Start != "" {
+			cfg.Start = sc.Start
+		}
+		cfg.CheckpointDir = sc.CheckpointDir
+		return streams.New(cfg, d.log, d.reporter, d.reg)
 	case sourceCloudTrail:
 		// Follows a delivery folder; the files read are listed in
 		// checkpoint_dir so a restart does not count them again.
