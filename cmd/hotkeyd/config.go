@@ -84,6 +84,10 @@ type SourceConfig struct {
 	// CheckpointDir (dynamodb-streams, cloudtrail) is where read positions
 	// are kept across restarts; empty keeps none.
 	CheckpointDir string `yaml:"checkpoint_dir"`
+	// MaxAge (cloudtrail) skips files older than this when first seen: the
+	// live window runs on arrival time, so replaying old history would count
+	// it as current traffic. Zero reads every file.
+	MaxAge time.Duration `yaml:"max_age"`
 
 	// Paths (cloudtrail, jsonl) are files or glob patterns; "-" is stdin (jsonl).
 	Paths []string `yaml:"paths"`
@@ -238,6 +242,7 @@ func (s *SourceConfig) validate() error {
 		"endpoint":       s.Endpoint != "",
 		"start":          s.Start != "",
 		"checkpoint_dir": s.CheckpointDir != "",
+		"max_age":        s.MaxAge != 0,
 		"paths":          len(s.Paths) > 0,
 		"fields":         s.Fields != (jsonl.Fields{}),
 	}
@@ -269,9 +274,12 @@ func (s *SourceConfig) validate() error {
 			return keyError{"start", fmt.Sprintf("must be latest or trim_horizon, got %q", s.Start)}
 		}
 	case sourceCloudTrail:
-		allowed = []string{"paths", "checkpoint_dir"}
+		allowed = []string{"paths", "checkpoint_dir", "max_age"}
 		if err := validatePaths(s.Paths, false); err != nil {
 			return err
+		}
+		if s.MaxAge < 0 {
+			return keyError{"max_age", fmt.Sprintf("must not be negative, got %s", s.MaxAge)}
 		}
 	case sourceJSONL:
 		allowed = []string{"paths", "fields"}

@@ -38,6 +38,8 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-streams-endpoint.yml":    `sources[0].endpoint: not an absolute URL: "localhost:8000"`,
 		"invalid-streams-arn.yml":         `sources[0].stream_arns[0]: not a stream ARN: "orders"`,
 		"invalid-streams-paths.yml":       "sources[0].paths: not used by type dynamodb-streams",
+		"invalid-cloudtrail-max-age.yml":  "sources[0].max_age: must not be negative, got -1h0m0s",
+		"invalid-jsonl-max-age.yml":       "sources[0].max_age: not used by type jsonl",
 		"invalid-jsonl-region.yml":        "sources[0].region: not used by type jsonl",
 		"invalid-detector-threshold.yml":  "detector.threshold: set threshold at the top level",
 		"invalid-detector-clear.yml":      "detector.clear_threshold: 0.3 is above threshold 0.2",
@@ -96,7 +98,7 @@ func TestLoadConfigValid(t *testing.T) {
 			Sources: []SourceConfig{
 				// start defaults to latest.
 				{Type: "dynamodb-streams", Tables: []string{"orders", "sessions"}, Region: "us-east-1", Endpoint: "http://127.0.0.1:8000", Start: "latest", CheckpointDir: "/var/lib/hotkeyd"},
-				{Type: "cloudtrail", Paths: []string{"/var/log/cloudtrail/**/*.json.gz"}},
+				{Type: "cloudtrail", Paths: []string{"/var/log/cloudtrail/**/*.json.gz"}, MaxAge: 24 * time.Hour},
 				{Type: "jsonl", Paths: []string{"/var/log/app/access.log"}, Fields: jsonl.Fields{PK: "user_id", Table: "tbl"}},
 			},
 		},

@@ -57,6 +57,7 @@ func newSource(sc SourceConfig, d sourceDeps) (ingest.Source, error) {
 			Paths:         sc.Paths,
 			CheckpointDir: sc.CheckpointDir,
 			Tables:        d.tables,
+			MaxAge:        sc.MaxAge,
 		}, d.log, d.reporter)
 		if err != nil {
 			return nil, err
