@@ -21,6 +21,11 @@ import (
 func TestDynamoDBLocal(t *testing.T) {
 	d := testenv.DynamoDBLocal(t)
 	t.Run("MultipleTables", func(t *testing.T) { testMultipleTables(t, d) })
+	t.Run("ExpiredIterator", func(t *testing.T) { testExpiredIterator(t, d) })
+	t.Run("Trimmed", func(t *testing.T) { testTrimmed(t, d) })
+	t.Run("Throttled", func(t *testing.T) { testThrottled(t, d) })
+	t.Run("Resume", func(t *testing.T) { testResume(t, d) })
+	t.Run("StreamReenabled", func(t *testing.T) { testStreamReenabled(t, d) })
 }
 
 // testMultipleTables writes to two tables with every write operation an
