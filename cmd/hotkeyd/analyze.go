@@ -112,7 +112,7 @@ func analyzeFile(ctx context.Context, name string, io stdio, schemas map[string]
 		return err
 	}
 	counted := &countingSink{next: sink}
-	stop := startProgress(io.stderr, name, &raw.n, &counted.n)
+	stop := startProgress(io.stderr, name, &raw.n, &counted.n, progressEvery)
 	defer stop()
 	return bareError(decode(ctx, in, counted, rep))
 }

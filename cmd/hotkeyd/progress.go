@@ -17,7 +17,7 @@ const progressEvery = 2 * time.Second
 // input is read: "read 1.2M events (310 MB) from access.log, 450k/s". On a
 // terminal the line rewrites itself; elsewhere (a CI log) it is one line per
 // interval. The returned func stops it and must be called once.
-func startProgress(w io.Writer, name string, bytesRead, events *atomic.Int64) (stop func()) {
+func startProgress(w io.Writer, name string, bytesRead, events *atomic.Int64, every time.Duration) (stop func()) {
 	tty := isTerminal(w)
 	start := time.Now()
 	done := make(chan struct{})
@@ -26,7 +26,7 @@ func startProgress(w io.Writer, name string, bytesRead, events *atomic.Int64) (s
 	printed := false
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(progressEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {

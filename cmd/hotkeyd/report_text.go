@@ -139,7 +139,7 @@ func fmtSpan(d time.Duration) string {
 		return d.String()
 	case d >= 48*time.Hour:
 		days := d / (24 * time.Hour)
-		return fmt.Sprintf("%dd%s", days, (d - days*24*time.Hour).Round(time.Hour))
+		return fmt.Sprintf("%dd %dh", days, (d-days*24*time.Hour+30*time.Minute)/time.Hour)
 	}
 	return d.Round(time.Second).String()
 }
