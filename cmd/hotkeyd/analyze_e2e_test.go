@@ -164,11 +164,11 @@ func runAnalyzeCmd(t *testing.T, stdin string, args ...string) (int, string, str
 	return code, stdout.String(), stderr.String()
 }
 
-// analyzeScale sizes the exact-count workload: 800 is about 60,000 lines,
+// analyzeScale sizes the exact-count workload: 2000 is about 165,000 lines,
 // a few seconds under -race. Larger runs check the sketches at scale:
 //
-//	go test ./cmd/hotkeyd -run TestAnalyzeJSONMatchesExactCounts -hotkeyd.analyze-scale=2000
-var analyzeScale = flag.Int("hotkeyd.analyze-scale", 800, "size of the generated analyze workload (lines ≈ 75 × scale)")
+//	go test ./cmd/hotkeyd -run TestAnalyzeJSONMatchesExactCounts -hotkeyd.analyze-scale=10000
+var analyzeScale = flag.Int("hotkeyd.analyze-scale", 2000, "size of the generated analyze workload (about 80 lines per unit of scale)")
 
 func TestAnalyzeJSONMatchesExactCounts(t *testing.T) {
 	w := writeWorkload(t, t.TempDir(), *analyzeScale)
