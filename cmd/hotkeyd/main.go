@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -173,6 +174,9 @@ func loadConfig(f *flags, required bool) (Config, error) {
 	if named || required {
 		var err error
 		cfg, err = LoadConfig(path)
+		if errors.Is(err, fs.ErrNotExist) && !named {
+			return Config{}, fmt.Errorf("%w (name one with --config.file, start from hotkeyd.example.yaml, or try hotkeyd demo)", err)
+		}
 		if err != nil {
 			return Config{}, err
 		}

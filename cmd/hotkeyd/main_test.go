@@ -28,6 +28,8 @@ func TestConfigCheck(t *testing.T) {
 			"hotkeyd: config testdata/config/invalid-listen.yml: listen: want host:port, got \"9529\"\n"},
 		{[]string{"--config.check", "--config.file", "testdata/config/nope.yml"}, 1, "",
 			"hotkeyd: read config: open testdata/config/nope.yml: no such file or directory\n"},
+		{[]string{"--config.check"}, 1, "",
+			"hotkeyd: read config: open hotkeyd.yaml: no such file or directory (name one with --config.file, start from hotkeyd.example.yaml, or try hotkeyd demo)\n"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
