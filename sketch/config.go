@@ -34,7 +34,7 @@ const (
 	// DefaultMaxThrottledKeys bounds the throttled keys counted per table.
 	DefaultMaxThrottledKeys = 128
 	// exactDistinct is the number of distinct keys per sub-window counted
-	// exactly before the HyperLogLog takes over: below it distinct counts
+	// exactly before the HyperLogLog takes over: up to it distinct counts
 	// are exact.
 	exactDistinct = 1000
 	// quantum is the resolution of the count-min counters and of the

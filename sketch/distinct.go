@@ -110,7 +110,7 @@ func (d *distinct) clear(s int) {
 }
 
 // estimate returns the distinct keys over the live slots: exact while the
-// union holds fewer than exactDistinct keys, HyperLogLog above.
+// union holds at most exactDistinct keys, HyperLogLog above.
 func (d *distinct) estimate() uint64 {
 	exact := true
 	for i := range d.slots {
@@ -120,7 +120,7 @@ func (d *distinct) estimate() uint64 {
 		}
 	}
 	if exact {
-		if n := d.union(); n < exactDistinct {
+		if n := d.union(); n <= exactDistinct {
 			return uint64(n)
 		}
 	}
@@ -140,7 +140,7 @@ func (d *distinct) estimate() uint64 {
 	return sk.Estimate()
 }
 
-// union counts the distinct hashes of the exact sets, stopping at
+// union counts the distinct hashes of the exact sets, stopping past
 // exactDistinct.
 func (d *distinct) union() int {
 	if len(d.slots) == 1 {
@@ -151,7 +151,7 @@ func (d *distinct) union() int {
 		total += d.slots[i].n
 	}
 	size := 64
-	for size < 2*min(total, exactDistinct) {
+	for size < 2*min(total, exactDistinct+1) {
 		size *= 2
 	}
 	set := make([]uint64, size)
@@ -169,7 +169,7 @@ func (d *distinct) union() int {
 			if set[j] == 0 {
 				set[j] = v
 				n++
-				if n >= exactDistinct {
+				if n > exactDistinct {
 					return n
 				}
 			}

@@ -8,13 +8,13 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// TestDistinctExactBelow1000 checks that the distinct count is exact below
+// TestDistinctExactBelow1000 checks that the distinct count is exact up to
 // 1000 keys, over one slot and over keys spread across slots with repeats
 // (the library's sparse mode alone reads 998 for 999 keys).
 func TestDistinctExactBelow1000(t *testing.T) {
 	for _, slots := range []int{1, 12} {
 		d := newDistinct(slots, DefaultHLLPrecision)
-		for n := 1; n < exactDistinct; n++ {
+		for n := 1; n <= exactDistinct; n++ {
 			h := xxh3.HashString(fmt.Sprintf("key-%d", n))
 			d.add(n%slots, h)
 			d.add((n+1)%slots, h) // the same key in another slot counts once
