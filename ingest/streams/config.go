@@ -64,6 +64,10 @@ type Config struct {
 	CallTimeout time.Duration
 	// BatchLimit is GetRecords' Limit (default and maximum 1000).
 	BatchLimit int32
+	// SDKDecode decodes GetRecords answers with the SDK's generic
+	// deserializer instead of the reader's own, about four times faster
+	// one (which falls back to the SDK for anything it does not know).
+	SDKDecode bool
 }
 
 // DefaultConfig returns a Config with every tunable at its default and no

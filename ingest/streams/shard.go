@@ -183,10 +183,14 @@ func (r *shardReader) fetch(ctx context.Context) (*dynamodbstreams.GetRecordsOut
 	r.s.m.calls.WithLabelValues(r.sr.table).Inc()
 	cctx, cancel := context.WithTimeout(ctx, r.s.cfg.CallTimeout)
 	defer cancel()
+	var opts []func(*dynamodbstreams.Options)
+	if !r.s.cfg.SDKDecode {
+		opts = append(opts, withFastGetRecords)
+	}
 	out, err := r.s.streams.GetRecords(cctx, &dynamodbstreams.GetRecordsInput{
 		ShardIterator: r.iter,
 		Limit:         aws.Int32(r.s.cfg.BatchLimit),
-	})
+	}, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("get records from shard %q of stream %q: %w", r.shard.id, r.sr.arn, err)
 	}
