@@ -42,7 +42,9 @@ func TestSampleRecords(t *testing.T) {
 			// The expected TTL count, read from the raw JSON independently.
 			var raw struct {
 				Records []struct {
-					UserIdentity *struct{ PrincipalID string `json:"principalId"` } `json:"userIdentity"`
+					UserIdentity *struct {
+						PrincipalID string `json:"principalId"`
+					} `json:"userIdentity"`
 				}
 			}
 			if err := json.Unmarshal(body, &raw); err != nil {
