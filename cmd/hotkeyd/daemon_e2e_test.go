@@ -200,3 +200,33 @@ func TestRunFollowsFilesAndHTTPIngest(t *testing.T) {
 		t.Errorf("no clean stop in the log:\n%s", stderr)
 	}
 }
+
+// TestHashedKeysNeverLeave runs the demo with keys: hash and checks that the
+// planted key's value shows nowhere: not in the log, /metrics or the API.
+func TestHashedKeysNeverLeave(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo for several seconds")
+	}
+	cfgPath := filepath.Join(t.TempDir(), "hotkeyd.yaml")
+	if err := os.WriteFile(cfgPath, []byte("keys: hash\nkey_hash_secret: test-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "demo", "--config.file", cfgPath)
+	line := h.WaitLog(t, `msg="hot key" table=orders class=write key=USER#`, 20*time.Second)
+	if strings.Contains(line, demo.CelebrityUser) {
+		t.Fatalf("hot key line shows the key: %s", line)
+	}
+	_, metrics := h.Get(t, "/metrics")
+	_, api := h.Get(t, "/api/v1/hotkeys")
+	// A hashed key is the prefix and 8 hex digits, so the plain key is the
+	// key followed by anything but a hex digit.
+	plain := regexp.MustCompile(regexp.QuoteMeta(demo.CelebrityUser) + `([^0-9a-f]|$)`)
+	for where, text := range map[string]string{"log": h.Stderr(), "/metrics": string(metrics), "/api/v1/hotkeys": string(api)} {
+		if plain.MatchString(text) {
+			t.Errorf("%s shows the planted key %s in plain", where, demo.CelebrityUser)
+		}
+	}
+	if !regexp.MustCompile(`hotkeyd_hot_key\{class="write",key="USER#[0-9a-f]{8}",kind="hot_key"`).Match(metrics) {
+		t.Errorf("/metrics does not flag the hashed key")
+	}
+}
