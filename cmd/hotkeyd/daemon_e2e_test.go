@@ -230,3 +230,30 @@ func TestHashedKeysNeverLeave(t *testing.T) {
 		t.Errorf("/metrics does not flag the hashed key")
 	}
 }
+
+// TestRunOnStdinKeepsServing pipes a log into a jsonl source on "-": the
+// daemon reads it to its end and keeps serving what it counted.
+func TestRunOnStdinKeepsServing(t *testing.T) {
+	cfgPath := filepath.Join(t.TempDir(), "hotkeyd.yaml")
+	if err := os.WriteFile(cfgPath, []byte("sources:\n  - type: jsonl\n    paths: [\"-\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var lines strings.Builder
+	for i := range 1000 {
+		pk := fmt.Sprintf("C-%d", i%400)
+		if i%4 == 0 {
+			pk = "C-7781"
+		}
+		fmt.Fprintf(&lines, `{"table":"carts","pk":%q,"op":"UpdateItem","units":2}`+"\n", pk)
+	}
+	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{Stdin: strings.NewReader(lines.String())}, "--config.file", cfgPath)
+	h.WaitLog(t, `msg="source finished its input"`, 10*time.Second)
+	h.WaitLog(t, `msg="hot key" table=carts class=write key=C-7781 `, 10*time.Second)
+	if code, body := h.Get(t, "/-/ready"); code != http.StatusOK {
+		t.Errorf("not ready after stdin ended: %d %s", code, body)
+	}
+	_, metrics := h.Get(t, "/metrics")
+	if !bytes.Contains(metrics, []byte(`hotkeyd_units_total{class="write",table="carts"} 2000`)) {
+		t.Errorf("/metrics does not count the 2000 WCU read from stdin")
+	}
+}
