@@ -38,6 +38,7 @@ func getReport(t *testing.T, h *testenv.Hotkeyd) detect.Report {
 }
 
 func TestDemoFlagsPlantedHotKeys(t *testing.T) {
+	t.Parallel() // a process of its own, on a port of its own
 	if testing.Short() {
 		t.Skip("runs the demo for several seconds")
 	}
@@ -115,6 +116,7 @@ func TestDemoFlagsPlantedHotKeys(t *testing.T) {
 }
 
 func TestRunFollowsFilesAndHTTPIngest(t *testing.T) {
+	t.Parallel() // a process of its own, on a port of its own
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "access.log")
 	if err := os.WriteFile(logPath, nil, 0o644); err != nil {
@@ -204,6 +206,7 @@ func TestRunFollowsFilesAndHTTPIngest(t *testing.T) {
 // TestHashedKeysNeverLeave runs the demo with keys: hash and checks that the
 // planted key's value shows nowhere: not in the log, /metrics or the API.
 func TestHashedKeysNeverLeave(t *testing.T) {
+	t.Parallel() // a process of its own, on a port of its own
 	if testing.Short() {
 		t.Skip("runs the demo for several seconds")
 	}
@@ -234,6 +237,7 @@ func TestHashedKeysNeverLeave(t *testing.T) {
 // TestRunOnStdinKeepsServing pipes a log into a jsonl source on "-": the
 // daemon reads it to its end and keeps serving what it counted.
 func TestRunOnStdinKeepsServing(t *testing.T) {
+	t.Parallel() // a process of its own, on a port of its own
 	cfgPath := filepath.Join(t.TempDir(), "hotkeyd.yaml")
 	if err := os.WriteFile(cfgPath, []byte("sources:\n  - type: jsonl\n    paths: [\"-\"]\n"), 0o600); err != nil {
 		t.Fatal(err)

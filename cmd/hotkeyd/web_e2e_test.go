@@ -14,6 +14,7 @@ import (
 )
 
 func TestWebConfigBasicAuth(t *testing.T) {
+	t.Parallel() // a process of its own, on a port of its own
 	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
 	if err != nil {
 		t.Fatal(err)
