@@ -48,6 +48,10 @@ type Config struct {
 	// KeyHashSecret keys the hash (HMAC-SHA256) when Keys is hash, so that
 	// hashed values cannot be reversed by hashing guesses. Required with hash.
 	KeyHashSecret string `yaml:"key_hash_secret"`
+	// KeyHashSecretFile names a file holding the secret instead (a mounted
+	// Kubernetes Secret); surrounding white space is ignored. LoadConfig
+	// reads it into KeyHashSecret.
+	KeyHashSecretFile string `yaml:"key_hash_secret_file"`
 	// Tables names key schemas for sources whose records do not say which
 	// attribute is the partition key (CloudTrail).
 	Tables map[string]ingest.KeySchema `yaml:"tables"`
@@ -137,6 +141,15 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
+	if cfg.KeyHashSecretFile != "" {
+		secret, err := os.ReadFile(cfg.KeyHashSecretFile)
+		if err != nil {
+			return Config{}, fmt.Errorf("config %s: key_hash_secret_file: %w", path, err)
+		}
+		if cfg.KeyHashSecret = strings.TrimSpace(string(secret)); cfg.KeyHashSecret == "" {
+			return Config{}, fmt.Errorf("config %s: key_hash_secret_file: %s is empty", path, cfg.KeyHashSecretFile)
+		}
+	}
 	return cfg, nil
 }
 
@@ -192,11 +205,15 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("keys: must be plain, hash or redact, got %q", c.Keys)
 	}
-	if c.KeyHashSecret != "" && c.Keys != keysHash {
-		return fmt.Errorf("key_hash_secret: only used with keys: hash")
-	}
-	if c.KeyHashSecret == "" && c.Keys == keysHash {
-		return fmt.Errorf("key_hash_secret: required with keys: hash")
+	switch {
+	case c.KeyHashSecret != "" && c.KeyHashSecretFile != "":
+		return errors.New("key_hash_secret_file: set key_hash_secret or key_hash_secret_file, not both")
+	case c.KeyHashSecretFile != "" && c.Keys != keysHash:
+		return errors.New("key_hash_secret_file: only used with keys: hash")
+	case c.KeyHashSecret != "" && c.Keys != keysHash:
+		return errors.New("key_hash_secret: only used with keys: hash")
+	case c.KeyHashSecret == "" && c.KeyHashSecretFile == "" && c.Keys == keysHash:
+		return errors.New("key_hash_secret: required with keys: hash (or key_hash_secret_file)")
 	}
 	names := make([]string, 0, len(c.Tables))
 	for name := range c.Tables {

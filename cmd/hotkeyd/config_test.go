@@ -25,7 +25,9 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-listen.yml":              `listen: want host:port, got "9529"`,
 		"invalid-keys.yml":                `keys: must be plain, hash or redact, got "sha256"`,
 		"invalid-secret-without-hash.yml": "key_hash_secret: only used with keys: hash",
-		"invalid-hash-no-secret.yml":      "key_hash_secret: required with keys: hash",
+		"invalid-hash-no-secret.yml":      "key_hash_secret: required with keys: hash (or key_hash_secret_file)",
+		"invalid-secret-both.yml":         "key_hash_secret_file: set key_hash_secret or key_hash_secret_file, not both",
+		"invalid-secret-file-plain.yml":   "key_hash_secret_file: only used with keys: hash",
 		"invalid-table-no-pk.yml":         "tables.Music.partition_key: required",
 		"invalid-source-no-type.yml":      "sources[0].type: required (dynamodb-streams, cloudtrail or jsonl)",
 		"invalid-source-type.yml":         `sources[0].type: unknown source type "kinesis" (want dynamodb-streams, cloudtrail or jsonl)`,
@@ -135,5 +137,30 @@ func TestDetectSettings(t *testing.T) {
 	cfg.Detector.ClearThreshold = 0.1
 	if s := cfg.detectSettings(); s.ClearThreshold != 0.1 {
 		t.Errorf("clear threshold %v, want the 0.1 given", s.ClearThreshold)
+	}
+}
+
+func TestKeyHashSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	cfgPath := filepath.Join(dir, "hotkeyd.yaml")
+	if err := os.WriteFile(cfgPath, []byte("keys: hash\nkey_hash_secret_file: "+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(cfgPath); err == nil || !strings.Contains(err.Error(), "key_hash_secret_file: open "+secret) {
+		t.Errorf("missing secret file: %v", err)
+	}
+	if err := os.WriteFile(secret, []byte("  \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(cfgPath); err == nil || !strings.Contains(err.Error(), "is empty") {
+		t.Errorf("empty secret file: %v", err)
+	}
+	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(cfgPath)
+	if err != nil || cfg.KeyHashSecret != "s3cret" {
+		t.Errorf("secret %q, %v; want s3cret", cfg.KeyHashSecret, err)
 	}
 }
