@@ -6,13 +6,14 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
-	"github.com/valyala/fastjson"
 )
 
 // The SDK's generic deserializer decodes every attribute of every image
@@ -47,7 +48,7 @@ func addFastGetRecords(stack *middleware.Stack) error {
 			if !ok || resp.StatusCode != 200 {
 				return out, md, err
 			}
-			body, rerr := io.ReadAll(resp.Body)
+			body, rerr := readBody(resp)
 			_ = resp.Body.Close()
 			if rerr != nil {
 				return out, md, &smithyhttp.ResponseError{Response: resp, Err: rerr}
@@ -72,57 +73,90 @@ func addFastGetRecords(stack *middleware.Stack) error {
 		}), middleware.Before)
 }
 
+// readBody reads the whole answer, in one allocation when its length is
+// known.
+func readBody(resp *smithyhttp.Response) ([]byte, error) {
+	if n := resp.ContentLength; n > 0 && n < 64<<20 {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return io.ReadAll(resp.Body)
+}
+
 // errFallback tells the caller to let the SDK decode the answer.
 var errFallback = errors.New("answer not in the shape the fast decoder knows")
 
-// parsers are reused: a fastjson Parser keeps its arena between answers.
-var parsers fastjson.ParserPool
-
-// decodeGetRecords decodes a GetRecords answer, keeping of each record what
-// mapRecord reads: eventID, eventName, userIdentity, and of "dynamodb" the
-// Keys, SequenceNumber, SizeBytes, ApproximateCreationDateTime and
-// StreamViewType. Images are parsed (fastjson validates the whole answer in
-// one pass) but never turned into Go values. Anything unexpected returns
-// errFallback.
+// decodeGetRecords decodes a GetRecords answer in one pass over the bytes,
+// keeping of each record what mapRecord reads: eventID, eventName,
+// userIdentity, and of "dynamodb" the Keys, SequenceNumber, SizeBytes,
+// ApproximateCreationDateTime and StreamViewType. Images and other members
+// are skipped without building values, checking only that brackets match
+// and strings end. Anything unexpected returns errFallback.
 func decodeGetRecords(body []byte) (*dynamodbstreams.GetRecordsOutput, error) {
-	p := parsers.Get()
-	defer parsers.Put(p)
-	root, err := p.ParseBytes(body)
-	if err != nil || root.Type() != fastjson.TypeObject {
-		return nil, errFallback
-	}
+	d := &decoder{b: body}
 	out := &dynamodbstreams.GetRecordsOutput{}
-	if it := root.Get("NextShardIterator"); it != nil && it.Type() != fastjson.TypeNull {
-		s, err := str(it)
-		if err != nil {
-			return nil, err
+	err := d.object(func(key []byte) error {
+		switch string(key) {
+		case "Records":
+			if d.null() {
+				return nil
+			}
+			return d.records(out)
+		case "NextShardIterator":
+			if d.null() {
+				return nil
+			}
+			s, err := d.str()
+			out.NextShardIterator = &s
+			return err
 		}
-		out.NextShardIterator = &s
-	}
-	rv := root.Get("Records")
-	if rv == nil || rv.Type() == fastjson.TypeNull {
-		return out, nil
-	}
-	arr, err := rv.Array()
+		return d.skip()
+	})
 	if err != nil {
 		return nil, errFallback
 	}
-	n := len(arr)
-	blk := &recordBlock{
-		srs:   make([]types.StreamRecord, 0, n),
-		strs:  make([]string, 0, 2*n),
-		times: make([]time.Time, 0, n),
-		sizes: make([]int64, 0, n),
-		ss:    make([]types.AttributeValueMemberS, 0, 2*n),
-		ns:    make([]types.AttributeValueMemberN, 0, n),
-	}
-	out.Records = make([]types.Record, n)
-	for i, v := range arr {
-		if err := blk.record(v, &out.Records[i]); err != nil {
-			return nil, err
-		}
+	if d.ws(); d.i != len(d.b) {
+		return nil, errFallback
 	}
 	return out, nil
+}
+
+// decoder walks a JSON text. Every method leaves d.i after what it read.
+type decoder struct {
+	b      []byte
+	i      int
+	blk    recordBlock
+	intern map[string]string
+}
+
+// internStr reads a string value that repeats from record to record (event
+// names, view types, key attribute names) and returns one shared copy.
+func (d *decoder) internStr() (string, error) {
+	raw, err := d.rawString()
+	if err != nil {
+		return "", err
+	}
+	return d.internRaw(raw)
+}
+
+func (d *decoder) internRaw(raw []byte) (string, error) {
+	if s, ok := d.intern[string(raw)]; ok {
+		return s, nil
+	}
+	s, err := unescape(raw)
+	if err != nil {
+		return "", err
+	}
+	if d.intern == nil {
+		d.intern = map[string]string{}
+	}
+	if len(d.intern) < 64 {
+		d.intern[string(raw)] = s
+	}
+	return s, nil
 }
 
 // recordBlock allocates the parts of many records at once.
@@ -136,158 +170,408 @@ type recordBlock struct {
 }
 
 func (b *recordBlock) str(s string) *string {
+	if len(b.strs) == cap(b.strs) {
+		b.strs = make([]string, 0, 256)
+	}
 	b.strs = append(b.strs, s)
 	return &b.strs[len(b.strs)-1]
 }
 
-func (b *recordBlock) record(v *fastjson.Value, r *types.Record) error {
-	o, err := v.Object()
-	if err != nil {
-		return errFallback
-	}
-	var ferr error
-	o.Visit(func(key []byte, v *fastjson.Value) {
-		if ferr != nil {
+func (d *decoder) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
 			return
 		}
+	}
+}
+
+// expect consumes c after optional white space.
+func (d *decoder) expect(c byte) bool {
+	d.ws()
+	if d.i < len(d.b) && d.b[d.i] == c {
+		d.i++
+		return true
+	}
+	return false
+}
+
+func (d *decoder) null() bool {
+	d.ws()
+	if len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "null" {
+		d.i += 4
+		return true
+	}
+	return false
+}
+
+// object calls member for each key; member must consume the value.
+func (d *decoder) object(member func(key []byte) error) error {
+	if !d.expect('{') {
+		return errFallback
+	}
+	if d.expect('}') {
+		return nil
+	}
+	for {
+		key, err := d.rawString()
+		if err != nil {
+			return err
+		}
+		if !d.expect(':') {
+			return errFallback
+		}
+		if err := member(key); err != nil {
+			return err
+		}
+		if d.expect(',') {
+			continue
+		}
+		if d.expect('}') {
+			return nil
+		}
+		return errFallback
+	}
+}
+
+// rawString returns a string's bytes between the quotes, escapes and all.
+func (d *decoder) rawString() ([]byte, error) {
+	if !d.expect('"') {
+		return nil, errFallback
+	}
+	start := d.i
+	for {
+		j := bytes.IndexByte(d.b[d.i:], '"')
+		if j < 0 {
+			return nil, errFallback
+		}
+		d.i += j + 1
+		// The quote ends the string unless an odd number of backslashes
+		// precede it.
+		bs := 0
+		for k := d.i - 2; k >= start && d.b[k] == '\\'; k-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return d.b[start : d.i-1], nil
+		}
+	}
+}
+
+// str reads a string value and unescapes it.
+func (d *decoder) str() (string, error) {
+	raw, err := d.rawString()
+	if err != nil {
+		return "", err
+	}
+	return unescape(raw)
+}
+
+// number returns the bytes of a number value.
+func (d *decoder) number() ([]byte, error) {
+	d.ws()
+	start := d.i
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+			d.i++
+			continue
+		}
+		break
+	}
+	if d.i == start {
+		return nil, errFallback
+	}
+	return d.b[start:d.i], nil
+}
+
+// skip passes over one value of any type.
+func (d *decoder) skip() error {
+	d.ws()
+	if d.i >= len(d.b) {
+		return errFallback
+	}
+	switch c := d.b[d.i]; c {
+	case '"':
+		_, err := d.rawString()
+		return err
+	case '{', '[':
+		return d.skipNested()
+	case 't', 'f', 'n':
+		for _, lit := range []string{"true", "false", "null"} {
+			if len(d.b)-d.i >= len(lit) && string(d.b[d.i:d.i+len(lit)]) == lit {
+				d.i += len(lit)
+				return nil
+			}
+		}
+		return errFallback
+	default:
+		_, err := d.number()
+		return err
+	}
+}
+
+// skipNested passes over an object or array, matching brackets and
+// skipping strings.
+func (d *decoder) skipNested() error {
+	var stack [64]byte
+	depth := 0
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch c {
+		case '"':
+			if _, err := d.rawString(); err != nil {
+				return err
+			}
+			continue
+		case '{', '[':
+			if depth == len(stack) {
+				return errFallback
+			}
+			stack[depth] = c
+			depth++
+		case '}', ']':
+			if depth == 0 || (c == '}') != (stack[depth-1] == '{') {
+				return errFallback
+			}
+			depth--
+			if depth == 0 {
+				d.i++
+				return nil
+			}
+		}
+		d.i++
+	}
+	return errFallback
+}
+
+func (d *decoder) records(out *dynamodbstreams.GetRecordsOutput) error {
+	if !d.expect('[') {
+		return errFallback
+	}
+	// A record takes at least ~150 bytes; estimate the count from the size
+	// rather than scan for it, and let the blocks grow if wrong.
+	n := min((len(d.b)-d.i)/256+1, 1000)
+	d.blk = recordBlock{
+		srs:   make([]types.StreamRecord, 0, n),
+		strs:  make([]string, 0, 2*n),
+		times: make([]time.Time, 0, n),
+		sizes: make([]int64, 0, n),
+		ss:    make([]types.AttributeValueMemberS, 0, 2*n),
+		ns:    make([]types.AttributeValueMemberN, 0, n),
+	}
+	out.Records = make([]types.Record, 0, n)
+	if d.expect(']') {
+		return nil
+	}
+	for {
+		out.Records = append(out.Records, types.Record{})
+		if err := d.record(&out.Records[len(out.Records)-1]); err != nil {
+			return err
+		}
+		if d.expect(',') {
+			continue
+		}
+		if d.expect(']') {
+			return nil
+		}
+		return errFallback
+	}
+}
+
+func (d *decoder) record(r *types.Record) error {
+	b := &d.blk
+	return d.object(func(key []byte) error {
 		switch string(key) {
 		case "eventID":
-			var s string
-			s, ferr = str(v)
+			s, err := d.str()
 			r.EventID = b.str(s)
+			return err
 		case "eventName":
-			var s string
-			s, ferr = str(v)
+			s, err := d.internStr()
 			r.EventName = types.OperationType(s)
+			return err
 		case "userIdentity":
-			if v.Type() == fastjson.TypeNull {
-				return
-			}
-			if v.Type() != fastjson.TypeObject {
-				ferr = errFallback
-				return
+			if d.null() {
+				return nil
 			}
 			id := &types.Identity{}
 			r.UserIdentity = id
-			if p := v.Get("PrincipalId"); p != nil {
-				var s string
-				s, ferr = str(p)
-				id.PrincipalId = b.str(s)
-			}
-			if t := v.Get("Type"); t != nil && ferr == nil {
-				var s string
-				s, ferr = str(t)
-				id.Type = b.str(s)
-			}
+			return d.object(func(k []byte) error {
+				switch string(k) {
+				case "PrincipalId":
+					s, err := d.internStr()
+					id.PrincipalId = b.str(s)
+					return err
+				case "Type":
+					s, err := d.internStr()
+					id.Type = b.str(s)
+					return err
+				}
+				return d.skip()
+			})
 		case "dynamodb":
+			if d.null() {
+				return nil
+			}
+			if len(b.srs) == cap(b.srs) {
+				b.srs = make([]types.StreamRecord, 0, 64)
+			}
 			b.srs = append(b.srs, types.StreamRecord{})
 			sr := &b.srs[len(b.srs)-1]
 			r.Dynamodb = sr
-			ferr = b.streamRecord(v, sr)
+			return d.streamRecord(sr)
 		}
+		return d.skip()
 	})
-	return ferr
 }
 
-func (b *recordBlock) streamRecord(v *fastjson.Value, sr *types.StreamRecord) error {
-	o, err := v.Object()
-	if err != nil {
-		return errFallback
-	}
-	var ferr error
-	o.Visit(func(key []byte, v *fastjson.Value) {
-		if ferr != nil {
-			return
-		}
+func (d *decoder) streamRecord(sr *types.StreamRecord) error {
+	b := &d.blk
+	return d.object(func(key []byte) error {
 		switch string(key) {
 		case "ApproximateCreationDateTime":
-			f, err := v.Float64()
+			num, err := d.number()
 			if err != nil {
-				ferr = errFallback
-				return
+				return err
+			}
+			f, err := strconv.ParseFloat(string(num), 64)
+			if err != nil {
+				return errFallback
 			}
 			// As the SDK does (smithy-go's ParseEpochSeconds): milliseconds,
 			// truncated, after a correctly rounded float64 product.
+			if len(b.times) == cap(b.times) {
+				b.times = make([]time.Time, 0, 64)
+			}
 			b.times = append(b.times, time.Unix(0, int64(f*1000)*1e6).UTC())
 			sr.ApproximateCreationDateTime = &b.times[len(b.times)-1]
 		case "SequenceNumber":
-			var s string
-			s, ferr = str(v)
+			s, err := d.str()
 			sr.SequenceNumber = b.str(s)
+			return err
 		case "SizeBytes":
-			n, err := v.Int64()
+			num, err := d.number()
 			if err != nil {
-				ferr = errFallback
-				return
+				return err
+			}
+			n, err := strconv.ParseInt(string(num), 10, 64)
+			if err != nil {
+				return errFallback
+			}
+			if len(b.sizes) == cap(b.sizes) {
+				b.sizes = make([]int64, 0, 64)
 			}
 			b.sizes = append(b.sizes, n)
 			sr.SizeBytes = &b.sizes[len(b.sizes)-1]
 		case "StreamViewType":
-			var s string
-			s, ferr = str(v)
+			s, err := d.internStr()
 			sr.StreamViewType = types.StreamViewType(s)
+			return err
 		case "Keys":
-			keys, err := v.Object()
-			if err != nil {
-				ferr = errFallback
-				return
+			if d.null() {
+				return nil
 			}
-			sr.Keys = make(map[string]types.AttributeValue, keys.Len())
-			keys.Visit(func(name []byte, av *fastjson.Value) {
-				if ferr != nil {
-					return
+			sr.Keys = make(map[string]types.AttributeValue, 2)
+			return d.object(func(name []byte) error {
+				n, err := d.internRaw(name)
+				if err != nil {
+					return err
 				}
-				var kv types.AttributeValue
-				if kv, ferr = b.keyValue(av); ferr == nil {
-					sr.Keys[string(name)] = kv
-				}
+				v, err := d.keyValue()
+				sr.Keys[n] = v
+				return err
 			})
+		default:
+			return d.skip()
 		}
+		return nil
 	})
-	return ferr
 }
 
 // keyValue decodes a key attribute value: {"S": ...}, {"N": ...} or
 // {"B": ...}. Any other type is left to the SDK.
-func (b *recordBlock) keyValue(v *fastjson.Value) (types.AttributeValue, error) {
-	o, err := v.Object()
-	if err != nil || o.Len() != 1 {
-		return nil, errFallback
-	}
-	var out types.AttributeValue
-	var ferr error
-	o.Visit(func(typ []byte, val *fastjson.Value) {
-		var s string
-		if s, ferr = str(val); ferr != nil {
-			return
+func (d *decoder) keyValue() (types.AttributeValue, error) {
+	b := &d.blk
+	var v types.AttributeValue
+	count := 0
+	err := d.object(func(typ []byte) error {
+		count++
+		s, err := d.str()
+		if err != nil {
+			return err
 		}
 		switch string(typ) {
 		case "S":
+			if len(b.ss) == cap(b.ss) {
+				b.ss = make([]types.AttributeValueMemberS, 0, 64)
+			}
 			b.ss = append(b.ss, types.AttributeValueMemberS{Value: s})
-			out = &b.ss[len(b.ss)-1]
+			v = &b.ss[len(b.ss)-1]
 		case "N":
+			if len(b.ns) == cap(b.ns) {
+				b.ns = make([]types.AttributeValueMemberN, 0, 64)
+			}
 			b.ns = append(b.ns, types.AttributeValueMemberN{Value: s})
-			out = &b.ns[len(b.ns)-1]
+			v = &b.ns[len(b.ns)-1]
 		case "B":
 			raw, err := base64.StdEncoding.DecodeString(s)
 			if err != nil {
-				ferr = errFallback
-				return
+				return errFallback
 			}
-			out = &types.AttributeValueMemberB{Value: raw}
+			v = &types.AttributeValueMemberB{Value: raw}
 		default:
-			ferr = errFallback
+			return errFallback
 		}
+		return nil
 	})
-	return out, ferr
+	if err != nil || count != 1 {
+		return nil, errFallback
+	}
+	return v, nil
 }
 
-// str returns a JSON string value as a Go string (a copy: nothing may point
-// into the parser's arena once it is reused).
-func str(v *fastjson.Value) (string, error) {
-	b, err := v.StringBytes()
-	if err != nil {
+// unescape turns the raw bytes of a JSON string into a Go string. Strings
+// without a backslash (nearly all) are copied as they are, if valid UTF-8;
+// others go through strconv.Unquote, whose escapes are a superset of JSON's
+// save for \/ which is handled first.
+func unescape(raw []byte) (string, error) {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		for _, c := range raw {
+			if c < 0x20 {
+				return "", errFallback
+			}
+		}
+		if !utf8.Valid(raw) {
+			return "", errFallback
+		}
+		return string(raw), nil
+	}
+	q := make([]byte, 0, len(raw)+2)
+	q = append(q, '"')
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c == '\\' && i+1 < len(raw) {
+			switch raw[i+1] {
+			case '/':
+				q = append(q, '/')
+				i++
+				continue
+			case '"', '\\', 'b', 'f', 'n', 'r', 't', 'u':
+				q = append(q, c, raw[i+1])
+				i++
+				continue
+			}
+			return "", errFallback
+		}
+		q = append(q, c)
+	}
+	q = append(q, '"')
+	s, err := strconv.Unquote(string(q))
+	if err != nil || !utf8.ValidString(s) {
 		return "", errFallback
 	}
-	return string(b), nil
+	return s, nil
 }

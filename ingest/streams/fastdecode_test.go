@@ -36,6 +36,9 @@ func TestFastDecodeMatchesSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	bodies[recordedResponse] = b
+	if bodies[recordedKeysOnly], err = os.ReadFile(filepath.Join("testdata", recordedKeysOnly)); err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []string{"aws-lambda-go-dynamodb-event.json", "aws-sam-cli-DynamoDBUpdate.json", "powertools-python-dynamoStreamEvent.json"} {
 		if b, err := os.ReadFile(filepath.Join(samplesDir, f)); err == nil {
 			bodies[f] = lambdaToGetRecords(t, b)
