@@ -123,3 +123,32 @@ func BenchmarkPutParallel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSnapshot measures Snapshot of one busy table (1M Zipf events in
+// every slot of the window), with the distinct-key estimate cached
+// ("clean") and recomputed because traffic arrived since ("dirty").
+func BenchmarkSnapshot(b *testing.B) {
+	stream := getPutStream()
+	now := t0
+	s, _ := NewStore(DefaultConfig(), func() time.Time { return now })
+	ctx := context.Background()
+	slot := s.Config().Window / time.Duration(s.Config().SubWindows)
+	for range s.Config().SubWindows {
+		for i := 0; i < len(stream); i += putBatch * 8 {
+			_ = s.Put(ctx, stream[i:i+putBatch])
+		}
+		now = now.Add(slot)
+	}
+	now = now.Add(-slot)
+	for _, mode := range []string{"clean", "dirty"} {
+		b.Run(mode, func(b *testing.B) {
+			one := stream[:1]
+			for b.Loop() {
+				if mode == "dirty" {
+					_ = s.Put(ctx, one)
+				}
+				_ = s.Snapshot()
+			}
+		})
+	}
+}
