@@ -22,10 +22,10 @@ echo
 {
 	# One iteration is a whole workload (10M updates for the Zipf ones).
 	go test -run '^$' -bench 'BenchmarkHeavyHitters' -benchtime 1x -count "$count" -timeout 60m ./sketch/
-	go test -run '^$' -bench 'BenchmarkPut$' -benchtime 2s -count "$count" ./sketch/
+	go test -run '^$' -bench 'BenchmarkPut$|BenchmarkSnapshot' -benchtime 2s -count "$count" ./sketch/
 	go test -run '^$' -bench 'BenchmarkPutParallel' -benchtime 2s -count "$count" -cpu 1,2 ./sketch/
 	go test -run '^$' -bench 'BenchmarkDistinct' -benchtime 1x -count "$count" ./sketch/
-} 2>&1 | tee "$raw" | grep -E '^(Benchmark|--- SKIP|\s+bench_test)' >&2 || true
+} 2>&1 | tee "$raw" | grep --line-buffered -E '^(Benchmark|--- SKIP|\s+bench_test)' >&2 || true
 
 # medians: for every benchmark line, collect "value unit" pairs and print the
 # median of each unit per benchmark name.

@@ -142,9 +142,12 @@ func BenchmarkSnapshot(b *testing.B) {
 	now = now.Add(-slot)
 	for _, mode := range []string{"clean", "dirty"} {
 		b.Run(mode, func(b *testing.B) {
-			one := stream[:1]
+			one := make([]ingest.Event, 1)
+			i := 0
 			for b.Loop() {
 				if mode == "dirty" {
+					i++
+					one[0] = ingest.Event{Table: "bench", PK: keyName(benchKeys + i), Class: ingest.Write, Units: 1}
 					_ = s.Put(ctx, one)
 				}
 				_ = s.Snapshot()

@@ -311,8 +311,14 @@ func (s *Store) Snapshot() Snapshot {
 		t.mu.Lock()
 		t.advance(epoch)
 		ts, scratch = t.snapshot(s.cfg.Tracked, slotSeconds, scratch)
+		n, merged := t.distinctMerge()
 		first, last = t.first, t.last
 		t.mu.Unlock()
+		if merged != nil {
+			n = merged.Estimate()
+			t.setDistinct(n)
+		}
+		ts.DistinctKeys = n
 		if s.slot > 0 {
 			ts.Start, ts.End = snap.Start, snap.End
 		} else {

@@ -355,3 +355,41 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("events = %d, want %d", total, writers*batches*size)
 	}
 }
+
+// TestDistinctRefresh checks the distinct-key estimate of a live window:
+// exact counts follow every snapshot; the HyperLogLog estimate (past 1000
+// keys, half a millisecond to compute) is refreshed once per slot.
+func TestDistinctRefresh(t *testing.T) {
+	now := t0
+	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
+	slot := s.Config().Window / time.Duration(s.Config().SubWindows)
+	add := func(from, to int) {
+		var batch []ingest.Event
+		for i := from; i < to; i++ {
+			batch = append(batch, ev("t", keyName(i), ingest.Read, 1))
+		}
+		put(t, s, batch...)
+	}
+	distinct := func() uint64 { return findTable(t, s.Snapshot(), "t", "").DistinctKeys }
+	add(0, 500)
+	if got := distinct(); got != 500 {
+		t.Fatalf("distinct = %d, want 500", got)
+	}
+	add(500, 900)
+	if got := distinct(); got != 900 {
+		t.Fatalf("distinct = %d, want 900 (exact counts refresh at once)", got)
+	}
+	add(900, 5000)
+	first := distinct()
+	if math.Abs(float64(first)-5000) > 0.03*5000 {
+		t.Fatalf("distinct = %d, want about 5000", first)
+	}
+	add(5000, 10000)
+	if got := distinct(); got != first {
+		t.Fatalf("distinct = %d within the slot, want the cached %d", got, first)
+	}
+	now = now.Add(slot)
+	if got := distinct(); math.Abs(float64(got)-10000) > 0.03*10000 {
+		t.Fatalf("distinct = %d in the next slot, want about 10000", got)
+	}
+}

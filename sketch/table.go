@@ -1,11 +1,14 @@
 package sketch
 
 import (
+	"cmp"
 	"math"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/axiomhq/hyperloglog"
 	"github.com/zeebo/xxh3"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
@@ -30,6 +33,8 @@ type table struct {
 	distinct      *distinct
 	distinctDirty bool
 	distinctCache uint64
+	distinctEpoch int64 // slot of the last HyperLogLog estimate
+	distinctDone  bool  // an estimate was made
 
 	shards         *namedCounts
 	throttled      *namedCounts
@@ -256,6 +261,35 @@ func toQuanta(units float64) uint32 {
 	return uint32(q)
 }
 
+// distinctMerge returns the distinct-key count when it is cached or exact,
+// or a merged HyperLogLog whose estimate the caller computes outside the
+// lock and stores with setDistinct. In live mode the HyperLogLog estimate
+// is refreshed at most once per slot: it costs about half a millisecond and
+// snapshots come every second. It is called with t.mu held.
+func (t *table) distinctMerge() (uint64, *hyperloglog.Sketch) {
+	if !t.distinctDirty {
+		return t.distinctCache, nil
+	}
+	if t.cfg.Window > 0 && t.distinctDone && t.distinctEpoch == t.epoch && t.distinct.sketched() {
+		return t.distinctCache, nil
+	}
+	n, merged := t.distinct.merge()
+	if merged == nil {
+		t.distinctCache, t.distinctDirty = n, false
+		return n, nil
+	}
+	t.distinctDirty = false
+	t.distinctEpoch, t.distinctDone = t.epoch, true
+	return 0, merged
+}
+
+// setDistinct stores an estimate made outside the lock.
+func (t *table) setDistinct(n uint64) {
+	t.mu.Lock()
+	t.distinctCache = n
+	t.mu.Unlock()
+}
+
 // snapshot copies the table out. slotSeconds is the slot length in live
 // mode, 0 in analyze mode. It is called with t.mu held.
 func (t *table) snapshot(tracked int, slotSeconds float64, scratch []keyStat) (TableSnapshot, []keyStat) {
@@ -281,10 +315,6 @@ func (t *table) snapshot(tracked int, slotSeconds float64, scratch []keyStat) (T
 		scratch = cs.cand.collect(scratch[:0])
 		st.Top = topOf(scratch, tracked, st.Units)
 	}
-	if t.distinctDirty {
-		t.distinctCache = t.distinct.estimate()
-		t.distinctDirty = false
-	}
 	ts.DistinctKeys = t.distinctCache
 	if t.shards != nil {
 		for _, kc := range t.shards.collect() {
@@ -305,11 +335,11 @@ func (t *table) snapshot(tracked int, slotSeconds float64, scratch []keyStat) (T
 
 // topOf ranks the candidates and converts the heaviest to KeyStats.
 func topOf(all []keyStat, tracked int, classUnits float64) []KeyStat {
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].units != all[j].units {
-			return all[i].units > all[j].units
+	slices.SortFunc(all, func(a, b keyStat) int {
+		if a.units != b.units {
+			return cmp.Compare(b.units, a.units)
 		}
-		return all[i].key < all[j].key
+		return strings.Compare(a.key, b.key)
 	})
 	n := 0
 	for n < len(all) && n < tracked && all[n].units > 0 {
