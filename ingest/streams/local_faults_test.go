@@ -127,6 +127,25 @@ func testThrottled(t *testing.T, d *testenv.DDBLocal) {
 	}
 }
 
+// testStartLatest starts a reader on a stream it never read with start:
+// latest: only records written after it began are counted.
+func testStartLatest(t *testing.T, d *testenv.DDBLocal) {
+	createTable(t, d, hashTable("f_latest"))
+	putItems(t, d.DB, "f_latest", "pk", "old", 0, 5)
+	cfg := fastConfig()
+	cfg.Start = StartLatest
+	cfg.Tables = []string{"f_latest"}
+	r := start(t, cfg, d.Streams, d.DB)
+	waitFor(t, 10*time.Second, "the first GetRecords call", func() bool {
+		return testutil.ToFloat64(r.src.m.calls.WithLabelValues("f_latest")) > 0
+	})
+	putItems(t, d.DB, "f_latest", "pk", "new", 0, 5)
+	waitFor(t, 10*time.Second, "5 events", func() bool { return len(r.sink.snapshot()) >= 5 })
+	time.Sleep(300 * time.Millisecond)
+	r.stop(t)
+	exactlyOnce(t, keysOf(r.sink, "f_latest"), "new", 5)
+}
+
 // testResume stops a reader and starts another on the same checkpoint
 // folder: the second reads exactly what the first did not, although it is
 // configured with start: latest (a stream read before resumes).

@@ -25,6 +25,7 @@ func TestDynamoDBLocal(t *testing.T) {
 	t.Run("Trimmed", func(t *testing.T) { testTrimmed(t, d) })
 	t.Run("Throttled", func(t *testing.T) { testThrottled(t, d) })
 	t.Run("Resume", func(t *testing.T) { testResume(t, d) })
+	t.Run("StartLatest", func(t *testing.T) { testStartLatest(t, d) })
 	t.Run("StreamReenabled", func(t *testing.T) { testStreamReenabled(t, d) })
 }
 
