@@ -125,6 +125,7 @@ func benchGetRecords(b *testing.B, file string, benchKeys keySchema) {
 	b.Run("map", func(b *testing.B) {
 		b.ReportAllocs()
 		start()
+		var events int
 		for b.Loop() {
 			batch := make([]ingest.Event, 0, n)
 			for i := range out.Records {
@@ -133,6 +134,10 @@ func benchGetRecords(b *testing.B, file string, benchKeys keySchema) {
 					batch = append(batch, ev)
 				}
 			}
+			events += len(batch)
+		}
+		if events != b.N*n {
+			b.Fatalf("mapped %d events, want %d", events, b.N*n)
 		}
 		report(b)
 	})
