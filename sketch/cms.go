@@ -87,6 +87,35 @@ func (m *genCMS) add(h uint64, q uint32) (cur, prev uint32) {
 	return next, prev
 }
 
+// lookup returns the key's cells and its estimates in the current and the
+// previous generation, before any update; raise then adds q to the current
+// generation with conservative update. Split so that a key that becomes a
+// candidate on this access is not added at all (the candidate counts it).
+func (m *genCMS) lookup(h uint64) (idx [8]uint32, cur, prev uint32) {
+	m.rows(h, &idx)
+	c, p := m.cur, 1-m.cur
+	cur, prev = math.MaxUint32, math.MaxUint32
+	for j := 0; j < m.depth; j++ {
+		k := int(idx[j])
+		cur = min(cur, m.cells[k+c])
+		prev = min(prev, m.cells[k+p])
+	}
+	return idx, cur, prev
+}
+
+// raise adds q quanta to the key at idx, whose current estimate is cur.
+func (m *genCMS) raise(idx *[8]uint32, cur, q uint32) {
+	next := cur + q
+	if next < cur {
+		next = math.MaxUint32
+	}
+	c := m.cur
+	for j := 0; j < m.depth; j++ {
+		k := int(idx[j]) + c
+		m.cells[k] = max(m.cells[k], next)
+	}
+}
+
 // addPrev adds q quanta for the key hashed to h to the previous generation,
 // with conservative update.
 func (m *genCMS) addPrev(h uint64, q uint32) {

@@ -213,7 +213,7 @@ func (t *table) add(e *ingest.Event, h uint64) (units float64, traffic bool) {
 	}
 	t.distinct.add(s, h)
 	t.distinctDirty = true
-	curEst, prevEst := cs.cms.add(h, q)
+	idx, curEst, prevEst := cs.cms.lookup(h) // before this access
 	// The previous generation still overlaps the window unless the current
 	// slot is the last of the current generation.
 	last := t.cfg.SubWindows - 1
@@ -235,7 +235,8 @@ func (t *table) add(e *ingest.Event, h uint64) (units float64, traffic bool) {
 		if prevSlot >= 0 {
 			floor += uint64(cs.noisePrev)
 		}
-		if uint64(curEst)+uint64(prevEst) <= cand.minTotal()+floor {
+		if uint64(curEst)+uint64(q)+uint64(prevEst) <= cand.minTotal()+floor {
+			cs.cms.raise(&idx, curEst, q)
 			return units, true
 		}
 		// Write the evicted key's exact traffic back into its generations.
@@ -247,8 +248,18 @@ func (t *table) add(e *ingest.Event, h uint64) (units float64, traffic bool) {
 			cs.cms.addPrev(vh, vPrev)
 		}
 	}
-	cand.admit(h, e.PK, s, q, skBit, curEst, prevEst, prevSlot)
+	// The key becomes a candidate with this access, counted exactly from
+	// here: the sketch's estimates bound only its earlier traffic.
+	cand.admit(h, e.PK, s, q, skBit, satAdd(curEst, q), prevEst, prevSlot)
 	return units, true
+}
+
+// satAdd adds without wrapping.
+func satAdd(a, b uint32) uint32 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint32
 }
 
 // toQuanta converts units to counter quanta, rounding to the nearest
