@@ -106,6 +106,7 @@ type streamReader struct {
 	mu       sync.Mutex
 	running  map[string]bool
 	finished map[string]bool
+	failed   int           // shard readers that ended before their shard's end
 	changed  chan struct{} // a shard reader ended
 }
 
@@ -128,6 +129,7 @@ func (sr *streamReader) run(ctx context.Context) {
 	defer cancel()
 	s := sr.s
 	bo := backoff{base: time.Second, max: s.cfg.MaxBackoff}
+	shardBo := backoff{base: time.Second, max: s.cfg.MaxBackoff}
 	listed := false
 	for {
 		desc, err := sr.describe(ctx)
@@ -166,7 +168,18 @@ func (sr *streamReader) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-sr.changed:
-			// A shard ended: list again now, so its children start.
+			// A shard ended: list again now, so its children start; but a
+			// shard that keeps failing (not found) is retried with backoff,
+			// not in a loop.
+			sr.mu.Lock()
+			failed := sr.failed
+			sr.failed = 0
+			sr.mu.Unlock()
+			if failed == 0 {
+				shardBo.reset()
+			} else if !sleep(ctx, shardBo.next()) {
+				return
+			}
 		case <-time.After(wait):
 		}
 	}
@@ -286,6 +299,8 @@ func (sr *streamReader) startReady(ctx context.Context, wg *sync.WaitGroup, info
 			delete(sr.running, si.id)
 			if finished {
 				sr.finished[si.id] = true
+			} else if ctx.Err() == nil {
+				sr.failed++
 			}
 			sr.mu.Unlock()
 			select {
