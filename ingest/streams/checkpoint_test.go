@@ -138,3 +138,23 @@ func TestHealth(t *testing.T) {
 		t.Errorf("endpoint unreachable: ready() = %v", err)
 	}
 }
+
+// TestLimiter checks the DescribeStream pace: calls from many goroutines
+// are spaced at least `every` apart (10 per second in the reader).
+func TestLimiter(t *testing.T) {
+	l := &limiter{every: 20 * time.Millisecond}
+	began := time.Now()
+	done := make(chan struct{})
+	for range 6 {
+		go func() {
+			_ = l.wait(t.Context())
+			done <- struct{}{}
+		}()
+	}
+	for range 6 {
+		<-done
+	}
+	if took := time.Since(began); took < 100*time.Millisecond {
+		t.Errorf("6 calls took %v, want ≥ 100ms (5 gaps of 20ms)", took)
+	}
+}

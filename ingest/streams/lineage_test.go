@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 const (
@@ -161,6 +163,17 @@ func TestLineageOrder(t *testing.T) {
 		}
 		if err != nil || !cp.Finished {
 			t.Errorf("checkpoint of closed shard %s: %+v, %v; want finished", id, cp, err)
+		}
+	}
+
+	// Finished shards drop their iterator-age series; the listing's states
+	// are counted.
+	if n := testutil.CollectAndCount(r.src.m.iteratorAge); n != 2 {
+		t.Errorf("%d iterator age series, want 2 (the open shards only)", n)
+	}
+	for state, want := range map[string]float64{stateOpen: 2, stateClosed: 0, stateFinished: 2} {
+		if got := testutil.ToFloat64(r.src.m.shards.WithLabelValues("Forum", state)); got != want {
+			t.Errorf("hotkeyd_stream_shards{state=%q} = %v, want %v", state, got, want)
 		}
 	}
 
