@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
@@ -145,5 +147,71 @@ func TestAccuracyWindow(t *testing.T) {
 	}
 	if r.Top[0].Key != keyName(10_000) {
 		t.Errorf("top key %s, want the new hot key %s", r.Top[0].Key, keyName(10_000))
+	}
+}
+
+// TestUpperBoundEveryKey checks the invariant behind "never undercounts"
+// for every key, not only the reported ones, under heavy churn (a sketch
+// of 16 candidates, so keys are evicted and written back all the time; a
+// narrow sketch, and a wide one whose noise would not hide a lost
+// write-back): a candidate's total, or else the count-min estimate of each
+// generation, is at least the key's true units.
+func TestUpperBoundEveryKey(t *testing.T) {
+	for _, tc := range []struct {
+		window       time.Duration
+		width, depth int
+	}{{0, 64, 2}, {time.Minute, 64, 2}, {0, 4096, 4}, {time.Minute, 4096, 4}} {
+		window := tc.window
+		t.Run(fmt.Sprintf("window=%v/width=%d", window, tc.width), func(t *testing.T) {
+			now := t0.Add(30 * time.Second) // the window crosses a generation flip at t0+60s
+			cfg := Config{Window: window, Width: tc.width, Depth: tc.depth, Tracked: 10, Candidates: 16}
+			s := newTestStore(t, cfg, func() time.Time { return now })
+			z := newZipf(2000, 1.0, 11)
+			// Exact quanta per key, per count-min generation (live windows
+			// flip at t0+60s).
+			flip := t0.Add(time.Minute)
+			exact := [2]map[string]uint64{{}, {}}
+			for i := range 20_000 {
+				k := keyName(z.next())
+				g := 0
+				if window > 0 && !now.Before(flip) {
+					g = 1
+				}
+				exact[g][k] += 2 // 0.5 units
+				put(t, s, ingest.Event{Table: "t", PK: k, Class: ingest.Read, Units: 0.5})
+				if window > 0 && i%3000 == 2999 {
+					now = now.Add(8 * time.Second) // 48 s in all: nothing leaves the window
+				}
+			}
+			tb := (*s.tables.Load())[tableID{"t", ""}]
+			cs := &tb.classes[ingest.Read]
+			keys := map[string]bool{}
+			for g := range exact {
+				for k := range exact[g] {
+					keys[k] = true
+				}
+			}
+			for k := range keys {
+				h := xxh3.HashString(k)
+				if id := cs.cand.find(h, k); id >= 0 {
+					if got, want := cs.cand.total[id], exact[0][k]+exact[1][k]; got < want {
+						t.Errorf("candidate %s: total %d under true %d quanta", k, got, want)
+					}
+					continue
+				}
+				// Not a candidate: each generation bounds its own traffic.
+				cur, prev := cs.cms.estimates(h)
+				if window == 0 {
+					cur, prev = cur+prev, 0
+				}
+				wantCur, wantPrev := exact[1][k], exact[0][k]
+				if window == 0 {
+					wantCur, wantPrev = exact[0][k], 0
+				}
+				if uint64(cur) < wantCur || uint64(prev) < wantPrev {
+					t.Errorf("%s: estimates %d/%d under true %d/%d quanta", k, cur, prev, wantCur, wantPrev)
+				}
+			}
+		})
 	}
 }
