@@ -16,7 +16,7 @@ const exactTableSize = 2048
 // and does it better: the sparse mode is not exact below 1000 keys (its
 // 25-bit sparse index collides: 999 keys may read 998), and between 1000
 // and 16 000 keys it re-sorts its compressed list every 163 new keys, which
-// took a fifth of the CPU of the cache2k ORM benchmark (31 tables of 100 to
+// took a fifth of the CPU of the cache2k ORM benchmark (30 tables of up to
 // 10 000 keys). Past the exact set the dense sketch costs 2^p bytes per
 // slot, the bound Footprint counts anyway. Every key is inserted by its
 // xxh3 hash (InsertHash), never by bytes, so the exact set and the sketch
