@@ -86,6 +86,10 @@ type Store struct {
 	cfg  Config
 	now  func() time.Time
 	slot time.Duration // 0 in analyze mode
+	// started is when the Store began watching (live mode). A window never
+	// reaches back before it: traffic a freshly started daemon never saw
+	// must not dilute its rates over the first window.
+	started time.Time
 
 	tables  atomic.Pointer[map[tableID]*table]
 	addMu   sync.Mutex // serialises insertions into tables
@@ -108,6 +112,7 @@ func NewStore(cfg Config, now func() time.Time) (*Store, error) {
 	s.hashes.New = func() any { b := make([]uint64, 0, 1024); return &b }
 	if cfg.Window > 0 {
 		s.slot = cfg.Window / time.Duration(cfg.SubWindows)
+		s.started = now()
 	}
 	m := map[tableID]*table{}
 	s.tables.Store(&m)
@@ -302,6 +307,9 @@ func (s *Store) Snapshot() Snapshot {
 	if s.slot > 0 {
 		slotSeconds = s.slot.Seconds()
 		snap.Start = time.Unix(0, (epoch-int64(s.cfg.SubWindows)+1)*int64(s.slot))
+		if snap.Start.Before(s.started) {
+			snap.Start = s.started
+		}
 		snap.End = now
 	}
 	var scratch []keyStat

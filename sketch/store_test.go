@@ -393,3 +393,27 @@ func TestDistinctRefresh(t *testing.T) {
 		t.Fatalf("distinct = %d in the next slot, want about 10000", got)
 	}
 }
+
+// TestWindowStartsAtStart checks that a freshly made live Store does not
+// reach back before it began watching: a daemon up for 10 s has a 10 s
+// window, so a key's rate is its units over 10 s, not over the full 60 s.
+func TestWindowStartsAtStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		began := time.Now()
+		s := newTestStore(t, cfg, time.Now)
+		time.Sleep(10 * time.Second)
+		put(t, s, ev("orders", "K", ingest.Write, 9000))
+		snap := s.Snapshot()
+		ts := findTable(t, snap, "orders", "")
+		if !snap.Start.Equal(began) || !ts.Start.Equal(began) || ts.End.Sub(ts.Start) != 10*time.Second {
+			t.Fatalf("window %v..%v, want it to start when the store did (%v)", ts.Start, ts.End, began)
+		}
+		// Once a whole window has passed, the window is full length again.
+		time.Sleep(2 * cfg.Window)
+		snap = s.Snapshot()
+		if d := snap.End.Sub(snap.Start); d < cfg.Window-cfg.Window/time.Duration(cfg.SubWindows) || d > cfg.Window {
+			t.Fatalf("window after two windows lasts %v, want about %v", d, cfg.Window)
+		}
+	})
+}
