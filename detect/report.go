@@ -11,6 +11,10 @@ type Report struct {
 	Events   uint64        `json:"events"`
 	Rejected uint64        `json:"rejected"`
 	Tables   []TableReport `json:"tables"`
+	// Notes says, in sentences, what a reader of the report must know about
+	// how its numbers were counted (for example that CloudTrail input counts
+	// one unit per item). Absent when there is nothing to say.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // TableReport is one table's, or one index's, part of a Report.

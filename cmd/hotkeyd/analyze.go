@@ -15,9 +15,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
@@ -53,9 +56,10 @@ func runAnalyze(f *flags, io stdio) int {
 
 	ctx := context.Background()
 	rep := newAnalyzeReporter(io.stderr)
+	state := &analyzeState{CloudTrail: cloudtrail.NewDecoder(schemas, analyzeLogger(f, io.stderr), rep)}
 	status := 0
 	for _, name := range f.files {
-		if err := analyzeFile(ctx, name, io, schemas, jsonlFields(cfg), store, rep); err != nil {
+		if err := analyzeFile(ctx, name, io, state, schemas, jsonlFields(cfg), store, rep); err != nil {
 			fmt.Fprintf(io.stderr, "hotkeyd: %s: %v\n", name, err)
 			status = 1
 		}
@@ -66,6 +70,7 @@ func runAnalyze(f *flags, io stdio) int {
 	settings.Top = f.top
 	report := detect.Evaluate(store.Snapshot(), settings)
 	report.Rejected = rep.rejected.Load()
+	report.Notes = state.notes()
 	if masker, err := export.NewKeyMasker(export.KeyMode(cfg.Keys), cfg.KeyHashSecret); err == nil {
 		report = masker.MaskReport(report)
 	}
@@ -86,7 +91,7 @@ func runAnalyze(f *flags, io stdio) int {
 }
 
 // analyzeFile reads one input whole into sink.
-func analyzeFile(ctx context.Context, name string, io stdio, schemas map[string]ingest.KeySchema, fields jsonl.Fields, sink ingest.Sink, rep ingest.Reporter) error {
+func analyzeFile(ctx context.Context, name string, io stdio, state *analyzeState, schemas map[string]ingest.KeySchema, fields jsonl.Fields, sink ingest.Sink, rep ingest.Reporter) error {
 	var raw countingReader
 	if name == "-" {
 		raw.r = io.stdin
@@ -106,7 +111,7 @@ func analyzeFile(ctx context.Context, name string, io stdio, schemas map[string]
 		return err
 	}
 	defer closeFn()
-	in := analyzeInput{Name: name, R: bufio.NewReaderSize(plain, 1<<20), Schemas: schemas, Fields: fields}
+	in := analyzeInput{Name: name, R: bufio.NewReaderSize(plain, 1<<20), Schemas: schemas, Fields: fields, State: state}
 	_, decode, err := detectFormat(in)
 	if err != nil {
 		return err
@@ -249,4 +254,19 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// analyzeLogger is the logger of analyze's readers: warnings and worse on
+// stderr in the --log.format chosen, so a hint such as a missing key schema
+// reaches the person running it; nil logging when it cannot be built.
+func analyzeLogger(f *flags, w io.Writer) *zap.Logger {
+	level := f.logLevel
+	if level == "" || level == "info" || level == "debug" {
+		level = "warn"
+	}
+	log, err := newLogger(w, level, f.logFormat)
+	if err != nil {
+		return zap.NewNop()
+	}
+	return log.Named("analyze")
 }

@@ -342,4 +342,60 @@ func TestAnalyzeCompressedAndCloudTrail(t *testing.T) {
 	if rep.Events == 0 || len(rep.Tables) == 0 || rep.Tables[0].Table != "Music" {
 		t.Errorf("CloudTrail sample gave %d events in %+v, want the Music table's calls", rep.Events, rep.Tables)
 	}
+	// The report says that CloudTrail units are items, not capacity units,
+	// and that the sample's failed calls were left out of the traffic.
+	if len(rep.Notes) < 2 || !strings.Contains(rep.Notes[0], "1 per item") || !strings.Contains(rep.Notes[1], "otherwise failed calls") {
+		t.Errorf("notes = %q, want the units-per-item note and the failed-calls note", rep.Notes)
+	}
+
+	// JSON lines alone need no note.
+	jl := filepath.Join(dir, "access.jsonl")
+	if err := os.WriteFile(jl, []byte(`{"table":"t","pk":"a","op":"GetItem"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runAnalyzeCmd(t, "", "analyze", "--format", "json", jl)
+	if code != 0 || strings.Contains(out, `"notes"`) {
+		t.Errorf("JSON lines: exit %d, report %s, stderr %s; want no notes", code, out, errOut)
+	}
+}
+
+// TestAnalyzeCloudTrailSchemaAcrossFiles checks that one analysis shares its
+// CloudTrail decoder: a schema learnt from a CreateTable event in the first
+// file keys the second file's calls, and a table without a schema is named
+// once on stderr and in the report's notes.
+func TestAnalyzeCloudTrailSchemaAcrossFiles(t *testing.T) {
+	dir := t.TempDir()
+	create := `{"Records":[{"eventSource":"dynamodb.amazonaws.com","eventName":"CreateTable","eventTime":"2026-11-22T10:00:00Z","requestParameters":{"tableName":"Music","keySchema":[{"attributeName":"Artist","keyType":"HASH"},{"attributeName":"SongTitle","keyType":"RANGE"}]}}]}`
+	calls := `{"Records":[` +
+		`{"eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","eventTime":"2026-11-22T10:00:01Z","requestParameters":{"tableName":"Music","key":{"SongTitle":"Call Me Today","Artist":"No One You Know"}}},` +
+		`{"eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","eventTime":"2026-11-22T10:00:02Z","requestParameters":{"tableName":"Other","key":{"a":"1","b":"2"}}}]}`
+	f1, f2 := filepath.Join(dir, "1.json"), filepath.Join(dir, "2.json")
+	for p, c := range map[string]string{f1: create, f2: calls} {
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runAnalyzeCmd(t, "", "analyze", "--format", "json", f1, f2)
+	if code != 0 {
+		t.Fatalf("exit status %d, stderr:\n%s", code, errOut)
+	}
+	var rep detect.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{}
+	for _, tr := range rep.Tables {
+		for _, k := range tr.TopKeys {
+			keys[tr.Table] = k.Key
+		}
+	}
+	if keys["Music"] != "No One You Know" {
+		t.Errorf("Music's key = %q, want the partition key learnt from the first file's CreateTable", keys["Music"])
+	}
+	if !strings.Contains(errOut, "no key schema") || strings.Count(errOut, "no key schema") != 1 {
+		t.Errorf("stderr should name the table without a schema once:\n%s", errOut)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, " "), "no key schema for Other") {
+		t.Errorf("notes = %q, want a hint to give Other a key schema", rep.Notes)
+	}
 }

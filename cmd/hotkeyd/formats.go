@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -32,6 +33,19 @@ type analyzeInput struct {
 	// Fields are the JSON-lines field names (those of the config's first
 	// jsonl source, or the contract's).
 	Fields jsonl.Fields
+	// State is shared by every input of one analysis.
+	State *analyzeState
+}
+
+// analyzeState is what the inputs of one analysis share: one CloudTrail
+// decoder, so that key schemas learnt from one file (CreateTable,
+// UpdateTable events) serve the next and a missing schema is logged once,
+// and the CloudTrail counts the report's notes are made from.
+type analyzeState struct {
+	CloudTrail *cloudtrail.Decoder
+	// CloudTrailInputs counts the inputs read as CloudTrail.
+	CloudTrailInputs int
+	CloudTrailStats  cloudtrail.Stats
 }
 
 // sniffLen is how many bytes format detection looks at.
@@ -59,8 +73,26 @@ func decodeJSONLines(ctx context.Context, in analyzeInput, sink ingest.Sink, rep
 // EventBridge envelopes or bare events. Tables whose key schema is not
 // configured get their partition key learnt from the calls themselves.
 func decodeCloudTrail(ctx context.Context, in analyzeInput, sink ingest.Sink, rep ingest.Reporter) error {
-	_, err := cloudtrail.Decode(ctx, in.R, in.Name, in.Schemas, sink, rep)
+	st, err := in.State.CloudTrail.Decode(ctx, in.R, in.Name, sink)
+	in.State.CloudTrailInputs++
+	in.State.CloudTrailStats.Add(st)
 	return err
+}
+
+// notes returns the report's notes on how the CloudTrail inputs were counted.
+func (s *analyzeState) notes() []string {
+	if s.CloudTrailInputs == 0 {
+		return nil
+	}
+	st := s.CloudTrailStats
+	notes := []string{"CloudTrail records no item size or consumed capacity: units from CloudTrail input are 1 per item read or written, not RCU/WCU."}
+	if st.Throttled > 0 || st.Failed > 0 {
+		notes = append(notes, fmt.Sprintf("CloudTrail: %d throttled and %d otherwise failed calls are not counted as traffic; throttled ones are ranked in throttled_keys.", st.Throttled, st.Failed))
+	}
+	if len(st.NoSchema) > 0 {
+		notes = append(notes, fmt.Sprintf("CloudTrail: no key schema for %s, so keys were counted whole (all attributes); give one with --key-schema TABLE=PK[,SK] or the config's tables section.", strings.Join(st.NoSchema, ", ")))
+	}
+	return notes
 }
 
 // decompress returns r uncompressed when it starts with a gzip, zstd or xz

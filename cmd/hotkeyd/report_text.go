@@ -17,6 +17,9 @@ func writeTextReport(w io.Writer, r detect.Report, threshold float64) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "%s events (%s rejected) from %s to %s (%s); a key is hot at %.0f%% of its table's units of a class\n",
 		groupDigits(r.Events), groupDigits(r.Rejected), fmtTime(r.Start), fmtTime(r.End), fmtSpan(r.End.Sub(r.Start)), threshold*100)
+	for _, n := range r.Notes {
+		fmt.Fprintf(ew, "note: %s\n", n)
+	}
 	if len(r.Tables) == 0 {
 		fmt.Fprintln(ew, "\nno events")
 	}
