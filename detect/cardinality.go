@@ -97,6 +97,9 @@ func (t *table) adviseGSI(c ingest.Class, hottest string, share, rate float64, e
 		r.Example = suffixExample(hottest, r.SuffixCount)
 	}
 	few := fmt.Sprintf("Only %d partition key values carry this traffic", ev.DistinctPartitionKeys)
+	if ev.DistinctPartitionKeys == 1 {
+		few = "One partition key value carries all this traffic"
+	}
 	if len(ev.Keys) > 0 && ev.RequiredPartitions > 0 && float64(ev.DistinctPartitionKeys) >= t.s.CardinalityFactor*float64(ev.RequiredPartitions) {
 		few = fmt.Sprintf("%d values (%s) carry nearly all traffic", len(ev.Keys), strings.Join(ev.Keys, ", "))
 	}
