@@ -15,9 +15,14 @@ const maxExponent = 400
 // of the same number ("1.50", "1.5", "15E-1") map to one key, as DynamoDB
 // itself compares them. ok is false when s is not a decimal number.
 func canonicalNumber(s string) (string, bool) {
-	if isPlainInteger(s) {
+	if isCanonical(s) {
 		return s, true
 	}
+	return canonicalize(s)
+}
+
+// canonicalize computes the canonical form of s digit by digit.
+func canonicalize(s string) (string, bool) {
 	i, neg := 0, false
 	if i < len(s) && (s[i] == '+' || s[i] == '-') {
 		neg = s[i] == '-'
@@ -111,17 +116,35 @@ exponent:
 	return b.String(), true
 }
 
-// isPlainInteger reports whether s is already canonical in the commonest
-// way: digits only, no leading zero (or exactly "0"). It saves an
-// allocation per record for integer keys.
-func isPlainInteger(s string) bool {
-	if s == "" || (s[0] == '0' && len(s) > 1) {
+// isCanonical reports whether s is already in canonical form, the commonest
+// case by far ("42", "-7", "1700000001.01"): an optional minus, an integer
+// part without leading zero, and optionally a point followed by digits of
+// which the last is not 0; "-0" is not canonical. It saves an allocation
+// per record for number keys.
+func isCanonical(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	intStart := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	intLen := i - intStart
+	if intLen == 0 || (intLen > 1 && s[intStart] == '0') {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
+	if i == len(s) {
+		// An integer: "-0" must become "0".
+		return intStart == 0 || intLen > 1 || s[intStart] != '0'
+	}
+	if s[i] != '.' || i+1 == len(s) {
+		return false
+	}
+	for i++; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
 			return false
 		}
 	}
-	return true
+	return s[len(s)-1] != '0'
 }

@@ -71,3 +71,19 @@ func FuzzCanonicalNumber(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIsCanonical checks the shortcut in canonicalNumber: whatever
+// isCanonical accepts, the full computation leaves as it is.
+func FuzzIsCanonical(f *testing.F) {
+	for _, s := range []string{"0", "-0", "-0.5", "0.50", "1700000001.01", "12", "-12", "012", "1.", ".5", "1e5", "-"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !isCanonical(s) {
+			return
+		}
+		if c, ok := canonicalize(s); !ok || c != s {
+			t.Fatalf("isCanonical(%q), but canonicalize gives %q, %v", s, c, ok)
+		}
+	})
+}

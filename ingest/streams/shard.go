@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -276,7 +277,8 @@ func (r *shardReader) emit(ctx context.Context, recs []types.Record) bool {
 	}
 	last := recs[len(recs)-1].Dynamodb
 	if last != nil {
-		r.lastSeq = aws.ToString(last.SequenceNumber)
+		// A copy: the decoder's strings share blocks (see strArena).
+		r.lastSeq = strings.Clone(aws.ToString(last.SequenceNumber))
 		if last.ApproximateCreationDateTime != nil {
 			m.iteratorAge.WithLabelValues(table, r.shard.id).Set(max(0, now.Sub(*last.ApproximateCreationDateTime).Seconds()))
 		}
