@@ -153,7 +153,7 @@ type decoder struct {
 	i      int
 	blk    recordBlock
 	arena  strArena
-	intern map[string]string
+	intern []interned
 }
 
 // strArena copies the strings of an answer into shared blocks, as the
@@ -193,21 +193,24 @@ func (d *decoder) internStr() (string, error) {
 }
 
 func (d *decoder) internRaw(raw []byte) (string, error) {
-	if s, ok := d.intern[string(raw)]; ok {
-		return s, nil
+	// A handful of distinct values repeat (INSERT, NEW_IMAGE, the key
+	// names): comparing against each is cheaper than hashing for a map.
+	for _, e := range d.intern {
+		if e.raw == string(raw) {
+			return e.s, nil
+		}
 	}
 	s, err := unescape(raw)
 	if err != nil {
 		return "", err
 	}
-	if d.intern == nil {
-		d.intern = map[string]string{}
-	}
-	if len(d.intern) < 64 {
-		d.intern[string(raw)] = s
+	if len(d.intern) < 16 {
+		d.intern = append(d.intern, interned{raw: string(raw), s: s})
 	}
 	return s, nil
 }
+
+type interned struct{ raw, s string }
 
 // recordBlock allocates the parts of many records at once.
 type recordBlock struct {
@@ -240,6 +243,10 @@ func (d *decoder) ws() {
 
 // expect consumes c after optional white space.
 func (d *decoder) expect(c byte) bool {
+	if d.i < len(d.b) && d.b[d.i] == c {
+		d.i++
+		return true
+	}
 	d.ws()
 	if d.i < len(d.b) && d.b[d.i] == c {
 		d.i++
@@ -511,16 +518,21 @@ func (d *decoder) streamRecord(sr *types.StreamRecord) error {
 			if err != nil {
 				return err
 			}
-			f, err := strconv.ParseFloat(string(num), 64)
-			if err != nil {
-				return errFallback
+			ms, ok := wholeSecondsMillis(num)
+			if !ok {
+				f, err := strconv.ParseFloat(string(num), 64)
+				if err != nil {
+					return errFallback
+				}
+				// As the SDK does (smithy-go's ParseEpochSeconds):
+				// milliseconds, truncated, after a correctly rounded
+				// float64 product.
+				ms = int64(f * 1000)
 			}
-			// As the SDK does (smithy-go's ParseEpochSeconds): milliseconds,
-			// truncated, after a correctly rounded float64 product.
 			if len(b.times) == cap(b.times) {
 				b.times = make([]time.Time, 0, 64)
 			}
-			b.times = append(b.times, time.Unix(0, int64(f*1000)*1e6).UTC())
+			b.times = append(b.times, time.Unix(0, ms*1e6).UTC())
 			sr.ApproximateCreationDateTime = &b.times[len(b.times)-1]
 		case "SequenceNumber":
 			s, err := d.str()
@@ -563,6 +575,35 @@ func (d *decoder) streamRecord(sr *types.StreamRecord) error {
 		}
 		return nil
 	})
+}
+
+// wholeSecondsMillis returns the milliseconds of a time in whole seconds
+// ("1795429020", "1795429020.000": DynamoDB Local rounds to the minute),
+// which the float path would give exactly too: such a value and its product
+// by 1000 are integers well within float64's 53 bits.
+func wholeSecondsMillis(num []byte) (int64, bool) {
+	var sec int64
+	i := 0
+	for ; i < len(num) && num[i] >= '0' && num[i] <= '9'; i++ {
+		if i == 12 {
+			return 0, false
+		}
+		sec = sec*10 + int64(num[i]-'0')
+	}
+	if i == 0 {
+		return 0, false
+	}
+	if i < len(num) {
+		if num[i] != '.' || i+1 == len(num) {
+			return 0, false
+		}
+		for _, c := range num[i+1:] {
+			if c != '0' {
+				return 0, false
+			}
+		}
+	}
+	return sec * 1000, true
 }
 
 // keyValue decodes a key attribute value: {"S": ...}, {"N": ...} or
