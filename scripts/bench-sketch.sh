@@ -19,13 +19,21 @@ echo "go: $(go version | cut -d' ' -f3-)"
 echo "raw output: $raw"
 echo
 
+# load prints the load average before each group: on a shared machine the
+# parallel figures mean little without it.
+load() { echo "load: $(cut -d' ' -f1-3 /proc/loadavg) before $1"; }
+
 {
 	# One iteration is a whole workload (10M updates for the Zipf ones).
+	load HeavyHitters
 	go test -run '^$' -bench 'BenchmarkHeavyHitters' -benchtime 1x -count "$count" -timeout 60m ./sketch/
+	load Put
 	go test -run '^$' -bench 'BenchmarkPut$|BenchmarkSnapshot' -benchtime 2s -count "$count" ./sketch/
+	load PutParallel
 	go test -run '^$' -bench 'BenchmarkPutParallel' -benchtime 2s -count "$count" -cpu 1,2 ./sketch/
+	load Distinct
 	go test -run '^$' -bench 'BenchmarkDistinct' -benchtime 1x -count "$count" ./sketch/
-} 2>&1 | tee "$raw" | grep --line-buffered -E '^(Benchmark|--- SKIP|\s+bench_test)' >&2 || true
+} 2>&1 | tee "$raw" | grep --line-buffered -E '^(Benchmark|--- SKIP|\s+bench_test|load:)' >&2 || true
 
 # medians: for every benchmark line, collect "value unit" pairs and print the
 # median of each unit per benchmark name.
@@ -58,4 +66,13 @@ END {
 		}
 		printf "| %s | %d |%s |\n", name, cnt[name SUBSEP "ns/op"], line
 	}
+	# Scaling of parallel feeding: median updates/s on 2 CPUs over 1 CPU,
+	# and CPU per update, which rises when cores contend for cache lines.
+	for (k = 1; k <= n; k++) {
+		name = order[k]
+		if (name !~ /^BenchmarkPutParallel\/[a-z]+$/ || !((name "-2") SUBSEP "Mupdates/s" in cnt)) continue
+		one = median(name SUBSEP "Mupdates/s"); two = median((name "-2") SUBSEP "Mupdates/s")
+		printf "\nscaling %s: %.2fx (%g -> %g Mupdates/s, %g -> %g cpu-ns/update)", substr(name, 22), two / one, one, two, median(name SUBSEP "cpu-ns/update"), median((name "-2") SUBSEP "cpu-ns/update")
+	}
+	print ""
 }' "$raw"
