@@ -111,6 +111,23 @@ func benchGetRecords(b *testing.B, file string, benchKeys keySchema) {
 		}
 		report(b)
 	})
+	b.Run("client-call-empty-answer", func(b *testing.B) {
+		// The SDK's per-call pipeline (middleware stack, endpoint
+		// resolution, signing) on an answer with no records: what a call
+		// costs before any record is decoded.
+		empty := replayClient([]byte(`{"Records":[],"NextShardIterator":"it-2"}`))
+		b.ReportAllocs()
+		start()
+		for b.Loop() {
+			if _, err := empty.GetRecords(ctx, in, withFastGetRecords); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e3, "µs/call")
+		if c := processCPU() - cpu0; c > 0 {
+			b.ReportMetric(c.Seconds()*1e6/float64(b.N), "cpu-µs/call")
+		}
+	})
 	b.Run("fast-decode-body-only", func(b *testing.B) {
 		b.ReportAllocs()
 		start()
