@@ -3,9 +3,7 @@ package testenv
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,7 +83,7 @@ func DynamoDBLocal(t testing.TB, opts ...DDBOption) *DDBLocal {
 		}
 		t.Skip("SKIPPING, " + msg)
 	}
-	port, err := ddbFreePort()
+	port, err := freePort()
 	if err != nil {
 		t.Fatalf("dynamodb local: %v", err)
 	}
@@ -198,7 +196,7 @@ func (w *ddbLockedWriter) Write(p []byte) (int, error) {
 func dynamoDBLocalDir() (string, error) {
 	dir := os.Getenv(DynamoDBLocalDirEnv)
 	if dir == "" {
-		root, err := ddbRepoRoot()
+		root, err := repoRoot()
 		if err != nil {
 			return "", err
 		}
@@ -208,32 +206,4 @@ func dynamoDBLocalDir() (string, error) {
 		return "", err
 	}
 	return dir, nil
-}
-
-// ddbRepoRoot returns the repository root: the first directory holding go.mod,
-// walking up from the working directory (a test's package directory).
-func ddbRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func ddbFreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

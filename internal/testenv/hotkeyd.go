@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -42,7 +41,7 @@ var hkBuild struct {
 }
 
 func hkBuildBinary() (string, error) {
-	root, err := hkRepoRoot()
+	root, err := repoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -66,25 +65,6 @@ func hkBuildBinary() (string, error) {
 		return "", err
 	}
 	return final, nil
-}
-
-// hkRepoRoot finds the module root (the directory holding go.mod) from the
-// test's working directory, which is its package directory.
-func hkRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // HotkeydOptions change how StartHotkeyd runs the process. The zero value
@@ -115,8 +95,8 @@ type Hotkeyd struct {
 
 	t       testing.TB
 	cmd     *exec.Cmd
-	stdout  *hkLockedBuffer
-	stderr  *hkLockedBuffer
+	stdout  *lockedBuffer
+	stderr  *lockedBuffer
 	exited  chan struct{}
 	exitErr error
 	stopped sync.Once
@@ -151,7 +131,7 @@ func StartHotkeyd(t testing.TB, opts HotkeydOptions, args ...string) *Hotkeyd {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	h := &Hotkeyd{t: t, stdout: &hkLockedBuffer{}, stderr: &hkLockedBuffer{}, exited: make(chan struct{})}
+	h := &Hotkeyd{t: t, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, exited: make(chan struct{})}
 	h.cmd = exec.Command(bin, args...)
 	h.cmd.Dir = opts.Dir
 	h.cmd.Env = append(os.Environ(), opts.Env...)
@@ -301,25 +281,6 @@ func hkHasFlag(args []string, name string) bool {
 		}
 	}
 	return false
-}
-
-// hkLockedBuffer is a bytes.Buffer safe for the process's writes and the
-// test's reads.
-type hkLockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *hkLockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *hkLockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 var hkHTTPClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}

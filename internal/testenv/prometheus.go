@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -77,7 +75,7 @@ type Prometheus struct {
 
 	t      testing.TB
 	cmd    *exec.Cmd
-	out    *promLockedBuffer
+	out    *lockedBuffer
 	client *http.Client
 	done   chan struct{}
 }
@@ -102,7 +100,7 @@ func StartPrometheus(t testing.TB, targets []string, opts ...PromOption) *Promet
 	if err := os.WriteFile(configPath, conf, 0o644); err != nil {
 		t.Fatalf("write prometheus config: %v", err)
 	}
-	port, err := promFreePort()
+	port, err := freePort()
 	if err != nil {
 		t.Fatalf("free port for prometheus: %v", err)
 	}
@@ -111,7 +109,7 @@ func StartPrometheus(t testing.TB, targets []string, opts ...PromOption) *Promet
 	p := &Prometheus{
 		URL:    "http://" + addr,
 		t:      t,
-		out:    &promLockedBuffer{},
+		out:    &lockedBuffer{limit: 1 << 20},
 		client: &http.Client{Timeout: 10 * time.Second},
 		done:   make(chan struct{}),
 	}
@@ -478,34 +476,4 @@ func (p *Prometheus) WaitFor(ctx context.Context, timeout time.Duration, cond fu
 		case <-tick.C:
 		}
 	}
-}
-
-// promFreePort asks the kernel for a free loopback TCP port.
-func promFreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-type promLockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *promLockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() > 1<<20 {
-		return len(p), nil // enough to explain a failure
-	}
-	return b.buf.Write(p)
-}
-
-func (b *promLockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
