@@ -244,15 +244,7 @@ func (st *stream) index(v *fastjson.Value) (string, error) {
 func (st *stream) parse(kind opKind, class ingest.Class, rp *fastjson.Value) error {
 	switch kind {
 	case opItem:
-		table, err := st.table(rp)
-		if err != nil {
-			return err
-		}
-		pk, sk, err := st.key(table, "", get(rp, "key", "Key"), true, nil)
-		if err == nil && pk == "" {
-			// PutItem in the API shape: the key attributes are in the item.
-			pk, sk, err = st.itemKey(table, get(rp, "item", "Item"))
-		}
+		table, pk, sk, err := st.itemOf(rp)
 		if err != nil {
 			return err
 		}
@@ -331,19 +323,26 @@ func (st *stream) listItem(class ingest.Class, it *fastjson.Value) error {
 			it = inner
 		}
 	}
-	table, err := st.table(it)
-	if err != nil {
-		return err
-	}
-	pk, sk, err := st.key(table, "", get(it, "key", "Key"), true, nil)
-	if err == nil && pk == "" {
-		pk, sk, err = st.itemKey(table, get(it, "item", "Item"))
-	}
+	table, pk, sk, err := st.itemOf(it)
 	if err != nil {
 		return err
 	}
 	st.add(table, "", pk, sk, class)
 	return nil
+}
+
+// itemOf reads the table and the key of one item-level request object: its
+// "key", or, for a put in the API's shape, the key attributes in its "item".
+func (st *stream) itemOf(obj *fastjson.Value) (table, pk, sk string, err error) {
+	table, err = st.table(obj)
+	if err != nil {
+		return "", "", "", err
+	}
+	pk, sk, err = st.key(table, "", get(obj, "key", "Key"), true, nil)
+	if err == nil && pk == "" {
+		pk, sk, err = st.itemKey(table, get(obj, "item", "Item"))
+	}
+	return table, pk, sk, err
 }
 
 // batchItems reads BatchGetItem and BatchWriteItem requestItems. No public
