@@ -256,12 +256,14 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// analyzeLogger is the logger of analyze's readers: warnings and worse on
-// stderr in the --log.format chosen, so a hint such as a missing key schema
-// reaches the person running it; nil logging when it cannot be built.
+// analyzeLogger is the logger of analyze's readers, on stderr in the
+// --log.format chosen: warnings and worse at the default level, so a hint
+// such as a missing key schema reaches the person running it without the
+// daemon's info lines; everything with --log.level=debug. A no-op logger
+// when it cannot be built.
 func analyzeLogger(f *flags, w io.Writer) *zap.Logger {
 	level := f.logLevel
-	if level == "" || level == "info" || level == "debug" {
+	if level == "" || level == "info" {
 		level = "warn"
 	}
 	log, err := newLogger(w, level, f.logFormat)
