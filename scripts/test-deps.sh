@@ -2,6 +2,7 @@
 # Installs what the tests need and nothing else, idempotently:
 #   - Prometheus and promtool (Debian package "prometheus")
 #   - Java 17 for DynamoDB Local, when missing (Debian "openjdk-17-jre-headless")
+#   - Node.js and npm for the npm packages below, when missing (Debian "nodejs", "npm")
 #   - DynamoDB Local, AWS's emulator with Streams, from the npm package
 #     "amplify-dynamodb-simulator", under .tools/ in this repository
 # Run as root or with sudo available. Safe to run again: it skips what is there.
@@ -28,6 +29,9 @@ if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2
 fi
 if ! command -v java >/dev/null 2>&1; then
 	apt_install openjdk-17-jre-headless
+fi
+if ! command -v npm >/dev/null 2>&1; then
+	apt_install nodejs npm
 fi
 
 jar="$tools/node_modules/amplify-dynamodb-simulator/emulator/DynamoDBLocal.jar"
