@@ -3,7 +3,8 @@
 // input, a Collector over the latest window and report), the live state the
 // detector tick publishes, the JSON API, the health and readiness endpoints,
 // the web server (TLS and basic auth from an exporter-toolkit web config
-// file) and the masking of partition keys for privacy.
+// file), the text report of hotkeyd analyze, and the masking of partition
+// keys for privacy.
 //
 // Every series that carries a key label comes from the latest window's top-K
 // and is emitted as a const metric at scrape time, so a key that leaves the

@@ -81,7 +81,7 @@ func runAnalyze(f *flags, io stdio) int {
 		enc.SetIndent("", "  ")
 		err = enc.Encode(report)
 	default:
-		err = writeTextReport(io.stdout, report, cfg.Threshold)
+		err = export.WriteTextReport(io.stdout, report, cfg.Threshold)
 	}
 	if err != nil {
 		fmt.Fprintf(io.stderr, "hotkeyd: write report: %v\n", err)

@@ -1,4 +1,4 @@
-package main
+package export
 
 import (
 	"fmt"
@@ -10,10 +10,10 @@ import (
 	"github.com/hotkeyd/hotkeyd/detect"
 )
 
-// writeTextReport prints a report for a person at a terminal: per table a
+// WriteTextReport prints a report for a person at a terminal: per table a
 // header line, an aligned table of its top keys per class, then its
 // findings with their advice.
-func writeTextReport(w io.Writer, r detect.Report, threshold float64) error {
+func WriteTextReport(w io.Writer, r detect.Report, threshold float64) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "%s events (%s rejected) from %s to %s (%s); a key is hot at %.0f%% of its table's units of a class\n",
 		groupDigits(r.Events), groupDigits(r.Rejected), fmtTime(r.Start), fmtTime(r.End), fmtSpan(r.End.Sub(r.Start)), threshold*100)
