@@ -106,7 +106,7 @@ func (t *table) nearCeiling(c ingest.Class, rate float64) bool {
 	return rate >= t.s.LimitFraction*t.limit(c)
 }
 
-func (t *table) severity(c ingest.Class, rate float64) string {
+func (t *table) severity(c ingest.Class, rate float64) Severity {
 	if t.nearCeiling(c, rate) {
 		return SeverityCritical
 	}
@@ -153,7 +153,7 @@ func (t *table) topKeys() []TopKey {
 func sortFindings(fs []Finding) { slices.SortStableFunc(fs, compareFindings) }
 
 func compareFindings(a, b Finding) int {
-	rank := func(sev string) int {
+	rank := func(sev Severity) int {
 		if sev == SeverityCritical {
 			return 0
 		}

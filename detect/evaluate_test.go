@@ -128,11 +128,11 @@ func TestEvaluatePure(t *testing.T) {
 	if !reflect.DeepEqual(first, second) {
 		t.Errorf("two evaluations of one snapshot differ")
 	}
-	kinds := map[string]bool{}
+	kinds := map[Kind]bool{}
 	for _, f := range first.Tables[0].Findings {
 		kinds[f.Kind] = true
 	}
-	for _, k := range []string{KindHotKey, KindTimeOrderedKey, KindHotPartition} {
+	for _, k := range []Kind{KindHotKey, KindTimeOrderedKey, KindHotPartition} {
 		if !kinds[k] {
 			t.Errorf("no %s finding in %+v", k, first.Tables[0].Findings)
 		}

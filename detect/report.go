@@ -49,13 +49,13 @@ type ThrottledKey struct {
 type Finding struct {
 	// Kind is hot_key, partition_limit, low_cardinality, time_ordered_key
 	// or hot_partition.
-	Kind string `json:"kind"`
-	// Key is the partition key (or, for hot_partition, the shard) the
-	// finding is about; empty for table-wide findings.
+	Kind Kind `json:"kind"`
+	// Key is the partition key (or, for hot_partition, the shard: see
+	// KeyType) the finding is about; empty for table-wide findings.
 	Key   string `json:"key,omitempty"`
 	Class string `json:"class,omitempty"`
 	// Severity is "warning" or "critical" (the partition ceiling is near).
-	Severity       string          `json:"severity,omitempty"`
+	Severity       Severity        `json:"severity,omitempty"`
 	Share          float64         `json:"share"`
 	UnitsPerSecond float64         `json:"units_per_second"`
 	Recommendation *Recommendation `json:"recommendation,omitempty"`
@@ -63,6 +63,10 @@ type Finding struct {
 	// fields, for people checking the reasoning).
 	Evidence *Evidence `json:"evidence,omitempty"`
 }
+
+// KeyType says what the finding's Key names: a partition key value, or
+// (hot_partition) a stream shard id that is not a key.
+func (f Finding) KeyType() KeyType { return f.Kind.KeyType() }
 
 // Evidence is the numbers a Finding was decided on. Fields that do not apply
 // to a finding's kind are left out.
@@ -97,8 +101,8 @@ type Evidence struct {
 // Recommendation is the fix hotkeyd advises for a Finding.
 type Recommendation struct {
 	// Kind is write_sharding, calculated_suffix, gsi, rekey or cache.
-	Kind        string `json:"kind"`
-	SuffixCount int    `json:"suffix_count,omitempty"`
-	Example     string `json:"example,omitempty"`
-	Text        string `json:"text"`
+	Kind        AdviceKind `json:"kind"`
+	SuffixCount int        `json:"suffix_count,omitempty"`
+	Example     string     `json:"example,omitempty"`
+	Text        string     `json:"text"`
 }

@@ -286,15 +286,15 @@ type goldenFlag struct {
 }
 
 type goldenFinding struct {
-	Kind           string  `json:"kind"`
-	Key            string  `json:"key,omitempty"`
-	Class          string  `json:"class,omitempty"`
-	Severity       string  `json:"severity"`
-	Share          float64 `json:"share"`
-	UnitsPerSecond float64 `json:"units_per_second"`
-	Recommendation string  `json:"recommendation"`
-	SuffixCount    int     `json:"suffix_count,omitempty"`
-	Example        string  `json:"example,omitempty"`
+	Kind           Kind       `json:"kind"`
+	Key            string     `json:"key,omitempty"`
+	Class          string     `json:"class,omitempty"`
+	Severity       Severity   `json:"severity"`
+	Share          float64    `json:"share"`
+	UnitsPerSecond float64    `json:"units_per_second"`
+	Recommendation AdviceKind `json:"recommendation"`
+	SuffixCount    int        `json:"suffix_count,omitempty"`
+	Example        string     `json:"example,omitempty"`
 }
 
 func toGolden(f Finding) goldenFinding {

@@ -36,7 +36,9 @@ type Tracker struct {
 
 // findingID identifies a finding across evaluations.
 type findingID struct {
-	table, index, kind, class, key string
+	table, index string
+	kind         Kind
+	class, key   string
 }
 
 // idOf identifies a finding. A table-wide finding (low_cardinality,
@@ -48,7 +50,7 @@ func idOf(table, index string, f Finding) findingID {
 	case KindLowCardinality, KindTimeOrderedKey:
 		return findingID{table: table, index: index, kind: f.Kind}
 	}
-	return findingID{table, index, f.Kind, f.Class, f.Key}
+	return findingID{table: table, index: index, kind: f.Kind, class: f.Class, key: f.Key}
 }
 
 type tracked struct {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
@@ -120,23 +119,13 @@ func (c *Collector) build(st *State) []prometheus.Metric {
 			}
 			rec := "none"
 			if f.Recommendation != nil && f.Recommendation.Kind != "" {
-				rec = f.Recommendation.Kind
+				rec = string(f.Recommendation.Kind)
 			}
-			key := c.findingKey(f)
-			key = b.unique(descHotKey, table+"\xff"+f.Class+"\xff"+f.Kind+"\xff"+rec, key)
-			ms = append(ms, prometheus.MustNewConstMetric(descHotKey, prometheus.GaugeValue, 1, table, f.Class, key, f.Kind, rec))
+			key := b.unique(descHotKey, table+"\xff"+f.Class+"\xff"+string(f.Kind)+"\xff"+rec, c.masker.FindingKey(f))
+			ms = append(ms, prometheus.MustNewConstMetric(descHotKey, prometheus.GaugeValue, 1, table, f.Class, key, string(f.Kind), rec))
 		}
 	}
 	return ms
-}
-
-// findingKey returns the key label of a finding: a partition key is masked,
-// a shard id (hot_partition) is not.
-func (c *Collector) findingKey(f detect.Finding) string {
-	if f.Kind == "hot_partition" {
-		return f.Key
-	}
-	return c.masker.Mask(f.Key)
 }
 
 // buildTable appends the metrics of one table or index.

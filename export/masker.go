@@ -16,7 +16,8 @@ import (
 	"github.com/hotkeyd/hotkeyd/detect"
 )
 
-// KeyMode says how partition keys are shown outside the process.
+// KeyMode says how partition keys are shown outside the process: the keys
+// setting of the config file and the --keys flag, by the same names.
 type KeyMode string
 
 const (
@@ -32,13 +33,18 @@ const (
 // ParseKeyMode maps "plain", "hash" and "redact" to a KeyMode; the empty
 // string means plain.
 func ParseKeyMode(s string) (KeyMode, error) {
-	switch KeyMode(s) {
-	case "", KeysPlain:
+	if s == "" {
 		return KeysPlain, nil
-	case KeysHash, KeysRedact:
-		return KeyMode(s), nil
+	}
+	if m := KeyMode(s); m.Valid() {
+		return m, nil
 	}
 	return "", fmt.Errorf("key mode %q: want plain, hash or redact", s)
+}
+
+// Valid reports whether m is one of the three modes (the empty mode is not).
+func (m KeyMode) Valid() bool {
+	return m == KeysPlain || m == KeysHash || m == KeysRedact
 }
 
 // redacted replaces the id part of a key in redact mode.
@@ -198,6 +204,16 @@ func (m *KeyMasker) MaskTable(t detect.TableReport) detect.TableReport {
 	return mt
 }
 
+// FindingKey returns the form of a finding's key shown outside the process:
+// masked when it is a partition key, as it is when it names something else
+// (a stream shard).
+func (m *KeyMasker) FindingKey(f detect.Finding) string {
+	if f.KeyType() != detect.PartitionKey {
+		return f.Key
+	}
+	return m.Mask(f.Key)
+}
+
 // MaskFinding returns a copy of f with its key and evidence keys masked, also
 // where its recommendation and evidence repeat them in their text. Log lines
 // of findings go through it. A hot_partition finding's key (a shard id) is
@@ -213,7 +229,7 @@ func (m *KeyMasker) MaskFinding(f detect.Finding) detect.Finding {
 // it is a shard), its evidence keys, and the key a sharding example
 // ("K#0 .. K#3") is built on, which a hot_partition finding names only there.
 func findingKeys(f detect.Finding, keys []string) []string {
-	if f.Kind != "hot_partition" {
+	if f.KeyType() == detect.PartitionKey {
 		keys = append(keys, f.Key)
 	}
 	if f.Evidence != nil {
@@ -254,12 +270,10 @@ func (m *KeyMasker) replacements(keys []string) []replacement {
 }
 
 func (m *KeyMasker) maskFinding(f detect.Finding, pairs []replacement) detect.Finding {
-	if f.Kind != "hot_partition" {
-		f.Key = m.Mask(f.Key)
-	}
+	f.Key = m.FindingKey(f)
 	if f.Recommendation != nil {
 		rec := *f.Recommendation
-		if rec.Kind == "rekey" && rec.Example != "" {
+		if rec.Kind == detect.AdviceRekey && rec.Example != "" {
 			// The re-key example rewrites the key around its time part,
 			// so the key is not there to be replaced whole.
 			const generic = "pk <entity id>, sk <time>"

@@ -40,13 +40,13 @@ func privacySnapshot() sketch.Snapshot {
 // nor a recognisable part of one, survives masking anywhere in the report.
 func TestMaskedReportLeaksNoKey(t *testing.T) {
 	rep := detect.Evaluate(privacySnapshot(), detect.DefaultSettings())
-	kinds := map[string]bool{}
+	kinds := map[detect.Kind]bool{}
 	for _, tr := range rep.Tables {
 		for _, f := range tr.Findings {
 			kinds[f.Kind] = true
 		}
 	}
-	for _, k := range []string{"hot_key", "hot_partition", "time_ordered_key", "low_cardinality"} {
+	for _, k := range []detect.Kind{"hot_key", "hot_partition", "time_ordered_key", "low_cardinality"} {
 		if !kinds[k] {
 			js, _ := json.MarshalIndent(rep, "", " ")
 			t.Fatalf("the detector found no %s; the test needs one:\n%s", k, js)

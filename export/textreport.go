@@ -65,9 +65,9 @@ func WriteTextReport(w io.Writer, r detect.Report, threshold float64) error {
 // findingLine describes a finding in one line.
 func findingLine(f detect.Finding) string {
 	var b strings.Builder
-	b.WriteString(f.Kind)
+	b.WriteString(string(f.Kind))
 	if f.Severity != "" {
-		b.WriteString(" [" + f.Severity + "]")
+		b.WriteString(" [" + string(f.Severity) + "]")
 	}
 	if f.Key != "" {
 		b.WriteString(" " + printable(f.Key))

@@ -22,7 +22,9 @@ type announcer struct {
 }
 
 type findingID struct {
-	table, index, kind, class, key string
+	table, index string
+	kind         detect.Kind
+	class, key   string
 }
 
 func newAnnouncer(log *zap.Logger, masker *export.KeyMasker) *announcer {
@@ -30,7 +32,7 @@ func newAnnouncer(log *zap.Logger, masker *export.KeyMasker) *announcer {
 }
 
 // findingMessages are the log messages of the finding kinds.
-var findingMessages = map[string]string{
+var findingMessages = map[detect.Kind]string{
 	detect.KindHotKey:         "hot key",
 	detect.KindPartitionLimit: "key near the partition limit",
 	detect.KindLowCardinality: "low partition key cardinality",
@@ -38,7 +40,7 @@ var findingMessages = map[string]string{
 	detect.KindHotPartition:   "hot partition",
 }
 
-func findingMessage(kind string) string {
+func findingMessage(kind detect.Kind) string {
 	if m, ok := findingMessages[kind]; ok {
 		return m
 	}
@@ -58,7 +60,7 @@ func (a *announcer) announce(rep detect.Report) {
 			m := a.masker.MaskFinding(f)
 			fields := a.where(t.Table, t.Index, m.Class, m.Key, m.Kind)
 			if m.Severity != "" {
-				fields = append(fields, zap.String("severity", m.Severity))
+				fields = append(fields, zap.String("severity", string(m.Severity)))
 			}
 			if m.Share > 0 {
 				fields = append(fields, zap.Float64("share", round(m.Share, 4)))
@@ -67,7 +69,7 @@ func (a *announcer) announce(rep detect.Report) {
 				fields = append(fields, zap.Float64("units_per_second", round(m.UnitsPerSecond, 2)))
 			}
 			if r := m.Recommendation; r != nil {
-				fields = append(fields, zap.String("recommendation", r.Kind))
+				fields = append(fields, zap.String("recommendation", string(r.Kind)))
 				if r.SuffixCount > 0 {
 					fields = append(fields, zap.Int("suffix_count", r.SuffixCount))
 				}
@@ -83,10 +85,7 @@ func (a *announcer) announce(rep detect.Report) {
 		if now[id] {
 			continue
 		}
-		key := id.key
-		if key != "" && id.kind != detect.KindHotPartition {
-			key = a.masker.Mask(key)
-		}
+		key := a.masker.FindingKey(detect.Finding{Kind: id.kind, Key: id.key})
 		a.log.Info(findingMessage(id.kind)+" cleared", a.where(id.table, id.index, id.class, key, id.kind)...)
 	}
 	a.flagged = now
@@ -94,7 +93,7 @@ func (a *announcer) announce(rep detect.Report) {
 
 // where returns the fields that say what a finding is about, in the order
 // the log lines show them; the kind is left out where the message says it.
-func (a *announcer) where(table, index, class, key, kind string) []zap.Field {
+func (a *announcer) where(table, index, class, key string, kind detect.Kind) []zap.Field {
 	fields := []zap.Field{zap.String("table", table)}
 	if index != "" {
 		fields = append(fields, zap.String("index", index))
@@ -106,7 +105,7 @@ func (a *announcer) where(table, index, class, key, kind string) []zap.Field {
 		fields = append(fields, zap.String("key", key))
 	}
 	if _, known := findingMessages[kind]; !known {
-		fields = append(fields, zap.String("kind", kind))
+		fields = append(fields, zap.String("kind", string(kind)))
 	}
 	return fields
 }

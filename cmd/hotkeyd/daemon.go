@@ -86,7 +86,7 @@ func newDaemon(cfg Config, f *flags, demo bool, io stdio, log *zap.Logger) (*dae
 	if err != nil {
 		return nil, err
 	}
-	d.masker, err = export.NewKeyMasker(export.KeyMode(cfg.Keys), cfg.KeyHashSecret)
+	d.masker, err = export.NewKeyMasker(cfg.Keys, cfg.KeyHashSecret)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ import (
 
 // hotKeySeries matches the hotkeyd_hot_key series of one finding in a
 // /metrics page (labels in the exposition's sorted order).
-func hotKeySeries(table, class, key, kind string) *regexp.Regexp {
+func hotKeySeries(table, class, key string, kind detect.Kind) *regexp.Regexp {
 	return regexp.MustCompile(fmt.Sprintf(`(?m)^hotkeyd_hot_key\{class="%s",key="%s",kind="%s",recommendation="[a-z_]+",table="%s"\} 1$`,
 		regexp.QuoteMeta(class), regexp.QuoteMeta(key), kind, regexp.QuoteMeta(table)))
 }
@@ -53,7 +53,7 @@ func TestDemoFlagsPlantedHotKeys(t *testing.T) {
 	var hot []demo.Plant
 	for _, p := range demo.Planted() {
 		for _, kind := range p.Findings {
-			if kind == detect.KindHotKey && p.Key != "" {
+			if kind == string(detect.KindHotKey) && p.Key != "" {
 				hot = append(hot, p)
 			}
 		}

@@ -65,7 +65,7 @@ func TestDetectorFindsPlanted(t *testing.T) {
 		}
 		for _, kind := range p.Findings {
 			i := slices.IndexFunc(tr.Findings, func(f detect.Finding) bool {
-				return f.Kind == kind && f.Class == p.Class.String() && (p.Key == "" || f.Key == p.Key)
+				return string(f.Kind) == kind && f.Class == p.Class.String() && (p.Key == "" || f.Key == p.Key)
 			})
 			if i < 0 {
 				t.Errorf("%s: no %s finding for %q %s; findings: %v", p.Table, kind, p.Key, p.Class, kinds(tr.Findings))
@@ -76,7 +76,7 @@ func TestDetectorFindsPlanted(t *testing.T) {
 			if p.Key != "" && (p.Recommendation == "calculated_suffix" || p.Recommendation == "cache") && !sortKeysKnown(p.Table, p.Key) {
 				continue
 			}
-			if f.Recommendation == nil || f.Recommendation.Kind != p.Recommendation {
+			if f.Recommendation == nil || string(f.Recommendation.Kind) != p.Recommendation {
 				t.Errorf("%s %s on %q: recommendation %+v, want %s", p.Table, kind, p.Key, f.Recommendation, p.Recommendation)
 			}
 		}
@@ -97,7 +97,7 @@ func TestDetectorFindsPlanted(t *testing.T) {
 func kinds(fs []detect.Finding) []string {
 	var out []string
 	for _, f := range fs {
-		out = append(out, f.Kind+":"+f.Class+":"+f.Key)
+		out = append(out, string(f.Kind)+":"+f.Class+":"+f.Key)
 	}
 	return out
 }
