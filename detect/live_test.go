@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
@@ -47,9 +48,9 @@ func TestLiveWindowWithTracker(t *testing.T) {
 			if f.Table == "uniform" {
 				t.Fatalf("step %d: uniform table flagged: %+v", step, f.Finding)
 			}
-			if f.Table == "orders" && f.Finding.Kind == KindHotKey && f.Finding.Key == "ORDER#hot" {
+			if f.Table == "orders" && f.Finding.Kind == report.KindHotKey && f.Finding.Key == "ORDER#hot" {
 				is = true
-				if r := f.Finding.Recommendation; r == nil || r.Kind != AdviceWriteSharding || r.SuffixCount != 2 {
+				if r := f.Finding.Recommendation; r == nil || r.Kind != report.AdviceWriteSharding || r.SuffixCount != 2 {
 					t.Errorf("step %d: advice %+v, want write_sharding over 2 keys", step, r)
 				}
 			} else {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
@@ -37,7 +38,7 @@ type Tracker struct {
 // findingID identifies a finding across evaluations.
 type findingID struct {
 	table, index string
-	kind         Kind
+	kind         report.Kind
 	class, key   string
 }
 
@@ -45,9 +46,9 @@ type findingID struct {
 // time_ordered_key: at most one per table) is the same finding when its
 // example key or class changes, e.g. when a date key rolls over at
 // midnight; it must not start a new hold and leave the old one behind.
-func idOf(table, index string, f Finding) findingID {
+func idOf(table, index string, f report.Finding) findingID {
 	switch f.Kind {
-	case KindLowCardinality, KindTimeOrderedKey:
+	case report.KindLowCardinality, report.KindTimeOrderedKey:
 		return findingID{table: table, index: index, kind: f.Kind}
 	}
 	return findingID{table: table, index: index, kind: f.Kind, class: f.Class, key: f.Key}
@@ -57,7 +58,7 @@ type tracked struct {
 	streak  int // consecutive evaluations Evaluate reported it
 	absent  int // consecutive evaluations it was not reported, while flagged
 	flagged bool
-	last    Finding
+	last    report.Finding
 }
 
 // Flag is a finding the Tracker currently flags, with the table (and index)
@@ -66,7 +67,7 @@ type Flag struct {
 	Table string
 	// Index is the index name, empty for the base table.
 	Index   string
-	Finding Finding
+	Finding report.Finding
 }
 
 // NewTracker returns a Tracker with nothing flagged. s should be valid
@@ -77,12 +78,12 @@ func NewTracker(s Settings) *Tracker {
 
 // Evaluate runs Evaluate on snap, advances the hysteresis by one evaluation,
 // and returns the report with, per table, only the flagged findings.
-func (tr *Tracker) Evaluate(snap sketch.Snapshot) Report {
+func (tr *Tracker) Evaluate(snap sketch.Snapshot) report.Report {
 	raw := Evaluate(snap, tr.s)
 	tables := map[[2]string]*table{}
 	for i := range snap.Tables {
 		ts := &snap.Tables[i]
-		tables[[2]string{ts.Table, ts.Index}] = &table{TableSnapshot: ts, s: tr.s, seconds: max(ts.End.Sub(ts.Start).Seconds(), 1)}
+		tables[[2]string{ts.Table, ts.Index}] = newTable(ts, tr.s)
 	}
 
 	tr.mu.Lock()
@@ -115,7 +116,7 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) Report {
 		}
 	}
 
-	byTable := map[[2]string][]Finding{}
+	byTable := map[[2]string][]report.Finding{}
 	tr.flagged = tr.flagged[:0]
 	for id, st := range tr.states {
 		if !st.flagged {
@@ -132,7 +133,7 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) Report {
 		t := &raw.Tables[i]
 		fs := byTable[[2]string{t.Table, t.Index}]
 		if fs == nil {
-			fs = []Finding{}
+			fs = []report.Finding{}
 		}
 		sortFindings(fs)
 		t.Findings = fs
@@ -145,7 +146,7 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) Report {
 func (tr *Tracker) holds(t *table, id findingID, st *tracked) bool {
 	c, ok := ingest.ParseClass(id.class)
 	switch id.kind {
-	case KindHotKey, KindPartitionLimit:
+	case report.KindHotKey, report.KindPartitionLimit:
 		if !ok {
 			return false
 		}
@@ -159,14 +160,14 @@ func (tr *Tracker) holds(t *table, id findingID, st *tracked) bool {
 			return false
 		}
 		share, rate := t.share(c, k), t.rate(k.Units)
-		if id.kind == KindHotKey && (!t.active(c) || share < tr.s.ClearThreshold) {
+		if id.kind == report.KindHotKey && (!t.active(c) || share < tr.s.ClearThreshold) {
 			return false
 		}
-		if id.kind == KindPartitionLimit && rate < tr.s.ClearLimitFraction*t.limit(c) {
+		if id.kind == report.KindPartitionLimit && rate < tr.s.ClearLimitFraction*t.limit(c) {
 			return false
 		}
 		st.last.Share, st.last.UnitsPerSecond = share, rate
-		if id.kind == KindHotKey {
+		if id.kind == report.KindHotKey {
 			st.last.Severity = t.severity(c, rate)
 		}
 		return true

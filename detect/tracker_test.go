@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -86,7 +87,7 @@ func TestTrackerTableWideHoldAndClear(t *testing.T) {
 		rep := tr.Evaluate(snapshotOf(60, st.writes))
 		n := 0
 		for _, f := range tr.Flagged() {
-			if f.Finding.Kind == KindLowCardinality {
+			if f.Finding.Kind == report.KindLowCardinality {
 				n++
 			}
 		}
@@ -155,7 +156,7 @@ func TestTrackerTimeOrderedRollsOver(t *testing.T) {
 		tr.Evaluate(day(d))
 		var keys []string
 		for _, f := range tr.Flagged() {
-			if f.Finding.Kind == KindTimeOrderedKey {
+			if f.Finding.Kind == report.KindTimeOrderedKey {
 				keys = append(keys, f.Finding.Key)
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 )
 
 // hotkeysHandler serves /api/v1/hotkeys: the latest report, keys masked, in
@@ -28,17 +28,17 @@ func (h hotkeysHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	table, index := q.Get("table"), q.Get("index")
 	_, byIndex := q["index"]
 	rep := st.Report
-	tables := make([]detect.TableReport, 0, len(rep.Tables))
+	tables := make([]report.TableReport, 0, len(rep.Tables))
 	for _, t := range rep.Tables {
 		if table != "" && t.Table != table || byIndex && t.Index != index {
 			continue
 		}
 		// Arrays, not nulls, for tools that iterate without checking.
 		if t.TopKeys == nil {
-			t.TopKeys = []detect.TopKey{}
+			t.TopKeys = []report.TopKey{}
 		}
 		if t.Findings == nil {
-			t.Findings = []detect.Finding{}
+			t.Findings = []report.Finding{}
 		}
 		tables = append(tables, t)
 	}

@@ -99,10 +99,9 @@ func scrapeGolden(t *testing.T) string {
 	rep.Reject("jsonl", ingest.ReasonMissingPK, errors.New("no pk"))
 	rep.Error("dynamodb-streams", "api", errors.New("GetRecords: 500"))
 
-	snap := store.Snapshot()
-	report := detect.Evaluate(snap, detect.DefaultSettings())
-	report.Rejected = rep.Rejected()
-	live.Update(snap, report)
+	evaluated := detect.Evaluate(store.Snapshot(), detect.DefaultSettings())
+	evaluated.Rejected = rep.Rejected()
+	live.Update(evaluated)
 
 	ts := startServer(t, ServerConfig{Gatherer: reg, Registerer: reg, Live: live}, "")
 	code, _, body := ts.do(t, "GET", "/metrics", "", nil)

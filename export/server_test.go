@@ -26,7 +26,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
@@ -172,9 +172,8 @@ func TestServerHotkeysAPI(t *testing.T) {
 		t.Errorf("before the first report: %d %s", code, body)
 	}
 
-	snap, rep := handState()
-	live.Update(snap, rep)
-	get := func(query string) detect.Report {
+	live.Update(handState())
+	get := func(query string) report.Report {
 		t.Helper()
 		code, hdr, body := ts.do(t, "GET", "/api/v1/hotkeys"+query, "", nil)
 		if code != 200 || hdr.Get("Content-Type") != "application/json" {
@@ -186,7 +185,7 @@ func TestServerHotkeysAPI(t *testing.T) {
 		if strings.Contains(body, "null") {
 			t.Errorf("the API has nulls where arrays belong: %s", body)
 		}
-		var r detect.Report
+		var r report.Report
 		dec := json.NewDecoder(strings.NewReader(body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&r); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
@@ -16,7 +17,7 @@ import (
 // goldenReport is the detector's report over the golden workload, as
 // hotkeyd analyze makes it, with a note, a rejected count and a key that
 // must be quoted.
-func goldenReport(t *testing.T) detect.Report {
+func goldenReport(t *testing.T) report.Report {
 	t.Helper()
 	store, err := sketch.NewStore(sketch.Config{Window: 0, SubWindows: 1, Tracked: 100}, nil)
 	if err != nil {
@@ -36,11 +37,11 @@ func goldenReport(t *testing.T) detect.Report {
 }
 
 func TestWriteTextReportGolden(t *testing.T) {
-	for name, rep := range map[string]func() detect.Report{
-		"report.txt":        func() detect.Report { return goldenReport(t) },
-		"report-redact.txt": func() detect.Report { return mustMasker(t, KeysRedact, "").MaskReport(goldenReport(t)) },
-		"report-empty.txt":  func() detect.Report { return detect.Report{} },
-		"report-kinds.txt":  func() detect.Report { return detect.Evaluate(privacySnapshot(), detect.DefaultSettings()) },
+	for name, rep := range map[string]func() report.Report{
+		"report.txt":        func() report.Report { return goldenReport(t) },
+		"report-redact.txt": func() report.Report { return mustMasker(t, KeysRedact, "").MaskReport(goldenReport(t)) },
+		"report-empty.txt":  func() report.Report { return report.Report{} },
+		"report-kinds.txt":  func() report.Report { return detect.Evaluate(privacySnapshot(), detect.DefaultSettings()) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			var b bytes.Buffer
@@ -85,7 +86,7 @@ type failingWriter struct{}
 func (failingWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
 
 func TestWriteTextReportError(t *testing.T) {
-	if err := WriteTextReport(failingWriter{}, detect.Report{}, 0.1); err == nil {
+	if err := WriteTextReport(failingWriter{}, report.Report{}, 0.1); err == nil {
 		t.Error("a failing writer's error was dropped")
 	}
 }

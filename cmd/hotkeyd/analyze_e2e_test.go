@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 )
 
 // workload is a generated JSON-lines file and the exact truth about it.
@@ -177,7 +177,7 @@ func TestAnalyzeJSONMatchesExactCounts(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit status %d, stderr:\n%s", code, errOut)
 	}
-	var rep detect.Report
+	var rep report.Report
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rep); err != nil {
@@ -217,13 +217,13 @@ func TestAnalyzeJSONMatchesExactCounts(t *testing.T) {
 			}
 			hot := map[string]bool{}
 			for _, f := range tr.Findings {
-				if f.Kind == detect.KindHotKey {
+				if f.Kind == report.KindHotKey {
 					hot[f.Class+" "+f.Key] = true
 				}
 			}
 			for _, class := range []string{"read", "write"} {
 				ranked, total := exactTop(truth[class])
-				var got []detect.TopKey
+				var got []report.TopKey
 				for _, k := range tr.TopKeys {
 					if k.Class == class {
 						got = append(got, k)
@@ -283,7 +283,7 @@ func TestAnalyzeUnreadableFileIsNamedOthersReported(t *testing.T) {
 	if strings.Contains(errOut, good) {
 		t.Errorf("stderr names the good file:\n%s", errOut)
 	}
-	var rep detect.Report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("no report on stdout: %v\n%s", err, out)
 	}
@@ -345,7 +345,7 @@ func TestAnalyzeCompressedAndCloudTrail(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit status %d, stderr:\n%s", code, errOut)
 	}
-	var rep detect.Report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +389,7 @@ func TestAnalyzeCloudTrailSchemaAcrossFiles(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit status %d, stderr:\n%s", code, errOut)
 	}
-	var rep detect.Report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

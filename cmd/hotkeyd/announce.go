@@ -3,7 +3,7 @@ package main
 import (
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 )
 
@@ -23,7 +23,7 @@ type announcer struct {
 
 type findingID struct {
 	table, index string
-	kind         detect.Kind
+	kind         report.Kind
 	class, key   string
 }
 
@@ -32,15 +32,15 @@ func newAnnouncer(log *zap.Logger, masker *export.KeyMasker) *announcer {
 }
 
 // findingMessages are the log messages of the finding kinds.
-var findingMessages = map[detect.Kind]string{
-	detect.KindHotKey:         "hot key",
-	detect.KindPartitionLimit: "key near the partition limit",
-	detect.KindLowCardinality: "low partition key cardinality",
-	detect.KindTimeOrderedKey: "time-ordered partition key",
-	detect.KindHotPartition:   "hot partition",
+var findingMessages = map[report.Kind]string{
+	report.KindHotKey:         "hot key",
+	report.KindPartitionLimit: "key near the partition limit",
+	report.KindLowCardinality: "low partition key cardinality",
+	report.KindTimeOrderedKey: "time-ordered partition key",
+	report.KindHotPartition:   "hot partition",
 }
 
-func findingMessage(kind detect.Kind) string {
+func findingMessage(kind report.Kind) string {
 	if m, ok := findingMessages[kind]; ok {
 		return m
 	}
@@ -48,7 +48,7 @@ func findingMessage(kind detect.Kind) string {
 }
 
 // announce compares rep's findings with the previous report's.
-func (a *announcer) announce(rep detect.Report) {
+func (a *announcer) announce(rep report.Report) {
 	now := make(map[findingID]bool, len(a.flagged))
 	for _, t := range rep.Tables {
 		for _, f := range t.Findings {
@@ -85,7 +85,7 @@ func (a *announcer) announce(rep detect.Report) {
 		if now[id] {
 			continue
 		}
-		key := a.masker.FindingKey(detect.Finding{Kind: id.kind, Key: id.key})
+		key := a.masker.FindingKey(report.Finding{Kind: id.kind, Key: id.key})
 		a.log.Info(findingMessage(id.kind)+" cleared", a.where(id.table, id.index, id.class, key, id.kind)...)
 	}
 	a.flagged = now
@@ -93,7 +93,7 @@ func (a *announcer) announce(rep detect.Report) {
 
 // where returns the fields that say what a finding is about, in the order
 // the log lines show them; the kind is left out where the message says it.
-func (a *announcer) where(table, index, class, key string, kind detect.Kind) []zap.Field {
+func (a *announcer) where(table, index, class, key string, kind report.Kind) []zap.Field {
 	fields := []zap.Field{zap.String("table", table)}
 	if index != "" {
 		fields = append(fields, zap.String("index", index))

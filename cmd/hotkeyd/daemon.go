@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
@@ -280,11 +281,11 @@ func (d *daemon) run(ctx context.Context) error {
 }
 
 // tick evaluates the current window once and publishes the result.
-func (d *daemon) tick() detect.Report {
+func (d *daemon) tick() report.Report {
 	snap := d.store.Snapshot()
 	rep := d.tracker.Evaluate(snap)
 	rep.Rejected = d.reporter.Rejected()
-	d.live.Update(snap, rep)
+	d.live.Update(rep)
 	return rep
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
@@ -139,11 +139,11 @@ func TestAnnouncer(t *testing.T) {
 	}
 }
 
-func makeReport(keys ...string) detect.Report {
-	tr := detect.TableReport{Table: "orders"}
+func makeReport(keys ...string) report.Report {
+	tr := report.TableReport{Table: "orders"}
 	for _, k := range keys {
-		tr.Findings = append(tr.Findings, detect.Finding{Kind: detect.KindHotKey, Key: k, Class: "write", Share: 0.25,
-			Recommendation: &detect.Recommendation{Kind: "write_sharding", SuffixCount: 4, Text: "shard it"}})
+		tr.Findings = append(tr.Findings, report.Finding{Kind: report.KindHotKey, Key: k, Class: "write", Share: 0.25,
+			Recommendation: &report.Recommendation{Kind: "write_sharding", SuffixCount: 4, Text: "shard it"}})
 	}
-	return detect.Report{Tables: []detect.TableReport{tr}}
+	return report.Report{Tables: []report.TableReport{tr}}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -26,12 +27,12 @@ func TestDetectorFindsPlanted(t *testing.T) {
 		evs = evs[n:]
 	}
 	snap := store.Snapshot()
-	report := detect.Evaluate(snap, detect.DefaultSettings())
+	rep := detect.Evaluate(snap, detect.DefaultSettings())
 
-	find := func(table, index string) *detect.TableReport {
-		for i := range report.Tables {
-			if report.Tables[i].Table == table && report.Tables[i].Index == index {
-				return &report.Tables[i]
+	find := func(table, index string) *report.TableReport {
+		for i := range rep.Tables {
+			if rep.Tables[i].Table == table && rep.Tables[i].Index == index {
+				return &rep.Tables[i]
 			}
 		}
 		return nil
@@ -64,7 +65,7 @@ func TestDetectorFindsPlanted(t *testing.T) {
 			continue
 		}
 		for _, kind := range p.Findings {
-			i := slices.IndexFunc(tr.Findings, func(f detect.Finding) bool {
+			i := slices.IndexFunc(tr.Findings, func(f report.Finding) bool {
 				return string(f.Kind) == kind && f.Class == p.Class.String() && (p.Key == "" || f.Key == p.Key)
 			})
 			if i < 0 {
@@ -94,7 +95,7 @@ func TestDetectorFindsPlanted(t *testing.T) {
 	}
 }
 
-func kinds(fs []detect.Finding) []string {
+func kinds(fs []report.Finding) []string {
 	var out []string
 	for _, f := range fs {
 		out = append(out, string(f.Kind)+":"+f.Class+":"+f.Key)

@@ -1,4 +1,4 @@
-package detect
+package report
 
 import "time"
 
@@ -35,7 +35,12 @@ type TopKey struct {
 	Key   string  `json:"key"`
 	Class string  `json:"class"`
 	Units float64 `json:"units"`
+	// Share is Units over the table's units of the class, 0 to 1.
 	Share float64 `json:"share"`
+	// UnitsPerSecond is Units over the window's duration, at least one
+	// second (an addition to the contract's fields; what
+	// hotkeyd_key_units_per_second shows).
+	UnitsPerSecond float64 `json:"units_per_second,omitempty"`
 }
 
 // ThrottledKey is a partition key and how many of its calls were throttled.

@@ -1,4 +1,4 @@
-package detect
+package report
 
 // Kind is a finding kind: the value of Finding.Kind and of the kind label of
 // hotkeyd_hot_key.
