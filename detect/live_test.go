@@ -42,7 +42,7 @@ func TestLiveWindowWithTracker(t *testing.T) {
 		if err := store.Put(context.Background(), batch); err != nil {
 			t.Fatal(err)
 		}
-		rep := tr.Evaluate(store.Snapshot())
+		rep, changes := tr.Evaluate(store.Snapshot())
 		is := false
 		for _, f := range tr.Flagged() {
 			if f.Table == "uniform" {
@@ -65,6 +65,11 @@ func TestLiveWindowWithTracker(t *testing.T) {
 		}
 		if was && !is {
 			clearedAt = append(clearedAt, step)
+		}
+		// The changes say the same as the flags before and after.
+		if want := is != was; len(changes) != 1 && want || len(changes) != 0 && !want ||
+			want && (changes[0].Cleared != was || changes[0].Finding.Key != "ORDER#hot") {
+			t.Errorf("step %d: changes %+v, flagged %v before and %v after", step, changes, was, is)
 		}
 		was = is
 		now = now.Add(tick)

@@ -405,7 +405,7 @@ func runScenario(t *testing.T, dir string) golden {
 			if err != nil {
 				t.Fatalf("step %d: %v", i+1, err)
 			}
-			rep := tr.Evaluate(snapshot(t, evs))
+				rep, _ := tr.Evaluate(snapshot(t, evs))
 			gs := goldenStep{Flagged: []goldenFlag{}}
 			for _, f := range tr.Flagged() {
 				gs.Flagged = append(gs.Flagged, goldenFlag{Table: f.Table, Index: f.Index, goldenFinding: toGolden(f.Finding)})
@@ -472,7 +472,7 @@ func checkReport(t *testing.T, r report.Report) {
 }
 
 // checkTrackerReport asserts the Tracker's report shows exactly its flags.
-func checkTrackerReport(t *testing.T, step int, r report.Report, flags []Flag) {
+func checkTrackerReport(t *testing.T, step int, r report.Report, flags []report.Flag) {
 	t.Helper()
 	n := 0
 	for _, tr := range r.Tables {

@@ -32,7 +32,7 @@ type Tracker struct {
 
 	mu      sync.Mutex
 	states  map[findingID]*tracked
-	flagged []Flag
+	flagged []report.Flag
 }
 
 // findingID identifies a finding across evaluations.
@@ -61,15 +61,6 @@ type tracked struct {
 	last    report.Finding
 }
 
-// Flag is a finding the Tracker currently flags, with the table (and index)
-// it is on. The hotkeyd_hot_key gauge has one series per Flag.
-type Flag struct {
-	Table string
-	// Index is the index name, empty for the base table.
-	Index   string
-	Finding report.Finding
-}
-
 // NewTracker returns a Tracker with nothing flagged. s should be valid
 // (Settings.Validate).
 func NewTracker(s Settings) *Tracker {
@@ -77,8 +68,10 @@ func NewTracker(s Settings) *Tracker {
 }
 
 // Evaluate runs Evaluate on snap, advances the hysteresis by one evaluation,
-// and returns the report with, per table, only the flagged findings.
-func (tr *Tracker) Evaluate(snap sketch.Snapshot) report.Report {
+// and returns the report with, per table, only the flagged findings, and
+// what changed: the findings raised in this evaluation in report order,
+// then those cleared, by table, index and report order.
+func (tr *Tracker) Evaluate(snap sketch.Snapshot) (report.Report, []report.Change) {
 	raw := Evaluate(snap, tr.s)
 	tables := map[[2]string]*table{}
 	for i := range snap.Tables {
@@ -89,6 +82,7 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) report.Report {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	seen := map[findingID]bool{}
+	var changes []report.Change
 	for _, t := range raw.Tables {
 		for _, f := range t.Findings {
 			id := idOf(t.Table, t.Index, f)
@@ -101,20 +95,27 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) report.Report {
 			st.streak++
 			st.absent = 0
 			st.last = f
-			if st.streak >= tr.s.HoldEvaluations {
+			if st.streak >= tr.s.HoldEvaluations && !st.flagged {
 				st.flagged = true
+				changes = append(changes, report.Change{Flag: report.Flag{Table: t.Table, Index: t.Index, Finding: f}})
 			}
 		}
 	}
+	var cleared []report.Change
 	for id, st := range tr.states {
 		if seen[id] {
 			continue
 		}
 		t := tables[[2]string{id.table, id.index}]
 		if !st.flagged || t == nil || !tr.holds(t, id, st) {
+			if st.flagged {
+				cleared = append(cleared, report.Change{Flag: report.Flag{Table: id.table, Index: id.index, Finding: st.last}, Cleared: true})
+			}
 			delete(tr.states, id)
 		}
 	}
+	slices.SortFunc(cleared, func(a, b report.Change) int { return compareFlags(a.Flag, b.Flag) })
+	changes = append(changes, cleared...)
 
 	byTable := map[[2]string][]report.Finding{}
 	tr.flagged = tr.flagged[:0]
@@ -124,11 +125,9 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) report.Report {
 		}
 		tid := [2]string{id.table, id.index}
 		byTable[tid] = append(byTable[tid], st.last)
-		tr.flagged = append(tr.flagged, Flag{Table: id.table, Index: id.index, Finding: st.last})
+		tr.flagged = append(tr.flagged, report.Flag{Table: id.table, Index: id.index, Finding: st.last})
 	}
-	slices.SortFunc(tr.flagged, func(a, b Flag) int {
-		return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Index, b.Index), compareFindings(a.Finding, b.Finding))
-	})
+	slices.SortFunc(tr.flagged, compareFlags)
 	for i := range raw.Tables {
 		t := &raw.Tables[i]
 		fs := byTable[[2]string{t.Table, t.Index}]
@@ -138,7 +137,12 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) report.Report {
 		sortFindings(fs)
 		t.Findings = fs
 	}
-	return raw
+	return raw, changes
+}
+
+// compareFlags orders flags by table, index, then in report order.
+func compareFlags(a, b report.Flag) int {
+	return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Index, b.Index), compareFindings(a.Finding, b.Finding))
 }
 
 // holds decides whether a flagged finding that Evaluate did not report this
@@ -179,7 +183,7 @@ func (tr *Tracker) holds(t *table, id findingID, st *tracked) bool {
 
 // Flagged returns the findings flagged by the last Evaluate, sorted by
 // table, index, then in report order. The slice is the caller's.
-func (tr *Tracker) Flagged() []Flag {
+func (tr *Tracker) Flagged() []report.Flag {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return slices.Clone(tr.flagged)

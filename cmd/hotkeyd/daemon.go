@@ -215,8 +215,7 @@ func (d *daemon) run(ctx context.Context) error {
 	// what became hot or cooled.
 	{
 		tickCtx, stopTick := context.WithCancel(context.Background())
-		log := d.log.Named("detector")
-		ann := newAnnouncer(log, d.masker)
+		ann := export.NewAnnouncer(d.log.Named("detector"), d.masker)
 		g.Add(func() error {
 			t := time.NewTicker(tickEvery)
 			defer t.Stop()
@@ -225,7 +224,7 @@ func (d *daemon) run(ctx context.Context) error {
 				case <-tickCtx.Done():
 					return nil
 				case <-t.C:
-					ann.announce(d.tick())
+					ann.Announce(d.tick())
 				}
 			}
 		}, func(error) { stopTick() })
@@ -280,13 +279,13 @@ func (d *daemon) run(ctx context.Context) error {
 	return err
 }
 
-// tick evaluates the current window once and publishes the result.
-func (d *daemon) tick() report.Report {
-	snap := d.store.Snapshot()
-	rep := d.tracker.Evaluate(snap)
+// tick evaluates the current window once, publishes the report and
+// returns what was raised and cleared.
+func (d *daemon) tick() []report.Change {
+	rep, changes := d.tracker.Evaluate(d.store.Snapshot())
 	rep.Rejected = d.reporter.Rejected()
 	d.live.Update(rep)
-	return rep
+	return changes
 }
 
 // printDemoHelp tells a newcomer where to look.

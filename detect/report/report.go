@@ -111,3 +111,24 @@ type Recommendation struct {
 	Example     string     `json:"example,omitempty"`
 	Text        string     `json:"text"`
 }
+
+// Flag is a finding the live detector (detect.Tracker) holds flagged, with
+// the table (and index) it is on. The hotkeyd_hot_key gauge has one series
+// per Flag.
+type Flag struct {
+	// Table is the table, Index the index (empty for the base table) the
+	// finding is on.
+	Table, Index string
+	// Finding is the finding as last evaluated.
+	Finding Finding
+}
+
+// Change is a finding that started or stopped being flagged in one live
+// evaluation: what the log lines announce. For a cleared finding, Finding
+// is as it was last flagged.
+type Change struct {
+	Flag
+	// Cleared is false when the finding was raised (became flagged), true
+	// when it was cleared.
+	Cleared bool
+}
