@@ -405,7 +405,7 @@ func runScenario(t *testing.T, dir string) golden {
 			if err != nil {
 				t.Fatalf("step %d: %v", i+1, err)
 			}
-				rep, _ := tr.Evaluate(snapshot(t, evs))
+			rep, _ := tr.Evaluate(snapshot(t, evs))
 			gs := goldenStep{Flagged: []goldenFlag{}}
 			for _, f := range tr.Flagged() {
 				gs.Flagged = append(gs.Flagged, goldenFlag{Table: f.Table, Index: f.Index, goldenFinding: toGolden(f.Finding)})
