@@ -30,6 +30,14 @@ type TableReport struct {
 	ThrottledKeys         []ThrottledKey `json:"throttled_keys,omitempty"`
 }
 
+// Idle reports whether the entry has nothing in its window: no events, no
+// throttled calls and no findings. A live window keeps a table whose
+// traffic has left it (a CloudTrail table between two deliveries); the live
+// API leaves such an entry out unless its table is asked for by name.
+func (t TableReport) Idle() bool {
+	return t.Events == 0 && len(t.ThrottledKeys) == 0 && len(t.Findings) == 0
+}
+
 // TopKey is one of the heaviest partition keys of a class.
 type TopKey struct {
 	Key   string  `json:"key"`
