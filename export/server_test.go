@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -152,7 +153,8 @@ func TestServerHealthAndReadiness(t *testing.T) {
 func TestServerMetrics(t *testing.T) {
 	ts := startServer(t, ServerConfig{}, "")
 	code, hdr, body := ts.do(t, "GET", "/metrics", "", nil)
-	if code != 200 || !strings.Contains(body, `hotkeyd_build_info{goversion="go1.26",revision="abc",version="1.2.3"} 1`) ||
+	buildInfo := regexp.MustCompile(`(?m)^hotkeyd_build_info\{[^}]*goversion="go1.26",revision="abc",[^}]*version="1.2.3"\} 1$`)
+	if code != 200 || !buildInfo.MatchString(body) ||
 		!strings.Contains(body, "go_goroutines") || !strings.Contains(body, "process_") {
 		t.Fatalf("GET /metrics = %d %s\n%s", code, hdr.Get("Content-Type"), body)
 	}

@@ -82,8 +82,7 @@ type daemon struct {
 func newDaemon(cfg Config, f *flags, demo bool, io stdio, log *zap.Logger) (*daemon, error) {
 	d := &daemon{log: log, cfg: cfg, demo: demo, io: io}
 
-	bi := export.ReadBuildInfo(export.BuildInfo{Version: stampedVersion()})
-	reg, err := export.NewRegistry(bi)
+	reg, err := export.NewRegistry(export.BuildInfo{Version: buildVersion()})
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +151,7 @@ func newDaemon(cfg Config, f *flags, demo bool, io stdio, log *zap.Logger) (*dae
 		Events:     events,
 		EventsHint: "HTTP ingest is disabled; start hotkeyd with --web.enable-ingest to POST JSON lines to /api/v1/events",
 		Web:        &web.FlagConfig{WebListenAddresses: &[]string{cfg.Listen}, WebSystemdSocket: &systemd, WebConfigFile: &webConfig},
-		Version:    bi.Version,
+		Version:    buildVersion(),
 	})
 	if err != nil {
 		return nil, err
