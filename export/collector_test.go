@@ -287,7 +287,7 @@ func TestCardinalityBounded(t *testing.T) {
 func TestLiveConcurrent(t *testing.T) {
 	live := NewLive(nil)
 	c := NewCollector(live, CollectorConfig{Masker: mustMasker(t, KeysHash, "k")})
-	h := hotkeysHandler{live: live, masker: mustMasker(t, KeysHash, "k")}
+	h := hotkeysHandler{live: live, masker: mustMasker(t, KeysHash, "k"), log: nopLogger()}
 	live.Update(handState())
 	done := make(chan struct{})
 	go func() {
