@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
@@ -21,7 +22,7 @@ import (
 //
 // At most one finding per table; classes below the traffic floor are not
 // judged.
-func (t *table) lowCardinality() (Finding, bool) {
+func (t *table) lowCardinality() (report.Finding, bool) {
 	distinct := t.DistinctKeys
 	// Writes first: a write-concentrated key is the one that throttles.
 	// Judging each class by the partitions its own peak needs is the same
@@ -36,7 +37,7 @@ func (t *table) lowCardinality() (Finding, bool) {
 			continue
 		}
 		total := t.Classes[c].Units
-		ev := &Evidence{
+		ev := &report.Evidence{
 			WindowSeconds:         t.seconds,
 			ClassUnits:            total,
 			DistinctPartitionKeys: distinct,
@@ -72,8 +73,8 @@ func (t *table) lowCardinality() (Finding, bool) {
 		share = math.Min(share, 1)
 		hottest := top[0]
 		rate := t.rate(hottest.Units)
-		return Finding{
-			Kind:           KindLowCardinality,
+		return report.Finding{
+			Kind:           report.KindLowCardinality,
 			Class:          c.String(),
 			Severity:       t.severity(c, rate),
 			Share:          share,
@@ -82,15 +83,15 @@ func (t *table) lowCardinality() (Finding, bool) {
 			Evidence:       ev,
 		}, true
 	}
-	return Finding{}, false
+	return report.Finding{}, false
 }
 
 // adviseGSI recommends re-keying on a high-cardinality attribute and moving
 // the low-cardinality one to a global secondary index, sharded over N
 // suffixes when its hottest value would be a hot key there too. On an index
 // entry the key already is a GSI's: shard it.
-func (t *table) adviseGSI(c ingest.Class, hottest string, share, rate float64, ev *Evidence) *Recommendation {
-	r := &Recommendation{Kind: AdviceGSI}
+func (t *table) adviseGSI(c ingest.Class, hottest string, share, rate float64, ev *report.Evidence) *report.Recommendation {
+	r := &report.Recommendation{Kind: report.AdviceGSI}
 	sharded := share >= t.s.Threshold || t.nearCeiling(c, rate)
 	if sharded {
 		r.SuffixCount = t.suffixCount(c, rate)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
@@ -13,8 +14,8 @@ import (
 // function: no clock, no I/O, and the same snapshot and settings always give
 // the same report, findings in a stable order (critical first, then by
 // share, kind, class and key). Report.Rejected is left for the caller.
-func Evaluate(snap sketch.Snapshot, s Settings) Report {
-	r := Report{Start: snap.Start, End: snap.End, Tables: make([]TableReport, 0, len(snap.Tables))}
+func Evaluate(snap sketch.Snapshot, s Settings) report.Report {
+	r := report.Report{Start: snap.Start, End: snap.End, Tables: make([]report.TableReport, 0, len(snap.Tables))}
 	for i := range snap.Tables {
 		t := &snap.Tables[i]
 		r.Events += t.Events
@@ -32,13 +33,19 @@ type table struct {
 	// one instant (all events with one timestamp) is taken as one second
 	// rather than dividing by zero.
 	seconds float64
-	// rankedTop caches ranked per class.
+	// rankedTop caches ranked per class: the report's one ranking of keys.
 	rankedTop [ingest.NumClasses][]sketch.KeyStat
 }
 
-func evaluateTable(ts *sketch.TableSnapshot, s Settings) TableReport {
-	t := table{TableSnapshot: ts, s: s, seconds: max(ts.End.Sub(ts.Start).Seconds(), 1)}
-	tr := TableReport{
+// newTable wraps a TableSnapshot for the rules. Evaluate and the Tracker
+// both see a table through it, so a share or a rate is computed one way.
+func newTable(ts *sketch.TableSnapshot, s Settings) *table {
+	return &table{TableSnapshot: ts, s: s, seconds: max(ts.End.Sub(ts.Start).Seconds(), 1)}
+}
+
+func evaluateTable(ts *sketch.TableSnapshot, s Settings) report.TableReport {
+	t := newTable(ts, s)
+	tr := report.TableReport{
 		Table:                 ts.Table,
 		Index:                 ts.Index,
 		Events:                ts.Events,
@@ -46,10 +53,10 @@ func evaluateTable(ts *sketch.TableSnapshot, s Settings) TableReport {
 		WriteUnits:            ts.Classes[ingest.Write].Units,
 		DistinctPartitionKeys: ts.DistinctKeys,
 		TopKeys:               t.topKeys(),
-		Findings:              []Finding{},
+		Findings:              []report.Finding{},
 	}
 	for _, k := range ts.Throttled[:min(len(ts.Throttled), max(s.Top, 0))] {
-		tr.ThrottledKeys = append(tr.ThrottledKeys, ThrottledKey{Key: k.Key, Count: k.Count})
+		tr.ThrottledKeys = append(tr.ThrottledKeys, report.ThrottledKey{Key: k.Key, Count: k.Count})
 	}
 	for c := range ingest.Class(ingest.NumClasses) {
 		tr.Findings = append(tr.Findings, t.keyFindings(c)...)
@@ -73,7 +80,9 @@ func (t *table) limit(c ingest.Class) float64 {
 	return t.s.ReadLimit
 }
 
-// rate converts units in the window to units per second.
+// rate converts units in the window to units per second over the window's
+// duration, at least one second (a table that just appeared must not turn
+// a handful of events into a huge rate).
 func (t *table) rate(units float64) float64 { return units / t.seconds }
 
 // peak is the class's peak rate: the store's sub-window peak when it has
@@ -90,8 +99,8 @@ func (t *table) active(c ingest.Class) bool {
 	return cs.Units > 0 && cs.Events >= t.s.MinEvents && t.peak(c) >= t.s.MinUnitsPerSecond
 }
 
-// share is a key's fraction of its class's units, recomputed from the
-// units so that an estimate's Share field and Units never disagree.
+// share is a key's fraction of its class's units, 0 to 1: the one
+// definition of a key's share, which the report carries to every output.
 func (t *table) share(c ingest.Class, k *sketch.KeyStat) float64 {
 	total := t.Classes[c].Units
 	if total <= 0 {
@@ -106,11 +115,11 @@ func (t *table) nearCeiling(c ingest.Class, rate float64) bool {
 	return rate >= t.s.LimitFraction*t.limit(c)
 }
 
-func (t *table) severity(c ingest.Class, rate float64) string {
+func (t *table) severity(c ingest.Class, rate float64) report.Severity {
 	if t.nearCeiling(c, rate) {
-		return SeverityCritical
+		return report.SeverityCritical
 	}
-	return SeverityWarning
+	return report.SeverityWarning
 }
 
 // ranked returns the class's tracked keys heaviest first, ties by key. The
@@ -136,13 +145,13 @@ func (t *table) ranked(c ingest.Class) []sketch.KeyStat {
 	return top
 }
 
-func (t *table) topKeys() []TopKey {
-	out := []TopKey{}
+func (t *table) topKeys() []report.TopKey {
+	out := []report.TopKey{}
 	for c := range ingest.Class(ingest.NumClasses) {
 		top := t.ranked(c)
 		for i := range top[:min(len(top), max(t.s.Top, 0))] {
 			k := &top[i]
-			out = append(out, TopKey{Key: k.Key, Class: c.String(), Units: k.Units, Share: t.share(c, k)})
+			out = append(out, report.TopKey{Key: k.Key, Class: c.String(), Units: k.Units, Share: t.share(c, k), UnitsPerSecond: t.rate(k.Units)})
 		}
 	}
 	return out
@@ -150,11 +159,11 @@ func (t *table) topKeys() []TopKey {
 
 // sortFindings orders findings critical first, then by share (highest
 // first), kind, class and key, so reports and golden files are stable.
-func sortFindings(fs []Finding) { slices.SortStableFunc(fs, compareFindings) }
+func sortFindings(fs []report.Finding) { slices.SortStableFunc(fs, compareFindings) }
 
-func compareFindings(a, b Finding) int {
-	rank := func(sev string) int {
-		if sev == SeverityCritical {
+func compareFindings(a, b report.Finding) int {
+	rank := func(sev report.Severity) int {
+		if sev == report.SeverityCritical {
 			return 0
 		}
 		return 1

@@ -1,11 +1,13 @@
 package detect
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
@@ -40,7 +42,7 @@ func TestEvaluateHotKeyWriteSharding(t *testing.T) {
 		t.Fatalf("findings = %+v, want one", fs)
 	}
 	f := fs[0]
-	if f.Kind != KindHotKey || f.Key != "USER#1" || f.Class != "write" || f.Severity != SeverityWarning {
+	if f.Kind != report.KindHotKey || f.Key != "USER#1" || f.Class != "write" || f.Severity != report.SeverityWarning {
 		t.Errorf("finding = %+v", f)
 	}
 	if want := 460.0 / 2000; f.Share != want {
@@ -50,7 +52,7 @@ func TestEvaluateHotKeyWriteSharding(t *testing.T) {
 		t.Errorf("units/s = %v, want %v", f.UnitsPerSecond, want)
 	}
 	rec := f.Recommendation
-	if rec == nil || rec.Kind != AdviceWriteSharding || rec.SuffixCount != 2 || rec.Example != "USER#1#0 .. USER#1#1" {
+	if rec == nil || rec.Kind != report.AdviceWriteSharding || rec.SuffixCount != 2 || rec.Example != "USER#1#0 .. USER#1#1" {
 		t.Errorf("recommendation = %+v", rec)
 	}
 }
@@ -69,9 +71,9 @@ func TestEvaluateSuffixCountFromRate(t *testing.T) {
 		r := Evaluate(snapshotOf(60, writes), DefaultSettings())
 		var got int
 		for _, f := range r.Tables[0].Findings {
-			if f.Kind == KindHotKey && f.Key == "HOT" {
+			if f.Kind == report.KindHotKey && f.Key == "HOT" {
 				got = f.Recommendation.SuffixCount
-				if f.Severity != SeverityCritical {
+				if f.Severity != report.SeverityCritical {
 					t.Errorf("units %v: severity %q, want critical", tc.units, f.Severity)
 				}
 			}
@@ -128,13 +130,35 @@ func TestEvaluatePure(t *testing.T) {
 	if !reflect.DeepEqual(first, second) {
 		t.Errorf("two evaluations of one snapshot differ")
 	}
-	kinds := map[string]bool{}
+	kinds := map[report.Kind]bool{}
 	for _, f := range first.Tables[0].Findings {
 		kinds[f.Kind] = true
 	}
-	for _, k := range []string{KindHotKey, KindTimeOrderedKey, KindHotPartition} {
+	for _, k := range []report.Kind{report.KindHotKey, report.KindTimeOrderedKey, report.KindHotPartition} {
 		if !kinds[k] {
 			t.Errorf("no %s finding in %+v", k, first.Tables[0].Findings)
 		}
+	}
+}
+
+// TestEvaluateEmptyMarshalsArrays checks that a report with nothing in it
+// still has arrays, not nulls, where tools iterate.
+func TestEvaluateEmptyMarshalsArrays(t *testing.T) {
+	r := Evaluate(snapshotOf(60, map[string]float64{}), DefaultSettings())
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Tables []struct {
+			TopKeys  []any `json:"top_keys"`
+			Findings []any `json:"findings"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Tables) != 1 || m.Tables[0].TopKeys == nil || m.Tables[0].Findings == nil {
+		t.Errorf("empty table marshals as %s", b)
 	}
 }

@@ -3,6 +3,7 @@ package detect
 import (
 	"fmt"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
@@ -17,8 +18,8 @@ import (
 //
 // A key can get both: the share says the design concentrates traffic, the
 // ceiling says throttling is close, and alerts can tell them apart by kind.
-func (t *table) keyFindings(c ingest.Class) []Finding {
-	var out []Finding
+func (t *table) keyFindings(c ingest.Class) []report.Finding {
+	var out []report.Finding
 	active := t.active(c)
 	for _, k := range t.ranked(c) {
 		share := t.share(c, &k)
@@ -28,7 +29,7 @@ func (t *table) keyFindings(c ingest.Class) []Finding {
 		if !hot && !ceiling {
 			break // keys are ranked: no lighter key is hot or near the ceiling
 		}
-		ev := &Evidence{
+		ev := &report.Evidence{
 			WindowSeconds: t.seconds,
 			Units:         k.Units,
 			ClassUnits:    t.Classes[c].Units,
@@ -39,8 +40,8 @@ func (t *table) keyFindings(c ingest.Class) []Finding {
 			e := *ev
 			e.Summary = fmt.Sprintf("%s carries %s of the %s's %s units (threshold %s), %s %s/s.",
 				quoteKey(k.Key), pct(share), t.noun(), c, pct(t.s.Threshold), num(rate), unitName(c))
-			out = append(out, Finding{
-				Kind: KindHotKey, Key: k.Key, Class: c.String(),
+			out = append(out, report.Finding{
+				Kind: report.KindHotKey, Key: k.Key, Class: c.String(),
 				Severity: t.severity(c, rate), Share: share, UnitsPerSecond: rate,
 				Recommendation: t.adviseKey(c, &k, share, rate), Evidence: &e,
 			})
@@ -49,9 +50,9 @@ func (t *table) keyFindings(c ingest.Class) []Finding {
 			e := *ev
 			e.Summary = fmt.Sprintf("%s runs at %s %s/s, %s of one partition's %s %s/s ceiling (alarm at %s).",
 				quoteKey(k.Key), num(rate), unitName(c), pct(rate/t.limit(c)), num(t.limit(c)), unitName(c), pct(t.s.LimitFraction))
-			out = append(out, Finding{
-				Kind: KindPartitionLimit, Key: k.Key, Class: c.String(),
-				Severity: SeverityCritical, Share: share, UnitsPerSecond: rate,
+			out = append(out, report.Finding{
+				Kind: report.KindPartitionLimit, Key: k.Key, Class: c.String(),
+				Severity: report.SeverityCritical, Share: share, UnitsPerSecond: rate,
 				Recommendation: t.adviseKey(c, &k, share, rate), Evidence: &e,
 			})
 		}
@@ -83,19 +84,19 @@ func (t *table) suffixCount(c ingest.Class, rate float64) int {
 //     is hash(sort key) mod N, so a point read still knows its one key;
 //   - write_sharding: otherwise (a write-hot single item such as a counter) —
 //     a random suffix, and reads fan out over the N keys.
-func (t *table) adviseKey(c ingest.Class, k *sketch.KeyStat, share, rate float64) *Recommendation {
+func (t *table) adviseKey(c ingest.Class, k *sketch.KeyStat, share, rate float64) *report.Recommendation {
 	who := t.subject(k.Key)
 	switch {
 	case c == ingest.Read && k.SortKeys <= 1:
-		return &Recommendation{
-			Kind: AdviceCache,
+		return &report.Recommendation{
+			Kind: report.AdviceCache,
 			Text: fmt.Sprintf("%s is one item read at %s RCU/s (%s of reads): serve it from DAX or an application cache, because spreading the key does not spread reads of one item.",
 				capitalize(who), num(rate), pct(share)),
 		}
 	case k.SortKeys > 1:
 		n := t.suffixCount(c, rate)
-		return &Recommendation{
-			Kind:        AdviceCalculatedSuffix,
+		return &report.Recommendation{
+			Kind:        report.AdviceCalculatedSuffix,
 			SuffixCount: n,
 			Example:     suffixExample(k.Key, n),
 			Text: fmt.Sprintf("Store the items of %s under %s with suffix = hash(sort key) mod %d: its %s sort keys spread over %d partitions, a read of one item computes its suffix and stays a single request, and only a query over the whole collection fans out over %s.",
@@ -103,8 +104,8 @@ func (t *table) adviseKey(c ingest.Class, k *sketch.KeyStat, share, rate float64
 		}
 	default:
 		n := t.suffixCount(c, rate)
-		return &Recommendation{
-			Kind:        AdviceWriteSharding,
+		return &report.Recommendation{
+			Kind:        report.AdviceWriteSharding,
 			SuffixCount: n,
 			Example:     suffixExample(k.Key, n),
 			Text: fmt.Sprintf("Write %s as %s with a random suffix so its %s %s/s spread over %d partitions; reads must then fan out over %s and combine the results.",

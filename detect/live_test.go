@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
@@ -41,15 +42,15 @@ func TestLiveWindowWithTracker(t *testing.T) {
 		if err := store.Put(context.Background(), batch); err != nil {
 			t.Fatal(err)
 		}
-		rep := tr.Evaluate(store.Snapshot())
+		rep, changes := tr.Evaluate(store.Snapshot())
 		is := false
 		for _, f := range tr.Flagged() {
 			if f.Table == "uniform" {
 				t.Fatalf("step %d: uniform table flagged: %+v", step, f.Finding)
 			}
-			if f.Table == "orders" && f.Finding.Kind == KindHotKey && f.Finding.Key == "ORDER#hot" {
+			if f.Table == "orders" && f.Finding.Kind == report.KindHotKey && f.Finding.Key == "ORDER#hot" {
 				is = true
-				if r := f.Finding.Recommendation; r == nil || r.Kind != AdviceWriteSharding || r.SuffixCount != 2 {
+				if r := f.Finding.Recommendation; r == nil || r.Kind != report.AdviceWriteSharding || r.SuffixCount != 2 {
 					t.Errorf("step %d: advice %+v, want write_sharding over 2 keys", step, r)
 				}
 			} else {
@@ -64,6 +65,11 @@ func TestLiveWindowWithTracker(t *testing.T) {
 		}
 		if was && !is {
 			clearedAt = append(clearedAt, step)
+		}
+		// The changes say the same as the flags before and after.
+		if want := is != was; len(changes) != 1 && want || len(changes) != 0 && !want ||
+			want && (changes[0].Cleared != was || changes[0].Finding.Key != "ORDER#hot") {
+			t.Errorf("step %d: changes %+v, flagged %v before and %v after", step, changes, was, is)
 		}
 		was = is
 		now = now.Add(tick)

@@ -3,6 +3,7 @@ package detect
 import (
 	"fmt"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
@@ -13,7 +14,7 @@ import (
 //
 // A shard holds many keys, and the snapshot does not say which; the advice
 // names the table's heaviest write key, the likeliest tenant.
-func (t *table) hotPartitions() []Finding {
+func (t *table) hotPartitions() []report.Finding {
 	var total uint64
 	for _, sh := range t.Shards {
 		total += sh.Records
@@ -22,7 +23,7 @@ func (t *table) hotPartitions() []Finding {
 		return nil
 	}
 	mean := float64(total) / float64(len(t.Shards))
-	var out []Finding
+	var out []report.Finding
 	for _, sh := range t.Shards {
 		share := float64(sh.Records) / float64(total)
 		if share < t.s.Threshold || float64(sh.Records) < t.s.ShardFactor*mean {
@@ -30,15 +31,15 @@ func (t *table) hotPartitions() []Finding {
 		}
 		// A stream record is one write of at least one WCU.
 		rate := t.rate(float64(sh.Records))
-		out = append(out, Finding{
-			Kind:           KindHotPartition,
+		out = append(out, report.Finding{
+			Kind:           report.KindHotPartition,
 			Key:            sh.Shard,
 			Class:          ingest.Write.String(),
 			Severity:       t.severity(ingest.Write, rate),
 			Share:          share,
 			UnitsPerSecond: rate,
 			Recommendation: t.adviseShard(sh.Shard, share, rate, mean),
-			Evidence: &Evidence{
+			Evidence: &report.Evidence{
 				Summary: fmt.Sprintf("Stream shard %s carries %s of the %s's %d stream records, %s× the mean of its %d shards.",
 					sh.Shard, pct(share), t.noun(), total, num(float64(sh.Records)/mean), len(t.Shards)),
 				WindowSeconds: t.seconds,
@@ -53,14 +54,14 @@ func (t *table) hotPartitions() []Finding {
 
 // adviseShard recommends write sharding for the heaviest write key, the
 // likeliest cause of a hot partition.
-func (t *table) adviseShard(shard string, share, rate, mean float64) *Recommendation {
+func (t *table) adviseShard(shard string, share, rate, mean float64) *report.Recommendation {
 	n := t.suffixCount(ingest.Write, rate)
 	key := "<key>"
 	if top := t.ranked(ingest.Write); len(top) > 0 {
 		key = top[0].Key
 	}
-	return &Recommendation{
-		Kind:        AdviceWriteSharding,
+	return &report.Recommendation{
+		Kind:        report.AdviceWriteSharding,
 		SuffixCount: n,
 		Example:     suffixExample(key, n),
 		Text: fmt.Sprintf("One physical partition (shard %s) takes %s of the writes: spread its heaviest keys, starting with %s, over %d keys with a random suffix (%s); reads must then fan out over %s.",

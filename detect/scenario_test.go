@@ -20,6 +20,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
@@ -268,11 +269,11 @@ type golden struct {
 }
 
 type goldenTable struct {
-	Table         string          `json:"table"`
-	Index         string          `json:"index,omitempty"`
-	Events        uint64          `json:"events"`
-	Findings      []goldenFinding `json:"findings"`
-	ThrottledKeys []ThrottledKey  `json:"throttled_keys,omitempty"`
+	Table         string                `json:"table"`
+	Index         string                `json:"index,omitempty"`
+	Events        uint64                `json:"events"`
+	Findings      []goldenFinding       `json:"findings"`
+	ThrottledKeys []report.ThrottledKey `json:"throttled_keys,omitempty"`
 }
 
 type goldenStep struct {
@@ -286,18 +287,18 @@ type goldenFlag struct {
 }
 
 type goldenFinding struct {
-	Kind           string  `json:"kind"`
-	Key            string  `json:"key,omitempty"`
-	Class          string  `json:"class,omitempty"`
-	Severity       string  `json:"severity"`
-	Share          float64 `json:"share"`
-	UnitsPerSecond float64 `json:"units_per_second"`
-	Recommendation string  `json:"recommendation"`
-	SuffixCount    int     `json:"suffix_count,omitempty"`
-	Example        string  `json:"example,omitempty"`
+	Kind           report.Kind       `json:"kind"`
+	Key            string            `json:"key,omitempty"`
+	Class          string            `json:"class,omitempty"`
+	Severity       report.Severity   `json:"severity"`
+	Share          float64           `json:"share"`
+	UnitsPerSecond float64           `json:"units_per_second"`
+	Recommendation report.AdviceKind `json:"recommendation"`
+	SuffixCount    int               `json:"suffix_count,omitempty"`
+	Example        string            `json:"example,omitempty"`
 }
 
-func toGolden(f Finding) goldenFinding {
+func toGolden(f report.Finding) goldenFinding {
 	g := goldenFinding{
 		Kind: f.Kind, Key: f.Key, Class: f.Class, Severity: f.Severity,
 		Share: round(f.Share, 1e-4), UnitsPerSecond: round(f.UnitsPerSecond, 1e-3),
@@ -404,7 +405,7 @@ func runScenario(t *testing.T, dir string) golden {
 			if err != nil {
 				t.Fatalf("step %d: %v", i+1, err)
 			}
-			rep := tr.Evaluate(snapshot(t, evs))
+			rep, _ := tr.Evaluate(snapshot(t, evs))
 			gs := goldenStep{Flagged: []goldenFlag{}}
 			for _, f := range tr.Flagged() {
 				gs.Flagged = append(gs.Flagged, goldenFlag{Table: f.Table, Index: f.Index, goldenFinding: toGolden(f.Finding)})
@@ -443,7 +444,7 @@ func runScenario(t *testing.T, dir string) golden {
 
 // checkReport asserts what holds for every report: texts present and naming
 // their key, evidence on every finding, findings in the documented order.
-func checkReport(t *testing.T, r Report) {
+func checkReport(t *testing.T, r report.Report) {
 	t.Helper()
 	for _, tr := range r.Tables {
 		if tr.TopKeys == nil || tr.Findings == nil {
@@ -460,7 +461,7 @@ func checkReport(t *testing.T, r Report) {
 				t.Errorf("%s %s %q: no recommendation text", tr.Table, f.Kind, f.Key)
 				continue
 			}
-			if f.Key != "" && f.Kind != KindHotPartition && !strings.Contains(f.Recommendation.Text, f.Key) {
+			if f.Key != "" && f.Kind != report.KindHotPartition && !strings.Contains(f.Recommendation.Text, f.Key) {
 				t.Errorf("%s %s: text %q does not name key %q", tr.Table, f.Kind, f.Recommendation.Text, f.Key)
 			}
 			if n := f.Recommendation.SuffixCount; n != 0 && n < 2 {
@@ -471,7 +472,7 @@ func checkReport(t *testing.T, r Report) {
 }
 
 // checkTrackerReport asserts the Tracker's report shows exactly its flags.
-func checkTrackerReport(t *testing.T, step int, r Report, flags []Flag) {
+func checkTrackerReport(t *testing.T, step int, r report.Report, flags []report.Flag) {
 	t.Helper()
 	n := 0
 	for _, tr := range r.Tables {

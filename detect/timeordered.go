@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
@@ -22,8 +23,8 @@ import (
 //
 // At most one finding per table, for the class with the larger time-shaped
 // share (writes on a tie).
-func (t *table) timeOrdered() (Finding, bool) {
-	var best Finding
+func (t *table) timeOrdered() (report.Finding, bool) {
+	var best report.Finding
 	found := false
 	for _, c := range []ingest.Class{ingest.Write, ingest.Read} {
 		if !t.active(c) {
@@ -55,15 +56,15 @@ func (t *table) timeOrdered() (Finding, bool) {
 			continue
 		}
 		rate := t.rate(firstUnits)
-		best = Finding{
-			Kind:           KindTimeOrderedKey,
+		best = report.Finding{
+			Kind:           report.KindTimeOrderedKey,
 			Key:            keys[0],
 			Class:          c.String(),
 			Severity:       t.severity(c, rate),
 			Share:          share,
 			UnitsPerSecond: rate,
 			Recommendation: adviseRekey(keys[0], first),
-			Evidence: &Evidence{
+			Evidence: &report.Evidence{
 				Summary: fmt.Sprintf("%s of the %s units of the %s's heaviest keys go to keys shaped like %ss (heaviest %s).",
 					pct(share), c, t.noun(), shapeNoun(first.Shape), quoteKey(keys[0])),
 				WindowSeconds: t.seconds,
@@ -93,11 +94,11 @@ func (t *table) plausible(m TimeMatch) bool {
 
 // adviseRekey recommends the entity id as partition key and the time in the
 // sort key, with the key rewritten as an example.
-func adviseRekey(key string, m TimeMatch) *Recommendation {
+func adviseRekey(key string, m TimeMatch) *report.Recommendation {
 	prefix, when, rest := key[:m.Start], key[m.Start:m.End], key[m.End:]
 	example := fmt.Sprintf("pk %s<entity id>, sk %s%s", prefix, when, rest)
-	return &Recommendation{
-		Kind:    AdviceRekey,
+	return &report.Recommendation{
+		Kind:    report.AdviceRekey,
 		Example: example,
 		Text: fmt.Sprintf("Keys like %s put all current traffic on the newest %s's partition: make the entity id the partition key and move the time into the sort key (%s), then query one entity by time range.",
 			quoteKey(key), shapeNoun(m.Shape), example),

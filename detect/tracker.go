@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
@@ -31,40 +32,33 @@ type Tracker struct {
 
 	mu      sync.Mutex
 	states  map[findingID]*tracked
-	flagged []Flag
+	flagged []report.Flag
 }
 
 // findingID identifies a finding across evaluations.
 type findingID struct {
-	table, index, kind, class, key string
+	table, index string
+	kind         report.Kind
+	class, key   string
 }
 
 // idOf identifies a finding. A table-wide finding (low_cardinality,
 // time_ordered_key: at most one per table) is the same finding when its
 // example key or class changes, e.g. when a date key rolls over at
 // midnight; it must not start a new hold and leave the old one behind.
-func idOf(table, index string, f Finding) findingID {
+func idOf(table, index string, f report.Finding) findingID {
 	switch f.Kind {
-	case KindLowCardinality, KindTimeOrderedKey:
+	case report.KindLowCardinality, report.KindTimeOrderedKey:
 		return findingID{table: table, index: index, kind: f.Kind}
 	}
-	return findingID{table, index, f.Kind, f.Class, f.Key}
+	return findingID{table: table, index: index, kind: f.Kind, class: f.Class, key: f.Key}
 }
 
 type tracked struct {
 	streak  int // consecutive evaluations Evaluate reported it
 	absent  int // consecutive evaluations it was not reported, while flagged
 	flagged bool
-	last    Finding
-}
-
-// Flag is a finding the Tracker currently flags, with the table (and index)
-// it is on. The hotkeyd_hot_key gauge has one series per Flag.
-type Flag struct {
-	Table string
-	// Index is the index name, empty for the base table.
-	Index   string
-	Finding Finding
+	last    report.Finding
 }
 
 // NewTracker returns a Tracker with nothing flagged. s should be valid
@@ -74,18 +68,21 @@ func NewTracker(s Settings) *Tracker {
 }
 
 // Evaluate runs Evaluate on snap, advances the hysteresis by one evaluation,
-// and returns the report with, per table, only the flagged findings.
-func (tr *Tracker) Evaluate(snap sketch.Snapshot) Report {
+// and returns the report with, per table, only the flagged findings, and
+// what changed: the findings raised in this evaluation in report order,
+// then those cleared, by table, index and report order.
+func (tr *Tracker) Evaluate(snap sketch.Snapshot) (report.Report, []report.Change) {
 	raw := Evaluate(snap, tr.s)
 	tables := map[[2]string]*table{}
 	for i := range snap.Tables {
 		ts := &snap.Tables[i]
-		tables[[2]string{ts.Table, ts.Index}] = &table{TableSnapshot: ts, s: tr.s, seconds: max(ts.End.Sub(ts.Start).Seconds(), 1)}
+		tables[[2]string{ts.Table, ts.Index}] = newTable(ts, tr.s)
 	}
 
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	seen := map[findingID]bool{}
+	var changes []report.Change
 	for _, t := range raw.Tables {
 		for _, f := range t.Findings {
 			id := idOf(t.Table, t.Index, f)
@@ -98,22 +95,29 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) Report {
 			st.streak++
 			st.absent = 0
 			st.last = f
-			if st.streak >= tr.s.HoldEvaluations {
+			if st.streak >= tr.s.HoldEvaluations && !st.flagged {
 				st.flagged = true
+				changes = append(changes, report.Change{Flag: report.Flag{Table: t.Table, Index: t.Index, Finding: f}})
 			}
 		}
 	}
+	var cleared []report.Change
 	for id, st := range tr.states {
 		if seen[id] {
 			continue
 		}
 		t := tables[[2]string{id.table, id.index}]
 		if !st.flagged || t == nil || !tr.holds(t, id, st) {
+			if st.flagged {
+				cleared = append(cleared, report.Change{Flag: report.Flag{Table: id.table, Index: id.index, Finding: st.last}, Cleared: true})
+			}
 			delete(tr.states, id)
 		}
 	}
+	slices.SortFunc(cleared, func(a, b report.Change) int { return compareFlags(a.Flag, b.Flag) })
+	changes = append(changes, cleared...)
 
-	byTable := map[[2]string][]Finding{}
+	byTable := map[[2]string][]report.Finding{}
 	tr.flagged = tr.flagged[:0]
 	for id, st := range tr.states {
 		if !st.flagged {
@@ -121,21 +125,24 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) Report {
 		}
 		tid := [2]string{id.table, id.index}
 		byTable[tid] = append(byTable[tid], st.last)
-		tr.flagged = append(tr.flagged, Flag{Table: id.table, Index: id.index, Finding: st.last})
+		tr.flagged = append(tr.flagged, report.Flag{Table: id.table, Index: id.index, Finding: st.last})
 	}
-	slices.SortFunc(tr.flagged, func(a, b Flag) int {
-		return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Index, b.Index), compareFindings(a.Finding, b.Finding))
-	})
+	slices.SortFunc(tr.flagged, compareFlags)
 	for i := range raw.Tables {
 		t := &raw.Tables[i]
 		fs := byTable[[2]string{t.Table, t.Index}]
 		if fs == nil {
-			fs = []Finding{}
+			fs = []report.Finding{}
 		}
 		sortFindings(fs)
 		t.Findings = fs
 	}
-	return raw
+	return raw, changes
+}
+
+// compareFlags orders flags by table, index, then in report order.
+func compareFlags(a, b report.Flag) int {
+	return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Index, b.Index), compareFindings(a.Finding, b.Finding))
 }
 
 // holds decides whether a flagged finding that Evaluate did not report this
@@ -143,7 +150,7 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) Report {
 func (tr *Tracker) holds(t *table, id findingID, st *tracked) bool {
 	c, ok := ingest.ParseClass(id.class)
 	switch id.kind {
-	case KindHotKey, KindPartitionLimit:
+	case report.KindHotKey, report.KindPartitionLimit:
 		if !ok {
 			return false
 		}
@@ -157,14 +164,14 @@ func (tr *Tracker) holds(t *table, id findingID, st *tracked) bool {
 			return false
 		}
 		share, rate := t.share(c, k), t.rate(k.Units)
-		if id.kind == KindHotKey && (!t.active(c) || share < tr.s.ClearThreshold) {
+		if id.kind == report.KindHotKey && (!t.active(c) || share < tr.s.ClearThreshold) {
 			return false
 		}
-		if id.kind == KindPartitionLimit && rate < tr.s.ClearLimitFraction*t.limit(c) {
+		if id.kind == report.KindPartitionLimit && rate < tr.s.ClearLimitFraction*t.limit(c) {
 			return false
 		}
 		st.last.Share, st.last.UnitsPerSecond = share, rate
-		if id.kind == KindHotKey {
+		if id.kind == report.KindHotKey {
 			st.last.Severity = t.severity(c, rate)
 		}
 		return true
@@ -176,7 +183,7 @@ func (tr *Tracker) holds(t *table, id findingID, st *tracked) bool {
 
 // Flagged returns the findings flagged by the last Evaluate, sorted by
 // table, index, then in report order. The slice is the caller's.
-func (tr *Tracker) Flagged() []Flag {
+func (tr *Tracker) Flagged() []report.Flag {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return slices.Clone(tr.flagged)

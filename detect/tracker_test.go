@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -83,10 +84,10 @@ func TestTrackerTableWideHoldAndClear(t *testing.T) {
 		{status, 0}, {status, 1}, {healthy, 1}, {healthy, 0}, {status, 0}, {status, 1},
 	}
 	for i, st := range steps {
-		rep := tr.Evaluate(snapshotOf(60, st.writes))
+		rep, _ := tr.Evaluate(snapshotOf(60, st.writes))
 		n := 0
 		for _, f := range tr.Flagged() {
-			if f.Finding.Kind == KindLowCardinality {
+			if f.Finding.Kind == report.KindLowCardinality {
 				n++
 			}
 		}
@@ -155,7 +156,7 @@ func TestTrackerTimeOrderedRollsOver(t *testing.T) {
 		tr.Evaluate(day(d))
 		var keys []string
 		for _, f := range tr.Flagged() {
-			if f.Finding.Kind == KindTimeOrderedKey {
+			if f.Finding.Kind == report.KindTimeOrderedKey {
 				keys = append(keys, f.Finding.Key)
 			}
 		}
@@ -165,6 +166,45 @@ func TestTrackerTimeOrderedRollsOver(t *testing.T) {
 		}
 		if !equalStrings(keys, want) {
 			t.Errorf("step %d: time_ordered_key flags %q, want %q", i+1, keys, want)
+		}
+	}
+}
+
+// TestTrackerChanges checks that Evaluate reports a finding once when it is
+// raised, nothing while it stays flagged, and once when it is cleared, with
+// its last numbers; and that a table leaving the snapshot clears its flags.
+func TestTrackerChanges(t *testing.T) {
+	s := DefaultSettings()
+	s.HoldEvaluations = 2
+	tr := NewTracker(s)
+	changesOf := func(snap sketch.Snapshot) []string {
+		_, changes := tr.Evaluate(snap)
+		var out []string
+		for _, c := range changes {
+			what := "raised"
+			if c.Cleared {
+				what = "cleared"
+			}
+			out = append(out, fmt.Sprintf("%s %s %s %s %.0f", what, c.Table, c.Finding.Kind, c.Finding.Key, c.Finding.UnitsPerSecond))
+		}
+		return out
+	}
+	steps := []struct {
+		snap sketch.Snapshot
+		want []string
+	}{
+		{rateSnapshot(850), nil},
+		{rateSnapshot(850), []string{"raised orders hot_key KEY 850", "raised orders partition_limit KEY 850"}},
+		{rateSnapshot(850), nil},
+		// 750 WCU/s holds the limit finding in its band: no change.
+		{rateSnapshot(750), nil},
+		{rateSnapshot(650), []string{"cleared orders partition_limit KEY 750"}},
+		{sketch.Snapshot{}, []string{"cleared orders hot_key KEY 650"}},
+		{sketch.Snapshot{}, nil},
+	}
+	for i, st := range steps {
+		if got := changesOf(st.snap); !equalStrings(got, st.want) {
+			t.Errorf("step %d: changes %q, want %q", i+1, got, st.want)
 		}
 	}
 }

@@ -4,22 +4,27 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/detect/report"
 )
 
 // hotkeysHandler serves /api/v1/hotkeys: the latest report, keys masked, in
 // the JSON shape of `hotkeyd analyze --format json`. ?table=NAME keeps that
 // table and its indexes; ?index=NAME then keeps one index ("" or absent
-// keeps all).
+// keeps all). An idle entry (report.TableReport.Idle: nothing in the window,
+// as a CloudTrail table whose traffic has left it) is listed only when its
+// table is asked for by name.
 type hotkeysHandler struct {
 	live   *Live
 	masker *KeyMasker
+	log    *zap.Logger
 }
 
 func (h hotkeysHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := h.live.Load()
 	if st == nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{
+		writeJSON(w, h.log, http.StatusServiceUnavailable, map[string]string{
 			"error": "no report yet: the first one is made at the first detector tick after start",
 		})
 		return
@@ -28,28 +33,35 @@ func (h hotkeysHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	table, index := q.Get("table"), q.Get("index")
 	_, byIndex := q["index"]
 	rep := st.Report
-	tables := make([]detect.TableReport, 0, len(rep.Tables))
+	tables := make([]report.TableReport, 0, len(rep.Tables))
 	for _, t := range rep.Tables {
-		if table != "" && t.Table != table || byIndex && t.Index != index {
+		if table != "" && t.Table != table || byIndex && t.Index != index || table == "" && t.Idle() {
 			continue
 		}
 		// Arrays, not nulls, for tools that iterate without checking.
 		if t.TopKeys == nil {
-			t.TopKeys = []detect.TopKey{}
+			t.TopKeys = []report.TopKey{}
 		}
 		if t.Findings == nil {
-			t.Findings = []detect.Finding{}
+			t.Findings = []report.Finding{}
 		}
 		tables = append(tables, t)
 	}
 	rep.Tables = tables
-	writeJSON(w, http.StatusOK, h.masker.MaskReport(rep))
+	writeJSON(w, h.log, http.StatusOK, h.masker.MaskReport(rep))
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeJSON answers status with v as indented JSON. It encodes before it
+// answers, so that a value JSON cannot hold (a +Inf) gives a 500 with the
+// error, logged, instead of a 200 with an empty or cut body.
+func writeJSON(w http.ResponseWriter, log *zap.Logger, status int, v any) {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		log.Error("cannot encode the API response", zap.Int("status", status), zap.Error(err))
+		status = http.StatusInternalServerError
+		body, _ = json.Marshal(map[string]string{"error": "cannot encode the report: " + err.Error()})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v) // the client went away; nothing to do
+	_, _ = w.Write(append(body, '\n')) // the client went away; nothing to do
 }

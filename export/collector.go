@@ -1,17 +1,13 @@
 package export
 
 import (
-	"cmp"
-	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
-	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
 // DefaultTopN is the number of keys exported per table and class when
@@ -27,9 +23,11 @@ type CollectorConfig struct {
 	Masker *KeyMasker
 }
 
-// Collector is a prometheus.Collector over the latest State in a Live: the
-// top keys of every table and class, the flagged findings, distinct
-// partition keys, throttled keys, and how many keys were left out.
+// Collector is a prometheus.Collector over the latest State in a Live: it
+// renders the report's top keys of every table and class, the flagged
+// findings, distinct partition keys, throttled keys, and how many keys were
+// left out. It computes no share, rate or ranking of its own: those are
+// the report's.
 //
 // Every metric is a const metric built from the State, so a key that left
 // the top-K is simply not emitted at the next scrape and the number of series
@@ -108,94 +106,53 @@ func (c *Collector) build(st *State) []prometheus.Metric {
 	var ms []prometheus.Metric
 	b := labelDeduper{}
 	ms = append(ms, prometheus.MustNewConstMetric(descLastEvaluation, prometheus.GaugeValue, float64(st.Updated.UnixNano())/1e9))
-	for i := range st.Snapshot.Tables {
-		ms = c.buildTable(ms, &b, &st.Snapshot.Tables[i])
-	}
-	maxFindings := 2 * ingest.NumClasses * c.topN
-	for _, t := range st.Report.Tables {
-		table := TableLabel(t.Table, t.Index)
-		for i, f := range t.Findings {
-			if i == maxFindings {
-				break
-			}
-			rec := "none"
-			if f.Recommendation != nil && f.Recommendation.Kind != "" {
-				rec = f.Recommendation.Kind
-			}
-			key := c.findingKey(f)
-			key = b.unique(descHotKey, table+"\xff"+f.Class+"\xff"+f.Kind+"\xff"+rec, key)
-			ms = append(ms, prometheus.MustNewConstMetric(descHotKey, prometheus.GaugeValue, 1, table, f.Class, key, f.Kind, rec))
-		}
+	for i := range st.Report.Tables {
+		ms = c.buildTable(ms, &b, &st.Report.Tables[i])
 	}
 	return ms
 }
 
-// findingKey returns the key label of a finding: a partition key is masked,
-// a shard id (hot_partition) is not.
-func (c *Collector) findingKey(f detect.Finding) string {
-	if f.Kind == "hot_partition" {
-		return f.Key
-	}
-	return c.masker.Mask(f.Key)
-}
+// buildTable appends the metrics of one table or index: its top keys (the
+// report's numbers, at most TopN per class), distinct and omitted keys,
+// throttled keys and flagged findings.
+func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, t *report.TableReport) []prometheus.Metric {
+	table := TableLabel(t.Table, t.Index)
+	ms = append(ms, prometheus.MustNewConstMetric(descDistinct, prometheus.GaugeValue, float64(t.DistinctPartitionKeys), table))
 
-// buildTable appends the metrics of one table or index.
-func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, ts *sketch.TableSnapshot) []prometheus.Metric {
-	table := TableLabel(ts.Table, ts.Index)
-	ms = append(ms, prometheus.MustNewConstMetric(descDistinct, prometheus.GaugeValue, float64(ts.DistinctKeys), table))
-
-	// A window shorter than a second (a table that just appeared) would
-	// turn a handful of events into a huge rate.
-	span := ts.End.Sub(ts.Start)
-	if span < time.Second {
-		span = time.Second
-	}
 	exported := make(map[string]struct{}, ingest.NumClasses*c.topN)
-	for class := range ts.Classes {
-		cs := &ts.Classes[class]
-		className := ingest.Class(class).String()
-		for _, k := range rankedTop(cs.Top, c.topN) {
-			exported[k.Key] = struct{}{}
-			// Share from the units, as the detector computes it, so that
-			// the metric and the report agree.
-			share := 0.0
-			if cs.Units > 0 {
-				share = min(k.Units/cs.Units, 1)
-			}
-			key := b.unique(descKeyShare, table+"\xff"+className, c.masker.Mask(k.Key))
-			ms = append(ms,
-				prometheus.MustNewConstMetric(descKeyUnitsPerSecond, prometheus.GaugeValue, k.Units/span.Seconds(), table, className, key),
-				prometheus.MustNewConstMetric(descKeyShare, prometheus.GaugeValue, share, table, className, key))
+	perClass := map[string]int{}
+	for _, k := range t.TopKeys {
+		if perClass[k.Class] == c.topN {
+			continue
 		}
+		perClass[k.Class]++
+		exported[k.Key] = struct{}{}
+		key := b.unique(descKeyShare, table+"\xff"+k.Class, c.masker.Mask(k.Key))
+		ms = append(ms,
+			prometheus.MustNewConstMetric(descKeyUnitsPerSecond, prometheus.GaugeValue, k.UnitsPerSecond, table, k.Class, key),
+			prometheus.MustNewConstMetric(descKeyShare, prometheus.GaugeValue, k.Share, table, k.Class, key))
 	}
 	omitted := uint64(0)
-	if ts.DistinctKeys > uint64(len(exported)) {
-		omitted = ts.DistinctKeys - uint64(len(exported))
+	if t.DistinctPartitionKeys > uint64(len(exported)) {
+		omitted = t.DistinctPartitionKeys - uint64(len(exported))
 	}
 	ms = append(ms, prometheus.MustNewConstMetric(descKeysOmitted, prometheus.GaugeValue, float64(omitted), table))
 
-	throttled := ts.Throttled
-	if len(throttled) > c.topN {
-		throttled = throttled[:c.topN]
-	}
-	for _, k := range throttled {
+	for _, k := range t.ThrottledKeys[:min(len(t.ThrottledKeys), c.topN)] {
 		key := b.unique(descKeyThrottled, table, c.masker.Mask(k.Key))
 		ms = append(ms, prometheus.MustNewConstMetric(descKeyThrottled, prometheus.GaugeValue, float64(k.Count), table, key))
 	}
-	return ms
-}
 
-// rankedTop returns the n heaviest keys, ties by key, as the report ranks
-// them.
-func rankedTop(top []sketch.KeyStat, n int) []sketch.KeyStat {
-	top = slices.Clone(top)
-	slices.SortStableFunc(top, func(a, b sketch.KeyStat) int {
-		if a.Units != b.Units {
-			return cmp.Compare(b.Units, a.Units)
+	maxFindings := 2 * ingest.NumClasses * c.topN
+	for _, f := range t.Findings[:min(len(t.Findings), maxFindings)] {
+		rec := "none"
+		if f.Recommendation != nil && f.Recommendation.Kind != "" {
+			rec = string(f.Recommendation.Kind)
 		}
-		return cmp.Compare(a.Key, b.Key)
-	})
-	return top[:min(len(top), n)]
+		key := b.unique(descHotKey, table+"\xff"+f.Class+"\xff"+string(f.Kind)+"\xff"+rec, c.masker.FindingKey(f))
+		ms = append(ms, prometheus.MustNewConstMetric(descHotKey, prometheus.GaugeValue, 1, table, f.Class, key, string(f.Kind), rec))
+	}
+	return ms
 }
 
 // labelDeduper keeps masked keys unique within a metric's other labels. In

@@ -8,15 +8,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
 // bigState is 50 tables with 100 tracked keys per class, as a busy account
 // would have.
-func bigState() (sketch.Snapshot, detect.Report) {
+func bigState() report.Report {
 	var snap sketch.Snapshot
-	var rep detect.Report
 	for ti := range 50 {
 		ts := sketch.TableSnapshot{Table: fmt.Sprintf("table-%02d", ti), Start: t0, End: t0.Add(time.Minute), DistinctKeys: 1_000_000}
 		for c := range ts.Classes {
@@ -27,18 +27,21 @@ func bigState() (sketch.Snapshot, detect.Report) {
 			ts.Classes[c] = cs
 		}
 		snap.Tables = append(snap.Tables, ts)
-		rep.Tables = append(rep.Tables, detect.TableReport{Table: ts.Table, Findings: []detect.Finding{
-			{Kind: "hot_key", Key: "USER#1-0", Class: ingest.Write.String(), Recommendation: &detect.Recommendation{Kind: "write_sharding"}},
-		}})
 	}
-	return snap, rep
+	rep := detect.Evaluate(snap, detect.DefaultSettings())
+	for i := range rep.Tables {
+		rep.Tables[i].Findings = []report.Finding{
+			{Kind: "hot_key", Key: "USER#1-0", Class: ingest.Write.String(), Recommendation: &report.Recommendation{Kind: "write_sharding"}},
+		}
+	}
+	return rep
 }
 
 // BenchmarkCollect measures a scrape of the Collector in hash mode: the
 // first after a detector tick builds (and masks) the metrics, later ones
 // reuse them.
 func BenchmarkCollect(b *testing.B) {
-	snap, rep := bigState()
+	rep := bigState()
 	m := mustMasker(b, KeysHash, "k")
 	drain := func(c *Collector) int {
 		ch := make(chan prometheus.Metric, 4096)
@@ -56,14 +59,14 @@ func BenchmarkCollect(b *testing.B) {
 		b.ReportAllocs()
 		n := 0
 		for b.Loop() {
-			live.Update(snap, rep)
+			live.Update(rep)
 			n = drain(c)
 		}
 		b.ReportMetric(float64(n), "series")
 	})
 	b.Run("cached", func(b *testing.B) {
 		live := NewLive(nil)
-		live.Update(snap, rep)
+		live.Update(rep)
 		c := NewCollector(live, CollectorConfig{Masker: m})
 		drain(c)
 		b.ReportAllocs()

@@ -14,16 +14,17 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
-// handState is a window of two tables, one index, a throttled key and three
-// findings, built by hand.
-func handState() (sketch.Snapshot, detect.Report) {
-	snap := sketch.Snapshot{Start: t0, End: t0.Add(100 * time.Second), Tables: []sketch.TableSnapshot{
+// handSnapshot is a window of two tables, one index and a throttled key,
+// built by hand.
+func handSnapshot() sketch.Snapshot {
+	return sketch.Snapshot{Start: t0, End: t0.Add(100 * time.Second), Tables: []sketch.TableSnapshot{
 		{
 			Table: "orders", Start: t0, End: t0.Add(100 * time.Second), Events: 300, DistinctKeys: 1000,
 			Classes: [ingest.NumClasses]sketch.ClassStats{
@@ -44,18 +45,25 @@ func handState() (sketch.Snapshot, detect.Report) {
 			},
 		},
 	}}
-	rep := detect.Report{Start: snap.Start, End: snap.End, Events: 350, Tables: []detect.TableReport{
-		{Table: "orders", Findings: []detect.Finding{
-			{Kind: "hot_key", Key: "USER#alice", Class: "write", Share: 0.6, UnitsPerSecond: 6,
-				Recommendation: &detect.Recommendation{Kind: "write_sharding", SuffixCount: 4, Text: "shard USER#alice"}},
-			{Kind: "hot_partition", Key: "shardId-0001", Share: 0.7},
-		}},
-		{Table: "orders", Index: "status-index", Findings: []detect.Finding{
-			{Kind: "low_cardinality", Class: "read", Share: 0.8, Recommendation: &detect.Recommendation{Kind: "gsi", Text: "re-key"}},
-		}},
-	}}
-	return snap, rep
 }
+
+// handReport is the detector's report of snap with three findings set by
+// hand, one of each key case (a partition key, a shard, no key).
+func handReport(snap sketch.Snapshot) report.Report {
+	rep := detect.Evaluate(snap, detect.DefaultSettings())
+	rep.Tables[0].Findings = []report.Finding{
+		{Kind: "hot_key", Key: "USER#alice", Class: "write", Share: 0.6, UnitsPerSecond: 6,
+			Recommendation: &report.Recommendation{Kind: "write_sharding", SuffixCount: 4, Text: "shard USER#alice"}},
+		{Kind: "hot_partition", Key: "shardId-0001", Share: 0.7},
+	}
+	rep.Tables[1].Findings = []report.Finding{
+		{Kind: "low_cardinality", Class: "read", Share: 0.8, Recommendation: &report.Recommendation{Kind: "gsi", Text: "re-key"}},
+	}
+	return rep
+}
+
+// handState is handReport of handSnapshot.
+func handState() report.Report { return handReport(handSnapshot()) }
 
 func TestCollectorPlain(t *testing.T) {
 	live := NewLive(func() time.Time { return t0.Add(101 * time.Second) })
@@ -110,10 +118,11 @@ hotkeyd_partition_keys_distinct{table="orders/status-index"} 2
 	}
 
 	// A key that left the top-K disappears at the next scrape.
-	snap, rep := handState()
+	snap := handSnapshot()
 	snap.Tables[0].Classes[ingest.Write].Top = []sketch.KeyStat{{Key: "USER#dave", Units: 700}}
+	rep := handReport(snap)
 	rep.Tables[0].Findings = nil
-	live.Update(snap, rep)
+	live.Update(rep)
 	got, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain, "hotkeyd_key_share", "hotkeyd_hot_key")
 	if err != nil {
 		t.Fatal(err)
@@ -215,8 +224,13 @@ func TestCardinalityBounded(t *testing.T) {
 				batch = make([]ingest.Event, 0, 1024)
 			}
 		}
-		snap := store.Snapshot()
-		live.Update(snap, detect.Report{Start: snap.Start, End: snap.End})
+		// The key series are what is counted: the report's findings are
+		// left out.
+		rep := detect.Evaluate(store.Snapshot(), detect.DefaultSettings())
+		for i := range rep.Tables {
+			rep.Tables[i].Findings = nil
+		}
+		live.Update(rep)
 		n, err := testutil.GatherAndCount(reg)
 		if err != nil {
 			t.Fatal(err)
@@ -273,15 +287,13 @@ func TestCardinalityBounded(t *testing.T) {
 func TestLiveConcurrent(t *testing.T) {
 	live := NewLive(nil)
 	c := NewCollector(live, CollectorConfig{Masker: mustMasker(t, KeysHash, "k")})
-	h := hotkeysHandler{live: live, masker: mustMasker(t, KeysHash, "k")}
-	snap, rep := handState()
-	live.Update(snap, rep)
+	h := hotkeysHandler{live: live, masker: mustMasker(t, KeysHash, "k"), log: nopLogger()}
+	live.Update(handState())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for range 200 {
-			s, r := handState()
-			live.Update(s, r)
+			live.Update(handState())
 		}
 	}()
 	for range 200 {

@@ -4,19 +4,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/detect"
-	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 )
 
-// State is one detector tick's result: the window it looked at and the
-// report it made. A State is immutable once published.
+// State is one detector tick's result: the report it made, which every
+// output (metrics, API, logs) renders. A State is immutable once published.
 type State struct {
-	// Snapshot is the window the report was made from; the key metrics are
-	// read from it.
-	Snapshot sketch.Snapshot
 	// Report is the detector's report (in live mode, with the findings the
 	// tracker holds flagged).
-	Report detect.Report
+	Report report.Report
 	// Updated is when the State was published.
 	Updated time.Time
 }
@@ -38,9 +34,9 @@ func NewLive(now func() time.Time) *Live {
 }
 
 // Update publishes the result of one detector tick. The caller must not
-// modify snap or rep afterwards.
-func (l *Live) Update(snap sketch.Snapshot, rep detect.Report) {
-	l.state.Store(&State{Snapshot: snap, Report: rep, Updated: l.now()})
+// modify rep afterwards.
+func (l *Live) Update(rep report.Report) {
+	l.state.Store(&State{Report: rep, Updated: l.now()})
 }
 
 // Load returns the latest State, or nil before the first Update.

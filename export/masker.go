@@ -13,10 +13,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 )
 
-// KeyMode says how partition keys are shown outside the process.
+// KeyMode says how partition keys are shown outside the process: the keys
+// setting of the config file and the --keys flag, by the same names.
 type KeyMode string
 
 const (
@@ -32,13 +33,18 @@ const (
 // ParseKeyMode maps "plain", "hash" and "redact" to a KeyMode; the empty
 // string means plain.
 func ParseKeyMode(s string) (KeyMode, error) {
-	switch KeyMode(s) {
-	case "", KeysPlain:
+	if s == "" {
 		return KeysPlain, nil
-	case KeysHash, KeysRedact:
-		return KeyMode(s), nil
+	}
+	if m := KeyMode(s); m.Valid() {
+		return m, nil
 	}
 	return "", fmt.Errorf("key mode %q: want plain, hash or redact", s)
+}
+
+// Valid reports whether m is one of the three modes (the empty mode is not).
+func (m KeyMode) Valid() bool {
+	return m == KeysPlain || m == KeysHash || m == KeysRedact
 }
 
 // redacted replaces the id part of a key in redact mode.
@@ -143,12 +149,12 @@ func entityPrefix(key string) string {
 // text. A hot_partition finding's key is a stream shard id, not a partition
 // key, and is kept. In plain mode r itself is returned; reports are never
 // modified in place.
-func (m *KeyMasker) MaskReport(r detect.Report) detect.Report {
+func (m *KeyMasker) MaskReport(r report.Report) report.Report {
 	if m == nil || m.mode == KeysPlain {
 		return r
 	}
 	out := r
-	out.Tables = make([]detect.TableReport, len(r.Tables))
+	out.Tables = make([]report.TableReport, len(r.Tables))
 	for i, t := range r.Tables {
 		out.Tables[i] = m.MaskTable(t)
 	}
@@ -156,7 +162,7 @@ func (m *KeyMasker) MaskReport(r detect.Report) detect.Report {
 }
 
 // MaskTable is MaskReport for one table's entry.
-func (m *KeyMasker) MaskTable(t detect.TableReport) detect.TableReport {
+func (m *KeyMasker) MaskTable(t report.TableReport) report.TableReport {
 	if m == nil || m.mode == KeysPlain {
 		return t
 	}
@@ -176,21 +182,21 @@ func (m *KeyMasker) MaskTable(t detect.TableReport) detect.TableReport {
 
 	mt := t
 	if t.TopKeys != nil {
-		mt.TopKeys = make([]detect.TopKey, len(t.TopKeys))
+		mt.TopKeys = make([]report.TopKey, len(t.TopKeys))
 		for j, k := range t.TopKeys {
 			k.Key = m.Mask(k.Key)
 			mt.TopKeys[j] = k
 		}
 	}
 	if t.ThrottledKeys != nil {
-		mt.ThrottledKeys = make([]detect.ThrottledKey, len(t.ThrottledKeys))
+		mt.ThrottledKeys = make([]report.ThrottledKey, len(t.ThrottledKeys))
 		for j, k := range t.ThrottledKeys {
 			k.Key = m.Mask(k.Key)
 			mt.ThrottledKeys[j] = k
 		}
 	}
 	if t.Findings != nil {
-		mt.Findings = make([]detect.Finding, len(t.Findings))
+		mt.Findings = make([]report.Finding, len(t.Findings))
 		for j, f := range t.Findings {
 			mt.Findings[j] = m.maskFinding(f, pairs)
 		}
@@ -198,11 +204,21 @@ func (m *KeyMasker) MaskTable(t detect.TableReport) detect.TableReport {
 	return mt
 }
 
+// FindingKey returns the form of a finding's key shown outside the process:
+// masked when it is a partition key, as it is when it names something else
+// (a stream shard).
+func (m *KeyMasker) FindingKey(f report.Finding) string {
+	if f.KeyType() != report.PartitionKey {
+		return f.Key
+	}
+	return m.Mask(f.Key)
+}
+
 // MaskFinding returns a copy of f with its key and evidence keys masked, also
 // where its recommendation and evidence repeat them in their text. Log lines
 // of findings go through it. A hot_partition finding's key (a shard id) is
 // kept.
-func (m *KeyMasker) MaskFinding(f detect.Finding) detect.Finding {
+func (m *KeyMasker) MaskFinding(f report.Finding) report.Finding {
 	if m == nil || m.mode == KeysPlain {
 		return f
 	}
@@ -212,8 +228,8 @@ func (m *KeyMasker) MaskFinding(f detect.Finding) detect.Finding {
 // findingKeys appends the partition keys a finding names: its key (unless
 // it is a shard), its evidence keys, and the key a sharding example
 // ("K#0 .. K#3") is built on, which a hot_partition finding names only there.
-func findingKeys(f detect.Finding, keys []string) []string {
-	if f.Kind != "hot_partition" {
+func findingKeys(f report.Finding, keys []string) []string {
+	if f.KeyType() == report.PartitionKey {
 		keys = append(keys, f.Key)
 	}
 	if f.Evidence != nil {
@@ -253,13 +269,11 @@ func (m *KeyMasker) replacements(keys []string) []replacement {
 	return out
 }
 
-func (m *KeyMasker) maskFinding(f detect.Finding, pairs []replacement) detect.Finding {
-	if f.Kind != "hot_partition" {
-		f.Key = m.Mask(f.Key)
-	}
+func (m *KeyMasker) maskFinding(f report.Finding, pairs []replacement) report.Finding {
+	f.Key = m.FindingKey(f)
 	if f.Recommendation != nil {
 		rec := *f.Recommendation
-		if rec.Kind == "rekey" && rec.Example != "" {
+		if rec.Kind == report.AdviceRekey && rec.Example != "" {
 			// The re-key example rewrites the key around its time part,
 			// so the key is not there to be replaced whole.
 			const generic = "pk <entity id>, sk <time>"

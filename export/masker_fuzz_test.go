@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 )
 
 var hashedForm = regexp.MustCompile(`^[0-9a-f]{8}$`)
@@ -38,7 +38,7 @@ func FuzzMask(f *testing.F) {
 		if strings.ContainsAny(key, " \"\\") || !isWordByte(key[0]) || !isWordByte(key[len(key)-1]) {
 			return
 		}
-		fd := detect.Finding{Kind: "hot_key", Key: key, Recommendation: &detect.Recommendation{
+		fd := report.Finding{Kind: "hot_key", Key: key, Recommendation: &report.Recommendation{
 			Kind: "write_sharding", Example: key + "#0 .. " + key + "#3", Text: "shard " + key + " now",
 		}}
 		m := hash.MaskFinding(fd)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 )
 
 func mustMasker(t testing.TB, mode KeyMode, key string) *KeyMasker {
@@ -96,24 +96,24 @@ func TestNewKeyMaskerErrors(t *testing.T) {
 	}
 }
 
-func sampleReport() detect.Report {
-	return detect.Report{
+func sampleReport() report.Report {
+	return report.Report{
 		Events: 100,
-		Tables: []detect.TableReport{{
+		Tables: []report.TableReport{{
 			Table: "orders",
-			TopKeys: []detect.TopKey{
+			TopKeys: []report.TopKey{
 				{Key: "USER#alice@example.com", Class: "write", Units: 46, Share: 0.46},
 				{Key: "USER#bob@example.com", Class: "write", Units: 10, Share: 0.10},
 			},
-			Findings: []detect.Finding{
+			Findings: []report.Finding{
 				{Kind: "hot_key", Key: "USER#alice@example.com", Class: "write", Share: 0.46, UnitsPerSecond: 1.5,
-					Recommendation: &detect.Recommendation{Kind: "write_sharding", SuffixCount: 4,
+					Recommendation: &report.Recommendation{Kind: "write_sharding", SuffixCount: 4,
 						Example: "USER#alice@example.com#0 .. USER#alice@example.com#3",
 						Text:    "shard USER#alice@example.com over 4 suffixes"}},
 				{Kind: "hot_partition", Key: "shardId-00000001", Share: 0.6},
 				{Kind: "low_cardinality", Share: 0.9},
 			},
-			ThrottledKeys: []detect.ThrottledKey{{Key: "C-7781", Count: 422}},
+			ThrottledKeys: []report.ThrottledKey{{Key: "C-7781", Count: 422}},
 		}},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
@@ -40,13 +41,13 @@ func privacySnapshot() sketch.Snapshot {
 // nor a recognisable part of one, survives masking anywhere in the report.
 func TestMaskedReportLeaksNoKey(t *testing.T) {
 	rep := detect.Evaluate(privacySnapshot(), detect.DefaultSettings())
-	kinds := map[string]bool{}
+	kinds := map[report.Kind]bool{}
 	for _, tr := range rep.Tables {
 		for _, f := range tr.Findings {
 			kinds[f.Kind] = true
 		}
 	}
-	for _, k := range []string{"hot_key", "hot_partition", "time_ordered_key", "low_cardinality"} {
+	for _, k := range []report.Kind{"hot_key", "hot_partition", "time_ordered_key", "low_cardinality"} {
 		if !kinds[k] {
 			js, _ := json.MarshalIndent(rep, "", " ")
 			t.Fatalf("the detector found no %s; the test needs one:\n%s", k, js)

@@ -104,7 +104,7 @@ func (s *Server) routes() (http.Handler, error) {
 		fmt.Fprintln(w, "hotkeyd is ready.")
 	})
 
-	mux.Handle("GET /api/v1/hotkeys", hotkeysHandler{live: s.cfg.Live, masker: s.cfg.Masker})
+	mux.Handle("GET /api/v1/hotkeys", hotkeysHandler{live: s.cfg.Live, masker: s.cfg.Masker, log: s.log})
 
 	if s.cfg.Events != nil {
 		// Other methods get 405 with "Allow: POST" from the mux.

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
@@ -152,7 +153,8 @@ func TestServerHealthAndReadiness(t *testing.T) {
 func TestServerMetrics(t *testing.T) {
 	ts := startServer(t, ServerConfig{}, "")
 	code, hdr, body := ts.do(t, "GET", "/metrics", "", nil)
-	if code != 200 || !strings.Contains(body, `hotkeyd_build_info{goversion="go1.26",revision="abc",version="1.2.3"} 1`) ||
+	buildInfo := regexp.MustCompile(`(?m)^hotkeyd_build_info\{[^}]*goversion="go1.26",revision="abc",[^}]*version="1.2.3"\} 1$`)
+	if code != 200 || !buildInfo.MatchString(body) ||
 		!strings.Contains(body, "go_goroutines") || !strings.Contains(body, "process_") {
 		t.Fatalf("GET /metrics = %d %s\n%s", code, hdr.Get("Content-Type"), body)
 	}
@@ -172,9 +174,8 @@ func TestServerHotkeysAPI(t *testing.T) {
 		t.Errorf("before the first report: %d %s", code, body)
 	}
 
-	snap, rep := handState()
-	live.Update(snap, rep)
-	get := func(query string) detect.Report {
+	live.Update(handState())
+	get := func(query string) report.Report {
 		t.Helper()
 		code, hdr, body := ts.do(t, "GET", "/api/v1/hotkeys"+query, "", nil)
 		if code != 200 || hdr.Get("Content-Type") != "application/json" {
@@ -186,7 +187,7 @@ func TestServerHotkeysAPI(t *testing.T) {
 		if strings.Contains(body, "null") {
 			t.Errorf("the API has nulls where arrays belong: %s", body)
 		}
-		var r detect.Report
+		var r report.Report
 		dec := json.NewDecoder(strings.NewReader(body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&r); err != nil {

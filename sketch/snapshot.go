@@ -66,8 +66,6 @@ type KeyStat struct {
 	Units float64
 	// Error bounds the overestimate of Units.
 	Error float64
-	// Share is Units over the class's Units, 0 to 1.
-	Share float64
 	// Events estimates the accesses of the key in the window.
 	Events uint64
 	// SortKeys estimates the number of distinct sort keys seen under the key

@@ -126,7 +126,7 @@ func TestSemantics(t *testing.T) {
 	if got := keysOf(w.Top); fmt.Sprint(got) != "[USER#1 USER#2]" {
 		t.Errorf("write top = %v", got)
 	}
-	if w.Top[0].Units != 4 || w.Top[0].Events != 2 || w.Top[0].Error != 0 || math.Abs(w.Top[0].Share-0.8) > 1e-9 {
+	if w.Top[0].Units != 4 || w.Top[0].Events != 2 || w.Top[0].Error != 0 || math.Abs(w.Top[0].Units/w.Units-0.8) > 1e-9 {
 		t.Errorf("USER#1 = %+v, want 4 units, 2 events, share 0.8, exact", w.Top[0])
 	}
 	if got := keysOf(r.Top); fmt.Sprint(got) != "[USER#1]" {

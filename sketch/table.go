@@ -324,7 +324,7 @@ func (t *table) snapshot(tracked int, slotSeconds float64, scratch []keyStat) (T
 			continue
 		}
 		scratch = cs.cand.collect(scratch[:0])
-		st.Top = topOf(scratch, tracked, st.Units)
+		st.Top = topOf(scratch, tracked)
 	}
 	ts.DistinctKeys = t.distinctCache
 	if t.shards != nil {
@@ -345,7 +345,7 @@ func (t *table) snapshot(tracked int, slotSeconds float64, scratch []keyStat) (T
 }
 
 // topOf ranks the candidates and converts the heaviest to KeyStats.
-func topOf(all []keyStat, tracked int, classUnits float64) []KeyStat {
+func topOf(all []keyStat, tracked int) []KeyStat {
 	slices.SortFunc(all, func(a, b keyStat) int {
 		if a.units != b.units {
 			return cmp.Compare(b.units, a.units)
@@ -362,16 +362,10 @@ func topOf(all []keyStat, tracked int, classUnits float64) []KeyStat {
 	top := make([]KeyStat, n)
 	for i := range top {
 		a := &all[i]
-		u := float64(a.units) / quantum
-		share := 0.0
-		if classUnits > 0 {
-			share = min(u/classUnits, 1)
-		}
 		top[i] = KeyStat{
 			Key:      a.key,
-			Units:    u,
+			Units:    float64(a.units) / quantum,
 			Error:    float64(a.err) / quantum,
-			Share:    share,
 			Events:   a.events,
 			SortKeys: a.sortKeys,
 		}

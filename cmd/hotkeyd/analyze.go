@@ -71,7 +71,7 @@ func runAnalyze(f *flags, io stdio) int {
 	report := detect.Evaluate(store.Snapshot(), settings)
 	report.Rejected = rep.rejected.Load()
 	report.Notes = state.notes()
-	if masker, err := export.NewKeyMasker(export.KeyMode(cfg.Keys), cfg.KeyHashSecret); err == nil {
+	if masker, err := export.NewKeyMasker(cfg.Keys, cfg.KeyHashSecret); err == nil {
 		report = masker.MaskReport(report)
 	}
 
@@ -81,7 +81,7 @@ func runAnalyze(f *flags, io stdio) int {
 		enc.SetIndent("", "  ")
 		err = enc.Encode(report)
 	default:
-		err = writeTextReport(io.stdout, report, cfg.Threshold)
+		err = export.WriteTextReport(io.stdout, report, cfg.Threshold)
 	}
 	if err != nil {
 		fmt.Fprintf(io.stderr, "hotkeyd: write report: %v\n", err)

@@ -12,11 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 )
 
 // workload is a generated JSON-lines file and the exact truth about it.
@@ -176,7 +177,7 @@ func TestAnalyzeJSONMatchesExactCounts(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit status %d, stderr:\n%s", code, errOut)
 	}
-	var rep detect.Report
+	var rep report.Report
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rep); err != nil {
@@ -216,13 +217,13 @@ func TestAnalyzeJSONMatchesExactCounts(t *testing.T) {
 			}
 			hot := map[string]bool{}
 			for _, f := range tr.Findings {
-				if f.Kind == detect.KindHotKey {
+				if f.Kind == report.KindHotKey {
 					hot[f.Class+" "+f.Key] = true
 				}
 			}
 			for _, class := range []string{"read", "write"} {
 				ranked, total := exactTop(truth[class])
-				var got []detect.TopKey
+				var got []report.TopKey
 				for _, k := range tr.TopKeys {
 					if k.Class == class {
 						got = append(got, k)
@@ -282,13 +283,22 @@ func TestAnalyzeUnreadableFileIsNamedOthersReported(t *testing.T) {
 	if strings.Contains(errOut, good) {
 		t.Errorf("stderr names the good file:\n%s", errOut)
 	}
-	var rep detect.Report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("no report on stdout: %v\n%s", err, out)
 	}
 	if rep.Events != 4 { // 3 from the file, 1 from stdin
 		t.Errorf("events = %d, want 4 (the readable inputs)", rep.Events)
 	}
+}
+
+// thousands writes n with a comma every three digits, as the text report
+// prints counts.
+func thousands(n uint64) string {
+	if n < 1000 {
+		return strconv.FormatUint(n, 10)
+	}
+	return thousands(n/1000) + fmt.Sprintf(",%03d", n%1000)
 }
 
 func TestAnalyzeTextReport(t *testing.T) {
@@ -298,7 +308,7 @@ func TestAnalyzeTextReport(t *testing.T) {
 		t.Fatalf("exit status %d, stderr:\n%s", code, errOut)
 	}
 	for _, want := range []string{
-		fmt.Sprintf("%s events (%d rejected)", groupDigits(w.events), w.rejected),
+		fmt.Sprintf("%s events (%d rejected)", thousands(w.events), w.rejected),
 		"\norders: ",
 		"\norders (index status-index): ",
 		"\nusers: ",
@@ -335,7 +345,7 @@ func TestAnalyzeCompressedAndCloudTrail(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit status %d, stderr:\n%s", code, errOut)
 	}
-	var rep detect.Report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +389,7 @@ func TestAnalyzeCloudTrailSchemaAcrossFiles(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit status %d, stderr:\n%s", code, errOut)
 	}
-	var rep detect.Report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

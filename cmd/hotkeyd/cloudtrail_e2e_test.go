@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
@@ -238,7 +238,7 @@ func ctWriteGz(t *testing.T, path, content string) {
 	}
 }
 
-func ctEntry(rep *detect.Report, table, index string) *detect.TableReport {
+func ctEntry(rep *report.Report, table, index string) *report.TableReport {
 	for i := range rep.Tables {
 		if rep.Tables[i].Table == table && rep.Tables[i].Index == index {
 			return &rep.Tables[i]
@@ -263,7 +263,7 @@ func TestAnalyzeCloudTrailDeliveryFolder(t *testing.T) {
 	if code := run(args, strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("exit status %d, stderr:\n%s", code, stderr.String())
 	}
-	var rep detect.Report
+	var rep report.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("decode report: %v\n%s", err, stdout.String())
 	}
@@ -271,14 +271,14 @@ func TestAnalyzeCloudTrailDeliveryFolder(t *testing.T) {
 		t.Errorf("events %d rejected %d, want %d and %d", rep.Events, rep.Rejected, truth.traffic, truth.rejected)
 	}
 
-	checkTop := func(e *detect.TableReport, entry, class, key string) {
+	checkTop := func(e *report.TableReport, entry, class, key string) {
 		t.Helper()
 		units := truth.units[entry][class]
 		var total float64
 		for _, u := range units {
 			total += u
 		}
-		var got *detect.TopKey
+		var got *report.TopKey
 		for i := range e.TopKeys {
 			if e.TopKeys[i].Class == class {
 				got = &e.TopKeys[i]
@@ -301,7 +301,7 @@ func TestAnalyzeCloudTrailDeliveryFolder(t *testing.T) {
 			t.Errorf("%s: no hot_key finding for %s %s in %+v", entry, class, key, e.Findings)
 		}
 	}
-	checkThrottled := func(e *detect.TableReport, entry string, want ...string) {
+	checkThrottled := func(e *report.TableReport, entry string, want ...string) {
 		t.Helper()
 		var got []string
 		for _, k := range e.ThrottledKeys {

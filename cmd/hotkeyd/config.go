@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 )
@@ -24,13 +25,6 @@ const (
 	sourceStreams    = "dynamodb-streams"
 	sourceCloudTrail = "cloudtrail"
 	sourceJSONL      = "jsonl"
-)
-
-// Values of the keys setting: how partition key values leave the process.
-const (
-	keysPlain  = "plain"
-	keysHash   = "hash"
-	keysRedact = "redact"
 )
 
 // Config is the domain configuration read from the YAML file
@@ -44,7 +38,7 @@ type Config struct {
 	Threshold float64 `yaml:"threshold"`
 	// Keys says how key values are shown in metrics, the API and logs:
 	// plain, hash (a stable keyed hash) or redact.
-	Keys string `yaml:"keys"`
+	Keys export.KeyMode `yaml:"keys"`
 	// KeyHashSecret keys the hash (HMAC-SHA256) when Keys is hash, so that
 	// hashed values cannot be reversed by hashing guesses. Required with hash.
 	KeyHashSecret string `yaml:"key_hash_secret"`
@@ -106,7 +100,7 @@ func DefaultConfig() Config {
 		Listen:    ":9529",
 		Window:    60 * time.Second,
 		Threshold: 0.10,
-		Keys:      keysPlain,
+		Keys:      export.KeysPlain,
 		Detector:  defaultDetector(),
 	}
 }
@@ -200,19 +194,17 @@ func (c *Config) Validate() error {
 	if !(c.Threshold > 0 && c.Threshold < 1) {
 		return fmt.Errorf("threshold: must be above 0 and below 1, got %g", c.Threshold)
 	}
-	switch c.Keys {
-	case keysPlain, keysHash, keysRedact:
-	default:
+	if !c.Keys.Valid() {
 		return fmt.Errorf("keys: must be plain, hash or redact, got %q", c.Keys)
 	}
 	switch {
 	case c.KeyHashSecret != "" && c.KeyHashSecretFile != "":
 		return errors.New("key_hash_secret_file: set key_hash_secret or key_hash_secret_file, not both")
-	case c.KeyHashSecretFile != "" && c.Keys != keysHash:
+	case c.KeyHashSecretFile != "" && c.Keys != export.KeysHash:
 		return errors.New("key_hash_secret_file: only used with keys: hash")
-	case c.KeyHashSecret != "" && c.Keys != keysHash:
+	case c.KeyHashSecret != "" && c.Keys != export.KeysHash:
 		return errors.New("key_hash_secret: only used with keys: hash")
-	case c.KeyHashSecret == "" && c.KeyHashSecretFile == "" && c.Keys == keysHash:
+	case c.KeyHashSecret == "" && c.KeyHashSecretFile == "" && c.Keys == export.KeysHash:
 		return errors.New("key_hash_secret: required with keys: hash (or key_hash_secret_file)")
 	}
 	names := make([]string, 0, len(c.Tables))

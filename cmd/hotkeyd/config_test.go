@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 )
@@ -85,7 +86,7 @@ func TestLoadConfigValid(t *testing.T) {
 	for file, want := range map[string]Config{
 		"valid-empty.yml": DefaultConfig(),
 		"valid-design.yml": {
-			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: keysPlain, Detector: defaultDetector(),
+			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, Detector: defaultDetector(),
 			Tables: map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
 			Sources: []SourceConfig{
 				{Type: "dynamodb-streams", Tables: []string{"orders", "sessions"}, Region: "us-east-1", Endpoint: "http://127.0.0.1:8000", Start: "latest", CheckpointDir: "/var/lib/hotkeyd"},
@@ -94,7 +95,7 @@ func TestLoadConfigValid(t *testing.T) {
 			},
 		},
 		"valid-full.yml": {
-			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Threshold: 0.2, Keys: keysHash, KeyHashSecret: "s3cret",
+			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Threshold: 0.2, Keys: export.KeysHash, KeyHashSecret: "s3cret",
 			Detector: func() detect.Settings { s := defaultDetector(); s.HoldEvaluations = 5; s.MinEvents = 10; return s }(),
 			Tables:   map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
 			Sources: []SourceConfig{

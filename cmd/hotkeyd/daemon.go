@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
@@ -81,12 +82,11 @@ type daemon struct {
 func newDaemon(cfg Config, f *flags, demo bool, io stdio, log *zap.Logger) (*daemon, error) {
 	d := &daemon{log: log, cfg: cfg, demo: demo, io: io}
 
-	bi := export.ReadBuildInfo(export.BuildInfo{Version: stampedVersion()})
-	reg, err := export.NewRegistry(bi)
+	reg, err := export.NewRegistry(export.BuildInfo{Version: buildVersion()})
 	if err != nil {
 		return nil, err
 	}
-	d.masker, err = export.NewKeyMasker(export.KeyMode(cfg.Keys), cfg.KeyHashSecret)
+	d.masker, err = export.NewKeyMasker(cfg.Keys, cfg.KeyHashSecret)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func newDaemon(cfg Config, f *flags, demo bool, io stdio, log *zap.Logger) (*dae
 		Events:     events,
 		EventsHint: "HTTP ingest is disabled; start hotkeyd with --web.enable-ingest to POST JSON lines to /api/v1/events",
 		Web:        &web.FlagConfig{WebListenAddresses: &[]string{cfg.Listen}, WebSystemdSocket: &systemd, WebConfigFile: &webConfig},
-		Version:    bi.Version,
+		Version:    buildVersion(),
 	})
 	if err != nil {
 		return nil, err
@@ -214,8 +214,7 @@ func (d *daemon) run(ctx context.Context) error {
 	// what became hot or cooled.
 	{
 		tickCtx, stopTick := context.WithCancel(context.Background())
-		log := d.log.Named("detector")
-		ann := newAnnouncer(log, d.masker)
+		ann := export.NewAnnouncer(d.log.Named("detector"), d.masker)
 		g.Add(func() error {
 			t := time.NewTicker(tickEvery)
 			defer t.Stop()
@@ -224,7 +223,7 @@ func (d *daemon) run(ctx context.Context) error {
 				case <-tickCtx.Done():
 					return nil
 				case <-t.C:
-					ann.announce(d.tick())
+					ann.Announce(d.tick())
 				}
 			}
 		}, func(error) { stopTick() })
@@ -279,13 +278,13 @@ func (d *daemon) run(ctx context.Context) error {
 	return err
 }
 
-// tick evaluates the current window once and publishes the result.
-func (d *daemon) tick() detect.Report {
-	snap := d.store.Snapshot()
-	rep := d.tracker.Evaluate(snap)
+// tick evaluates the current window once, publishes the report and
+// returns what was raised and cleared.
+func (d *daemon) tick() []report.Change {
+	rep, changes := d.tracker.Evaluate(d.store.Snapshot())
 	rep.Rejected = d.reporter.Rejected()
-	d.live.Update(snap, rep)
-	return rep
+	d.live.Update(rep)
+	return changes
 }
 
 // printDemoHelp tells a newcomer where to look.

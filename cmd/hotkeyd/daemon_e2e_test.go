@@ -12,25 +12,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest/demo"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
 // hotKeySeries matches the hotkeyd_hot_key series of one finding in a
 // /metrics page (labels in the exposition's sorted order).
-func hotKeySeries(table, class, key, kind string) *regexp.Regexp {
+func hotKeySeries(table, class, key string, kind report.Kind) *regexp.Regexp {
 	return regexp.MustCompile(fmt.Sprintf(`(?m)^hotkeyd_hot_key\{class="%s",key="%s",kind="%s",recommendation="[a-z_]+",table="%s"\} 1$`,
 		regexp.QuoteMeta(class), regexp.QuoteMeta(key), kind, regexp.QuoteMeta(table)))
 }
 
-func getReport(t *testing.T, h *testenv.Hotkeyd) detect.Report {
+func getReport(t *testing.T, h *testenv.Hotkeyd) report.Report {
 	t.Helper()
 	code, body := h.Get(t, "/api/v1/hotkeys")
 	if code != http.StatusOK {
 		t.Fatalf("/api/v1/hotkeys: %d %s", code, body)
 	}
-	var rep detect.Report
+	var rep report.Report
 	if err := json.Unmarshal(body, &rep); err != nil {
 		t.Fatalf("/api/v1/hotkeys is not a report: %v\n%s", err, body)
 	}
@@ -53,7 +53,7 @@ func TestDemoFlagsPlantedHotKeys(t *testing.T) {
 	var hot []demo.Plant
 	for _, p := range demo.Planted() {
 		for _, kind := range p.Findings {
-			if kind == detect.KindHotKey && p.Key != "" {
+			if kind == string(report.KindHotKey) && p.Key != "" {
 				hot = append(hot, p)
 			}
 		}
@@ -71,19 +71,19 @@ func TestDemoFlagsPlantedHotKeys(t *testing.T) {
 	// The same keys are flagged in /metrics and in the API.
 	_, metrics := h.Get(t, "/metrics")
 	for _, p := range hot {
-		if !hotKeySeries(p.Table, p.Class.String(), p.Key, detect.KindHotKey).Match(metrics) {
+		if !hotKeySeries(p.Table, p.Class.String(), p.Key, report.KindHotKey).Match(metrics) {
 			t.Errorf("/metrics has no hotkeyd_hot_key series for %s %s", p.Table, p.Key)
 		}
 	}
 	rep := getReport(t, h)
-	entries := map[string]detect.TableReport{}
+	entries := map[string]report.TableReport{}
 	for _, tr := range rep.Tables {
 		entries[tr.Table+"/"+tr.Index] = tr
 	}
 	for _, p := range hot {
 		found := false
 		for _, f := range entries[p.Table+"/"+p.Index].Findings {
-			found = found || (f.Kind == detect.KindHotKey && f.Key == p.Key && f.Class == p.Class.String())
+			found = found || (f.Kind == report.KindHotKey && f.Key == p.Key && f.Class == p.Class.String())
 		}
 		if !found {
 			t.Errorf("/api/v1/hotkeys does not flag %s %s: %+v", p.Table, p.Key, entries[p.Table+"/"+p.Index].Findings)
@@ -176,7 +176,7 @@ func TestRunFollowsFilesAndHTTPIngest(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	if !hotKeySeries("orders", "write", "USER#42x", detect.KindHotKey).Match(metrics) {
+	if !hotKeySeries("orders", "write", "USER#42x", report.KindHotKey).Match(metrics) {
 		t.Errorf("/metrics does not flag USER#42x")
 	}
 	rep := getReport(t, h)

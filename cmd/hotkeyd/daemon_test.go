@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
@@ -117,14 +118,16 @@ func TestDaemonNeedsASource(t *testing.T) {
 	}
 }
 
+// TestAnnouncer checks the detector's log lines as the README shows them,
+// through the process's logfmt logger: one line when a finding is raised,
+// none while it stays flagged, one when it clears.
 func TestAnnouncer(t *testing.T) {
 	var logs syncBuffer
 	log, _ := newLogger(&logs, "info", "logfmt")
-	a := newAnnouncer(log, nil)
-	rep := makeReport
-	a.announce(rep("USER#42"))
-	a.announce(rep("USER#42")) // still hot: no new line
-	a.announce(rep())
+	a := export.NewAnnouncer(log, nil)
+	a.Announce(makeChanges(false, "USER#42"))
+	a.Announce(nil) // still hot: no new line
+	a.Announce(makeChanges(true, "USER#42"))
 	out := logs.String()
 	if n := strings.Count(out, `msg="hot key"`); n != 1 {
 		t.Errorf("%d hot key lines, want 1:\n%s", n, out)
@@ -139,11 +142,13 @@ func TestAnnouncer(t *testing.T) {
 	}
 }
 
-func makeReport(keys ...string) detect.Report {
-	tr := detect.TableReport{Table: "orders"}
+// makeChanges returns one change per key: a hot key raised, or cleared.
+func makeChanges(cleared bool, keys ...string) []report.Change {
+	var out []report.Change
 	for _, k := range keys {
-		tr.Findings = append(tr.Findings, detect.Finding{Kind: detect.KindHotKey, Key: k, Class: "write", Share: 0.25,
-			Recommendation: &detect.Recommendation{Kind: "write_sharding", SuffixCount: 4, Text: "shard it"}})
+		f := report.Finding{Kind: report.KindHotKey, Key: k, Class: "write", Share: 0.25,
+			Recommendation: &report.Recommendation{Kind: "write_sharding", SuffixCount: 4, Text: "shard it"}}
+		out = append(out, report.Change{Flag: report.Flag{Table: "orders", Finding: f}, Cleared: cleared})
 	}
-	return detect.Report{Tables: []detect.TableReport{tr}}
+	return out
 }

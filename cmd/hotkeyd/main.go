@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/hotkeyd/hotkeyd/export"
 )
 
 func main() {
@@ -111,7 +113,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	app.Flag("threshold", "Traffic share (0-1) that makes a key hot. Overrides threshold in the file.").
 		Default(fmt.Sprint(DefaultConfig().Threshold)).IsSetByUser(&f.thresholdSet).Float64Var(&f.threshold)
 	app.Flag("keys", "How key values are shown in metrics, the API and logs: plain, hash or redact. Overrides keys in the file.").
-		Default(keysPlain).IsSetByUser(&f.keysSet).EnumVar(&f.keys, keysPlain, keysHash, keysRedact)
+		Default(string(export.KeysPlain)).IsSetByUser(&f.keysSet).EnumVar(&f.keys, string(export.KeysPlain), string(export.KeysHash), string(export.KeysRedact))
 
 	runCmd := app.Command("run", "Run the daemon on the configured sources (the default).").Default()
 	demoCmd := app.Command("demo", "Run the daemon on a built-in synthetic workload with planted hot keys.")
@@ -191,7 +193,7 @@ func loadConfig(f *flags, required bool) (Config, error) {
 		cfg.Threshold = f.threshold
 	}
 	if f.keysSet {
-		cfg.Keys = f.keys
+		cfg.Keys = export.KeyMode(f.keys)
 	}
 	if f.listenSet || f.windowSet || f.thresholdSet || f.keysSet {
 		if err := cfg.Validate(); err != nil {

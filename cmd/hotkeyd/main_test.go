@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/hotkeyd/hotkeyd/export"
 )
 
 func TestMain(m *testing.M) {
@@ -55,16 +57,16 @@ func TestFlagsOverrideFile(t *testing.T) {
 	f.listen, f.listenSet = ":0", true
 	f.window, f.windowSet = 5e9, true
 	f.threshold, f.thresholdSet = 0.3, true
-	f.keys, f.keysSet = keysRedact, true
+	f.keys, f.keysSet = string(export.KeysRedact), true
 	cfg, err = loadConfig(f, true)
 	if err == nil {
 		t.Fatal("keys redact with the file's key_hash_secret accepted")
 	}
-	f.keys = keysHash
+	f.keys = string(export.KeysHash)
 	if cfg, err = loadConfig(f, true); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Listen != ":0" || cfg.Window.Seconds() != 5 || cfg.Threshold != 0.3 || cfg.Keys != keysHash || len(cfg.Sources) != 3 {
+	if cfg.Listen != ":0" || cfg.Window.Seconds() != 5 || cfg.Threshold != 0.3 || cfg.Keys != export.KeysHash || len(cfg.Sources) != 3 {
 		t.Errorf("flags did not override the file: %+v", cfg)
 	}
 	// Without a file, analyze and demo use the defaults.

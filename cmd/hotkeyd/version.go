@@ -2,25 +2,27 @@ package main
 
 import (
 	"fmt"
+	"runtime/debug"
 
-	"github.com/hotkeyd/hotkeyd/export"
+	"github.com/prometheus/common/version"
 )
 
-// version is stamped at link time: -ldflags "-X main.version=1.2.3". Left
-// at "devel", the module version or "unknown" is shown.
-var version = "devel"
-
-// stampedVersion returns the link-time version, or "" when none was stamped.
-func stampedVersion() string {
-	if version == "devel" {
-		return ""
+// buildVersion is the version hotkeyd reports: the one stamped at link time
+// into github.com/prometheus/common/version, as Prometheus projects do
+// (-ldflags "-X github.com/prometheus/common/version.Version=1.2.3"), else
+// the module version a go install records, else "unknown".
+func buildVersion() string {
+	if version.Version != "" {
+		return version.Version
 	}
-	return version
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "unknown"
 }
 
 // versionString is what hotkeyd version prints; the same values label
 // hotkeyd_build_info.
 func versionString() string {
-	bi := export.ReadBuildInfo(export.BuildInfo{Version: stampedVersion()})
-	return fmt.Sprintf("hotkeyd version %s\nrevision: %s\ngo version: %s\n", bi.Version, bi.Revision, bi.GoVersion)
+	return fmt.Sprintf("hotkeyd version %s\nrevision: %s\ngo version: %s\n", buildVersion(), version.GetRevision(), version.GoVersion)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -26,12 +27,12 @@ func TestDetectorFindsPlanted(t *testing.T) {
 		evs = evs[n:]
 	}
 	snap := store.Snapshot()
-	report := detect.Evaluate(snap, detect.DefaultSettings())
+	rep := detect.Evaluate(snap, detect.DefaultSettings())
 
-	find := func(table, index string) *detect.TableReport {
-		for i := range report.Tables {
-			if report.Tables[i].Table == table && report.Tables[i].Index == index {
-				return &report.Tables[i]
+	find := func(table, index string) *report.TableReport {
+		for i := range rep.Tables {
+			if rep.Tables[i].Table == table && rep.Tables[i].Index == index {
+				return &rep.Tables[i]
 			}
 		}
 		return nil
@@ -64,8 +65,8 @@ func TestDetectorFindsPlanted(t *testing.T) {
 			continue
 		}
 		for _, kind := range p.Findings {
-			i := slices.IndexFunc(tr.Findings, func(f detect.Finding) bool {
-				return f.Kind == kind && f.Class == p.Class.String() && (p.Key == "" || f.Key == p.Key)
+			i := slices.IndexFunc(tr.Findings, func(f report.Finding) bool {
+				return string(f.Kind) == kind && f.Class == p.Class.String() && (p.Key == "" || f.Key == p.Key)
 			})
 			if i < 0 {
 				t.Errorf("%s: no %s finding for %q %s; findings: %v", p.Table, kind, p.Key, p.Class, kinds(tr.Findings))
@@ -76,7 +77,7 @@ func TestDetectorFindsPlanted(t *testing.T) {
 			if p.Key != "" && (p.Recommendation == "calculated_suffix" || p.Recommendation == "cache") && !sortKeysKnown(p.Table, p.Key) {
 				continue
 			}
-			if f.Recommendation == nil || f.Recommendation.Kind != p.Recommendation {
+			if f.Recommendation == nil || string(f.Recommendation.Kind) != p.Recommendation {
 				t.Errorf("%s %s on %q: recommendation %+v, want %s", p.Table, kind, p.Key, f.Recommendation, p.Recommendation)
 			}
 		}
@@ -94,10 +95,10 @@ func TestDetectorFindsPlanted(t *testing.T) {
 	}
 }
 
-func kinds(fs []detect.Finding) []string {
+func kinds(fs []report.Finding) []string {
 	var out []string
 	for _, f := range fs {
-		out = append(out, f.Kind+":"+f.Class+":"+f.Key)
+		out = append(out, string(f.Kind)+":"+f.Class+":"+f.Key)
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package detect
+package report
 
 import "time"
 
@@ -30,12 +30,25 @@ type TableReport struct {
 	ThrottledKeys         []ThrottledKey `json:"throttled_keys,omitempty"`
 }
 
+// Idle reports whether the entry has nothing in its window: no events, no
+// throttled calls and no findings. A live window keeps a table whose
+// traffic has left it (a CloudTrail table between two deliveries); the live
+// API leaves such an entry out unless its table is asked for by name.
+func (t TableReport) Idle() bool {
+	return t.Events == 0 && len(t.ThrottledKeys) == 0 && len(t.Findings) == 0
+}
+
 // TopKey is one of the heaviest partition keys of a class.
 type TopKey struct {
 	Key   string  `json:"key"`
 	Class string  `json:"class"`
 	Units float64 `json:"units"`
+	// Share is Units over the table's units of the class, 0 to 1.
 	Share float64 `json:"share"`
+	// UnitsPerSecond is Units over the window's duration, at least one
+	// second (an addition to the contract's fields; what
+	// hotkeyd_key_units_per_second shows).
+	UnitsPerSecond float64 `json:"units_per_second,omitempty"`
 }
 
 // ThrottledKey is a partition key and how many of its calls were throttled.
@@ -49,13 +62,13 @@ type ThrottledKey struct {
 type Finding struct {
 	// Kind is hot_key, partition_limit, low_cardinality, time_ordered_key
 	// or hot_partition.
-	Kind string `json:"kind"`
-	// Key is the partition key (or, for hot_partition, the shard) the
-	// finding is about; empty for table-wide findings.
+	Kind Kind `json:"kind"`
+	// Key is the partition key (or, for hot_partition, the shard: see
+	// KeyType) the finding is about; empty for table-wide findings.
 	Key   string `json:"key,omitempty"`
 	Class string `json:"class,omitempty"`
 	// Severity is "warning" or "critical" (the partition ceiling is near).
-	Severity       string          `json:"severity,omitempty"`
+	Severity       Severity        `json:"severity,omitempty"`
 	Share          float64         `json:"share"`
 	UnitsPerSecond float64         `json:"units_per_second"`
 	Recommendation *Recommendation `json:"recommendation,omitempty"`
@@ -63,6 +76,10 @@ type Finding struct {
 	// fields, for people checking the reasoning).
 	Evidence *Evidence `json:"evidence,omitempty"`
 }
+
+// KeyType says what the finding's Key names: a partition key value, or
+// (hot_partition) a stream shard id that is not a key.
+func (f Finding) KeyType() KeyType { return f.Kind.KeyType() }
 
 // Evidence is the numbers a Finding was decided on. Fields that do not apply
 // to a finding's kind are left out.
@@ -97,8 +114,29 @@ type Evidence struct {
 // Recommendation is the fix hotkeyd advises for a Finding.
 type Recommendation struct {
 	// Kind is write_sharding, calculated_suffix, gsi, rekey or cache.
-	Kind        string `json:"kind"`
-	SuffixCount int    `json:"suffix_count,omitempty"`
-	Example     string `json:"example,omitempty"`
-	Text        string `json:"text"`
+	Kind        AdviceKind `json:"kind"`
+	SuffixCount int        `json:"suffix_count,omitempty"`
+	Example     string     `json:"example,omitempty"`
+	Text        string     `json:"text"`
+}
+
+// Flag is a finding the live detector (detect.Tracker) holds flagged, with
+// the table (and index) it is on. The hotkeyd_hot_key gauge has one series
+// per Flag.
+type Flag struct {
+	// Table is the table, Index the index (empty for the base table) the
+	// finding is on.
+	Table, Index string
+	// Finding is the finding as last evaluated.
+	Finding Finding
+}
+
+// Change is a finding that started or stopped being flagged in one live
+// evaluation: what the log lines announce. For a cleared finding, Finding
+// is as it was last flagged.
+type Change struct {
+	Flag
+	// Cleared is false when the finding was raised (became flagged), true
+	// when it was cleared.
+	Cleared bool
 }

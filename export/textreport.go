@@ -1,4 +1,4 @@
-package main
+package export
 
 import (
 	"fmt"
@@ -7,13 +7,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 )
 
-// writeTextReport prints a report for a person at a terminal: per table a
+// WriteTextReport prints a report for a person at a terminal: per table a
 // header line, an aligned table of its top keys per class, then its
 // findings with their advice.
-func writeTextReport(w io.Writer, r detect.Report, threshold float64) error {
+func WriteTextReport(w io.Writer, r report.Report, threshold float64) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "%s events (%s rejected) from %s to %s (%s); a key is hot at %.0f%% of its table's units of a class\n",
 		groupDigits(r.Events), groupDigits(r.Rejected), fmtTime(r.Start), fmtTime(r.End), fmtSpan(r.End.Sub(r.Start)), threshold*100)
@@ -63,11 +63,11 @@ func writeTextReport(w io.Writer, r detect.Report, threshold float64) error {
 }
 
 // findingLine describes a finding in one line.
-func findingLine(f detect.Finding) string {
+func findingLine(f report.Finding) string {
 	var b strings.Builder
-	b.WriteString(f.Kind)
+	b.WriteString(string(f.Kind))
 	if f.Severity != "" {
-		b.WriteString(" [" + f.Severity + "]")
+		b.WriteString(" [" + string(f.Severity) + "]")
 	}
 	if f.Key != "" {
 		b.WriteString(" " + printable(f.Key))

@@ -1,0 +1,92 @@
+package export
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+// goldenReport is the detector's report over the golden workload, as
+// hotkeyd analyze makes it, with a note, a rejected count and a key that
+// must be quoted.
+func goldenReport(t *testing.T) report.Report {
+	t.Helper()
+	store, err := sketch.NewStore(sketch.Config{Window: 0, SubWindows: 1, Tracked: 100}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := goldenEvents()
+	for i := range 20 {
+		evs = append(evs, ingest.Event{Table: "sessions", PK: "S 99\t", Class: ingest.Read, Units: 1, Source: "demo", Time: t0.Add(time.Duration(i) * time.Second)})
+	}
+	if err := store.Put(context.Background(), evs); err != nil {
+		t.Fatal(err)
+	}
+	rep := detect.Evaluate(store.Snapshot(), detect.DefaultSettings())
+	rep.Rejected = 1234
+	rep.Notes = []string{"CloudTrail input counts one unit per item."}
+	return rep
+}
+
+func TestWriteTextReportGolden(t *testing.T) {
+	for name, rep := range map[string]func() report.Report{
+		"report.txt":        func() report.Report { return goldenReport(t) },
+		"report-redact.txt": func() report.Report { return mustMasker(t, KeysRedact, "").MaskReport(goldenReport(t)) },
+		"report-empty.txt":  func() report.Report { return report.Report{} },
+		"report-kinds.txt":  func() report.Report { return detect.Evaluate(privacySnapshot(), detect.DefaultSettings()) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteTextReport(&b, rep(), 0.1); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", name)
+			if *update {
+				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != string(want) {
+				t.Errorf("text report differs from %s (run go test ./export -run TestWriteTextReportGolden -update to accept):\n%s", path, lineDiff(string(want), b.String()))
+			}
+		})
+	}
+}
+
+func TestHumanNumbers(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{groupDigits(1234567), "1,234,567"},
+		{groupDigits(12), "12"},
+		{fmtSpan(774*24*time.Hour + 8*time.Hour + 40*time.Minute), "774d 9h"},
+		{fmtSpan(90 * time.Second), "1m30s"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+// failingWriter fails every write.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
+
+func TestWriteTextReportError(t *testing.T) {
+	if err := WriteTextReport(failingWriter{}, report.Report{}, 0.1); err == nil {
+		t.Error("a failing writer's error was dropped")
+	}
+}
