@@ -110,7 +110,7 @@ func New(cfg Config, db DynamoDBAPI, lister ShardLister, log *zap.Logger, rep in
 		m:   m,
 		// A DynamoDB call normally takes milliseconds; a stuck one must
 		// not hold a round past the next.
-		db:         &table{api: db, name: cfg.Table, timeout: min(every, 10*time.Second), requests: m.requests},
+		db:         &table{api: db, name: cfg.Table, timeout: min(max(every, time.Second), 10*time.Second), requests: m.requests},
 		lister:     lister,
 		now:        time.Now,
 		kick:       make(chan struct{}, 1),
@@ -274,12 +274,31 @@ func (c *Coordinator) tableGone() {
 	c.mu.Unlock()
 }
 
-// fail records why a round failed and reports it.
+// fail records why a round failed and reports it; the first failure after
+// a working round is logged (every one is counted).
 func (c *Coordinator) fail(err error) {
 	c.mu.Lock()
+	first := c.state == nil
 	c.state = err
 	c.mu.Unlock()
+	if first {
+		c.log.Warn("cannot use the lease table; held leases stay valid until they are due for renewal, readers then wait",
+			zap.Duration("valid_for", c.valid), zap.Error(err))
+	}
 	c.report(err)
+}
+
+// succeeded records a working round.
+func (c *Coordinator) succeeded() {
+	c.mu.Lock()
+	failed, before := c.state, c.lastOK
+	c.state, c.lastOK = nil, c.now()
+	c.m.held.WithLabelValues(c.cfg.Table).Set(float64(len(c.held)))
+	held := len(c.held)
+	c.mu.Unlock()
+	if failed != nil && !before.IsZero() {
+		c.log.Info("lease table usable again", zap.Int("leases_held", held))
+	}
 }
 
 func (c *Coordinator) report(err error) {

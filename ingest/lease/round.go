@@ -65,10 +65,7 @@ func (c *Coordinator) round(ctx context.Context) {
 	c.create(ctx, view, shards)
 	c.take(ctx, view, listed, streams)
 	c.clean(ctx, view, listed, streams)
-	c.mu.Lock()
-	c.state, c.lastOK = nil, c.now()
-	c.m.held.WithLabelValues(c.cfg.Table).Set(float64(len(c.held)))
-	c.mu.Unlock()
+	c.succeeded()
 }
 
 // renew writes the counter of every held lease not written lately (a

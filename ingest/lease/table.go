@@ -178,7 +178,7 @@ func (t *table) put(ctx context.Context, av map[string]types.AttributeValue) (bo
 // written, or an *errConflict holding the item as found.
 func (t *table) update(ctx context.Context, key string, expect types.AttributeValue, next int64,
 	set map[string]types.AttributeValue, remove ...string) (map[string]types.AttributeValue, error) {
-	names := map[string]string{"#k": attrKey, "#c": attrCounter}
+	names := map[string]string{"#c": attrCounter}
 	values := map[string]types.AttributeValue{":next": number(next)}
 	exprs := []string{"#c = :next"}
 	// Sorted, so that the expression is the same for the same update.
@@ -198,7 +198,9 @@ func (t *table) update(ctx context.Context, key string, expect types.AttributeVa
 		expr += " REMOVE " + strings.Join(rs, ", ")
 	}
 	cond := "attribute_exists(#k) AND attribute_not_exists(#c)"
-	if expect != nil {
+	if expect == nil {
+		names["#k"] = attrKey
+	} else {
 		cond = "#c = :expect"
 		values[":expect"] = expect
 	}
