@@ -203,15 +203,17 @@ func (c *Coordinator) Changed() <-chan struct{} {
 func (c *Coordinator) Ready() error {
 	now := c.now()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.state != nil {
-		return fmt.Errorf("lease table %q: %w", c.cfg.Table, c.state)
+	state, lastOK := c.state, c.lastOK
+	held := maps.Clone(c.held)
+	c.mu.Unlock()
+	if state != nil {
+		return fmt.Errorf("lease table %q: %w", c.cfg.Table, state)
 	}
-	if age := now.Sub(c.lastOK); age > c.cfg.FailoverTime {
+	if age := now.Sub(lastOK); age > c.cfg.FailoverTime {
 		return fmt.Errorf("lease table %q: no round for %s", c.cfg.Table, age.Round(time.Millisecond))
 	}
-	for _, key := range slices.Sorted(maps.Keys(c.held)) {
-		if age := c.held[key].age(now); age >= c.valid {
+	for _, key := range slices.Sorted(maps.Keys(held)) {
+		if age := held[key].age(now); age >= c.valid {
 			return fmt.Errorf("lease %q not renewed for %s", key, age.Round(time.Millisecond))
 		}
 	}

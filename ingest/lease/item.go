@@ -40,6 +40,10 @@ const (
 	atTimestamp = "AT_TIMESTAMP"
 )
 
+// minSequenceDigits is the shortest sequence number of DynamoDB Streams and
+// Kinesis (the APIs' minimum length, 21).
+const minSequenceDigits = 21
+
 // Shard is one shard of a stream, as a reader lists it.
 type Shard struct {
 	// Stream identifies the stream: for DynamoDB Streams the stream ARN; for
@@ -145,8 +149,14 @@ func parseItem(av map[string]types.AttributeValue) (it item, ok bool) {
 			bad("%s %q is neither a sequence number nor %s, %s or %s", attrCheckpoint, v.Value, TrimHorizon, Latest, ShardEnd)
 		}
 	case *types.AttributeValueMemberN:
-		// A sequence number written as a number by hand: take it.
+		// A sequence number written as a number by hand. DynamoDB drops
+		// a number's leading zeros, and sequence numbers have at least
+		// minSequenceDigits digits (DynamoDB Local pads them with zeros):
+		// put the zeros back.
 		it.checkpoint = validCheckpoint(v.Value)
+		if it.checkpoint != "" && it.checkpoint[0] >= '0' && it.checkpoint[0] <= '9' && len(it.checkpoint) < minSequenceDigits {
+			it.checkpoint = strings.Repeat("0", minSequenceDigits-len(it.checkpoint)) + it.checkpoint
+		}
 		bad("%s is a number, want a string", attrCheckpoint)
 	default:
 		bad("%s is %s, want a string", attrCheckpoint, typeName(v))

@@ -56,7 +56,7 @@ func TestParseItem(t *testing.T) {
 		name:       "counter as a string, checkpoint as a number (written by hand)",
 		item:       map[string]types.AttributeValue{"leaseKey": key, "leaseCounter": s("5"), "checkpoint": n("123456")},
 		count:      5,
-		checkpoint: "123456",
+		checkpoint: "000000000000000123456",
 		problems:   []string{"leaseCounter is a string", "checkpoint is a number"},
 	}, {
 		name:     "counter and checkpoint missing",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -14,6 +15,13 @@ import (
 
 // ErrLost is returned by the writes of a lease that another worker took.
 var ErrLost = errors.New("lease lost to another worker")
+
+// States of Lease.ended.
+const (
+	stillHeld int32 = iota
+	endLost
+	endReleased
+)
 
 // errReleased is returned by the writes of a lease this worker released.
 var errReleased = errors.New("lease released")
@@ -33,9 +41,11 @@ type Lease struct {
 	counter    types.AttributeValue
 	count      int64
 	checkpoint string
-	lastWrite  time.Time // when the last successful write was sent
-	isLost     bool
-	released   bool
+	// written is when the last successful write was sent; ended is
+	// stillHeld, endLost or endReleased. Both are read without mu, so that
+	// readiness and validity never wait for a write in flight.
+	written atomic.Pointer[time.Time]
+	ended   atomic.Int32
 	// maybe is the counter of a write whose outcome is unknown (0: none),
 	// sent at maybeSent; maybeRelease says whether it released the lease.
 	maybe        int64
@@ -58,15 +68,7 @@ func (l *Lease) Lost() <-chan struct{} { return l.lost }
 // Valid reports whether the lease is certainly still this worker's: not
 // lost, and renewed recently enough that no other worker can have found it
 // expired. A reader hands records on only while its lease is valid.
-func (l *Lease) Valid() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.validLocked(l.c.now())
-}
-
-func (l *Lease) validLocked(now time.Time) bool {
-	return !l.isLost && !l.released && now.Sub(l.lastWrite) < l.c.valid
-}
+func (l *Lease) Valid() bool { return l.ended.Load() == stillHeld && l.age(l.c.now()) < l.c.valid }
 
 // WaitValid returns nil once the lease is valid (at once, normally), ErrLost
 // when it was lost, or ctx.Err(). A lease stops being valid when the lease
@@ -74,13 +76,10 @@ func (l *Lease) validLocked(now time.Time) bool {
 // reading on, because another worker may take the lease.
 func (l *Lease) WaitValid(ctx context.Context) error {
 	for {
-		l.mu.Lock()
-		valid, lost := l.validLocked(l.c.now()), l.isLost || l.released
-		l.mu.Unlock()
 		switch {
-		case lost:
+		case l.ended.Load() != stillHeld:
 			return ErrLost
-		case valid:
+		case l.Valid():
 			return nil
 		}
 		select {
@@ -149,10 +148,10 @@ func (l *Lease) write(ctx context.Context, set map[string]types.AttributeValue, 
 		remove = []string{attrOwner}
 	}
 	for {
-		switch {
-		case l.isLost:
+		switch l.ended.Load() {
+		case endLost:
 			return ErrLost
-		case l.released:
+		case endReleased:
 			return errReleased
 		}
 		sent := l.c.now()
@@ -179,7 +178,7 @@ func (l *Lease) write(ctx context.Context, set map[string]types.AttributeValue, 
 		}
 		l.applyLocked(out, sent)
 		if release {
-			l.released = true
+			l.ended.Store(endReleased)
 			l.c.drop(l, false, "")
 		}
 		return nil
@@ -201,7 +200,7 @@ func (l *Lease) adoptLocked(av map[string]types.AttributeValue) bool {
 	l.maybe = 0
 	l.applyLocked(av, l.maybeSent)
 	if l.maybeRelease {
-		l.released = true
+		l.ended.Store(endReleased)
 		l.c.drop(l, false, "")
 	}
 	return true
@@ -271,15 +270,14 @@ func (l *Lease) applyLocked(av map[string]types.AttributeValue, sent time.Time) 
 	if it.checkpoint != "" {
 		l.checkpoint = it.checkpoint
 	}
-	l.lastWrite = sent
+	l.written.Store(&sent)
 }
 
 // lose marks the lease lost. Called with l.mu held.
 func (l *Lease) lose(reason string) {
-	if l.isLost || l.released {
+	if !l.ended.CompareAndSwap(stillHeld, endLost) {
 		return
 	}
-	l.isLost = true
 	close(l.lost)
 	l.c.drop(l, true, reason)
 }
@@ -290,7 +288,7 @@ func (l *Lease) lose(reason string) {
 func (l *Lease) seen(it item) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.isLost || l.released || l.adoptLocked(it.raw) {
+	if l.ended.Load() != stillHeld || l.adoptLocked(it.raw) {
 		return
 	}
 	if it.count > l.count || (it.count == l.count && !sameValue(it.counter, l.counter)) {
@@ -303,18 +301,14 @@ func (l *Lease) seen(it item) {
 }
 
 // dueForRenewal reports whether the lease was not written for after.
-func (l *Lease) dueForRenewal(now time.Time, after time.Duration) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return now.Sub(l.lastWrite) >= after
-}
+func (l *Lease) dueForRenewal(now time.Time, after time.Duration) bool { return l.age(now) >= after }
 
 // restore writes the lease's item back when a scan found it missing, and
 // reports whether it did.
 func (l *Lease) restore(ctx context.Context) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.isLost || l.released {
+	if l.ended.Load() != stillHeld {
 		return false, nil
 	}
 	av := newItem(l.shard, l.checkpoint)
@@ -330,7 +324,9 @@ func (l *Lease) restore(ctx context.Context) (bool, error) {
 
 // age returns how long ago the lease was last written.
 func (l *Lease) age(now time.Time) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return now.Sub(l.lastWrite)
+	w := l.written.Load()
+	if w == nil {
+		return time.Duration(1<<63 - 1)
+	}
+	return now.Sub(*w)
 }

@@ -73,13 +73,14 @@ func (c *Coordinator) round(ctx context.Context) {
 func (c *Coordinator) renew(ctx context.Context) {
 	now := c.now()
 	c.mu.Lock()
+	held := maps.Clone(c.held)
+	c.mu.Unlock()
 	var due []*Lease
-	for _, key := range slices.Sorted(maps.Keys(c.held)) {
-		if l := c.held[key]; l.dueForRenewal(now, c.renewAfter) {
+	for _, key := range slices.Sorted(maps.Keys(held)) {
+		if l := held[key]; l.dueForRenewal(now, c.renewAfter) {
 			due = append(due, l)
 		}
 	}
-	c.mu.Unlock()
 	for _, l := range due {
 		err := l.renew(ctx)
 		if err != nil && !errors.Is(err, ErrLost) && !errors.Is(err, errReleased) && ctx.Err() == nil {
