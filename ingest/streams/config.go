@@ -59,7 +59,10 @@ type Config struct {
 	// when a shard goes idle, when it is finished and at shutdown. After a
 	// crash at most the records read in the last interval are read again:
 	// a partition takes at most 1000 writes per second, so with the default
-	// that is about one GetRecords batch.
+	// that is about one GetRecords batch. With LeaseTable every batch is
+	// checkpointed, and a shard with records flowing is read once per
+	// interval (sooner while batches come back full): after a crash or a
+	// lost lease at most the last batch is read again.
 	CheckpointInterval time.Duration
 	// DescribeInterval is how often each stream's shards are listed again
 	// to find new ones (default 30 s). A finished shard also triggers a

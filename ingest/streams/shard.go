@@ -316,7 +316,8 @@ func (r *shardReader) emit(ctx context.Context, recs []types.Record) bool {
 	return true
 }
 
-// checkpoint saves the position if it moved, at most every
+// checkpoint saves the position if it moved: into the lease after every
+// batch (pause spaces those batches), into the file at most every
 // CheckpointInterval unless now is set (idle shard, shutdown). It returns
 // false when the reader must stop: its lease was lost, or ctx was done
 // while the lease could not be written.
@@ -324,12 +325,12 @@ func (r *shardReader) checkpoint(ctx context.Context, now bool) bool {
 	if r.lastSeq == "" || r.lastSeq == r.savedSeq {
 		return true
 	}
+	if r.lease != nil {
+		return r.saveLeased(ctx, r.lastSeq)
+	}
 	t := r.s.now()
 	if !now && t.Sub(r.savedAt) < r.s.cfg.CheckpointInterval {
 		return true
-	}
-	if r.lease != nil {
-		return r.saveLeased(ctx, r.lastSeq)
 	}
 	r.save(checkpoint{StreamARN: r.sr.arn, ShardID: r.shard.id, Sequence: r.lastSeq, Updated: t.UTC()})
 	return true
@@ -361,14 +362,24 @@ func (r *shardReader) finish(ctx context.Context) bool {
 
 // pause waits before the next GetRecords call: at least MinPollInterval
 // after the previous call began (the per-shard call limit), and, while
-// reads come back empty, a wait doubling up to IdlePollInterval.
+// reads come back empty, a wait doubling up to IdlePollInterval. A leased
+// shard, checkpointed after every batch, is read at most every
+// CheckpointInterval while records flow, unless the last batch was full (a
+// backlog): one checkpoint write per second per busy shard, and a crash or
+// a stolen lease leaves at most the last batch to be read twice. A
+// partition takes at most 1000 writes per second, so a second of them fits
+// one GetRecords batch.
 func (r *shardReader) pause(ctx context.Context, n int) {
 	cfg := &r.s.cfg
 	wait := cfg.MinPollInterval - time.Since(r.callAt)
-	if n == 0 {
+	switch {
+	case n == 0:
 		r.idleWait = min(max(2*r.idleWait, cfg.MinPollInterval), cfg.IdlePollInterval)
 		wait = max(wait, r.idleWait)
-	} else {
+	case r.lease != nil && n < int(cfg.BatchLimit):
+		r.idleWait = 0
+		wait = max(wait, cfg.CheckpointInterval-time.Since(r.callAt))
+	default:
 		r.idleWait = 0
 	}
 	sleep(ctx, wait)
