@@ -277,8 +277,12 @@ func (c *Coordinator) tableGone() {
 }
 
 // fail records why a round failed and reports it; the first failure after
-// a working round is logged (every one is counted).
-func (c *Coordinator) fail(err error) {
+// a working round is logged (every one is counted). A round cut short
+// because this worker is stopping is no failure.
+func (c *Coordinator) fail(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
 	c.mu.Lock()
 	first := c.state == nil
 	c.state = err
@@ -303,7 +307,11 @@ func (c *Coordinator) succeeded() {
 	}
 }
 
+// report counts an error, unless it is this worker stopping.
 func (c *Coordinator) report(err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
 	c.rep.Error(c.cfg.Source, Reason, err)
 }
 

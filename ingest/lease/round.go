@@ -25,7 +25,7 @@ func (c *Coordinator) round(ctx context.Context) {
 	if gone {
 		created, err := c.db.ensure(ctx)
 		if err != nil {
-			c.fail(err)
+			c.fail(ctx, err)
 			return
 		}
 		c.mu.Lock()
@@ -45,14 +45,14 @@ func (c *Coordinator) round(ctx context.Context) {
 			c.tableGone()
 		}
 		c.blind = true
-		c.fail(err)
+		c.fail(ctx, err)
 		return
 	}
 	view := c.observe(raw)
 	c.checkHeld(ctx, view)
 	shards, err := c.lister.ListShards(ctx)
 	if err != nil {
-		c.fail(fmt.Errorf("list shards: %w", err))
+		c.fail(ctx, fmt.Errorf("list shards: %w", err))
 		return
 	}
 	listed := make(map[string]Shard, len(shards))
