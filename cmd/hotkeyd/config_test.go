@@ -113,7 +113,7 @@ func TestLoadConfigValid(t *testing.T) {
 			},
 		},
 		"valid-leases.yml": {
-			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: keysPlain, Detector: defaultDetector(),
+			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, Detector: defaultDetector(),
 			Sources: []SourceConfig{{
 				Type: "dynamodb-streams", Tables: []string{"orders", "sessions"}, Region: "us-east-1", Start: "trim_horizon",
 				LeaseTable: "hotkeyd-leases", WorkerID: "replica-a", FailoverTime: 20 * time.Second,
