@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
 )
 
 // SourceName is the source label of every Event this package produces.
@@ -192,9 +193,9 @@ func (st *stream) decode(in *trackReader) error {
 		defer zr.Close()
 		r = zr
 	}
-	sc := newScanner(r, st.d.maxRecord)
+	sc := jsonscan.NewReader(r, st.d.maxRecord)
 	for st.err == nil {
-		c, err := sc.peekByte()
+		c, err := sc.PeekByte()
 		if err == io.EOF {
 			return nil
 		}
@@ -203,16 +204,16 @@ func (st *stream) decode(in *trackReader) error {
 		}
 		switch c {
 		case '{':
-			if n := sc.recordsPrefix(); n > 0 {
-				sc.r.Discard(n)
+			if n := recordsPrefix(sc); n > 0 {
+				sc.Discard(n)
 				if err := st.array(sc, in, false); err != nil {
 					return err
 				}
 				if st.stopped {
 					return st.err
 				}
-				if err := sc.skipRest(); err != nil {
-					if errors.Is(err, errTruncated) || errors.Is(err, errBroken) || errors.Is(err, errTooLong) {
+				if err := sc.SkipRest(); err != nil {
+					if errors.Is(err, jsonscan.ErrTruncated) || errors.Is(err, jsonscan.ErrBroken) || errors.Is(err, jsonscan.ErrTooLong) {
 						st.rejectFile(fmt.Errorf("after Records: %w", err))
 						return nil
 					}
@@ -224,13 +225,13 @@ func (st *stream) decode(in *trackReader) error {
 				return err
 			}
 		case '[':
-			sc.r.Discard(1)
+			sc.Discard(1)
 			if err := st.array(sc, in, true); err != nil {
 				return err
 			}
 		default:
 			st.reject(ingest.ReasonBadJSON, errors.New("not a JSON object or array"))
-			sc.skipLine()
+			sc.SkipLine()
 		}
 		if st.stopped {
 			return st.err
@@ -252,7 +253,7 @@ func (st *stream) readError(in *trackReader, err error) error {
 		st.stopped = true
 		return nil
 	}
-	if errors.Is(err, errTruncated) {
+	if errors.Is(err, jsonscan.ErrTruncated) {
 		st.rejectFile(err)
 		st.stopped = true
 		return nil
@@ -264,19 +265,19 @@ func (st *stream) readError(in *trackReader, err error) error {
 
 // array reads the elements of an array whose '[' was consumed: records of
 // a Records list (top false) or top-level elements (envelopes, events).
-func (st *stream) array(sc *scanner, in *trackReader, top bool) error {
+func (st *stream) array(sc *jsonscan.Reader, in *trackReader, top bool) error {
 	for st.err == nil {
-		c, err := sc.peekByte()
+		c, err := sc.PeekByte()
 		if err != nil {
 			if err == io.EOF {
-				st.rejectFile(errTruncated)
+				st.rejectFile(jsonscan.ErrTruncated)
 				st.stopped = true
 				return nil
 			}
 			return st.readError(in, err)
 		}
 		if c == ']' {
-			sc.r.Discard(1)
+			sc.Discard(1)
 			return nil
 		}
 		if c == '{' {
@@ -287,17 +288,17 @@ func (st *stream) array(sc *scanner, in *trackReader, top bool) error {
 			// Not an object: reject the element and skip past it.
 			st.reject(ingest.ReasonBadRecord, errors.New("record is not a JSON object"))
 			if c == '[' {
-				if _, err := sc.value(); err != nil && !errors.Is(err, errTooLong) && !errors.Is(err, errBroken) {
+				if _, err := sc.Value(); err != nil && !errors.Is(err, jsonscan.ErrTooLong) && !errors.Is(err, jsonscan.ErrBroken) {
 					return st.readError(in, err)
 				}
-			} else if err := skipScalar(sc); err != nil {
+			} else if err := sc.SkipScalar(); err != nil {
 				return st.readError(in, err)
 			}
 		}
-		c, err = sc.peekByte()
+		c, err = sc.PeekByte()
 		if err != nil {
 			if err == io.EOF {
-				st.rejectFile(errTruncated)
+				st.rejectFile(jsonscan.ErrTruncated)
 				st.stopped = true
 				return nil
 			}
@@ -305,9 +306,9 @@ func (st *stream) array(sc *scanner, in *trackReader, top bool) error {
 		}
 		switch c {
 		case ',':
-			sc.r.Discard(1)
+			sc.Discard(1)
 		case ']':
-			sc.r.Discard(1)
+			sc.Discard(1)
 			return nil
 		default:
 			st.rejectFile(fmt.Errorf("expected , or ] between records, found %q", c))
@@ -318,50 +319,17 @@ func (st *stream) array(sc *scanner, in *trackReader, top bool) error {
 	return st.err
 }
 
-// skipScalar skips a string, number or literal up to the next ',' ']' or
-// white space.
-func skipScalar(sc *scanner) error {
-	inStr, esc := false, false
-	for {
-		b, err := sc.r.Peek(1)
-		if len(b) == 0 {
-			if err == nil {
-				err = io.EOF
-			}
-			if err == io.EOF {
-				return nil
-			}
-			return err
-		}
-		c := b[0]
-		switch {
-		case inStr && esc:
-			esc = false
-		case inStr && c == '\\':
-			esc = true
-		case inStr && c == '"':
-			inStr = false
-		case inStr:
-		case c == '"':
-			inStr = true
-		case c == ',' || c == ']' || c == '}' || isSpace(c):
-			return nil
-		}
-		sc.r.Discard(1)
-	}
-}
-
 // element reads one object and handles it: a record, or at the top level an
 // envelope, a bare event or a Records object.
-func (st *stream) element(sc *scanner, in *trackReader, top bool) error {
+func (st *stream) element(sc *jsonscan.Reader, in *trackReader, top bool) error {
 	st.n++
-	raw, err := sc.value()
+	raw, err := sc.Value()
 	switch {
 	case err == nil:
-	case errors.Is(err, errTooLong):
+	case errors.Is(err, jsonscan.ErrTooLong):
 		st.reject(ingest.ReasonTooLong, fmt.Errorf("record over %d bytes", st.d.maxRecord))
 		return nil
-	case errors.Is(err, errBroken):
+	case errors.Is(err, jsonscan.ErrBroken):
 		st.reject(ingest.ReasonBadJSON, err)
 		return nil
 	default:
@@ -462,4 +430,21 @@ func (st *stream) reject(reason string, err error) {
 func (st *stream) rejectFile(err error) {
 	st.stats.Rejected++
 	st.d.rep.Reject(SourceName, ingest.ReasonBadFile, fmt.Errorf("%s: %w", st.name, err))
+}
+
+// recordsPrefix matches `{ "Records" : [` with any white space at the
+// reader's position and returns its length, or 0. Only the first bytes are
+// looked at: AWS writes the Records key first, and any other layout falls
+// back to reading the object whole.
+func recordsPrefix(sc *jsonscan.Reader) int {
+	b := sc.Peek(256)
+	i := 0
+	for _, lit := range []string{"{", `"Records"`, ":", "["} {
+		i = jsonscan.Space(b, i)
+		if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+			return 0
+		}
+		i += len(lit)
+	}
+	return i
 }
