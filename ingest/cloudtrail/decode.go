@@ -12,19 +12,17 @@
 package cloudtrail
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 
-	"github.com/klauspost/compress/flate"
-	"github.com/klauspost/compress/gzip"
 	"github.com/valyala/fastjson"
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
 )
 
@@ -118,8 +116,8 @@ func Decode(ctx context.Context, r io.Reader, name string, schemas map[string]in
 	return NewDecoder(schemas, nil, rep).Decode(ctx, r, name, sink)
 }
 
-// Decode reads r to its end and hands its Events to sink. r may be gzip
-// compressed and may hold {"Records":[...]} objects, EventBridge envelopes
+// Decode reads r to its end and hands its Events to sink. r may be
+// compressed (gzip, zstd, xz: package input) and may hold {"Records":[...]} objects, EventBridge envelopes
 // or bare events, one after the other (one per line or pretty-printed), or
 // a JSON array of them. name identifies the input in messages.
 //
@@ -127,33 +125,25 @@ func Decode(ctx context.Context, r io.Reader, name string, schemas map[string]in
 // and counted in Stats.Rejected; what could be read is kept. The error is
 // non-nil only when r itself fails, ctx is done or sink refuses a batch.
 func (d *Decoder) Decode(ctx context.Context, r io.Reader, name string, sink ingest.Sink) (Stats, error) {
-	in := &trackReader{r: r}
 	st := &stream{d: d, ctx: ctx, sink: sink, name: name}
 	st.stats.UnitsPerItem = true
-	err := st.decode(in)
+	err := st.decode(r)
 	if ferr := st.flush(); err == nil {
 		err = ferr
 	}
-	if err != nil && in.err != nil && errors.Is(err, in.err) {
-		err = fmt.Errorf("read %s: %w", name, err)
+	var re *readError
+	if errors.As(err, &re) {
+		err = fmt.Errorf("read %s: %w", name, re.err)
 	}
 	return st.stats, err
 }
 
-// trackReader remembers the error of the underlying reader, to tell a
-// failing file (an error to return) from a corrupt one (a rejection).
-type trackReader struct {
-	r   io.Reader
-	err error
-}
+// readError is a failure of the reader Decode was given, told apart from
+// a bad file (a rejection) and from a sink's refusal.
+type readError struct{ err error }
 
-func (t *trackReader) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	if err != nil && err != io.EOF {
-		t.err = err
-	}
-	return n, err
-}
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
 
 // stream is the state of one Decode call.
 type stream struct {
@@ -176,23 +166,17 @@ type stream struct {
 	stopped bool
 }
 
-func (st *stream) decode(in *trackReader) error {
-	var r io.Reader = in
-	peek := make([]byte, 2)
-	n, _ := io.ReadFull(in, peek)
-	r = io.MultiReader(bytes.NewReader(peek[:n]), in)
-	if n == 2 && peek[0] == 0x1f && peek[1] == 0x8b {
-		zr, err := gzip.NewReader(r)
-		if err != nil {
-			if in.err != nil {
-				return in.err
-			}
-			st.rejectFile(fmt.Errorf("gzip header: %w", err))
+func (st *stream) decode(in io.Reader) error {
+	r, err := input.Decompress(in)
+	if err != nil {
+		var ce *input.CorruptError
+		if errors.As(err, &ce) {
+			st.rejectFile(err)
 			return nil
 		}
-		defer zr.Close()
-		r = zr
+		return &readError{err}
 	}
+	defer r.Close()
 	sc := jsonscan.NewReader(r, st.d.maxRecord)
 	for st.err == nil {
 		c, err := sc.PeekByte()
@@ -200,13 +184,13 @@ func (st *stream) decode(in *trackReader) error {
 			return nil
 		}
 		if err != nil {
-			return st.readError(in, err)
+			return st.failed(err)
 		}
 		switch c {
 		case '{':
 			if n := recordsPrefix(sc); n > 0 {
 				sc.Discard(n)
-				if err := st.array(sc, in, false); err != nil {
+				if err := st.array(sc, false); err != nil {
 					return err
 				}
 				if st.stopped {
@@ -217,16 +201,16 @@ func (st *stream) decode(in *trackReader) error {
 						st.rejectFile(fmt.Errorf("after Records: %w", err))
 						return nil
 					}
-					return st.readError(in, err)
+					return st.failed(err)
 				}
 				continue
 			}
-			if err := st.element(sc, in, true); err != nil {
+			if err := st.element(sc, true); err != nil {
 				return err
 			}
 		case '[':
 			sc.Discard(1)
-			if err := st.array(sc, in, true); err != nil {
+			if err := st.array(sc, true); err != nil {
 				return err
 			}
 		default:
@@ -240,32 +224,23 @@ func (st *stream) decode(in *trackReader) error {
 	return st.err
 }
 
-// readError turns a read error into the Decode result: the reader's own
-// errors are returned, decompression errors (a truncated or corrupt .gz)
-// reject the file.
-func (st *stream) readError(in *trackReader, err error) error {
-	if in.err != nil {
-		return in.err
-	}
-	var ce flate.CorruptInputError
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.As(err, &ce) {
-		st.rejectFile(fmt.Errorf("truncated or corrupt gzip: %w", err))
-		st.stopped = true
-		return nil
-	}
-	if errors.Is(err, jsonscan.ErrTruncated) {
+// failed turns an error reading the input into the Decode result: a
+// truncated input, or compressed content that cannot be decompressed (a
+// truncated or corrupt .gz), rejects the file; the reader's own errors are
+// returned.
+func (st *stream) failed(err error) error {
+	var ce *input.CorruptError
+	if errors.As(err, &ce) || errors.Is(err, jsonscan.ErrTruncated) {
 		st.rejectFile(err)
 		st.stopped = true
 		return nil
 	}
-	st.rejectFile(err)
-	st.stopped = true
-	return nil
+	return &readError{err}
 }
 
 // array reads the elements of an array whose '[' was consumed: records of
 // a Records list (top false) or top-level elements (envelopes, events).
-func (st *stream) array(sc *jsonscan.Reader, in *trackReader, top bool) error {
+func (st *stream) array(sc *jsonscan.Reader, top bool) error {
 	for st.err == nil {
 		c, err := sc.PeekByte()
 		if err != nil {
@@ -274,14 +249,14 @@ func (st *stream) array(sc *jsonscan.Reader, in *trackReader, top bool) error {
 				st.stopped = true
 				return nil
 			}
-			return st.readError(in, err)
+			return st.failed(err)
 		}
 		if c == ']' {
 			sc.Discard(1)
 			return nil
 		}
 		if c == '{' {
-			if err := st.element(sc, in, top); err != nil || st.stopped {
+			if err := st.element(sc, top); err != nil || st.stopped {
 				return err
 			}
 		} else {
@@ -289,10 +264,10 @@ func (st *stream) array(sc *jsonscan.Reader, in *trackReader, top bool) error {
 			st.reject(ingest.ReasonBadRecord, errors.New("record is not a JSON object"))
 			if c == '[' {
 				if _, err := sc.Value(); err != nil && !errors.Is(err, jsonscan.ErrTooLong) && !errors.Is(err, jsonscan.ErrBroken) {
-					return st.readError(in, err)
+					return st.failed(err)
 				}
 			} else if err := sc.SkipScalar(); err != nil {
-				return st.readError(in, err)
+				return st.failed(err)
 			}
 		}
 		c, err = sc.PeekByte()
@@ -302,7 +277,7 @@ func (st *stream) array(sc *jsonscan.Reader, in *trackReader, top bool) error {
 				st.stopped = true
 				return nil
 			}
-			return st.readError(in, err)
+			return st.failed(err)
 		}
 		switch c {
 		case ',':
@@ -321,7 +296,7 @@ func (st *stream) array(sc *jsonscan.Reader, in *trackReader, top bool) error {
 
 // element reads one object and handles it: a record, or at the top level an
 // envelope, a bare event or a Records object.
-func (st *stream) element(sc *jsonscan.Reader, in *trackReader, top bool) error {
+func (st *stream) element(sc *jsonscan.Reader, top bool) error {
 	st.n++
 	raw, err := sc.Value()
 	switch {
@@ -333,7 +308,7 @@ func (st *stream) element(sc *jsonscan.Reader, in *trackReader, top bool) error 
 		st.reject(ingest.ReasonBadJSON, err)
 		return nil
 	default:
-		return st.readError(in, err)
+		return st.failed(err)
 	}
 	v, err := st.p.ParseBytes(raw)
 	if err != nil {
