@@ -65,6 +65,21 @@ func sniffCodec(head []byte) *codec {
 	return nil
 }
 
+// SniffCodec returns the name of the compression format whose magic
+// number head starts with, or "". undecided is set when head is too short
+// to tell: it is the start of a magic number.
+func SniffCodec(head []byte) (name string, undecided bool) {
+	if c := sniffCodec(head); c != nil {
+		return c.name, false
+	}
+	for _, c := range codecs {
+		if len(head) < len(c.magic) && bytes.HasPrefix(c.magic, head) {
+			return "", true
+		}
+	}
+	return "", false
+}
+
 // Codecs returns the names of the compression formats recognised: "gzip",
 // "zstd", "xz".
 func Codecs() []string {
