@@ -83,11 +83,12 @@ type File struct {
 	Initial bool
 	// Finished is set for a file read whole, once.
 	Finished bool
-	// Codec is the compression of a finished file's content ("" for none).
+	// Codec is the compression of a file found finished by its content
+	// ("gzip", "zstd", "xz"; "" otherwise).
 	Codec string
-	// Offset is where reading starts: the end of a growing file there at
-	// the first poll, how much of a copy was read already under another
-	// name, else 0.
+	// Offset is where reading a growing file starts: its end for a file
+	// there at the first poll, how much of a copy was read already under
+	// another name, else 0.
 	Offset int64
 }
 
@@ -308,8 +309,11 @@ func (fl *Follower) consider(ctx context.Context, m match, initial bool) (File, 
 		fl.done[m.path] = done{stampOf(m.info), m.id}
 		return f, nil
 	}
-	if f.Finished && !fl.settled(m.path, m.info) {
-		return f, nil
+	if fl.cfg.Whole {
+		if !fl.settled(m.path, m.info) {
+			return f, nil
+		}
+		return f, fl.readWhole(ctx, m, f, nil)
 	}
 	fh, fi, err := openRegular(m.path)
 	if err != nil {
@@ -323,37 +327,30 @@ func (fl *Follower) consider(ctx context.Context, m match, initial bool) (File, 
 	}()
 	f.Size, f.ModTime = fi.Size(), fi.ModTime()
 	delete(fl.reported, m.path)
-	if !f.Finished {
-		codec, undecided, err := sniffFile(fh)
-		switch {
-		case err != nil:
-			return f, &openError{fmt.Errorf("read %q: %w", m.path, err)}
-		case undecided && !fl.settled(m.path, fi):
-			return f, nil // too short to tell a log from an archive yet
-		}
-		f.Codec = codec
-		f.Finished = codec != ""
-	}
-	if !f.Finished {
+	codec, undecided, err := sniffFile(fh)
+	switch {
+	case err != nil:
+		return f, &openError{fmt.Errorf("read %q: %w", m.path, err)}
+	case undecided && !fl.settled(m.path, fi):
+		return f, nil // too short to tell a log from an archive yet
+	case codec == "":
 		t, err := fl.startTail(m, fh, fi, f, initial && !fl.cfg.FromStart)
-		if err != nil {
+		if t == nil || err != nil {
 			return f, err
 		}
-		keep = t != nil
-		if t == nil {
-			return f, nil
-		}
+		keep = true
 		return t.file, nil
 	}
-	if initial && !fl.cfg.FromStart && !fl.cfg.Whole {
+	f.Codec, f.Finished = codec, true
+	switch {
+	case initial && !fl.cfg.FromStart:
 		// An archive there at the start was read before, as a log.
 		fl.done[m.path] = done{stampOf(fi), m.id}
 		return f, nil
-	}
-	if !fl.cfg.Whole && !fl.settled(m.path, fi) {
+	case !fl.settled(m.path, fi):
 		return f, nil
 	}
-	return f, fl.readWhole(ctx, fh, m, f)
+	return f, fl.readWhole(ctx, m, f, fh)
 }
 
 // settled reports whether a file has stopped changing: its modification
@@ -372,21 +369,35 @@ func (fl *Follower) settled(path string, fi os.FileInfo) bool {
 	return false
 }
 
-// readWhole reads a finished file whole and records it as done.
-func (fl *Follower) readWhole(ctx context.Context, fh *os.File, m match, f File) error {
+// readWhole reads a finished file whole and records it as done. fh is
+// the file opened already, or nil.
+func (fl *Follower) readWhole(ctx context.Context, m match, f File, fh *os.File) error {
+	c := fl.h.Open(f)
+	if c == nil {
+		fl.done[m.path] = done{stamp{f.Size, f.ModTime}, m.id}
+		return nil
+	}
+	if fh == nil {
+		var fi os.FileInfo
+		var err error
+		if fh, fi, err = openRegular(m.path); err != nil {
+			return &openError{err}
+		}
+		defer fh.Close()
+		delete(fl.reported, m.path)
+		f.Size, f.ModTime = fi.Size(), fi.ModTime()
+	}
 	content, err := input.Decompress(&ctxReader{ctx: ctx, r: fh})
 	var r io.Reader = content
 	switch {
 	case err == nil:
 		defer content.Close()
-		f.Codec = content.Codec()
 		if !fl.cfg.Whole {
 			head, _ := peek(content, headLen)
 			r = io.MultiReader(bytesReader(head), content)
 			if skip := fl.copied(head, m.id); skip > 0 {
 				fl.log.Info("file holds what was read already under another name: read after it",
 					zap.String("path", m.path), zap.Int64("offset", skip))
-				f.Offset = skip
 				if _, err := io.CopyN(io.Discard, r, skip); err != nil && !errors.Is(err, io.EOF) {
 					r = errReader{err}
 				}
@@ -399,15 +410,12 @@ func (fl *Follower) readWhole(ctx context.Context, fh *os.File, m match, f File)
 		// file cut short.
 		r = errReader{err}
 	}
-	c := fl.h.Open(f)
-	if c != nil {
-		fl.log.Debug("reading file", zap.String("path", m.path), zap.String("codec", f.Codec))
-		if err := c.Read(ctx, r); err != nil {
-			return err
-		}
-		if err := c.Close(ctx); err != nil {
-			return err
-		}
+	fl.log.Debug("reading file", zap.String("path", m.path), zap.String("codec", f.Codec))
+	if err := c.Read(ctx, r); err != nil {
+		return err
+	}
+	if err := c.Close(ctx); err != nil {
+		return err
 	}
 	fl.done[m.path] = done{stamp{f.Size, f.ModTime}, m.id}
 	return nil
