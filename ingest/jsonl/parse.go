@@ -213,13 +213,16 @@ func (p *Parser) scanObject(b []byte) error {
 	if i >= len(b) || b[i] != '{' {
 		return errNotObject
 	}
-	i, empty := jsonscan.Open(b, i)
-	for more := !empty; more; {
-		end, esc, vi, err := jsonscan.Name(b, i)
+	i++
+	for first := true; ; first = false {
+		name, esc, vi, more, err := jsonscan.Member(b, i, first)
 		if err != nil {
 			return syntaxError(err)
 		}
-		name := b[i+1 : end-1]
+		if !more {
+			i = vi
+			break
+		}
 		if esc {
 			p.scratch = jsonscan.Unescape(p.scratch[:0], name)
 			name = p.scratch
@@ -231,9 +234,7 @@ func (p *Parser) scanObject(b []byte) error {
 		if f := p.field(name); f >= 0 {
 			p.vals[f] = v
 		}
-		if i, more, err = jsonscan.Next(b, next, '}'); err != nil {
-			return syntaxError(err)
-		}
+		i = next
 	}
 	if jsonscan.Space(b, i) != len(b) {
 		return errTrailing

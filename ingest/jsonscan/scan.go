@@ -1,7 +1,9 @@
 package jsonscan
 
 import (
+	"encoding/binary"
 	"errors"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -59,7 +61,7 @@ var (
 )
 
 // IsSpace reports whether c is JSON white space.
-func IsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+func IsSpace(c byte) bool { return c <= ' ' && (c == ' ' || c == '\t' || c == '\r' || c == '\n') }
 
 // Space returns the index of the first byte at or after i that is not
 // white space (len(b) when there is none).
@@ -93,12 +95,38 @@ func ScanString(b []byte, i int) (end int, escaped bool, err error) {
 // plainEnd returns the index of the first byte at or after j that is not
 // plain ASCII. It is small enough to be inlined: most strings of the
 // decoders' inputs are short names and values, where a call would cost as
-// much as the scan.
+// much as the scan. Eight bytes are looked at a time (see special).
 func plainEnd(b []byte, j int) int {
+	for j+8 <= len(b) {
+		if m := special(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+		j += 8
+	}
 	for j < len(b) && plain[b[j]] {
 		j++
 	}
 	return j
+}
+
+// Byte-wise constants of special.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special returns w, eight bytes of a string in memory order, with the
+// high bit set in the first byte that is not plain (a control character,
+// a quote, a backslash, a byte of a multi-byte rune). Bytes after the
+// first such byte may be flagged wrongly (a borrow carries upwards), so
+// only the lowest flag counts.
+func special(w uint64) uint64 {
+	// A byte under 0x20 borrows when 0x20 is taken from it; a byte equal
+	// to c is zero in w^c, and borrows when 1 is taken from it; either
+	// sets its high bit, which is kept only if the byte's own was clear.
+	q := w ^ (ones * '"')
+	bs := w ^ (ones * '\\')
+	return ((w-ones*0x20)&^w | (q-ones)&^q | (bs-ones)&^bs | w) & highs
 }
 
 // scanString goes on from b[j], the first byte of the string starting at
@@ -213,7 +241,11 @@ func ScanValue(b []byte, i, depth int) (Span, int, error) {
 	}
 	switch c := b[i]; {
 	case c == '"':
-		next, esc, err := ScanString(b, i)
+		j := plainEnd(b, i+1)
+		if j < len(b) && b[j] == '"' {
+			return Span{Start: i + 1, End: j, Kind: String}, j + 1, nil
+		}
+		next, esc, err := scanString(b, i+1, j)
 		return Span{Start: i + 1, End: next - 1, Kind: String, Escaped: esc}, next, err
 	case c == '-' || ('0' <= c && c <= '9'):
 		next, err := ScanNumber(b, i)
@@ -237,61 +269,96 @@ func ScanValue(b []byte, i, depth int) (Span, int, error) {
 	return Span{}, 0, ErrExpectValue
 }
 
-// Open reads the opening bracket of the object or array at b[i] and the
-// white space after it. It returns the index of the first member or
-// element, or, when the container is empty, the index after its closing
-// bracket with empty set.
-func Open(b []byte, i int) (next int, empty bool) {
-	closer := byte('}')
-	if b[i] == '[' {
-		closer = ']'
+// Member reads what comes before the value of an object's next member,
+// from b[i], just after the opening brace (first set) or after the value
+// of the member before: white space, a comma (not before the first
+// member), the member name and the colon. It returns the name as it is in
+// the text (between its quotes; Unescape it when escaped is set) and the
+// index of the value, white space skipped. At the closing brace instead,
+// more is unset and next is the index after it.
+func Member(b []byte, i int, first bool) (name []byte, escaped bool, next int, more bool, err error) {
+	// Compact JSON first: `,"name":` (or `"name":` after the brace).
+	if i < len(b) {
+		j := i
+		if !first && b[j] == ',' {
+			j++
+		}
+		if (first || j > i) && j < len(b) && b[j] == '"' {
+			k := plainEnd(b, j+1)
+			if k+1 < len(b) && b[k] == '"' && b[k+1] == ':' {
+				return b[j+1 : k], false, Space(b, k+2), true, nil
+			}
+		}
 	}
-	i = Space(b, i+1)
-	if i < len(b) && b[i] == closer {
-		return i + 1, true
-	}
-	return i, false
-}
-
-// Name reads a member name at b[i] and the colon after it. It returns the
-// index after the name's closing quote (the name is b[i+1:end-1]), whether
-// the name holds escapes, and the index of the member's value, white space
-// skipped.
-func Name(b []byte, i int) (end int, escaped bool, value int, err error) {
+	i = Space(b, i)
 	if i >= len(b) {
-		return 0, false, 0, ErrEnd
+		return nil, false, 0, false, ErrEnd
+	}
+	switch c := b[i]; {
+	case c == '}':
+		return nil, false, i + 1, false, nil
+	case !first && c != ',':
+		return nil, false, 0, false, ErrObjectComma
+	case !first:
+		if i = Space(b, i+1); i >= len(b) {
+			return nil, false, 0, false, ErrEnd
+		}
 	}
 	if b[i] != '"' {
-		return 0, false, 0, ErrExpectName
+		return nil, false, 0, false, ErrExpectName
 	}
-	if end, escaped, err = ScanString(b, i); err != nil {
-		return 0, false, 0, err
+	end, escaped, err := ScanString(b, i)
+	if err != nil {
+		return nil, false, 0, false, err
 	}
-	if value, err = colon(b, end); err != nil {
-		return 0, false, 0, err
+	j := Space(b, end)
+	if j >= len(b) {
+		return nil, false, 0, false, ErrEnd
 	}
-	return end, escaped, value, nil
+	if b[j] != ':' {
+		return nil, false, 0, false, ErrExpectColon
+	}
+	return b[i+1 : end-1], escaped, Space(b, j+1), true, nil
 }
 
-// Next reads what follows a member or an element at b[i] (white space
-// first): a comma, after which more is set and next is the next member or
-// element, white space skipped; or the closing bracket closer ('}' or
-// ']'), after which next is the index after it.
-func Next(b []byte, i int, closer byte) (next int, more bool, err error) {
+// fastName returns the index after the colon of a member name at b[i]
+// (b[i] is its opening quote) written the way most JSON is, `"name":`
+// without escapes or white space, or -1 for any other name. It is small
+// enough to be inlined in Skip, and walks the name a byte at a time: the
+// names Skip passes over (the attribute names of stream images, "S", "N")
+// are shorter than plainEnd's eight bytes at a time pays for; Member, for
+// the names a decoder reads ("ApproximateCreationDateTime"), uses
+// plainEnd.
+func fastName(b []byte, i int) int {
+	j := i + 1
+	for j < len(b) && plain[b[j]] {
+		j++
+	}
+	if j+1 < len(b) && b[j] == '"' && b[j+1] == ':' {
+		return j + 2
+	}
+	return -1
+}
+
+// Element reads what comes before an array's next element, from b[i],
+// just after the opening bracket (first set) or after the element before:
+// white space and a comma (not before the first element). It returns the
+// index of the element, white space skipped. At the closing bracket
+// instead, more is unset and next is the index after it.
+func Element(b []byte, i int, first bool) (next int, more bool, err error) {
 	i = Space(b, i)
 	if i >= len(b) {
 		return 0, false, ErrEnd
 	}
-	switch b[i] {
-	case ',':
-		return Space(b, i+1), true, nil
-	case closer:
+	switch c := b[i]; {
+	case c == ']':
 		return i + 1, false, nil
+	case first:
+		return i, true, nil
+	case c != ',':
+		return 0, false, ErrArrayComma
 	}
-	if closer == '}' {
-		return 0, false, ErrObjectComma
-	}
-	return 0, false, ErrArrayComma
+	return Space(b, i+1), true, nil
 }
 
 // maxDepth is the deepest nesting Skip can track (one bit per level).
@@ -300,122 +367,116 @@ const maxDepth = 64
 // Skip checks the value starting at b[i] and returns the index after it.
 // depth bounds the nesting of containers, as in ScanValue; above 64 it
 // counts as 64. It walks without recursion, so hostile nesting costs
-// nothing but the bytes read, and in one loop without a call per token: it
-// is the hot path of the decoders that skip what they do not need (the
-// images of stream records).
+// nothing but the bytes read.
+//
+// It is the hot loop of the decoders that skip what they do not need (the
+// images of stream records): compact JSON (`,"name":` and plain strings)
+// is read on paths inlined here, and anything else by Member, Element and
+// scanString, which say what is wrong.
 func Skip(b []byte, i, depth int) (int, error) {
 	depth = min(depth, maxDepth)
 	var objects uint64 // bit n set: level n+1 is an object
 	level := 0
+	inObject := false // the innermost container is an object
+	opened := false   // the last byte read opened a container
 	var err error
 	for {
-		// A value at b[i].
-		if i >= len(b) {
-			return 0, ErrEnd
-		}
-		switch c := b[i]; {
-		case c == '"':
-			if i = plainEnd(b, i+1); i < len(b) && b[i] == '"' {
-				i++
-			} else if i, _, err = scanString(b, i, i); err != nil {
-				return 0, err
-			}
-		case c == '{' || c == '[':
-			if level == depth {
-				return 0, ErrTooDeep
-			}
-			var empty bool
-			if i, empty = Open(b, i); empty {
-				break
-			}
-			level++
-			if c == '[' {
-				objects &^= 1 << (level - 1)
-				continue
-			}
-			objects |= 1 << (level - 1)
-			if i, err = skipName(b, i); err != nil {
-				return 0, err
-			}
-			continue
-		case c == '-' || ('0' <= c && c <= '9'):
-			i, err = ScanNumber(b, i)
-		case c == 't':
-			i, err = ScanLiteral(b, i, "true")
-		case c == 'f':
-			i, err = ScanLiteral(b, i, "false")
-		case c == 'n':
-			i, err = ScanLiteral(b, i, "null")
-		default:
-			return 0, ErrExpectValue
-		}
-		if err != nil {
-			return 0, err
-		}
-		// After a value: the next member or element, or the end of one or
-		// more containers.
-		for {
-			if level == 0 {
-				return i, nil
-			}
+		if !opened {
+			// A value at b[i].
 			i = Space(b, i)
 			if i >= len(b) {
 				return 0, ErrEnd
 			}
-			inObject := objects&(1<<(level-1)) != 0
-			if b[i] == ',' {
-				if i = Space(b, i+1); inObject {
-					if i, err = skipName(b, i); err != nil {
-						return 0, err
-					}
+			switch c := b[i]; {
+			case c == '"':
+				if i = plainEnd(b, i+1); i < len(b) && b[i] == '"' {
+					i++
+				} else {
+					i, _, err = scanString(b, i, i)
 				}
+			case c == '{' || c == '[':
+				if level == depth {
+					return 0, ErrTooDeep
+				}
+				level++
+				inObject = c == '{'
+				if inObject {
+					objects |= 1 << (level - 1)
+				} else {
+					objects &^= 1 << (level - 1)
+				}
+				i++
+				opened = true
+			case c == '-' || ('0' <= c && c <= '9'):
+				i, err = ScanNumber(b, i)
+			case c == 't':
+				i, err = ScanLiteral(b, i, "true")
+			case c == 'f':
+				i, err = ScanLiteral(b, i, "false")
+			case c == 'n':
+				i, err = ScanLiteral(b, i, "null")
+			default:
+				return 0, ErrExpectValue
+			}
+			if err != nil {
+				return 0, err
+			}
+		}
+		// Where the next value starts: past the comma (or the bracket just
+		// opened) and, in an object, the member's name; or the end of one
+		// or more containers.
+		first := opened
+		opened = false
+		for {
+			if level == 0 {
+				return i, nil
+			}
+			var more bool
+			if i < len(b) {
+				switch c := b[i]; {
+				case c == '}' && inObject, c == ']' && !inObject:
+					i++
+					level--
+					inObject = level > 0 && objects&(1<<(level-1)) != 0
+					first = false
+					continue
+				case inObject && (first || c == ','):
+					j := i
+					if !first {
+						j++
+					}
+					if j < len(b) && b[j] == '"' {
+						if v := fastName(b, j); v >= 0 {
+							i = v
+							more = true
+						}
+					}
+				case !inObject && first && !IsSpace(c):
+					more = true
+				case !inObject && c == ',':
+					i++
+					more = true
+				}
+				if more {
+					break
+				}
+			}
+			if inObject {
+				_, _, i, more, err = Member(b, i, first)
+			} else {
+				i, more, err = Element(b, i, first)
+			}
+			if err != nil {
+				return 0, err
+			}
+			if more {
 				break
 			}
-			switch {
-			case inObject && b[i] == '}', !inObject && b[i] == ']':
-				i++
-				level--
-			case inObject:
-				return 0, ErrObjectComma
-			default:
-				return 0, ErrArrayComma
-			}
+			level--
+			inObject = level > 0 && objects&(1<<(level-1)) != 0
+			first = false
 		}
 	}
-}
-
-// skipName checks a member name at b[i] and the colon after it, and
-// returns the index of the value.
-func skipName(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return 0, ErrEnd
-	}
-	if b[i] != '"' {
-		return 0, ErrExpectName
-	}
-	j := plainEnd(b, i+1)
-	if j < len(b) && b[j] == '"' {
-		j++
-	} else {
-		var err error
-		if j, _, err = scanString(b, i+1, j); err != nil {
-			return 0, err
-		}
-	}
-	return colon(b, j)
-}
-
-// colon reads the colon after a member name at b[i], white space around,
-// and returns the index of the value.
-func colon(b []byte, i int) (int, error) {
-	i = Space(b, i)
-	if i >= len(b) {
-		return 0, ErrEnd
-	}
-	if b[i] != ':' {
-		return 0, ErrExpectColon
-	}
-	return Space(b, i+1), nil
 }
 
 func hexVal(c byte) int {

@@ -57,44 +57,64 @@ func TestSkip(t *testing.T) {
 
 func TestSteps(t *testing.T) {
 	// Walk {"a\"b":[1,"x"],"c":{}} with the container steps.
-	b := []byte(` {"a\"b" : [1, "x"], "c":{} } `)
-	i := Space(b, 0)
-	i, empty := Open(b, i)
-	if empty {
-		t.Fatal("object read as empty")
-	}
+	b := []byte(` {"a\"b" : [1, "x" ], "c":{} } `)
+	i := Space(b, 0) + 1
 	var names []string
-	var kinds []Kind
-	for more := true; more; {
-		end, esc, v, err := Name(b, i)
+	var elements []Kind
+	for first := true; ; first = false {
+		name, esc, v, more, err := Member(b, i, first)
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := b[i+1 : end-1]
+		if !more {
+			i = v
+			break
+		}
 		if esc {
 			name = Unescape(nil, name)
 		}
 		names = append(names, string(name))
-		sp, next, err := ScanValue(b, v, 4)
-		if err != nil {
+		if b[v] == '[' {
+			v++
+			for first := true; ; first = false {
+				var more bool
+				if v, more, err = Element(b, v, first); err != nil {
+					t.Fatal(err)
+				}
+				if !more {
+					break
+				}
+				var sp Span
+				if sp, v, err = ScanValue(b, v, 4); err != nil {
+					t.Fatal(err)
+				}
+				elements = append(elements, sp.Kind)
+			}
+		} else if v, err = Skip(b, v, 4); err != nil {
 			t.Fatal(err)
 		}
-		kinds = append(kinds, sp.Kind)
-		if i, more, err = Next(b, next, '}'); err != nil {
-			t.Fatal(err)
-		}
+		i = v
 	}
-	if strings.Join(names, ",") != `a"b,c` || len(kinds) != 2 || kinds[0] != Array || kinds[1] != Object {
-		t.Errorf("names %q kinds %v", names, kinds)
+	if strings.Join(names, ",") != `a"b,c` || len(elements) != 2 || elements[0] != Number || elements[1] != String {
+		t.Errorf("names %q elements %v", names, elements)
 	}
 	if Space(b, i) != len(b) {
 		t.Errorf("stopped at %d of %d", i, len(b))
 	}
-	if _, empty := Open([]byte("[ ]"), 0); !empty {
-		t.Error("[ ] read as not empty")
+	for _, c := range []struct {
+		in    string
+		first bool
+		err   error
+	}{
+		{`}`, true, nil}, {` , "a" : 1`, false, nil}, {`,}`, false, ErrExpectName}, {`1`, true, ErrExpectName},
+		{`"a" 1`, true, ErrExpectColon}, {`"a"`, true, ErrEnd}, {` ;`, false, ErrObjectComma}, {``, true, ErrEnd},
+	} {
+		if _, _, _, _, err := Member([]byte(c.in), 0, c.first); !errors.Is(err, c.err) {
+			t.Errorf("Member(%q, %v): %v, want %v", c.in, c.first, err, c.err)
+		}
 	}
-	if _, _, err := Next([]byte("  "), 0, ']'); !errors.Is(err, ErrEnd) {
-		t.Errorf("Next at the end: %v", err)
+	if _, _, err := Element([]byte(" 1"), 0, false); !errors.Is(err, ErrArrayComma) {
+		t.Errorf("Element without a comma: %v", err)
 	}
 }
 

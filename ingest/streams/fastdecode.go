@@ -261,14 +261,16 @@ func (d *decoder) object(member func(key []byte) error) error {
 	if !d.at('{') {
 		return errFallback
 	}
-	i, empty := jsonscan.Open(d.b, d.i)
-	d.i = i
-	for more := !empty; more; {
-		end, esc, value, err := jsonscan.Name(d.b, d.i)
+	i := d.i + 1
+	for first := true; ; first = false {
+		key, esc, value, more, err := jsonscan.Member(d.b, i, first)
 		if err != nil {
 			return errFallback
 		}
-		key := d.b[d.i+1 : end-1]
+		if !more {
+			d.i = value
+			return nil
+		}
 		if esc {
 			d.name = jsonscan.Unescape(d.name[:0], key)
 			key = d.name
@@ -277,11 +279,8 @@ func (d *decoder) object(member func(key []byte) error) error {
 		if err := member(key); err != nil {
 			return err
 		}
-		if d.i, more, err = jsonscan.Next(d.b, d.i, '}'); err != nil {
-			return errFallback
-		}
+		i = d.i
 	}
-	return nil
 }
 
 // array calls element for each element; element must consume it.
@@ -289,18 +288,21 @@ func (d *decoder) array(element func() error) error {
 	if !d.at('[') {
 		return errFallback
 	}
-	i, empty := jsonscan.Open(d.b, d.i)
-	d.i = i
-	for more := !empty; more; {
+	i := d.i + 1
+	for first := true; ; first = false {
+		next, more, err := jsonscan.Element(d.b, i, first)
+		if err != nil {
+			return errFallback
+		}
+		d.i = next
+		if !more {
+			return nil
+		}
 		if err := element(); err != nil {
 			return err
 		}
-		var err error
-		if d.i, more, err = jsonscan.Next(d.b, d.i, ']'); err != nil {
-			return errFallback
-		}
+		i = d.i
 	}
-	return nil
 }
 
 // string reads a string value and returns its text: the bytes of the
@@ -346,7 +348,7 @@ func (d *decoder) number() ([]byte, error) {
 
 // skip passes over one value of any type, checking it.
 func (d *decoder) skip() error {
-	end, err := jsonscan.Skip(d.b, jsonscan.Space(d.b, d.i), maxNesting)
+	end, err := jsonscan.Skip(d.b, d.i, maxNesting)
 	if err != nil {
 		return errFallback
 	}
