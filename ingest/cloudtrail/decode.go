@@ -117,9 +117,10 @@ func Decode(ctx context.Context, r io.Reader, name string, schemas map[string]in
 }
 
 // Decode reads r to its end and hands its Events to sink. r may be
-// compressed (gzip, zstd, xz: package input) and may hold {"Records":[...]} objects, EventBridge envelopes
-// or bare events, one after the other (one per line or pretty-printed), or
-// a JSON array of them. name identifies the input in messages.
+// compressed (gzip, zstd, xz: package input) and may hold
+// {"Records":[...]} objects, EventBridge envelopes or bare events, one
+// after the other (one per line or pretty-printed), or a JSON array of
+// them. name identifies the input in messages.
 //
 // Bad records, a truncated or corrupt file, are reported to the Reporter
 // and counted in Stats.Rejected; what could be read is kept. The error is

@@ -127,6 +127,8 @@ type Consumer interface {
 const (
 	// ReasonOpen: a file matched cannot be opened or read as a file.
 	ReasonOpen = "open"
+	// ReasonList: a folder a pattern starts from cannot be listed.
+	ReasonList = "list"
 	// ReasonTruncated: a growing file was truncated and written again past
 	// the offset read between two polls (copytruncate); what was written
 	// to it between the last poll and the truncation may be lost.
@@ -245,7 +247,7 @@ func (fl *Follower) poll(ctx context.Context) error {
 	matches, skips, listErr := list(fl.cfg.Paths)
 	problems := []error{listErr}
 	if listErr != nil {
-		fl.reportOnce("list "+listErr.Error(), "list", listErr)
+		fl.reportOnce("list "+listErr.Error(), ReasonList, listErr)
 	}
 	for _, sk := range skips {
 		err := fmt.Errorf("skipped %q: %s", sk.path, sk.reason)
@@ -261,6 +263,9 @@ func (fl *Follower) poll(ctx context.Context) error {
 
 	files := make([]File, 0, len(matches))
 	for _, m := range matches {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		f, err := fl.consider(ctx, m, initial)
 		if err != nil {
 			if ctx.Err() != nil {

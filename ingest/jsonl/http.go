@@ -59,8 +59,9 @@ type HandlerConfig struct {
 // {"accepted":N,"rejected":M,"errors":["line K: reason: detail",...]} with
 // status 200 when at least one line was accepted (check "rejected"), 400
 // when no line was usable, 413 for a body over the limit, 415 for a content
-// type that is not JSON lines or an encoding other than gzip or zstd, 405 for another method, 429 over
-// the rate limit (with Retry-After) and 503 when the pipeline is stopping.
+// type that is not JSON lines or an encoding other than gzip or zstd, 405
+// for another method, 429 over the rate limit (with Retry-After) and 503
+// when the pipeline is stopping.
 type Handler struct {
 	sink    ingest.Sink
 	cfg     HandlerConfig
