@@ -194,7 +194,7 @@ func TestUpperBoundEveryKey(t *testing.T) {
 			for k := range keys {
 				h := xxh3.HashString(k)
 				if id := cs.cand.find(h, k); id >= 0 {
-					if got, want := cs.cand.total[id], exact[0][k]+exact[1][k]; got < want {
+					if got, want := cs.cand.rec[id].total, exact[0][k]+exact[1][k]; got < want {
 						t.Errorf("candidate %s: total %d under true %d quanta", k, got, want)
 					}
 					continue

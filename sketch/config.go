@@ -33,6 +33,12 @@ const (
 	DefaultMaxShards = 1024
 	// DefaultMaxThrottledKeys bounds the throttled keys counted per table.
 	DefaultMaxThrottledKeys = 128
+	// DefaultRecentSeconds is the number of complete seconds whose units
+	// are reported as recent, for judging a key's onset quickly.
+	DefaultRecentSeconds = 3
+	// maxRecentSeconds bounds RecentSeconds: every candidate key keeps a
+	// ring of that many seconds and one more.
+	maxRecentSeconds = 15
 	// exactDistinct is the number of distinct keys per sub-window counted
 	// exactly before the HyperLogLog takes over: up to it distinct counts
 	// are exact.
@@ -79,6 +85,10 @@ type Config struct {
 	// MaxThrottledKeys bounds the throttled partition keys counted per
 	// table. Zero means DefaultMaxThrottledKeys.
 	MaxThrottledKeys int
+	// RecentSeconds is the number of complete seconds, up to the last one,
+	// whose units are reported per key and class (KeyStat.RecentUnits,
+	// ClassStats.RecentUnits), 1 to 15. Zero means DefaultRecentSeconds.
+	RecentSeconds int
 }
 
 // DefaultConfig returns the defaults: a 60 s window of 12 × 5 s slots, 100
@@ -97,6 +107,7 @@ func DefaultConfig() Config {
 		MaxTables:        DefaultMaxTables,
 		MaxShards:        DefaultMaxShards,
 		MaxThrottledKeys: DefaultMaxThrottledKeys,
+		RecentSeconds:    DefaultRecentSeconds,
 	}
 }
 
@@ -132,6 +143,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxThrottledKeys == 0 {
 		c.MaxThrottledKeys = DefaultMaxThrottledKeys
 	}
+	if c.RecentSeconds == 0 {
+		c.RecentSeconds = DefaultRecentSeconds
+	}
 	return c
 }
 
@@ -150,8 +164,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("tracked %d: must be positive", c.Tracked)
 	case c.Candidates < c.Tracked || c.Candidates > 1<<15:
 		return fmt.Errorf("candidates %d: must be tracked (%d) to 32768", c.Candidates, c.Tracked)
-	case c.Depth < 1 || c.Depth > 8:
-		return fmt.Errorf("depth %d: must be 1 to 8", c.Depth)
+	case c.Depth < 1 || c.Depth > maxDepth:
+		return fmt.Errorf("depth %d: must be 1 to %d", c.Depth, maxDepth)
 	case c.Width < 16 || c.Width > 1<<24 || c.Width&(c.Width-1) != 0:
 		return fmt.Errorf("width %d: must be a power of two from 16 to 2^24", c.Width)
 	case c.HLLPrecision < 4 || c.HLLPrecision > 18:
@@ -162,6 +176,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max shards %d: must be positive", c.MaxShards)
 	case c.MaxThrottledKeys < 1:
 		return fmt.Errorf("max throttled keys %d: must be positive", c.MaxThrottledKeys)
+	case c.RecentSeconds < 1 || c.RecentSeconds > maxRecentSeconds:
+		return fmt.Errorf("recent seconds %d: must be 1 to %d", c.RecentSeconds, maxRecentSeconds)
 	}
 	return nil
 }
@@ -191,33 +207,56 @@ const (
 // distinct keys. The parts:
 //
 //   - count-min: 2 classes × 2 generations × Depth × Width × 4 B;
-//   - candidates: 2 × Candidates keys with per-slot units, accesses and
-//     sort-key bitmaps, plus the key bytes and their hash index;
+//   - candidates: 2 × Candidates keys, each a 64-byte record, per-slot
+//     units, accesses, sort-key bitmaps and per-second peaks (16 B a slot),
+//     a per-second ring, the key bytes and its hash index slots;
 //   - distinct keys: per slot the larger of the exact small set (1000
 //     hashes in a 2048-slot table) and a dense HyperLogLog (2^p bytes), plus
 //     one merge buffer;
 //   - shards and throttled keys: per entry the id, the key bytes and
 //     per-slot counts;
-//   - per-slot totals and fixed headers;
+//   - per-slot and per-second class totals and fixed headers;
 //   - 4 % for allocator size classes and map growth.
 func (c Config) Footprint() int {
 	c = c.withDefaults()
 	s := c.SubWindows
 	cms := ingest2 * 2 * c.Depth * c.Width * 4
-	cand := ingest2 * (c.Candidates*(candidateFixedBytes+s*(4+4+4)+footprintKeyBytes+16) + indexSize(c.Candidates)*16 + c.Candidates*4)
+	cand := ingest2 * candidateBytes(c, c.Candidates)
 	hll := 1 << c.HLLPrecision
 	exact := exactTableSize * 8
 	distinct := s*max(hll, exact) + hll
 	shards := c.MaxShards * (footprintShardBytes + 16 + 8 + s*4 + 16)
 	throttled := c.MaxThrottledKeys * (footprintKeyBytes + 16 + 8 + s*4 + 16)
-	totals := s * ingest2 * (8 + 8)
-	const headers = 4096
-	sum := cms + cand + distinct + shards + throttled + totals + headers
+	sum := cms + cand + distinct + shards + throttled + classBytes(c) + headerBytes
 	// Allocator size classes and map growth add a few percent: measured at
 	// the defaults, a table filled to every bound holds about 3 % more heap
 	// than the sum of its arrays (TestFootprint).
 	return sum + sum/25
 }
+
+// headerBytes is the fixed part of a table: its struct, slice headers and
+// the table index's entry.
+const headerBytes = 4096
+
+// classBytes is the per-slot and per-second totals of both classes.
+func classBytes(c Config) int {
+	return ingest2 * (c.SubWindows*(8+8+8) + ringLen(c.RecentSeconds)*8 + c.SubWindows*8)
+}
+
+// candidateBytes is the memory of one class's candidate set of the given
+// capacity: per entry the record, the per-slot counts, the per-second ring,
+// the heap slot and the key bytes, plus the index.
+func candidateBytes(c Config, capacity int) int {
+	perKey := candRecBytes + c.SubWindows*slotCountBytes + ringLen(c.RecentSeconds)*4 + 4 + footprintKeyBytes
+	return capacity*perKey + indexSize(capacity)*8
+}
+
+// Sizes of the candidate set's records, for the size arithmetic
+// (TestFootprintSizes checks them against unsafe.Sizeof).
+const (
+	candRecBytes   = 64
+	slotCountBytes = 16
+)
 
 // ingest2 is ingest.NumClasses, spelled out for the size arithmetic.
 const ingest2 = 2
