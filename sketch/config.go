@@ -234,6 +234,55 @@ func (c Config) Footprint() int {
 	return sum + sum/25
 }
 
+// FootprintFor returns the bytes one table (or index) costs under c whose
+// window holds keys distinct partition keys in each of its two classes,
+// every key in every slot, with keys of up to 64 bytes and without stream
+// shards or throttled calls (add about 150 bytes for each of those). It is
+// what the memory of a table follows as its keys grow:
+//
+//   - up to Candidates keys a class is counted exactly: its candidate set,
+//     which starts at 8 entries and doubles, costs about 0.4 KB a key
+//     (record, per-slot counts, per-second ring, index, key bytes), and the
+//     distinct keys are the candidates, at no cost;
+//   - past Candidates keys the class grows into the sketch: its count-min
+//     sketch (2 generations × Depth × Width × 4 B) and the table's per-slot
+//     distinct-key sets (exact sets of 8 B a key, each turning into a 2^p B
+//     HyperLogLog past 1000 keys) are made, up to Footprint in all.
+//
+// Both shrink back as the window empties: a candidate set halves when it
+// is a quarter full, the count-min sketch and the distinct-key sets go
+// when no traffic in the window is counted only by them.
+func (c Config) FootprintFor(keys int) int {
+	c = c.withDefaults()
+	sum := headerBytes + classBytes(c) + c.SubWindows*8
+	if keys > 0 {
+		sum += ingest2 * candidateBytes(c, grownCapacity(keys, c.Candidates))
+	}
+	if keys > c.Candidates {
+		sum += ingest2 * 2 * c.Depth * c.Width * 4
+		// Each slot's set holds both classes' keys; past exactDistinct it is
+		// a HyperLogLog, and a snapshot merges the slots into one more.
+		perSlot := 1 << c.HLLPrecision
+		if all := ingest2 * keys; all <= exactDistinct {
+			perSlot = exactSetSize(all) * 8
+		} else {
+			sum += 1 << c.HLLPrecision
+		}
+		sum += c.SubWindows * perSlot
+	}
+	return sum + sum/25
+}
+
+// grownCapacity is the capacity a candidate set has grown to for keys keys:
+// minCapacity doubled until it holds them, at most limit.
+func grownCapacity(keys, limit int) int {
+	capacity := min(minCapacity, limit)
+	for capacity < keys && capacity < limit {
+		capacity = min(2*capacity, limit)
+	}
+	return capacity
+}
+
 // headerBytes is the fixed part of a table: its struct, slice headers and
 // the table index's entry.
 const headerBytes = 4096

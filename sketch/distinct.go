@@ -85,6 +85,16 @@ func (sl *distinctSlot) insertExact(h uint64) bool {
 	}
 }
 
+// exactSetSize is the size an exact set has grown to for n keys: 64 slots
+// doubled while it would be half full or more.
+func exactSetSize(n int) int {
+	size := 64
+	for n*2 > size && size < exactTableSize {
+		size *= 2
+	}
+	return size
+}
+
 func (sl *distinctSlot) grow() {
 	old := sl.set
 	n := max(64, len(old)*2)
