@@ -109,11 +109,18 @@ func (cs *classSketch) addSecond(sec int64, units float64, sc *secClock) {
 		if s := sc.slotOf(x); s >= 0 {
 			cs.peak[s] = max(cs.peak[s], v)
 		}
+		if x == cs.headSec {
+			cs.headUnits = v
+		}
 	}
 	if !ringAdvance(cs.ring, &cs.sec, sec, mask, fold) {
 		cs.ring[sec&mask] += units
+		cs.headSec = min(cs.headSec, sec)
 		fold(sec, cs.ring[sec&mask])
 		return
 	}
 	cs.ring[sec&mask] = units
+	if !cs.seen || sec < cs.headSec {
+		cs.headSec, cs.headUnits, cs.seen = sec, units, true
+	}
 }

@@ -62,8 +62,13 @@ type classSketch struct {
 	peak   []float64 // per slot: units of the busiest complete second
 	ring   []float64 // units per second, the last ringLen seconds
 	sec    int64     // newest second of ring
-	cms    *genCMS   // nil until the candidates first fill
-	cand   *candidates
+	// headSec is the class's first second and headUnits its units once it
+	// has left the ring (see candidates.headSec); seen says there is one.
+	headSec   int64
+	headUnits float64
+	seen      bool
+	cms       *genCMS // nil until the candidates first fill
+	cand      *candidates
 	// noiseCur and noisePrev are the count-min noise floors, refreshed
 	// every noiseEvery updates and at each generation flip.
 	noiseCur, noisePrev uint32
@@ -93,6 +98,9 @@ func newTable(id tableID, cfg *Config, epoch, sec int64, slot time.Duration) *ta
 		cs.peak = make([]float64, s)
 		cs.ring = make([]float64, rl)
 		cs.sec = sec
+		// A live window's seconds start with the table's; whole files' with
+		// the first event's.
+		cs.headSec, cs.seen = sec, cfg.Window > 0
 	}
 	return t
 }

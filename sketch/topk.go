@@ -38,12 +38,17 @@ type candidates struct {
 	n        int // entries in use
 	ringMask int64
 
-	rec   []candRec
-	cnt   []slotCount // [entry*slots + slot]
-	ring  []uint32    // [entry*ringLen + second&ringMask]: units per second, quanta
-	heap  []int32     // entry ids, min total first
-	index []uint64    // hash>>32<<32 | entry id+1; 0 is free
-	imask uint64
+	rec  []candRec
+	cnt  []slotCount // [entry*slots + slot]
+	ring []uint32    // [entry*ringLen + second&ringMask]: units per second, quanta
+	heap []int32     // entry ids, min total first
+	// headSec is each entry's first second, and headUnits its units once
+	// it has left the ring (while in it, the ring holds them): what Merge
+	// needs to add up a second that two inputs split between them.
+	headSec   []int64
+	headUnits []uint32
+	index     []uint64 // hash>>32<<32 | entry id+1; 0 is free
+	imask     uint64
 }
 
 // candRec is one entry's hot fields, 64 bytes.
@@ -96,7 +101,12 @@ func (c *candidates) resize(size int) {
 	copy(ring, c.ring[:c.n*rl])
 	heap := make([]int32, c.n, size)
 	copy(heap, c.heap)
+	headSec := make([]int64, size)
+	headUnits := make([]uint32, size)
+	copy(headSec, c.headSec[:c.n])
+	copy(headUnits, c.headUnits[:c.n])
 	c.rec, c.cnt, c.ring, c.heap = rec, cnt, ring, heap
+	c.headSec, c.headUnits = headSec, headUnits
 	isz := indexSize(size)
 	c.index = make([]uint64, isz)
 	c.imask = uint64(isz - 1)
@@ -167,17 +177,27 @@ func (c *candidates) second(id int, sec int64, q uint32, sc *secClock) {
 		// A late second still in the ring: complete, so fold it again.
 		p := &ring[sec&c.ringMask]
 		*p = satAdd(*p, q)
+		if sec < c.headSec[id] {
+			c.headSec[id] = sec
+		}
 		c.fold(id, sec, *p, sc)
 		return
 	}
 	ring[sec&c.ringMask] = q
+	if sec < c.headSec[id] {
+		c.headSec[id], c.headUnits[id] = sec, q
+	}
 }
 
-// fold records v quanta in second x as a candidate for the peak of x's slot.
+// fold records v quanta in second x, complete, as a candidate for the peak
+// of x's slot, and as the head's units when x is the entry's first second.
 func (c *candidates) fold(id int, x int64, v uint32, sc *secClock) {
 	if s := sc.slotOf(x); s >= 0 {
 		k := &c.cnt[id*c.slots+s]
 		k.peak = max(k.peak, v)
+	}
+	if x == c.headSec[id] {
+		c.headUnits[id] = v
 	}
 }
 
@@ -239,6 +259,7 @@ func (c *candidates) admit(h uint64, key string, s int, q, skBit, curEst, prevEs
 	ring := c.ring[id*rl : (id+1)*rl]
 	clear(ring)
 	ring[sec&c.ringMask] = q
+	c.headSec[id], c.headUnits[id] = sec, q
 	curEst = max(curEst, q)
 	row[s] = slotCount{units: curEst, events: 1 + perAccess(curEst-q, q), sk: skBit}
 	r.entryQ = curEst - q
@@ -336,6 +357,7 @@ func (c *candidates) move(from, to int) {
 	copy(c.cnt[to*c.slots:(to+1)*c.slots], c.cnt[from*c.slots:(from+1)*c.slots])
 	rl := int(c.ringMask + 1)
 	copy(c.ring[to*rl:(to+1)*rl], c.ring[from*rl:(from+1)*rl])
+	c.headSec[to], c.headUnits[to] = c.headSec[from], c.headUnits[from]
 }
 
 func (c *candidates) reindex(id int) {
