@@ -293,10 +293,10 @@ func classBytes(c Config) int {
 }
 
 // candidateBytes is the memory of one class's candidate set of the given
-// capacity: per entry the record, the per-slot counts, the per-second ring,
-// the heap slot and the key bytes, plus the index.
+// capacity: per entry the record, the per-slot counts, the per-second ring
+// and first second, the heap slot and the key bytes, plus the index.
 func candidateBytes(c Config, capacity int) int {
-	perKey := candRecBytes + c.SubWindows*slotCountBytes + ringLen(c.RecentSeconds)*4 + 4 + footprintKeyBytes
+	perKey := candRecBytes + c.SubWindows*slotCountBytes + ringLen(c.RecentSeconds)*4 + 8 + 4 + 4 + footprintKeyBytes
 	return capacity*perKey + indexSize(capacity)*8
 }
 
