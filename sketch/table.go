@@ -575,7 +575,7 @@ func (t *table) snapshot(tracked int, sw *secWindow, scratch []keyStat) (TableSn
 		if cs.cand == nil {
 			continue
 		}
-		scratch = cs.cand.collect(scratch[:0], sw)
+		scratch = cs.cand.collect(scratch[:0], sw, tracked)
 		st.Top = topOf(scratch, tracked, st.Units)
 	}
 	ts.DistinctKeys = t.distinctCache

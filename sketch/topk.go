@@ -1,8 +1,10 @@
 package sketch
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 )
 
@@ -445,13 +447,27 @@ type keyStat struct {
 	last     uint64 // quanta in the last complete second
 }
 
-// collect copies every entry out. sw says which seconds count.
-func (c *candidates) collect(dst []keyStat, sw *secWindow) []keyStat {
+// collect copies out the entries that can be among the tracked heaviest:
+// the entries ranked by units (heaviest first, ties by key), cut to
+// tracked, with their details. Ranking 16-byte records and filling in only
+// those reported keeps a snapshot cheap. sw says which seconds count.
+func (c *candidates) collect(dst []keyStat, sw *secWindow, tracked int) []keyStat {
+	rank := make([]int32, c.n)
+	for id := range rank {
+		rank[id] = int32(id)
+	}
+	slices.SortFunc(rank, func(a, b int32) int {
+		x, y := &c.rec[a], &c.rec[b]
+		if x.total != y.total {
+			return cmp.Compare(y.total, x.total)
+		}
+		return strings.Compare(x.key, y.key)
+	})
 	rl := int(c.ringMask + 1)
-	for id := 0; id < c.n; id++ {
+	for _, id := range rank[:min(len(rank), tracked)] {
 		var ev uint64
 		var sk, peak uint32
-		for _, k := range c.cnt[id*c.slots : (id+1)*c.slots] {
+		for _, k := range c.cnt[int(id)*c.slots : int(id+1)*c.slots] {
 			ev += uint64(k.events)
 			sk |= k.sk
 			peak = max(peak, k.peak)
@@ -460,11 +476,11 @@ func (c *candidates) collect(dst []keyStat, sw *secWindow) []keyStat {
 		ks := keyStat{
 			key:      r.key,
 			units:    r.total,
-			err:      c.errorOf(id),
+			err:      c.errorOf(int(id)),
 			events:   ev,
 			sortKeys: sortKeyEstimate(sk),
 		}
-		ring := c.ring[id*rl : (id+1)*rl]
+		ring := c.ring[int(id)*rl : int(id+1)*rl]
 		p, recent, last := sw.read(ring, r.sec, c.ringMask)
 		ks.peak = uint64(max(peak, p))
 		ks.recent, ks.last = uint64(recent), uint64(last)
