@@ -107,15 +107,34 @@ func (m *genCMS) raiseTo(h uint64, half int, next uint32) {
 // adds q to the current generation with conservative update, reporting
 // whether it did. One pass computes the columns for both steps.
 func (m *genCMS) observe(h uint64, q uint32, withPrev bool, limit uint64) (cur, prev uint32, added bool) {
-	var offs [maxDepth]uintptr
 	g, h2 := uint32(h), uint32(h>>32)|1
 	w := uint64(m.width)
 	base := unsafe.Pointer(unsafe.SliceData(m.cells))
 	rowBytes := 8 * uintptr(m.width)
+	// The columns' byte offsets: four rows in registers, the rest (depth
+	// 5 to 8) in an array.
+	var o0, o1, o2, o3 uintptr
+	var rest [maxDepth - 4]uintptr
 	a, b := uint32(math.MaxUint32), uint32(math.MaxUint32)
-	for j := 0; j < m.depth; j++ {
+	j := 0
+	if m.depth >= 4 {
+		o0 = 8 * uintptr(uint64(g)*w>>32)
+		g += h2
+		o1 = rowBytes + 8*uintptr(uint64(g)*w>>32)
+		g += h2
+		o2 = 2*rowBytes + 8*uintptr(uint64(g)*w>>32)
+		g += h2
+		o3 = 3*rowBytes + 8*uintptr(uint64(g)*w>>32)
+		g += h2
+		p0, p1 := (*[2]uint32)(unsafe.Add(base, o0)), (*[2]uint32)(unsafe.Add(base, o1))
+		p2, p3 := (*[2]uint32)(unsafe.Add(base, o2)), (*[2]uint32)(unsafe.Add(base, o3))
+		a = min(p0[0], p1[0], p2[0], p3[0])
+		b = min(p0[1], p1[1], p2[1], p3[1])
+		j = 4
+	}
+	for ; j < m.depth; j++ {
 		o := uintptr(j)*rowBytes + 8*uintptr(uint64(g)*w>>32)
-		offs[j&(maxDepth-1)] = o
+		rest[(j-4)&(maxDepth-5)] = o
 		p := (*[2]uint32)(unsafe.Add(base, o))
 		a = min(a, p[0])
 		b = min(b, p[1])
@@ -135,9 +154,25 @@ func (m *genCMS) observe(h uint64, q uint32, withPrev bool, limit uint64) (cur, 
 	}
 	next := satAdd(cur, q)
 	cb := unsafe.Add(base, 4*half)
-	for j := 0; j < m.depth; j++ {
-		p := (*uint32)(unsafe.Add(cb, offs[j&(maxDepth-1)]))
+	raise := func(o uintptr) {
+		p := (*uint32)(unsafe.Add(cb, o))
 		*p = max(*p, next)
+	}
+	if m.depth >= 4 {
+		raise(o0)
+		raise(o1)
+		raise(o2)
+		raise(o3)
+		for j := 4; j < m.depth; j++ {
+			raise(rest[(j-4)&(maxDepth-5)])
+		}
+	} else {
+		// Fewer than four rows: their offsets are the loop's.
+		g = uint32(h)
+		for j := 0; j < m.depth; j++ {
+			raise(uintptr(j)*rowBytes + 8*uintptr(uint64(g)*w>>32))
+			g += h2
+		}
 	}
 	m.written[half] = true
 	return cur, prev, true
