@@ -49,8 +49,9 @@ const (
 	quantum = 4
 )
 
-// Config sizes the sketches. Memory per table is fixed by it, whatever the
-// number of distinct keys: see Footprint.
+// Config sizes the sketches. It bounds the memory of a table whatever the
+// number of distinct keys (Footprint), and below that bound a table's
+// memory follows its keys (FootprintFor).
 type Config struct {
 	// Window is the sliding window the shares are computed over. Zero means
 	// one window that never expires (hotkeyd analyze over whole files).

@@ -1,24 +1,27 @@
-// Package sketch keeps, per table, fixed-size summaries of a sliding window
-// of traffic: the heaviest partition keys per class (a count-min sketch with
-// conservative update in front of a set of exactly counted candidates), the
-// number of distinct partition keys (HyperLogLog, exact below 1000),
-// records per stream shard and the most throttled keys. It knows keys,
-// classes, units and time, nothing of AWS.
+// Package sketch keeps, per table, small summaries of a sliding window of
+// traffic: the heaviest partition keys per class (a count-min sketch with
+// conservative update in front of a set of exactly counted candidates),
+// their per-second peaks and recent units, the number of distinct
+// partition keys (HyperLogLog, exact below 1000), records per stream shard
+// and the most throttled keys. It knows keys, classes, units and time,
+// nothing of AWS.
 //
 // # Heavy hitters
 //
-// Per table and class, Candidates keys (384) are counted exactly, slot by
-// slot, in a min-heap on their window totals; the Tracked heaviest (100) are
-// reported. A key that is not a candidate goes into a count-min sketch
-// (Depth 5 × Width 4096, one 64-bit xxh3 hash split into the rows by double
-// hashing, conservative update) kept for two tumbling generations of one
-// window each. It becomes a candidate, evicting the smallest, when its
-// estimate over the generations that overlap the window beats the smallest
-// candidate by more than the sketch's typical noise (the median estimate of
-// never-seen keys). Its counts then start from the sketch's estimates,
-// flagged as such until they leave the window, and its traffic skips the
-// sketch until it is evicted and written back. Why this shape, and what it
-// was measured against, is in docs/bench/sketch.md.
+// Per table and class, up to Candidates keys (384) are counted exactly,
+// slot by slot, in a min-heap on their window totals; the Tracked heaviest
+// (100) are reported. Until the candidate set first fills, every key of
+// the class is a candidate: the class is counted exactly, and the set
+// grows with its keys. A key that finds the set full goes into a count-min
+// sketch (Depth 5 × Width 4096, made then, one 64-bit xxh3 hash split into
+// the rows by double hashing, conservative update) kept for two tumbling
+// generations of one window each. It becomes a candidate, evicting the
+// smallest, when its estimate over the generations that overlap the window
+// beats the smallest candidate by more than the sketch's typical noise (the
+// median estimate of never-seen keys). Its counts then start from the
+// sketch's estimates, flagged as such until they leave the window, and its
+// traffic skips the sketch until it is evicted and written back. Why this
+// shape, and what it was measured against, is in docs/bench/sketch.md.
 //
 // # Accuracy
 //
@@ -26,21 +29,45 @@
 // undercount and overcount by at most KeyStat.Error: the count-min
 // estimates its counts started from, at most ε = e/Width of a generation's
 // units each with probability 1-δ, δ = e^-Depth (ε ≈ 0.066 %, δ ≈ 0.67 % at
-// defaults); a key that has been a candidate for a whole window is exact.
-// Units are counted in quarter units (0.5 RCU is exact). Distinct keys are
-// exact below 1000 and within about 0.81 % (one standard error) above.
+// defaults); a key that has been a candidate for a whole window, or whose
+// class never had more keys than Candidates, is exact. Units are counted in
+// quarter units (0.5 RCU is exact). Distinct keys are exact below 1000 and
+// within about 0.81 % (one standard error) above.
+//
+// # Seconds
+//
+// Each candidate and each class keeps its units per second for the last
+// RecentSeconds+1 seconds (a ring of 4 at the default 3) and, per slot,
+// the units of its busiest complete second: ClassStats.PeakSecondUnits and
+// KeyStat.PeakUnitsPerSecond are the busiest second of the window,
+// RecentUnits the units of the last RecentSeconds complete seconds
+// (TableSnapshot.RecentSpan) and LastSecondUnits those of
+// TableSnapshot.LastSecond, from which a live view draws units per second.
+// Class figures are exact; a key's are exact when its Error is 0, and
+// otherwise count its traffic from when it became a candidate (never more
+// than the truth, at most Error less). Live windows count by arrival
+// second (the Store's clock, once per Put), so seconds arrive in order.
+// Whole files count by event time: events up to RecentSeconds out of order
+// are counted in their own second; an older one starts the ring over at
+// its second, so logs read one after another are each counted second by
+// second (two logs of the same seconds read one after the other are peaked
+// separately, not added up).
 //
 // # Memory
 //
-// A table (or index) costs at most Config.Footprint bytes, fixed by the
-// configuration and independent of the number of distinct keys: 999 065
-// bytes (0.95 MiB) at DefaultConfig, both classes and the whole window
-// (count-min 320 KiB, candidates 243 KiB, distinct keys 208 KiB, 1024
-// shards 144 KiB, throttled keys 19 KiB, plus 4 % allocator overhead;
-// TestFootprint fills tables to every bound and checks the heap against
-// it). Parts are allocated
-// on first use, so a table that saw one class, few keys or no stream shards
-// costs much less. The number of tables is bounded by Config.MaxTables
+// A table (or index) costs at most Config.Footprint bytes: 1 039 201 bytes
+// (0.99 MiB) at DefaultConfig, both classes and the whole window (count-min
+// 320 KiB, candidates 280 KiB, distinct keys 208 KiB, 1024 shards 144 KiB,
+// throttled keys 19 KiB, plus 4 % allocator overhead; TestFootprint fills
+// tables to every bound and checks the heap against it). A table's memory
+// follows its keys (Config.FootprintFor): about 0.5 KiB per key and class
+// while its classes are counted exactly (6.8 KB for one key, 13 KB for 10,
+// 95 KB for 100, 283 KB for 300, measured with 64-byte keys in both classes
+// and every slot), then the count-min sketch and the per-slot distinct-key
+// sets are made, up to the bound; as the window empties, the candidate sets
+// shrink and the sketch and sets are given back (TestFootprintSizes,
+// TestFootprintShrinks). Per-second counts cost 76 bytes a candidate, 58 KB
+// of a full table. The number of tables is bounded by Config.MaxTables
 // (1000 by default, so at most about 1 GiB); events of further tables are
 // dropped and counted by Store.Dropped.
 //
@@ -54,14 +81,22 @@
 // (Window == 0) there is one window that never expires, bounded by the
 // earliest and latest event times.
 //
+// # Merging
+//
+// Store.Merge adds one store into another, as if it had seen the other's
+// events too: stores counted by several workers over parts of one input
+// merge into the store of the whole input, exact wherever the parts were
+// (see Merge for what adds up how).
+//
 // # Concurrency
 //
-// Put and Snapshot are safe for concurrent use. There is no store-wide lock
-// on the hot path: each table has its own mutex, held by Put for a run of
-// consecutive events of that table and by Snapshot while it copies that
-// table out, so readers of different tables run in parallel. Snapshot
-// shares nothing with the live sketches and caches the distinct-key
-// estimate until the table changes.
+// Put, Snapshot and Merge are safe for concurrent use. There is no
+// store-wide lock on the hot path: each table has its own mutex, held by
+// Put for a run of consecutive events of that table and by Snapshot while
+// it copies that table out, so readers of different tables run in
+// parallel; readers of one table take turns. Snapshot shares nothing with
+// the live sketches and caches the distinct-key estimate until the table
+// changes.
 package sketch
 
 import (
