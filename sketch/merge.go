@@ -11,9 +11,11 @@ import (
 
 // Merge adds everything other counted into s, table by table, as if s had
 // been given other's events too: the stores of several workers (analyze
-// on every core) or readers, merged at the end. other is not changed and
-// may be in use; both must have the same shape (window, slots, candidates,
-// count-min size, HyperLogLog precision, recent seconds).
+// on every core) or readers, merged at the end. other may be in use and
+// keeps counting; Merge only moves its tables to the current slot, as a
+// Snapshot does, and copies each out under its lock. Both must have the
+// same shape (window, slots, candidates, count-min size, HyperLogLog
+// precision, recent seconds).
 //
 // What adds up, and how exact it is:
 //
@@ -44,9 +46,6 @@ func (s *Store) Merge(other *Store) error {
 	at := s.clockAt(s.now())
 	if o := other.clockAt(other.now()); o.epoch > at.epoch || (o.epoch == at.epoch && o.sec > at.sec) {
 		at = o
-	}
-	if s.slot > 0 && other.started.Before(s.started) {
-		s.started = other.started
 	}
 	for id, ot := range *other.tables.Load() {
 		ot.mu.Lock()

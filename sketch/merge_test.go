@@ -3,6 +3,7 @@ package sketch
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -356,5 +357,56 @@ func TestMergeErrors(t *testing.T) {
 	}
 	if c.Tables() != 2 || c.Dropped() != 1 {
 		t.Errorf("tables %d dropped %d, want 2 and 1", c.Tables(), c.Dropped())
+	}
+}
+
+// TestMergeConcurrent merges a store while it is being fed, into a store
+// that is being read; under -race it checks for data races. A merge taken
+// while b is fed holds part of b's events, never more; one taken after
+// holds every event once.
+func TestMergeConcurrent(t *testing.T) {
+	a := newTestStore(t, DefaultConfig(), nil)
+	b := newTestStore(t, DefaultConfig(), nil)
+	c := newTestStore(t, DefaultConfig(), nil)
+	const batches, size = 40, 100
+	var wg sync.WaitGroup
+	feed := func(s *Store, prefix string) {
+		defer wg.Done()
+		for i := range batches {
+			batch := make([]ingest.Event, size)
+			for j := range batch {
+				batch[j] = ingest.Event{Table: "t", PK: fmt.Sprint(prefix, (i*size+j)%500), Class: ingest.Class(j % 2), Units: 1, Time: time.Now()}
+			}
+			if err := s.Put(t.Context(), batch); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	wg.Add(3)
+	go feed(a, "A")
+	go feed(b, "B")
+	go func() {
+		defer wg.Done()
+		for range 5 {
+			if err := c.Merge(b); err != nil {
+				t.Error(err)
+			}
+			_ = c.Snapshot()
+			_ = a.Snapshot()
+		}
+	}()
+	wg.Wait()
+	var merged uint64
+	for _, ts := range c.Snapshot().Tables {
+		merged += ts.Events
+	}
+	if merged > 5*batches*size {
+		t.Errorf("merged while fed: %d events, more than five merges of b can hold", merged)
+	}
+	if err := a.Merge(b); err != nil {
+		t.Fatal(err)
+	}
+	if got := findTable(t, a.Snapshot(), "t", "").Events; got != 2*batches*size {
+		t.Fatalf("events = %d, want %d", got, 2*batches*size)
 	}
 }
