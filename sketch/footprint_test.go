@@ -140,19 +140,7 @@ func TestFootprintShrinks(t *testing.T) {
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	feedSlot := func(keys int) {
-		batch := make([]ingest.Event, 0, 1024)
-		for tb := range tables {
-			for i := range keys {
-				for c := range ingest.NumClasses {
-					batch = append(batch, ev(fmt.Sprint("t", tb), footprintKey(i), ingest.Class(c), 1))
-					if len(batch) == cap(batch) {
-						put(t, s, batch...)
-						batch = batch[:0]
-					}
-				}
-			}
-		}
-		put(t, s, batch...)
+		putKeys(t, s, tables, keys)
 		now = now.Add(slot)
 	}
 	for range cfg.SubWindows {
@@ -171,6 +159,25 @@ func TestFootprintShrinks(t *testing.T) {
 	if ts.DistinctKeys != 10 || len(ts.Classes[ingest.Read].Top) != 10 {
 		t.Fatalf("distinct %d, top %d: want the 10 keys, exactly", ts.DistinctKeys, len(ts.Classes[ingest.Read].Top))
 	}
+}
+
+// putKeys puts one event of each of keys 64-byte keys, in both classes,
+// into each of the tables t0, t1, ...
+func putKeys(t *testing.T, s *Store, tables, keys int) {
+	t.Helper()
+	batch := make([]ingest.Event, 0, 1024)
+	for tb := range tables {
+		for i := range keys {
+			for c := range ingest.NumClasses {
+				batch = append(batch, ev(fmt.Sprint("t", tb), footprintKey(i), ingest.Class(c), 1))
+				if len(batch) == cap(batch) {
+					put(t, s, batch...)
+					batch = batch[:0]
+				}
+			}
+		}
+	}
+	put(t, s, batch...)
 }
 
 // footprintKey is the 64-byte key i.
@@ -195,21 +202,8 @@ func fillTables(t *testing.T, cfg Config, n, keys int) (int64, *Store) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	batch := make([]ingest.Event, 0, 1024)
 	for sl := range cfg.SubWindows {
-		for tb := range n {
-			for i := range keys {
-				for c := range ingest.NumClasses {
-					batch = append(batch, ev(fmt.Sprint("t", tb), footprintKey(i), ingest.Class(c), 1))
-					if len(batch) == cap(batch) {
-						put(t, s, batch...)
-						batch = batch[:0]
-					}
-				}
-			}
-		}
-		put(t, s, batch...)
-		batch = batch[:0]
+		putKeys(t, s, n, keys)
 		if sl < cfg.SubWindows-1 {
 			now = now.Add(slot)
 		}

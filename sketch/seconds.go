@@ -65,31 +65,14 @@ type secWindow struct {
 
 // read returns the peak, the recent units and the last complete second's
 // units of a ring whose newest second is newest.
-func (sw *secWindow) read(ring []uint32, newest, mask int64) (peak, recent, last uint32) {
+func read[T uint32 | float64](sw *secWindow, ring []T, newest, mask int64) (peak, recent, last T) {
 	for x := newest - mask; x <= newest; x++ {
 		v := ring[x&mask]
 		if x >= sw.from && x <= sw.to {
 			peak = max(peak, v)
 		}
 		if x >= sw.recentFrom && x < sw.ref {
-			recent = satAdd(recent, v)
-		}
-		if x == sw.ref-1 {
-			last = v
-		}
-	}
-	return peak, recent, last
-}
-
-// readFloat is read for a class's ring of units.
-func (sw *secWindow) readFloat(ring []float64, newest, mask int64) (peak, recent, last float64) {
-	for x := newest - mask; x <= newest; x++ {
-		v := ring[x&mask]
-		if x >= sw.from && x <= sw.to {
-			peak = max(peak, v)
-		}
-		if x >= sw.recentFrom && x < sw.ref {
-			recent += v
+			recent = sum(recent, v)
 		}
 		if x == sw.ref-1 {
 			last = v

@@ -568,7 +568,7 @@ func (t *table) snapshot(tracked int, sw *secWindow, scratch []keyStat) (TableSn
 		if slotSeconds > 0 {
 			st.PeakUnitsPerSecond = slotPeak / slotSeconds
 		}
-		p, recent, last := sw.readFloat(cs.ring, cs.sec, int64(len(cs.ring)-1))
+		p, recent, last := read(sw, cs.ring, cs.sec, int64(len(cs.ring)-1))
 		st.PeakSecondUnits = max(peak, p)
 		st.RecentUnits, st.LastSecondUnits = recent, last
 		ts.Events += st.Events

@@ -481,7 +481,7 @@ func (c *candidates) collect(dst []keyStat, sw *secWindow, tracked int) []keySta
 			sortKeys: sortKeyEstimate(sk),
 		}
 		ring := c.ring[int(id)*rl : int(id+1)*rl]
-		p, recent, last := sw.read(ring, r.sec, c.ringMask)
+		p, recent, last := read(sw, ring, r.sec, c.ringMask)
 		ks.peak = uint64(max(peak, p))
 		ks.recent, ks.last = uint64(recent), uint64(last)
 		dst = append(dst, ks)
