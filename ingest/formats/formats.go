@@ -40,6 +40,41 @@ type Decoder interface {
 	Decode(ctx context.Context, in *input.Input, sink ingest.Sink) error
 }
 
+// PartDecoder is a Decoder that reads each input on its own, keeping
+// nothing from one input for the next (unlike CloudTrail's, which learns
+// key schemas for the inputs after), so that inputs can be read side by
+// side, in any order, and read again; and whose records may come one per
+// line, so that such an input can be cut between two lines and its parts
+// read side by side too (hotkeyd analyze on every core, package
+// ingest/parallel). A Decoder that is not a PartDecoder has its inputs read
+// one after the other, in order.
+type PartDecoder interface {
+	Decoder
+	// Lines reports whether an input whose content starts with head (as
+	// for Sniff) holds one record per line, so that any line may start a
+	// part.
+	Lines(head []byte) bool
+	// DecodePart reads r to its end, as Decode reads an input: r is a
+	// whole input's content or, when Lines said so, the lines of a part of
+	// it, starting at a line's start and ending after a newline or at the
+	// input's end.
+	DecodePart(ctx context.Context, r io.Reader, p Part, sink ingest.Sink) error
+}
+
+// Part says which input DecodePart reads, and how.
+type Part struct {
+	// Name is the input's name, for messages.
+	Name string
+	// LinesBefore returns the number of lines of the input before the
+	// part, for the line numbers of rejected records; it is called at most
+	// once, when the first one is. nil for a part that starts the input.
+	LinesBefore func() int64
+	// Again says that the part was read before and every record it
+	// rejects was reported then: nothing is reported or counted in Notes
+	// again.
+	Again bool
+}
+
 // noter is a Decoder with something to say in a report about how its
 // inputs were counted.
 type noter interface {
@@ -58,6 +93,11 @@ type Config struct {
 	Log *zap.Logger
 	// Reporter is told about every record skipped.
 	Reporter ingest.Reporter
+	// Recycle says that the sinks inputs are read into keep nothing of a
+	// batch once Put has returned, neither the slice nor the strings of its
+	// Events (a sketch.Store copies the keys it keeps): decoders that can
+	// then fill one batch over and over (jsonl.Options.Recycle).
+	Recycle bool
 }
 
 // Set is the decoders of every format hotkeyd reads, in the order they
@@ -77,14 +117,20 @@ func New(cfg Config) *Set {
 	}
 	return &Set{decoders: []Decoder{
 		&cloudTrail{dec: cloudtrail.NewDecoder(cfg.Schemas, cfg.Log, cfg.Reporter)},
-		jsonLines{opts: jsonl.Options{Fields: cfg.Fields, Reporter: cfg.Reporter}},
+		jsonLines{opts: jsonl.Options{Fields: cfg.Fields, Reporter: cfg.Reporter, Recycle: cfg.Recycle}},
 	}}
 }
 
 // Detect returns the decoder of in's format: the first whose Sniff accepts
 // in's first bytes, and the last one otherwise.
 func (s *Set) Detect(in *input.Input) Decoder {
-	head := in.Head()
+	return s.DetectHead(in.Head())
+}
+
+// DetectHead returns the decoder of an input whose content (decompressed)
+// starts with head, the first input.SniffLen bytes or all of a shorter
+// input: the first whose Sniff accepts them, and the last one otherwise.
+func (s *Set) DetectHead(head []byte) Decoder {
 	for _, d := range s.decoders[:len(s.decoders)-1] {
 		if d.Sniff(head) {
 			return d
@@ -139,7 +185,19 @@ func (jsonLines) Format() string { return "jsonl" }
 func (jsonLines) Sniff([]byte) bool { return true }
 
 func (j jsonLines) Decode(ctx context.Context, in *input.Input, sink ingest.Sink) error {
-	_, err := jsonl.ReadAll(ctx, in, in.Name, sink, j.opts)
+	return j.DecodePart(ctx, in, Part{Name: in.Name}, sink)
+}
+
+// Lines is true: a JSON-lines input may be cut before any line.
+func (jsonLines) Lines([]byte) bool { return true }
+
+func (j jsonLines) DecodePart(ctx context.Context, r io.Reader, p Part, sink ingest.Sink) error {
+	opts := j.opts
+	opts.LinesBefore = p.LinesBefore
+	if p.Again {
+		opts.Reporter = ingest.NopReporter{}
+	}
+	_, err := jsonl.ReadAll(ctx, r, p.Name, sink, opts)
 	return err
 }
 

@@ -141,6 +141,10 @@ func (p *Parser) key(b []byte) string {
 	return unsafe.String(&p.keys[start], len(b))
 }
 
+// reuseKeys writes the next keys over the current arena chunk: the caller
+// holds no string cut from it any more (Options.Recycle).
+func (p *Parser) reuseKeys() { p.keys = p.keys[:0] }
+
 // minuteCache remembers the last "2006-01-02T15:04" prefix parsed and its
 // instant: log lines come in time order, so most lines share the minute of
 // the line before and only their seconds need reading.

@@ -38,6 +38,19 @@ type Options struct {
 	Reporter ingest.Reporter
 	// Source is the source label of the Events and the rejections ("jsonl" when empty).
 	Source string
+	// LinesBefore, for an input read from a line in its middle (a part of
+	// a file read beside the others), returns how many lines come before
+	// it, so that rejected lines are named by their line in the whole
+	// input. It is called once, at the first rejected line; nil means the
+	// input is read from its start.
+	LinesBefore func() int64
+	// Recycle says that the sink keeps nothing of a batch once Put has
+	// returned, neither the slice nor the strings of its Events (a
+	// sketch.Store copies the few keys it keeps). The reader then fills one
+	// batch, and one arena of key strings, over and over instead of
+	// handing the sink a new one each time: reading allocates nothing per
+	// batch. Put otherwise takes ownership, as ingest.Sink says.
+	Recycle bool
 }
 
 func (o Options) withDefaults() Options {
@@ -98,6 +111,9 @@ type stream struct {
 	batch   []ingest.Event
 	counts  Counts
 	onError func(*LineError) // besides the Reporter; may be nil
+	// before is the number of lines ahead of the input (Options.LinesBefore),
+	// read at the first rejection; -1 until then.
+	before int64
 }
 
 func newStream(opts Options, name string) *stream {
@@ -107,6 +123,7 @@ func newStream(opts Options, name string) *stream {
 		name:   name,
 		parser: NewParser(opts.Fields, opts.Source, opts.Now),
 		lines:  newLineReader(opts.MaxLineBytes),
+		before: -1,
 	}
 }
 
@@ -133,7 +150,13 @@ func (s *stream) line(b []byte) {
 
 func (s *stream) reject(pe *ParseError) {
 	s.counts.Rejected++
-	le := &LineError{Name: s.name, Line: s.lines.lines, Err: pe}
+	if s.before < 0 {
+		s.before = 0
+		if s.opts.LinesBefore != nil {
+			s.before = s.opts.LinesBefore()
+		}
+	}
+	le := &LineError{Name: s.name, Line: s.before + s.lines.lines, Err: pe}
 	s.opts.Reporter.Reject(s.opts.Source, pe.Reason, le)
 	if s.onError != nil {
 		s.onError(le)
@@ -171,14 +194,22 @@ func (s *stream) finish() {
 	}
 }
 
-// flush hands the batch to the sink. The sink owns it afterwards.
+// flush hands the batch to the sink. The sink owns it afterwards, unless
+// Options.Recycle says it keeps nothing of it: then the batch and the key
+// arena are filled again.
 func (s *stream) flush(ctx context.Context, sink ingest.Sink) error {
 	if len(s.batch) == 0 {
 		return nil
 	}
 	b := s.batch
-	s.batch = nil
-	return sink.Put(ctx, b)
+	if !s.opts.Recycle {
+		s.batch = nil
+		return sink.Put(ctx, b)
+	}
+	err := sink.Put(ctx, b)
+	s.batch = b[:0]
+	s.parser.reuseKeys()
+	return err
 }
 
 // readFrom reads r to its end (or ctx's), handing Events to sink. A short

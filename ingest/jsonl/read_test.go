@@ -276,3 +276,69 @@ func TestReadAllInterruptsBlockedPipe(t *testing.T) {
 		t.Errorf("ReadAll on a blocked pipe after cancel: %v, want context.Canceled", err)
 	}
 }
+
+// TestReadAllRecycle reads the golden file with Options.Recycle into a sink
+// that copies what it keeps, as a sketch.Store does: the Events are those
+// read without it, one batch is filled over and over, and the key strings
+// of a batch are only written over once Put has returned.
+func TestReadAllRecycle(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "mixed.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(recycle bool) ([]ingest.Event, map[*ingest.Event]bool) {
+		var events []ingest.Event
+		batches := map[*ingest.Event]bool{}
+		sink := ingest.SinkFunc(func(_ context.Context, b []ingest.Event) error {
+			batches[&b[:1][0]] = true
+			for _, e := range b {
+				e.PK, e.SK = strings.Clone(e.PK), strings.Clone(e.SK)
+				events = append(events, e)
+			}
+			return nil
+		})
+		if _, err := ReadAll(context.Background(), iotest.HalfReader(bytes.NewReader(data)), "mixed.jsonl", sink, Options{Now: fixedNow, BatchSize: 2, Recycle: recycle}); err != nil {
+			t.Fatal(err)
+		}
+		return events, batches
+	}
+	want, fresh := read(false)
+	got, reused := read(true)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("recycled batches read\n%v\nwant\n%v", got, want)
+	}
+	if len(reused) != 1 || len(fresh) < 3 {
+		t.Errorf("%d distinct batches recycled (want 1), %d without (want one per Put)", len(reused), len(fresh))
+	}
+}
+
+// TestReadAllLinesBefore reads the golden file as a part of a longer input:
+// rejected lines are numbered from the lines before it, asked once.
+func TestReadAllLinesBefore(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "mixed.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	numbers := func(before func() int64) []int64 {
+		rec := &recorder{}
+		if _, err := ReadAll(context.Background(), bytes.NewReader(data), "mixed.jsonl", &collector{}, Options{Now: fixedNow, Reporter: rec, LinesBefore: before}); err != nil {
+			t.Fatal(err)
+		}
+		var lines []int64
+		for _, r := range rec.reasons() {
+			lines = append(lines, r.err.(*LineError).Line)
+		}
+		return lines
+	}
+	asked := 0
+	want := numbers(nil)
+	got := numbers(func() int64 { asked++; return 1000 })
+	if len(got) != len(want) || len(want) == 0 || asked != 1 {
+		t.Fatalf("lines %v with 1000 before (asked %d times), %v without", got, asked, want)
+	}
+	for i := range got {
+		if got[i] != want[i]+1000 {
+			t.Errorf("rejection %d on line %d, want %d", i, got[i], want[i]+1000)
+		}
+	}
+}
