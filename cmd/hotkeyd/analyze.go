@@ -18,11 +18,13 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/formats"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/ingest/parallel"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
 // runAnalyze implements hotkeyd analyze: every file into one window that
-// never expires, then one report. A file that cannot be read is named on
+// never expires, read on every core (package ingest/parallel), then one
+// report. A file that cannot be read is named on
 // stderr and the others are still reported; the exit status is then 1.
 func runAnalyze(f *flags, io stdio) int {
 	// The progress line and the reporter write stderr from two goroutines.
@@ -44,21 +46,25 @@ func runAnalyze(f *flags, io stdio) int {
 	scfg := sketch.DefaultConfig()
 	scfg.Window = 0
 	scfg.Tracked = max(scfg.Tracked, f.top)
-	store, err := sketch.NewStore(scfg, time.Now)
-	if err != nil {
-		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
-		return 1
-	}
 
 	ctx := context.Background()
 	rep := input.NewTextReporter(io.stderr)
-	inputs := formats.New(formats.Config{Schemas: schemas, Fields: jsonlFields(cfg), Log: analyzeLogger(f, io.stderr), Reporter: rep})
+	// A sketch.Store keeps nothing of a batch once Put returns: decoders
+	// recycle theirs.
+	inputs := formats.New(formats.Config{Schemas: schemas, Fields: jsonlFields(cfg), Log: analyzeLogger(f, io.stderr), Reporter: rep, Recycle: true})
 	status := 0
-	for _, name := range f.files {
-		if err := inputs.ReadFile(ctx, name, io.stdin, store, io.stderr); err != nil {
+	store, err := parallel.Read(ctx, parallel.Config[*sketch.Store]{
+		Formats: inputs, Stdin: io.stdin, Progress: io.stderr, Reorder: scfg.RecentSeconds,
+		New:   func() (*sketch.Store, error) { return sketch.NewStore(scfg, time.Now) },
+		Merge: (*sketch.Store).Merge,
+		Failed: func(name string, err error) {
 			fmt.Fprintf(io.stderr, "hotkeyd: %s: %v\n", name, bareError(err))
 			status = 1
-		}
+		},
+	}, f.files...)
+	if err != nil {
+		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
+		return 1
 	}
 	rep.Summary()
 

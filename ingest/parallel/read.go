@@ -1,0 +1,353 @@
+package parallel
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/formats"
+	"github.com/hotkeyd/hotkeyd/ingest/input"
+)
+
+// DefaultMinPart is the smallest part a plain file is cut into: merging a
+// part costs about what reading a few megabytes does (a millisecond or so
+// per busy table), so parts are kept well above that.
+const DefaultMinPart = 16 << 20
+
+// Config says how to read and what into. S is the sink every part counts
+// into (a *sketch.Store).
+type Config[S ingest.Sink] struct {
+	// Formats reads the inputs. Its decoders are used from every worker at
+	// once.
+	Formats *formats.Set
+	// New returns an empty sink, for the result and for each part.
+	New func() (S, error)
+	// Merge adds what src counted into dst, as if dst had been given src's
+	// events after its own. src is not used afterwards.
+	Merge func(dst, src S) error
+	// Reorder is how many seconds events may run behind the newest one
+	// and still count in their own second (sketch.Config.RecentSeconds): a
+	// part that goes back further is read again rather than merged.
+	Reorder int
+	// Workers is the number of parts read at once; 0 means GOMAXPROCS.
+	Workers int
+	// MinPart is the smallest part a plain file is cut into, in bytes; 0
+	// means DefaultMinPart.
+	MinPart int64
+	// Stdin is read for the input named "-".
+	Stdin io.Reader
+	// Progress, when set, gets a progress line every input.ProgressEvery
+	// while the inputs are read: the events and bytes of every part.
+	Progress io.Writer
+	// Failed is told, in input order, about every input that could not be
+	// opened or read to its end (the error is input.Open's or the
+	// decoder's); what was read of it is counted. nil ignores them.
+	Failed func(name string, err error)
+}
+
+// Read reads the inputs names ("-" for Config.Stdin) into one sink and
+// returns it: what reading them one after the other into one sink gives
+// (see the package doc for how). The error is ctx's, New's or Merge's;
+// errors of single inputs go to Config.Failed and the other inputs are
+// still read.
+func Read[S ingest.Sink](ctx context.Context, cfg Config[S], names ...string) (S, error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	if cfg.MinPart <= 0 {
+		cfg.MinPart = DefaultMinPart
+	}
+	var zero S
+	result, err := cfg.New()
+	if err != nil {
+		return zero, err
+	}
+	r := &reader[S]{cfg: cfg, ctx: ctx, result: result}
+	r.cond = sync.NewCond(&r.mu)
+	r.plan(names)
+	defer r.closeAll()
+	if cfg.Progress != nil {
+		name := fmt.Sprintf("%d inputs", len(names))
+		if len(names) == 1 {
+			name = names[0]
+		}
+		stop := input.StartProgress(cfg.Progress, name, r.bytesRead, r.events.Load, input.ProgressEvery)
+		defer stop()
+	}
+	stop := context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		r.fail(ctx.Err())
+		r.mu.Unlock()
+	})
+	defer stop()
+	var wg sync.WaitGroup
+	for range cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.work()
+		}()
+	}
+	wg.Wait()
+	if r.err != nil {
+		return zero, r.err
+	}
+	return r.result, nil
+}
+
+// reader is one Read: its inputs, their parts and the merge frontier.
+type reader[S ingest.Sink] struct {
+	cfg    Config[S]
+	ctx    context.Context
+	result S
+	// partSize is the size plain files are cut into parts of.
+	partSize int64
+	// events counts the Events put by every part, for the progress line.
+	events atomic.Int64
+
+	mu   sync.Mutex
+	cond *sync.Cond
+	err  error
+	// units are the inputs in order; opened counts those opened so far,
+	// in order, one at a time (opening says how an input is read).
+	units   []*unit
+	opened  int
+	opening bool
+	// parts are the parts of the opened inputs in input order; merged
+	// counts those merged into the result: the frontier.
+	parts   []*part[S]
+	merged  int
+	merging bool
+	// pending counts the parts started and not merged that count into a
+	// sink of their own.
+	pending int
+	// prefix is what the events merged so far span in time.
+	prefix span
+	// serial is set once a part had to be read again: the parts not
+	// started yet are then read in order, straight into the result,
+	// rather than read twice.
+	serial bool
+}
+
+// state is where a part stands.
+type state uint8
+
+const (
+	waiting state = iota
+	running
+	ended
+	merged
+)
+
+// fail records the first error and wakes every worker. r.mu is held.
+func (r *reader[S]) fail(err error) {
+	if r.err == nil && err != nil {
+		r.err = err
+	}
+	r.cond.Broadcast()
+}
+
+// done reports whether every input is opened and every part merged. r.mu
+// is held.
+func (r *reader[S]) done() bool {
+	return r.opened == len(r.units) && r.merged == len(r.parts)
+}
+
+// work is one worker: it merges what can be merged, else reads the next
+// part that may be read, else opens the next input, until every part is
+// merged.
+func (r *reader[S]) work() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.err == nil && !r.done() {
+		if r.canMerge() {
+			r.merging = true
+			r.mu.Unlock()
+			err := r.mergeReady()
+			r.mu.Lock()
+			r.merging = false
+			r.fail(err)
+			continue
+		}
+		if p := r.next(); p != nil {
+			r.start(p)
+			r.mu.Unlock()
+			r.read(p)
+			r.mu.Lock()
+			p.state = ended
+			if p.fatal != nil {
+				r.fail(p.fatal)
+			}
+			r.cond.Broadcast()
+			continue
+		}
+		if !r.opening && r.opened < len(r.units) {
+			r.opening = true
+			u := r.units[r.opened]
+			r.mu.Unlock()
+			parts := r.open(u)
+			r.mu.Lock()
+			r.parts = append(r.parts, parts...)
+			r.opened++
+			r.opening = false
+			r.cond.Broadcast()
+			continue
+		}
+		r.cond.Wait()
+	}
+	r.cond.Broadcast()
+}
+
+// canMerge reports whether the part at the frontier waits for the
+// merger: it ended, it is read in order, or an earlier part of its input
+// failed. r.mu is held.
+func (r *reader[S]) canMerge() bool {
+	return !r.merging && r.frontierReady()
+}
+
+// frontierReady is canMerge whoever merges. r.mu is held.
+func (r *reader[S]) frontierReady() bool {
+	if r.merged == len(r.parts) {
+		return false
+	}
+	p := r.parts[r.merged]
+	return p.state == ended || (p.state == waiting && (p.inOrder || p.unit.failed))
+}
+
+// next returns the first part a worker may start, or nil: the part at the
+// frontier, or a later one while fewer than 2×Workers parts count into
+// sinks of their own. r.mu is held.
+func (r *reader[S]) next() *part[S] {
+	for i := r.merged; i < len(r.parts); i++ {
+		p := r.parts[i]
+		if p.state != waiting || p.inOrder || p.unit.failed {
+			continue
+		}
+		if i > r.merged && (r.serial || r.pending >= 2*r.cfg.Workers) {
+			return nil
+		}
+		return p
+	}
+	return nil
+}
+
+// start marks p running: at the frontier it counts straight into the
+// result, else into a sink of its own. r.mu is held.
+func (r *reader[S]) start(p *part[S]) {
+	p.state = running
+	p.direct = r.parts[r.merged] == p
+	if !p.direct {
+		r.pending++
+	}
+}
+
+// read reads p into its sink, the result when it is at the frontier.
+func (r *reader[S]) read(p *part[S]) {
+	sink := r.result
+	if !p.direct {
+		s, err := r.cfg.New()
+		if err != nil {
+			p.fatal = err
+			return
+		}
+		p.sink, p.own = s, true
+		sink = s
+	}
+	p.err = r.decode(p, &p.span, sink, false)
+}
+
+// mergeReady merges the parts at the frontier while it can: ended parts
+// are merged or read again, parts read in order are read into the result.
+// One worker at a time runs it.
+func (r *reader[S]) mergeReady() error {
+	for {
+		r.mu.Lock()
+		if r.err != nil || !r.frontierReady() {
+			r.mu.Unlock()
+			return nil
+		}
+		p := r.parts[r.merged]
+		skip := p.unit.failed
+		if p.state == waiting {
+			p.state = running // read in order, below
+		}
+		again := !skip && !p.inOrder && !p.direct && p.err == nil && !p.span.follows(r.prefix, r.cfg.Reorder)
+		if again {
+			r.serial = true
+		}
+		r.mu.Unlock()
+
+		err := r.mergePart(p, skip, again)
+
+		r.mu.Lock()
+		if p.own {
+			r.pending--
+			var zero S
+			p.sink, p.own = zero, false
+		}
+		p.state = merged
+		r.merged++
+		if !skip {
+			r.prefix.add(p.span)
+			if p.err != nil {
+				p.unit.failed = true
+			}
+		}
+		if p.last {
+			p.unit.close()
+		}
+		r.cond.Broadcast()
+		r.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if !skip && p.err != nil && r.cfg.Failed != nil {
+			r.cfg.Failed(p.unit.name, p.err)
+		}
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// mergePart brings the part at the frontier into the result: skip drops
+// it (an earlier part of its input failed), again reads it again straight
+// into the result rather than merging its sink.
+func (r *reader[S]) mergePart(p *part[S], skip, again bool) error {
+	switch {
+	case skip || p.direct:
+	case p.inOrder:
+		p.err = r.decode(p, &p.span, r.result, false)
+	case again:
+		p.span = span{}
+		p.err = r.decode(p, &p.span, r.result, true)
+	case p.own:
+		if err := r.cfg.Merge(r.result, p.sink); err != nil {
+			return fmt.Errorf("merge %s: %w", p.unit.name, err)
+		}
+	}
+	return nil
+}
+
+// bytesRead is the progress line's byte count: the bytes of the inputs
+// read so far, compressed where they are.
+func (r *reader[S]) bytesRead() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n int64
+	for _, p := range r.parts {
+		n += p.bytesRead()
+	}
+	return n
+}
+
+// closeAll closes the inputs left open (after an error).
+func (r *reader[S]) closeAll() {
+	for _, u := range r.units {
+		u.close()
+	}
+}
