@@ -12,10 +12,13 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/formats"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/ingest/parallel"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -126,6 +129,55 @@ func top(m map[string]float64) (string, float64) {
 	return best, max
 }
 
+// Parallel reads the file path as hotkeyd analyze does: on every core
+// (package ingest/parallel, GOMAXPROCS workers), through the formats hotkeyd
+// reads with batches recycled, into sketch.Stores merged into one.
+func Parallel(ctx context.Context, path string) (Result, error) {
+	cfg := sketch.DefaultConfig()
+	cfg.Window = 0
+	rep := &countingReporter{}
+	var failed error
+	store, err := parallel.Read(ctx, parallel.Config[*sketch.Store]{
+		Formats: formats.New(formats.Config{Reporter: rep, Recycle: true}),
+		New:     func() (*sketch.Store, error) { return sketch.NewStore(cfg, time.Now) },
+		Merge:   (*sketch.Store).Merge,
+		Reorder: cfg.RecentSeconds,
+		Failed:  func(_ string, err error) { failed = err },
+	}, path)
+	if err == nil {
+		err = failed
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	res := summary(store.Snapshot())
+	res.Rejected = rep.n.Load()
+	return res, nil
+}
+
+// countingReporter counts rejected records.
+type countingReporter struct{ n atomic.Int64 }
+
+func (c *countingReporter) Reject(string, string, error) { c.n.Add(1) }
+func (c *countingReporter) Error(string, string, error)  {}
+
+// summary is the Result of a snapshot, events and rejections aside.
+func summary(snap sketch.Snapshot) Result {
+	var res Result
+	res.Tables = len(snap.Tables)
+	for _, t := range snap.Tables {
+		res.DistinctKeys += t.DistinctKeys
+		for _, c := range t.Classes {
+			res.Events += int64(c.Events)
+		}
+		if t.Table == "orders" && t.Index == "" && len(t.Classes[ingest.Write].Top) > 0 {
+			k := t.Classes[ingest.Write].Top[0]
+			res.TopKey, res.TopKeyUnits = k.Key, k.Units
+		}
+	}
+	return res
+}
+
 // Fast reads r with the jsonl reader into a sketch.Store configured as
 // hotkeyd analyze configures it (one window over the whole input).
 func Fast(ctx context.Context, r io.Reader) (Result, error) {
@@ -139,15 +191,7 @@ func Fast(ctx context.Context, r io.Reader) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Events: counts.Events, Rejected: counts.Rejected}
-	snap := store.Snapshot()
-	res.Tables = len(snap.Tables)
-	for _, t := range snap.Tables {
-		res.DistinctKeys += t.DistinctKeys
-		if t.Table == "orders" && t.Index == "" && len(t.Classes[ingest.Write].Top) > 0 {
-			k := t.Classes[ingest.Write].Top[0]
-			res.TopKey, res.TopKeyUnits = k.Key, k.Units
-		}
-	}
+	res := summary(store.Snapshot())
+	res.Events, res.Rejected = counts.Events, counts.Rejected
 	return res, nil
 }

@@ -4,7 +4,7 @@
 // own process: scripts/bench-jsonl.sh starts one per implementation and run.
 //
 //	benchcmd -generate FILE [-events N]   write the benchmark file
-//	benchcmd -impl exact|fast [-tsv] FILE  count it, print the figures
+//	benchcmd -impl exact|fast|parallel [-tsv] FILE  count it, print the figures
 package main
 
 import (
@@ -45,10 +45,14 @@ type figures struct {
 func run() int {
 	gen := flag.String("generate", "", "write the benchmark file to this path and exit")
 	events := flag.Int("events", benchgen.DefaultEvents, "events to generate")
-	impl := flag.String("impl", "fast", "implementation to run: exact or fast")
+	impl := flag.String("impl", "fast", "implementation to run: exact, fast or parallel")
 	tsv := flag.Bool("tsv", false, "print one tab-separated line (impl, events, bytes, seconds, max RSS bytes, CPU seconds) instead of JSON")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	memprofile := flag.String("memprofile", "", "write an allocation profile of the run to this file")
 	flag.Parse()
+	if *memprofile != "" {
+		runtime.MemProfileRate = 4096
+	}
 	if *gen != "" {
 		f, err := os.Create(*gen)
 		if err != nil {
@@ -67,7 +71,7 @@ func run() int {
 		return 0
 	}
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: benchcmd -impl exact|fast FILE")
+		fmt.Fprintln(os.Stderr, "usage: benchcmd -impl exact|fast|parallel FILE")
 		return 2
 	}
 	f, err := os.Open(flag.Arg(0))
@@ -102,6 +106,8 @@ func run() int {
 		res, err = bench.Exact(r)
 	case "fast":
 		res, err = bench.Fast(context.Background(), r)
+	case "parallel":
+		res, err = bench.Parallel(context.Background(), flag.Arg(0))
 	default:
 		fmt.Fprintf(os.Stderr, "benchcmd: unknown -impl %q\n", *impl)
 		return 2
@@ -110,6 +116,12 @@ func run() int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchcmd:", err)
 		return 1
+	}
+	if *memprofile != "" {
+		if err := writeHeapProfile(*memprofile); err != nil {
+			fmt.Fprintln(os.Stderr, "benchcmd:", err)
+			return 1
+		}
 	}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -132,6 +144,20 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// writeHeapProfile writes the allocations of the run (pprof's
+// alloc_space, alloc_objects) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
