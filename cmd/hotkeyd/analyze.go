@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -52,6 +54,9 @@ func runAnalyze(f *flags, io stdio) int {
 	// A sketch.Store keeps nothing of a batch once Put returns: decoders
 	// recycle theirs.
 	inputs := formats.New(formats.Config{Schemas: schemas, Fields: jsonlFields(cfg), Log: analyzeLogger(f, io.stderr), Reporter: rep, Recycle: true})
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(parallel.GCPercent)
+	}
 	status := 0
 	store, err := parallel.Read(ctx, parallel.Config[*sketch.Store]{
 		Formats: inputs, Stdin: io.stdin, Progress: io.stderr, Reorder: scfg.RecentSeconds,

@@ -53,3 +53,36 @@ func TestReadNotes(t *testing.T) {
 		t.Errorf("after CloudTrail: %d events, notes %q", len(events), notes)
 	}
 }
+
+// recorder keeps the messages of every rejection.
+type recorder struct{ msgs []string }
+
+func (r *recorder) Reject(_, _ string, err error) { r.msgs = append(r.msgs, err.Error()) }
+func (r *recorder) Error(_, _ string, err error)  { r.msgs = append(r.msgs, err.Error()) }
+
+// TestDecodePart reads a part of a JSON-lines input: rejected lines are
+// numbered in the whole input, and nothing is reported when the part is
+// read again.
+func TestDecodePart(t *testing.T) {
+	rec := &recorder{}
+	s := New(Config{Reporter: rec})
+	part := `{"table":"orders","pk":"USER#1","op":"PutItem"}` + "\nnot json\n"
+	d, ok := s.DetectHead([]byte(part)).(PartDecoder)
+	if !ok || d.Format() != "jsonl" || !d.Lines([]byte(part)) {
+		t.Fatalf("JSON lines: decoder %v, a PartDecoder %v", d, ok)
+	}
+	if _, ok := s.DetectHead([]byte(`{"Records":[{"eventVersion":"1.08","eventSource":"dynamodb.amazonaws.com"}]}`)).(PartDecoder); ok {
+		t.Error("CloudTrail, whose key schemas serve the inputs after, is a PartDecoder")
+	}
+	var n int
+	sink := ingest.SinkFunc(func(_ context.Context, b []ingest.Event) error { n += len(b); return nil })
+	for _, again := range []bool{false, true} {
+		p := Part{Name: "access.log", LinesBefore: func() int64 { return 41 }, Again: again}
+		if err := d.DecodePart(context.Background(), strings.NewReader(part), p, sink); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n != 2 || len(rec.msgs) != 1 || !strings.HasPrefix(rec.msgs[0], "access.log: line 43: ") {
+		t.Errorf("%d events, rejections %q; want 2 and one, on line 43", n, rec.msgs)
+	}
+}

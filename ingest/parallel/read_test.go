@@ -454,3 +454,88 @@ func TestCutLines(t *testing.T) {
 		}
 	}
 }
+
+// TestReadProgress reads inputs slowly on three workers and checks the
+// progress line: one line for every input, counts that only grow and
+// never pass the inputs' events and bytes.
+func TestReadProgress(t *testing.T) {
+	dir := t.TempDir()
+	a := writeLog(t, dir, "a.log", "", logSpec{seed: 1, seconds: 20, perSecond: 100})
+	b := writeLog(t, dir, "b.log.gz", "gzip", logSpec{seed: 2, from: 20, seconds: 20, perSecond: 100})
+	var size int64
+	for _, p := range []string{a, b} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += fi.Size()
+	}
+	want := sequential(t, "", a, b)
+	var total uint64
+	for _, tb := range want.snap.Tables {
+		total += tb.Classes[0].Events + tb.Classes[1].Events
+	}
+	var out syncBuffer
+	_, err := Read(context.Background(), Config[ingest.Sink]{
+		Formats: formats.New(formats.Config{}),
+		New: func() (ingest.Sink, error) {
+			return ingest.SinkFunc(func(context.Context, []ingest.Event) error {
+				time.Sleep(2 * time.Millisecond)
+				return nil
+			}), nil
+		},
+		Merge:         func(dst, src ingest.Sink) error { return nil },
+		Workers:       3,
+		MinPart:       4 << 10,
+		Progress:      &out,
+		ProgressEvery: 5 * time.Millisecond,
+	}, a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("progress lines %q, want several", lines)
+	}
+	var lastEvents, lastBytes float64
+	for _, l := range lines {
+		var events, bytes float64
+		var evUnit, byteUnit, name string
+		if _, err := fmt.Sscanf(l, "read %g%s events (%g %s from %s", &events, &evUnit, &bytes, &byteUnit, &name); err != nil {
+			// Counts under 1000 have no unit: "read 512 events (45 kB)".
+			if _, err := fmt.Sscanf(l, "read %g events (%g %s from %s", &events, &bytes, &byteUnit, &name); err != nil {
+				t.Fatalf("progress line %q: %v", l, err)
+			}
+		}
+		// The line rounds: "6k" is 5500 to 6499 events.
+		evStep := map[string]float64{"": 1, "k": 1e3, "M": 1e5}[evUnit]
+		byteStep := map[string]float64{"B)": 1, "kB)": 1e3, "MB)": 1e6}[byteUnit]
+		events *= map[string]float64{"": 1, "k": 1e3, "M": 1e6}[evUnit]
+		bytes *= byteStep
+		if name != "2" || !strings.Contains(l, "from 2 inputs, ") {
+			t.Errorf("progress line %q does not name the 2 inputs", l)
+		}
+		if events < lastEvents || bytes < lastBytes || events-evStep/2 > float64(total) || bytes-byteStep/2 > float64(size) {
+			t.Errorf("progress line %q after %g events, %g bytes; inputs hold %d events, %d bytes", l, lastEvents, lastBytes, total, size)
+		}
+		lastEvents, lastBytes = events, bytes
+	}
+}
+
+// syncBuffer is a strings.Builder for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

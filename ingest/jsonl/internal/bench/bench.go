@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -131,8 +133,12 @@ func top(m map[string]float64) (string, float64) {
 
 // Parallel reads the file path as hotkeyd analyze does: on every core
 // (package ingest/parallel, GOMAXPROCS workers), through the formats hotkeyd
-// reads with batches recycled, into sketch.Stores merged into one.
+// reads with batches recycled, into sketch.Stores merged into one, with
+// the garbage collector set as analyze sets it.
 func Parallel(ctx context.Context, path string) (Result, error) {
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(parallel.GCPercent))
+	}
 	cfg := sketch.DefaultConfig()
 	cfg.Window = 0
 	rep := &countingReporter{}
