@@ -111,6 +111,11 @@ func (r *reader[S]) plan(names []string) {
 // in input order, one input at a time, and reads only the input's first
 // bytes.
 func (r *reader[S]) open(u *unit) []*part[S] {
+	if u.regular {
+		if parts, done := r.openLines(u); done {
+			return parts
+		}
+	}
 	in, err := input.Open(u.name, r.cfg.Stdin)
 	if err != nil {
 		return []*part[S]{{unit: u, inOrder: true, last: true, openErr: err}}
@@ -120,34 +125,48 @@ func (r *reader[S]) open(u *unit) []*part[S] {
 		u.in = in
 		return []*part[S]{{unit: u, inOrder: true, last: true}}
 	}
-	u.dec = dec
-	if in.Codec() != "" || !dec.Lines(in.Head()) {
-		u.in = in
-		return []*part[S]{{unit: u, last: true}}
+	u.dec, u.in = dec, in
+	return []*part[S]{{unit: u, last: true}}
+}
+
+// openLines opens a regular file of a line format whose content is not
+// compressed and cuts it into parts at line starts; done is false when the
+// file is not such, and it is opened whole.
+func (r *reader[S]) openLines(u *unit) (parts []*part[S], done bool) {
+	fail := func(err error) ([]*part[S], bool) {
+		return []*part[S]{{unit: u, inOrder: true, last: true, openErr: err}}, true
 	}
-	in.Close()
 	f, err := os.Open(u.name)
-	if err == nil {
-		var fi os.FileInfo
-		if fi, err = f.Stat(); err == nil {
-			u.file, u.size = f, fi.Size()
-		} else {
-			f.Close()
-		}
-	}
 	if err != nil {
-		return []*part[S]{{unit: u, inOrder: true, last: true, openErr: err}}
+		return fail(err)
 	}
-	n := max(1, min(int64(r.cfg.Workers), (u.size+r.partSize-1)/r.partSize))
-	cuts, err := cutLines(f, u.size, int(n))
+	fi, err := f.Stat()
 	if err != nil {
-		return []*part[S]{{unit: u, inOrder: true, last: true, openErr: err}}
+		f.Close()
+		return fail(err)
 	}
-	parts := make([]*part[S], len(cuts)-1)
+	head := make([]byte, input.SniffLen)
+	n, err := f.ReadAt(head, 0)
+	if err != nil && err != io.EOF {
+		f.Close()
+		return fail(err)
+	}
+	head = head[:n]
+	dec, ok := r.cfg.Formats.DetectHead(head).(formats.PartDecoder)
+	if codec, undecided := input.SniffCodec(head); codec != "" || undecided || !ok || !dec.Lines(head) {
+		f.Close()
+		return nil, false
+	}
+	u.dec, u.file, u.size = dec, f, fi.Size()
+	cuts, err := cutLines(f, u.size, int(max(1, min(int64(r.cfg.Workers), (u.size+r.partSize-1)/r.partSize))))
+	if err != nil {
+		return fail(err)
+	}
+	parts = make([]*part[S], len(cuts)-1)
 	for i := range parts {
 		parts[i] = &part[S]{unit: u, section: true, start: cuts[i], end: cuts[i+1], index: i, last: i == len(parts)-1}
 	}
-	return parts
+	return parts, true
 }
 
 // cutLines cuts a file of size bytes into about n parts of equal size,
