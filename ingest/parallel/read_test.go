@@ -298,6 +298,7 @@ func TestReadEqualsSequential(t *testing.T) {
 	after := writeLog(t, dir, "after.log", "", logSpec{seed: 4, from: 59, seconds: 30, perSecond: 100, bad: 101})
 	gz := writeLog(t, dir, "after2.log.gz", "gzip", logSpec{seed: 5, from: 89, seconds: 20, perSecond: 100})
 	zst := writeLog(t, dir, "after3.log.zst", "zstd", logSpec{seed: 6, from: 110, seconds: 20, perSecond: 100, bad: 53})
+	sameGz := writeLog(t, dir, "same.log.gz", "gzip", logSpec{seed: 13, from: 59, seconds: 30, perSecond: 100, bad: 77})
 	trail := write(t, dir, "trail.json", "", cloudTrail(200, 300))
 	trailGz := write(t, dir, "trail2.json.gz", "gzip", cloudTrail(240, 300))
 	// A file that starts in the last second of the one before, moves on
@@ -320,6 +321,7 @@ func TestReadEqualsSequential(t *testing.T) {
 		{"lines out of order at the cuts", "", []string{jitter}},
 		{"files in time order, plain and compressed", "", []string{plain, after, gz, zst}},
 		{"a file older than the one before", "", []string{plain, before, after}},
+		{"a compressed file of the seconds of the one before", "", []string{after, sameGz, zst}},
 		{"two files of the same seconds", "", []string{plain, jitter}},
 		{"a file back in its first second", "", []string{plain, returns}},
 		{"CloudTrail between logs", "", []string{trail, plain, trailGz, after}},
