@@ -13,11 +13,12 @@ import (
 var benchEvents = flag.Int("jsonl.events", benchgen.DefaultEvents, "events in the file of BenchmarkIngest")
 
 // BenchmarkIngest compares, on the same generated file in the same run,
-// the obvious exact counter (encoding/json + maps) with hotkeyd's path
-// (the jsonl reader into the sketches, as hotkeyd analyze). Peak memory
-// needs a process per implementation: see scripts/bench-jsonl.sh.
+// the obvious exact counter (encoding/json + maps) with hotkeyd's paths:
+// the jsonl reader into the sketches on one core (fast), and hotkeyd
+// analyze's on every core (parallel; -cpu 1,2 to see it scale). Peak
+// memory needs a process per implementation: see scripts/bench-jsonl.sh.
 //
-//	go test -run XXX -bench Ingest -benchtime 1x -count 3 ./ingest/jsonl/internal/bench
+//	go test -run XXX -bench Ingest -benchtime 1x -count 3 -cpu 1,2 ./ingest/jsonl/internal/bench
 func BenchmarkIngest(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "bench.jsonl")
 	f, err := os.Create(path)
@@ -37,6 +38,7 @@ func BenchmarkIngest(b *testing.B) {
 	}{
 		{"exact", func(f *os.File) (Result, error) { return Exact(f) }},
 		{"fast", func(f *os.File) (Result, error) { return Fast(context.Background(), f) }},
+		{"parallel", func(f *os.File) (Result, error) { return Parallel(context.Background(), f.Name()) }},
 	}
 	for _, impl := range impls {
 		b.Run(impl.name, func(b *testing.B) {
@@ -64,8 +66,9 @@ func BenchmarkIngest(b *testing.B) {
 	}
 }
 
-// TestExactAndFastAgree checks on a small file that both implementations
-// read the same events and find the same heaviest key.
+// TestExactAndFastAgree checks on a small file that the implementations
+// read the same events and find the same heaviest key, and that the
+// parallel path finds what the fast one finds.
 func TestExactAndFastAgree(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "small.jsonl")
 	f, err := os.Create(path)
@@ -98,5 +101,12 @@ func TestExactAndFastAgree(t *testing.T) {
 	}
 	if d := float64(q.DistinctKeys)/float64(e.DistinctKeys) - 1; d > 0.03 || d < -0.03 {
 		t.Errorf("distinct keys exact %d fast %d: more than 3%% apart", e.DistinctKeys, q.DistinctKeys)
+	}
+	p, err := Parallel(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p != q {
+		t.Errorf("parallel %+v, fast %+v", p, q)
 	}
 }
