@@ -111,7 +111,7 @@ func TestTrackerHoveringShareDoesNotFlap(t *testing.T) {
 	raised, cleared := 0, 0
 	for i := range 100 {
 		share := 0.09 + 0.02*float64((i*7)%11)/10 // 9 % .. 11 %
-		hot := share * 500 / (1 - share)         // beside 500 WCU/s of other keys
+		hot := share * 500 / (1 - share)          // beside 500 WCU/s of other keys
 		_, cs := tr.Evaluate(rateSnapshot(hot))
 		for _, c := range cs {
 			if c.Cleared {

@@ -79,7 +79,7 @@ func TestReportMatchesContract(t *testing.T) {
 			Diagnoses: []Diagnosis{{
 				Cause: KindPartitionLimit, Class: "write", Keys: []string{"PRODUCT#77"}, Severity: SeverityCritical,
 				Share: 0.23, PeakUnitsPerSecond: 1200, Limit: 1000, Summary: "one sentence", Fix: fix,
-				After: &After{Keys: 3, MaxShare: 0.01, PeakUnitsPerSecond: 400, UnderThreshold: true, UnderCeiling: true, Severity: SeverityInfo, Summary: "one sentence"},
+				After:    &After{Keys: 3, MaxShare: 0.01, PeakUnitsPerSecond: 400, UnderThreshold: true, UnderCeiling: true, Severity: SeverityInfo, Summary: "one sentence"},
 				Explains: []Explained{{Kind: KindHotKey, Key: "PRODUCT#77", Class: "write"}, {Kind: KindPartitionLimit, Key: "PRODUCT#77", Class: "write"}},
 			}},
 			Findings: []Finding{{
