@@ -72,9 +72,9 @@ func variableQuery(t *testing.T, q string) (expr, label string) {
 	return fmt.Sprintf("group by (%s) (%s)", m[2], m[1]), m[2]
 }
 
-// alertForKind names the alert that fires for each finding kind of
-// hotkeyd_hot_key.
-var alertForKind = map[string]string{
+// alertForCause names the alert that fires for each cause of
+// hotkeyd_diagnosis.
+var alertForCause = map[string]string{
 	"hot_key":          "HotKey",
 	"partition_limit":  "HotKeyNearPartitionLimit",
 	"low_cardinality":  "LowCardinalityPartitionKey",
@@ -83,18 +83,19 @@ var alertForKind = map[string]string{
 }
 
 // corePanels must show data while hotkeyd demo runs: the traffic, the top
-// keys and the findings.
+// keys, their peaks and the diagnoses.
 var corePanels = map[string][]string{
 	"hotkeyd-overview.json": {
-		"Tables", "Events/s", "Hot findings",
-		"Hot keys now, with advice", "Top keys' share now",
+		"Tables", "Events/s", "Critical", "Warnings",
+		"Diagnoses now, with the fix", "Top keys' share now", "Top keys' busiest second against the ceiling",
 		"Events per second by table and class", "Units per second by table and class",
-		"Top keys' share over time", "Top keys' units per second", "Distinct partition keys",
+		"Top keys' share over time", "Top keys' units per second", "Top keys' busiest second against the ceiling over time",
+		"Distinct partition keys",
 	},
 	"hotkeyd-table.json": {
-		"Units/s", "Events/s", "Distinct partition keys", "Hottest key's share",
-		"Findings and advice", "Top keys' share now",
-		"Key share over time", "Key units per second", "Units per second by class",
+		"Units/s", "Events/s", "Distinct partition keys", "Hottest key's share", "Busiest key against the ceiling",
+		"Diagnoses and fixes", "Evidence", "Top keys' share now", "Top keys' busiest second now",
+		"Key share over time", "Key units per second", "Key busiest second against the ceiling", "Units per second by class",
 	},
 }
 
@@ -142,7 +143,7 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 
 	table := ""
 	for _, p := range planted {
-		if slices.Contains(p.Findings, "hot_key") && p.Index == "" {
+		if p.Cause == "hot_key" && p.Severity != "info" && p.Index == "" {
 			table = p.Table
 			break
 		}
@@ -249,26 +250,27 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 		}
 	})
 
-	// The planted anti-patterns raise their alerts: above all HotKey for
-	// the planted hot keys, and the alert of every other planted finding.
-	t.Run("alerts for the planted keys", func(t *testing.T) {
+	// The planted causes raise one alert each, of their cause, at warning
+	// or critical; the planted info diagnosis is on /metrics and raises
+	// none.
+	t.Run("alerts for the planted diagnoses", func(t *testing.T) {
 		type want struct{ alert, table, class, key string }
 		var wants []want
+		var quiet []string
 		for _, p := range planted {
 			table := p.Table
 			if p.Index != "" {
 				table += "/" + p.Index
 			}
-			for _, kind := range p.Findings {
-				w := want{alert: alertForKind[kind], table: table, class: p.Class.String()}
-				if w.alert == "" {
-					t.Fatalf("no alert for finding kind %q", kind)
-				}
-				if kind == "hot_key" || kind == "partition_limit" {
-					w.key = p.Key
-				}
-				wants = append(wants, w)
+			if p.Severity == "info" {
+				quiet = append(quiet, table)
+				continue
 			}
+			w := want{alert: alertForCause[p.Cause], table: table, class: p.Class.String(), key: p.Key}
+			if w.alert == "" {
+				t.Fatalf("no alert for cause %q", p.Cause)
+			}
+			wants = append(wants, w)
 		}
 		if !slices.ContainsFunc(wants, func(w want) bool { return w.alert == "HotKey" && w.key != "" }) {
 			t.Fatalf("no planted hot key among %+v", planted)
@@ -301,6 +303,22 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 			}
 			if a.Annotations["runbook_url"] == "" || a.Labels["severity"] == "" {
 				t.Errorf("alert %+v has no runbook_url or severity", a)
+			}
+			if slices.Contains(quiet, a.Labels["table"]) {
+				t.Errorf("alert %+v on table %s, whose diagnosis is info only", a, a.Labels["table"])
+			}
+			// One alert per diagnosis: never two for one table, class and key.
+			for _, b := range last {
+				if a.Labels["alertname"] != b.Labels["alertname"] && a.Labels["table"] == b.Labels["table"] &&
+					a.Labels["class"] == b.Labels["class"] && a.Labels["key"] == b.Labels["key"] && a.Labels["key"] != "" {
+					t.Errorf("two alerts for one diagnosis: %v and %v", a.Labels, b.Labels)
+				}
+			}
+		}
+		for _, table := range quiet {
+			s, err := prom.Query(ctx, fmt.Sprintf(`hotkeyd_diagnosis{table=%q,severity="info"}`, table))
+			if err != nil || len(s) == 0 {
+				t.Errorf("no info diagnosis on %s in Prometheus: %v %v", table, s, err)
 			}
 		}
 	})

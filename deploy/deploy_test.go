@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -83,7 +84,7 @@ func TestAlertConventions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"HotKey", "HotKeyNearPartitionLimit", "LowCardinalityPartitionKey", "HotPartition",
+	want := []string{"HotKey", "HotKeyNearPartitionLimit", "LowCardinalityPartitionKey", "TimeOrderedPartitionKey", "HotPartition",
 		"StreamReaderLagging", "StreamReaderErrors", "HotkeydDown", "HotkeydNoEvents"}
 	var alerts []string
 	for _, g := range rf.Groups {
@@ -123,6 +124,50 @@ func TestAlertConventions(t *testing.T) {
 	}
 	if got := readRules(t).Groups[0].Rules[0].Record; got != "table_class:hotkeyd_units:rate1m" {
 		t.Errorf("first recording rule %q, want table_class:hotkeyd_units:rate1m", got)
+	}
+}
+
+// diagnosisFilter reads the cause and severity matchers of an alert on
+// hotkeyd_diagnosis.
+var diagnosisFilter = regexp.MustCompile(`hotkeyd_diagnosis\{cause="([a-z_]+)", severity="([a-z]+)"\}`)
+
+// Every cause of a diagnosis pages at warning and at critical, through an
+// alert whose severity label is the diagnosis's severity, and info never
+// pages: each alert on hotkeyd_diagnosis selects one cause and one paging
+// severity, and its label says the same. partition_limit is critical by
+// definition (its peak is at the limit), so it has no warning rule.
+func TestDiagnosisAlerts(t *testing.T) {
+	rf := readRules(t)
+	covered := map[string]bool{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" || !strings.Contains(r.Expr, "hotkeyd_diagnosis") {
+				continue
+			}
+			m := diagnosisFilter.FindStringSubmatch(r.Expr)
+			if m == nil {
+				t.Errorf("alert %s: %q does not select one cause and one severity", r.Alert, r.Expr)
+				continue
+			}
+			cause, sev := m[1], m[2]
+			if sev != r.Labels["severity"] || sev == "info" {
+				t.Errorf("alert %s on %s: selects severity %q, labelled %q", r.Alert, cause, sev, r.Labels["severity"])
+			}
+			if strings.Contains(r.Expr, "hotkeyd_hot_key") {
+				t.Errorf("alert %s also alerts on findings: one alert per diagnosis", r.Alert)
+			}
+			covered[cause+" "+sev] = true
+		}
+	}
+	for _, cause := range []string{"hot_key", "partition_limit", "low_cardinality", "time_ordered_key", "hot_partition"} {
+		for _, sev := range []string{"warning", "critical"} {
+			if cause == "partition_limit" && sev == "warning" {
+				continue
+			}
+			if !covered[cause+" "+sev] {
+				t.Errorf("no %s alert for %s diagnoses", sev, cause)
+			}
+		}
 	}
 }
 

@@ -48,6 +48,7 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-detector-clear.yml":      "detector.clear_threshold: 0.3 is above threshold 0.2",
 		"invalid-detector-key.yml":        "yaml: unmarshal errors:\n  line 2: field hold_for not found in type detect.Settings",
 		"invalid-detector-hold.yml":       "detector.hold_evaluations: 0 must be at least 1",
+		"invalid-detector-warn.yml":       "detector.warn_fraction: 0.9 is above limit_fraction 0.8",
 		"invalid-two-documents.yml":       "more than one YAML document",
 		"invalid-sources-not-list.yml":    "yaml: unmarshal errors:\n  line 1: cannot unmarshal !!map into []main.SourceConfig",
 	} {
