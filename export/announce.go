@@ -2,6 +2,7 @@ package export
 
 import (
 	"math"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -57,7 +58,7 @@ func (a *Announcer) Announce(changes []report.Change) {
 		m := a.masker.MaskDiagnosis(d)
 		fields := where(c.Table, c.Index, m.Class, a.masker.DiagnosisKey(d), m.Cause)
 		if len(m.Keys) > 1 {
-			fields = append(fields, zap.Strings("keys", m.Keys))
+			fields = append(fields, zap.String("keys", strings.Join(m.Keys, ",")))
 		}
 		fields = append(fields, zap.String("severity", string(m.Severity)))
 		if m.Share > 0 {

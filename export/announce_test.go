@@ -57,8 +57,8 @@ func TestAnnouncerLines(t *testing.T) {
 		"#1 advice=Write key \"" + alice + "\" with a suffix. after=Spread, \"" + alice + "\" is fine."
 	want := []string{
 		"error key near the partition limit table=orders class=write " + fmt.Sprintf(masked, "critical"),
-		"info low partition key cardinality table=orders index=status-index class=read key=" + pending + " keys=[" + pending + " " + m.Mask("SHIPPED") +
-			"] severity=info share=0.5 fix=calculated_suffix advice=Shard " + pending + ".",
+		"info low partition key cardinality table=orders index=status-index class=read key=" + pending + " keys=" + pending + "," + m.Mask("SHIPPED") +
+			" severity=info share=0.5 fix=calculated_suffix advice=Shard " + pending + ".",
 		"warn finding table=orders key=" + m.Mask("X#1") + " kind=new_kind severity=warning fix=cache advice=t",
 		"warn hot key changed table=orders class=write " + fmt.Sprintf(masked, "warning") + " was_cause=partition_limit was_severity=critical",
 		"info hot key cleared table=orders class=write key=" + alice,

@@ -41,8 +41,8 @@ const (
 	// 140 writes/s, 560 WCU/s, a warning.
 	EventUnits = 4
 
-	// TrivialKey is the settings key with a third of its table's 4 WCU/s:
-	// hot by share, at 0.13 % of the ceiling: info, never paged.
+	// TrivialKey is the settings key with a third of its table's 20 WCU/s:
+	// hot by share, at 0.7 % of the ceiling: info, never paged.
 	TrivialKey = "CONFIG#global"
 
 	// Sessions is the key space of the uniform sessions table.
@@ -60,8 +60,8 @@ const (
 	wEvents         = 70
 	wProducts       = 150
 	wTelemetry      = 150
-	wSettings       = 2
-	wSessionsRead   = 103
+	wSettings       = 10
+	wSessionsRead   = 95
 	wSessionsWrite  = 94
 	wSessionsScan   = 1
 	mixTotal        = 1000
@@ -124,7 +124,7 @@ type Plant struct {
 //   - telemetry: DEVICE#7781 takes 7% of writes of 44 WCU each, about 924
 //     WCU/s, every write under its own timestamp sort key → partition_limit
 //     (critical) with calculated_suffix;
-//   - settings: CONFIG#global has a third of 4 WCU/s → hot_key at info
+//   - settings: CONFIG#global has a third of 20 WCU/s → hot_key at info
 //     (write_sharding), never paged, and a quiet that says so;
 //   - sessions: uniform over a million keys, plus an occasional keyless
 //     Scan → nothing;
@@ -143,7 +143,7 @@ func Planted() []Plant {
 		{Table: "telemetry", Key: HotDevice, Class: ingest.Write, Cause: "partition_limit", Severity: "critical", Fix: "calculated_suffix",
 			Why: "a chatty device with 7% of a big table's writes, near 1000 WCU/s"},
 		{Table: "settings", Key: TrivialKey, Class: ingest.Write, Cause: "hot_key", Severity: "info", Fix: "write_sharding",
-			Why: "a small settings table where one item takes a third of 4 WCU/s: hot by share, far from any ceiling"},
+			Why: "a small settings table where one item takes a third of 20 WCU/s: hot by share, far from any ceiling"},
 		{Table: "sessions", Why: "uniform reads and writes over a million sessions, and a Scan now and then"},
 		{Table: "orders", Index: "GSI1", Class: ingest.Read, Why: "uniform Queries by SKU on a global secondary index"},
 	}
