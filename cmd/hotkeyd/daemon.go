@@ -291,9 +291,9 @@ func (d *daemon) tick() []report.Change {
 func (d *daemon) printDemoHelp() {
 	base := "http://" + browsable(d.listener.Addr())
 	fmt.Fprintf(d.io.stdout, `hotkeyd demo: synthetic traffic on several tables, with planted hot keys and key-design mistakes.
-  metrics:   %s/metrics   (try: curl -s %s/metrics | grep hotkeyd_hot_key)
+  metrics:   %s/metrics   (try: curl -s %s/metrics | grep hotkeyd_diagnosis)
   hot keys:  %s/api/v1/hotkeys
-  and watch the log below for 'hot key' lines; they appear within seconds. Ctrl-C stops.
+  and watch the log below for 'hot key' and other diagnosis lines; they appear within seconds. Ctrl-C stops.
 `, base, base, base)
 }
 
