@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -24,7 +25,12 @@ import (
 //     a low_cardinality whose values are mostly dates;
 //  4. a hot_partition is explained by a hot write key whose writes account
 //     for it (without them the shard would not be hot), one key per shard;
-//  5. every other finding is its own root cause.
+//  5. every other finding is its own root cause;
+//  6. a key hot in both classes whose two fixes are the same kind (a
+//     collection read by Query and written: calculated_suffix twice) is one
+//     diagnosis, with the larger shard count: one change to the key design
+//     fixes both. Different fixes (a celebrity's collection written, its
+//     profile item read: calculated_suffix and cache) stay two.
 //
 // A diagnosis's severity is the most severe of the findings it explains,
 // i.e. of its hottest key. It returns the diagnoses and the findings, both
@@ -90,13 +96,47 @@ func (t *table) diagnose(fs []report.Finding) ([]report.Diagnosis, []report.Find
 			ds = append(ds, t.diagnosis(&fs[i], fs, root, i))
 		}
 	}
+	ds, into := mergeClasses(ds)
 	for i := range fs {
-		d := &ds[at[root[i]]]
+		d := &ds[into[at[root[i]]]]
 		fix := d.Fix
 		fs[i].Recommendation = &fix
 	}
 	sortDiagnoses(ds)
 	return ds, fs
+}
+
+// mergeClasses makes one diagnosis of a key's read and write diagnoses when
+// their fixes are the same kind (rule 6). The diagnosis kept is the more
+// severe, then the one whose fix needs more keys, then the writes', with
+// the findings of both. into maps each index of ds to its index in the
+// result.
+func mergeClasses(ds []report.Diagnosis) (out []report.Diagnosis, into []int) {
+	into = make([]int, len(ds))
+	byKey := map[string]int{} // key -> index in out of its key diagnosis
+	for i, d := range ds {
+		if d.Cause != report.KindHotKey && d.Cause != report.KindPartitionLimit {
+			into[i] = len(out)
+			out = append(out, d)
+			continue
+		}
+		j, seen := byKey[d.Key()]
+		if !seen || out[j].Fix.Kind != d.Fix.Kind || out[j].Class == d.Class {
+			byKey[d.Key()] = len(out)
+			into[i] = len(out)
+			out = append(out, d)
+			continue
+		}
+		kept, other := out[j], d
+		if c := cmp.Or(cmp.Compare(kept.Severity.Rank(), other.Severity.Rank()), cmp.Compare(other.Fix.SuffixCount, kept.Fix.SuffixCount)); c > 0 ||
+			c == 0 && other.Class == ingest.Write.String() {
+			kept, other = other, kept
+		}
+		kept.Explains = append(kept.Explains, other.Explains...)
+		out[j] = kept
+		into[i] = j
+	}
+	return out, into
 }
 
 // classKey identifies a key within a class.
