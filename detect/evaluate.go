@@ -104,10 +104,12 @@ func (t *table) limit(c ingest.Class) float64 {
 func (t *table) rate(units float64) float64 { return units / t.seconds }
 
 // active reports whether class c is above the traffic floor; share-based
-// rules stay silent below it.
+// rules stay silent below it. The floor is on the mean rate over the
+// window: any single access is a busiest second of its own units, so a
+// peak says nothing of how little traffic there is.
 func (t *table) active(c ingest.Class) bool {
 	cs := &t.Classes[c]
-	return cs.Units > 0 && cs.Events >= t.s.MinEvents && t.classPeak(c) >= t.s.MinUnitsPerSecond
+	return cs.Units > 0 && cs.Events >= t.s.MinEvents && t.rate(cs.Units) >= t.s.MinUnitsPerSecond
 }
 
 // share is a key's fraction of its class's units, 0 to 1: the one

@@ -40,8 +40,8 @@ func (t *table) quiet(ds, pending []report.Diagnosis) *report.Quiet {
 	switch {
 	case !t.active(c):
 		best.Reason = report.QuietTrafficFloor
-		best.Text = fmt.Sprintf("%s carries %s of the %s's %ss, but the %ss (%d events, peak %s %s/s) are under the traffic floor of %d events and %s %s/s, where a share is noise; %s.",
-			quoteKey(best.Key), pct(best.Share), t.noun(), c, c, cs.Events, num(t.classPeak(c)), unitName(c), t.s.MinEvents, num(t.s.MinUnitsPerSecond), unitName(c), ceiling)
+		best.Text = fmt.Sprintf("%s carries %s of the %s's %ss, but the %ss (%d events, %s %s/s) are under the traffic floor of %d events and %s %s/s, where a share is noise; %s.",
+			quoteKey(best.Key), pct(best.Share), t.noun(), c, c, cs.Events, num(t.rate(cs.Units)), unitName(c), t.s.MinEvents, num(t.s.MinUnitsPerSecond), unitName(c), ceiling)
 	case hasPaging(pending):
 		best.Reason = report.QuietHolding
 		best.Text = fmt.Sprintf("%s carries %s of the %s's %ss and %s; its diagnosis is held for %d evaluations in a row before it is flagged.",

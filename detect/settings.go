@@ -18,9 +18,10 @@ type Settings struct {
 	// must hold before the Tracker flags it, and the number of consecutive
 	// evaluations a table-wide finding must be absent before it is cleared.
 	HoldEvaluations int `yaml:"hold_evaluations"`
-	// MinUnitsPerSecond and MinEvents are the traffic floor of a table's
-	// class: below either, share-based rules stay silent, because a share of
-	// almost nothing is noise and throttles nobody.
+	// MinUnitsPerSecond (a mean rate over the window) and MinEvents are the
+	// traffic floor of a table's class: below either, share-based rules
+	// stay silent, because a share of almost nothing is noise and throttles
+	// nobody.
 	MinUnitsPerSecond float64 `yaml:"min_units_per_second"`
 	MinEvents         uint64  `yaml:"min_events"`
 	// ReadLimit and WriteLimit are one partition's ceilings: 3000 RCU/s and
