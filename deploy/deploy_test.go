@@ -251,9 +251,10 @@ func dig(v any, path ...any) any {
 	return v
 }
 
-func readManifests(t *testing.T) []manifest {
+// readManifests decodes every YAML document of the folder's *.yaml files.
+func readManifests(t *testing.T, dir string) []manifest {
 	t.Helper()
-	files, err := filepath.Glob("kubernetes/*.yaml")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func readManifests(t *testing.T) []manifest {
 }
 
 func TestKubernetesManifests(t *testing.T) {
-	all := readManifests(t)
+	all := readManifests(t, "kubernetes")
 	apiVersions := map[string]string{
 		"Kustomization":  "kustomize.config.k8s.io/v1beta1",
 		"ServiceAccount": "v1",
@@ -460,6 +461,114 @@ func TestKubernetesManifests(t *testing.T) {
 	})
 }
 
+// The multi-replica overlay: a kustomization over the base with patches
+// that make the Deployment several replicas rolled one at a time and spread
+// over nodes, a ConfigMap whose streams sources share a lease table instead
+// of checkpoint files, and a PodDisruptionBudget. Where kubectl is
+// installed, the overlay is also rendered by kustomize itself.
+func TestKubernetesReplicasOverlay(t *testing.T) {
+	const dir = "kubernetes-replicas"
+	byKind := map[string]manifest{}
+	for _, m := range readManifests(t, dir) {
+		byKind[m.kind()] = m
+	}
+	base := map[string]manifest{}
+	for _, m := range readManifests(t, "kubernetes") {
+		base[m.kind()] = m
+	}
+	kust := byKind["Kustomization"].obj
+	if !slices.Contains(toStrings(dig(kust, "resources")), "../kubernetes") {
+		t.Errorf("overlay resources %v do not include the base ../kubernetes", dig(kust, "resources"))
+	}
+	if dig(kust, "namespace") != dig(base["Kustomization"].obj, "namespace") {
+		t.Errorf("overlay namespace %v, base %v", dig(kust, "namespace"), dig(base["Kustomization"].obj, "namespace"))
+	}
+	listed := toStrings(dig(kust, "resources"))
+	for _, p := range dig(kust, "patches").([]any) {
+		listed = append(listed, dig(p, "path").(string))
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	for _, f := range files {
+		if b := filepath.Base(f); b != "kustomization.yaml" && !slices.Contains(listed, b) {
+			t.Errorf("%s is neither a resource nor a patch of the overlay", f)
+		}
+	}
+
+	podLabels := dig(base["Deployment"].obj, "spec", "template", "metadata", "labels")
+	dep := byKind["Deployment"].obj
+	replicas, _ := dig(dep, "spec", "replicas").(int)
+	if replicas < 2 || byKind["Deployment"].name() != base["Deployment"].name() {
+		t.Errorf("Deployment patch %q: %d replicas, want the base Deployment with at least 2", byKind["Deployment"].name(), replicas)
+	}
+	if dig(dep, "spec", "strategy", "type") != "RollingUpdate" || dig(dep, "spec", "strategy", "rollingUpdate", "maxUnavailable") != 1 {
+		t.Errorf("strategy %v, want a rolling update one replica at a time", dig(dep, "spec", "strategy"))
+	}
+	if !subset(dig(dep, "spec", "template", "spec", "topologySpreadConstraints", 0, "labelSelector", "matchLabels"), podLabels) {
+		t.Errorf("topology spread does not select the pods")
+	}
+
+	pdb := byKind["PodDisruptionBudget"]
+	if pdb.obj["apiVersion"] != "policy/v1" || !subset(dig(pdb.obj, "spec", "selector", "matchLabels"), podLabels) {
+		t.Errorf("PodDisruptionBudget %v does not select the pods", pdb.obj)
+	}
+	if mu, _ := dig(pdb.obj, "spec", "maxUnavailable").(int); mu < 1 || mu >= replicas {
+		t.Errorf("PodDisruptionBudget maxUnavailable %v with %d replicas", dig(pdb.obj, "spec", "maxUnavailable"), replicas)
+	}
+
+	cm := byKind["ConfigMap"]
+	if cm.name() != base["ConfigMap"].name() {
+		t.Errorf("ConfigMap patch names %q, base %q", cm.name(), base["ConfigMap"].name())
+	}
+	var hc struct {
+		Sources []struct {
+			Type          string `yaml:"type"`
+			CheckpointDir string `yaml:"checkpoint_dir"`
+			LeaseTable    string `yaml:"lease_table"`
+			WorkerID      string `yaml:"worker_id"`
+		} `yaml:"sources"`
+	}
+	if err := yaml.Unmarshal([]byte(dig(cm.obj, "data", "hotkeyd.yaml").(string)), &hc); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range hc.Sources {
+		if s.Type == "dynamodb-streams" && (s.LeaseTable == "" || s.CheckpointDir != "" || s.WorkerID != "") {
+			t.Errorf("overlay streams source %+v: want a lease_table, no checkpoint_dir, and the default worker_id (the pod name differs per replica)", s)
+		}
+	}
+
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Logf("kubectl not found, overlay checked structurally only: %v", err)
+		return
+	}
+	out, err := exec.Command(kubectl, "kustomize", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(out))
+	kinds := map[string]map[string]any{}
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		kinds[obj["kind"].(string)] = obj
+	}
+	rendered := kinds["Deployment"]
+	if dig(rendered, "spec", "replicas") != replicas || dig(rendered, "spec", "strategy", "type") != "RollingUpdate" ||
+		dig(rendered, "spec", "template", "spec", "containers", 0, "image") != dig(base["Deployment"].obj, "spec", "template", "spec", "containers", 0, "image") {
+		t.Errorf("rendered Deployment: replicas %v, strategy %v", dig(rendered, "spec", "replicas"), dig(rendered, "spec", "strategy"))
+	}
+	if conf, _ := dig(kinds["ConfigMap"], "data", "hotkeyd.yaml").(string); !strings.Contains(conf, "lease_table:") {
+		t.Errorf("rendered ConfigMap has no lease_table:\n%s", conf)
+	}
+	if dig(kinds["PodDisruptionBudget"], "metadata", "namespace") != dig(kust, "namespace") {
+		t.Errorf("rendered PodDisruptionBudget namespace %v", dig(kinds["PodDisruptionBudget"], "metadata", "namespace"))
+	}
+}
+
 func subset(small, big any) bool {
 	s, ok1 := small.(map[string]any)
 	b, ok2 := big.(map[string]any)
@@ -526,17 +635,27 @@ func TestIAMPolicyIsLeastPrivilege(t *testing.T) {
 		}
 		for _, r := range resources {
 			// ListStreams has no resource-level permissions in IAM; every
-			// other action is scoped to the watched tables and streams.
+			// other action is scoped to the watched tables and streams, and
+			// the writes to the lease table alone.
 			if r == "*" && !slices.Equal(s.Action, []string{"dynamodb:ListStreams"}) {
 				t.Errorf("statement %s: Resource * for %v", s.Sid, s.Action)
 			}
-			if r != "*" && !strings.HasPrefix(r, "arn:aws:dynamodb:REGION:ACCOUNT_ID:table/TABLE_NAME") {
+			lease := r == "arn:aws:dynamodb:REGION:ACCOUNT_ID:table/LEASE_TABLE_NAME"
+			if r != "*" && !lease && !strings.HasPrefix(r, "arn:aws:dynamodb:REGION:ACCOUNT_ID:table/TABLE_NAME") {
 				t.Errorf("statement %s: resource %q is not a placeholder table/stream ARN", s.Sid, r)
+			}
+			for _, a := range s.Action {
+				write := slices.Contains([]string{"dynamodb:CreateTable", "dynamodb:Scan", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, a)
+				if write && !lease {
+					t.Errorf("statement %s: %s on %q: the lease table's actions belong to the lease table only", s.Sid, a, r)
+				}
 			}
 		}
 	}
 	sort.Strings(actions)
-	want := []string{"dynamodb:DescribeStream", "dynamodb:DescribeTable", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
+	// DescribeTable twice: on the watched tables and on the lease table.
+	want := []string{"dynamodb:CreateTable", "dynamodb:DeleteItem", "dynamodb:DescribeStream", "dynamodb:DescribeTable", "dynamodb:DescribeTable",
+		"dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams", "dynamodb:PutItem", "dynamodb:Scan", "dynamodb:UpdateItem"}
 	if !slices.Equal(actions, want) {
 		t.Errorf("actions %v, want exactly %v", actions, want)
 	}
@@ -696,14 +815,19 @@ func TestConfigMapPassesConfigCheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the hotkeyd binary")
 	}
-	var conf string
-	for _, m := range readManifests(t) {
+	var conf, replicasConf string
+	for _, m := range readManifests(t, "kubernetes") {
 		if m.kind() == "ConfigMap" {
 			conf, _ = dig(m.obj, "data", "hotkeyd.yaml").(string)
 		}
 	}
-	if conf == "" {
-		t.Fatal("no hotkeyd.yaml in the ConfigMap")
+	for _, m := range readManifests(t, "kubernetes-replicas") {
+		if m.kind() == "ConfigMap" {
+			replicasConf, _ = dig(m.obj, "data", "hotkeyd.yaml").(string)
+		}
+	}
+	if conf == "" || replicasConf == "" {
+		t.Fatal("no hotkeyd.yaml in a ConfigMap")
 	}
 	bin := testenv.Binary(t)
 	check := func(content string) (int, string) {
@@ -723,6 +847,9 @@ func TestConfigMapPassesConfigCheck(t *testing.T) {
 	}
 	if code, out := check(conf); code != 0 {
 		t.Errorf("hotkeyd --config.check on the ConfigMap's hotkeyd.yaml: status %d\n%s", code, out)
+	}
+	if code, out := check(replicasConf); code != 0 {
+		t.Errorf("hotkeyd --config.check on the replicas overlay's hotkeyd.yaml: status %d\n%s", code, out)
 	}
 	bad := strings.Replace(conf, "threshold: 0.10", "threshold: 2", 1)
 	if bad == conf {

@@ -18,6 +18,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
 // Source types accepted in the sources list of the config file.
@@ -82,6 +83,17 @@ type SourceConfig struct {
 	// CheckpointDir (dynamodb-streams, cloudtrail) is where read positions
 	// are kept across restarts; empty keeps none.
 	CheckpointDir string `yaml:"checkpoint_dir"`
+	// LeaseTable (dynamodb-streams) names the DynamoDB table, created on
+	// first use, through which replicas split the shards (the Kinesis
+	// Client Library's lease table); checkpoints then live in it.
+	LeaseTable string `yaml:"lease_table"`
+	// WorkerID (dynamodb-streams, with lease_table) names this replica in
+	// the lease table; empty means host name and process id.
+	WorkerID string `yaml:"worker_id"`
+	// FailoverTime (dynamodb-streams, with lease_table) is how long a
+	// lease's counter must stand still before another replica takes it;
+	// zero means 10s.
+	FailoverTime time.Duration `yaml:"failover_time"`
 	// MaxAge (cloudtrail) skips files older than this when first seen: the
 	// live window runs on arrival time, so replaying old history would count
 	// it as current traffic. Zero reads every file.
@@ -223,9 +235,17 @@ func (c *Config) Validate() error {
 	if err := c.detectSettings().Validate(); err != nil {
 		return fmt.Errorf("detector.%w", err)
 	}
+	leaseTables := map[string]int{}
 	for i := range c.Sources {
 		if err := c.Sources[i].validate(); err != nil {
 			return fmt.Errorf("sources[%d]%w", i, err)
+		}
+		if lt := c.Sources[i].LeaseTable; lt != "" {
+			if j, dup := leaseTables[lt]; dup {
+				// Both would join the table as the same worker.
+				return fmt.Errorf("sources[%d].lease_table: %q is used by sources[%d] already; list every table in one source", i, lt, j)
+			}
+			leaseTables[lt] = i
 		}
 	}
 	return nil
@@ -251,6 +271,9 @@ func (s *SourceConfig) validate() error {
 		"endpoint":       s.Endpoint != "",
 		"start":          s.Start != "",
 		"checkpoint_dir": s.CheckpointDir != "",
+		"lease_table":    s.LeaseTable != "",
+		"worker_id":      s.WorkerID != "",
+		"failover_time":  s.FailoverTime != 0,
 		"max_age":        s.MaxAge != 0,
 		"paths":          len(s.Paths) > 0,
 		"fields":         s.Fields != (jsonl.Fields{}),
@@ -260,7 +283,7 @@ func (s *SourceConfig) validate() error {
 	case "":
 		return keyError{"type", "required (dynamodb-streams, cloudtrail or jsonl)"}
 	case sourceStreams:
-		allowed = []string{"tables", "stream_arns", "region", "endpoint", "start", "checkpoint_dir"}
+		allowed = []string{"tables", "stream_arns", "region", "endpoint", "start", "checkpoint_dir", "lease_table", "worker_id", "failover_time"}
 		if len(s.Tables) == 0 && len(s.StreamARNs) == 0 {
 			return keyError{"tables", "one of tables or stream_arns is required"}
 		}
@@ -282,6 +305,9 @@ func (s *SourceConfig) validate() error {
 		if s.Start != "latest" && s.Start != "trim_horizon" {
 			return keyError{"start", fmt.Sprintf("must be latest or trim_horizon, got %q", s.Start)}
 		}
+		if err := s.validateLease(); err != nil {
+			return err
+		}
 	case sourceCloudTrail:
 		allowed = []string{"paths", "checkpoint_dir", "max_age"}
 		if err := validatePaths(s.Paths, false); err != nil {
@@ -302,6 +328,26 @@ func (s *SourceConfig) validate() error {
 		if set[k] && !slices.Contains(allowed, k) {
 			return keyError{k, fmt.Sprintf("not used by type %s", s.Type)}
 		}
+	}
+	return nil
+}
+
+// validateLease checks the lease keys of a dynamodb-streams source.
+func (s *SourceConfig) validateLease() error {
+	switch {
+	case s.LeaseTable == "" && s.WorkerID != "":
+		return keyError{"worker_id", "only used with lease_table"}
+	case s.LeaseTable == "" && s.FailoverTime != 0:
+		return keyError{"failover_time", "only used with lease_table"}
+	case s.LeaseTable == "":
+		return nil
+	case s.CheckpointDir != "":
+		return keyError{"checkpoint_dir", "not used with lease_table, which keeps the checkpoints"}
+	case s.FailoverTime != 0 && s.FailoverTime < lease.MinFailoverTime:
+		return keyError{"failover_time", fmt.Sprintf("%s is below the minimum %s", s.FailoverTime, lease.MinFailoverTime)}
+	}
+	if err := lease.CheckTableName(s.LeaseTable); err != nil {
+		return keyError{"lease_table", err.Error()}
 	}
 	return nil
 }

@@ -39,7 +39,9 @@ func newSource(sc SourceConfig, d sourceDeps) (ingest.Source, error) {
 		}, d.log)
 	case sourceStreams:
 		// Reads the tables' DynamoDB Streams with the SDK's default
-		// credential chain; one checkpoint file per shard in checkpoint_dir.
+		// credential chain; one checkpoint file per shard in checkpoint_dir,
+		// or, with lease_table, only the shards this replica holds the
+		// lease of, checkpointed in the lease table.
 		cfg := streams.DefaultConfig()
 		cfg.Tables = sc.Tables
 		cfg.StreamARNs = sc.StreamARNs
@@ -49,6 +51,9 @@ func newSource(sc SourceConfig, d sourceDeps) (ingest.Source, error) {
 			cfg.Start = sc.Start
 		}
 		cfg.CheckpointDir = sc.CheckpointDir
+		cfg.LeaseTable = sc.LeaseTable
+		cfg.WorkerID = sc.WorkerID
+		cfg.FailoverTime = sc.FailoverTime
 		return streams.New(cfg, d.log, d.reporter, d.reg)
 	case sourceCloudTrail:
 		// Follows a delivery folder; the files read are listed in

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
 // Start positions for shards that have no checkpoint yet.
@@ -38,14 +40,29 @@ type Config struct {
 	Start string
 	// CheckpointDir holds one checkpoint file per shard. Empty keeps
 	// checkpoints in memory only: a restart then starts over from Start.
+	// It cannot be set together with LeaseTable.
 	CheckpointDir string
+
+	// LeaseTable names a DynamoDB table, created on first use, through
+	// which every reader using it splits the shards (see package lease);
+	// checkpoints then live in it. Empty: this reader reads every shard.
+	LeaseTable string
+	// WorkerID names this reader in the lease table; empty means host name
+	// and process id.
+	WorkerID string
+	// FailoverTime is how long a lease's counter must stand still before
+	// another reader takes it (default 10 s).
+	FailoverTime time.Duration
 
 	// CheckpointInterval is the least time between two checkpoint writes of
 	// a shard while records flow (default 1 s). A checkpoint is also written
 	// when a shard goes idle, when it is finished and at shutdown. After a
 	// crash at most the records read in the last interval are read again:
 	// a partition takes at most 1000 writes per second, so with the default
-	// that is about one GetRecords batch.
+	// that is about one GetRecords batch. With LeaseTable every batch is
+	// checkpointed, and a shard with records flowing is read once per
+	// interval (sooner while batches come back full): after a crash or a
+	// lost lease at most the last batch is read again.
 	CheckpointInterval time.Duration
 	// DescribeInterval is how often each stream's shards are listed again
 	// to find new ones (default 30 s). A finished shard also triggers a
@@ -131,5 +148,38 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("start: %q is neither %q nor %q", c.Start, StartLatest, StartTrimHorizon)
 	}
-	return nil
+	if c.LeaseTable == "" {
+		switch {
+		case c.WorkerID != "":
+			return errors.New("worker_id: only used with lease_table")
+		case c.FailoverTime != 0:
+			return errors.New("failover_time: only used with lease_table")
+		}
+		return nil
+	}
+	if c.CheckpointDir != "" {
+		return errors.New("checkpoint_dir: not used with lease_table, which keeps the checkpoints")
+	}
+	if err := lease.CheckTableName(c.LeaseTable); err != nil {
+		return fmt.Errorf("lease_table: %w", err)
+	}
+	if c.FailoverTime != 0 && c.FailoverTime < lease.MinFailoverTime {
+		return fmt.Errorf("failover_time: %s is below the minimum %s", c.FailoverTime, lease.MinFailoverTime)
+	}
+	return c.leaseConfig().Validate()
+}
+
+// leaseConfig returns the lease coordinator's settings.
+func (c Config) leaseConfig() lease.Config {
+	start := lease.TrimHorizon
+	if c.Start == "" || c.Start == StartLatest {
+		start = lease.Latest
+	}
+	return lease.Config{
+		Table:        c.LeaseTable,
+		WorkerID:     c.WorkerID,
+		FailoverTime: c.FailoverTime,
+		Start:        start,
+		Source:       SourceName,
+	}
 }

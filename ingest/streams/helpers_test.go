@@ -11,26 +11,46 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
-// collector is a Sink that keeps every Event.
+// collector is a Sink that keeps every Event, and the partition keys of
+// each batch.
 type collector struct {
-	mu     sync.Mutex
-	events []ingest.Event
+	mu      sync.Mutex
+	events  []ingest.Event
+	batches [][]string
 }
 
 func (c *collector) Put(ctx context.Context, batch []ingest.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	keys := make([]string, len(batch))
+	for i, e := range batch {
+		keys[i] = e.PK
+	}
 	c.mu.Lock()
 	c.events = append(c.events, batch...)
+	c.batches = append(c.batches, keys)
 	c.mu.Unlock()
 	return nil
+}
+
+// lastBatch returns the partition keys of the last batch taken.
+func (c *collector) lastBatch() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.batches) == 0 {
+		return nil
+	}
+	return c.batches[len(c.batches)-1]
 }
 
 func (c *collector) snapshot() []ingest.Event {
@@ -102,6 +122,9 @@ func (r *countingReporter) lastErr(reason string) error {
 	return r.last[reason]
 }
 
+// logged counts the log lines whose message contains msg.
+func (r *running) logged(msg string) int { return r.logs.FilterMessageSnippet(msg).Len() }
+
 // fastConfig is a Config with short waits, for tests.
 func fastConfig() Config {
 	c := DefaultConfig()
@@ -121,6 +144,7 @@ type running struct {
 	sink   *collector
 	rep    *countingReporter
 	reg    *prometheus.Registry
+	logs   *observer.ObservedLogs
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Run returned
 	err    error         // what Run returned
@@ -143,8 +167,10 @@ func (r *running) stop(t testing.TB) {
 // start runs a Source for cfg against the given clients.
 func start(t testing.TB, cfg Config, streams StreamsAPI, tables TablesAPI) *running {
 	t.Helper()
-	r := &running{sink: &collector{}, rep: newCountingReporter(), reg: prometheus.NewRegistry(), done: make(chan struct{})}
-	src, err := NewWithClients(cfg, streams, tables, zaptest.NewLogger(t), r.rep, r.reg)
+	core, logs := observer.New(zapcore.InfoLevel)
+	log := zap.New(zapcore.NewTee(core, zaptest.NewLogger(t).Core()))
+	r := &running{sink: &collector{}, rep: newCountingReporter(), reg: prometheus.NewRegistry(), logs: logs, done: make(chan struct{})}
+	src, err := NewWithClients(cfg, streams, tables, log, r.rep, r.reg)
 	if err != nil {
 		t.Fatalf("new source: %v", err)
 	}

@@ -1,9 +1,9 @@
 package streams
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hotkeyd/hotkeyd/internal/promutil"
 )
 
 // metrics are the reader's own series. Per-shard series are deleted when the
@@ -58,28 +58,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	// Several streams sources may share one registry: reuse what an earlier
 	// source registered.
 	var err error
-	m.iteratorAge = register(reg, m.iteratorAge, &err)
-	m.shards = register(reg, m.shards, &err)
-	m.records = register(reg, m.records, &err)
-	m.ttlDeletes = register(reg, m.ttlDeletes, &err)
-	m.calls = register(reg, m.calls, &err)
-	m.gaps = register(reg, m.gaps, &err)
+	m.iteratorAge = promutil.Register(reg, m.iteratorAge, &err)
+	m.shards = promutil.Register(reg, m.shards, &err)
+	m.records = promutil.Register(reg, m.records, &err)
+	m.ttlDeletes = promutil.Register(reg, m.ttlDeletes, &err)
+	m.calls = promutil.Register(reg, m.calls, &err)
+	m.gaps = promutil.Register(reg, m.gaps, &err)
 	return m, err
-}
-
-func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		if *errp == nil {
-			*errp = err
-		}
-	}
-	return c
 }
 
 // initTable creates a table's series at zero, so that rate() works from the

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
 // shardReader reads one shard from its checkpoint (or its start position)
@@ -32,28 +33,34 @@ type shardReader struct {
 	idleWait  time.Duration
 	callAt    time.Time
 	bo        backoff
+
+	// With a lease table: the shard's lease; lost once another worker took
+	// it, ended once the shard was finished.
+	lease *lease.Lease
+	lost  bool
+	ended bool
 }
 
-func (sr *streamReader) newShardReader(si shardInfo) *shardReader {
+func (sr *streamReader) newShardReader(si shardInfo, l *lease.Lease) *shardReader {
 	return &shardReader{
-		s: sr.s, sr: sr, shard: si,
+		s: sr.s, sr: sr, shard: si, lease: l,
 		log: sr.log.With(zap.String("table", sr.table), zap.String("shard", si.id)),
 		bo:  backoff{base: 100 * time.Millisecond, max: sr.s.cfg.MaxBackoff},
 	}
 }
 
-// run reads the shard until its end (true) or until ctx is done or the
-// shard cannot be found (false). The last position read is checkpointed on
-// the way out.
+// run reads the shard until its end (true) or until ctx is done, the shard
+// cannot be found or its lease was lost (false). The last position read is
+// checkpointed on the way out; a lease is released with it.
 func (r *shardReader) run(ctx context.Context) (finished bool) {
 	if !r.start(ctx) {
 		return false
 	}
 	if r.startType == types.ShardIteratorTypeLatest && r.shard.closed {
 		// A closed shard has no "latest": nothing new will come.
-		return r.finish()
+		return r.finish(ctx)
 	}
-	defer r.checkpoint(true)
+	defer r.stop()
 	if !r.position(ctx) {
 		return false
 	}
@@ -65,17 +72,37 @@ func (r *shardReader) run(ctx context.Context) (finished bool) {
 			}
 			continue
 		}
+		if r.awaitLease(ctx) != nil {
+			return false
+		}
 		if !r.emit(ctx, out.Records) {
 			return false
 		}
 		if out.NextShardIterator == nil {
-			return r.finish()
+			return r.finish(ctx)
 		}
 		r.iter = out.NextShardIterator
-		r.checkpoint(len(out.Records) == 0)
+		if !r.checkpoint(ctx, len(out.Records) == 0) {
+			return false
+		}
 		r.pause(ctx, len(out.Records))
 	}
 	return false
+}
+
+// stop saves the position when the reader stops before the shard's end:
+// into the checkpoint file, or into the lease as it is released.
+func (r *shardReader) stop() {
+	if r.lease == nil {
+		r.checkpoint(context.Background(), true)
+		return
+	}
+	if r.ended {
+		return
+	}
+	r.releaseLeased()
+	// The shard is read elsewhere now (or after a restart).
+	r.s.m.iteratorAge.DeleteLabelValues(r.sr.table, r.shard.id)
 }
 
 // start reads the checkpoint and decides where reading begins. A corrupt
@@ -84,6 +111,9 @@ func (r *shardReader) run(ctx context.Context) (finished bool) {
 // first record (TRIM_HORIZON), so nothing is lost and at most the shard's
 // retained records are counted again.
 func (r *shardReader) start(ctx context.Context) bool {
+	if r.lease != nil {
+		return r.startLeased(ctx)
+	}
 	cp, ok, err := r.s.cps.load(r.sr.arn, r.shard.id)
 	if err != nil {
 		r.s.rep.Error(SourceName, ReasonCheckpoint, err)
@@ -286,17 +316,24 @@ func (r *shardReader) emit(ctx context.Context, recs []types.Record) bool {
 	return true
 }
 
-// checkpoint saves the position if it moved, at most every
-// CheckpointInterval unless now is set (idle shard, shutdown).
-func (r *shardReader) checkpoint(now bool) {
+// checkpoint saves the position if it moved: into the lease after every
+// batch (pause spaces those batches), into the file at most every
+// CheckpointInterval unless now is set (idle shard, shutdown). It returns
+// false when the reader must stop: its lease was lost, or ctx was done
+// while the lease could not be written.
+func (r *shardReader) checkpoint(ctx context.Context, now bool) bool {
 	if r.lastSeq == "" || r.lastSeq == r.savedSeq {
-		return
+		return true
+	}
+	if r.lease != nil {
+		return r.saveLeased(ctx, r.lastSeq)
 	}
 	t := r.s.now()
 	if !now && t.Sub(r.savedAt) < r.s.cfg.CheckpointInterval {
-		return
+		return true
 	}
 	r.save(checkpoint{StreamARN: r.sr.arn, ShardID: r.shard.id, Sequence: r.lastSeq, Updated: t.UTC()})
+	return true
 }
 
 func (r *shardReader) save(cp checkpoint) {
@@ -309,8 +346,15 @@ func (r *shardReader) save(cp checkpoint) {
 
 // finish marks the shard as read to its end, so that no restart reads it
 // again and its children may start, and drops its per-shard series.
-func (r *shardReader) finish() bool {
-	r.save(checkpoint{StreamARN: r.sr.arn, ShardID: r.shard.id, Sequence: r.lastSeq, Finished: true, Updated: r.s.now().UTC()})
+func (r *shardReader) finish(ctx context.Context) bool {
+	if r.lease != nil {
+		if !r.finishLeased(ctx) {
+			return false
+		}
+	} else {
+		r.save(checkpoint{StreamARN: r.sr.arn, ShardID: r.shard.id, Sequence: r.lastSeq, Finished: true, Updated: r.s.now().UTC()})
+	}
+	r.ended = true
 	r.s.m.iteratorAge.DeleteLabelValues(r.sr.table, r.shard.id)
 	r.log.Info("shard finished")
 	return true
@@ -318,14 +362,24 @@ func (r *shardReader) finish() bool {
 
 // pause waits before the next GetRecords call: at least MinPollInterval
 // after the previous call began (the per-shard call limit), and, while
-// reads come back empty, a wait doubling up to IdlePollInterval.
+// reads come back empty, a wait doubling up to IdlePollInterval. A leased
+// shard, checkpointed after every batch, is read at most every
+// CheckpointInterval while records flow, unless the last batch was full (a
+// backlog): one checkpoint write per second per busy shard, and a crash or
+// a stolen lease leaves at most the last batch to be read twice. A
+// partition takes at most 1000 writes per second, so a second of them fits
+// one GetRecords batch.
 func (r *shardReader) pause(ctx context.Context, n int) {
 	cfg := &r.s.cfg
 	wait := cfg.MinPollInterval - time.Since(r.callAt)
-	if n == 0 {
+	switch {
+	case n == 0:
 		r.idleWait = min(max(2*r.idleWait, cfg.MinPollInterval), cfg.IdlePollInterval)
 		wait = max(wait, r.idleWait)
-	} else {
+	case r.lease != nil && n < int(cfg.BatchLimit):
+		r.idleWait = 0
+		wait = max(wait, cfg.CheckpointInterval-time.Since(r.callAt))
+	default:
 		r.idleWait = 0
 	}
 	sleep(ctx, wait)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
 // Source reads DynamoDB Streams. It implements ingest.Source and
@@ -26,6 +27,10 @@ type Source struct {
 	limit   *limiter
 	health  *health
 	now     func() time.Time
+
+	// With a lease table: the coordinator, and the listings it splits.
+	coord *lease.Coordinator
+	book  *shardBook
 }
 
 var (
@@ -48,7 +53,9 @@ func New(cfg Config, log *zap.Logger, rep ingest.Reporter, reg prometheus.Regist
 }
 
 // NewWithClients is New with the AWS clients given, e.g. real clients
-// wrapped by a fault-injecting layer in tests.
+// wrapped by a fault-injecting layer in tests. With cfg.LeaseTable, tables
+// must also implement lease.DynamoDBAPI (*dynamodb.Client does): it serves
+// the lease table too.
 func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.Logger, rep ingest.Reporter, reg prometheus.Registerer) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -87,6 +94,16 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 	for _, a := range cfg.StreamARNs {
 		s.health.set(a, errStarting)
 	}
+	if cfg.LeaseTable != "" {
+		db, ok := tables.(lease.DynamoDBAPI)
+		if !ok {
+			return nil, errors.New("lease_table: the DynamoDB client cannot write the lease table")
+		}
+		s.book = newShardBook()
+		if s.coord, err = lease.New(cfg.leaseConfig(), db, s.book, log, rep, reg); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -97,13 +114,35 @@ func (s *Source) Name() string { return SourceName }
 // first successful call, while the endpoint cannot be reached, and while
 // every configured table or stream is failing. One failing table among
 // working ones does not make the reader unready (its errors are counted in
-// hotkeyd_source_errors_total).
-func (s *Source) Ready() error { return s.health.ready() }
+// hotkeyd_source_errors_total). With a lease table it is also not ready
+// while it cannot read the lease table or renew a lease it holds.
+func (s *Source) Ready() error {
+	if err := s.health.ready(); err != nil {
+		return err
+	}
+	if s.coord != nil {
+		return s.coord.Ready()
+	}
+	return nil
+}
 
 // Run reads every configured stream until ctx is done, handing one batch of
 // Events per GetRecords response to sink. It returns nil when ctx is done;
 // AWS errors are retried, never returned.
 func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
+	if s.coord != nil {
+		// The coordinator stops with the readers; each reader releases its
+		// lease with its last position as it stops, and ReleaseAll the
+		// leases no reader had started on.
+		coordDone := make(chan struct{})
+		go func() { _ = s.coord.Run(ctx); close(coordDone) }()
+		defer func() {
+			<-coordDone
+			rctx, cancel := context.WithTimeout(context.Background(), s.cfg.CallTimeout)
+			defer cancel()
+			s.coord.ReleaseAll(rctx)
+		}()
+	}
 	var wg sync.WaitGroup
 	for _, t := range s.cfg.Tables {
 		wg.Go(func() { s.watchTable(ctx, sink, t) })

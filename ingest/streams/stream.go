@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
 // watchTable follows a table's current stream: it asks DescribeTable for
@@ -130,43 +131,61 @@ func (sr *streamReader) run(ctx context.Context) {
 	s := sr.s
 	bo := backoff{base: time.Second, max: s.cfg.MaxBackoff}
 	shardBo := backoff{base: time.Second, max: s.cfg.MaxBackoff}
+	if s.coord != nil {
+		defer s.book.remove(sr.arn)
+	}
 	listed := false
+	var infos []shardInfo // the latest listing
+	var next time.Time    // when to list again
+	describe := true
 	for {
-		desc, err := sr.describe(ctx)
-		wait := s.cfg.DescribeInterval
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			reason := classify(err)
-			s.rep.Error(SourceName, reason, err)
-			s.health.set(sr.key, err)
-			if reason == ReasonNotFound && sr.onGone != nil {
-				sr.onGone()
-				if sr.idle() {
-					sr.log.Info("stream not found, stopped reading it")
+		leases := sr.leaseChanged()
+		if describe {
+			desc, err := sr.describe(ctx)
+			wait := s.cfg.DescribeInterval
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				reason := classify(err)
+				s.rep.Error(SourceName, reason, err)
+				s.health.set(sr.key, err)
+				if reason == ReasonNotFound && sr.onGone != nil {
+					sr.onGone()
+					if sr.idle() {
+						sr.log.Info("stream not found, stopped reading it")
+						return
+					}
+				}
+				wait = bo.next()
+			default:
+				bo.reset()
+				s.health.set(sr.key, nil)
+				if !listed {
+					listed = true
+					sr.first(ctx, desc)
+				}
+				infos = shardInfos(desc.Shards)
+				sr.listed(infos)
+				sr.startReady(ctx, &wg, infos)
+				sr.reportShards(infos)
+				if desc.StreamStatus == types.StreamStatusDisabled && sr.allFinished(infos) {
+					sr.log.Info("stream disabled and read to its end")
 					return
 				}
 			}
-			wait = bo.next()
-		default:
-			bo.reset()
-			s.health.set(sr.key, nil)
-			if !listed {
-				listed = true
-				sr.first(ctx, desc)
-			}
-			infos := shardInfos(desc.Shards)
+			next = time.Now().Add(wait)
+		} else {
 			sr.startReady(ctx, &wg, infos)
-			sr.reportShards(infos)
-			if desc.StreamStatus == types.StreamStatusDisabled && sr.allFinished(infos) {
-				sr.log.Info("stream disabled and read to its end")
-				return
-			}
 		}
+		describe = true
 		select {
 		case <-ctx.Done():
 			return
+		case <-leases:
+			// This worker took or lost a lease: start readers for the
+			// shards it holds now, from the listing it has.
+			describe = !time.Now().Before(next)
 		case <-sr.changed:
 			// A shard ended: list again now, so its children start; but a
 			// shard that keeps failing (not found) is retried with backoff,
@@ -180,7 +199,7 @@ func (sr *streamReader) run(ctx context.Context) {
 			} else if !sleep(ctx, shardBo.next()) {
 				return
 			}
-		case <-time.After(wait):
+		case <-time.After(time.Until(next)):
 		}
 	}
 }
@@ -273,10 +292,14 @@ func (s *Source) tableKeySchema(ctx context.Context, table string) keySchema {
 }
 
 // isFinished reports whether a shard was read to its end, by this process
-// or (from its checkpoint) by an earlier one. Called with sr.mu held.
+// or (from its checkpoint or lease) by an earlier one or another worker.
+// Called with sr.mu held.
 func (sr *streamReader) isFinished(id string) bool {
 	if sr.finished[id] {
 		return true
+	}
+	if sr.s.coord != nil {
+		return sr.s.coord.Finished(sr.leaseKey(id))
 	}
 	cp, ok, err := sr.s.cps.load(sr.arn, id)
 	if err == nil && ok && cp.Finished {
@@ -286,20 +309,34 @@ func (sr *streamReader) isFinished(id string) bool {
 	return false
 }
 
-// startReady starts a reader for every shard that may start now.
+// startReady starts a reader for every shard that may start now: with a
+// lease table, those whose lease this worker holds; else those whose parent
+// is finished.
 func (sr *streamReader) startReady(ctx context.Context, wg *sync.WaitGroup, infos []shardInfo) {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
-	for _, si := range readyShards(infos, sr.isFinished, sr.running) {
+	var ready []shardInfo
+	if sr.s.coord != nil {
+		ready = sr.leasedShards(infos)
+	} else {
+		ready = readyShards(infos, sr.isFinished, sr.running)
+	}
+	for _, si := range ready {
+		var l *lease.Lease
+		if sr.s.coord != nil {
+			if l = sr.s.coord.Lease(sr.leaseKey(si.id)); l == nil {
+				continue
+			}
+		}
 		sr.running[si.id] = true
-		r := sr.newShardReader(si)
+		r := sr.newShardReader(si, l)
 		wg.Go(func() {
 			finished := r.run(ctx)
 			sr.mu.Lock()
 			delete(sr.running, si.id)
 			if finished {
 				sr.finished[si.id] = true
-			} else if ctx.Err() == nil {
+			} else if ctx.Err() == nil && !r.lost {
 				sr.failed++
 			}
 			sr.mu.Unlock()

@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,8 +25,10 @@ import (
 // failure fails the test.
 //
 // The binary lives in the user's temporary directory under
-// hotkeyd-testenv/, replaced atomically on every build, so test binaries
-// running in parallel never see a half-written file.
+// hotkeyd-testenv/<checkout>/, one folder per checkout (so that tests of
+// two checkouts of the repository never run each other's binary), and is
+// replaced atomically on every build, so test binaries running in parallel
+// never see a half-written file.
 func Binary(t testing.TB) string {
 	t.Helper()
 	hkBuild.once.Do(func() { hkBuild.path, hkBuild.err = hkBuildBinary() })
@@ -45,7 +49,8 @@ func hkBuildBinary() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(os.TempDir(), "hotkeyd-testenv")
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(os.TempDir(), "hotkeyd-testenv", hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -101,6 +106,7 @@ type Hotkeyd struct {
 	exitErr error
 	stopped sync.Once
 	code    int
+	killed  bool
 }
 
 // StartHotkeyd runs the hotkeyd binary (see Binary) with args, e.g.
@@ -147,7 +153,7 @@ func StartHotkeyd(t testing.TB, opts HotkeydOptions, args ...string) *Hotkeyd {
 	}()
 	t.Cleanup(func() {
 		code := h.Stop(t)
-		if code != 0 {
+		if code != 0 && !h.killed {
 			t.Errorf("hotkeyd exited with status %d after SIGTERM, want 0\nstderr:\n%s", code, h.Stderr())
 		} else if t.Failed() {
 			t.Logf("hotkeyd stderr:\n%s", h.Stderr())
@@ -213,6 +219,19 @@ func (h *Hotkeyd) Stop(t testing.TB) int {
 		h.code = h.cmd.ProcessState.ExitCode()
 	})
 	return h.code
+}
+
+// Kill ends the process with SIGKILL, a crash: no shutdown step runs. It
+// waits for the process to exit; the cleanup then leaves its exit status
+// alone.
+func (h *Hotkeyd) Kill(t testing.TB) {
+	t.Helper()
+	h.stopped.Do(func() {
+		h.killed = true
+		_ = h.cmd.Process.Kill()
+		<-h.exited
+		h.code = h.cmd.ProcessState.ExitCode()
+	})
 }
 
 // Exited is closed when the process has exited, whatever the reason.
