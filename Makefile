@@ -13,9 +13,11 @@ demo:
 	$(GO) run ./cmd/hotkeyd demo
 
 # test installs what the tests need (Prometheus, DynamoDB Local), checks
-# formatting and vet, and runs every test with the race detector.
+# formatting and vet, and runs every test with the race detector, then the
+# memory bounds, which the race detector's instrumentation would skew.
 test: test-deps check
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -run '^TestFootprint' ./sketch/
 
 test-deps:
 	./scripts/test-deps.sh

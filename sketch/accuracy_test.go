@@ -157,10 +157,7 @@ func TestAccuracyWindow(t *testing.T) {
 // write-back): a candidate's total, or else the count-min estimate of each
 // generation, is at least the key's true units.
 func TestUpperBoundEveryKey(t *testing.T) {
-	for _, tc := range []struct {
-		window       time.Duration
-		width, depth int
-	}{{0, 64, 2}, {time.Minute, 64, 2}, {0, 4096, 4}, {time.Minute, 4096, 4}} {
+	for _, tc := range churnCases {
 		window := tc.window
 		t.Run(fmt.Sprintf("window=%v/width=%d", window, tc.width), func(t *testing.T) {
 			now := t0.Add(30 * time.Second) // the window crosses a generation flip at t0+60s
@@ -184,34 +181,50 @@ func TestUpperBoundEveryKey(t *testing.T) {
 				}
 			}
 			tb := (*s.tables.Load())[tableID{"t", ""}]
-			cs := &tb.classes[ingest.Read]
-			keys := map[string]bool{}
-			for g := range exact {
-				for k := range exact[g] {
-					keys[k] = true
-				}
-			}
-			for k := range keys {
-				h := xxh3.HashString(k)
-				if id := cs.cand.find(h, k); id >= 0 {
-					if got, want := cs.cand.total[id], exact[0][k]+exact[1][k]; got < want {
-						t.Errorf("candidate %s: total %d under true %d quanta", k, got, want)
-					}
-					continue
-				}
-				// Not a candidate: each generation bounds its own traffic.
-				cur, prev := cs.cms.estimates(h)
-				if window == 0 {
-					cur, prev = cur+prev, 0
-				}
-				wantCur, wantPrev := exact[1][k], exact[0][k]
-				if window == 0 {
-					wantCur, wantPrev = exact[0][k], 0
-				}
-				if uint64(cur) < wantCur || uint64(prev) < wantPrev {
-					t.Errorf("%s: estimates %d/%d under true %d/%d quanta", k, cur, prev, wantCur, wantPrev)
-				}
-			}
+			checkUpperBounds(t, &tb.classes[ingest.Read], window == 0, exact)
 		})
+	}
+}
+
+// churnCases are the windows and sketch sizes the upper-bound tests run
+// under heavy churn: whole files and a live window, a narrow sketch and a
+// wide one whose noise would not hide a lost write-back.
+var churnCases = []struct {
+	window       time.Duration
+	width, depth int
+}{{0, 64, 2}, {time.Minute, 64, 2}, {0, 4096, 4}, {time.Minute, 4096, 4}}
+
+// checkUpperBounds checks every key of exact, its true quanta per count-min
+// generation ([0] the earlier, [1] the later; over whole files [0] only),
+// against class cs: a candidate's total, or else each generation's
+// count-min estimate, is at least its true quanta.
+func checkUpperBounds(t *testing.T, cs *classSketch, wholeFiles bool, exact [2]map[string]uint64) {
+	t.Helper()
+	keys := map[string]bool{}
+	for g := range exact {
+		for k := range exact[g] {
+			keys[k] = true
+		}
+	}
+	for k := range keys {
+		h := xxh3.HashString(k)
+		if id := cs.cand.find(h, k); id >= 0 {
+			if got, want := cs.cand.rec[id].total, exact[0][k]+exact[1][k]; got < want {
+				t.Errorf("candidate %s: total %d under true %d quanta", k, got, want)
+			}
+			continue
+		}
+		// Not a candidate: each generation bounds its own traffic.
+		cur, prev := cs.cms.estimates(h)
+		if wholeFiles {
+			cur, prev = cur+prev, 0
+		}
+		wantCur, wantPrev := exact[1][k], exact[0][k]
+		if wholeFiles {
+			wantCur, wantPrev = exact[0][k], 0
+		}
+		if uint64(cur) < wantCur || uint64(prev) < wantPrev {
+			t.Errorf("%s: estimates %d/%d under true %d/%d quanta", k, cur, prev, wantCur, wantPrev)
+		}
 	}
 }

@@ -300,7 +300,10 @@ func cpuTime() time.Duration {
 func peerBudget() int {
 	c := DefaultConfig()
 	cms := 2 * c.Depth * c.Width * 4
-	cand := c.Candidates * (candidateFixedBytes + c.SubWindows*12 + 24 + 16)
+	// Per candidate: hash, total, estimate flags, entry, heap position
+	// (57 bytes), per-slot units, accesses and sort-key bitmaps, a 24-byte
+	// key and its index: the state that counts, without per-second peaks.
+	cand := c.Candidates * (57 + c.SubWindows*12 + 24 + 16)
 	return cms + cand
 }
 

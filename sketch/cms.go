@@ -2,8 +2,8 @@ package sketch
 
 import (
 	"math"
-	"math/bits"
 	"slices"
+	"unsafe"
 )
 
 // genCMS is a count-min sketch with conservative update over two tumbling
@@ -28,126 +28,179 @@ import (
 // 2^32-1: about 10^9 units in one cell in one window.
 type genCMS struct {
 	depth, width int
-	shift        uint32 // 32 - log2(width)
 	gen          int64
 	// cells holds both generations interleaved, so that a key's current
 	// and previous counter share a cache line: cell k of the current
 	// generation is cells[2k+cur], of the previous one cells[2k+1-cur].
 	cells []uint32
 	cur   int
+	// written says which halves of cells (indexed like cur) have had
+	// anything added since they were last cleared.
+	written [2]bool
 }
 
 func newGenCMS(depth, width int, gen int64) *genCMS {
 	return &genCMS{
 		depth: depth,
 		width: width,
-		shift: uint32(32 - bits.TrailingZeros(uint(width))),
 		gen:   gen,
 		cells: make([]uint32, 2*depth*width),
 	}
 }
 
-// rows computes the cell of each row from one 64-bit hash by double
-// hashing (Kirsch & Mitzenmacher): g_j = h1 + j·h2 mod 2^32 with h1, h2
-// the two halves of the hash, and the column is the top log2(Width) bits of
-// g_j. Taking the top bits matters: the low bits of g_j depend only on the
-// low bits of h1 and h2, so two keys equal there (1 in 2^20 at width 1024,
-// so every heavy key has a twin among a million keys) would collide in
-// every row. The top bits depend on all 64.
-func (m *genCMS) rows(h uint64, idx *[8]uint32) {
-	h1 := uint32(h)
-	h2 := uint32(h>>32) | 1
+// Each row j's column is the top log2(Width) bits of g_j = h1 + j·h2 mod
+// 2^32, h1 and h2 the two halves of the key's 64-bit hash (double hashing,
+// Kirsch & Mitzenmacher), computed as (g_j · Width) >> 32 so that no
+// variable shift is needed. Taking the top bits matters: the low bits of
+// g_j depend only on the low bits of h1 and h2, so two keys equal there (1
+// in 2^20 at width 1024, so every heavy key has a twin among a million
+// keys) would collide in every row. The top bits depend on all 64.
+//
+// A row's two generations are one pair of cells, so each row costs one
+// bounds check and one cache line.
+
+// estimates returns the key's estimates in the current and the previous
+// generation: the smallest of its cells in each.
+//
+// The cells are read without bounds checks: a row's column is below Width
+// by construction ((g · Width) >> 32 with g < 2^32), so every index is
+// below 2·Depth·Width, the length of cells.
+func (m *genCMS) estimates(h uint64) (cur, prev uint32) {
+	g, h2 := uint32(h), uint32(h>>32)|1
+	w := uint64(m.width)
+	base := unsafe.Pointer(unsafe.SliceData(m.cells))
+	rowBytes := 8 * uintptr(m.width) // a row of pairs of uint32
+	// a and b are the smallest cells of each half of the pairs.
+	a, b := uint32(math.MaxUint32), uint32(math.MaxUint32)
 	for j := 0; j < m.depth; j++ {
-		idx[j] = 2 * (uint32(j*m.width) + (h1+uint32(j)*h2)>>m.shift)
+		p := (*[2]uint32)(unsafe.Add(base, uintptr(j)*rowBytes+8*uintptr(uint64(g)*w>>32)))
+		a = min(a, p[0])
+		b = min(b, p[1])
+		g += h2
 	}
+	if m.cur == 0 {
+		return a, b
+	}
+	return b, a
 }
 
-// add adds q quanta for the key hashed to h to the current generation and
-// returns the key's estimates in the current generation, after the update,
-// and in the previous one.
-func (m *genCMS) add(h uint64, q uint32) (cur, prev uint32) {
-	var idx [8]uint32
-	m.rows(h, &idx)
-	cells := m.cells
-	c, p := m.cur, 1-m.cur
-	cur, prev = math.MaxUint32, math.MaxUint32
+// raiseTo raises the key's cells of generation half (m.cur or 1-m.cur) to
+// at least next: the conservative update, whose next is the key's estimate
+// plus what it adds. Indexes as estimates does.
+func (m *genCMS) raiseTo(h uint64, half int, next uint32) {
+	g, h2 := uint32(h), uint32(h>>32)|1
+	w := uint64(m.width)
+	half &= 1
+	base := unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.cells)), 4*half)
+	rowBytes := 8 * uintptr(m.width)
 	for j := 0; j < m.depth; j++ {
-		k := int(idx[j])
-		cur = min(cur, cells[k+c])
-		prev = min(prev, cells[k+p])
+		p := (*uint32)(unsafe.Add(base, uintptr(j)*rowBytes+8*uintptr(uint64(g)*w>>32)))
+		*p = max(*p, next)
+		g += h2
 	}
-	next := cur + q
-	if next < cur {
-		next = math.MaxUint32
-	}
-	for j := 0; j < m.depth; j++ {
-		k := int(idx[j]) + c
-		cells[k] = max(cells[k], next)
-	}
-	return next, prev
+	m.written[half] = true
 }
 
-// lookup returns the key's cells and its estimates in the current and the
-// previous generation, before any update; raise then adds q to the current
-// generation with conservative update. Split so that a key that becomes a
-// candidate on this access is not added at all (the candidate counts it).
-func (m *genCMS) lookup(h uint64) (idx [8]uint32, cur, prev uint32) {
-	m.rows(h, &idx)
-	c, p := m.cur, 1-m.cur
-	cur, prev = math.MaxUint32, math.MaxUint32
-	for j := 0; j < m.depth; j++ {
-		k := int(idx[j])
-		cur = min(cur, m.cells[k+c])
-		prev = min(prev, m.cells[k+p])
+// observe is the count-min side of an access of q quanta by a key that is
+// not a candidate: it returns the key's estimates before the access and,
+// unless its window estimate cur+q (plus prev when withPrev) exceeds limit,
+// adds q to the current generation with conservative update, reporting
+// whether it did. One pass computes the columns for both steps.
+func (m *genCMS) observe(h uint64, q uint32, withPrev bool, limit uint64) (cur, prev uint32, added bool) {
+	g, h2 := uint32(h), uint32(h>>32)|1
+	w := uint64(m.width)
+	base := unsafe.Pointer(unsafe.SliceData(m.cells))
+	rowBytes := 8 * uintptr(m.width)
+	// The columns' byte offsets: four rows in registers, the rest (depth
+	// 5 to 8) in an array.
+	var o0, o1, o2, o3 uintptr
+	var rest [maxDepth - 4]uintptr
+	a, b := uint32(math.MaxUint32), uint32(math.MaxUint32)
+	j := 0
+	if m.depth >= 4 {
+		o0 = 8 * uintptr(uint64(g)*w>>32)
+		g += h2
+		o1 = rowBytes + 8*uintptr(uint64(g)*w>>32)
+		g += h2
+		o2 = 2*rowBytes + 8*uintptr(uint64(g)*w>>32)
+		g += h2
+		o3 = 3*rowBytes + 8*uintptr(uint64(g)*w>>32)
+		g += h2
+		p0, p1 := (*[2]uint32)(unsafe.Add(base, o0)), (*[2]uint32)(unsafe.Add(base, o1))
+		p2, p3 := (*[2]uint32)(unsafe.Add(base, o2)), (*[2]uint32)(unsafe.Add(base, o3))
+		a = min(p0[0], p1[0], p2[0], p3[0])
+		b = min(p0[1], p1[1], p2[1], p3[1])
+		j = 4
 	}
-	return idx, cur, prev
+	for ; j < m.depth; j++ {
+		o := uintptr(j)*rowBytes + 8*uintptr(uint64(g)*w>>32)
+		rest[(j-4)&(maxDepth-5)] = o
+		p := (*[2]uint32)(unsafe.Add(base, o))
+		a = min(a, p[0])
+		b = min(b, p[1])
+		g += h2
+	}
+	half := m.cur & 1
+	cur, prev = a, b
+	if half != 0 {
+		cur, prev = b, a
+	}
+	est := uint64(cur) + uint64(q)
+	if withPrev {
+		est += uint64(prev)
+	}
+	if est > limit {
+		return cur, prev, false
+	}
+	next := satAdd(cur, q)
+	cb := unsafe.Add(base, 4*half)
+	raise := func(o uintptr) {
+		p := (*uint32)(unsafe.Add(cb, o))
+		*p = max(*p, next)
+	}
+	if m.depth >= 4 {
+		raise(o0)
+		raise(o1)
+		raise(o2)
+		raise(o3)
+		for j := 4; j < m.depth; j++ {
+			raise(rest[(j-4)&(maxDepth-5)])
+		}
+	} else {
+		// Fewer than four rows: their offsets are the loop's.
+		g = uint32(h)
+		for j := 0; j < m.depth; j++ {
+			raise(uintptr(j)*rowBytes + 8*uintptr(uint64(g)*w>>32))
+			g += h2
+		}
+	}
+	m.written[half] = true
+	return cur, prev, true
 }
 
-// raise adds q quanta to the key at idx, whose current estimate is cur.
-func (m *genCMS) raise(idx *[8]uint32, cur, q uint32) {
-	next := cur + q
-	if next < cur {
-		next = math.MaxUint32
-	}
-	c := m.cur
-	for j := 0; j < m.depth; j++ {
-		k := int(idx[j]) + c
-		m.cells[k] = max(m.cells[k], next)
-	}
+// maxDepth bounds Config.Depth.
+const maxDepth = 8
+
+// add adds q quanta for the key hashed to h to the current generation, with
+// conservative update.
+func (m *genCMS) add(h uint64, q uint32) {
+	cur, _ := m.estimates(h)
+	m.raise(h, cur, q)
+}
+
+// raise adds q quanta to the current generation for the key hashed to h,
+// whose current estimate is cur. Split from estimates so that a key that
+// becomes a candidate on this access is not added at all (the candidate
+// counts it).
+func (m *genCMS) raise(h uint64, cur, q uint32) {
+	m.raiseTo(h, m.cur, satAdd(cur, q))
 }
 
 // addPrev adds q quanta for the key hashed to h to the previous generation,
 // with conservative update.
 func (m *genCMS) addPrev(h uint64, q uint32) {
-	var idx [8]uint32
-	m.rows(h, &idx)
-	p := 1 - m.cur
-	est := uint32(math.MaxUint32)
-	for j := 0; j < m.depth; j++ {
-		est = min(est, m.cells[int(idx[j])+p])
-	}
-	next := est + q
-	if next < est {
-		next = math.MaxUint32
-	}
-	for j := 0; j < m.depth; j++ {
-		k := int(idx[j]) + p
-		m.cells[k] = max(m.cells[k], next)
-	}
-}
-
-// estimates returns the key's estimates in the current and the previous
-// generation.
-func (m *genCMS) estimates(h uint64) (cur, prev uint32) {
-	var idx [8]uint32
-	m.rows(h, &idx)
-	cur, prev = math.MaxUint32, math.MaxUint32
-	for j := 0; j < m.depth; j++ {
-		k := int(idx[j])
-		cur = min(cur, m.cells[k+m.cur])
-		prev = min(prev, m.cells[k+1-m.cur])
-	}
-	return cur, prev
+	_, prev := m.estimates(h)
+	m.raiseTo(h, 1-m.cur, satAdd(prev, q))
 }
 
 // noiseProbes is the number of never-seen keys probed for the noise floor.
@@ -179,11 +232,18 @@ func (m *genCMS) advance(gen int64) {
 		return
 	case gen == m.gen+1:
 		m.cur = 1 - m.cur
-		for k := m.cur; k < len(m.cells); k += 2 {
-			m.cells[k] = 0
+		if m.written[m.cur] {
+			for k := m.cur; k < len(m.cells); k += 2 {
+				m.cells[k] = 0
+			}
 		}
+		m.written[m.cur] = false
 	default:
 		clear(m.cells)
+		m.written = [2]bool{}
 	}
 	m.gen = gen
 }
+
+// empty reports whether both generations are all zero.
+func (m *genCMS) empty() bool { return !m.written[0] && !m.written[1] }

@@ -3,6 +3,7 @@ package sketch
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/zeebo/xxh3"
@@ -99,5 +100,41 @@ func TestCountMinNoTwins(t *testing.T) {
 	}
 	if twins == 0 {
 		t.Fatal("found no twin to test")
+	}
+}
+
+// TestCountMinObserve checks observe, the store's one-pass update, against
+// estimates and raise for every depth: the same estimates before the
+// update, the same decision against the limit, the same cells after.
+func TestCountMinObserve(t *testing.T) {
+	for depth := 1; depth <= maxDepth; depth++ {
+		t.Run(fmt.Sprint("depth", depth), func(t *testing.T) {
+			a, b := newGenCMS(depth, 256, 0), newGenCMS(depth, 256, 0)
+			z := newZipf(5000, 1.0, uint64(depth))
+			for i := range 50_000 {
+				if i == 25_000 {
+					a.advance(1)
+					b.advance(1)
+				}
+				h := xxh3.HashString(keyName(z.next()))
+				q := uint32(1 + i%4)
+				limit := uint64(i % 700)
+				cur, prev, added := a.observe(h, q, i%2 == 0, limit)
+				wc, wp := b.estimates(h)
+				est := uint64(wc) + uint64(q)
+				if i%2 == 0 {
+					est += uint64(wp)
+				}
+				if est <= limit {
+					b.raise(h, wc, q)
+				}
+				if cur != wc || prev != wp || added != (est <= limit) {
+					t.Fatalf("update %d: observe %d/%d/%v, want %d/%d/%v", i, cur, prev, added, wc, wp, est <= limit)
+				}
+			}
+			if !slices.Equal(a.cells, b.cells) {
+				t.Fatal("cells differ")
+			}
+		})
 	}
 }

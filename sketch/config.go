@@ -33,6 +33,12 @@ const (
 	DefaultMaxShards = 1024
 	// DefaultMaxThrottledKeys bounds the throttled keys counted per table.
 	DefaultMaxThrottledKeys = 128
+	// DefaultRecentSeconds is the number of complete seconds whose units
+	// are reported as recent, for judging a key's onset quickly.
+	DefaultRecentSeconds = 3
+	// maxRecentSeconds bounds RecentSeconds: every candidate key keeps a
+	// ring of that many seconds and one more.
+	maxRecentSeconds = 15
 	// exactDistinct is the number of distinct keys per sub-window counted
 	// exactly before the HyperLogLog takes over: up to it distinct counts
 	// are exact.
@@ -43,8 +49,9 @@ const (
 	quantum = 4
 )
 
-// Config sizes the sketches. Memory per table is fixed by it, whatever the
-// number of distinct keys: see Footprint.
+// Config sizes the sketches. It bounds the memory of a table whatever the
+// number of distinct keys (Footprint), and below that bound a table's
+// memory follows its keys (FootprintFor).
 type Config struct {
 	// Window is the sliding window the shares are computed over. Zero means
 	// one window that never expires (hotkeyd analyze over whole files).
@@ -79,6 +86,10 @@ type Config struct {
 	// MaxThrottledKeys bounds the throttled partition keys counted per
 	// table. Zero means DefaultMaxThrottledKeys.
 	MaxThrottledKeys int
+	// RecentSeconds is the number of complete seconds, up to the last one,
+	// whose units are reported per key and class (KeyStat.RecentUnits,
+	// ClassStats.RecentUnits), 1 to 15. Zero means DefaultRecentSeconds.
+	RecentSeconds int
 }
 
 // DefaultConfig returns the defaults: a 60 s window of 12 × 5 s slots, 100
@@ -97,6 +108,7 @@ func DefaultConfig() Config {
 		MaxTables:        DefaultMaxTables,
 		MaxShards:        DefaultMaxShards,
 		MaxThrottledKeys: DefaultMaxThrottledKeys,
+		RecentSeconds:    DefaultRecentSeconds,
 	}
 }
 
@@ -132,6 +144,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxThrottledKeys == 0 {
 		c.MaxThrottledKeys = DefaultMaxThrottledKeys
 	}
+	if c.RecentSeconds == 0 {
+		c.RecentSeconds = DefaultRecentSeconds
+	}
 	return c
 }
 
@@ -150,8 +165,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("tracked %d: must be positive", c.Tracked)
 	case c.Candidates < c.Tracked || c.Candidates > 1<<15:
 		return fmt.Errorf("candidates %d: must be tracked (%d) to 32768", c.Candidates, c.Tracked)
-	case c.Depth < 1 || c.Depth > 8:
-		return fmt.Errorf("depth %d: must be 1 to 8", c.Depth)
+	case c.Depth < 1 || c.Depth > maxDepth:
+		return fmt.Errorf("depth %d: must be 1 to %d", c.Depth, maxDepth)
 	case c.Width < 16 || c.Width > 1<<24 || c.Width&(c.Width-1) != 0:
 		return fmt.Errorf("width %d: must be a power of two from 16 to 2^24", c.Width)
 	case c.HLLPrecision < 4 || c.HLLPrecision > 18:
@@ -162,6 +177,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max shards %d: must be positive", c.MaxShards)
 	case c.MaxThrottledKeys < 1:
 		return fmt.Errorf("max throttled keys %d: must be positive", c.MaxThrottledKeys)
+	case c.RecentSeconds < 1 || c.RecentSeconds > maxRecentSeconds:
+		return fmt.Errorf("recent seconds %d: must be 1 to %d", c.RecentSeconds, maxRecentSeconds)
 	}
 	return nil
 }
@@ -191,33 +208,105 @@ const (
 // distinct keys. The parts:
 //
 //   - count-min: 2 classes × 2 generations × Depth × Width × 4 B;
-//   - candidates: 2 × Candidates keys with per-slot units, accesses and
-//     sort-key bitmaps, plus the key bytes and their hash index;
+//   - candidates: 2 × Candidates keys, each a 64-byte record, per-slot
+//     units, accesses, sort-key bitmaps and per-second peaks (16 B a slot),
+//     a per-second ring, the key bytes and its hash index slots;
 //   - distinct keys: per slot the larger of the exact small set (1000
 //     hashes in a 2048-slot table) and a dense HyperLogLog (2^p bytes), plus
 //     one merge buffer;
 //   - shards and throttled keys: per entry the id, the key bytes and
 //     per-slot counts;
-//   - per-slot totals and fixed headers;
+//   - per-slot and per-second class totals and fixed headers;
 //   - 4 % for allocator size classes and map growth.
 func (c Config) Footprint() int {
 	c = c.withDefaults()
 	s := c.SubWindows
 	cms := ingest2 * 2 * c.Depth * c.Width * 4
-	cand := ingest2 * (c.Candidates*(candidateFixedBytes+s*(4+4+4)+footprintKeyBytes+16) + indexSize(c.Candidates)*16 + c.Candidates*4)
+	cand := ingest2 * candidateBytes(c, c.Candidates)
 	hll := 1 << c.HLLPrecision
 	exact := exactTableSize * 8
 	distinct := s*max(hll, exact) + hll
 	shards := c.MaxShards * (footprintShardBytes + 16 + 8 + s*4 + 16)
 	throttled := c.MaxThrottledKeys * (footprintKeyBytes + 16 + 8 + s*4 + 16)
-	totals := s * ingest2 * (8 + 8)
-	const headers = 4096
-	sum := cms + cand + distinct + shards + throttled + totals + headers
+	sum := cms + cand + distinct + shards + throttled + classBytes(c) + headerBytes
 	// Allocator size classes and map growth add a few percent: measured at
 	// the defaults, a table filled to every bound holds about 3 % more heap
 	// than the sum of its arrays (TestFootprint).
 	return sum + sum/25
 }
+
+// FootprintFor returns the bytes one table (or index) costs under c whose
+// window holds keys distinct partition keys in each of its two classes,
+// every key in every slot, with keys of up to 64 bytes and without stream
+// shards or throttled calls (add about 150 bytes for each of those). It is
+// what the memory of a table follows as its keys grow:
+//
+//   - up to Candidates keys a class is counted exactly: its candidate set,
+//     which starts at 8 entries and doubles, costs about 0.4 KB a key
+//     (record, per-slot counts, per-second ring, index, key bytes), and the
+//     distinct keys are the candidates, at no cost;
+//   - past Candidates keys the class grows into the sketch: its count-min
+//     sketch (2 generations × Depth × Width × 4 B) and the table's per-slot
+//     distinct-key sets (exact sets of 8 B a key, each turning into a 2^p B
+//     HyperLogLog past 1000 keys) are made, up to Footprint in all.
+//
+// Both shrink back as the window empties: a candidate set halves when it
+// is a quarter full, the count-min sketch and the distinct-key sets go
+// when no traffic in the window is counted only by them.
+func (c Config) FootprintFor(keys int) int {
+	c = c.withDefaults()
+	sum := headerBytes + classBytes(c) + c.SubWindows*8
+	if keys > 0 {
+		sum += ingest2 * candidateBytes(c, grownCapacity(keys, c.Candidates))
+	}
+	if keys > c.Candidates {
+		sum += ingest2 * 2 * c.Depth * c.Width * 4
+		// Each slot's set holds both classes' keys; past exactDistinct it is
+		// a HyperLogLog, and a snapshot merges the slots into one more.
+		perSlot := 1 << c.HLLPrecision
+		if all := ingest2 * keys; all <= exactDistinct {
+			perSlot = exactSetSize(all) * 8
+		} else {
+			sum += 1 << c.HLLPrecision
+		}
+		sum += c.SubWindows * perSlot
+	}
+	return sum + sum/25
+}
+
+// grownCapacity is the capacity a candidate set has grown to for keys keys:
+// minCapacity doubled until it holds them, at most limit.
+func grownCapacity(keys, limit int) int {
+	capacity := min(minCapacity, limit)
+	for capacity < keys && capacity < limit {
+		capacity = min(2*capacity, limit)
+	}
+	return capacity
+}
+
+// headerBytes is the fixed part of a table: its struct, slice headers and
+// the table index's entry.
+const headerBytes = 4096
+
+// classBytes is the per-slot and per-second totals of both classes.
+func classBytes(c Config) int {
+	return ingest2 * (c.SubWindows*(8+8+8) + ringLen(c.RecentSeconds)*8 + c.SubWindows*8)
+}
+
+// candidateBytes is the memory of one class's candidate set of the given
+// capacity: per entry the record, the per-slot counts, the per-second ring
+// and first second, the heap slot and the key bytes, plus the index.
+func candidateBytes(c Config, capacity int) int {
+	perKey := candRecBytes + c.SubWindows*slotCountBytes + ringLen(c.RecentSeconds)*4 + 8 + 4 + 4 + footprintKeyBytes
+	return capacity*perKey + indexSize(capacity)*8
+}
+
+// Sizes of the candidate set's records, for the size arithmetic
+// (TestFootprintSizes checks them against unsafe.Sizeof).
+const (
+	candRecBytes   = 64
+	slotCountBytes = 16
+)
 
 // ingest2 is ingest.NumClasses, spelled out for the size arithmetic.
 const ingest2 = 2

@@ -38,11 +38,16 @@ func newDistinct(slots, precision int) *distinct {
 
 // add inserts a key hash into slot s.
 func (d *distinct) add(s int, h uint64) {
-	sl := &d.slots[s]
-	if sl.hll != nil {
+	if sl := &d.slots[s]; sl.hll != nil {
 		sl.hll.InsertHash(h)
-		return
+	} else {
+		d.addExact(sl, h)
 	}
+}
+
+// addExact inserts a key hash into a slot's exact set, which turns into a
+// HyperLogLog past exactDistinct keys.
+func (d *distinct) addExact(sl *distinctSlot, h uint64) {
 	if !sl.insertExact(h) {
 		return
 	}
@@ -78,6 +83,16 @@ func (sl *distinctSlot) insertExact(h uint64) bool {
 			return true
 		}
 	}
+}
+
+// exactSetSize is the size an exact set has grown to for n keys: 64 slots
+// doubled while it would be half full or more.
+func exactSetSize(n int) int {
+	size := 64
+	for n*2 > size && size < exactTableSize {
+		size *= 2
+	}
+	return size
 }
 
 func (sl *distinctSlot) grow() {

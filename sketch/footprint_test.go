@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
@@ -77,4 +78,140 @@ func TestFootprint(t *testing.T) {
 	}
 	runtime.KeepAlive(snap)
 	runtime.KeepAlive(s)
+}
+
+// TestFootprintSizes checks the memory of a table as its keys grow
+// (Config.FootprintFor) per size class: computed, never above the full
+// bound, and measured on tables filled to the class (every key in both
+// classes and every slot, 64-byte keys), no more than computed. A table of
+// a few hundred keys costs a tenth of the full sketch, and one whose window
+// empties gives its sketch back.
+func TestFootprintSizes(t *testing.T) {
+	if unsafe.Sizeof(candRec{}) != candRecBytes || unsafe.Sizeof(slotCount{}) != slotCountBytes {
+		t.Fatalf("record sizes %d and %d, Footprint assumes %d and %d", unsafe.Sizeof(candRec{}), unsafe.Sizeof(slotCount{}), candRecBytes, slotCountBytes)
+	}
+	cfg := DefaultConfig()
+	full := cfg.Footprint()
+	for _, tc := range []struct {
+		keys, tables int
+		under        int // FootprintFor must stay under this
+	}{
+		{1, 50, 16 << 10},
+		{10, 50, 24 << 10},
+		{100, 20, full / 8},
+		{300, 10, full / 3},
+		{1000, 3, full},
+		{20_000, 3, full + 1},
+	} {
+		t.Run(fmt.Sprint(tc.keys, "keys"), func(t *testing.T) {
+			fp := cfg.FootprintFor(tc.keys)
+			t.Logf("%d keys per class: %d bytes computed (%.1f %% of the full %d)", tc.keys, fp, 100*float64(fp)/float64(full), full)
+			if fp > full || fp >= tc.under {
+				t.Fatalf("%d keys: %d bytes computed, want under %d and at most the full bound %d", tc.keys, fp, tc.under, full)
+			}
+			if testing.Short() || raceEnabled {
+				t.Skip("heap measurement needs a full, uninstrumented run")
+			}
+			used, s := fillTables(t, cfg, tc.tables, tc.keys)
+			t.Logf("%d keys per class: %d bytes measured", tc.keys, used)
+			if used > int64(fp) {
+				t.Fatalf("%d keys: a table holds %d bytes, over its computed %d", tc.keys, used, fp)
+			}
+			runtime.KeepAlive(s)
+		})
+	}
+}
+
+// TestFootprintShrinks checks that a table whose window has moved past
+// its many keys gives the memory back: after a window of 20 000 keys and
+// then windows of 10, it costs what a table of 40 keys does (a candidate
+// set halves once a quarter full).
+func TestFootprintShrinks(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("heap measurement needs a full, uninstrumented run")
+	}
+	cfg := DefaultConfig()
+	now := t0
+	s := newTestStore(t, cfg, func() time.Time { return now })
+	slot := cfg.Window / time.Duration(cfg.SubWindows)
+	const tables = 3
+	put(t, s, ev("warm", "k", ingest.Read, 1))
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	feedSlot := func(keys int) {
+		putKeys(t, s, tables, keys)
+		now = now.Add(slot)
+	}
+	for range cfg.SubWindows {
+		feedSlot(20_000)
+	}
+	big := heapSince(&before) / tables
+	for range 3 * cfg.SubWindows {
+		feedSlot(10)
+	}
+	small := heapSince(&before) / tables
+	t.Logf("a table: %d bytes with 20 000 keys, %d once its window holds 10", big, small)
+	if want := cfg.FootprintFor(40); small > int64(want) {
+		t.Fatalf("after the window moved on: %d bytes per table, want at most %d", small, want)
+	}
+	ts := findTable(t, s.Snapshot(), "t0", "")
+	if ts.DistinctKeys != 10 || len(ts.Classes[ingest.Read].Top) != 10 {
+		t.Fatalf("distinct %d, top %d: want the 10 keys, exactly", ts.DistinctKeys, len(ts.Classes[ingest.Read].Top))
+	}
+}
+
+// putKeys puts one event of each of keys 64-byte keys, in both classes,
+// into each of the tables t0, t1, ...
+func putKeys(t *testing.T, s *Store, tables, keys int) {
+	t.Helper()
+	batch := make([]ingest.Event, 0, 1024)
+	for tb := range tables {
+		for i := range keys {
+			for c := range ingest.NumClasses {
+				batch = append(batch, ev(fmt.Sprint("t", tb), footprintKey(i), ingest.Class(c), 1))
+				if len(batch) == cap(batch) {
+					put(t, s, batch...)
+					batch = batch[:0]
+				}
+			}
+		}
+	}
+	put(t, s, batch...)
+}
+
+// footprintKey is the 64-byte key i.
+func footprintKey(i int) string { return fmt.Sprintf("%s%08d", strings.Repeat("k", 56), i) }
+
+func heapSince(before *runtime.MemStats) int64 {
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
+}
+
+// fillTables fills n tables of a new live Store with keys distinct keys in
+// both classes and every slot of the window, and returns the heap each
+// holds on average.
+func fillTables(t *testing.T, cfg Config, n, keys int) (int64, *Store) {
+	t.Helper()
+	now := t0
+	s := newTestStore(t, cfg, func() time.Time { return now })
+	slot := cfg.Window / time.Duration(cfg.SubWindows)
+	put(t, s, ev("warm", "k", ingest.Read, 1))
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for sl := range cfg.SubWindows {
+		putKeys(t, s, n, keys)
+		if sl < cfg.SubWindows-1 {
+			now = now.Add(slot)
+		}
+	}
+	used := heapSince(&before) / int64(n)
+	ts := findTable(t, s.Snapshot(), "t0", "")
+	if want := min(keys, cfg.Tracked); len(ts.Classes[ingest.Write].Top) != want {
+		t.Fatalf("table not filled: %d keys reported, want %d", len(ts.Classes[ingest.Write].Top), want)
+	}
+	return used, s
 }

@@ -42,6 +42,16 @@ type TableSnapshot struct {
 	Throttled []KeyCount
 	// ThrottledEvents counts every throttled call in the window.
 	ThrottledEvents uint64
+	// RecentSpan is the time the RecentUnits of the classes and keys cover:
+	// Config.RecentSeconds complete seconds up to LastSecond, fewer when the
+	// window (live) or the input (whole files) is shorter.
+	RecentSpan time.Duration
+	// LastSecond is the start of the last complete second, the one whose
+	// units LastSecondUnits counts: the second before the clock's (live),
+	// or the second of the latest event (whole files). Zero when there is
+	// none yet. A live view adds LastSecondUnits per LastSecond to draw
+	// units per second.
+	LastSecond time.Time
 }
 
 // ClassStats is one class's totals and heavy hitters in a window.
@@ -50,8 +60,16 @@ type ClassStats struct {
 	Events uint64
 	Units  float64
 	// PeakUnitsPerSecond is the highest rate over the window's sub-windows
-	// (live mode), or Units over the covered duration (whole files).
+	// (live mode), or Units over the covered duration (whole files): a mean
+	// over 5 s or more. PeakSecondUnits is the busiest single second.
 	PeakUnitsPerSecond float64
+	// PeakSecondUnits is the class's units in its busiest second of the
+	// window (live mode, arrival time) or of the whole input (whole files,
+	// event time): exact, see the package doc for events out of order.
+	PeakSecondUnits float64
+	// RecentUnits is the class's units over TableSnapshot.RecentSpan, and
+	// LastSecondUnits its units in TableSnapshot.LastSecond.
+	RecentUnits, LastSecondUnits float64
 	// Top ranks the heaviest partition keys by estimated units, heaviest
 	// first, at most the configured number tracked.
 	Top []KeyStat
@@ -72,6 +90,14 @@ type KeyStat struct {
 	// (0 when the source gave none). One sort key means one hot item; many
 	// mean a hot item collection.
 	SortKeys uint64
+	// PeakUnitsPerSecond is the key's units in its busiest second of the
+	// window (see ClassStats.PeakSecondUnits), RecentUnits its units over
+	// TableSnapshot.RecentSpan and LastSecondUnits its units in
+	// TableSnapshot.LastSecond. They count the key's traffic since it has
+	// been counted exactly: exact when Error is 0, otherwise they may miss up
+	// to Error units from before (never more than the truth).
+	PeakUnitsPerSecond           float64
+	RecentUnits, LastSecondUnits float64
 }
 
 // ShardStat is one stream shard's records in a window.

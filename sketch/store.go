@@ -1,24 +1,27 @@
-// Package sketch keeps, per table, fixed-size summaries of a sliding window
-// of traffic: the heaviest partition keys per class (a count-min sketch with
-// conservative update in front of a set of exactly counted candidates), the
-// number of distinct partition keys (HyperLogLog, exact below 1000),
-// records per stream shard and the most throttled keys. It knows keys,
-// classes, units and time, nothing of AWS.
+// Package sketch keeps, per table, small summaries of a sliding window of
+// traffic: the heaviest partition keys per class (a count-min sketch with
+// conservative update in front of a set of exactly counted candidates),
+// their per-second peaks and recent units, the number of distinct
+// partition keys (HyperLogLog, exact below 1000), records per stream shard
+// and the most throttled keys. It knows keys, classes, units and time,
+// nothing of AWS.
 //
 // # Heavy hitters
 //
-// Per table and class, Candidates keys (384) are counted exactly, slot by
-// slot, in a min-heap on their window totals; the Tracked heaviest (100) are
-// reported. A key that is not a candidate goes into a count-min sketch
-// (Depth 5 × Width 4096, one 64-bit xxh3 hash split into the rows by double
-// hashing, conservative update) kept for two tumbling generations of one
-// window each. It becomes a candidate, evicting the smallest, when its
-// estimate over the generations that overlap the window beats the smallest
-// candidate by more than the sketch's typical noise (the median estimate of
-// never-seen keys). Its counts then start from the sketch's estimates,
-// flagged as such until they leave the window, and its traffic skips the
-// sketch until it is evicted and written back. Why this shape, and what it
-// was measured against, is in docs/bench/sketch.md.
+// Per table and class, up to Candidates keys (384) are counted exactly,
+// slot by slot, in a min-heap on their window totals; the Tracked heaviest
+// (100) are reported. Until the candidate set first fills, every key of
+// the class is a candidate: the class is counted exactly, and the set
+// grows with its keys. A key that finds the set full goes into a count-min
+// sketch (Depth 5 × Width 4096, made then, one 64-bit xxh3 hash split into
+// the rows by double hashing, conservative update) kept for two tumbling
+// generations of one window each. It becomes a candidate, evicting the
+// smallest, when its estimate over the generations that overlap the window
+// beats the smallest candidate by more than the sketch's typical noise (the
+// median estimate of never-seen keys). Its counts then start from the
+// sketch's estimates, flagged as such until they leave the window, and its
+// traffic skips the sketch until it is evicted and written back. Why this
+// shape, and what it was measured against, is in docs/bench/sketch.md.
 //
 // # Accuracy
 //
@@ -26,21 +29,45 @@
 // undercount and overcount by at most KeyStat.Error: the count-min
 // estimates its counts started from, at most ε = e/Width of a generation's
 // units each with probability 1-δ, δ = e^-Depth (ε ≈ 0.066 %, δ ≈ 0.67 % at
-// defaults); a key that has been a candidate for a whole window is exact.
-// Units are counted in quarter units (0.5 RCU is exact). Distinct keys are
-// exact below 1000 and within about 0.81 % (one standard error) above.
+// defaults); a key that has been a candidate for a whole window, or whose
+// class never had more keys than Candidates, is exact. Units are counted in
+// quarter units (0.5 RCU is exact). Distinct keys are exact below 1000 and
+// within about 0.81 % (one standard error) above.
+//
+// # Seconds
+//
+// Each candidate and each class keeps its units per second for the last
+// RecentSeconds+1 seconds (a ring of 4 at the default 3) and, per slot,
+// the units of its busiest complete second: ClassStats.PeakSecondUnits and
+// KeyStat.PeakUnitsPerSecond are the busiest second of the window,
+// RecentUnits the units of the last RecentSeconds complete seconds
+// (TableSnapshot.RecentSpan) and LastSecondUnits those of
+// TableSnapshot.LastSecond, from which a live view draws units per second.
+// Class figures are exact; a key's are exact when its Error is 0, and
+// otherwise count its traffic from when it became a candidate (never more
+// than the truth, at most Error less). Live windows count by arrival
+// second (the Store's clock, once per Put), so seconds arrive in order.
+// Whole files count by event time: events up to RecentSeconds out of order
+// are counted in their own second; an older one starts the ring over at
+// its second, so logs read one after another are each counted second by
+// second (two logs of the same seconds read one after the other are peaked
+// separately, not added up).
 //
 // # Memory
 //
-// A table (or index) costs at most Config.Footprint bytes, fixed by the
-// configuration and independent of the number of distinct keys: 999 065
-// bytes (0.95 MiB) at DefaultConfig, both classes and the whole window
-// (count-min 320 KiB, candidates 243 KiB, distinct keys 208 KiB, 1024
-// shards 144 KiB, throttled keys 19 KiB, plus 4 % allocator overhead;
-// TestFootprint fills tables to every bound and checks the heap against
-// it). Parts are allocated
-// on first use, so a table that saw one class, few keys or no stream shards
-// costs much less. The number of tables is bounded by Config.MaxTables
+// A table (or index) costs at most Config.Footprint bytes: 1 039 201 bytes
+// (0.99 MiB) at DefaultConfig, both classes and the whole window (count-min
+// 320 KiB, candidates 280 KiB, distinct keys 208 KiB, 1024 shards 144 KiB,
+// throttled keys 19 KiB, plus 4 % allocator overhead; TestFootprint fills
+// tables to every bound and checks the heap against it). A table's memory
+// follows its keys (Config.FootprintFor): about 0.5 KiB per key and class
+// while its classes are counted exactly (6.8 KB for one key, 13 KB for 10,
+// 95 KB for 100, 283 KB for 300, measured with 64-byte keys in both classes
+// and every slot), then the count-min sketch and the per-slot distinct-key
+// sets are made, up to the bound; as the window empties, the candidate sets
+// shrink and the sketch and sets are given back (TestFootprintSizes,
+// TestFootprintShrinks). Per-second counts cost 76 bytes a candidate, 58 KB
+// of a full table. The number of tables is bounded by Config.MaxTables
 // (1000 by default, so at most about 1 GiB); events of further tables are
 // dropped and counted by Store.Dropped.
 //
@@ -54,23 +81,34 @@
 // (Window == 0) there is one window that never expires, bounded by the
 // earliest and latest event times.
 //
+// # Merging
+//
+// Store.Merge adds one store into another, as if it had seen the other's
+// events too: stores counted by several workers over parts of one input
+// merge into the store of the whole input, exact wherever the parts were
+// (see Merge for what adds up how).
+//
 // # Concurrency
 //
-// Put and Snapshot are safe for concurrent use. There is no store-wide lock
-// on the hot path: each table has its own mutex, held by Put for a run of
-// consecutive events of that table and by Snapshot while it copies that
-// table out, so readers of different tables run in parallel. Snapshot
-// shares nothing with the live sketches and caches the distinct-key
-// estimate until the table changes.
+// Put, Snapshot and Merge are safe for concurrent use. There is no
+// store-wide lock on the hot path: each table has its own mutex, held by
+// Put for a run of consecutive events of that table and by Snapshot while
+// it copies that table out, so readers of different tables run in
+// parallel; readers of one table take turns. Snapshot shares nothing with
+// the live sketches and caches the distinct-key estimate until the table
+// changes.
 package sketch
 
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/zeebo/xxh3"
 
@@ -143,26 +181,59 @@ func (s *Store) Put(ctx context.Context, batch []ingest.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	epoch := s.epoch(s.now())
+	now := s.now()
+	at := s.clockAt(now)
 	// A run of consecutive events of one table (a stream reader's batch is
 	// all one table) is added under one lock.
 	i := 0
 	for i < len(batch) {
-		id := tableID{batch[i].Table, batch[i].Index}
-		j := i + 1
-		for j < len(batch) && batch[j].Table == id.table && batch[j].Index == id.index {
-			j++
-		}
+		j := i + runLen(batch[i:])
 		if j-i < minRun && j < len(batch) {
 			break // interleaved tables: group them instead
 		}
-		s.putRun(id, batch[i:j], nil, epoch)
+		s.putRun(tableID{batch[i].Table, batch[i].Index}, batch[i:j], nil, at)
 		i = j
 	}
 	if i < len(batch) {
-		s.putGrouped(batch[i:], epoch)
+		s.putGrouped(batch[i:], at)
 	}
 	return nil
+}
+
+// clock is where a Put or Snapshot stands in time: the slot number and the
+// second of the Store's clock (live mode; both 0 in analyze mode).
+type clock struct {
+	epoch, sec int64
+}
+
+func (s *Store) clockAt(now time.Time) clock {
+	if s.slot == 0 {
+		return clock{}
+	}
+	return clock{epoch: s.epoch(now), sec: floorDiv(now.UnixNano(), int64(time.Second))}
+}
+
+// runLen is the number of events at the start of batch that are of the
+// first event's table and index. The inner loop compares the names' data
+// pointers and lengths only, without a call, so that it runs in registers:
+// the events of one batch usually share their table name's bytes.
+func runLen(batch []ingest.Event) int {
+	table, index := batch[0].Table, batch[0].Index
+	tp, ip := unsafe.StringData(table), unsafe.StringData(index)
+	j := 1
+	for {
+		for j < len(batch) {
+			e := &batch[j]
+			if unsafe.StringData(e.Table) != tp || len(e.Table) != len(table) || unsafe.StringData(e.Index) != ip || len(e.Index) != len(index) {
+				break
+			}
+			j++
+		}
+		if j == len(batch) || batch[j].Table != table || batch[j].Index != index {
+			return j
+		}
+		j++
+	}
 }
 
 // minRun is the run length below which Put groups a batch by table
@@ -170,50 +241,32 @@ func (s *Store) Put(ctx context.Context, batch []ingest.Event) error {
 const minRun = 64
 
 // putRun adds events (or, with idx, the events batch[idx[k]]) of one table.
-func (s *Store) putRun(id tableID, events []ingest.Event, idx []int32, epoch int64) {
+func (s *Store) putRun(id tableID, events []ingest.Event, idx []int32, at clock) {
 	n := len(events)
 	if idx != nil {
 		n = len(idx)
 	}
-	t := s.table(id, epoch)
+	t := s.table(id, at)
 	if t == nil {
 		s.dropped.Add(uint64(n))
 		return
 	}
-	event := func(k int) *ingest.Event {
-		if idx != nil {
-			return &events[idx[k]]
-		}
-		return &events[k]
-	}
 	// Hash the keys before taking the lock: readers of one table hash in
 	// parallel.
 	hp := s.hashes.Get().(*[]uint64)
-	hs := (*hp)[:0]
-	for k := range n {
-		var h uint64
-		if e := event(k); e.PK != "" {
-			h = xxh3.HashString(e.PK)
+	hs := slices.Grow((*hp)[:0], n)[:n]
+	if idx == nil {
+		for k := range hs {
+			hs[k] = keyHash(events[k].PK)
 		}
-		hs = append(hs, h)
+	} else {
+		for k := range hs {
+			hs[k] = keyHash(events[idx[k]].PK)
+		}
 	}
-	var bad uint64
-	var units [ingest.NumClasses]float64
-	var counts [ingest.NumClasses]uint64
 	t.mu.Lock()
-	t.advance(epoch)
-	for k, h := range hs {
-		e := event(k)
-		if e.Class >= ingest.NumClasses {
-			bad++
-			continue
-		}
-		if u, ok := t.add(e, h); ok {
-			units[e.Class] += u
-			counts[e.Class]++
-		}
-	}
-	t.addTotals(units, counts)
+	t.advance(at.epoch, at.sec)
+	bad := t.addEvents(events, idx, hs, at.sec)
 	t.mu.Unlock()
 	*hp = hs
 	s.hashes.Put(hp)
@@ -222,10 +275,20 @@ func (s *Store) putRun(id tableID, events []ingest.Event, idx []int32, epoch int
 	}
 }
 
+// keyHash is the 64-bit hash every structure of a table shares: the
+// candidate index, the count-min columns, the distinct-key sets. The empty
+// key (no key) hashes to 0 and is never looked up.
+func keyHash(pk string) uint64 {
+	if pk == "" {
+		return 0
+	}
+	return xxh3.HashString(pk)
+}
+
 // putGrouped adds a batch whose tables interleave (a log of several
 // tables): it collects each table's event indexes first, then adds each
 // table's events under one lock.
-func (s *Store) putGrouped(batch []ingest.Event, epoch int64) {
+func (s *Store) putGrouped(batch []ingest.Event, at clock) {
 	type group struct {
 		id  tableID
 		idx []int32
@@ -268,12 +331,12 @@ func (s *Store) putGrouped(batch []ingest.Event, epoch int64) {
 		groups[last].idx = append(groups[last].idx, int32(k))
 	}
 	for _, g := range groups {
-		s.putRun(g.id, batch, g.idx, epoch)
+		s.putRun(g.id, batch, g.idx, at)
 	}
 }
 
 // table returns the table id, creating it unless MaxTables are tracked.
-func (s *Store) table(id tableID, epoch int64) *table {
+func (s *Store) table(id tableID, at clock) *table {
 	if t := (*s.tables.Load())[id]; t != nil {
 		return t
 	}
@@ -290,7 +353,7 @@ func (s *Store) table(id tableID, epoch int64) *table {
 	for k, v := range old {
 		m[k] = v
 	}
-	t := newTable(id, &s.cfg, epoch)
+	t := newTable(id, &s.cfg, at.epoch, at.sec, s.slot)
 	m[id] = t
 	s.tables.Store(&m)
 	return t
@@ -300,25 +363,28 @@ func (s *Store) table(id tableID, epoch int64) *table {
 // nothing with the live sketches. It locks one table at a time, briefly.
 func (s *Store) Snapshot() Snapshot {
 	now := s.now()
-	epoch := s.epoch(now)
+	at := s.clockAt(now)
 	tables := *s.tables.Load()
 	snap := Snapshot{Tables: make([]TableSnapshot, 0, len(tables))}
-	var slotSeconds float64
+	var sw secWindow
 	if s.slot > 0 {
-		slotSeconds = s.slot.Seconds()
-		snap.Start = time.Unix(0, (epoch-int64(s.cfg.SubWindows)+1)*int64(s.slot))
+		snap.Start = time.Unix(0, (at.epoch-int64(s.cfg.SubWindows)+1)*int64(s.slot))
 		if snap.Start.Before(s.started) {
 			snap.Start = s.started
 		}
 		snap.End = now
+		sw = liveSeconds(snap.Start, at.sec, s.cfg.RecentSeconds)
 	}
 	var scratch []keyStat
 	for _, t := range tables {
 		var ts TableSnapshot
 		var first, last time.Time
 		t.mu.Lock()
-		t.advance(epoch)
-		ts, scratch = t.snapshot(s.cfg.Tracked, slotSeconds, scratch)
+		t.advance(at.epoch, at.sec)
+		if s.slot == 0 {
+			sw = t.analyzeSeconds(s.cfg.RecentSeconds)
+		}
+		ts, scratch = t.snapshot(s.cfg.Tracked, &sw, scratch)
 		n, merged := t.distinctMerge()
 		first, last = t.first, t.last
 		t.mu.Unlock()
@@ -327,6 +393,10 @@ func (s *Store) Snapshot() Snapshot {
 			t.setDistinct(n)
 		}
 		ts.DistinctKeys = n
+		if sw.ref > sw.recentFrom {
+			ts.RecentSpan = time.Duration(sw.ref-sw.recentFrom) * time.Second
+			ts.LastSecond = time.Unix(sw.ref-1, 0)
+		}
 		if s.slot > 0 {
 			ts.Start, ts.End = snap.Start, snap.End
 		} else {
@@ -361,4 +431,24 @@ func analyzeRates(ts *TableSnapshot) {
 	for c := range ts.Classes {
 		ts.Classes[c].PeakUnitsPerSecond = ts.Classes[c].Units / d
 	}
+}
+
+// liveSeconds is the secWindow of a live window that starts at start, in
+// the second nowSec: peaks over the seconds from start's to now's, recent
+// units over the complete seconds before nowSec.
+func liveSeconds(start time.Time, nowSec int64, recent int) secWindow {
+	from := floorDiv(start.UnixNano(), int64(time.Second))
+	return secWindow{from: from, to: nowSec, ref: nowSec, recentFrom: max(nowSec-int64(recent), from)}
+}
+
+// analyzeSeconds is the secWindow of whole files: peaks over every second,
+// recent units over the seconds up to the latest event's. It is called with
+// t.mu held.
+func (t *table) analyzeSeconds(recent int) secWindow {
+	sw := secWindow{from: math.MinInt64, to: math.MaxInt64, ref: t.sec + 1}
+	sw.recentFrom = sw.ref - int64(recent)
+	if !t.first.IsZero() {
+		sw.recentFrom = max(sw.recentFrom, t.first.Unix())
+	}
+	return sw
 }

@@ -146,6 +146,16 @@ func TestSemantics(t *testing.T) {
 	if got := idx.Classes[ingest.Read].PeakUnitsPerSecond; got != 1 {
 		t.Errorf("index rate = %v, want 1 (zero duration counts as 1 s)", got)
 	}
+	// The busiest second, by event time.
+	if got := w.PeakSecondUnits; got != 4 {
+		t.Errorf("write peak second = %v, want 4 (USER#1's two writes at t0)", got)
+	}
+	if got := w.Top[0].PeakUnitsPerSecond; got != 4 {
+		t.Errorf("USER#1 peak = %v, want 4", got)
+	}
+	if got := w.Top[1].PeakUnitsPerSecond; got != 1 {
+		t.Errorf("USER#2 peak = %v, want 1", got)
+	}
 	if s.Dropped() != 1 {
 		t.Errorf("dropped = %d, want 1", s.Dropped())
 	}
@@ -290,6 +300,9 @@ func TestWindowSlots(t *testing.T) {
 		}
 		if want := 12 / slot.Seconds(); r.PeakUnitsPerSecond != want {
 			t.Fatalf("peak = %v, want %v (the busiest slot)", r.PeakUnitsPerSecond, want)
+		}
+		if r.PeakSecondUnits != 12 || r.Top[0].PeakUnitsPerSecond != 12 {
+			t.Fatalf("peak second = %v, key peak %v, want 12 (the busiest second)", r.PeakSecondUnits, r.Top[0].PeakUnitsPerSecond)
 		}
 		if k := r.Top[0]; k.Error != 0 || k.SortKeys < 8 || k.SortKeys > 16 {
 			t.Fatalf("key = %+v, want exact units and about 11 sort keys (±40%% for 32-bit linear counting)", k)

@@ -20,6 +20,12 @@ type tableID struct{ table, index string }
 // table holds one table's (or index's) sketches. Its mutex guards all of
 // them; Put holds it for a run of the table's events, Snapshot while it
 // copies the table out.
+//
+// A table starts exact: each class's candidate set counts every key and
+// the distinct keys are the candidates. The count-min sketch of a class is
+// made when its candidate set first fills (Config.Candidates keys in the
+// window), the per-slot distinct-key sets when either class's does; both
+// are given back once the window no longer holds traffic they counted.
 type table struct {
 	mu  sync.Mutex
 	id  tableID
@@ -27,9 +33,13 @@ type table struct {
 
 	epoch int64 // slot number (time / slot length) of the current slot
 	cur   int   // ring index of the current slot
+	sc    secClock
+	sec   int64 // newest second seen: the clock's (live) or events' (analyze)
 
 	classes [ingest.NumClasses]classSketch
 
+	// distinct is nil while every key in the window is a candidate: the
+	// distinct keys are then the candidates.
 	distinct      *distinct
 	distinctDirty bool
 	distinctCache uint64
@@ -49,8 +59,16 @@ type table struct {
 type classSketch struct {
 	units  []float64 // per slot, exact
 	events []uint64  // per slot, exact
-	cms    *genCMS
-	cand   *candidates
+	peak   []float64 // per slot: units of the busiest complete second
+	ring   []float64 // units per second, the last ringLen seconds
+	sec    int64     // newest second of ring
+	// headSec is the class's first second and headUnits its units once it
+	// has left the ring (see candidates.headSec); seen says there is one.
+	headSec   int64
+	headUnits float64
+	seen      bool
+	cms       *genCMS // nil until the candidates first fill
+	cand      *candidates
 	// noiseCur and noisePrev are the count-min noise floors, refreshed
 	// every noiseEvery updates and at each generation flip.
 	noiseCur, noisePrev uint32
@@ -61,19 +79,28 @@ type classSketch struct {
 // noise floor (62 probes of 4 cells each: well under 0.1 ns per update).
 const noiseEvery = 4096
 
-func newTable(id tableID, cfg *Config, epoch int64) *table {
+func newTable(id tableID, cfg *Config, epoch, sec int64, slot time.Duration) *table {
 	s := cfg.SubWindows
 	t := &table{
 		id:             id,
 		cfg:            cfg,
 		epoch:          epoch,
 		cur:            slotIndex(epoch, s),
-		distinct:       newDistinct(s, cfg.HLLPrecision),
+		sc:             secClock{slotNanos: int64(slot), epoch: epoch, slots: s},
+		sec:            sec,
 		throttledSlots: make([]uint64, s),
 	}
+	rl := ringLen(cfg.RecentSeconds)
 	for c := range t.classes {
-		t.classes[c].units = make([]float64, s)
-		t.classes[c].events = make([]uint64, s)
+		cs := &t.classes[c]
+		cs.units = make([]float64, s)
+		cs.events = make([]uint64, s)
+		cs.peak = make([]float64, s)
+		cs.ring = make([]float64, rl)
+		cs.sec = sec
+		// A live window's seconds start with the table's; whole files' with
+		// the first event's.
+		cs.headSec, cs.seen = sec, cfg.Window > 0
 	}
 	return t
 }
@@ -86,9 +113,11 @@ func slotIndex(epoch int64, slots int) int {
 	return i
 }
 
-// advance moves the current slot to epoch, expiring the slots passed over.
-// A clock that goes back keeps the current slot.
-func (t *table) advance(epoch int64) {
+// advance moves the current slot to epoch, expiring the slots passed over,
+// and the newest second to sec. A clock that goes back keeps the current
+// slot and second.
+func (t *table) advance(epoch, sec int64) {
+	t.sec = max(t.sec, sec)
 	if epoch <= t.epoch {
 		return
 	}
@@ -102,12 +131,25 @@ func (t *table) advance(epoch int64) {
 	}
 	t.epoch = epoch
 	t.cur = slotIndex(epoch, s)
+	t.sc.epoch = epoch
 	gen := t.generation()
 	for c := range t.classes {
-		if cs := &t.classes[c]; cs.cms != nil && gen > cs.cms.gen {
-			cs.cms.advance(gen)
-			cs.noiseCur, cs.noisePrev = cs.cms.noise()
+		cs := &t.classes[c]
+		if cs.cms == nil || gen <= cs.cms.gen {
+			continue
 		}
+		cs.cms.advance(gen)
+		if cs.cms.empty() {
+			// Nothing in the window lives only in the sketch any more.
+			cs.cms = nil
+			continue
+		}
+		cs.noiseCur, cs.noisePrev = cs.cms.noise()
+	}
+	if t.distinct != nil && t.classes[ingest.Read].cms == nil && t.classes[ingest.Write].cms == nil {
+		// Every key in the window is a candidate again.
+		t.distinct = nil
+		t.distinctDirty = true
 	}
 }
 
@@ -128,11 +170,14 @@ func (t *table) clearSlot(s int) {
 		cs := &t.classes[c]
 		cs.units[s] = 0
 		cs.events[s] = 0
+		cs.peak[s] = 0
 		if cs.cand != nil {
 			cs.cand.expire(s)
 		}
 	}
-	t.distinct.clear(s)
+	if t.distinct != nil {
+		t.distinct.clear(s)
+	}
 	t.distinctDirty = true
 	if t.shards != nil {
 		t.shards.clear(s)
@@ -143,115 +188,295 @@ func (t *table) clearSlot(s int) {
 	t.throttledSlots[s] = 0
 }
 
-// addTotals adds a run's class totals to the current slot.
-func (t *table) addTotals(units [ingest.NumClasses]float64, events [ingest.NumClasses]uint64) {
-	for c := range t.classes {
-		t.classes[c].units[t.cur] += units[c]
-		t.classes[c].events[t.cur] += events[c]
-	}
-}
-
-// add counts one event in the current slot, except for the class totals:
-// it returns the event's units and whether it is traffic, and the caller
-// adds those up for a run of events (a running sum in a register instead
-// of a load and store per event on one cell).
-func (t *table) add(e *ingest.Event, h uint64) (units float64, traffic bool) {
-	if t.cfg.Window == 0 && !e.Time.IsZero() {
-		if t.first.IsZero() || e.Time.Before(t.first) {
-			t.first = e.Time
-		}
-		if e.Time.After(t.last) {
-			t.last = e.Time
-		}
-	}
+// addEvents adds a run of this table's events (or, with idx, the events
+// events[idx[k]]) whose key hashes are hs, in second sec (live mode). It
+// returns the number of events with an unknown class, which it drops.
+//
+// This is the counting core's hot loop: one pass, the common case (a
+// traffic event with a key) inline, the rest (throttled calls, shards,
+// the first key of a class, keys that are not candidates) in functions of
+// their own, so that the compiler keeps the loop's state in registers.
+// The class totals add up in registers for the run.
+func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, sec int64) (bad uint64) {
+	var units [ingest.NumClasses]float64
+	var counts [ingest.NumClasses]uint64
+	analyze := t.cfg.Window == 0
 	s := t.cur
-	if e.Throttled {
-		t.throttledSlots[s]++
-		if e.PK != "" {
-			if t.throttled == nil {
-				t.throttled = newNamedCounts(t.cfg.MaxThrottledKeys, t.cfg.SubWindows, true)
+	for k, h := range hs {
+		var e *ingest.Event
+		if idx == nil {
+			e = &events[k]
+		} else {
+			e = &events[idx[k]]
+		}
+		c := e.Class
+		if c >= ingest.NumClasses {
+			bad++
+			continue
+		}
+		es := sec
+		if analyze {
+			es = t.eventSecond(e)
+		}
+		u := e.Units
+		if e.Throttled || e.Shard != "" || !(u >= 0 && u <= math.MaxFloat64) {
+			var traffic bool
+			if u, traffic = t.addSpecial(e); !traffic {
+				continue
 			}
-			t.throttled.add(e.PK, s)
 		}
-		return 0, false
-	}
-	units = e.Units
-	if !(units >= 0) || math.IsInf(units, 1) {
-		units = 0 // readers validate; a NaN must not poison the totals
-	}
-	cs := &t.classes[e.Class]
-	if e.Shard != "" {
-		if t.shards == nil {
-			t.shards = newNamedCounts(t.cfg.MaxShards, t.cfg.SubWindows, false)
+		if analyze {
+			t.classes[c].addSecond(es, u, &t.sc)
 		}
-		t.shards.add(e.Shard, s)
-	}
-	if e.PK == "" {
-		return units, true
-	}
-	if cs.cms == nil {
-		cs.cms = newGenCMS(t.cfg.Depth, t.cfg.Width, t.generation())
-		cs.cand = newCandidates(t.cfg.Candidates, t.cfg.SubWindows)
-	}
-	q := toQuanta(units)
-	skBit := sortKeyBit(e.SK, xxh3.HashString)
-	cand := cs.cand
-	// A candidate is counted exactly and skips the count-min sketch (an
-	// "augmented sketch", Roy et al. 2016): its traffic is written back
-	// when it is evicted, so the sketch stays an upper bound for every key
-	// that is not a candidate, the heaviest keys do not add to the noise
-	// of the others, and most accesses of a skewed workload cost one
-	// lookup.
-	if id := cand.find(h, e.PK); id >= 0 {
+		units[c] += u
+		counts[c]++
+		if e.PK == "" {
+			continue
+		}
+		cand := t.classes[c].cand
+		if cand == nil {
+			cand = t.newCandidates(c)
+		}
+		q := toQuanta(u)
+		var skBit uint32
+		if e.SK != "" {
+			skBit = sortKeyBit(e.SK, xxh3.HashString)
+		}
+		// A candidate is counted exactly and skips the count-min sketch (an
+		// "augmented sketch", Roy et al. 2016): its traffic is written back
+		// when it is evicted, so the sketch stays an upper bound for every
+		// key that is not a candidate, the heaviest keys do not add to the
+		// noise of the others, and most accesses of a skewed workload cost
+		// one lookup.
+		id := cand.find(h, e.PK)
+		if id < 0 {
+			t.miss(&t.classes[c], e.PK, h, q, skBit, es)
+			continue
+		}
+		// A hit, counted here rather than in a method: a call would cost
+		// more than the counting (every register is reloaded after it).
+		r := &cand.rec[id]
+		kc := &cand.cnt[id*cand.slots+s]
+		first := kc.events == 0
+		n := kc.units + q
+		if n < q {
+			n = math.MaxUint32
+		}
+		r.total += uint64(n - kc.units)
+		kc.units = n
+		kc.events++
+		kc.sk |= skBit
+		if r.sec == es {
+			p := &cand.ring[id*int(cand.ringMask+1)+int(es&cand.ringMask)]
+			*p = satAdd(*p, q)
+		} else {
+			cand.second(id, es, q, &t.sc)
+		}
+		if pos := int(r.heapPos); 2*pos+1 < len(cand.heap) {
+			cand.down(pos)
+		}
 		// A candidate already counted in this slot is in the slot's
-		// distinct-key sketch: skip it.
-		if cand.hit(id, s, q, skBit) {
+		// distinct-key set: skip it.
+		if first && t.distinct != nil {
 			t.distinct.add(s, h)
 			t.distinctDirty = true
 		}
-		return units, true
 	}
-	t.distinct.add(s, h)
-	t.distinctDirty = true
-	idx, curEst, prevEst := cs.cms.lookup(h) // before this access
+	t.addTotals(units, counts, sec)
+	return bad
+}
+
+// addSpecial counts what an event has besides its units and key: a
+// throttled call (never traffic), a stream shard's record, units that are
+// not a number of units. It returns the units to count and whether the
+// event is traffic.
+//
+//go:noinline
+func (t *table) addSpecial(e *ingest.Event) (units float64, traffic bool) {
+	s := t.cur
+	if e.Throttled {
+		t.addThrottled(e.PK, s)
+		return 0, false
+	}
+	units = e.Units
+	if !(units >= 0) || units > math.MaxFloat64 {
+		units = 0 // readers validate; a NaN must not poison the totals
+	}
+	if e.Shard != "" {
+		t.addShard(e.Shard, s)
+	}
+	return units, true
+}
+
+// newCandidates makes class c's candidate set, on its first key.
+//
+//go:noinline
+func (t *table) newCandidates(c ingest.Class) *candidates {
+	cand := newCandidates(t.cfg.Candidates, t.cfg.SubWindows, ringLen(t.cfg.RecentSeconds))
+	t.classes[c].cand = cand
+	return cand
+}
+
+// addTotals adds a run's class totals to the current slot and, in live
+// mode, to the second sec.
+func (t *table) addTotals(units [ingest.NumClasses]float64, events [ingest.NumClasses]uint64, sec int64) {
+	for c := range t.classes {
+		if events[c] == 0 {
+			continue
+		}
+		cs := &t.classes[c]
+		cs.units[t.cur] += units[c]
+		cs.events[t.cur] += events[c]
+		if t.cfg.Window > 0 {
+			cs.addSecond(sec, units[c], &t.sc)
+		}
+	}
+}
+
+// eventSecond returns the second an event counts in over whole files: its
+// own time's, or for an event without a time the newest second seen. It
+// keeps the earliest and latest event times.
+func (t *table) eventSecond(e *ingest.Event) int64 {
+	if e.Time.IsZero() {
+		return t.sec
+	}
+	if t.first.IsZero() || e.Time.Before(t.first) {
+		t.first = e.Time
+	}
+	if e.Time.After(t.last) {
+		t.last = e.Time
+		t.sec = e.Time.Unix()
+	}
+	return e.Time.Unix()
+}
+
+// miss counts an access of a key that is not a candidate: it becomes one,
+// or goes into the count-min sketch.
+func (t *table) miss(cs *classSketch, key string, h uint64, q, skBit uint32, sec int64) {
+	s := t.cur
+	cand := cs.cand
 	// The previous generation still overlaps the window unless the current
 	// slot is the last of the current generation.
-	last := t.cfg.SubWindows - 1
-	prevSlot := last
-	if s == last {
-		prevEst, prevSlot = 0, -1
+	prevSlot := t.cfg.SubWindows - 1
+	if s == prevSlot {
+		prevSlot = -1
 	}
-	if cand.full() {
-		// Admission discounts the typical noise of an estimate: a key whose
-		// estimate is mostly the noise of the keys it shares cells with would
-		// evict a key with exact counts and churn the bottom of the set.
-		// Which keys are admitted changes no bound: every estimate stays an
-		// upper bound and its Error says by how much at most.
-		if cs.sinceNoise++; cs.sinceNoise >= noiseEvery {
-			cs.sinceNoise = 0
-			cs.noiseCur, cs.noisePrev = cs.cms.noise()
-		}
-		floor := uint64(cs.noiseCur)
-		if prevSlot >= 0 {
-			floor += uint64(cs.noisePrev)
-		}
-		if uint64(curEst)+uint64(q)+uint64(prevEst) <= cand.minTotal()+floor {
-			cs.cms.raise(&idx, curEst, q)
-			return units, true
-		}
-		// Write the evicted key's exact traffic back into its generations.
-		vh, vCur, vPrev := cand.exactParts(cand.minID(), s)
-		if vCur > 0 {
-			cs.cms.add(vh, vCur)
-		}
-		if vPrev > 0 {
-			cs.cms.addPrev(vh, vPrev)
-		}
+	if !cand.full() {
+		t.admitNew(cs, key, h, q, skBit, sec, prevSlot)
+		return
 	}
+	if cs.cms == nil || t.distinct == nil {
+		t.overflow(cs)
+	}
+	// Admission discounts the typical noise of an estimate: a key whose
+	// estimate is mostly the noise of the keys it shares cells with would
+	// evict a key with exact counts and churn the bottom of the set. Which
+	// keys are admitted changes no bound: every estimate stays an upper
+	// bound and its Error says by how much at most.
+	if cs.sinceNoise++; cs.sinceNoise >= noiseEvery {
+		cs.sinceNoise = 0
+		cs.noiseCur, cs.noisePrev = cs.cms.noise()
+	}
+	floor := uint64(cs.noiseCur)
+	if prevSlot >= 0 {
+		floor += uint64(cs.noisePrev)
+	}
+	// Before this access: the key stays out when its estimate does not
+	// beat the smallest candidate by more than the noise.
+	curEst, prevEst, added := cs.cms.observe(h, q, prevSlot >= 0, cand.minTotal()+floor)
+	if added {
+		t.distinct.add(s, h)
+		t.distinctDirty = true
+		return
+	}
+	if prevSlot < 0 {
+		prevEst = 0
+	}
+	t.evict(cs)
+	t.distinct.add(s, h)
+	t.distinctDirty = true
 	// The key becomes a candidate with this access, counted exactly from
 	// here: the sketch's estimates bound only its earlier traffic.
-	cand.admit(h, e.PK, s, q, skBit, satAdd(curEst, q), prevEst, prevSlot)
-	return units, true
+	cand.admit(h, key, s, q, skBit, satAdd(curEst, q), prevEst, prevSlot, sec)
+}
+
+// admitNew admits a key to a candidate set that is not full: with no
+// traffic before this access when the class has no count-min sketch (every
+// key of the class in the window is a candidate), or with the sketch's
+// estimates.
+func (t *table) admitNew(cs *classSketch, key string, h uint64, q, skBit uint32, sec int64, prevSlot int) {
+	s := t.cur
+	if t.distinct != nil {
+		t.distinct.add(s, h)
+		t.distinctDirty = true
+	}
+	curEst, prevEst := uint32(0), uint32(0)
+	if cs.cms != nil {
+		curEst, prevEst = cs.cms.estimates(h)
+		if prevSlot < 0 {
+			prevEst = 0
+		}
+	}
+	cs.cand.admit(h, key, s, q, skBit, satAdd(curEst, q), prevEst, prevSlot, sec)
+}
+
+// evict writes the exact traffic of the smallest candidate, the next to be
+// evicted, back into its count-min generations.
+func (t *table) evict(cs *classSketch) {
+	vh, vCur, vPrev := cs.cand.exactParts(cs.cand.minID(), t.cur)
+	if vCur > 0 {
+		cs.cms.add(vh, vCur)
+	}
+	if vPrev > 0 {
+		cs.cms.addPrev(vh, vPrev)
+	}
+}
+
+// overflow readies a class whose candidate set is full for keys beyond it:
+// the count-min sketch of the class and the table's per-slot distinct-key
+// sets, filled with the candidates' keys of each slot.
+func (t *table) overflow(cs *classSketch) {
+	if cs.cms == nil {
+		cs.cms = newGenCMS(t.cfg.Depth, t.cfg.Width, t.generation())
+		cs.noiseCur, cs.noisePrev, cs.sinceNoise = 0, 0, 0
+	}
+	if t.distinct != nil {
+		return
+	}
+	t.distinct = newDistinct(t.cfg.SubWindows, t.cfg.HLLPrecision)
+	t.distinctDirty = true
+	for c := range t.classes {
+		cand := t.classes[c].cand
+		if cand == nil {
+			continue
+		}
+		for id := range cand.n {
+			h := cand.rec[id].hash
+			for s, k := range cand.cnt[id*cand.slots : (id+1)*cand.slots] {
+				if k.events > 0 {
+					t.distinct.add(s, h)
+				}
+			}
+		}
+	}
+}
+
+func (t *table) addThrottled(pk string, s int) {
+	t.throttledSlots[s]++
+	if pk == "" {
+		return
+	}
+	if t.throttled == nil {
+		t.throttled = newNamedCounts(t.cfg.MaxThrottledKeys, t.cfg.SubWindows, true)
+	}
+	t.throttled.add(pk, s)
+}
+
+func (t *table) addShard(shard string, s int) {
+	if t.shards == nil {
+		t.shards = newNamedCounts(t.cfg.MaxShards, t.cfg.SubWindows, false)
+	}
+	t.shards.add(shard, s)
 }
 
 // satAdd adds without wrapping.
@@ -278,6 +503,9 @@ func toQuanta(units float64) uint32 {
 // is refreshed at most once per slot: it costs about half a millisecond and
 // snapshots come every second. It is called with t.mu held.
 func (t *table) distinctMerge() (uint64, *hyperloglog.Sketch) {
+	if t.distinct == nil {
+		return t.candidateKeys(), nil
+	}
 	if !t.distinctDirty {
 		return t.distinctCache, nil
 	}
@@ -294,6 +522,27 @@ func (t *table) distinctMerge() (uint64, *hyperloglog.Sketch) {
 	return 0, merged
 }
 
+// candidateKeys counts the distinct keys of both classes' candidates, the
+// distinct keys of the window while every key is a candidate.
+func (t *table) candidateKeys() uint64 {
+	r, w := t.classes[ingest.Read].cand, t.classes[ingest.Write].cand
+	switch {
+	case r == nil && w == nil:
+		return 0
+	case r == nil:
+		return uint64(w.n)
+	case w == nil:
+		return uint64(r.n)
+	}
+	n := uint64(r.n)
+	for id := range w.n {
+		if r.find(w.rec[id].hash, w.rec[id].key) < 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // setDistinct stores an estimate made outside the lock.
 func (t *table) setDistinct(n uint64) {
 	t.mu.Lock()
@@ -301,29 +550,32 @@ func (t *table) setDistinct(n uint64) {
 	t.mu.Unlock()
 }
 
-// snapshot copies the table out. slotSeconds is the slot length in live
-// mode, 0 in analyze mode. It is called with t.mu held.
-func (t *table) snapshot(tracked int, slotSeconds float64, scratch []keyStat) (TableSnapshot, []keyStat) {
+// snapshot copies the table out. sw says which seconds count. It is called
+// with t.mu held.
+func (t *table) snapshot(tracked int, sw *secWindow, scratch []keyStat) (TableSnapshot, []keyStat) {
 	ts := TableSnapshot{Table: t.id.table, Index: t.id.index}
+	slotSeconds := time.Duration(t.sc.slotNanos).Seconds()
 	for c := range t.classes {
 		cs := &t.classes[c]
 		st := &ts.Classes[c]
-		var peak float64
+		var peak, slotPeak float64
 		for s := range cs.units {
 			st.Units += cs.units[s]
 			st.Events += cs.events[s]
-			if slotSeconds > 0 {
-				peak = max(peak, cs.units[s]/slotSeconds)
-			}
+			peak = max(peak, cs.peak[s])
+			slotPeak = max(slotPeak, cs.units[s])
 		}
-		ts.Events += st.Events
 		if slotSeconds > 0 {
-			st.PeakUnitsPerSecond = peak
+			st.PeakUnitsPerSecond = slotPeak / slotSeconds
 		}
+		p, recent, last := read(sw, cs.ring, cs.sec, int64(len(cs.ring)-1))
+		st.PeakSecondUnits = max(peak, p)
+		st.RecentUnits, st.LastSecondUnits = recent, last
+		ts.Events += st.Events
 		if cs.cand == nil {
 			continue
 		}
-		scratch = cs.cand.collect(scratch[:0])
+		scratch = cs.cand.collect(scratch[:0], sw, tracked)
 		st.Top = topOf(scratch, tracked)
 	}
 	ts.DistinctKeys = t.distinctCache
@@ -363,11 +615,14 @@ func topOf(all []keyStat, tracked int) []KeyStat {
 	for i := range top {
 		a := &all[i]
 		top[i] = KeyStat{
-			Key:      a.key,
-			Units:    float64(a.units) / quantum,
-			Error:    float64(a.err) / quantum,
-			Events:   a.events,
-			SortKeys: a.sortKeys,
+			Key:                a.key,
+			Units:              float64(a.units) / quantum,
+			Error:              float64(a.err) / quantum,
+			Events:             a.events,
+			SortKeys:           a.sortKeys,
+			PeakUnitsPerSecond: float64(a.peak) / quantum,
+			RecentUnits:        float64(a.recent) / quantum,
+			LastSecondUnits:    float64(a.last) / quantum,
 		}
 	}
 	return top

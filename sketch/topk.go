@@ -1,14 +1,12 @@
 package sketch
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 )
-
-// candidateFixedBytes is the per-candidate memory besides the per-slot rings
-// and the key bytes, for Footprint.
-const candidateFixedBytes = 8 + 16 + 8 + 8 + 4 + 4 + 4 + 1
 
 // candidates counts a bounded set of partition keys exactly, per slot,
 // beside the count-min sketch (the "count-min + candidate heap" scheme).
@@ -24,79 +22,123 @@ const candidateFixedBytes = 8 + 16 + 8 + 8 + 4 + 4 + 4 + 1
 // bottom of the set is why more keys are counted (Candidates) than reported
 // (Tracked).
 //
-// A min-heap on the window totals finds the key to evict; an
-// open-addressing index on the 64-bit key hash finds a key's entry.
+// Until the set first fills, every key of the class is a candidate and
+// nothing else counts it: the set is the exact count of the class, and it
+// grows by doubling from minCapacity, so a small table costs memory in
+// proportion to its keys.
+//
+// Layout, for one cache line per structure on the hot path: the index is
+// open addressing on the 64-bit key hash, 8 bytes a slot (the hash's high
+// half beside the entry id), so that a probe reads one line; an entry's
+// hot fields (hash, key, window total, heap position, newest second) are one
+// 64-byte record; its counts of one slot (units, accesses, sort-key bitmap,
+// per-second peak) are 16 bytes of one line. A min-heap on the window totals
+// finds the key to evict.
 type candidates struct {
-	slots int
-	n     int // entries in use
+	slots    int // ring slots of the window
+	max      int // capacity once grown (Config.Candidates)
+	n        int // entries in use
+	ringMask int64
 
-	hash    []uint64
-	key     []string
-	total   []uint64 // window units, quanta
-	estMask []uint64 // slots whose units are count-min estimates
-	entryQ  []uint32 // estimate part of the entry slot's units
-	entry   []int8   // slot the key entered in, -1 once it expired
-	heapPos []int32
-
-	units  []uint32 // [entry][slot] quanta
-	events []uint32 // [entry][slot]
-	sk     []uint32 // [entry][slot] sort-key bitmap
-
-	heap  []int32 // entry ids, min total first
-	index []indexSlot
-	imask uint64
+	rec  []candRec
+	cnt  []slotCount // [entry*slots + slot]
+	ring []uint32    // [entry*ringLen + second&ringMask]: units per second, quanta
+	heap []int32     // entry ids, min total first
+	// headSec is each entry's first second, and headUnits its units once
+	// it has left the ring (while in it, the ring holds them): what Merge
+	// needs to add up a second that two inputs split between them.
+	headSec   []int64
+	headUnits []uint32
+	index     []uint64 // hash>>32<<32 | entry id+1; 0 is free
+	imask     uint64
 }
 
-// indexSlot is one slot of the open-addressing index: the key hash beside
-// the entry id + 1 (0 when free), so that a probe reads one cache line.
-type indexSlot struct {
-	hash uint64
-	id   int32
+// candRec is one entry's hot fields, 64 bytes.
+type candRec struct {
+	hash    uint64
+	total   uint64 // window units, quanta
+	key     string
+	sec     int64  // newest second of the entry's per-second ring
+	estMask uint64 // slots whose units are count-min estimates
+	heapPos int32
+	entryQ  uint32 // estimate part of the entry slot's units
+	entry   int8   // slot the key entered in, -1 once it expired
 }
+
+// slotCount is one entry's counts in one slot.
+type slotCount struct {
+	units  uint32 // quanta
+	events uint32
+	sk     uint32 // sort-key bitmap
+	peak   uint32 // units of the busiest complete second of the slot, quanta
+}
+
+// minCapacity is the capacity a candidate set starts with.
+const minCapacity = 8
+
+// ringLen is the length of the per-second rings for recentSeconds: the
+// current second and the complete ones before it, rounded up to a power of
+// two.
+func ringLen(recentSeconds int) int { return 1 << bits.Len(uint(recentSeconds)) }
 
 func indexSize(capacity int) int {
 	n := 1 << bits.Len(uint(capacity*2-1))
 	return max(n, 16)
 }
 
-func newCandidates(capacity, slots int) *candidates {
-	isz := indexSize(capacity)
-	return &candidates{
-		slots:   slots,
-		hash:    make([]uint64, capacity),
-		key:     make([]string, capacity),
-		total:   make([]uint64, capacity),
-		estMask: make([]uint64, capacity),
-		entryQ:  make([]uint32, capacity),
-		entry:   make([]int8, capacity),
-		heapPos: make([]int32, capacity),
-		units:   make([]uint32, capacity*slots),
-		events:  make([]uint32, capacity*slots),
-		sk:      make([]uint32, capacity*slots),
-		heap:    make([]int32, 0, capacity),
-		index:   make([]indexSlot, isz),
-		imask:   uint64(isz - 1),
+func newCandidates(capacity, slots, ring int) *candidates {
+	c := &candidates{slots: slots, max: capacity, ringMask: int64(ring - 1)}
+	c.resize(min(minCapacity, capacity))
+	return c
+}
+
+// resize sets the capacity to size (at least n), moving the entries.
+func (c *candidates) resize(size int) {
+	rl := int(c.ringMask + 1)
+	rec := make([]candRec, size)
+	cnt := make([]slotCount, size*c.slots)
+	ring := make([]uint32, size*rl)
+	copy(rec, c.rec[:c.n])
+	copy(cnt, c.cnt[:c.n*c.slots])
+	copy(ring, c.ring[:c.n*rl])
+	heap := make([]int32, c.n, size)
+	copy(heap, c.heap)
+	headSec := make([]int64, size)
+	headUnits := make([]uint32, size)
+	copy(headSec, c.headSec[:c.n])
+	copy(headUnits, c.headUnits[:c.n])
+	c.rec, c.cnt, c.ring, c.heap = rec, cnt, ring, heap
+	c.headSec, c.headUnits = headSec, headUnits
+	isz := indexSize(size)
+	c.index = make([]uint64, isz)
+	c.imask = uint64(isz - 1)
+	for id := range c.n {
+		c.reindex(id)
 	}
 }
 
 // find returns the entry of the key hashed to h, or -1.
 func (c *candidates) find(h uint64, key string) int {
+	tag := h &^ 0xffffffff
 	for i := h & c.imask; ; i = (i + 1) & c.imask {
-		v := &c.index[i]
-		if v.id == 0 {
+		v := c.index[i]
+		if v == 0 {
 			return -1
 		}
-		if id := int(v.id - 1); v.hash == h && c.key[id] == key {
-			return id
+		if v&^0xffffffff == tag {
+			id := int(uint32(v)) - 1
+			if r := &c.rec[id]; r.hash == h && r.key == key {
+				return id
+			}
 		}
 	}
 }
 
 // full reports whether admitting a key evicts one.
-func (c *candidates) full() bool { return c.n == len(c.hash) }
+func (c *candidates) full() bool { return c.n == c.max }
 
 // minTotal is the smallest window total in the set; only meaningful when full.
-func (c *candidates) minTotal() uint64 { return c.total[c.heap[0]] }
+func (c *candidates) minTotal() uint64 { return c.rec[c.heap[0]].total }
 
 // minID is the entry with the smallest total, the next to be evicted.
 func (c *candidates) minID() int { return int(c.heap[0]) }
@@ -107,14 +149,15 @@ func (c *candidates) minID() int { return int(c.heap[0]) }
 // the ring), each saturated to uint32.
 func (c *candidates) exactParts(id, cur int) (h uint64, curQ, prevQ uint32) {
 	var sums [2]uint64
-	row := c.units[id*c.slots : (id+1)*c.slots]
-	for j, u := range row {
-		if c.estMask[id]&(1<<j) != 0 {
+	r := &c.rec[id]
+	row := c.cnt[id*c.slots : (id+1)*c.slots]
+	for j := range row {
+		if r.estMask&(1<<j) != 0 {
 			continue
 		}
-		v := uint64(u)
-		if j == int(c.entry[id]) {
-			v -= uint64(min(c.entryQ[id], u))
+		v := uint64(row[j].units)
+		if j == int(r.entry) {
+			v -= uint64(min(r.entryQ, row[j].units))
 		}
 		if j <= cur {
 			sums[0] += v
@@ -122,24 +165,65 @@ func (c *candidates) exactParts(id, cur int) (h uint64, curQ, prevQ uint32) {
 			sums[1] += v
 		}
 	}
-	return c.hash[id], uint32(min(sums[0], math.MaxUint32)), uint32(min(sums[1], math.MaxUint32))
+	return r.hash, uint32(min(sums[0], math.MaxUint32)), uint32(min(sums[1], math.MaxUint32))
 }
 
-// hit adds an access to entry id in slot s and reports whether it is the
-// entry's first access in the slot.
-func (c *candidates) hit(id, s int, q uint32, skBit uint32) (first bool) {
-	k := id*c.slots + s
-	first = c.events[k] == 0
-	u := c.units[k] + q
-	if u < q {
-		u = math.MaxUint32
+// second adds q quanta in second sec to entry id's ring when sec is not the
+// ring's newest second, folding the seconds it completes into their slots'
+// peaks.
+func (c *candidates) second(id int, sec int64, q uint32, sc *secClock) {
+	r := &c.rec[id]
+	rl := int(c.ringMask + 1)
+	ring := c.ring[id*rl : (id+1)*rl]
+	if ok := ringAdvance(ring, &r.sec, sec, c.ringMask, func(x int64, v uint32) { c.fold(id, x, v, sc) }); !ok {
+		// A late second still in the ring: complete, so fold it again.
+		p := &ring[sec&c.ringMask]
+		*p = satAdd(*p, q)
+		if sec < c.headSec[id] {
+			c.headSec[id] = sec
+		}
+		c.fold(id, sec, *p, sc)
+		return
 	}
-	c.total[id] += uint64(u - c.units[k])
-	c.units[k] = u
-	c.events[k]++
-	c.sk[k] |= skBit
-	c.down(int(c.heapPos[id]))
-	return first
+	ring[sec&c.ringMask] = q
+	if sec < c.headSec[id] {
+		c.headSec[id], c.headUnits[id] = sec, q
+	}
+}
+
+// fold records v quanta in second x, complete, as a candidate for the peak
+// of x's slot, and as the head's units when x is the entry's first second.
+func (c *candidates) fold(id int, x int64, v uint32, sc *secClock) {
+	if s := sc.slotOf(x); s >= 0 {
+		k := &c.cnt[id*c.slots+s]
+		k.peak = max(k.peak, v)
+	}
+	if x == c.headSec[id] {
+		c.headUnits[id] = v
+	}
+}
+
+// ringAdvance moves a per-second ring whose newest second is *newest to
+// sec, when sec is newer, or when it is older than the ring holds (then the
+// ring starts over at sec: one log read after another, each counted second
+// by second). It calls done for the seconds that complete and clears the
+// entries it reuses; it reports false, changing nothing, when sec is an
+// older second still in the ring.
+func ringAdvance[T uint32 | float64](ring []T, newest *int64, sec, mask int64, done func(int64, T)) bool {
+	old := *newest
+	if sec < old && sec > old-mask-1 {
+		return false
+	}
+	done(old, ring[old&mask])
+	if sec > old && sec-old <= mask {
+		for x := old + 1; x <= sec; x++ {
+			ring[x&mask] = 0
+		}
+	} else {
+		clear(ring)
+	}
+	*newest = sec
+	return true
 }
 
 // admit makes the key an entry, evicting the smallest when full. The
@@ -150,43 +234,48 @@ func (c *candidates) hit(id, s int, q uint32, skBit uint32) (first bool) {
 // after every slot the generation covered. Both stay flagged as estimates
 // until they expire, so the key never undercounts and Error bounds the
 // overcount. prevSlot < 0 means the previous generation has left the window.
-func (c *candidates) admit(h uint64, key string, s int, q uint32, skBit uint32, curEst, prevEst uint32, prevSlot int) {
+// Per-second counts start with this access: the estimates say nothing of
+// when the earlier traffic came.
+func (c *candidates) admit(h uint64, key string, s int, q, skBit, curEst, prevEst uint32, prevSlot int, sec int64) {
 	var id int
 	if c.full() {
 		id = int(c.heap[0])
 		c.unindex(id)
 	} else {
+		if c.n == len(c.rec) {
+			c.resize(min(2*len(c.rec), c.max))
+		}
 		id = c.n
 		c.n++
 		c.heap = append(c.heap, int32(id))
-		c.heapPos[id] = int32(len(c.heap) - 1)
+		c.rec[id].heapPos = int32(len(c.heap) - 1)
 	}
-	c.hash[id] = h
-	c.key[id] = strings.Clone(key)
-	c.estMask[id] = 0
-	row := c.units[id*c.slots : (id+1)*c.slots]
-	ev := c.events[id*c.slots : (id+1)*c.slots]
-	skr := c.sk[id*c.slots : (id+1)*c.slots]
+	r := &c.rec[id]
+	r.hash = h
+	r.key = strings.Clone(key)
+	r.estMask = 0
+	r.sec = sec
+	row := c.cnt[id*c.slots : (id+1)*c.slots]
 	clear(row)
-	clear(ev)
-	clear(skr)
+	rl := int(c.ringMask + 1)
+	ring := c.ring[id*rl : (id+1)*rl]
+	clear(ring)
+	ring[sec&c.ringMask] = q
+	c.headSec[id], c.headUnits[id] = sec, q
 	curEst = max(curEst, q)
-	row[s] = curEst
-	c.entryQ[id] = curEst - q
-	ev[s] = 1 + perAccess(curEst-q, q)
-	skr[s] = skBit
+	row[s] = slotCount{units: curEst, events: 1 + perAccess(curEst-q, q), sk: skBit}
+	r.entryQ = curEst - q
 	total := uint64(curEst)
 	if prevSlot >= 0 && prevSlot != s && prevEst > 0 {
-		row[prevSlot] = prevEst
-		ev[prevSlot] = perAccess(prevEst, q)
-		c.estMask[id] |= 1 << prevSlot
+		row[prevSlot] = slotCount{units: prevEst, events: perAccess(prevEst, q)}
+		r.estMask |= 1 << prevSlot
 		total += uint64(prevEst)
 	}
-	c.entry[id] = int8(s)
-	c.total[id] = total
+	r.entry = int8(s)
+	r.total = total
 	c.reindex(id)
-	c.up(int(c.heapPos[id]))
-	c.down(int(c.heapPos[id]))
+	c.up(int(r.heapPos))
+	c.down(int(r.heapPos))
 }
 
 // perAccess estimates the accesses behind u quanta as if each were of q.
@@ -200,35 +289,36 @@ func perAccess(u, q uint32) uint32 {
 // errorOf bounds the overcount of entry id.
 func (c *candidates) errorOf(id int) uint64 {
 	var e uint64
-	m := c.estMask[id]
+	r := &c.rec[id]
+	m := r.estMask
 	for m != 0 {
 		j := bits.TrailingZeros64(m)
 		m &= m - 1
-		e += uint64(c.units[id*c.slots+j])
+		e += uint64(c.cnt[id*c.slots+j].units)
 	}
-	if c.entry[id] >= 0 {
-		e += uint64(c.entryQ[id])
+	if r.entry >= 0 {
+		e += uint64(r.entryQ)
 	}
 	return e
 }
 
-// expire clears slot s of every entry and drops the entries left empty.
+// expire clears slot s of every entry, drops the entries left empty and
+// gives memory back when the set has shrunk to a quarter of its capacity.
 func (c *candidates) expire(s int) {
 	for id := 0; id < c.n; id++ {
-		k := id*c.slots + s
-		c.total[id] -= uint64(c.units[k])
-		c.units[k] = 0
-		c.events[k] = 0
-		c.sk[k] = 0
-		c.estMask[id] &^= 1 << s
-		if int(c.entry[id]) == s {
-			c.entry[id] = -1
-			c.entryQ[id] = 0
+		r := &c.rec[id]
+		k := &c.cnt[id*c.slots+s]
+		r.total -= uint64(k.units)
+		*k = slotCount{}
+		r.estMask &^= 1 << s
+		if int(r.entry) == s {
+			r.entry = -1
+			r.entryQ = 0
 		}
 	}
 	// Drop empty entries: move the last entry into the hole.
 	for id := 0; id < c.n; {
-		if c.total[id] != 0 || c.anyEvents(id) {
+		if c.rec[id].total != 0 || c.anyEvents(id) {
 			id++
 			continue
 		}
@@ -239,22 +329,25 @@ func (c *candidates) expire(s int) {
 			c.move(last, id)
 			c.reindex(id)
 		}
-		c.key[last] = ""
+		c.rec[last].key = ""
 		c.n--
 	}
 	c.heap = c.heap[:c.n]
 	for i := range c.heap {
 		c.heap[i] = int32(i)
-		c.heapPos[i] = int32(i)
+		c.rec[i].heapPos = int32(i)
 	}
 	for i := c.n/2 - 1; i >= 0; i-- {
 		c.down(i)
 	}
+	if len(c.rec) > minCapacity && 4*c.n <= len(c.rec) {
+		c.resize(max(minCapacity, len(c.rec)/2))
+	}
 }
 
 func (c *candidates) anyEvents(id int) bool {
-	for _, e := range c.events[id*c.slots : (id+1)*c.slots] {
-		if e != 0 {
+	for _, k := range c.cnt[id*c.slots : (id+1)*c.slots] {
+		if k.events != 0 {
 			return true
 		}
 	}
@@ -262,41 +355,38 @@ func (c *candidates) anyEvents(id int) bool {
 }
 
 func (c *candidates) move(from, to int) {
-	c.hash[to] = c.hash[from]
-	c.key[to] = c.key[from]
-	c.total[to] = c.total[from]
-	c.estMask[to] = c.estMask[from]
-	c.entryQ[to] = c.entryQ[from]
-	c.entry[to] = c.entry[from]
-	copy(c.units[to*c.slots:(to+1)*c.slots], c.units[from*c.slots:(from+1)*c.slots])
-	copy(c.events[to*c.slots:(to+1)*c.slots], c.events[from*c.slots:(from+1)*c.slots])
-	copy(c.sk[to*c.slots:(to+1)*c.slots], c.sk[from*c.slots:(from+1)*c.slots])
+	c.rec[to] = c.rec[from]
+	copy(c.cnt[to*c.slots:(to+1)*c.slots], c.cnt[from*c.slots:(from+1)*c.slots])
+	rl := int(c.ringMask + 1)
+	copy(c.ring[to*rl:(to+1)*rl], c.ring[from*rl:(from+1)*rl])
+	c.headSec[to], c.headUnits[to] = c.headSec[from], c.headUnits[from]
 }
 
 func (c *candidates) reindex(id int) {
-	i := c.hash[id] & c.imask
-	for c.index[i].id != 0 {
+	h := c.rec[id].hash
+	i := h & c.imask
+	for c.index[i] != 0 {
 		i = (i + 1) & c.imask
 	}
-	c.index[i] = indexSlot{hash: c.hash[id], id: int32(id + 1)}
+	c.index[i] = h&^0xffffffff | uint64(id+1)
 }
 
 // unindex removes entry id from the index with backward-shift deletion.
 func (c *candidates) unindex(id int) {
-	i := c.hash[id] & c.imask
-	for c.index[i].id != int32(id+1) {
+	i := c.rec[id].hash & c.imask
+	for uint32(c.index[i]) != uint32(id+1) {
 		i = (i + 1) & c.imask
 	}
 	for {
-		c.index[i] = indexSlot{}
+		c.index[i] = 0
 		j := i
 		for {
 			j = (j + 1) & c.imask
 			v := c.index[j]
-			if v.id == 0 {
+			if v == 0 {
 				return
 			}
-			home := v.hash & c.imask
+			home := c.rec[uint32(v)-1].hash & c.imask
 			// Move v back to i unless its home lies cyclically in (i, j].
 			if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
 				c.index[i] = v
@@ -307,12 +397,12 @@ func (c *candidates) unindex(id int) {
 	}
 }
 
-func (c *candidates) less(a, b int32) bool { return c.total[a] < c.total[b] }
+func (c *candidates) less(a, b int32) bool { return c.rec[a].total < c.rec[b].total }
 
 func (c *candidates) swap(i, j int) {
 	c.heap[i], c.heap[j] = c.heap[j], c.heap[i]
-	c.heapPos[c.heap[i]] = int32(i)
-	c.heapPos[c.heap[j]] = int32(j)
+	c.rec[c.heap[i]].heapPos = int32(i)
+	c.rec[c.heap[j]].heapPos = int32(j)
 }
 
 func (c *candidates) up(i int) {
@@ -352,24 +442,49 @@ type keyStat struct {
 	err      uint64
 	events   uint64
 	sortKeys uint64
+	peak     uint64 // quanta in the busiest second of the window
+	recent   uint64 // quanta in the recent span
+	last     uint64 // quanta in the last complete second
 }
 
-// collect copies every entry out.
-func (c *candidates) collect(dst []keyStat) []keyStat {
-	for id := 0; id < c.n; id++ {
-		var ev uint64
-		var sk uint32
-		for j := 0; j < c.slots; j++ {
-			ev += uint64(c.events[id*c.slots+j])
-			sk |= c.sk[id*c.slots+j]
+// collect copies out the entries that can be among the tracked heaviest:
+// the entries ranked by units (heaviest first, ties by key), cut to
+// tracked, with their details. Ranking 16-byte records and filling in only
+// those reported keeps a snapshot cheap. sw says which seconds count.
+func (c *candidates) collect(dst []keyStat, sw *secWindow, tracked int) []keyStat {
+	rank := make([]int32, c.n)
+	for id := range rank {
+		rank[id] = int32(id)
+	}
+	slices.SortFunc(rank, func(a, b int32) int {
+		x, y := &c.rec[a], &c.rec[b]
+		if x.total != y.total {
+			return cmp.Compare(y.total, x.total)
 		}
-		dst = append(dst, keyStat{
-			key:      c.key[id],
-			units:    c.total[id],
-			err:      c.errorOf(id),
+		return strings.Compare(x.key, y.key)
+	})
+	rl := int(c.ringMask + 1)
+	for _, id := range rank[:min(len(rank), tracked)] {
+		var ev uint64
+		var sk, peak uint32
+		for _, k := range c.cnt[int(id)*c.slots : int(id+1)*c.slots] {
+			ev += uint64(k.events)
+			sk |= k.sk
+			peak = max(peak, k.peak)
+		}
+		r := &c.rec[id]
+		ks := keyStat{
+			key:      r.key,
+			units:    r.total,
+			err:      c.errorOf(int(id)),
 			events:   ev,
 			sortKeys: sortKeyEstimate(sk),
-		})
+		}
+		ring := c.ring[int(id)*rl : int(id+1)*rl]
+		p, recent, last := read(sw, ring, r.sec, c.ringMask)
+		ks.peak = uint64(max(peak, p))
+		ks.recent, ks.last = uint64(recent), uint64(last)
+		dst = append(dst, ks)
 	}
 	return dst
 }

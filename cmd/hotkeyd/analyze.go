@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,7 +15,8 @@ import (
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
-	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
+	"github.com/hotkeyd/hotkeyd/ingest/formats"
+	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
@@ -30,7 +26,7 @@ import (
 // stderr and the others are still reported; the exit status is then 1.
 func runAnalyze(f *flags, io stdio) int {
 	// The progress line and the reporter write stderr from two goroutines.
-	io.stderr = &lockedWriter{w: io.stderr}
+	io.stderr = input.NewSyncWriter(io.stderr)
 	cfg, err := loadConfig(f, false)
 	if err != nil {
 		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
@@ -55,22 +51,22 @@ func runAnalyze(f *flags, io stdio) int {
 	}
 
 	ctx := context.Background()
-	rep := newAnalyzeReporter(io.stderr)
-	state := &analyzeState{CloudTrail: cloudtrail.NewDecoder(schemas, analyzeLogger(f, io.stderr), rep)}
+	rep := input.NewTextReporter(io.stderr)
+	inputs := formats.New(formats.Config{Schemas: schemas, Fields: jsonlFields(cfg), Log: analyzeLogger(f, io.stderr), Reporter: rep})
 	status := 0
 	for _, name := range f.files {
-		if err := analyzeFile(ctx, name, io, state, schemas, jsonlFields(cfg), store, rep); err != nil {
-			fmt.Fprintf(io.stderr, "hotkeyd: %s: %v\n", name, err)
+		if err := inputs.ReadFile(ctx, name, io.stdin, store, io.stderr); err != nil {
+			fmt.Fprintf(io.stderr, "hotkeyd: %s: %v\n", name, bareError(err))
 			status = 1
 		}
 	}
-	rep.summary()
+	rep.Summary()
 
 	settings := cfg.detectSettings()
 	settings.Top = f.top
 	report := detect.Evaluate(store.Snapshot(), settings)
-	report.Rejected = rep.rejected.Load()
-	report.Notes = state.notes()
+	report.Rejected = rep.Rejected()
+	report.Notes = inputs.Notes()
 	if masker, err := export.NewKeyMasker(cfg.Keys, cfg.KeyHashSecret); err == nil {
 		report = masker.MaskReport(report)
 	}
@@ -88,38 +84,6 @@ func runAnalyze(f *flags, io stdio) int {
 		return 1
 	}
 	return status
-}
-
-// analyzeFile reads one input whole into sink.
-func analyzeFile(ctx context.Context, name string, io stdio, state *analyzeState, schemas map[string]ingest.KeySchema, fields jsonl.Fields, sink ingest.Sink, rep ingest.Reporter) error {
-	var raw countingReader
-	if name == "-" {
-		raw.r = io.stdin
-	} else {
-		fh, err := os.Open(name)
-		if err != nil {
-			return bareError(err)
-		}
-		defer fh.Close()
-		if st, err := fh.Stat(); err == nil && st.IsDir() {
-			return errors.New("is a directory")
-		}
-		raw.r = fh
-	}
-	plain, closeFn, err := decompress(bufio.NewReaderSize(&raw, 1<<16))
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	in := analyzeInput{Name: name, R: bufio.NewReaderSize(plain, 1<<20), Schemas: schemas, Fields: fields, State: state}
-	_, decode, err := detectFormat(in)
-	if err != nil {
-		return err
-	}
-	counted := &countingSink{next: sink}
-	stop := startProgress(io.stderr, name, &raw.n, &counted.n, progressEvery)
-	defer stop()
-	return bareError(decode(ctx, in, counted, rep))
 }
 
 // bareError drops the file name an *fs.PathError repeats: analyze prints
@@ -159,101 +123,6 @@ func keySchemas(tables map[string]ingest.KeySchema, flags []string) (map[string]
 		out[table] = ingest.KeySchema{PartitionKey: pk, SortKey: sk}
 	}
 	return out, nil
-}
-
-// countingReader counts the bytes read through it, for the progress line.
-type countingReader struct {
-	r io.Reader
-	n atomic.Int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
-
-// countingSink counts the Events passed through it, for the progress line.
-type countingSink struct {
-	next ingest.Sink
-	n    atomic.Int64
-}
-
-func (c *countingSink) Put(ctx context.Context, batch []ingest.Event) error {
-	c.n.Add(int64(len(batch)))
-	return c.next.Put(ctx, batch)
-}
-
-// analyzeReporter counts rejected input for the report's rejected field and
-// prints the first few reasons on stderr, so a person sees why lines were
-// skipped without the terminal flooding.
-type analyzeReporter struct {
-	w        io.Writer
-	rejected atomic.Uint64
-
-	mu      sync.Mutex
-	printed int
-	reasons map[string]uint64
-}
-
-// maxRejectLines is how many rejected records analyze describes on stderr;
-// the rest are only counted and summed up per reason at the end.
-const maxRejectLines = 5
-
-func newAnalyzeReporter(w io.Writer) *analyzeReporter {
-	return &analyzeReporter{w: w, reasons: map[string]uint64{}}
-}
-
-// Reject implements ingest.Reporter.
-func (r *analyzeReporter) Reject(source, reason string, err error) {
-	r.rejected.Add(1)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reasons[reason]++
-	if r.printed < maxRejectLines {
-		r.printed++
-		fmt.Fprintf(r.w, "hotkeyd: skipped (%s): %v\n", reason, err)
-	}
-}
-
-// Error implements ingest.Reporter.
-func (r *analyzeReporter) Error(source, reason string, err error) {
-	fmt.Fprintf(r.w, "hotkeyd: %s: %s: %v\n", source, reason, err)
-}
-
-// summary prints the rejected records per reason when some were not
-// described one by one.
-func (r *analyzeReporter) summary() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := r.rejected.Load()
-	if n <= uint64(r.printed) {
-		return
-	}
-	reasons := make([]string, 0, len(r.reasons))
-	for reason, c := range r.reasons {
-		reasons = append(reasons, fmt.Sprintf("%s %d", reason, c))
-	}
-	sort.Strings(reasons)
-	fmt.Fprintf(r.w, "hotkeyd: skipped %d records in all: %s\n", n, strings.Join(reasons, ", "))
-}
-
-// Check the seams at compile time.
-var (
-	_ ingest.Reporter = (*analyzeReporter)(nil)
-	_ ingest.Sink     = (*countingSink)(nil)
-)
-
-// lockedWriter serialises writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // analyzeLogger is the logger of analyze's readers, on stderr in the

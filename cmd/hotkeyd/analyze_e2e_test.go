@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/ingest/input"
 )
 
 // workload is a generated JSON-lines file and the exact truth about it.
@@ -323,8 +324,8 @@ func TestAnalyzeTextReport(t *testing.T) {
 		}
 	}
 	// The skipped lines are explained on stderr, a bounded number of them.
-	if n := strings.Count(errOut, "hotkeyd: skipped ("); n != maxRejectLines {
-		t.Errorf("%d skipped lines described on stderr, want %d:\n%s", n, maxRejectLines, errOut)
+	if n := strings.Count(errOut, "hotkeyd: skipped ("); n != input.MaxRejectLines {
+		t.Errorf("%d skipped lines described on stderr, want %d:\n%s", n, input.MaxRejectLines, errOut)
 	}
 	if !strings.Contains(errOut, fmt.Sprintf("skipped %d records in all", w.rejected)) {
 		t.Errorf("no summary of the %d skipped lines:\n%s", w.rejected, errOut)

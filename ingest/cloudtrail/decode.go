@@ -12,19 +12,18 @@
 package cloudtrail
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 
-	"github.com/klauspost/compress/flate"
-	"github.com/klauspost/compress/gzip"
 	"github.com/valyala/fastjson"
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/input"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
 )
 
 // SourceName is the source label of every Event this package produces.
@@ -117,42 +116,35 @@ func Decode(ctx context.Context, r io.Reader, name string, schemas map[string]in
 	return NewDecoder(schemas, nil, rep).Decode(ctx, r, name, sink)
 }
 
-// Decode reads r to its end and hands its Events to sink. r may be gzip
-// compressed and may hold {"Records":[...]} objects, EventBridge envelopes
-// or bare events, one after the other (one per line or pretty-printed), or
-// a JSON array of them. name identifies the input in messages.
+// Decode reads r to its end and hands its Events to sink. r may be
+// compressed (gzip, zstd, xz: package input) and may hold
+// {"Records":[...]} objects, EventBridge envelopes or bare events, one
+// after the other (one per line or pretty-printed), or a JSON array of
+// them. name identifies the input in messages.
 //
 // Bad records, a truncated or corrupt file, are reported to the Reporter
 // and counted in Stats.Rejected; what could be read is kept. The error is
 // non-nil only when r itself fails, ctx is done or sink refuses a batch.
 func (d *Decoder) Decode(ctx context.Context, r io.Reader, name string, sink ingest.Sink) (Stats, error) {
-	in := &trackReader{r: r}
 	st := &stream{d: d, ctx: ctx, sink: sink, name: name}
 	st.stats.UnitsPerItem = true
-	err := st.decode(in)
+	err := st.decode(r)
 	if ferr := st.flush(); err == nil {
 		err = ferr
 	}
-	if err != nil && in.err != nil && errors.Is(err, in.err) {
-		err = fmt.Errorf("read %s: %w", name, err)
+	var re *readError
+	if errors.As(err, &re) {
+		err = fmt.Errorf("read %s: %w", name, re.err)
 	}
 	return st.stats, err
 }
 
-// trackReader remembers the error of the underlying reader, to tell a
-// failing file (an error to return) from a corrupt one (a rejection).
-type trackReader struct {
-	r   io.Reader
-	err error
-}
+// readError is a failure of the reader Decode was given, told apart from
+// a bad file (a rejection) and from a sink's refusal.
+type readError struct{ err error }
 
-func (t *trackReader) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	if err != nil && err != io.EOF {
-		t.err = err
-	}
-	return n, err
-}
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
 
 // stream is the state of one Decode call.
 type stream struct {
@@ -175,62 +167,56 @@ type stream struct {
 	stopped bool
 }
 
-func (st *stream) decode(in *trackReader) error {
-	var r io.Reader = in
-	peek := make([]byte, 2)
-	n, _ := io.ReadFull(in, peek)
-	r = io.MultiReader(bytes.NewReader(peek[:n]), in)
-	if n == 2 && peek[0] == 0x1f && peek[1] == 0x8b {
-		zr, err := gzip.NewReader(r)
-		if err != nil {
-			if in.err != nil {
-				return in.err
-			}
-			st.rejectFile(fmt.Errorf("gzip header: %w", err))
+func (st *stream) decode(in io.Reader) error {
+	r, err := input.Decompress(in)
+	if err != nil {
+		var ce *input.CorruptError
+		if errors.As(err, &ce) {
+			st.rejectFile(err)
 			return nil
 		}
-		defer zr.Close()
-		r = zr
+		return &readError{err}
 	}
-	sc := newScanner(r, st.d.maxRecord)
+	defer r.Close()
+	sc := jsonscan.NewReader(r, st.d.maxRecord)
 	for st.err == nil {
-		c, err := sc.peekByte()
+		c, err := sc.PeekByte()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
-			return st.readError(in, err)
+			return st.failed(err)
 		}
 		switch c {
 		case '{':
-			if n := sc.recordsPrefix(); n > 0 {
-				sc.r.Discard(n)
-				if err := st.array(sc, in, false); err != nil {
+			if n := recordsPrefix(sc); n > 0 {
+				sc.Discard(n)
+				if err := st.array(sc, false); err != nil {
 					return err
 				}
 				if st.stopped {
 					return st.err
 				}
-				if err := sc.skipRest(); err != nil {
-					if errors.Is(err, errTruncated) || errors.Is(err, errBroken) || errors.Is(err, errTooLong) {
+				if err := sc.SkipRest(); err != nil {
+					if errors.Is(err, jsonscan.ErrTruncated) || errors.Is(err, jsonscan.ErrBroken) || errors.Is(err, jsonscan.ErrTooLong) {
 						st.rejectFile(fmt.Errorf("after Records: %w", err))
 						return nil
 					}
-					return st.readError(in, err)
+					return st.failed(err)
 				}
 				continue
 			}
-			if err := st.element(sc, in, true); err != nil {
+			if err := st.element(sc, true); err != nil {
 				return err
 			}
 		case '[':
-			sc.r.Discard(1)
-			if err := st.array(sc, in, true); err != nil {
+			sc.Discard(1)
+			if err := st.array(sc, true); err != nil {
 				return err
 			}
 		default:
 			st.reject(ingest.ReasonBadJSON, errors.New("not a JSON object or array"))
-			sc.skipLine()
+			sc.SkipLine()
 		}
 		if st.stopped {
 			return st.err
@@ -239,75 +225,66 @@ func (st *stream) decode(in *trackReader) error {
 	return st.err
 }
 
-// readError turns a read error into the Decode result: the reader's own
-// errors are returned, decompression errors (a truncated or corrupt .gz)
-// reject the file.
-func (st *stream) readError(in *trackReader, err error) error {
-	if in.err != nil {
-		return in.err
-	}
-	var ce flate.CorruptInputError
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.As(err, &ce) {
-		st.rejectFile(fmt.Errorf("truncated or corrupt gzip: %w", err))
-		st.stopped = true
-		return nil
-	}
-	if errors.Is(err, errTruncated) {
+// failed turns an error reading the input into the Decode result: a
+// truncated input, or compressed content that cannot be decompressed (a
+// truncated or corrupt .gz), rejects the file; the reader's own errors are
+// returned.
+func (st *stream) failed(err error) error {
+	var ce *input.CorruptError
+	if errors.As(err, &ce) || errors.Is(err, jsonscan.ErrTruncated) {
 		st.rejectFile(err)
 		st.stopped = true
 		return nil
 	}
-	st.rejectFile(err)
-	st.stopped = true
-	return nil
+	return &readError{err}
 }
 
 // array reads the elements of an array whose '[' was consumed: records of
 // a Records list (top false) or top-level elements (envelopes, events).
-func (st *stream) array(sc *scanner, in *trackReader, top bool) error {
+func (st *stream) array(sc *jsonscan.Reader, top bool) error {
 	for st.err == nil {
-		c, err := sc.peekByte()
+		c, err := sc.PeekByte()
 		if err != nil {
 			if err == io.EOF {
-				st.rejectFile(errTruncated)
+				st.rejectFile(jsonscan.ErrTruncated)
 				st.stopped = true
 				return nil
 			}
-			return st.readError(in, err)
+			return st.failed(err)
 		}
 		if c == ']' {
-			sc.r.Discard(1)
+			sc.Discard(1)
 			return nil
 		}
 		if c == '{' {
-			if err := st.element(sc, in, top); err != nil || st.stopped {
+			if err := st.element(sc, top); err != nil || st.stopped {
 				return err
 			}
 		} else {
 			// Not an object: reject the element and skip past it.
 			st.reject(ingest.ReasonBadRecord, errors.New("record is not a JSON object"))
 			if c == '[' {
-				if _, err := sc.value(); err != nil && !errors.Is(err, errTooLong) && !errors.Is(err, errBroken) {
-					return st.readError(in, err)
+				if _, err := sc.Value(); err != nil && !errors.Is(err, jsonscan.ErrTooLong) && !errors.Is(err, jsonscan.ErrBroken) {
+					return st.failed(err)
 				}
-			} else if err := skipScalar(sc); err != nil {
-				return st.readError(in, err)
+			} else if err := sc.SkipScalar(); err != nil {
+				return st.failed(err)
 			}
 		}
-		c, err = sc.peekByte()
+		c, err = sc.PeekByte()
 		if err != nil {
 			if err == io.EOF {
-				st.rejectFile(errTruncated)
+				st.rejectFile(jsonscan.ErrTruncated)
 				st.stopped = true
 				return nil
 			}
-			return st.readError(in, err)
+			return st.failed(err)
 		}
 		switch c {
 		case ',':
-			sc.r.Discard(1)
+			sc.Discard(1)
 		case ']':
-			sc.r.Discard(1)
+			sc.Discard(1)
 			return nil
 		default:
 			st.rejectFile(fmt.Errorf("expected , or ] between records, found %q", c))
@@ -318,54 +295,21 @@ func (st *stream) array(sc *scanner, in *trackReader, top bool) error {
 	return st.err
 }
 
-// skipScalar skips a string, number or literal up to the next ',' ']' or
-// white space.
-func skipScalar(sc *scanner) error {
-	inStr, esc := false, false
-	for {
-		b, err := sc.r.Peek(1)
-		if len(b) == 0 {
-			if err == nil {
-				err = io.EOF
-			}
-			if err == io.EOF {
-				return nil
-			}
-			return err
-		}
-		c := b[0]
-		switch {
-		case inStr && esc:
-			esc = false
-		case inStr && c == '\\':
-			esc = true
-		case inStr && c == '"':
-			inStr = false
-		case inStr:
-		case c == '"':
-			inStr = true
-		case c == ',' || c == ']' || c == '}' || isSpace(c):
-			return nil
-		}
-		sc.r.Discard(1)
-	}
-}
-
 // element reads one object and handles it: a record, or at the top level an
 // envelope, a bare event or a Records object.
-func (st *stream) element(sc *scanner, in *trackReader, top bool) error {
+func (st *stream) element(sc *jsonscan.Reader, top bool) error {
 	st.n++
-	raw, err := sc.value()
+	raw, err := sc.Value()
 	switch {
 	case err == nil:
-	case errors.Is(err, errTooLong):
+	case errors.Is(err, jsonscan.ErrTooLong):
 		st.reject(ingest.ReasonTooLong, fmt.Errorf("record over %d bytes", st.d.maxRecord))
 		return nil
-	case errors.Is(err, errBroken):
+	case errors.Is(err, jsonscan.ErrBroken):
 		st.reject(ingest.ReasonBadJSON, err)
 		return nil
 	default:
-		return st.readError(in, err)
+		return st.failed(err)
 	}
 	v, err := st.p.ParseBytes(raw)
 	if err != nil {
@@ -462,4 +406,21 @@ func (st *stream) reject(reason string, err error) {
 func (st *stream) rejectFile(err error) {
 	st.stats.Rejected++
 	st.d.rep.Reject(SourceName, ingest.ReasonBadFile, fmt.Errorf("%s: %w", st.name, err))
+}
+
+// recordsPrefix matches `{ "Records" : [` with any white space at the
+// reader's position and returns its length, or 0. Only the first bytes are
+// looked at: AWS writes the Records key first, and any other layout falls
+// back to reading the object whole.
+func recordsPrefix(sc *jsonscan.Reader) int {
+	b := sc.Peek(256)
+	i := 0
+	for _, lit := range []string{"{", `"Records"`, ":", "["} {
+		i = jsonscan.Space(b, i)
+		if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+			return 0
+		}
+		i += len(lit)
+	}
+	return i
 }

@@ -2,30 +2,29 @@ package cloudtrail
 
 import (
 	"bytes"
+	"errors"
 	"io"
 
-	"github.com/klauspost/compress/gzip"
+	"github.com/hotkeyd/hotkeyd/ingest/input"
 )
 
 // Sniff reports whether head, the first bytes of an input (a few KiB),
 // looks like CloudTrail: a {"Records":[ file, an EventBridge envelope
 // ("detail-type"), a bare event ("eventVersion", "eventSource"), or an
-// array of those. Gzip input is looked into; a gzip prefix too short to
-// tell counts as CloudTrail, the format CloudTrail delivers.
+// array of those. Compressed input is looked into (package input); a
+// compressed prefix too short to tell counts as CloudTrail, whose files are
+// delivered gzipped.
 func Sniff(head []byte) bool {
-	if len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(head))
-		if err != nil {
-			return len(head) < 18 // a header cut short
-		}
-		buf := make([]byte, 8<<10)
-		n, _ := io.ReadFull(zr, buf)
-		if n == 0 {
-			return true
-		}
-		return sniffText(buf[:n], n < len(buf))
+	plain, codec, err := input.DecompressHead(head, 8<<10)
+	switch {
+	case codec == "":
+		return sniffText(head, false)
+	case err != nil:
+		return errors.Is(err, io.ErrUnexpectedEOF) // a header cut short
+	case len(plain) == 0:
+		return true
 	}
-	return sniffText(head, false)
+	return sniffText(plain, len(plain) < 8<<10)
 }
 
 var (

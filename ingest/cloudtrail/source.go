@@ -4,20 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/follow"
 )
 
 // Config configures a Source.
 type Config struct {
 	// Paths are files or glob patterns ("**" matches any number of
-	// folders), e.g. "/var/log/cloudtrail/**/*.json.gz".
+	// folders; see follow.Validate), e.g. "/var/log/cloudtrail/**/*.json.gz".
 	Paths []string
 	// CheckpointDir is where the list of files already read is kept
 	// (StateFile), so that a restart does not count them again. Empty keeps
@@ -41,30 +43,28 @@ type Config struct {
 // polling delay are nothing.
 const DefaultPollInterval = 5 * time.Second
 
-// settleTime is how old a file's modification time must be for it to be
-// read at first sight; a younger file is read once two listings found it
-// unchanged, so a file still being written is not read half-way.
-const settleTime = 2 * time.Second
-
 // Source follows a CloudTrail delivery folder: it reads every file the
-// paths match, then new files as they appear, and remembers the files read
-// in CheckpointDir. It implements ingest.Source and ingest.Readier.
+// paths match (package follow), then new files as they appear, and
+// remembers the files read in CheckpointDir. It implements ingest.Source
+// and ingest.Readier.
 type Source struct {
-	cfg Config
-	log *zap.Logger
-	rep ingest.Reporter
-	dec *Decoder
-	now func() time.Time
+	cfg    Config
+	log    *zap.Logger
+	rep    ingest.Reporter
+	dec    *Decoder
+	now    func() time.Time
+	follow *follow.Follower
 
 	mu    sync.Mutex
 	stats Stats
 	files uint64
-	ready error
+	saved error // the last error saving the state
 
 	// Owned by Run.
+	sink     ingest.Sink
 	done     map[string]fileState
-	pending  map[string]fileState
-	failed   map[string]bool
+	changed  bool
+	skipped  int // files older than MaxAge, in this poll
 	lastSave time.Time
 }
 
@@ -74,13 +74,8 @@ func New(cfg Config, log *zap.Logger, rep ingest.Reporter) (*Source, error) {
 	if len(cfg.Paths) == 0 {
 		return nil, errors.New("cloudtrail: no paths")
 	}
-	for _, p := range cfg.Paths {
-		if p == "-" {
-			return nil, errors.New("cloudtrail: stdin is not a delivery folder; use hotkeyd analyze")
-		}
-		if err := validatePattern(p); err != nil {
-			return nil, fmt.Errorf("cloudtrail: path %q: %w", p, err)
-		}
+	if slices.Contains(cfg.Paths, "-") {
+		return nil, errors.New("cloudtrail: stdin is not a delivery folder; use hotkeyd analyze")
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -96,27 +91,41 @@ func New(cfg Config, log *zap.Logger, rep ingest.Reporter) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cloudtrail: %w", err)
 	}
-	return &Source{
-		cfg:     cfg,
-		log:     log,
-		rep:     rep,
-		dec:     NewDecoder(cfg.Tables, log, rep),
-		now:     time.Now,
-		done:    done,
-		pending: map[string]fileState{},
-		failed:  map[string]bool{},
-	}, nil
+	s := &Source{
+		cfg:  cfg,
+		log:  log,
+		rep:  rep,
+		dec:  NewDecoder(cfg.Tables, log, rep),
+		now:  time.Now,
+		done: done,
+	}
+	// CloudTrail never appends to a file it delivered: every file is read
+	// whole, once it has settled.
+	s.follow, err = follow.New(follow.Config{
+		Paths:    cfg.Paths,
+		Poll:     cfg.PollInterval,
+		Whole:    true,
+		Source:   SourceName,
+		Reporter: rep,
+		Log:      log,
+		Now:      func() time.Time { return s.now() },
+	}, (*deliveries)(s))
+	if err != nil {
+		return nil, fmt.Errorf("cloudtrail: %w", err)
+	}
+	return s, nil
 }
 
 // Name returns "cloudtrail".
 func (s *Source) Name() string { return SourceName }
 
-// Ready returns nil while the paths can be listed and the state saved, or
-// the last error doing so.
+// Ready returns nil while the paths can be listed, the files matched read
+// and the state saved, or what is wrong.
 func (s *Source) Ready() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ready
+	saved := s.saved
+	s.mu.Unlock()
+	return errors.Join(s.follow.Ready(), saved)
 }
 
 // Stats returns the counts of everything read so far.
@@ -132,153 +141,84 @@ func (s *Source) Stats() Stats {
 func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
 	s.log.Info("following CloudTrail files", zap.Strings("paths", s.cfg.Paths),
 		zap.String("checkpoint_dir", s.cfg.CheckpointDir), zap.Int("files_read_before", len(s.done)))
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		if err := s.scan(ctx, sink); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		t.Reset(s.cfg.PollInterval)
-	}
+	s.sink = sink
+	return s.follow.Run(ctx)
 }
 
-type found struct {
-	path string
-	st   fileState
+// deliveries is the Source as the follow.Handler of its files.
+type deliveries Source
+
+// Open implements follow.Handler: a file is read unless the state lists
+// it as read, or it is older than MaxAge when first seen (then it is
+// recorded as read without being read).
+func (h *deliveries) Open(f follow.File) follow.Consumer {
+	s := (*Source)(h)
+	if _, done := s.done[f.Path]; done {
+		return nil
+	}
+	if s.cfg.MaxAge > 0 && s.now().Sub(f.ModTime) > s.cfg.MaxAge {
+		s.markDone(f)
+		s.skipped++
+		return nil
+	}
+	return &delivery{s: s, f: f}
 }
 
-// scan lists the paths and reads the files not read yet.
-func (s *Source) scan(ctx context.Context, sink ingest.Sink) error {
-	var listErr error
-	seen := map[string]bool{}
-	var files []found
-	for _, p := range s.cfg.Paths {
-		paths, err := expand(p)
-		if err != nil {
-			listErr = fmt.Errorf("list %q: %w", p, err)
-			s.rep.Error(SourceName, "list", listErr)
-		}
-		for _, path := range paths {
-			if seen[path] {
-				continue
-			}
-			seen[path] = true
-			fi, err := os.Stat(path)
-			if err != nil {
-				continue
-			}
-			files = append(files, found{path, fileState{Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}})
-		}
+// Polled implements follow.Handler: the files that are gone are
+// forgotten, so that the state does not grow forever, and the state is
+// saved if it changed.
+func (h *deliveries) Polled(files []follow.File) {
+	s := (*Source)(h)
+	if s.skipped > 0 {
+		s.log.Info("skipped files older than max_age", zap.Int("files", s.skipped), zap.Duration("max_age", s.cfg.MaxAge))
+		s.skipped = 0
 	}
-	// Oldest first, so traffic arrives in about the order it happened.
-	sort.Slice(files, func(i, j int) bool {
-		if files[i].st.ModTime != files[j].st.ModTime {
-			return files[i].st.ModTime < files[j].st.ModTime
-		}
-		return files[i].path < files[j].path
-	})
-	now := s.now()
-	var saveErr error
-	changed, skipped := false, 0
+	seen := make(map[string]bool, len(files))
 	for _, f := range files {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if _, done := s.done[f.path]; done {
-			continue
-		}
-		mtime := time.Unix(0, f.st.ModTime)
-		if s.cfg.MaxAge > 0 && now.Sub(mtime) > s.cfg.MaxAge {
-			s.done[f.path] = f.st
-			changed = true
-			skipped++
-			continue
-		}
-		if now.Sub(mtime) < settleTime {
-			if prev, ok := s.pending[f.path]; !ok || prev != f.st {
-				s.pending[f.path] = f.st
-				continue
-			}
-		}
-		delete(s.pending, f.path)
-		if err := s.read(ctx, sink, f); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if !errors.Is(err, errUnreadable) {
-				return err
-			}
-			continue
-		}
-		s.done[f.path] = f.st
-		changed = true
-		// Save after each file, at most once a second: a first start on a
-		// folder of thousands of files must not rewrite the state for each.
-		if now := time.Now(); now.Sub(s.lastSave) >= time.Second {
-			s.lastSave = now
-			changed = false
-			if err := saveState(s.cfg.CheckpointDir, s.done); err != nil {
-				saveErr = err
-			}
-		}
+		seen[f.Path] = true
 	}
-	if skipped > 0 {
-		s.log.Info("skipped files older than max_age", zap.Int("files", skipped), zap.Duration("max_age", s.cfg.MaxAge))
-	}
-	// Forget the files that are gone, so the state does not grow forever.
 	for path := range s.done {
 		if !seen[path] {
 			if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 				delete(s.done, path)
-				changed = true
+				s.changed = true
 			}
 		}
 	}
-	for path := range s.pending {
-		if !seen[path] {
-			delete(s.pending, path)
-		}
+	if s.changed {
+		s.save()
 	}
-	if changed {
-		s.lastSave = time.Now()
-		if err := saveState(s.cfg.CheckpointDir, s.done); err != nil {
-			saveErr = err
-		}
-	}
-	if saveErr != nil {
-		s.rep.Error(SourceName, "checkpoint", saveErr)
-	}
-	s.mu.Lock()
-	s.ready = errors.Join(listErr, saveErr)
-	s.mu.Unlock()
-	return nil
 }
 
-// errUnreadable marks a file that could not be opened or read; it is tried
-// again at the next listing.
-var errUnreadable = errors.New("unreadable file")
+// markDone records a file as read.
+func (s *Source) markDone(f follow.File) {
+	s.done[f.Path] = fileState{Size: f.Size, ModTime: f.ModTime.UnixNano()}
+	s.changed = true
+}
 
-// read decodes one file into sink.
-func (s *Source) read(ctx context.Context, sink ingest.Sink, f found) error {
-	fh, err := os.Open(f.path)
+// save writes the state file and keeps the outcome for Ready.
+func (s *Source) save() {
+	s.lastSave = time.Now()
+	s.changed = false
+	err := saveState(s.cfg.CheckpointDir, s.done)
 	if err != nil {
-		if !s.failed[f.path] {
-			s.failed[f.path] = true
-			s.rep.Error(SourceName, "open", fmt.Errorf("open %q: %w", f.path, err))
-		}
-		return errUnreadable
+		s.rep.Error(SourceName, "checkpoint", err)
 	}
-	defer fh.Close()
-	delete(s.failed, f.path)
-	st, err := s.dec.Decode(ctx, fh, f.path, sink)
+	s.mu.Lock()
+	s.saved = err
+	s.mu.Unlock()
+}
+
+// delivery decodes one file.
+type delivery struct {
+	s *Source
+	f follow.File
+}
+
+// Read decodes the whole file into the sink.
+func (d *delivery) Read(ctx context.Context, r io.Reader) error {
+	s := d.s
+	st, err := s.dec.Decode(ctx, r, d.f.Path, s.sink)
 	s.mu.Lock()
 	s.stats.Add(st)
 	if err == nil {
@@ -298,7 +238,21 @@ func (s *Source) read(ctx context.Context, sink ingest.Sink, f found) error {
 		s.rep.Error(SourceName, "read", err)
 		return nil
 	}
-	s.log.Debug("read file", zap.String("file", f.path), zap.Uint64("events", st.Events),
+	s.log.Debug("read file", zap.String("file", d.f.Path), zap.Uint64("events", st.Events),
 		zap.Uint64("throttled", st.Throttled), zap.Uint64("rejected", st.Rejected))
+	return nil
+}
+
+// Reset is not called: a delivered file is read in one piece.
+func (d *delivery) Reset() {}
+
+// Close records the file as read, and saves the state at most once a
+// second: a first start on a folder of thousands of files must not rewrite
+// it for each.
+func (d *delivery) Close(context.Context) error {
+	d.s.markDone(d.f)
+	if time.Since(d.s.lastSave) >= time.Second {
+		d.s.save()
+	}
 	return nil
 }

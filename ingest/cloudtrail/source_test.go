@@ -13,6 +13,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
@@ -246,37 +249,42 @@ func TestNewRejects(t *testing.T) {
 	}
 }
 
-func TestExpand(t *testing.T) {
+var _ sync.Locker = (*sync.Mutex)(nil)
+
+// TestSourceFollowsSymbolicLinks reads a delivery folder holding symbolic
+// links: one to a file elsewhere under the "**" pattern is read like a
+// file; a dangling one and a loop are said once and skipped.
+func TestSourceFollowsSymbolicLinks(t *testing.T) {
+	defer goleak.VerifyNone(t)
 	dir := t.TempDir()
-	for _, p := range []string{"a.json.gz", "x/b.json.gz", "x/y/c.json.gz", "x/y/c.json", "z/d.json.gz"} {
-		writeAtomic(t, filepath.Join(dir, p), nil)
+	elsewhere := filepath.Join(t.TempDir(), "synced.json")
+	writeAtomic(t, elsewhere, []byte(records(getItem("linked"))))
+	writeAtomic(t, filepath.Join(dir, "2026", "11", "f1.json"), []byte(records(getItem("plain"))))
+	for name, target := range map[string]string{"link.json": elsewhere, "dangling.json": "nowhere.json", "loop.json": "loop.json"} {
+		if err := os.Symlink(target, filepath.Join(dir, "2026", "11", name)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	cases := map[string]string{
-		"**/*.json.gz":     "a.json.gz x/b.json.gz x/y/c.json.gz z/d.json.gz",
-		"x/**/*.json.gz":   "x/b.json.gz x/y/c.json.gz",
-		"x/**/y/*":         "x/y/c.json x/y/c.json.gz",
-		"*/*.json.gz":      "x/b.json.gz z/d.json.gz",
-		"x/y/c.json":       "x/y/c.json",
-		"x/y/missing.json": "",
-		"nope/**/*.json":   "",
-		"**":               "a.json.gz x/b.json.gz x/y/c.json x/y/c.json.gz z/d.json.gz",
+	core, logs := observer.New(zapcore.InfoLevel)
+	col := &collector{}
+	src, err := New(Config{Paths: []string{filepath.Join(dir, "**", "*.json")}, PollInterval: 10 * time.Millisecond}, zap.New(core), col)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for pat, want := range cases {
-		got, err := expand(filepath.Join(dir, pat))
-		if err != nil {
-			t.Errorf("%s: %v", pat, err)
-			continue
-		}
-		var rel []string
-		for _, g := range got {
-			r, _ := filepath.Rel(dir, g)
-			rel = append(rel, filepath.ToSlash(r))
-		}
-		sort.Strings(rel)
-		if strings.Join(rel, " ") != want {
-			t.Errorf("%s: got %q, want %q", pat, rel, want)
-		}
+	r := &running{src: src, col: col, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- src.Run(ctx, col) }()
+	r.waitKeys(t, "linked plain")
+	time.Sleep(100 * time.Millisecond) // more polls: nothing is said twice
+	r.stop(t)
+	col.mu.Lock()
+	errs := strings.Join(col.errors, "\n")
+	col.mu.Unlock()
+	if strings.Count(errs, "loop.json") != 1 {
+		t.Errorf("source errors do not name the loop once:\n%s", errs)
+	}
+	if n := logs.FilterMessageSnippet("skipped").FilterFieldKey("path").Len(); n != 1 {
+		t.Errorf("the dangling link was logged %d times, want once", n)
 	}
 }
-
-var _ sync.Locker = (*sync.Mutex)(nil)

@@ -3,8 +3,10 @@
 // configurable with Fields) into ingest Events, from three places:
 //
 //   - ReadAll: a whole input (a file for hotkeyd analyze, stdin);
-//   - Source: files followed like tail -F (rotation by rename, copy and
-//     truncate, new files matching a glob), and stdin for "-";
+//   - Source: files followed like tail -F with package follow (rotation by
+//     rename, copy and truncate, new files matching a glob, "**" included;
+//     a rotated log's compressed archive read once, whole, without the
+//     lines already read), and stdin for "-";
 //   - Handler: POST /api/v1/events, an NDJSON body from an application.
 //
 // Every reader shares one Parser, a validating scanner over the flat shape

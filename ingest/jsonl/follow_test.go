@@ -1,6 +1,8 @@
 package jsonl
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -8,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -266,5 +269,167 @@ func TestFollowReadyReportsUnreadable(t *testing.T) {
 	h.settle()
 	if err := src.Ready(); err != nil {
 		t.Errorf("Ready() = %v after the directory went away", err)
+	}
+}
+
+// TestFollowSkipsSpecialFiles puts a named pipe and a symbolic link loop
+// among the files of a glob, and a symbolic link to a log elsewhere: the
+// pipe is never opened (it would block the reader for good), each is said
+// once, the link is followed, and the other files are read.
+func TestFollowSkipsSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.log"), 0o644); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	if err := os.Symlink("loop.log", filepath.Join(dir, "loop.log")); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := filepath.Join(t.TempDir(), "app.jsonl")
+	appendFile(t, elsewhere, "")
+	if err := os.Symlink(elsewhere, filepath.Join(dir, "linked.log")); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "access.log")
+	appendFile(t, log, "")
+	h := startFollow(t, dir, Config{Paths: []string{filepath.Join(dir, "*.log")}})
+	appendFile(t, log, lines("a"))
+	appendFile(t, elsewhere, lines("b"))
+	waitFor(t, func() bool { return h.sink.len() >= 2 })
+	h.settle()
+	got := h.pks()
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("keys %v, want a (the log) and b (through the link)", got)
+	}
+	errs := strings.Join(h.rec.errorsSeen(), "\n")
+	if strings.Count(errs, "pipe.log") != 1 || strings.Count(errs, "loop.log") != 1 || len(h.rec.errorsSeen()) != 2 {
+		t.Errorf("source errors %q, want the pipe and the loop, once each", errs)
+	}
+	if err := h.src.Ready(); err == nil || !strings.Contains(err.Error(), "pipe.log") {
+		t.Errorf("Ready() = %v, want it to name the pipe", err)
+	}
+}
+
+// TestFollowDoubleStar follows "**": files in folders at any depth,
+// folders that appear later included.
+func TestFollowDoubleStar(t *testing.T) {
+	dir := t.TempDir()
+	h := startFollow(t, dir, Config{Paths: []string{filepath.Join(dir, "**", "*.jsonl")}})
+	deep := filepath.Join(dir, "a", "b", "c")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, filepath.Join(dir, "top.jsonl"), lines("top"))
+	appendFile(t, filepath.Join(deep, "deep.jsonl"), lines("deep"))
+	waitFor(t, func() bool { return h.sink.len() >= 2 })
+	h.settle()
+	got := h.pks()
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"deep", "top"}) {
+		t.Errorf("keys %v, want deep and top", got)
+	}
+}
+
+// TestFollowRotatedArchive rotates a log the way logrotate does with
+// compress: renamed, a last line written to it, then compressed into an
+// archive the glob matches. Every line is counted once: none again from
+// the archive, whose content was read under the log's names.
+func TestFollowRotatedArchive(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "app.log")
+	appendFile(t, log, "")
+	h := startFollow(t, dir, Config{Paths: []string{filepath.Join(dir, "app.log*")}})
+	first := lines("one", "two", "three")
+	appendFile(t, log, first)
+	h.waitPKs("one", "two", "three")
+	if err := os.Rename(log, log+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, log+".1", lines("late"))
+	appendFile(t, log, lines("four"))
+	waitFor(t, func() bool { return h.sink.len() >= 5 })
+	h.settle()
+	writeGzipFile(t, log+".1.gz", first+lines("late"))
+	if err := os.Remove(log + ".1"); err != nil {
+		t.Fatal(err)
+	}
+	// An archive from elsewhere is read whole.
+	writeGzipFile(t, filepath.Join(dir, "app.log.7.gz"), lines("seven"))
+	waitFor(t, func() bool { return h.sink.len() >= 6 })
+	time.Sleep(3 * time.Second) // past the archives' settling time
+	h.settle()
+	got := h.pks()
+	slices.Sort(got)
+	if want := []string{"four", "late", "one", "seven", "three", "two"}; !slices.Equal(got, want) {
+		t.Errorf("keys %v, want %v: each line once", got, want)
+	}
+	if r := h.rec.reasons(); len(r) != 0 {
+		t.Errorf("rejections %v: an archive was read as text", r)
+	}
+}
+
+func writeGzipFile(t *testing.T, path, s string) {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(s))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFollowCopytruncateWithinOnePoll truncates a followed log in place
+// and writes more than was read into it, all between two polls: the size
+// never shrinks, yet the new lines are read from the start, and the
+// truncation is counted and logged.
+func TestFollowCopytruncateWithinOnePoll(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	appendFile(t, log, "")
+	sink, rec := &collector{}, &recorder{}
+	src, err := New(Config{Paths: []string{log}, Poll: time.Second, Options: Options{Reporter: rec, Now: fixedNow}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	polled := make(chan struct{}, 100)
+	src.scanned = func() { polled <- struct{}{} }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, sink) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	<-polled
+	appendFile(t, log, lines("one", "two"))
+	waitFor(t, func() bool { return sink.len() == 2 })
+	<-polled // a poll just ended: the next is a second away
+	if err := os.Truncate(log, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, log, lines("three", "four", "five"))
+	waitFor(t, func() bool { return sink.len() >= 5 })
+	<-polled
+	var got []string
+	for _, e := range sink.snapshot() {
+		got = append(got, e.PK)
+	}
+	if want := []string{"one", "two", "three", "four", "five"}; !slices.Equal(got, want) {
+		t.Errorf("keys %v, want %v", got, want)
+	}
+	if errs := rec.errorsSeen(); len(errs) != 1 || !strings.Contains(errs[0], "truncated") || !strings.Contains(errs[0], "access.log") {
+		t.Errorf("source errors %q, want one saying the log was truncated", errs)
+	}
+	if r := rec.reasons(); len(r) != 0 {
+		t.Errorf("rejections %v: a line was read from its middle", r)
 	}
 }

@@ -1,7 +1,6 @@
 package jsonl
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/input"
 )
 
 // Defaults of HandlerConfig.
@@ -59,8 +59,9 @@ type HandlerConfig struct {
 // {"accepted":N,"rejected":M,"errors":["line K: reason: detail",...]} with
 // status 200 when at least one line was accepted (check "rejected"), 400
 // when no line was usable, 413 for a body over the limit, 415 for a content
-// type or encoding that is not JSON lines, 405 for another method, 429 over
-// the rate limit (with Retry-After) and 503 when the pipeline is stopping.
+// type that is not JSON lines or an encoding other than gzip or zstd, 405
+// for another method, 429 over the rate limit (with Retry-After) and 503
+// when the pipeline is stopping.
 type Handler struct {
 	sink    ingest.Sink
 	cfg     HandlerConfig
@@ -144,19 +145,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body io.Reader = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
-	switch enc := r.Header.Get("Content-Encoding"); enc {
-	case "", "identity":
-	case "gzip":
-		zr, err := gzip.NewReader(body)
-		if err != nil {
-			h.refuse(w, http.StatusBadRequest, "body is not gzip: "+err.Error())
+	enc := r.Header.Get("Content-Encoding")
+	content, ok, err := input.DecompressAs(body, enc)
+	switch {
+	case !ok:
+		h.refuse(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content encoding %q is not supported: send gzip, zstd or nothing", enc))
+		return
+	case err != nil:
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			h.tooLarge(w)
 			return
 		}
-		defer zr.Close()
-		body = &limitedReader{r: zr, n: h.cfg.MaxBodyBytes}
-	default:
-		h.refuse(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content encoding %q is not supported: send gzip or nothing", enc))
+		h.refuse(w, http.StatusBadRequest, fmt.Sprintf("body is not %s: %v", enc, err))
 		return
+	}
+	defer content.Close()
+	body = content
+	if content.Codec() != "" {
+		body = &limitedReader{r: content, n: h.cfg.MaxBodyBytes}
 	}
 
 	// Parse the whole body first: a body over the limit counts nothing.
@@ -170,7 +177,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st.opts.Reporter = ingest.NopReporter{} // reported below, once the body is known to fit
 	var lineErrs []*LineError
 	st.onError = func(le *LineError) { lineErrs = append(lineErrs, le) }
-	err := st.readFrom(r.Context(), body, collect)
+	err = st.readFrom(r.Context(), body, collect)
 	if err == nil {
 		st.finish()
 		err = st.flush(r.Context(), collect)

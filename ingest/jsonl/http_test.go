@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
@@ -171,5 +173,25 @@ func TestHandlerOverHTTP(t *testing.T) {
 	}
 	if sink.len() != 3 {
 		t.Errorf("%d events put, want 3", sink.len())
+	}
+}
+
+func TestHandlerZstd(t *testing.T) {
+	var body bytes.Buffer
+	zw, err := zstd.NewWriter(&body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw.Write([]byte(lines("a", "b")))
+	zw.Close()
+	sink := &collector{}
+	h := NewHandler(sink, nil, HandlerConfig{Options: Options{Now: fixedNow}}, nil)
+	w, resp := post(t, h, &body, map[string]string{"Content-Encoding": "zstd"})
+	if w.Code != 200 || resp.Accepted != 2 || sink.len() != 2 {
+		t.Errorf("zstd body: status %d, %+v, %d events put", w.Code, resp, sink.len())
+	}
+	w, _ = post(t, h, strings.NewReader(lines("a")), map[string]string{"Content-Encoding": "zstd"})
+	if w.Code != 400 {
+		t.Errorf("plain body sent as zstd: status %d, want 400", w.Code)
 	}
 }

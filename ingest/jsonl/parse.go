@@ -7,11 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
 )
 
 // Fields names the JSON members of one access-log line, so that logs that
@@ -99,33 +98,12 @@ func Reason(err error) string {
 	return ingest.ReasonBadJSON
 }
 
-// value kinds of a member.
-const (
-	kAbsent uint8 = iota
-	kString
-	kNumber
-	kTrue
-	kFalse
-	kNull
-	kNested
-)
-
-var kindName = [...]string{kAbsent: "absent", kString: "string", kNumber: "number", kTrue: "boolean", kFalse: "boolean", kNull: "null", kNested: "object or array"}
-
-// span is one member's raw value inside the line: for strings the bytes
-// between the quotes.
-type span struct {
-	start, end int
-	kind       uint8
-	escaped    bool // a string holding backslash escapes
-}
-
 // Parser turns one JSON-lines access-log line into an ingest.Event.
 //
-// It is a hand-written scanner for the flat shape of the contract: it
-// validates the whole line as JSON (members it does not know are walked and
-// checked, nesting bounded by MaxDepth), takes the members it knows without
-// building a tree, and allocates nothing per line: table and index names
+// It reads the flat shape of the contract over the shared scanner
+// (ingest/jsonscan): it checks the whole line as JSON (members it does not
+// know are walked and checked, nesting bounded by MaxDepth), takes the
+// members it knows without building a tree, and allocates nothing per line: table and index names
 // are interned, and key strings are cut from an arena (see keyChunk). A
 // Parser is not safe for concurrent use; give each reader its own.
 type Parser struct {
@@ -133,8 +111,8 @@ type Parser struct {
 	now     func() time.Time
 	source  string
 	intern  map[string]string
-	scratch []byte // unescaped key and string values
-	vals    [numFields]span
+	scratch []byte                   // unescaped key and string values
+	vals    [numFields]jsonscan.Span // the members known, by field
 	minute  minuteCache
 	keys    []byte // arena the key strings are cut from
 }
@@ -191,20 +169,11 @@ func NewParser(fields Fields, source string, now func() time.Time) *Parser {
 // field. It returns a *ParseError when the line is not usable. ev keeps no
 // reference to line, which the caller may reuse.
 func (p *Parser) Parse(line []byte, ev *ingest.Event) error {
-	p.vals = [numFields]span{}
+	p.vals = [numFields]jsonscan.Span{}
 	if err := p.scanObject(line); err != nil {
 		return err
 	}
 	return p.build(line, ev)
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
 }
 
 var (
@@ -212,81 +181,62 @@ var (
 	errTruncated    = perr(ingest.ReasonBadJSON, "unexpected end of line")
 	errTrailing     = perr(ingest.ReasonBadJSON, "data after the object")
 	errTooDeep      = perr(ingest.ReasonBadJSON, fmt.Sprintf("nested deeper than %d", MaxDepth))
-	errBadUTF8      = perr(ingest.ReasonBadUTF8, "invalid UTF-8 in a string")
-	errControlChar  = perr(ingest.ReasonBadJSON, "control character in a string")
-	errBadEscape    = perr(ingest.ReasonBadJSON, "invalid escape in a string")
-	errBadNumber    = perr(ingest.ReasonBadJSON, "invalid number")
-	errBadLiteral   = perr(ingest.ReasonBadJSON, "invalid literal")
-	errExpectKey    = perr(ingest.ReasonBadJSON, "expected a member name")
-	errExpectColon  = perr(ingest.ReasonBadJSON, "expected ':'")
-	errExpectComma  = perr(ingest.ReasonBadJSON, "expected ',' or '}'")
-	errExpectValue  = perr(ingest.ReasonBadJSON, "expected a value")
-	errArrayComma   = perr(ingest.ReasonBadJSON, "expected ',' or ']'")
 	errMissingTable = perr(ingest.ReasonMissingTable, "no table name")
 	errMissingPK    = perr(ingest.ReasonMissingPK, "no partition key")
 	errMissingOp    = perr(ingest.ReasonBadOp, "no operation")
 )
 
-// scanObject walks the top-level object and records the spans of the
-// members the parser knows.
+// syntaxErrors are the rejections of the scanner's errors, made once so
+// that a bad line costs no allocation.
+var syntaxErrors = func() map[error]*ParseError {
+	m := map[error]*ParseError{jsonscan.ErrEnd: errTruncated, jsonscan.ErrTooDeep: errTooDeep,
+		jsonscan.ErrBadUTF8: perr(ingest.ReasonBadUTF8, jsonscan.ErrBadUTF8.Error())}
+	for _, e := range []error{jsonscan.ErrControlChar, jsonscan.ErrBadEscape, jsonscan.ErrBadNumber, jsonscan.ErrBadLiteral,
+		jsonscan.ErrExpectName, jsonscan.ErrExpectColon, jsonscan.ErrObjectComma, jsonscan.ErrArrayComma, jsonscan.ErrExpectValue} {
+		m[e] = perr(ingest.ReasonBadJSON, e.Error())
+	}
+	return m
+}()
+
+// syntaxError returns the rejection of a scanner error.
+func syntaxError(err error) *ParseError {
+	if pe, ok := syntaxErrors[err]; ok {
+		return pe
+	}
+	return perr(ingest.ReasonBadJSON, err.Error())
+}
+
+// scanObject walks the top-level object, checking all of it, and records
+// the spans of the members the parser knows.
 func (p *Parser) scanObject(b []byte) error {
-	i := skipWS(b, 0)
+	i := jsonscan.Space(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return errNotObject
 	}
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		i++
-	} else {
-		for {
-			if i >= len(b) {
-				return errTruncated
-			}
-			if b[i] != '"' {
-				return errExpectKey
-			}
-			ks, ke, next, esc, err := scanString(b, i)
-			if err != nil {
-				return err
-			}
-			name := b[ks:ke]
-			if esc {
-				p.scratch = unescape(p.scratch[:0], name)
-				name = p.scratch
-			}
-			f := p.field(name)
-			i = skipWS(b, next)
-			if i >= len(b) {
-				return errTruncated
-			}
-			if b[i] != ':' {
-				return errExpectColon
-			}
-			i = skipWS(b, i+1)
-			var v span
-			v, i, err = scanValue(b, i, 0)
-			if err != nil {
-				return err
-			}
-			if f >= 0 {
-				p.vals[f] = v
-			}
-			i = skipWS(b, i)
-			if i >= len(b) {
-				return errTruncated
-			}
-			if b[i] == ',' {
-				i = skipWS(b, i+1)
-				continue
-			}
-			if b[i] == '}' {
-				i++
-				break
-			}
-			return errExpectComma
+	i++
+	for first := true; ; first = false {
+		name, esc, vi, more, err := jsonscan.Member(b, i, first)
+		if err != nil {
+			return syntaxError(err)
 		}
+		if !more {
+			i = vi
+			break
+		}
+		if esc {
+			p.scratch = jsonscan.Unescape(p.scratch[:0], name)
+			name = p.scratch
+		}
+		v, next, err := jsonscan.ScanValue(b, vi, MaxDepth)
+		if err != nil {
+			return syntaxError(err)
+		}
+		if f := p.field(name); f >= 0 {
+			p.vals[f] = v
+		}
+		i = next
 	}
-	if skipWS(b, i) != len(b) {
+	if jsonscan.Space(b, i) != len(b) {
 		return errTrailing
 	}
 	return nil
@@ -305,283 +255,13 @@ func (p *Parser) field(name []byte) int {
 	return -1
 }
 
-// plain marks the bytes a string can hold without a closer look: not a
-// quote, a backslash, a control character or a byte of a multi-byte rune.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// scanString reads the string starting at b[i] == '"'. It returns the
-// content bounds, the index after the closing quote and whether the content
-// holds escapes.
-func scanString(b []byte, i int) (start, end, next int, escaped bool, err error) {
-	start = i + 1
-	nonASCII := false
-	j := start
-	for {
-		// Fast path over plain bytes.
-		for j < len(b) && plain[b[j]] {
-			j++
-		}
-		if j >= len(b) {
-			return 0, 0, 0, false, errTruncated
-		}
-		c := b[j]
-		switch {
-		case c == '"':
-			if nonASCII && !utf8.Valid(b[start:j]) {
-				return 0, 0, 0, false, errBadUTF8
-			}
-			return start, j, j + 1, escaped, nil
-		case c == '\\':
-			escaped = true
-			if j+1 >= len(b) {
-				return 0, 0, 0, false, errTruncated
-			}
-			switch b[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				j += 2
-			case 'u':
-				if j+6 > len(b) {
-					return 0, 0, 0, false, errTruncated
-				}
-				for k := j + 2; k < j+6; k++ {
-					if hexVal(b[k]) < 0 {
-						return 0, 0, 0, false, errBadEscape
-					}
-				}
-				j += 6
-			default:
-				return 0, 0, 0, false, errBadEscape
-			}
-		case c < 0x20:
-			return 0, 0, 0, false, errControlChar
-		default: // >= 0x80
-			nonASCII = true
-			j++
-		}
-	}
-}
-
-func hexVal(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c-'a') + 10
-	case 'A' <= c && c <= 'F':
-		return int(c-'A') + 10
-	}
-	return -1
-}
-
-// unescape appends the decoded content of a valid JSON string (as checked
-// by scanString) to dst. Lone surrogates become U+FFFD, as in encoding/json.
-func unescape(dst, s []byte) []byte {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c != '\\' {
-			dst = append(dst, c)
-			i++
-			continue
-		}
-		switch s[i+1] {
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r := hex4(s[i+2:])
-			i += 6
-			if utf16.IsSurrogate(r) {
-				if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
-					if r2 := utf16.DecodeRune(r, hex4(s[i+2:])); r2 != utf8.RuneError {
-						dst = utf8.AppendRune(dst, r2)
-						i += 6
-						continue
-					}
-				}
-				r = utf8.RuneError
-			}
-			dst = utf8.AppendRune(dst, r)
-			continue
-		default: // '"', '\\', '/'
-			dst = append(dst, s[i+1])
-		}
-		i += 2
-	}
-	return dst
-}
-
-func hex4(b []byte) rune {
-	return rune(hexVal(b[0])<<12 | hexVal(b[1])<<8 | hexVal(b[2])<<4 | hexVal(b[3]))
-}
-
-// scanNumber checks the JSON number grammar from b[i] and returns the index
-// after it.
-func scanNumber(b []byte, i int) (int, error) {
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	digits := func() int {
-		n := 0
-		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
-	if i >= len(b) {
-		return 0, errBadNumber
-	}
-	if b[i] == '0' {
-		i++
-	} else if digits() == 0 {
-		return 0, errBadNumber
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if digits() == 0 {
-			return 0, errBadNumber
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return 0, errBadNumber
-		}
-	}
-	return i, nil
-}
-
-func scanLiteral(b []byte, i int, lit string) (int, error) {
-	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
-		if len(b)-i < len(lit) && string(b[i:]) == lit[:len(b)-i] {
-			return 0, errTruncated
-		}
-		return 0, errBadLiteral
-	}
-	return i + len(lit), nil
-}
-
-// scanValue checks the value starting at b[i] and returns its span and the
-// index after it. depth is the nesting of the value's container.
-func scanValue(b []byte, i, depth int) (span, int, error) {
-	if i >= len(b) {
-		return span{}, 0, errTruncated
-	}
-	switch c := b[i]; {
-	case c == '"':
-		s, e, next, esc, err := scanString(b, i)
-		return span{start: s, end: e, kind: kString, escaped: esc}, next, err
-	case c == '-' || ('0' <= c && c <= '9'):
-		next, err := scanNumber(b, i)
-		return span{start: i, end: next, kind: kNumber}, next, err
-	case c == 't':
-		next, err := scanLiteral(b, i, "true")
-		return span{start: i, end: next, kind: kTrue}, next, err
-	case c == 'f':
-		next, err := scanLiteral(b, i, "false")
-		return span{start: i, end: next, kind: kFalse}, next, err
-	case c == 'n':
-		next, err := scanLiteral(b, i, "null")
-		return span{start: i, end: next, kind: kNull}, next, err
-	case c == '{' || c == '[':
-		next, err := skipContainer(b, i, depth+1)
-		return span{start: i, end: next, kind: kNested}, next, err
-	}
-	return span{}, 0, errExpectValue
-}
-
-// skipContainer checks the object or array starting at b[i]. Recursion is
-// bounded by MaxDepth.
-func skipContainer(b []byte, i, depth int) (int, error) {
-	if depth > MaxDepth {
-		return 0, errTooDeep
-	}
-	open := b[i]
-	i = skipWS(b, i+1)
-	if open == '{' {
-		if i < len(b) && b[i] == '}' {
-			return i + 1, nil
-		}
-		for {
-			if i >= len(b) {
-				return 0, errTruncated
-			}
-			if b[i] != '"' {
-				return 0, errExpectKey
-			}
-			_, _, next, _, err := scanString(b, i)
-			if err != nil {
-				return 0, err
-			}
-			i = skipWS(b, next)
-			if i >= len(b) {
-				return 0, errTruncated
-			}
-			if b[i] != ':' {
-				return 0, errExpectColon
-			}
-			if _, i, err = scanValue(b, skipWS(b, i+1), depth); err != nil {
-				return 0, err
-			}
-			i = skipWS(b, i)
-			if i >= len(b) {
-				return 0, errTruncated
-			}
-			switch b[i] {
-			case ',':
-				i = skipWS(b, i+1)
-			case '}':
-				return i + 1, nil
-			default:
-				return 0, errExpectComma
-			}
-		}
-	}
-	if i < len(b) && b[i] == ']' {
-		return i + 1, nil
-	}
-	for {
-		var err error
-		if _, i, err = scanValue(b, i, depth); err != nil {
-			return 0, err
-		}
-		i = skipWS(b, i)
-		if i >= len(b) {
-			return 0, errTruncated
-		}
-		switch b[i] {
-		case ',':
-			i = skipWS(b, i+1)
-		case ']':
-			return i + 1, nil
-		default:
-			return 0, errArrayComma
-		}
-	}
-}
-
 // bytesOf returns the content of a string span, unescaped into p.scratch
 // when needed. The result is valid until the next call.
-func (p *Parser) bytesOf(line []byte, v span) []byte {
-	if !v.escaped {
-		return line[v.start:v.end]
+func (p *Parser) bytesOf(line []byte, v jsonscan.Span) []byte {
+	if !v.Escaped {
+		return line[v.Start:v.End]
 	}
-	p.scratch = unescape(p.scratch[:0], line[v.start:v.end])
+	p.scratch = jsonscan.Unescape(p.scratch[:0], line[v.Start:v.End])
 	return p.scratch
 }
 
@@ -597,11 +277,22 @@ func (p *Parser) internBytes(b []byte) string {
 }
 
 func (p *Parser) wrongType(f int, want string) error {
-	return &ParseError{Reason: ingest.ReasonBadType, Detail: fmt.Sprintf("%q is a %s, want %s", p.names[f], kindName[p.vals[f].kind], want)}
+	return &ParseError{Reason: ingest.ReasonBadType, Detail: fmt.Sprintf("%q is %s, want %s", p.names[f], aKind(p.vals[f].Kind), want)}
+}
+
+// aKind names a kind of value with its article: "a string", "an object".
+func aKind(k jsonscan.Kind) string {
+	switch k {
+	case jsonscan.Object, jsonscan.Array:
+		return "an " + k.String()
+	case jsonscan.Null:
+		return "null"
+	}
+	return "a " + k.String()
 }
 
 // optional reports whether a member is absent or null.
-func optional(v span) bool { return v.kind == kAbsent || v.kind == kNull }
+func optional(v jsonscan.Span) bool { return v.Kind == jsonscan.None || v.Kind == jsonscan.Null }
 
 // build fills ev from the recorded spans.
 func (p *Parser) build(line []byte, ev *ingest.Event) error {
@@ -612,7 +303,7 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 	switch {
 	case optional(v[fTable]):
 		return errMissingTable
-	case v[fTable].kind != kString:
+	case v[fTable].Kind != jsonscan.String:
 		return p.wrongType(fTable, "a string")
 	}
 	tb := p.bytesOf(line, v[fTable])
@@ -625,7 +316,7 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 	switch {
 	case optional(v[fOp]):
 		return errMissingOp
-	case v[fOp].kind != kString:
+	case v[fOp].Kind != jsonscan.String:
 		return p.wrongType(fOp, "a string")
 	}
 	class, keyless, ok := opClass(p.bytesOf(line, v[fOp]))
@@ -640,7 +331,7 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 		if !keyless {
 			return errMissingPK
 		}
-	case v[fPK].kind != kString:
+	case v[fPK].Kind != jsonscan.String:
 		return p.wrongType(fPK, "a string")
 	default:
 		pk := p.bytesOf(line, v[fPK])
@@ -653,7 +344,7 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 	// index, sk
 	switch {
 	case optional(v[fIndex]):
-	case v[fIndex].kind != kString:
+	case v[fIndex].Kind != jsonscan.String:
 		return p.wrongType(fIndex, "a string")
 	default:
 		if ix := p.bytesOf(line, v[fIndex]); len(ix) > 0 {
@@ -662,7 +353,7 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 	}
 	switch {
 	case optional(v[fSK]):
-	case v[fSK].kind != kString:
+	case v[fSK].Kind != jsonscan.String:
 		return p.wrongType(fSK, "a string")
 	default:
 		if sk := p.bytesOf(line, v[fSK]); len(sk) > 0 {
@@ -674,15 +365,15 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 	ev.Units = 1
 	switch u := v[fUnits]; {
 	case optional(u):
-	case u.kind != kNumber:
-		return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("%q is a %s, want a number", p.names[fUnits], kindName[u.kind])}
+	case u.Kind != jsonscan.Number:
+		return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("%q is %s, want a number", p.names[fUnits], aKind(u.Kind))}
 	default:
-		f, err := strconv.ParseFloat(unsafeString(line[u.start:u.end]), 64)
+		f, err := strconv.ParseFloat(unsafeString(line[u.Start:u.End]), 64)
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("units %s out of range", truncate(line[u.start:u.end]))}
+			return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("units %s out of range", truncate(line[u.Start:u.End]))}
 		}
 		if f < 0 {
-			return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("negative units %s", truncate(line[u.start:u.end]))}
+			return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("negative units %s", truncate(line[u.Start:u.End]))}
 		}
 		ev.Units = f
 	}
@@ -691,17 +382,17 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 	switch t := v[fTime]; {
 	case optional(t):
 		ev.Time = p.now()
-	case t.kind == kString:
+	case t.Kind == jsonscan.String:
 		s := p.bytesOf(line, t)
 		tm, ok := p.parseTime(s)
 		if !ok {
 			return &ParseError{Reason: ingest.ReasonBadTime, Detail: fmt.Sprintf("%q is not an RFC 3339 time", truncate(s))}
 		}
 		ev.Time = tm
-	case t.kind == kNumber:
-		ms, err := strconv.ParseFloat(unsafeString(line[t.start:t.end]), 64)
+	case t.Kind == jsonscan.Number:
+		ms, err := strconv.ParseFloat(unsafeString(line[t.Start:t.End]), 64)
 		if err != nil || ms < 0 || ms > maxEpochMillis {
-			return &ParseError{Reason: ingest.ReasonBadTime, Detail: fmt.Sprintf("epoch milliseconds %s out of range", truncate(line[t.start:t.end]))}
+			return &ParseError{Reason: ingest.ReasonBadTime, Detail: fmt.Sprintf("epoch milliseconds %s out of range", truncate(line[t.Start:t.End]))}
 		}
 		whole := math.Floor(ms)
 		ev.Time = time.UnixMilli(int64(whole)).Add(time.Duration((ms - whole) * 1e6)).UTC()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
 )
 
 // Defaults of Options.
@@ -111,7 +112,7 @@ func newStream(opts Options, name string) *stream {
 
 // line parses one complete line into the batch or reports it.
 func (s *stream) line(b []byte) {
-	if len(b) == 0 || skipWS(b, 0) == len(b) {
+	if len(b) == 0 || jsonscan.Space(b, 0) == len(b) {
 		return // blank lines carry nothing and are not errors
 	}
 	if s.batch == nil {

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/follow"
 )
 
 // DefaultPoll is how often the follower looks for new lines, rotated and
@@ -22,8 +23,9 @@ const DefaultPoll = 250 * time.Millisecond
 // Config configures a Source.
 type Config struct {
 	Options
-	// Paths are files or globs (filepath.Match syntax, no "**") to follow;
-	// "-" is stdin.
+	// Paths are files or glob patterns to follow ("**" matches any number
+	// of folders; see follow.Validate); "-" is stdin. Compressed files
+	// (a rotated log's archive) are read whole, once.
 	Paths []string
 	// Poll is how often files are checked (DefaultPoll when 0).
 	Poll time.Duration
@@ -36,14 +38,13 @@ type Config struct {
 	Stdin io.Reader
 }
 
-// Source follows JSON-lines files like tail -F, and reads stdin for "-".
-// It implements ingest.Source and ingest.Readier.
+// Source follows JSON-lines files like tail -F (package follow), and reads
+// stdin for "-". It implements ingest.Source and ingest.Readier.
 type Source struct {
-	cfg Config
-	log *zap.Logger
-
-	mu       sync.Mutex
-	notReady error
+	cfg    Config
+	log    *zap.Logger
+	follow *follow.Follower // nil without files
+	files  *files
 
 	scanned func() // test hook: called after each poll
 }
@@ -53,14 +54,6 @@ type Source struct {
 func New(cfg Config, log *zap.Logger) (*Source, error) {
 	if len(cfg.Paths) == 0 {
 		return nil, errors.New("jsonl source: no paths")
-	}
-	for _, p := range cfg.Paths {
-		if p == "-" {
-			continue
-		}
-		if _, err := filepath.Match(p, ""); err != nil {
-			return nil, fmt.Errorf("jsonl source: path %q: %w", p, err)
-		}
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = DefaultPoll
@@ -72,40 +65,49 @@ func New(cfg Config, log *zap.Logger) (*Source, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Source{cfg: cfg, log: log.Named("jsonl")}, nil
+	s := &Source{cfg: cfg, log: log.Named("jsonl")}
+	var paths []string
+	for _, p := range cfg.Paths {
+		if p != "-" {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) > 0 {
+		s.files = &files{src: s}
+		fl, err := follow.New(follow.Config{
+			Paths:     paths,
+			Poll:      cfg.Poll,
+			FromStart: cfg.FromStart,
+			Source:    cfg.Source,
+			Reporter:  cfg.Reporter,
+			Log:       s.log,
+		}, s.files)
+		if err != nil {
+			return nil, fmt.Errorf("jsonl source: %w", err)
+		}
+		s.follow = fl
+	}
+	return s, nil
 }
 
 // Name returns the source label.
 func (s *Source) Name() string { return s.cfg.Source }
 
 // Ready returns why the source cannot read a file it should (a permission
-// error), or nil. A file that does not exist yet is not an error: it is read
-// when it appears.
+// error, a path that is not a regular file), or nil. A file that does not
+// exist yet is not an error: it is read when it appears.
 func (s *Source) Ready() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.notReady
-}
-
-func (s *Source) setReady(err error) {
-	s.mu.Lock()
-	s.notReady = err
-	s.mu.Unlock()
+	if s.follow == nil {
+		return nil
+	}
+	return s.follow.Ready()
 }
 
 // Run follows the files and reads stdin until ctx is done. Stdin ending
 // ends its part; files are followed until ctx is done. It returns nil
 // except when the sink fails for another reason than ctx.
 func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
-	var files []string
-	stdin := false
-	for _, p := range s.cfg.Paths {
-		if p == "-" {
-			stdin = true
-		} else {
-			files = append(files, p)
-		}
-	}
+	stdin := slices.Contains(s.cfg.Paths, "-")
 	var wg sync.WaitGroup
 	var stdinErr error
 	if stdin {
@@ -116,9 +118,9 @@ func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
 		}()
 	}
 	var err error
-	if len(files) > 0 {
-		f := newFollower(s, files)
-		err = f.run(ctx, sink)
+	if s.follow != nil {
+		s.files.sink = wrapSink(sink)
+		err = s.follow.Run(ctx)
 	}
 	wg.Wait()
 	return errors.Join(err, stdinErr)

@@ -6,16 +6,18 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"math"
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
 )
 
 // The SDK's generic deserializer decodes every attribute of every image
@@ -116,8 +118,9 @@ var errFallback = errors.New("answer not in the shape the fast decoder knows")
 // keeping of each record what mapRecord reads: eventID, eventName,
 // userIdentity, and of "dynamodb" the Keys, SequenceNumber, SizeBytes,
 // ApproximateCreationDateTime and StreamViewType. Images and other members
-// are skipped without building values, checking only that brackets match
-// and strings end. Anything unexpected returns errFallback.
+// are skipped without building values, but checked as JSON (the shared
+// scanner, ingest/jsonscan), so that an answer the SDK would refuse is left
+// to it. Anything unexpected returns errFallback.
 func decodeGetRecords(body []byte) (*dynamodbstreams.GetRecordsOutput, error) {
 	d := &decoder{b: body}
 	out := &dynamodbstreams.GetRecordsOutput{}
@@ -141,19 +144,27 @@ func decodeGetRecords(body []byte) (*dynamodbstreams.GetRecordsOutput, error) {
 	if err != nil {
 		return nil, errFallback
 	}
-	if d.ws(); d.i != len(d.b) {
+	if jsonscan.Space(d.b, d.i) != len(d.b) {
 		return nil, errFallback
 	}
 	return out, nil
 }
 
-// decoder walks a JSON text. Every method leaves d.i after what it read.
+// maxNesting bounds the nesting of a skipped value. DynamoDB nests
+// documents 32 levels deep, two JSON levels each ({"M": {...}}); an answer
+// deeper than that is left to the SDK.
+const maxNesting = 64
+
+// decoder reads a GetRecords answer over the shared scanner. Every method
+// leaves d.i after what it read.
 type decoder struct {
 	b      []byte
 	i      int
 	blk    recordBlock
 	arena  strArena
 	intern []interned
+	// text and name hold unescaped string values and member names.
+	text, name []byte
 }
 
 // strArena copies the strings of an answer into shared blocks, as the
@@ -183,34 +194,31 @@ func (a *strArena) str(b []byte) string {
 }
 
 // internStr reads a string value that repeats from record to record (event
-// names, view types, key attribute names) and returns one shared copy.
+// names, view types) and returns one shared copy.
 func (d *decoder) internStr() (string, error) {
-	raw, err := d.rawString()
+	b, err := d.string(&d.text)
 	if err != nil {
 		return "", err
 	}
-	return d.internRaw(raw)
+	return d.internBytes(b), nil
 }
 
-func (d *decoder) internRaw(raw []byte) (string, error) {
+func (d *decoder) internBytes(b []byte) string {
 	// A handful of distinct values repeat (INSERT, NEW_IMAGE, the key
 	// names): comparing against each is cheaper than hashing for a map.
 	for _, e := range d.intern {
-		if e.raw == string(raw) {
-			return e.s, nil
+		if e.s == string(b) {
+			return e.s
 		}
 	}
-	s, err := unescape(raw)
-	if err != nil {
-		return "", err
-	}
+	s := string(b)
 	if len(d.intern) < 16 {
-		d.intern = append(d.intern, interned{raw: string(raw), s: s})
+		d.intern = append(d.intern, interned{s: s})
 	}
-	return s, nil
+	return s
 }
 
-type interned struct{ raw, s string }
+type interned struct{ s string }
 
 // recordBlock allocates the parts of many records at once.
 type recordBlock struct {
@@ -230,208 +238,125 @@ func (b *recordBlock) str(s string) *string {
 	return &b.strs[len(b.strs)-1]
 }
 
-func (d *decoder) ws() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
+// at skips white space and reports whether the next byte is c.
+func (d *decoder) at(c byte) bool {
+	d.i = jsonscan.Space(d.b, d.i)
+	return d.i < len(d.b) && d.b[d.i] == c
+}
+
+// null consumes a null.
+func (d *decoder) null() bool {
+	if d.at('n') {
+		if i, err := jsonscan.ScanLiteral(d.b, d.i, "null"); err == nil {
+			d.i = i
+			return true
 		}
 	}
-}
-
-// expect consumes c after optional white space.
-func (d *decoder) expect(c byte) bool {
-	if d.i < len(d.b) && d.b[d.i] == c {
-		d.i++
-		return true
-	}
-	d.ws()
-	if d.i < len(d.b) && d.b[d.i] == c {
-		d.i++
-		return true
-	}
 	return false
 }
 
-func (d *decoder) null() bool {
-	d.ws()
-	if len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "null" {
-		d.i += 4
-		return true
-	}
-	return false
-}
-
-// object calls member for each key; member must consume the value.
+// object calls member for each member name, unescaped (valid during the
+// call); member must consume the value.
 func (d *decoder) object(member func(key []byte) error) error {
-	if !d.expect('{') {
+	if !d.at('{') {
 		return errFallback
 	}
-	if d.expect('}') {
-		return nil
-	}
-	for {
-		key, err := d.rawString()
+	i := d.i + 1
+	for first := true; ; first = false {
+		key, esc, value, more, err := jsonscan.Member(d.b, i, first)
 		if err != nil {
-			return err
-		}
-		if !d.expect(':') {
 			return errFallback
 		}
+		if !more {
+			d.i = value
+			return nil
+		}
+		if esc {
+			d.name = jsonscan.Unescape(d.name[:0], key)
+			key = d.name
+		}
+		d.i = value
 		if err := member(key); err != nil {
 			return err
 		}
-		if d.expect(',') {
-			continue
-		}
-		if d.expect('}') {
-			return nil
-		}
+		i = d.i
+	}
+}
+
+// array calls element for each element; element must consume it.
+func (d *decoder) array(element func() error) error {
+	if !d.at('[') {
 		return errFallback
 	}
+	i := d.i + 1
+	for first := true; ; first = false {
+		next, more, err := jsonscan.Element(d.b, i, first)
+		if err != nil {
+			return errFallback
+		}
+		d.i = next
+		if !more {
+			return nil
+		}
+		if err := element(); err != nil {
+			return err
+		}
+		i = d.i
+	}
 }
 
-// rawString returns a string's bytes between the quotes, escapes and all.
-// Most strings here are short ("S", key names), where a plain loop beats
-// bytes.IndexByte's call overhead.
-func (d *decoder) rawString() ([]byte, error) {
-	if !d.expect('"') {
+// string reads a string value and returns its text: the bytes of the
+// answer, or, when it holds escapes, the text unescaped into *buf. The
+// result is valid until *buf is used again.
+func (d *decoder) string(buf *[]byte) ([]byte, error) {
+	if !d.at('"') {
 		return nil, errFallback
 	}
-	b := d.b
-	start := d.i
-	for i := start; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			d.i = i + 1
-			return b[start:i], nil
-		case '\\':
-			i++ // the escaped byte cannot end the string
-		}
+	end, esc, err := jsonscan.ScanString(d.b, d.i)
+	if err != nil {
+		return nil, errFallback
 	}
-	return nil, errFallback
+	b := d.b[d.i+1 : end-1]
+	d.i = end
+	if esc {
+		*buf = jsonscan.Unescape((*buf)[:0], b)
+		b = *buf
+	}
+	return b, nil
 }
 
-// str reads a string value and unescapes it. Plain ASCII strings without
-// escapes (nearly all: ids, sequence numbers, most keys) are checked and
-// found in one pass and copied into the arena.
+// str reads a string value into the arena.
 func (d *decoder) str() (string, error) {
-	if !d.expect('"') {
-		return "", errFallback
-	}
-	b := d.b
-	start := d.i
-	for i := start; i < len(b); i++ {
-		c := b[i]
-		if c == '"' {
-			d.i = i + 1
-			return d.arena.str(b[start:i]), nil
-		}
-		if c < 0x20 || c == '\\' || c >= utf8.RuneSelf {
-			break
-		}
-	}
-	d.i = start - 1
-	raw, err := d.rawString()
+	b, err := d.string(&d.text)
 	if err != nil {
 		return "", err
 	}
-	return unescape(raw)
+	return d.arena.str(b), nil
 }
 
 // number returns the bytes of a number value.
 func (d *decoder) number() ([]byte, error) {
-	d.ws()
+	d.i = jsonscan.Space(d.b, d.i)
 	start := d.i
-	for d.i < len(d.b) {
-		c := d.b[d.i]
-		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-			d.i++
-			continue
-		}
-		break
-	}
-	if d.i == start {
+	end, err := jsonscan.ScanNumber(d.b, d.i)
+	if err != nil {
 		return nil, errFallback
 	}
-	return d.b[start:d.i], nil
+	d.i = end
+	return d.b[start:end], nil
 }
 
-// skip passes over one value of any type.
+// skip passes over one value of any type, checking it.
 func (d *decoder) skip() error {
-	d.ws()
-	if d.i >= len(d.b) {
+	end, err := jsonscan.Skip(d.b, d.i, maxNesting)
+	if err != nil {
 		return errFallback
 	}
-	switch c := d.b[d.i]; c {
-	case '"':
-		_, err := d.rawString()
-		return err
-	case '{', '[':
-		return d.skipNested()
-	case 't', 'f', 'n':
-		for _, lit := range []string{"true", "false", "null"} {
-			if len(d.b)-d.i >= len(lit) && string(d.b[d.i:d.i+len(lit)]) == lit {
-				d.i += len(lit)
-				return nil
-			}
-		}
-		return errFallback
-	default:
-		_, err := d.number()
-		return err
-	}
-}
-
-// skipNested passes over an object or array, matching brackets and
-// skipping strings.
-func (d *decoder) skipNested() error {
-	var stack [64]byte
-	depth := 0
-	for d.i < len(d.b) {
-		c := d.b[d.i]
-		switch c {
-		case '"':
-			// Inline rather than rawString: images are mostly strings.
-			j := d.i + 1
-			for j < len(d.b) && d.b[j] != '"' {
-				if d.b[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			if j >= len(d.b) {
-				return errFallback
-			}
-			d.i = j + 1
-			continue
-		case '{', '[':
-			if depth == len(stack) {
-				return errFallback
-			}
-			stack[depth] = c
-			depth++
-		case '}', ']':
-			if depth == 0 || (c == '}') != (stack[depth-1] == '{') {
-				return errFallback
-			}
-			depth--
-			if depth == 0 {
-				d.i++
-				return nil
-			}
-		}
-		d.i++
-	}
-	return errFallback
+	d.i = end
+	return nil
 }
 
 func (d *decoder) records(out *dynamodbstreams.GetRecordsOutput) error {
-	if !d.expect('[') {
-		return errFallback
-	}
 	// A record takes at least ~150 bytes; estimate the count from the size
 	// rather than scan for it, and let the blocks grow if wrong.
 	n := min((len(d.b)-d.i)/256+1, 1000)
@@ -444,22 +369,10 @@ func (d *decoder) records(out *dynamodbstreams.GetRecordsOutput) error {
 		ns:    make([]types.AttributeValueMemberN, 0, n),
 	}
 	out.Records = make([]types.Record, 0, n)
-	if d.expect(']') {
-		return nil
-	}
-	for {
+	return d.array(func() error {
 		out.Records = append(out.Records, types.Record{})
-		if err := d.record(&out.Records[len(out.Records)-1]); err != nil {
-			return err
-		}
-		if d.expect(',') {
-			continue
-		}
-		if d.expect(']') {
-			return nil
-		}
-		return errFallback
-	}
+		return d.record(&out.Records[len(out.Records)-1])
+	})
 }
 
 func (d *decoder) record(r *types.Record) error {
@@ -524,10 +437,7 @@ func (d *decoder) streamRecord(sr *types.StreamRecord) error {
 				if err != nil {
 					return errFallback
 				}
-				// As the SDK does (smithy-go's ParseEpochSeconds):
-				// milliseconds, truncated, after a correctly rounded
-				// float64 product.
-				ms = int64(f * 1000)
+				ms = epochMillis(f)
 			}
 			if len(b.times) == cap(b.times) {
 				b.times = make([]time.Time, 0, 64)
@@ -562,10 +472,7 @@ func (d *decoder) streamRecord(sr *types.StreamRecord) error {
 			}
 			sr.Keys = make(map[string]types.AttributeValue, 2)
 			return d.object(func(name []byte) error {
-				n, err := d.internRaw(name)
-				if err != nil {
-					return err
-				}
+				n := d.internBytes(name)
 				v, err := d.keyValue()
 				sr.Keys[n] = v
 				return err
@@ -575,6 +482,21 @@ func (d *decoder) streamRecord(sr *types.StreamRecord) error {
 		}
 		return nil
 	})
+}
+
+// epochMillis converts epoch seconds to milliseconds as the SDK does
+// (smithy-go's ParseEpochSeconds): a correctly rounded float64 product,
+// truncated, saturating at the limits of int64 (big.Float.Int64) rather
+// than wrapping as a plain conversion does.
+func epochMillis(sec float64) int64 {
+	switch p := sec * 1000; {
+	case p >= math.MaxInt64:
+		return math.MaxInt64
+	case p <= math.MinInt64:
+		return math.MinInt64
+	default:
+		return int64(p)
+	}
 }
 
 // wholeSecondsMillis returns the milliseconds of a time in whole seconds
@@ -646,47 +568,4 @@ func (d *decoder) keyValue() (types.AttributeValue, error) {
 		return nil, errFallback
 	}
 	return v, nil
-}
-
-// unescape turns the raw bytes of a JSON string into a Go string. Strings
-// without a backslash (nearly all) are copied as they are, if valid UTF-8;
-// others go through strconv.Unquote, whose escapes are a superset of JSON's
-// save for \/ which is handled first.
-func unescape(raw []byte) (string, error) {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		for _, c := range raw {
-			if c < 0x20 {
-				return "", errFallback
-			}
-		}
-		if !utf8.Valid(raw) {
-			return "", errFallback
-		}
-		return string(raw), nil
-	}
-	q := make([]byte, 0, len(raw)+2)
-	q = append(q, '"')
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if c == '\\' && i+1 < len(raw) {
-			switch raw[i+1] {
-			case '/':
-				q = append(q, '/')
-				i++
-				continue
-			case '"', '\\', 'b', 'f', 'n', 'r', 't', 'u':
-				q = append(q, c, raw[i+1])
-				i++
-				continue
-			}
-			return "", errFallback
-		}
-		q = append(q, c)
-	}
-	q = append(q, '"')
-	s, err := strconv.Unquote(string(q))
-	if err != nil || !utf8.ValidString(s) {
-		return "", errFallback
-	}
-	return s, nil
 }

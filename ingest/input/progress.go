@@ -1,23 +1,24 @@
-package main
+package input
 
 import (
 	"fmt"
 	"io"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// progressEvery is the interval of the progress line; the first line comes
+// ProgressEvery is the interval of the progress line; the first line comes
 // after one interval, so inputs read faster than that print nothing.
-const progressEvery = 2 * time.Second
+const ProgressEvery = 2 * time.Second
 
-// startProgress prints a progress line on w every progressEvery while one
-// input is read: "read 1.2M events (310 MB) from access.log, 450k/s". On a
-// terminal the line rewrites itself; elsewhere (a CI log) it is one line per
-// interval. The returned func stops it and must be called once.
-func startProgress(w io.Writer, name string, bytesRead, events *atomic.Int64, every time.Duration) (stop func()) {
+// StartProgress prints a progress line on w every interval while one input
+// is read: "read 1.2M events (310 MB) from access.log, 450k/s", from the
+// counts bytesRead and events return (they are called from another
+// goroutine). On a terminal the line rewrites itself; elsewhere (a CI log)
+// it is one line per interval. The returned func stops it and must be
+// called once.
+func StartProgress(w io.Writer, name string, bytesRead, events func() int64, every time.Duration) (stop func()) {
 	tty := isTerminal(w)
 	start := time.Now()
 	done := make(chan struct{})
@@ -33,7 +34,7 @@ func startProgress(w io.Writer, name string, bytesRead, events *atomic.Int64, ev
 			case <-done:
 				return
 			case now := <-t.C:
-				line := progressLine(name, events.Load(), bytesRead.Load(), now.Sub(start))
+				line := progressLine(name, events(), bytesRead(), now.Sub(start))
 				if tty {
 					fmt.Fprintf(w, "\r\033[K%s", line)
 				} else {
@@ -47,7 +48,7 @@ func startProgress(w io.Writer, name string, bytesRead, events *atomic.Int64, ev
 		close(done)
 		wg.Wait()
 		if printed && tty {
-			fmt.Fprintf(w, "\r\033[K%s\n", progressLine(name, events.Load(), bytesRead.Load(), time.Since(start)))
+			fmt.Fprintf(w, "\r\033[K%s\n", progressLine(name, events(), bytesRead(), time.Since(start)))
 		}
 	}
 }
@@ -86,9 +87,10 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// isTerminal reports whether w is a character device (a terminal).
+// isTerminal reports whether w (or the writer a SyncWriter wraps) is a
+// character device (a terminal).
 func isTerminal(w io.Writer) bool {
-	if lw, ok := w.(*lockedWriter); ok {
+	if lw, ok := w.(*SyncWriter); ok {
 		w = lw.w
 	}
 	f, ok := w.(*os.File)
@@ -97,4 +99,21 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// SyncWriter serialises writes to a writer shared by the progress line and
+// a reporter, which write from two goroutines.
+type SyncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewSyncWriter returns a SyncWriter writing to w.
+func NewSyncWriter(w io.Writer) *SyncWriter { return &SyncWriter{w: w} }
+
+// Write writes p to the underlying writer, one call at a time.
+func (l *SyncWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -1,0 +1,70 @@
+package input
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// MaxRejectLines is how many rejected records a TextReporter describes;
+// the rest are only counted and summed up per reason by Summary.
+const MaxRejectLines = 5
+
+// TextReporter is the ingest.Reporter of a person reading whole inputs at
+// a terminal (hotkeyd analyze): it counts rejected input, describes the
+// first few rejections on a writer, and sums up the rest per reason, so
+// that a person sees why lines were skipped without the terminal flooding.
+// It is safe for concurrent use.
+type TextReporter struct {
+	w        io.Writer
+	rejected atomic.Uint64
+
+	mu      sync.Mutex
+	printed int
+	reasons map[string]uint64
+}
+
+// NewTextReporter returns a TextReporter writing to w.
+func NewTextReporter(w io.Writer) *TextReporter {
+	return &TextReporter{w: w, reasons: map[string]uint64{}}
+}
+
+// Reject implements ingest.Reporter.
+func (r *TextReporter) Reject(source, reason string, err error) {
+	r.rejected.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reasons[reason]++
+	if r.printed < MaxRejectLines {
+		r.printed++
+		fmt.Fprintf(r.w, "hotkeyd: skipped (%s): %v\n", reason, err)
+	}
+}
+
+// Error implements ingest.Reporter.
+func (r *TextReporter) Error(source, reason string, err error) {
+	fmt.Fprintf(r.w, "hotkeyd: %s: %s: %v\n", source, reason, err)
+}
+
+// Rejected returns the number of rejected records so far.
+func (r *TextReporter) Rejected() uint64 { return r.rejected.Load() }
+
+// Summary prints the rejected records per reason when some were not
+// described one by one.
+func (r *TextReporter) Summary() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.rejected.Load()
+	if n <= uint64(r.printed) {
+		return
+	}
+	reasons := make([]string, 0, len(r.reasons))
+	for reason, c := range r.reasons {
+		reasons = append(reasons, fmt.Sprintf("%s %d", reason, c))
+	}
+	sort.Strings(reasons)
+	fmt.Fprintf(r.w, "hotkeyd: skipped %d records in all: %s\n", n, strings.Join(reasons, ", "))
+}

@@ -1,0 +1,607 @@
+package sketch
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Merge adds everything other counted into s, table by table, as if s had
+// been given other's events too: the stores of several workers (analyze
+// on every core) or readers, merged at the end. other may be in use and
+// keeps counting; Merge only moves its tables to the current slot, as a
+// Snapshot does, and copies each out under its lock. Both must have the
+// same shape (window, slots, candidates, count-min size, HyperLogLog
+// precision, recent seconds).
+//
+// What adds up, and how exact it is:
+//
+//   - class totals, per-slot counts, accesses, stream shards and throttled
+//     calls add; the earliest and latest event times are kept;
+//   - count-min cells add, generation by generation;
+//   - candidate sets merge key by key: a key counted by both adds its
+//     counts; a key counted by one gets the other's count-min estimates as
+//     estimates (in Error); past Candidates keys the smallest are evicted
+//     into the count-min sketch. A key both inputs counted exactly stays
+//     exact, so the keys reported are exact wherever they were;
+//   - distinct keys merge slot by slot: exact sets unite, HyperLogLog
+//     registers take the maximum;
+//   - per-second counts merge by second: the seconds still in either ring,
+//     and each input's first second, add up; seconds that only one input
+//     still holds keep their peak. So inputs that split time between them
+//     (byte ranges of one log) merge exactly, and inputs of the same
+//     seconds keep the larger peak of the two.
+//
+// Tables beyond Config.MaxTables are dropped and counted, as by Put.
+func (s *Store) Merge(other *Store) error {
+	if s == other {
+		return errors.New("merge a store into itself")
+	}
+	if err := s.cfg.sameShape(other.cfg); err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	at := s.clockAt(s.now())
+	if o := other.clockAt(other.now()); o.epoch > at.epoch || (o.epoch == at.epoch && o.sec > at.sec) {
+		at = o
+	}
+	for id, ot := range *other.tables.Load() {
+		ot.mu.Lock()
+		ot.advance(at.epoch, at.sec)
+		b := ot.clone()
+		ot.mu.Unlock()
+		t := s.table(id, at)
+		if t == nil {
+			s.dropped.Add(b.events())
+			continue
+		}
+		t.mu.Lock()
+		t.advance(at.epoch, at.sec)
+		t.merge(b)
+		t.mu.Unlock()
+	}
+	s.dropped.Add(other.dropped.Load())
+	return nil
+}
+
+// sameShape reports the first field in which c and o size their sketches
+// differently.
+func (c Config) sameShape(o Config) error {
+	c, o = c.withDefaults(), o.withDefaults()
+	switch {
+	case c.Window != o.Window || c.SubWindows != o.SubWindows:
+		return fmt.Errorf("window %v/%d against %v/%d", c.Window, c.SubWindows, o.Window, o.SubWindows)
+	case c.Candidates != o.Candidates:
+		return fmt.Errorf("candidates %d against %d", c.Candidates, o.Candidates)
+	case c.Depth != o.Depth || c.Width != o.Width:
+		return fmt.Errorf("count-min %d×%d against %d×%d", c.Depth, c.Width, o.Depth, o.Width)
+	case c.HLLPrecision != o.HLLPrecision:
+		return fmt.Errorf("hll precision %d against %d", c.HLLPrecision, o.HLLPrecision)
+	case c.RecentSeconds != o.RecentSeconds:
+		return fmt.Errorf("recent seconds %d against %d", c.RecentSeconds, o.RecentSeconds)
+	}
+	return nil
+}
+
+// events counts the traffic events in the table's window.
+func (t *table) events() uint64 {
+	var n uint64
+	for c := range t.classes {
+		for _, e := range t.classes[c].events {
+			n += e
+		}
+	}
+	return n
+}
+
+// clone copies the table, sharing nothing with it. It is called with t.mu
+// held.
+func (t *table) clone() *table {
+	c := &table{
+		id:             t.id,
+		cfg:            t.cfg,
+		epoch:          t.epoch,
+		cur:            t.cur,
+		sc:             t.sc,
+		sec:            t.sec,
+		throttledSlots: slices.Clone(t.throttledSlots),
+		first:          t.first,
+		last:           t.last,
+	}
+	for i := range t.classes {
+		a, b := &t.classes[i], &c.classes[i]
+		*b = *a
+		b.units, b.events, b.peak, b.ring = slices.Clone(a.units), slices.Clone(a.events), slices.Clone(a.peak), slices.Clone(a.ring)
+		if a.cms != nil {
+			m := *a.cms
+			m.cells = slices.Clone(a.cms.cells)
+			b.cms = &m
+		}
+		if a.cand != nil {
+			b.cand = a.cand.clone()
+		}
+	}
+	if t.distinct != nil {
+		c.distinct = t.distinct.clone()
+	}
+	if t.shards != nil {
+		c.shards = t.shards.clone()
+	}
+	if t.throttled != nil {
+		c.throttled = t.throttled.clone()
+	}
+	return c
+}
+
+func (c *candidates) clone() *candidates {
+	d := *c
+	d.rec = slices.Clone(c.rec)
+	d.cnt = slices.Clone(c.cnt)
+	d.ring = slices.Clone(c.ring)
+	d.heap = slices.Clone(c.heap)
+	d.index = slices.Clone(c.index)
+	d.headSec = slices.Clone(c.headSec)
+	d.headUnits = slices.Clone(c.headUnits)
+	return &d
+}
+
+func (d *distinct) clone() *distinct {
+	c := &distinct{precision: d.precision, slots: make([]distinctSlot, len(d.slots))}
+	for i, sl := range d.slots {
+		c.slots[i] = distinctSlot{set: slices.Clone(sl.set), n: sl.n}
+		if sl.hll != nil {
+			c.slots[i].hll = sl.hll.Clone()
+		}
+	}
+	return c
+}
+
+func (n *namedCounts) clone() *namedCounts {
+	c := *n
+	c.index = make(map[string]int32, len(n.index))
+	for k, v := range n.index {
+		c.index[k] = v
+	}
+	c.names = slices.Clone(n.names)
+	c.counts = slices.Clone(n.counts)
+	c.lastID = -1
+	return &c
+}
+
+// merge adds b, a clone at the same slot and second, into t. It is called
+// with t.mu held.
+func (t *table) merge(b *table) {
+	if b.sec > t.sec {
+		t.sec = b.sec
+	}
+	if !b.first.IsZero() && (t.first.IsZero() || b.first.Before(t.first)) {
+		t.first = b.first
+	}
+	if b.last.After(t.last) {
+		t.last = b.last
+	}
+	for s, n := range b.throttledSlots {
+		t.throttledSlots[s] += n
+	}
+	if b.shards != nil {
+		if t.shards == nil {
+			t.shards = newNamedCounts(t.cfg.MaxShards, t.cfg.SubWindows, false)
+		}
+		t.shards.absorb(b.shards)
+	}
+	if b.throttled != nil {
+		if t.throttled == nil {
+			t.throttled = newNamedCounts(t.cfg.MaxThrottledKeys, t.cfg.SubWindows, true)
+		}
+		t.throttled.absorb(b.throttled)
+	}
+	// The distinct keys first: while a table counts every key exactly, its
+	// candidates are its distinct keys, and merging may evict some.
+	if t.distinct != nil || b.distinct != nil || t.mergeOverflows(b) {
+		t.ensureDistinct()
+		b.ensureDistinct()
+		t.distinct.absorb(b.distinct)
+	}
+	t.distinctDirty = true
+	for c := range t.classes {
+		t.mergeClass(&t.classes[c], &b.classes[c])
+	}
+}
+
+// mergeOverflows reports whether merging b overflows a candidate set of t.
+func (t *table) mergeOverflows(b *table) bool {
+	for c := range t.classes {
+		x, y := t.classes[c].cand, b.classes[c].cand
+		if x == nil || y == nil {
+			continue
+		}
+		n := x.n
+		for id := range y.n {
+			if x.find(y.rec[id].hash, y.rec[id].key) < 0 {
+				n++
+			}
+		}
+		if n > x.max {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureDistinct makes the per-slot distinct-key sets from the candidates
+// when the table has none yet.
+func (t *table) ensureDistinct() {
+	if t.distinct != nil {
+		return
+	}
+	t.distinct = newDistinct(t.cfg.SubWindows, t.cfg.HLLPrecision)
+	for c := range t.classes {
+		if cand := t.classes[c].cand; cand != nil {
+			cand.addDistinct(t.distinct)
+		}
+	}
+}
+
+// addDistinct adds each entry's hash to the distinct-key set of every slot
+// it has traffic in.
+func (c *candidates) addDistinct(d *distinct) {
+	for id := range c.n {
+		h := c.rec[id].hash
+		for s, k := range c.cnt[id*c.slots : (id+1)*c.slots] {
+			if k.events > 0 {
+				d.add(s, h)
+			}
+		}
+	}
+}
+
+// absorb adds o's keys, slot by slot: exact sets unite, HyperLogLog
+// registers take the maximum.
+func (d *distinct) absorb(o *distinct) {
+	for s := range d.slots {
+		a, b := &d.slots[s], &o.slots[s]
+		if b.hll != nil {
+			if a.hll == nil {
+				h := b.hll.Clone()
+				for _, v := range a.set {
+					if v != 0 {
+						h.InsertHash(v)
+					}
+				}
+				a.hll, a.set, a.n = h, nil, 0
+				continue
+			}
+			_ = a.hll.Merge(b.hll) // same precision by Config.sameShape
+			continue
+		}
+		for _, v := range b.set {
+			if v != 0 {
+				d.add(s, v)
+			}
+		}
+	}
+}
+
+// absorb adds o's counts, name by name, as add would have.
+func (n *namedCounts) absorb(o *namedCounts) {
+	n.untracked += o.untracked
+	for oid, name := range o.names {
+		id, ok := n.index[name]
+		if !ok {
+			if id = n.insert(name); id < 0 {
+				n.untracked += o.sum(oid)
+				continue
+			}
+		}
+		row := n.counts[int(id)*n.slots : (int(id)+1)*n.slots]
+		for s, v := range o.counts[oid*o.slots : (oid+1)*o.slots] {
+			row[s] = uint32(min(uint64(row[s])+uint64(v), math.MaxUint32))
+		}
+	}
+	n.lastID = -1
+}
+
+// mergeClass adds class b into class a.
+func (t *table) mergeClass(a, b *classSketch) {
+	for s := range a.units {
+		a.units[s] += b.units[s]
+		a.events[s] += b.events[s]
+		a.peak[s] = max(a.peak[s], b.peak[s])
+	}
+	if b.seen {
+		mergeSeconds(a.ring, &a.sec, &a.headSec, &a.headUnits, a.seen, b.ring, b.sec, b.headSec, b.headUnits, func(x int64, v float64) {
+			if s := t.sc.slotOf(x); s >= 0 {
+				a.peak[s] = max(a.peak[s], v)
+			}
+		})
+		a.seen = true
+	}
+	if b.cand == nil || b.cand.n == 0 {
+		return
+	}
+	if a.cand == nil {
+		a.cand = newCandidates(t.cfg.Candidates, t.cfg.SubWindows, ringLen(t.cfg.RecentSeconds))
+	}
+	// Every key of either set, split into what the count-min sketch bounds
+	// (estimates) and what only the entry counted (exact), with the other
+	// input's estimates for a key it did not count: taken before the cells
+	// add up.
+	entries := a.cand.views(nil)
+	byKey := make(map[string]int, len(entries))
+	for i := range entries {
+		byKey[entries[i].key] = i
+	}
+	matched := make([]bool, len(entries))
+	for _, v := range b.cand.views(nil) {
+		if i, ok := byKey[v.key]; ok {
+			entries[i].add(&v)
+			matched[i] = true
+			continue
+		}
+		if a.cms != nil {
+			v.addEstimates(a.cms, t.cur, t.cfg.SubWindows)
+		}
+		entries = append(entries, v)
+	}
+	if b.cms != nil {
+		for i := range matched {
+			if !matched[i] {
+				entries[i].addEstimates(b.cms, t.cur, t.cfg.SubWindows)
+			}
+		}
+	}
+	switch {
+	case b.cms == nil:
+	case a.cms == nil:
+		a.cms = b.cms
+	default:
+		a.cms.absorb(b.cms)
+	}
+	slices.SortFunc(entries, func(x, y entryView) int {
+		if tx, ty := x.total(), y.total(); tx != ty {
+			return cmp.Compare(ty, tx)
+		}
+		return strings.Compare(x.key, y.key)
+	})
+	keep := min(len(entries), t.cfg.Candidates)
+	if keep < len(entries) && a.cms == nil {
+		a.cms = newGenCMS(t.cfg.Depth, t.cfg.Width, t.generation())
+	}
+	// The evicted keys' exact traffic goes into their generations, as on
+	// eviction by Put.
+	for i := keep; i < len(entries); i++ {
+		cur, prev := entries[i].exactParts(t.cur)
+		if cur > 0 {
+			a.cms.add(entries[i].hash, cur)
+		}
+		if prev > 0 {
+			a.cms.addPrev(entries[i].hash, prev)
+		}
+	}
+	cand := newCandidates(t.cfg.Candidates, t.cfg.SubWindows, ringLen(t.cfg.RecentSeconds))
+	cand.resize(grownCapacity(keep, t.cfg.Candidates))
+	for i := range keep {
+		cand.insertView(&entries[i], a.cms, t.cur, &t.sc)
+	}
+	a.cand = cand
+	if a.cms != nil {
+		a.noiseCur, a.noisePrev = a.cms.noise()
+	}
+}
+
+// absorb adds o's cells, generation by generation (both are at the same
+// generation).
+func (m *genCMS) absorb(o *genCMS) {
+	for g := range 2 { // 0: current, 1: previous
+		mh, oh := (m.cur+g)&1, (o.cur+g)&1
+		if !o.written[oh] {
+			continue
+		}
+		for k := 0; k < len(m.cells); k += 2 {
+			m.cells[k+mh] = satAdd(m.cells[k+mh], o.cells[k+oh])
+		}
+		m.written[mh] = true
+	}
+}
+
+// entryView is one candidate taken apart for merging: per slot, the units
+// the count-min sketch bounds (est) and those only the entry counted
+// (exact), with the rest of its counts.
+type entryView struct {
+	hash             uint64
+	key              string
+	est, exact       []uint32
+	events, sk, peak []uint32
+	sec, headSec     int64
+	ring             []uint32
+	headUnits        uint32
+	// folds are the complete seconds the merge added up, for the peaks of
+	// their slots.
+	folds []secPoint[uint32]
+}
+
+// views appends every entry of c, taken apart.
+func (c *candidates) views(dst []entryView) []entryView {
+	rl := int(c.ringMask + 1)
+	for id := range c.n {
+		r := &c.rec[id]
+		v := entryView{
+			hash: r.hash, key: r.key,
+			est: make([]uint32, c.slots), exact: make([]uint32, c.slots),
+			events: make([]uint32, c.slots), sk: make([]uint32, c.slots), peak: make([]uint32, c.slots),
+			sec: r.sec, ring: slices.Clone(c.ring[id*rl : (id+1)*rl]),
+			headSec: c.headSec[id], headUnits: c.headUnits[id],
+		}
+		for j, k := range c.cnt[id*c.slots : (id+1)*c.slots] {
+			e := uint32(0)
+			switch {
+			case r.estMask&(1<<j) != 0:
+				e = k.units
+			case int(r.entry) == j:
+				e = min(r.entryQ, k.units)
+			}
+			v.est[j], v.exact[j] = e, k.units-e
+			v.events[j], v.sk[j], v.peak[j] = k.events, k.sk, k.peak
+		}
+		dst = append(dst, v)
+	}
+	return dst
+}
+
+func (v *entryView) total() uint64 {
+	var n uint64
+	for j := range v.est {
+		n += uint64(v.est[j]) + uint64(v.exact[j])
+	}
+	return n
+}
+
+// add adds o, the same key's entry in the other input.
+func (v *entryView) add(o *entryView) {
+	for j := range v.est {
+		v.est[j] = satAdd(v.est[j], o.est[j])
+		v.exact[j] = satAdd(v.exact[j], o.exact[j])
+		v.events[j] = satAdd(v.events[j], o.events[j])
+		v.sk[j] |= o.sk[j]
+		v.peak[j] = max(v.peak[j], o.peak[j])
+	}
+	mergeSeconds(v.ring, &v.sec, &v.headSec, &v.headUnits, true, o.ring, o.sec, o.headSec, o.headUnits, func(x int64, u uint32) { v.folds = append(v.folds, secPoint[uint32]{x, u}) })
+}
+
+// addEstimates adds the count-min estimates of m, the other input's, for a
+// key it did not count exactly: the current generation's booked to the
+// current slot, the previous one's to that generation's last slot while
+// it overlaps the window (as on admission).
+func (v *entryView) addEstimates(m *genCMS, cur, slots int) {
+	c, p := m.estimates(v.hash)
+	v.est[cur] = satAdd(v.est[cur], c)
+	if last := slots - 1; cur != last {
+		v.est[last] = satAdd(v.est[last], p)
+	}
+}
+
+// exactParts is candidates.exactParts for a view: the exact units of the
+// current generation (slots 0..cur) and of the previous one.
+func (v *entryView) exactParts(cur int) (curQ, prevQ uint32) {
+	var sums [2]uint64
+	for j, x := range v.exact {
+		if j <= cur {
+			sums[0] += uint64(x)
+		} else {
+			sums[1] += uint64(x)
+		}
+	}
+	return uint32(min(sums[0], math.MaxUint32)), uint32(min(sums[1], math.MaxUint32))
+}
+
+// insertView adds a view as a new entry of a set that has room. An entry
+// keeps one slot that mixes estimate and exact units (its entry slot); any
+// further mixed slot has its exact units written into the count-min
+// generation of the slot and is flagged an estimate whole, so that the
+// sketch bounds every unit the entry does not count exactly.
+func (c *candidates) insertView(v *entryView, m *genCMS, cur int, sc *secClock) {
+	id := c.n
+	c.n++
+	c.heap = append(c.heap, int32(id))
+	r := &c.rec[id]
+	*r = candRec{hash: v.hash, key: v.key, heapPos: int32(id), entry: -1, sec: v.sec}
+	row := c.cnt[id*c.slots : (id+1)*c.slots]
+	for j := range row {
+		est, exact := v.est[j], v.exact[j]
+		switch {
+		case est == 0:
+		case exact == 0:
+			r.estMask |= 1 << j
+		case r.entry < 0:
+			r.entry, r.entryQ = int8(j), est
+		default:
+			if j <= cur {
+				m.add(v.hash, exact)
+			} else {
+				m.addPrev(v.hash, exact)
+			}
+			r.estMask |= 1 << j
+		}
+		row[j] = slotCount{units: satAdd(est, exact), events: v.events[j], sk: v.sk[j], peak: v.peak[j]}
+		r.total += uint64(row[j].units)
+	}
+	for _, f := range v.folds {
+		if s := sc.slotOf(f.sec); s >= 0 {
+			row[s].peak = max(row[s].peak, f.v)
+		}
+	}
+	rl := int(c.ringMask + 1)
+	copy(c.ring[id*rl:(id+1)*rl], v.ring)
+	c.headSec[id], c.headUnits[id] = v.headSec, v.headUnits
+	c.reindex(id)
+	c.up(id)
+}
+
+// mergeSeconds merges the per-second ring and head of another input (ob,
+// on, oh, ou) into a ring (ring, newest, head, headUnits; has says whether
+// it holds anything yet) by second: the seconds either holds add up, the
+// result keeps the newer newest second and the earlier head, and every
+// second that is complete in the result is folded, with its sum, by fold
+// (folding is a maximum, so seconds folded before cost nothing).
+func mergeSeconds[T uint32 | float64](ring []T, newest, head *int64, headUnits *T, has bool, ob []T, on, oh int64, ou T, fold func(int64, T)) {
+	mask := int64(len(ring) - 1)
+	var pts []secPoint[T]
+	if has {
+		pts = secPoints(pts, ring, *newest, mask, *head, *headUnits)
+	}
+	own := len(pts)
+	for _, p := range secPoints(nil, ob, on, mask, oh, ou) {
+		i := slices.IndexFunc(pts[:own], func(q secPoint[T]) bool { return q.sec == p.sec })
+		if i < 0 {
+			pts = append(pts, p)
+			continue
+		}
+		pts[i].v = sum(pts[i].v, p.v)
+	}
+	n, h := on, oh
+	if has {
+		n, h = max(*newest, on), min(*head, oh)
+	}
+	clear(ring)
+	var hv T
+	for _, p := range pts {
+		if p.sec > n-mask-1 && p.sec <= n {
+			ring[p.sec&mask] = p.v
+		}
+		if p.sec == h {
+			hv = p.v
+		}
+		if p.sec < n {
+			fold(p.sec, p.v)
+		}
+	}
+	*newest, *head, *headUnits = n, h, hv
+}
+
+// secPoint is one second's units.
+type secPoint[T uint32 | float64] struct {
+	sec int64
+	v   T
+}
+
+// secPoints appends the seconds a ring holds, and its head second when the
+// ring no longer does.
+func secPoints[T uint32 | float64](dst []secPoint[T], ring []T, newest, mask, head int64, headUnits T) []secPoint[T] {
+	for x := newest - mask; x <= newest; x++ {
+		dst = append(dst, secPoint[T]{x, ring[x&mask]})
+	}
+	if head <= newest-mask-1 || head > newest {
+		dst = append(dst, secPoint[T]{head, headUnits})
+	}
+	return dst
+}
+
+// sum adds without wrapping.
+func sum[T uint32 | float64](a, b T) T {
+	if s := a + b; s >= a {
+		return s
+	}
+	return T(math.MaxUint32) // only uint32 wraps
+}

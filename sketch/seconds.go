@@ -1,0 +1,109 @@
+package sketch
+
+import (
+	"math"
+	"time"
+)
+
+// Per-second counts. Every candidate key and every class keeps a ring of
+// its units in the last few seconds (the newest second it saw and the
+// ringLen-1 before it) beside per-slot peaks: when a second completes (a
+// later second arrives), its units are folded into the peak of the slot
+// the second lies in, so the peak over the window is the largest peak of
+// the live slots and of the seconds still in the ring, and it expires with
+// its slot. The ring gives the units of the last complete seconds
+// (Config.RecentSeconds) for judging onset.
+//
+// Live windows count by arrival second (the Store's clock, read once per
+// Put), so seconds arrive in order and the counts are exact. Whole files
+// (analyze) count by event time: events up to ringLen-1 seconds out of
+// order are counted exactly; an event older than its ring holds starts
+// the ring over at its second, so logs read one after another are each
+// counted second by second (two logs of the same seconds read one after
+// the other are then peaked separately, not added up).
+
+// secClock places seconds in the slots of a window, for folding completed
+// seconds into slot peaks.
+type secClock struct {
+	slotNanos int64 // slot length; 0 in analyze mode (one slot)
+	epoch     int64 // slot number of the current slot
+	slots     int
+}
+
+// slotOf returns the ring slot second x lies in (the slot of its start),
+// or -1 when that slot has left the window.
+func (sc *secClock) slotOf(x int64) int {
+	if sc.slotNanos == 0 {
+		return 0
+	}
+	if x > math.MaxInt64/int64(time.Second) || x < math.MinInt64/int64(time.Second) {
+		return -1
+	}
+	ep := floorDiv(x*int64(time.Second), sc.slotNanos)
+	if ep > sc.epoch || ep <= sc.epoch-int64(sc.slots) {
+		return -1
+	}
+	return slotIndex(ep, sc.slots)
+}
+
+// floorDiv divides rounding towards minus infinity.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// secWindow says which seconds a snapshot reads: [from, to] for peaks, the
+// recent span [recentFrom, ref-1] and the last complete second ref-1.
+type secWindow struct {
+	from, to   int64
+	recentFrom int64
+	ref        int64
+}
+
+// read returns the peak, the recent units and the last complete second's
+// units of a ring whose newest second is newest.
+func read[T uint32 | float64](sw *secWindow, ring []T, newest, mask int64) (peak, recent, last T) {
+	for x := newest - mask; x <= newest; x++ {
+		v := ring[x&mask]
+		if x >= sw.from && x <= sw.to {
+			peak = max(peak, v)
+		}
+		if x >= sw.recentFrom && x < sw.ref {
+			recent = sum(recent, v)
+		}
+		if x == sw.ref-1 {
+			last = v
+		}
+	}
+	return peak, recent, last
+}
+
+// addSecond adds units in second sec to the class's per-second ring.
+func (cs *classSketch) addSecond(sec int64, units float64, sc *secClock) {
+	mask := int64(len(cs.ring) - 1)
+	if sec == cs.sec {
+		cs.ring[sec&mask] += units
+		return
+	}
+	fold := func(x int64, v float64) {
+		if s := sc.slotOf(x); s >= 0 {
+			cs.peak[s] = max(cs.peak[s], v)
+		}
+		if x == cs.headSec {
+			cs.headUnits = v
+		}
+	}
+	if !ringAdvance(cs.ring, &cs.sec, sec, mask, fold) {
+		cs.ring[sec&mask] += units
+		cs.headSec = min(cs.headSec, sec)
+		fold(sec, cs.ring[sec&mask])
+		return
+	}
+	cs.ring[sec&mask] = units
+	if !cs.seen || sec < cs.headSec {
+		cs.headSec, cs.headUnits, cs.seen = sec, units, true
+	}
+}
