@@ -106,9 +106,9 @@ func (g group) events(start time.Time, d time.Duration) ([]ingest.Event, error) 
 		// Key-major interleaving: every key's accesses spread over the
 		// whole window, the first at start and the last at start+d.
 		// Sequential: key i's accesses are the i-th run of them.
-		i := j % g.Keys
+		i, nth := j%g.Keys, j/g.Keys // the key, and which of its accesses
 		if g.Order == "sequential" {
-			i = j / g.Events
+			i, nth = j/g.Events, j%g.Events
 		}
 		e := ingest.Event{
 			Table: g.Table, Index: g.Index, Class: class, Units: units,
@@ -118,7 +118,7 @@ func (g group) events(start time.Time, d time.Duration) ([]ingest.Event, error) 
 		}
 		e.Time = start.Add(g.at(d, j, n))
 		if g.SortKeys > 0 {
-			e.SK = "SK#" + strconv.Itoa((j/g.Keys)%g.SortKeys)
+			e.SK = "SK#" + strconv.Itoa(nth%g.SortKeys)
 		}
 		switch {
 		case g.Shards > 0:
