@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,8 +73,9 @@ func TestDemoFlagsPlantedHotKeys(t *testing.T) {
 		t.Fatal("the demo plants no hot key")
 	}
 	for _, p := range hot {
-		line := h.WaitLog(t, fmt.Sprintf(`msg="hot key" table=%s class=%s key=%s `, p.Table, p.Class, p.Key), 20*time.Second)
-		if !regexp.MustCompile(`level=(warn|error) `).MatchString(line) || !strings.Contains(line, "fix="+p.Fix) {
+		// A second's noise may make a warning hot key a key near the limit.
+		line := h.WaitLog(t, fmt.Sprintf(`table=%s class=%s key=%s `, p.Table, p.Class, p.Key), 20*time.Second)
+		if !regexp.MustCompile(`level=(warn|error) logger=detector msg="(hot key|key near the partition limit)" `).MatchString(line) || !strings.Contains(line, "fix="+p.Fix) {
 			t.Errorf("hot key line for %s: %s, want level=warn or error and fix=%s", p.Key, line, p.Fix)
 		}
 	}
@@ -105,8 +107,8 @@ func TestDemoFlagsPlantedHotKeys(t *testing.T) {
 		if p.Index != "" {
 			label += "/" + p.Index
 		}
-		if !diagnosisSeries(label, p.Class.String(), p.Key, p.Cause, severity, p.Fix).Match(metrics) {
-			t.Errorf("/metrics has no %s hotkeyd_diagnosis series for %s %s at %s", p.Cause, p.Table, p.Key, p.Severity)
+		if !diagnosisSeries(label, p.Class.String(), p.Key, "("+strings.Join(p.Causes(), "|")+")", severity, p.Fix).Match(metrics) {
+			t.Errorf("/metrics has no %v hotkeyd_diagnosis series for %s %s at %s", p.Causes(), p.Table, p.Key, p.Severity)
 		}
 		tr := entries[p.Table+"/"+p.Index]
 		paging := 0
@@ -115,7 +117,7 @@ func TestDemoFlagsPlantedHotKeys(t *testing.T) {
 			if d.Severity.Pages() {
 				paging++
 			}
-			found = found || string(d.Cause) == p.Cause && d.Class == p.Class.String() && (p.Key == "" || d.Key() == p.Key)
+			found = found || slices.Contains(p.Causes(), string(d.Cause)) && d.Class == p.Class.String() && (p.Key == "" || d.Key() == p.Key)
 		}
 		if !found {
 			t.Errorf("/api/v1/hotkeys has no %s diagnosis for %s %s: %+v", p.Cause, p.Table, p.Key, tr.Diagnoses)

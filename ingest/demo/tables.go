@@ -109,6 +109,17 @@ type Plant struct {
 	Why string
 }
 
+// Causes lists the causes the detector may give the plant's diagnosis: its
+// Cause, and for a hot key at warning also partition_limit, the same
+// diagnosis once a second's noise (a burst of late events on a loaded
+// machine) tips its busiest second over 80 % of the ceiling.
+func (p Plant) Causes() []string {
+	if p.Cause == "hot_key" && p.Severity == "warning" {
+		return []string{p.Cause, "partition_limit"}
+	}
+	return []string{p.Cause}
+}
+
 // Planted lists what the workload plants, for tests and documentation:
 //
 //   - orders: USER#42 carries 30% of the writes, 600 WCU/s, over many sort
