@@ -18,6 +18,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/formats"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/internal/logging"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -135,7 +136,7 @@ func analyzeLogger(f *flags, w io.Writer) *zap.Logger {
 	if level == "" || level == "info" {
 		level = "warn"
 	}
-	log, err := newLogger(w, level, f.logFormat)
+	log, err := logging.New(w, level, f.logFormat)
 	if err != nil {
 		return zap.NewNop()
 	}

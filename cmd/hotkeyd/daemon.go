@@ -18,6 +18,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/internal/logging"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -41,7 +42,7 @@ func runDaemon(ctx context.Context, f *flags, demo bool, io stdio) int {
 		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
 		return 1
 	}
-	log, err := newLogger(io.stderr, f.logLevel, f.logFormat)
+	log, err := logging.New(io.stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
 		return 1
