@@ -101,8 +101,8 @@ func bareError(err error) error {
 // analyze reads the same logs the daemon follows.
 func jsonlFields(cfg Config) jsonl.Fields {
 	for _, s := range cfg.Sources {
-		if s.Type == sourceJSONL {
-			return s.Fields
+		if c, ok := s.Settings.(*jsonl.Config); ok {
+			return c.Fields
 		}
 	}
 	return jsonl.Fields{}

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,15 +15,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
-	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
-	"github.com/hotkeyd/hotkeyd/ingest/lease"
-)
-
-// Source types accepted in the sources list of the config file.
-const (
-	sourceStreams    = "dynamodb-streams"
-	sourceCloudTrail = "cloudtrail"
-	sourceJSONL      = "jsonl"
+	"github.com/hotkeyd/hotkeyd/internal/strictyaml"
 )
 
 // Config is the domain configuration read from the YAML file
@@ -58,52 +48,52 @@ type Config struct {
 	Detector detect.Settings `yaml:"detector"`
 }
 
-// thresholdUnset marks detector.threshold as not given while decoding, so
-// that a file setting it there (instead of at the top level) is refused.
-const thresholdUnset = -1
 
-// SourceConfig is one entry of the sources list. Which fields apply depends
-// on Type; Validate rejects fields that do not.
+// SourceConfig is one entry of the sources list: its type, and the
+// settings of that type's reader, decoded strictly from the entry's other
+// keys into the reader's own Config (see sourceTypes).
 type SourceConfig struct {
-	// Type is dynamodb-streams, cloudtrail or jsonl.
-	Type string `yaml:"type"`
+	// Type is the name of one of sourceTypes.
+	Type string
+	// Settings points to the reader's Config: its defaults, then what the
+	// entry says.
+	Settings sourceSettings
+}
 
-	// Tables (dynamodb-streams) are the tables whose streams are read.
-	Tables []string `yaml:"tables"`
-	// StreamARNs (dynamodb-streams) name streams directly.
-	StreamARNs []string `yaml:"stream_arns"`
-	// Region (dynamodb-streams) is the AWS region; empty means the SDK's
-	// default chain (AWS_REGION, the shared config).
-	Region string `yaml:"region"`
-	// Endpoint (dynamodb-streams) overrides the AWS endpoint, e.g. DynamoDB Local.
-	Endpoint string `yaml:"endpoint"`
-	// Start (dynamodb-streams) is latest or trim_horizon: where a shard
-	// without a checkpoint starts.
-	Start string `yaml:"start"`
-	// CheckpointDir (dynamodb-streams, cloudtrail) is where read positions
-	// are kept across restarts; empty keeps none.
-	CheckpointDir string `yaml:"checkpoint_dir"`
-	// LeaseTable (dynamodb-streams) names the DynamoDB table, created on
-	// first use, through which replicas split the shards (the Kinesis
-	// Client Library's lease table); checkpoints then live in it.
-	LeaseTable string `yaml:"lease_table"`
-	// WorkerID (dynamodb-streams, with lease_table) names this replica in
-	// the lease table; empty means host name and process id.
-	WorkerID string `yaml:"worker_id"`
-	// FailoverTime (dynamodb-streams, with lease_table) is how long a
-	// lease's counter must stand still before another replica takes it;
-	// zero means 10s.
-	FailoverTime time.Duration `yaml:"failover_time"`
-	// MaxAge (cloudtrail) skips files older than this when first seen: the
-	// live window runs on arrival time, so replaying old history would count
-	// it as current traffic. Zero reads every file.
-	MaxAge time.Duration `yaml:"max_age"`
+// sourceSettings is a reader's Config, as each reader package declares it.
+type sourceSettings interface {
+	// Validate returns an error naming the first bad key (paths[1]: ...).
+	Validate() error
+}
 
-	// Paths (cloudtrail, jsonl) are files or glob patterns; "-" is stdin (jsonl).
-	Paths []string `yaml:"paths"`
-	// Fields (jsonl) renames the JSON fields for logs that already exist,
-	// e.g. {pk: user_id, table: tbl}.
-	Fields jsonl.Fields `yaml:"fields"`
+// UnmarshalStrictYAML decodes type first, then the other keys into that
+// type's reader config. A key of another type is "not used by" this one.
+func (s *SourceConfig) UnmarshalStrictYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return strictyaml.DecodeNode(n, &struct{}{}) // says a mapping was wanted
+	}
+	rest := *n
+	rest.Content = nil
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "type" {
+			if err := strictyaml.DecodeNode(n.Content[i+1], &s.Type); err != nil {
+				return strictyaml.At("type", err)
+			}
+			continue
+		}
+		rest.Content = append(rest.Content, n.Content[i], n.Content[i+1])
+	}
+	st, err := lookupSourceType(s.Type)
+	if err != nil {
+		return err
+	}
+	s.Settings = st.config()
+	err = strictyaml.DecodeNode(&rest, s.Settings)
+	var e *strictyaml.Error
+	if errors.As(err, &e) && e.Unknown && !strings.ContainsAny(e.Path, ".[") && usedByAnotherType(e.Path) {
+		return &strictyaml.Error{Path: e.Path, Msg: "not used by type " + s.Type}
+	}
+	return err
 }
 
 // DefaultConfig returns the settings used for every key the file leaves out.
@@ -163,39 +153,35 @@ func LoadConfig(path string) (Config, error) {
 // fills in defaults and validates it.
 func ParseConfig(r io.Reader) (Config, error) {
 	cfg := DefaultConfig()
-	cfg.Detector.Threshold = thresholdUnset
-	dec := yaml.NewDecoder(r)
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+	if err := strictyaml.Decode(r, &cfg); err != nil {
 		return Config{}, err
 	}
-	if cfg.Detector.Threshold != thresholdUnset {
-		return Config{}, errors.New("detector.threshold: set threshold at the top level")
-	}
-	cfg.Detector.Threshold = 0
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return Config{}, errors.New("more than one YAML document")
-	}
-	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
 }
 
-// setDefaults fills the per-source defaults that depend on the type.
-func (c *Config) setDefaults() {
-	for i := range c.Sources {
-		s := &c.Sources[i]
-		if s.Type == sourceStreams && s.Start == "" {
-			s.Start = "latest"
-		}
+// UnmarshalStrictYAML decodes the file over the defaults; the detector's
+// threshold is the top-level one.
+func (c *Config) UnmarshalStrictYAML(n *yaml.Node) error {
+	if det := mappingValue(n, "detector"); det != nil && mappingValue(det, "threshold") != nil {
+		return &strictyaml.Error{Path: "detector.threshold", Msg: "set threshold at the top level"}
 	}
+	type plain Config // the same fields, without this method
+	return strictyaml.DecodeNode(n, (*plain)(c))
 }
 
-// Validate checks the settings and returns an error naming the first bad
-// key, as a path into the file (sources[1].paths).
+// mappingValue returns the value of key in the mapping n, or nil.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
 func (c *Config) Validate() error {
 	if err := validateListen(c.Listen); err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -236,132 +222,16 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("detector.%w", err)
 	}
 	leaseTables := map[string]int{}
-	for i := range c.Sources {
-		if err := c.Sources[i].validate(); err != nil {
-			return fmt.Errorf("sources[%d]%w", i, err)
+	for i, src := range c.Sources {
+		if err := src.Settings.Validate(); err != nil {
+			return fmt.Errorf("sources[%d].%w", i, err)
 		}
-		if lt := c.Sources[i].LeaseTable; lt != "" {
-			if j, dup := leaseTables[lt]; dup {
+		if lt, ok := src.Settings.(interface{ LeaseTableName() string }); ok && lt.LeaseTableName() != "" {
+			if j, dup := leaseTables[lt.LeaseTableName()]; dup {
 				// Both would join the table as the same worker.
-				return fmt.Errorf("sources[%d].lease_table: %q is used by sources[%d] already; list every table in one source", i, lt, j)
+				return fmt.Errorf("sources[%d].lease_table: %q is used by sources[%d] already; list every table in one source", i, lt.LeaseTableName(), j)
 			}
-			leaseTables[lt] = i
-		}
-	}
-	return nil
-}
-
-// keyError is an error about one key of a source, printed as ".key: msg" so
-// that the caller can prefix the source's index.
-type keyError struct{ key, msg string }
-
-func (e keyError) Error() string {
-	if e.key == "" {
-		return ": " + e.msg
-	}
-	return "." + e.key + ": " + e.msg
-}
-
-func (s *SourceConfig) validate() error {
-	// set lists the keys given, for the "not used by this type" check.
-	set := map[string]bool{
-		"tables":         len(s.Tables) > 0,
-		"stream_arns":    len(s.StreamARNs) > 0,
-		"region":         s.Region != "",
-		"endpoint":       s.Endpoint != "",
-		"start":          s.Start != "",
-		"checkpoint_dir": s.CheckpointDir != "",
-		"lease_table":    s.LeaseTable != "",
-		"worker_id":      s.WorkerID != "",
-		"failover_time":  s.FailoverTime != 0,
-		"max_age":        s.MaxAge != 0,
-		"paths":          len(s.Paths) > 0,
-		"fields":         s.Fields != (jsonl.Fields{}),
-	}
-	var allowed []string
-	switch s.Type {
-	case "":
-		return keyError{"type", "required (dynamodb-streams, cloudtrail or jsonl)"}
-	case sourceStreams:
-		allowed = []string{"tables", "stream_arns", "region", "endpoint", "start", "checkpoint_dir", "lease_table", "worker_id", "failover_time"}
-		if len(s.Tables) == 0 && len(s.StreamARNs) == 0 {
-			return keyError{"tables", "one of tables or stream_arns is required"}
-		}
-		for j, t := range s.Tables {
-			if t == "" {
-				return keyError{fmt.Sprintf("tables[%d]", j), "empty table name"}
-			}
-		}
-		for j, a := range s.StreamARNs {
-			if !strings.HasPrefix(a, "arn:") {
-				return keyError{fmt.Sprintf("stream_arns[%d]", j), fmt.Sprintf("not a stream ARN: %q", a)}
-			}
-		}
-		if s.Endpoint != "" {
-			if u, err := url.Parse(s.Endpoint); err != nil || u.Scheme == "" || u.Host == "" {
-				return keyError{"endpoint", fmt.Sprintf("not an absolute URL: %q", s.Endpoint)}
-			}
-		}
-		if s.Start != "latest" && s.Start != "trim_horizon" {
-			return keyError{"start", fmt.Sprintf("must be latest or trim_horizon, got %q", s.Start)}
-		}
-		if err := s.validateLease(); err != nil {
-			return err
-		}
-	case sourceCloudTrail:
-		allowed = []string{"paths", "checkpoint_dir", "max_age"}
-		if err := validatePaths(s.Paths, false); err != nil {
-			return err
-		}
-		if s.MaxAge < 0 {
-			return keyError{"max_age", fmt.Sprintf("must not be negative, got %s", s.MaxAge)}
-		}
-	case sourceJSONL:
-		allowed = []string{"paths", "fields"}
-		if err := validatePaths(s.Paths, true); err != nil {
-			return err
-		}
-	default:
-		return keyError{"type", fmt.Sprintf("unknown source type %q (want dynamodb-streams, cloudtrail or jsonl)", s.Type)}
-	}
-	for _, k := range sortedKeys(set) {
-		if set[k] && !slices.Contains(allowed, k) {
-			return keyError{k, fmt.Sprintf("not used by type %s", s.Type)}
-		}
-	}
-	return nil
-}
-
-// validateLease checks the lease keys of a dynamodb-streams source.
-func (s *SourceConfig) validateLease() error {
-	switch {
-	case s.LeaseTable == "" && s.WorkerID != "":
-		return keyError{"worker_id", "only used with lease_table"}
-	case s.LeaseTable == "" && s.FailoverTime != 0:
-		return keyError{"failover_time", "only used with lease_table"}
-	case s.LeaseTable == "":
-		return nil
-	case s.CheckpointDir != "":
-		return keyError{"checkpoint_dir", "not used with lease_table, which keeps the checkpoints"}
-	case s.FailoverTime != 0 && s.FailoverTime < lease.MinFailoverTime:
-		return keyError{"failover_time", fmt.Sprintf("%s is below the minimum %s", s.FailoverTime, lease.MinFailoverTime)}
-	}
-	if err := lease.CheckTableName(s.LeaseTable); err != nil {
-		return keyError{"lease_table", err.Error()}
-	}
-	return nil
-}
-
-func validatePaths(paths []string, stdin bool) error {
-	if len(paths) == 0 {
-		return keyError{"paths", "at least one path is required"}
-	}
-	for j, p := range paths {
-		switch {
-		case p == "":
-			return keyError{fmt.Sprintf("paths[%d]", j), "empty path"}
-		case p == "-" && !stdin:
-			return keyError{fmt.Sprintf("paths[%d]", j), "stdin is not supported by this source"}
+			leaseTables[lt.LeaseTableName()] = i
 		}
 	}
 	return nil
@@ -377,11 +247,3 @@ func validateListen(addr string) error {
 	return nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

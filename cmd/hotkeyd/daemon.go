@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"syscall"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
+	demosource "github.com/hotkeyd/hotkeyd/ingest/demo"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/internal/logging"
 	"github.com/hotkeyd/hotkeyd/sketch"
@@ -109,11 +111,7 @@ func newDaemon(cfg Config, f *flags, demo bool, io stdio, log *zap.Logger) (*dae
 
 	deps := sourceDeps{log: log, reporter: d.reporter, reg: reg, tables: cfg.Tables, stdin: io.stdin}
 	if demo {
-		src, err := newDemoSource(deps)
-		if err != nil {
-			return nil, err
-		}
-		d.sources = []ingest.Source{src}
+		d.sources = []ingest.Source{demosource.New(demosource.Config{})}
 	} else {
 		for i, sc := range cfg.Sources {
 			src, err := newSource(sc, deps)
@@ -126,8 +124,9 @@ func newDaemon(cfg Config, f *flags, demo bool, io stdio, log *zap.Logger) (*dae
 	for _, src := range d.sources {
 		d.reporter.InitSource(src.Name())
 	}
-	events := newEventsHandler(f.enableIngest, d.sink, deps)
-	if events != nil {
+	var events http.Handler
+	if f.enableIngest {
+		events = jsonl.NewHandler(d.sink, d.reporter, jsonl.HandlerConfig{}, log)
 		d.reporter.InitSource(jsonl.HTTPSourceName)
 	}
 	if len(d.sources) == 0 && events == nil {

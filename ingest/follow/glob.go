@@ -27,6 +27,28 @@ func Validate(pattern string) error {
 	return nil
 }
 
+// ValidatePaths checks the paths key of a file reader's configuration: at
+// least one path, each a valid pattern (Validate); "-" (standard input) only
+// when stdin is true. Its errors name the key as a path: paths[1].
+func ValidatePaths(paths []string, stdin bool) error {
+	if len(paths) == 0 {
+		return errors.New("paths: at least one path is required")
+	}
+	for i, p := range paths {
+		var err error
+		switch {
+		case p == "-" && !stdin:
+			err = errors.New("stdin is not supported by this source")
+		case p != "-":
+			err = Validate(p)
+		}
+		if err != nil {
+			return fmt.Errorf("paths[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // hasMeta reports whether a pattern holds glob syntax.
 func hasMeta(p string) bool { return strings.ContainsAny(p, `*?[{\`) }
 
