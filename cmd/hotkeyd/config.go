@@ -48,7 +48,6 @@ type Config struct {
 	Detector detect.Settings `yaml:"detector"`
 }
 
-
 // SourceConfig is one entry of the sources list: its type, and the
 // settings of that type's reader, decoded strictly from the entry's other
 // keys into the reader's own Config (see sourceTypes).
@@ -246,4 +245,3 @@ func validateListen(addr string) error {
 	}
 	return nil
 }
-

@@ -146,7 +146,9 @@ func TestLoadConfigValid(t *testing.T) {
 					c.MinPollInterval, c.IdlePollInterval, c.DescribeInterval = 500*time.Millisecond, 2*time.Second, time.Minute
 					c.CheckpointInterval, c.MaxBackoff, c.CallTimeout = 5*time.Second, time.Minute, 20*time.Second
 				}),
-				cloudTrailSource(func(c *cloudtrail.Config) { c.Paths, c.PollInterval = []string{"/var/log/cloudtrail/**/*.json.gz"}, 30*time.Second }),
+				cloudTrailSource(func(c *cloudtrail.Config) {
+					c.Paths, c.PollInterval = []string{"/var/log/cloudtrail/**/*.json.gz"}, 30*time.Second
+				}),
 				jsonlSource(func(c *jsonl.Config) { c.Paths, c.Poll = []string{"/var/log/app/*.log"}, time.Second }),
 			},
 		},
