@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/config"
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
@@ -63,7 +64,7 @@ func TestDaemonDrainsSourcesOnStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	f := &flags{enableIngest: true}
 	d, err := newDaemon(cfg, f, false, stdio{stdout: &logs, stderr: &logs}, log)
@@ -105,7 +106,7 @@ func TestDaemonDrainsSourcesOnStop(t *testing.T) {
 }
 
 func TestDaemonNeedsASource(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	log, _ := logging.New(&bytes.Buffer{}, "info", "logfmt")
 	_, err := newDaemon(cfg, &flags{}, false, stdio{}, log)

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
@@ -61,6 +63,26 @@ func (c *Config) Validate() error {
 // delivers a file about every five minutes per region, so a few seconds of
 // polling delay are nothing.
 const DefaultPollInterval = 5 * time.Second
+
+// NewSource builds the reader of a sources entry of type cloudtrail, with
+// the config file's key schemas, and registers its own metrics (files
+// read, failed calls...) labelled by its paths, so that several cloudtrail
+// sources can coexist.
+func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
+	cfg := *c
+	cfg.Tables = env.Tables
+	src, err := New(cfg, env.Log, env.Reporter)
+	if err != nil {
+		return nil, err
+	}
+	if env.Registerer != nil {
+		reg := prometheus.WrapRegistererWith(prometheus.Labels{"paths": strings.Join(cfg.Paths, ",")}, env.Registerer)
+		if err := reg.Register(src); err != nil {
+			return nil, fmt.Errorf("register cloudtrail metrics: %w", err)
+		}
+	}
+	return src, nil
+}
 
 // Source follows a CloudTrail delivery folder: it reads every file the
 // paths match (package follow), then new files as they appear, and

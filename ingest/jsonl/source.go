@@ -53,6 +53,14 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// NewSource builds the reader of a sources entry of type jsonl, with the
+// daemon's Reporter and standard input.
+func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
+	cfg := *c
+	cfg.Reporter, cfg.Stdin = env.Reporter, env.Stdin
+	return New(cfg, env.Log)
+}
+
 // Source follows JSON-lines files like tail -F (package follow), and reads
 // stdin for "-". It implements ingest.Source and ingest.Readier.
 type Source struct {

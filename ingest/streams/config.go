@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
@@ -186,6 +187,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("lease_table: %w", err)
 	}
 	return c.leaseConfig().Validate()
+}
+
+// NewSource builds the reader of a sources entry of type
+// dynamodb-streams: New with the daemon's logger, Reporter and registry.
+func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
+	return New(*c, env.Log, env.Reporter, env.Registerer)
 }
 
 // LeaseTableName returns the lease table the reader joins, or "": two

@@ -1,4 +1,11 @@
-package main
+// Package config is hotkeyd's configuration file: its keys and their
+// defaults, decoded strictly (package strictyaml), and the checks that name
+// the bad key as a path into the file. Each entry of the sources list is
+// decoded into its reader's own Config, chosen by its type from one table
+// (sources.go): a reader's package owns its keys, defaults, checks and
+// constructor. Process settings (log level, web config) are flags, in
+// cmd/hotkeyd.
+package config
 
 import (
 	"errors"
@@ -41,82 +48,35 @@ type Config struct {
 	// attribute is the partition key (CloudTrail).
 	Tables map[string]ingest.KeySchema `yaml:"tables"`
 	// Sources lists the readers the daemon runs.
-	Sources []SourceConfig `yaml:"sources"`
+	Sources []Source `yaml:"sources"`
 	// Detector tunes the detector (hysteresis, traffic floor, partition
 	// limits, ...). Its threshold is the top-level threshold; a zero
 	// clear_threshold means 0.8 × threshold.
 	Detector detect.Settings `yaml:"detector"`
 }
 
-// SourceConfig is one entry of the sources list: its type, and the
-// settings of that type's reader, decoded strictly from the entry's other
-// keys into the reader's own Config (see sourceTypes).
-type SourceConfig struct {
-	// Type is the name of one of sourceTypes.
-	Type string
-	// Settings points to the reader's Config: its defaults, then what the
-	// entry says.
-	Settings sourceSettings
-}
-
-// sourceSettings is a reader's Config, as each reader package declares it.
-type sourceSettings interface {
-	// Validate returns an error naming the first bad key (paths[1]: ...).
-	Validate() error
-}
-
-// UnmarshalStrictYAML decodes type first, then the other keys into that
-// type's reader config. A key of another type is "not used by" this one.
-func (s *SourceConfig) UnmarshalStrictYAML(n *yaml.Node) error {
-	if n.Kind != yaml.MappingNode {
-		return strictyaml.DecodeNode(n, &struct{}{}) // says a mapping was wanted
-	}
-	rest := *n
-	rest.Content = nil
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == "type" {
-			if err := strictyaml.DecodeNode(n.Content[i+1], &s.Type); err != nil {
-				return strictyaml.At("type", err)
-			}
-			continue
-		}
-		rest.Content = append(rest.Content, n.Content[i], n.Content[i+1])
-	}
-	st, err := lookupSourceType(s.Type)
-	if err != nil {
-		return err
-	}
-	s.Settings = st.config()
-	err = strictyaml.DecodeNode(&rest, s.Settings)
-	var e *strictyaml.Error
-	if errors.As(err, &e) && e.Unknown && !strings.ContainsAny(e.Path, ".[") && usedByAnotherType(e.Path) {
-		return &strictyaml.Error{Path: e.Path, Msg: "not used by type " + s.Type}
-	}
-	return err
-}
-
-// DefaultConfig returns the settings used for every key the file leaves out.
-func DefaultConfig() Config {
+// Default returns the settings used for every key the file leaves out.
+func Default() Config {
 	return Config{
 		Listen:    ":9529",
 		Window:    60 * time.Second,
 		Threshold: 0.10,
 		Keys:      export.KeysPlain,
-		Detector:  defaultDetector(),
+		Detector:  DefaultDetector(),
 	}
 }
 
-// defaultDetector returns the detector defaults with the two settings that
+// DefaultDetector returns the detector defaults with the two settings that
 // follow the top-level threshold left zero.
-func defaultDetector() detect.Settings {
+func DefaultDetector() detect.Settings {
 	s := detect.DefaultSettings()
 	s.Threshold, s.ClearThreshold = 0, 0
 	return s
 }
 
-// detectSettings returns the detector's settings: the detector section with
+// DetectSettings returns the detector's settings: the detector section with
 // the top-level threshold, and clear_threshold derived from it unless set.
-func (c *Config) detectSettings() detect.Settings {
+func (c *Config) DetectSettings() detect.Settings {
 	s := c.Detector
 	s.Threshold = c.Threshold
 	if s.ClearThreshold == 0 {
@@ -125,14 +85,14 @@ func (c *Config) detectSettings() detect.Settings {
 	return s
 }
 
-// LoadConfig reads and validates the config file at path.
-func LoadConfig(path string) (Config, error) {
+// Load reads and validates the config file at path.
+func Load(path string) (Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("read config: %w", err)
 	}
 	defer f.Close()
-	cfg, err := ParseConfig(f)
+	cfg, err := Parse(f)
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -148,10 +108,10 @@ func LoadConfig(path string) (Config, error) {
 	return cfg, nil
 }
 
-// ParseConfig decodes a YAML config strictly (unknown keys are errors),
+// Parse decodes a YAML config strictly (unknown keys are errors),
 // fills in defaults and validates it.
-func ParseConfig(r io.Reader) (Config, error) {
-	cfg := DefaultConfig()
+func Parse(r io.Reader) (Config, error) {
+	cfg := Default()
 	if err := strictyaml.Decode(r, &cfg); err != nil {
 		return Config{}, err
 	}
@@ -217,7 +177,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("tables.%s.partition_key: required", name)
 		}
 	}
-	if err := c.detectSettings().Validate(); err != nil {
+	if err := c.DetectSettings().Validate(); err != nil {
 		return fmt.Errorf("detector.%w", err)
 	}
 	leaseTables := map[string]int{}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"math"
@@ -70,13 +70,13 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-source-key-twice.yml":               "sources[0].paths: given twice",
 	} {
 		t.Run(file, func(t *testing.T) {
-			path := filepath.Join("testdata", "config", file)
-			_, err := LoadConfig(path)
+			path := filepath.Join("testdata", file)
+			_, err := Load(path)
 			if err == nil {
-				t.Fatalf("LoadConfig(%s) = nil error, want %q", file, want)
+				t.Fatalf("Load(%s) = nil error, want %q", file, want)
 			}
 			if got, want := err.Error(), "config "+path+": "+want; got != want {
-				t.Errorf("LoadConfig(%s) error\n got: %s\nwant: %s", file, got, want)
+				t.Errorf("Load(%s) error\n got: %s\nwant: %s", file, got, want)
 			}
 		})
 	}
@@ -85,7 +85,7 @@ func TestLoadConfigInvalid(t *testing.T) {
 // TestInvalidFilesAllListed keeps the table above complete: every
 // testdata/config/invalid-*.yml must have its expected error.
 func TestInvalidFilesAllListed(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "config", "invalid-*.yml"))
+	files, err := filepath.Glob(filepath.Join("testdata", "invalid-*.yml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("glob: %v, %d files", err, len(files))
 	}
@@ -102,11 +102,11 @@ func TestInvalidFilesAllListed(t *testing.T) {
 
 func TestLoadConfigValid(t *testing.T) {
 	for file, want := range map[string]Config{
-		"valid-empty.yml": DefaultConfig(),
+		"valid-empty.yml": Default(),
 		"valid-design.yml": {
-			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, Detector: defaultDetector(),
+			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, Detector: DefaultDetector(),
 			Tables: map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
-			Sources: []SourceConfig{
+			Sources: []Source{
 				streamsSource(func(c *streams.Config) {
 					c.Tables, c.Region, c.Endpoint, c.Start, c.CheckpointDir = []string{"orders", "sessions"}, "us-east-1", "http://127.0.0.1:8000", "latest", "/var/lib/hotkeyd"
 				}),
@@ -116,9 +116,9 @@ func TestLoadConfigValid(t *testing.T) {
 		},
 		"valid-full.yml": {
 			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Threshold: 0.2, Keys: export.KeysHash, KeyHashSecret: "s3cret",
-			Detector: func() detect.Settings { s := defaultDetector(); s.HoldEvaluations = 5; s.MinEvents = 10; return s }(),
+			Detector: func() detect.Settings { s := DefaultDetector(); s.HoldEvaluations = 5; s.MinEvents = 10; return s }(),
 			Tables:   map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
-			Sources: []SourceConfig{
+			Sources: []Source{
 				// start defaults to latest.
 				streamsSource(func(c *streams.Config) {
 					c.Tables, c.Region, c.Endpoint, c.Start, c.CheckpointDir = []string{"orders", "sessions"}, "us-east-1", "http://127.0.0.1:8000", "latest", "/var/lib/hotkeyd"
@@ -132,15 +132,15 @@ func TestLoadConfigValid(t *testing.T) {
 			},
 		},
 		"valid-leases.yml": {
-			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, Detector: defaultDetector(),
-			Sources: []SourceConfig{streamsSource(func(c *streams.Config) {
+			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, Detector: DefaultDetector(),
+			Sources: []Source{streamsSource(func(c *streams.Config) {
 				c.Tables, c.Region, c.Start = []string{"orders", "sessions"}, "us-east-1", "trim_horizon"
 				c.LeaseTable, c.WorkerID, c.FailoverTime = "hotkeyd-leases", "replica-a", 20*time.Second
 			})},
 		},
 		"valid-tuning.yml": {
-			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, Detector: defaultDetector(),
-			Sources: []SourceConfig{
+			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, Detector: DefaultDetector(),
+			Sources: []Source{
 				streamsSource(func(c *streams.Config) {
 					c.StreamARNs, c.Region = []string{"arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2026-11-22T10:00:00.000"}, "us-east-1"
 					c.MinPollInterval, c.IdlePollInterval, c.DescribeInterval = 500*time.Millisecond, 2*time.Second, time.Minute
@@ -154,12 +154,12 @@ func TestLoadConfigValid(t *testing.T) {
 		},
 	} {
 		t.Run(file, func(t *testing.T) {
-			got, err := LoadConfig(filepath.Join("testdata", "config", file))
+			got, err := Load(filepath.Join("testdata", file))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, want) {
-				t.Errorf("LoadConfig(%s)\n got: %+v\nwant: %+v", file, got, want)
+				t.Errorf("Load(%s)\n got: %+v\nwant: %+v", file, got, want)
 			}
 		})
 	}
@@ -167,35 +167,35 @@ func TestLoadConfigValid(t *testing.T) {
 
 // streamsSource, cloudTrailSource and jsonlSource return a sources entry
 // of their type: the reader's defaults, changed by set.
-func streamsSource(set func(*streams.Config)) SourceConfig {
+func streamsSource(set func(*streams.Config)) Source {
 	c := streams.DefaultConfig()
 	set(&c)
-	return SourceConfig{Type: "dynamodb-streams", Settings: &c}
+	return Source{Type: "dynamodb-streams", Settings: &c}
 }
 
-func cloudTrailSource(set func(*cloudtrail.Config)) SourceConfig {
+func cloudTrailSource(set func(*cloudtrail.Config)) Source {
 	c := cloudtrail.DefaultConfig()
 	set(&c)
-	return SourceConfig{Type: "cloudtrail", Settings: &c}
+	return Source{Type: "cloudtrail", Settings: &c}
 }
 
-func jsonlSource(set func(*jsonl.Config)) SourceConfig {
+func jsonlSource(set func(*jsonl.Config)) Source {
 	c := jsonl.DefaultConfig()
 	set(&c)
-	return SourceConfig{Type: "jsonl", Settings: &c}
+	return Source{Type: "jsonl", Settings: &c}
 }
 
 func TestLoadConfigMissingFile(t *testing.T) {
-	_, err := LoadConfig(filepath.Join(t.TempDir(), "nope.yaml"))
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
 	if err == nil || !strings.HasPrefix(err.Error(), "read config: open ") {
-		t.Fatalf("LoadConfig(missing) = %v, want a read config error", err)
+		t.Fatalf("Load(missing) = %v, want a read config error", err)
 	}
 }
 
 func TestDetectSettings(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := Default()
 	cfg.Threshold = 0.2
-	s := cfg.detectSettings()
+	s := cfg.DetectSettings()
 	if s.Threshold != 0.2 || math.Abs(s.ClearThreshold-0.16) > 1e-12 {
 		t.Errorf("threshold %v clear %v, want 0.2 and 0.16", s.Threshold, s.ClearThreshold)
 	}
@@ -203,7 +203,7 @@ func TestDetectSettings(t *testing.T) {
 		t.Error(err)
 	}
 	cfg.Detector.ClearThreshold = 0.1
-	if s := cfg.detectSettings(); s.ClearThreshold != 0.1 {
+	if s := cfg.DetectSettings(); s.ClearThreshold != 0.1 {
 		t.Errorf("clear threshold %v, want the 0.1 given", s.ClearThreshold)
 	}
 }
@@ -215,19 +215,19 @@ func TestKeyHashSecretFile(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte("keys: hash\nkey_hash_secret_file: "+secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadConfig(cfgPath); err == nil || !strings.Contains(err.Error(), "key_hash_secret_file: open "+secret) {
+	if _, err := Load(cfgPath); err == nil || !strings.Contains(err.Error(), "key_hash_secret_file: open "+secret) {
 		t.Errorf("missing secret file: %v", err)
 	}
 	if err := os.WriteFile(secret, []byte("  \n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadConfig(cfgPath); err == nil || !strings.Contains(err.Error(), "is empty") {
+	if _, err := Load(cfgPath); err == nil || !strings.Contains(err.Error(), "is empty") {
 		t.Errorf("empty secret file: %v", err)
 	}
 	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(cfgPath)
+	cfg, err := Load(cfgPath)
 	if err != nil || cfg.KeyHashSecret != "s3cret" {
 		t.Errorf("secret %q, %v; want s3cret", cfg.KeyHashSecret, err)
 	}
