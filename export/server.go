@@ -52,18 +52,23 @@ type ServerConfig struct {
 	// the kernel's listen queue until one closes. Zero means
 	// DefaultMaxConnections.
 	MaxConnections int
+	// ReadTimeout, WriteTimeout and IdleTimeout bound the reading of a
+	// whole request, the writing of its answer and an idle keep-alive
+	// connection; zero means DefaultReadTimeout, DefaultWriteTimeout and
+	// DefaultIdleTimeout.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 }
 
-// Limits of the HTTP server. A request must arrive whole (headers and
-// body) within ReadTimeout and its answer be written within WriteTimeout;
-// an idle keep-alive connection is closed after IdleTimeout. With
-// MaxConnections, they bound what slow or idle clients can hold: no client
-// keeps a connection longer than these without sending or reading.
+// Limits of the HTTP server. A request's headers must arrive within
+// ReadHeaderTimeout and the whole request within the read timeout, its
+// answer be written within the write timeout; an idle keep-alive
+// connection is closed after the idle timeout. With the connection cap they
+// bound what slow or idle clients can hold.
 const (
 	ReadHeaderTimeout     = 10 * time.Second
-	ReadTimeout           = 30 * time.Second
-	WriteTimeout          = time.Minute
-	IdleTimeout           = 2 * time.Minute
+	DefaultReadTimeout    = 30 * time.Second
+	DefaultWriteTimeout   = time.Minute
+	DefaultIdleTimeout    = 2 * time.Minute
 	DefaultMaxConnections = 512
 )
 
@@ -94,6 +99,14 @@ func NewServer(log *zap.Logger, cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.MaxConnections <= 0 {
 		cfg.MaxConnections = DefaultMaxConnections
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&cfg.ReadTimeout, DefaultReadTimeout}, {&cfg.WriteTimeout, DefaultWriteTimeout}, {&cfg.IdleTimeout, DefaultIdleTimeout}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
 	}
 	refused, err := newRefusedCounter(cfg.Registerer, cfg.Events != nil)
 	if err != nil {
@@ -195,9 +208,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: ReadHeaderTimeout,
-		ReadTimeout:       ReadTimeout,
-		WriteTimeout:      WriteTimeout,
-		IdleTimeout:       IdleTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
 		ErrorLog:          zap.NewStdLog(s.log),
 	}
 	// web.Serve wraps srv.Handler in its TLS-and-auth handler and then

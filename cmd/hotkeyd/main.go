@@ -44,6 +44,7 @@ type flags struct {
 	listen, webConfig                 string
 	listenSet, enableIngest           bool
 	maxConns, ingestBurst             int
+	readTimeout, writeTimeout, idle   time.Duration
 	ingestRate                        float64
 	logLevel, logFormat, keys, format string
 	window                            time.Duration
@@ -100,6 +101,9 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		Default(def.Listen).IsSetByUser(&f.listenSet).StringVar(&f.listen)
 	app.Flag("web.config.file", "exporter-toolkit web configuration file (TLS, basic auth).").Default("").StringVar(&f.webConfig)
 	app.Flag("web.max-connections", "Most HTTP connections served at once; more wait to be accepted.").Default(fmt.Sprint(export.DefaultMaxConnections)).IntVar(&f.maxConns)
+	app.Flag("web.read-timeout", "Most time to read a whole request, headers and body.").Default(export.DefaultReadTimeout.String()).DurationVar(&f.readTimeout)
+	app.Flag("web.write-timeout", "Most time to write an answer.").Default(export.DefaultWriteTimeout.String()).DurationVar(&f.writeTimeout)
+	app.Flag("web.idle-timeout", "Most time a keep-alive connection stays open between requests.").Default(export.DefaultIdleTimeout.String()).DurationVar(&f.idle)
 	app.Flag("web.enable-ingest", "Accept NDJSON events on POST /api/v1/events.").BoolVar(&f.enableIngest)
 	app.Flag("web.ingest.rate-limit", "Requests per second POST /api/v1/events accepts, from all clients together (0: no limit); over it, 429.").
 		Default(fmt.Sprint(jsonl.DefaultRequestsPerSecond)).Float64Var(&f.ingestRate)
