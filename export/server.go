@@ -77,6 +77,10 @@ const (
 // they tell only that the process runs and whether it is ready.
 var probePaths = []string{"/-/healthy", "/-/ready"}
 
+// ProbePaths returns the paths served without credentials under basic
+// auth: the health and readiness probes.
+func ProbePaths() []string { return slices.Clone(probePaths) }
+
 // Server is hotkeyd's HTTP surface: /metrics, /-/healthy, /-/ready,
 // /api/v1/hotkeys, /api/v1/events and a landing page at /.
 type Server struct {
