@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
@@ -174,14 +173,7 @@ func TestHTTPTimeoutsAndConnectionCap(t *testing.T) {
 // else asks for credentials, and the refusals are counted.
 func TestProbesWithoutCredentials(t *testing.T) {
 	t.Parallel() // a process of its own, on a port of its own
-	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	webConfig := filepath.Join(t.TempDir(), "web.yml")
-	if err := os.WriteFile(webConfig, []byte("basic_auth_users:\n  prometheus: "+string(hash)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	webConfig := writeBasicAuthConfig(t)
 	// StartHotkeyd waits for /-/ready without credentials.
 	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "demo", "--web.config.file", webConfig)
 	for path, want := range map[string]int{"/-/healthy": 200, "/-/ready": 200, "/metrics": 401, "/api/v1/hotkeys": 401, "/": 401} {

@@ -42,9 +42,7 @@ func blockAfter(t *testing.T, text, marker string) string {
 		t.Fatalf("README has no %q", marker)
 	}
 	rest := text[i+len(marker):]
-	if strings.HasPrefix(rest, "\n```") { // the marker ends a block: skip its end
-		rest = rest[len("\n```"):]
-	}
+	rest = strings.TrimPrefix(rest, "\n```") // the marker ends a block: skip its end
 	start := strings.Index(rest, "```")
 	if start < 0 {
 		t.Fatalf("README: no block after %q", marker)

@@ -47,11 +47,8 @@ func DefaultConfig() Config { return Config{PollInterval: DefaultPollInterval} }
 
 // Validate reports the first setting that cannot work, naming its key.
 func (c *Config) Validate() error {
-	if err := follow.ValidatePaths(c.Paths, false); err != nil {
+	if err := follow.ValidateSettings(c.Paths, false, c.PollInterval); err != nil {
 		return err
-	}
-	if c.PollInterval < 0 {
-		return fmt.Errorf("poll_interval: must be positive, got %s", c.PollInterval)
 	}
 	if c.MaxAge < 0 {
 		return fmt.Errorf("max_age: must not be negative, got %s", c.MaxAge)

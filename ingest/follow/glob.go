@@ -27,10 +27,14 @@ func Validate(pattern string) error {
 	return nil
 }
 
-// ValidatePaths checks the paths key of a file reader's configuration: at
-// least one path, each a valid pattern (Validate); "-" (standard input) only
-// when stdin is true. Its errors name the key as a path: paths[1].
-func ValidatePaths(paths []string, stdin bool) error {
+// ValidateSettings checks the keys a file reader's configuration shares:
+// paths, at least one, each a valid pattern (Validate), "-" (standard
+// input) only when stdin is true; and poll_interval, not negative (zero is
+// the reader's default). Its errors name the key as a path: paths[1].
+func ValidateSettings(paths []string, stdin bool, poll time.Duration) error {
+	if poll < 0 {
+		return fmt.Errorf("poll_interval: must be positive, got %s", poll)
+	}
 	if len(paths) == 0 {
 		return errors.New("paths: at least one path is required")
 	}

@@ -44,13 +44,7 @@ func DefaultConfig() Config { return Config{Poll: DefaultPoll} }
 
 // Validate reports the first setting that cannot work, naming its key.
 func (c *Config) Validate() error {
-	if err := follow.ValidatePaths(c.Paths, true); err != nil {
-		return err
-	}
-	if c.Poll < 0 {
-		return fmt.Errorf("poll_interval: must be positive, got %s", c.Poll)
-	}
-	return nil
+	return follow.ValidateSettings(c.Paths, true, c.Poll)
 }
 
 // NewSource builds the reader of a sources entry of type jsonl, with the
