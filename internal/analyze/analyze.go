@@ -1,0 +1,125 @@
+// Package analyze is hotkeyd analyze: it reads whole inputs (JSON lines,
+// CloudTrail, compressed or not; package formats) into one window that
+// never expires, evaluates it once (detect.Evaluate) and writes one report,
+// as JSON or as text. It is the offline twin of the daemon's pipeline, with
+// the same numbers.
+package analyze
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/export"
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/formats"
+	"github.com/hotkeyd/hotkeyd/ingest/input"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+// Config is what one analysis reads and how it reports.
+type Config struct {
+	// Files are the inputs; "-" is Stdin.
+	Files []string
+	// Settings are the detector's; Settings.Top keys per class are listed.
+	Settings detect.Settings
+	// Schemas are the key schemas of CloudTrail tables.
+	Schemas map[string]ingest.KeySchema
+	// Fields are the JSON-lines member names.
+	Fields jsonl.Fields
+	// Masker masks the keys of the report; nil shows them as they are.
+	Masker *export.KeyMasker
+	// Format is "json" or "text".
+	Format string
+	// Log receives the readers' hints (a table without a key schema).
+	Log *zap.Logger
+	// Stdin, Stdout and Stderr are the process's streams: the report goes
+	// to Stdout; progress, rejected lines and file errors to Stderr.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Run reads every file and writes the report. A file that cannot be read
+// is named on Stderr and the others are still reported; Run then returns
+// an error saying how many could not be read.
+func Run(ctx context.Context, cfg Config) error {
+	scfg := sketch.DefaultConfig()
+	scfg.Window = 0
+	scfg.Tracked = max(scfg.Tracked, cfg.Settings.Top)
+	store, err := sketch.NewStore(scfg, time.Now)
+	if err != nil {
+		return err
+	}
+	rep := input.NewTextReporter(cfg.Stderr)
+	inputs := formats.New(formats.Config{Schemas: cfg.Schemas, Fields: cfg.Fields, Log: cfg.Log, Reporter: rep})
+	failed := 0
+	for _, name := range cfg.Files {
+		if err := inputs.ReadFile(ctx, name, cfg.Stdin, store, cfg.Stderr); err != nil {
+			fmt.Fprintf(cfg.Stderr, "hotkeyd: %s: %v\n", name, bareError(err))
+			failed++
+		}
+	}
+	rep.Summary()
+
+	report := detect.Evaluate(store.Snapshot(), cfg.Settings)
+	report.Rejected = rep.Rejected()
+	report.Notes = inputs.Notes()
+	if cfg.Masker != nil {
+		report = cfg.Masker.MaskReport(report)
+	}
+	if cfg.Format == "json" {
+		enc := json.NewEncoder(cfg.Stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(report)
+	} else {
+		err = export.WriteTextReport(cfg.Stdout, report, cfg.Settings.Threshold)
+	}
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if failed > 0 {
+		return ErrUnreadable
+	}
+	return nil
+}
+
+// ErrUnreadable is Run's error when some inputs could not be read; each was
+// named on Stderr already.
+var ErrUnreadable = errors.New("some inputs could not be read")
+
+// bareError drops the file name an *fs.PathError repeats: every file error
+// is printed as "hotkeyd: NAME: error".
+func bareError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// KeySchemas merges the config file's tables with --key-schema values
+// (TABLE=PK[,SK]); a value given wins over the file for the same table.
+func KeySchemas(tables map[string]ingest.KeySchema, flags []string) (map[string]ingest.KeySchema, error) {
+	out := make(map[string]ingest.KeySchema, len(tables)+len(flags))
+	for name, ks := range tables {
+		out[name] = ks
+	}
+	for _, f := range flags {
+		table, keys, ok := strings.Cut(f, "=")
+		pk, sk, _ := strings.Cut(keys, ",")
+		if !ok || table == "" || pk == "" || strings.Contains(sk, ",") {
+			return nil, fmt.Errorf("%q: want TABLE=PK or TABLE=PK,SK", f)
+		}
+		out[table] = ingest.KeySchema{PartitionKey: pk, SortKey: sk}
+	}
+	return out, nil
+}
