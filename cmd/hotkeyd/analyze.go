@@ -23,7 +23,9 @@ import (
 
 // runAnalyze implements hotkeyd analyze: every file into one window that
 // never expires, then one report. A file that cannot be read is named on
-// stderr and the others are still reported; the exit status is then 1.
+// stderr and the others are still reported; the exit status is then 1. It
+// is 1 too when nothing in the input was usable (empty, in no format it
+// reads, every record rejected), with one line saying what it held.
 func runAnalyze(f *flags, io stdio) int {
 	// The progress line and the reporter write stderr from two goroutines.
 	io.stderr = input.NewSyncWriter(io.stderr)
@@ -52,7 +54,7 @@ func runAnalyze(f *flags, io stdio) int {
 
 	ctx := context.Background()
 	rep := input.NewTextReporter(io.stderr)
-	inputs := formats.New(formats.Config{Schemas: schemas, Fields: jsonlFields(cfg), Log: analyzeLogger(f, io.stderr), Reporter: rep})
+	inputs := formats.New(formats.Config{Schemas: schemas, Table: f.table, Fields: jsonlFields(cfg), Log: analyzeLogger(f, io.stderr), Reporter: rep})
 	status := 0
 	for _, name := range f.files {
 		if err := inputs.ReadFile(ctx, name, io.stdin, store, io.stderr); err != nil {
@@ -61,6 +63,13 @@ func runAnalyze(f *flags, io stdio) int {
 		}
 	}
 	rep.Summary()
+	if why := inputs.Verdict(); why != "" && status == 0 {
+		if reasons := rep.Reasons(); reasons != "" {
+			why += "; skipped: " + reasons
+		}
+		fmt.Fprintf(io.stderr, "hotkeyd: nothing usable in %s: %s\n", strings.Join(f.files, ", "), why)
+		status = 1
+	}
 
 	settings := cfg.detectSettings()
 	settings.Top = f.top
