@@ -73,16 +73,17 @@ func (d *decoder) decodeDump(raw []byte, out *dumpRecord) error {
 	defer func() { d.b, d.dump = nil, nil }()
 	// d.blk is kept from record to record: its blocks are only appended
 	// to, so what an earlier record points into stays as it was.
-	var outer types.Record
-	err := d.record(&outer)
+	err := d.record(&out.rec)
 	if err == nil && jsonscan.Space(d.b, d.i) != len(d.b) {
 		err = errFallback
 	}
 	if err != nil {
 		return shapeError(raw, err, "stream record")
 	}
-	if !out.wrapped {
-		out.rec = outer
+	if out.wrapped {
+		// The envelope's own members (a Kinesis eventID, eventName
+		// "aws:kinesis:record") are not the record's.
+		out.rec = d.payload
 	}
 	return nil
 }
@@ -157,7 +158,7 @@ func (d *decoder) dumpMember(key []byte, r *types.Record) error {
 }
 
 // envelope decodes a base64 Kinesis payload, which is the record itself,
-// into d.dump.rec.
+// into d.payload.
 func (d *decoder) envelope() error {
 	out := d.dump
 	if out.wrapped {
@@ -176,7 +177,8 @@ func (d *decoder) envelope() error {
 	b, i := d.b, d.i
 	d.b, d.i = payload, 0
 	out.wrapped, out.kinesis = true, true
-	err = d.record(&out.rec)
+	d.payload = types.Record{}
+	err = d.record(&d.payload)
 	if err == nil && jsonscan.Space(d.b, d.i) != len(d.b) {
 		err = errFallback
 	}
@@ -219,8 +221,12 @@ func (d *decoder) dumpTime(sr *types.StreamRecord) error {
 			t = time.UnixMilli(epochMillis(f))
 		}
 	}
-	t = t.UTC()
-	sr.ApproximateCreationDateTime = &t
+	b := &d.blk
+	if len(b.times) == cap(b.times) {
+		b.times = make([]time.Time, 0, 64)
+	}
+	b.times = append(b.times, t.UTC())
+	sr.ApproximateCreationDateTime = &b.times[len(b.times)-1]
 	return nil
 }
 

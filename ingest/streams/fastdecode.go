@@ -168,6 +168,8 @@ type decoder struct {
 	// dump, when set, reads records as users keep them (see dump.go)
 	// rather than as GetRecords answers them, into cur.
 	dump *dumpRecord
+	// payload is the record a dump's base64 envelope holds.
+	payload types.Record
 }
 
 // strArena copies the strings of an answer into shared blocks, as the

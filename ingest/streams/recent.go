@@ -19,6 +19,7 @@ const recentIDsGeneration = 1 << 16
 type recentIDs struct {
 	gen      int
 	cur, old map[uint64]struct{}
+	h        xxh3.Hasher
 }
 
 func newRecentIDs(gen int) *recentIDs {
@@ -27,7 +28,11 @@ func newRecentIDs(gen int) *recentIDs {
 
 // add records a record and reports whether it was there already.
 func (r *recentIDs) add(table, eventID, seq string) bool {
-	h := xxh3.HashString(table + "\x00" + eventID + "\x00" + seq)
+	r.h.Reset()
+	for _, s := range [...]string{table, "\x00", eventID, "\x00", seq} {
+		_, _ = r.h.WriteString(s)
+	}
+	h := r.h.Sum64()
 	if _, ok := r.cur[h]; ok {
 		return true
 	}
