@@ -21,7 +21,8 @@ type sourceDeps struct {
 	log      *zap.Logger
 	reporter ingest.Reporter
 	reg      prometheus.Registerer
-	// tables are the key schemas of the config file (CloudTrail).
+	// tables are the key schemas of the config file (CloudTrail, stream
+	// records).
 	tables map[string]ingest.KeySchema
 	// stdin is the process's standard input, for a jsonl source on "-".
 	stdin io.Reader
@@ -32,8 +33,11 @@ type sourceDeps struct {
 func newSource(sc SourceConfig, d sourceDeps) (ingest.Source, error) {
 	switch sc.Type {
 	case sourceJSONL:
+		// A file whose first line is a DynamoDB stream record (Firehose's
+		// files of Kinesis payloads, logged Lambda events) is read as such.
+		records := streams.NewDumpDecoder(streams.DumpConfig{Schemas: d.tables, Source: jsonl.SourceName, Log: d.log, Reporter: d.reporter})
 		return jsonl.New(jsonl.Config{
-			Options: jsonl.Options{Fields: sc.Fields, Reporter: d.reporter},
+			Options: jsonl.Options{Fields: sc.Fields, Reporter: d.reporter, Records: records},
 			Paths:   sc.Paths,
 			Stdin:   d.stdin,
 		}, d.log)

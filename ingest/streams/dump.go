@@ -157,13 +157,19 @@ func (dd *DumpDecoder) Decode(ctx context.Context, r io.Reader, name string, sin
 	return st.stats, err
 }
 
+// Sniff reports whether line, the first line of a file, is a stream
+// record (or a Lambda event of them): a followed file of them is read
+// with DecodeLine.
+func (dd *DumpDecoder) Sniff(line []byte) bool { return SniffDump(line) }
+
 // DecodeLine reads one line of a followed file (one record, or one
-// Lambda event) into the Events it holds, appended to dst. Bad records
-// are reported, as Decode does; line numbers the line in messages.
-func (dd *DumpDecoder) DecodeLine(line []byte, name string, lineNo int64, dst []ingest.Event) ([]ingest.Event, DumpStats) {
+// Lambda event) and appends the Events it holds to dst. Bad records are
+// reported, as Decode does, lineNo naming the line; the number of records
+// rejected is returned.
+func (dd *DumpDecoder) DecodeLine(line []byte, name string, lineNo int64, dst []ingest.Event) ([]ingest.Event, int) {
 	st := &dumpStream{dd: dd, name: name, batch: dst, line: lineNo}
 	st.top(line)
-	return st.batch, st.stats
+	return st.batch, int(st.stats.Rejected)
 }
 
 // dumpStream is the state of one Decode call.
