@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hotkeyd/hotkeyd/internal/atomicfile"
 )
 
 // checkpoint is what is kept per shard: the sequence number of the last
@@ -132,41 +134,10 @@ func (c *checkpoints) save(cp checkpoint) error {
 		return err
 	}
 	p := c.path(cp.StreamARN, cp.ShardID)
-	if err := writeFileAtomic(dir, p, append(b, '\n')); err != nil {
+	if err := atomicfile.Write(p, append(b, '\n')); err != nil {
 		return fmt.Errorf("write checkpoint %q: %w", p, err)
 	}
 	return nil
-}
-
-func writeFileAtomic(dir, path string, data []byte) (err error) {
-	f, err := os.CreateTemp(dir, ".checkpoint-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // safeName turns an ARN or shard id into one path element: every byte but
