@@ -43,7 +43,7 @@ func StartKinesalite(t testing.TB) *Kinesalite {
 	}
 	k.Client = kinesis.NewFromConfig(k.Config, func(o *kinesis.Options) { o.BaseEndpoint = aws.String(k.Endpoint) })
 	args := []string{"--port", strconv.Itoa(port), "--createStreamMs", "50", "--deleteStreamMs", "50", "--updateStreamMs", "50", "--shardLimit", "100"}
-	k.p = startNode(t, "kinesalite", script, args, func(ctx context.Context) error {
+	k.p = startNode(t, "kinesalite", nil, script, args, func(ctx context.Context) error {
 		_, err := k.Client.ListStreams(ctx, &kinesis.ListStreamsInput{})
 		return err
 	})

@@ -54,11 +54,12 @@ type nodeProcess struct {
 	once   sync.Once
 }
 
-// startNode runs `node script args...` and waits until ready returns nil
-// (at most a minute), failing the test if the process exits first.
-func startNode(t testing.TB, name, script string, args []string, ready func(context.Context) error) *nodeProcess {
+// startNode runs `node nodeFlags... script args...` and waits until ready
+// returns nil (at most a minute), failing the test if the process exits
+// first.
+func startNode(t testing.TB, name string, nodeFlags []string, script string, args []string, ready func(context.Context) error) *nodeProcess {
 	t.Helper()
-	cmd := exec.Command("node", append([]string{script}, args...)...)
+	cmd := exec.Command("node", append(append(nodeFlags, script), args...)...)
 	out := &lockedBuffer{limit: 64 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
