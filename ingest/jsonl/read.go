@@ -106,16 +106,16 @@ type Counts struct {
 // stream turns lines into batches of Events. One stream reads one input at
 // a time; it is not safe for concurrent use.
 type stream struct {
-	opts    Options
-	name    string
-	parser  *Parser
-	lines   *lineReader
-	batch   []ingest.Event
-	counts  Counts
+	opts   Options
+	name   string
+	parser *Parser
+	lines  *lineReader
+	batch  []ingest.Event
+	counts Counts
 	// records is set once the first line was found to be of
 	// opts.Records' format; decided tells that the first line was seen.
 	records, decided bool
-	onError func(*LineError) // besides the Reporter; may be nil
+	onError          func(*LineError) // besides the Reporter; may be nil
 }
 
 func newStream(opts Options, name string) *stream {
