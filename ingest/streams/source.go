@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
@@ -23,7 +24,7 @@ type Source struct {
 	m       *metrics
 	streams StreamsAPI
 	tables  TablesAPI
-	cps     *checkpoints
+	cps     *shards.Store
 	limit   *limiter
 	health  *health
 	now     func() time.Time
@@ -81,7 +82,7 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 		m:       m,
 		streams: streams,
 		tables:  tables,
-		cps:     newCheckpoints(cfg.CheckpointDir),
+		cps:     shards.NewStore(cfg.CheckpointDir),
 		// DescribeStream allows 10 calls per second per account.
 		limit:  &limiter{every: 100 * time.Millisecond},
 		health: newHealth(),
