@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
@@ -309,6 +310,17 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("readinessProbe path %v, want /-/ready", got)
 		}
 		for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+			// The probes carry no credentials, so they must hit paths served
+			// without them when the web config turns basic auth on.
+			if p, _ := dig(c, probe, "httpGet", "path").(string); !slices.Contains(export.ProbePaths(), p) {
+				t.Errorf("%s path %q is behind basic auth when it is on; probes send no credentials (served without: %v)", probe, p, export.ProbePaths())
+			}
+			if h := dig(c, probe, "httpGet", "httpHeaders"); h != nil {
+				t.Errorf("%s sends headers %v: credentials do not belong in a manifest", probe, h)
+			}
+			if s := dig(c, probe, "httpGet", "scheme"); s != nil && s != "HTTP" && s != "HTTPS" {
+				t.Errorf("%s scheme %v", probe, s)
+			}
 			if p := dig(c, probe, "httpGet", "port"); p != "http" && p != 9529 {
 				t.Errorf("%s port %v, want the http port", probe, p)
 			}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
+
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 )
@@ -408,5 +410,23 @@ func TestAnalyzeCloudTrailSchemaAcrossFiles(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(rep.Notes, " "), "no key schema for Other") {
 		t.Errorf("notes = %q, want a hint to give Other a key schema", rep.Notes)
+	}
+}
+
+func writeGzip(t testing.TB, path string, data []byte) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/config"
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/internal/logging"
 )
 
 // lateSource hands one batch when it starts and another only after it was
@@ -58,11 +60,11 @@ func (b *syncBuffer) String() string {
 
 func TestDaemonDrainsSourcesOnStop(t *testing.T) {
 	var logs syncBuffer
-	log, err := newLogger(&logs, "debug", "logfmt")
+	log, err := logging.New(&logs, "debug", "logfmt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	f := &flags{enableIngest: true}
 	d, err := newDaemon(cfg, f, false, stdio{stdout: &logs, stderr: &logs}, log)
@@ -104,9 +106,9 @@ func TestDaemonDrainsSourcesOnStop(t *testing.T) {
 }
 
 func TestDaemonNeedsASource(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
-	log, _ := newLogger(&bytes.Buffer{}, "info", "logfmt")
+	log, _ := logging.New(&bytes.Buffer{}, "info", "logfmt")
 	_, err := newDaemon(cfg, &flags{}, false, stdio{}, log)
 	if err == nil || !strings.Contains(err.Error(), "no sources") {
 		t.Errorf("newDaemon without sources: %v", err)
@@ -123,7 +125,7 @@ func TestDaemonNeedsASource(t *testing.T) {
 // none while it stays flagged, one when it clears.
 func TestAnnouncer(t *testing.T) {
 	var logs syncBuffer
-	log, _ := newLogger(&logs, "info", "logfmt")
+	log, _ := logging.New(&logs, "info", "logfmt")
 	a := export.NewAnnouncer(log, nil)
 	a.Announce(makeChanges(false, "USER#42"))
 	a.Announce(nil) // still hot: no new line

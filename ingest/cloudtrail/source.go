@@ -6,42 +6,80 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/follow"
 )
 
-// Config configures a Source.
+// Config configures a Source. It is also a sources entry of type cloudtrail
+// in the config file: the yaml tags are its keys, DefaultConfig its
+// defaults.
 type Config struct {
 	// Paths are files or glob patterns ("**" matches any number of
 	// folders; see follow.Validate), e.g. "/var/log/cloudtrail/**/*.json.gz".
-	Paths []string
+	Paths []string `yaml:"paths"`
 	// CheckpointDir is where the list of files already read is kept
 	// (StateFile), so that a restart does not count them again. Empty keeps
 	// none: every file matched is read at each start.
-	CheckpointDir string
+	CheckpointDir string `yaml:"checkpoint_dir"`
 	// Tables maps table names, and "TABLE/INDEX" for secondary indexes, to
-	// their key schemas.
-	Tables map[string]ingest.KeySchema
+	// their key schemas. In the config file they are the top-level tables.
+	Tables map[string]ingest.KeySchema `yaml:"-"`
 	// PollInterval is how often the paths are listed for new files.
 	// Zero means DefaultPollInterval.
-	PollInterval time.Duration
+	PollInterval time.Duration `yaml:"poll_interval"`
 	// MaxAge, when positive, skips files modified longer ago than this when
 	// they are first seen: they are recorded as read without being read.
 	// Live windows run on arrival time, so replaying months of history on a
 	// first start would count it all as current traffic.
-	MaxAge time.Duration
+	MaxAge time.Duration `yaml:"max_age"`
+}
+
+// DefaultConfig returns the settings of a cloudtrail source the file
+// leaves out.
+func DefaultConfig() Config { return Config{PollInterval: DefaultPollInterval} }
+
+// Validate reports the first setting that cannot work, naming its key.
+func (c *Config) Validate() error {
+	if err := follow.ValidateSettings(c.Paths, false, c.PollInterval); err != nil {
+		return err
+	}
+	if c.MaxAge < 0 {
+		return fmt.Errorf("max_age: must not be negative, got %s", c.MaxAge)
+	}
+	return nil
 }
 
 // DefaultPollInterval is the PollInterval used when none is set. CloudTrail
 // delivers a file about every five minutes per region, so a few seconds of
 // polling delay are nothing.
 const DefaultPollInterval = 5 * time.Second
+
+// NewSource builds the reader of a sources entry of type cloudtrail, with
+// the config file's key schemas, and registers its own metrics (files
+// read, failed calls...) labelled by its paths, so that several cloudtrail
+// sources can coexist.
+func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
+	cfg := *c
+	cfg.Tables = env.Tables
+	src, err := New(cfg, env.Log, env.Reporter)
+	if err != nil {
+		return nil, err
+	}
+	if env.Registerer != nil {
+		reg := prometheus.WrapRegistererWith(prometheus.Labels{"paths": strings.Join(cfg.Paths, ",")}, env.Registerer)
+		if err := reg.Register(src); err != nil {
+			return nil, fmt.Errorf("register cloudtrail metrics: %w", err)
+		}
+	}
+	return src, nil
+}
 
 // Source follows a CloudTrail delivery folder: it reads every file the
 // paths match (package follow), then new files as they appear, and
@@ -71,11 +109,8 @@ type Source struct {
 // New returns a Source reading cfg.Paths. It checks the patterns and reads
 // the state file, and starts nothing: Run does the work.
 func New(cfg Config, log *zap.Logger, rep ingest.Reporter) (*Source, error) {
-	if len(cfg.Paths) == 0 {
-		return nil, errors.New("cloudtrail: no paths")
-	}
-	if slices.Contains(cfg.Paths, "-") {
-		return nil, errors.New("cloudtrail: stdin is not a delivery folder; use hotkeyd analyze")
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("cloudtrail: %w", err)
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval

@@ -27,7 +27,7 @@ const (
 // Options are the settings shared by every JSON-lines reader.
 type Options struct {
 	// Fields names the members of a line; zero members mean the contract's names.
-	Fields Fields
+	Fields Fields `yaml:"fields"`
 	// MaxLineBytes bounds a line (DefaultMaxLineBytes when 0).
 	MaxLineBytes int
 	// BatchSize is the number of Events per Sink.Put (DefaultBatchSize when 0).

@@ -10,18 +10,18 @@ import (
 )
 
 func TestBackoff(t *testing.T) {
-	b := backoff{base: 100 * time.Millisecond, max: time.Second}
+	b := newBackoff(100*time.Millisecond, time.Second)
 	for i := range 50 {
 		ceil := min(100*time.Millisecond<<i, time.Second)
 		if i > 30 {
 			ceil = time.Second
 		}
-		if d := b.next(); d <= 0 || d > ceil {
+		if d := b.Duration(); d <= 0 || d > ceil {
 			t.Fatalf("attempt %d: %v, want in (0, %v]", i, d, ceil)
 		}
 	}
-	b.reset()
-	if d := b.next(); d > 100*time.Millisecond {
+	b.Reset()
+	if d := b.Duration(); d > 100*time.Millisecond {
 		t.Errorf("after reset: %v, want ≤ 100ms", d)
 	}
 }

@@ -152,7 +152,7 @@ func (r *shardReader) saveLeased(ctx context.Context, seq string) bool {
 			return false
 		}
 		r.s.rep.Error(SourceName, lease.Reason, err)
-		if !sleep(ctx, r.bo.next()) {
+		if !sleep(ctx, r.bo.Duration()) {
 			return false
 		}
 	}
@@ -172,7 +172,7 @@ func (r *shardReader) finishLeased(ctx context.Context) bool {
 			return false
 		}
 		r.s.rep.Error(SourceName, lease.Reason, err)
-		if !sleep(ctx, r.bo.next()) {
+		if !sleep(ctx, r.bo.Duration()) {
 			return false
 		}
 	}

@@ -46,7 +46,7 @@ func New(cfg Config, log *zap.Logger, rep ingest.Reporter, reg prometheus.Regist
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	sc, dc, err := newClients(context.Background(), cfg)
+	sc, dc, err := newClients(context.Background(), cfg, log)
 	if err != nil {
 		return nil, err
 	}

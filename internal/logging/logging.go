@@ -1,4 +1,6 @@
-package main
+// Package logging builds hotkeyd's zap logger: logfmt lines for people and
+// grep, or JSON objects for log pipelines, at the level asked for.
+package logging
 
 import (
 	"encoding/json"
@@ -16,10 +18,10 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// newLogger returns the process logger writing to w: level is debug, info,
+// New returns the process logger writing to w: level is debug, info,
 // warn or error; format is logfmt (key=value, for people and for Loki/grep)
 // or json (one object per line, for log pipelines).
-func newLogger(w io.Writer, level, format string) (*zap.Logger, error) {
+func New(w io.Writer, level, format string) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("log level: %w", err)

@@ -1,4 +1,4 @@
-package main
+package logging
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 
 func TestLogfmtLogger(t *testing.T) {
 	var buf bytes.Buffer
-	log, err := newLogger(&buf, "info", "logfmt")
+	log, err := New(&buf, "info", "logfmt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestLogfmtLogger(t *testing.T) {
 
 func TestJSONLogger(t *testing.T) {
 	var buf bytes.Buffer
-	log, err := newLogger(&buf, "warn", "json")
+	log, err := New(&buf, "warn", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,10 +63,10 @@ func TestJSONLogger(t *testing.T) {
 }
 
 func TestLoggerBadSettings(t *testing.T) {
-	if _, err := newLogger(&bytes.Buffer{}, "loud", "logfmt"); err == nil {
+	if _, err := New(&bytes.Buffer{}, "loud", "logfmt"); err == nil {
 		t.Error("level loud accepted")
 	}
-	if _, err := newLogger(&bytes.Buffer{}, "info", "xml"); err == nil {
+	if _, err := New(&bytes.Buffer{}, "info", "xml"); err == nil {
 		t.Error("format xml accepted")
 	}
 }
