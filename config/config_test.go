@@ -68,6 +68,9 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-streams-poll.yml":                   "sources[0].idle_poll_interval: must be positive, got -1s",
 		"invalid-jsonl-poll.yml":                     "sources[0].poll_interval: must be positive, got -1s",
 		"invalid-source-key-twice.yml":               "sources[0].paths: given twice",
+		"invalid-cloudtrail-s3-paths.yml":            "sources[0].paths: not used with s3 (one cloudtrail source reads a folder or a bucket)",
+		"invalid-cloudtrail-s3-bucket.yml":           `sources[0].s3.bucket: "s3://trail-bucket/AWSLogs/" is a bucket name, not a path or URL (put the folder in prefix)`,
+		"invalid-cloudtrail-s3-key.yml":              "sources[0].s3.prefx: unknown key (did you mean prefix?)",
 	} {
 		t.Run(file, func(t *testing.T) {
 			path := filepath.Join("testdata", file)

@@ -1,11 +1,12 @@
-// Package s3trail reads CloudTrail log files straight from the S3 bucket
-// CloudTrail delivers them to, so that nobody has to sync the bucket to
-// disk first: it lists the objects under CloudTrail's layout
+// Package s3trail lists the CloudTrail log files of the S3 bucket
+// CloudTrail delivers them to, for the CloudTrail reader (package
+// cloudtrail), so that nobody has to sync the bucket to disk first: it
+// lists the objects under CloudTrail's layout
 // (AWSLogs/ACCOUNT/CloudTrail/REGION/YYYY/MM/DD/, an organization trail's
-// AWSLogs/ORG/ACCOUNT/... too) in key order, reads every new one with the
-// CloudTrail decoder (package cloudtrail), and keeps in a checkpoint file
-// the last key read per region folder, so that a restart reads on after it
-// with nothing read twice or skipped.
+// AWSLogs/ORG/ACCOUNT/... too) in key order, hands every new one to its
+// Handler, and keeps in a checkpoint file the last key read per region
+// folder, so that a restart reads on after it with nothing read twice or
+// skipped.
 //
 // CloudTrail names a file after the minute it delivered it, so new files
 // sort after the ones before them within a folder: one ListObjectsV2 call

@@ -41,7 +41,7 @@ func past(folder string) string { return folder[:len(folder)-1] + "0" }
 // filters the keys read. It lists one key per folder found and skips past
 // the folder, so that it costs a call per folder, not per file; it needs
 // no delimiter listing.
-func (s *Source) regionFolders(ctx context.Context) (folders []string, within string, err error) {
+func (s *Lister) regionFolders(ctx context.Context) (folders []string, within string, err error) {
 	if m := regionFolder.FindStringSubmatch(s.cfg.Prefix); m != nil {
 		return []string{m[1]}, strings.TrimPrefix(s.cfg.Prefix, m[1]), nil
 	}
@@ -77,7 +77,7 @@ func (s *Source) regionFolders(ctx context.Context) (folders []string, within st
 }
 
 // list makes one ListObjectsV2 call within CallTimeout.
-func (s *Source) list(ctx context.Context, in *s3.ListObjectsV2Input) (*s3.ListObjectsV2Output, error) {
+func (s *Lister) list(ctx context.Context, in *s3.ListObjectsV2Input) (*s3.ListObjectsV2Output, error) {
 	s.count(callList)
 	cctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()

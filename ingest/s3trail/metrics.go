@@ -1,13 +1,8 @@
 package s3trail
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
+import "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
-)
-
-// The reader's own metrics, besides the CloudTrail reader's
-// (hotkeyd_cloudtrail_files_read_total counts the objects read).
+// The Lister's own metrics; its Handler counts the files it reads.
 var (
 	descRequests = prometheus.NewDesc("hotkeyd_cloudtrail_s3_requests_total",
 		"S3 requests made to find and read CloudTrail files, by API call (ListObjectsV2, GetObject), successful or not.", []string{"call"}, nil)
@@ -16,19 +11,17 @@ var (
 )
 
 // Describe implements prometheus.Collector.
-func (s *Source) Describe(ch chan<- *prometheus.Desc) {
-	cloudtrail.DescribeStats(ch)
+func (s *Lister) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descRequests
 	ch <- descSkipped
 }
 
 // Collect implements prometheus.Collector.
-func (s *Source) Collect(ch chan<- prometheus.Metric) {
+func (s *Lister) Collect(ch chan<- prometheus.Metric) {
 	s.mu.Lock()
-	st, files, skipped := s.stats, s.files, s.skipped
+	skipped := s.skipped
 	list, get := s.calls[callList], s.calls[callGet]
 	s.mu.Unlock()
-	cloudtrail.CollectStats(ch, st, files)
 	ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(list), callList)
 	ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(get), callGet)
 	ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(skipped))

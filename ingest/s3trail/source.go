@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
-	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
 )
 
 // API is the part of the S3 client the reader uses. *s3.Client implements
@@ -25,9 +25,16 @@ type API interface {
 	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 }
 
-// Options are the settings a cloudtrail source shares between its files
-// and its bucket.
+// Handler reads one object: name is "s3://BUCKET/KEY", body its content
+// (as stored: a reader of CloudTrail files decompresses it). It reports
+// what is wrong with the object itself (a corrupt file) and returns nil;
+// an error it returns stops the Lister (a sink refusing a batch, ctx).
+type Handler func(ctx context.Context, name string, body io.Reader) error
+
+// Options are how a Lister reads.
 type Options struct {
+	// Source is the source label of the errors reported.
+	Source string
 	// CheckpointDir is where StateFile keeps the last key read per region
 	// folder. Empty keeps it in memory: a restart reads every object
 	// again (within MaxAge).
@@ -37,28 +44,25 @@ type Options struct {
 	// not replay months of history as current traffic, and does not list
 	// the days before it.
 	MaxAge time.Duration
-	// Tables are the key schemas (package cloudtrail).
-	Tables map[string]ingest.KeySchema
 	// Poll is how often the bucket is listed (DefaultPoll when 0).
 	Poll time.Duration
 	// CallTimeout bounds each S3 call (DefaultCallTimeout when 0).
 	CallTimeout time.Duration
 }
 
-// Source reads CloudTrail files from S3. It implements ingest.Source,
-// ingest.Readier and prometheus.Collector.
-type Source struct {
+// Lister lists the CloudTrail files of a bucket and hands the new ones to
+// its Handler, in key order per region folder. It implements
+// ingest.Readier and prometheus.Collector (its S3 requests).
+type Lister struct {
 	cfg  Config
 	opts Options
 	api  API
+	h    Handler
 	log  *zap.Logger
 	rep  ingest.Reporter
-	dec  *cloudtrail.Decoder
 	now  func() time.Time
 
 	mu       sync.Mutex
-	stats    cloudtrail.Stats
-	files    uint64
 	skipped  uint64
 	calls    map[string]uint64
 	notReady error
@@ -73,22 +77,21 @@ const (
 	callGet  = "GetObject"
 )
 
-// Reasons of hotkeyd_source_errors_total{source="cloudtrail"} this reader
-// adds to the CloudTrail reader's.
+// Reasons of hotkeyd_source_errors_total this reader adds to its
+// Handler's.
 const (
 	// ReasonS3 is an S3 call that failed: retried at the next poll.
 	ReasonS3 = "s3"
 )
 
 var (
-	_ ingest.Source        = (*Source)(nil)
-	_ ingest.Readier       = (*Source)(nil)
-	_ prometheus.Collector = (*Source)(nil)
+	_ ingest.Readier       = (*Lister)(nil)
+	_ prometheus.Collector = (*Lister)(nil)
 )
 
-// New returns a Source reading cfg's bucket with an S3 client from the
-// SDK's default credential chain, cfg.Region and cfg.Endpoint.
-func New(cfg Config, opts Options, log *zap.Logger, rep ingest.Reporter) (*Source, error) {
+// New returns a Lister of cfg's bucket with an S3 client from the SDK's
+// default credential chain, cfg.Region and cfg.Endpoint.
+func New(cfg Config, opts Options, h Handler, log *zap.Logger, rep ingest.Reporter) (*Lister, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -109,12 +112,12 @@ func New(cfg Config, opts Options, log *zap.Logger, rep ingest.Reporter) (*Sourc
 			o.UsePathStyle = true
 		}
 	})
-	return NewWithClient(cfg, opts, client, log, rep)
+	return NewWithClient(cfg, opts, client, h, log, rep)
 }
 
 // NewWithClient is New with the S3 client given. It reads the checkpoint
 // file and starts nothing: Run does the work.
-func NewWithClient(cfg Config, opts Options, api API, log *zap.Logger, rep ingest.Reporter) (*Source, error) {
+func NewWithClient(cfg Config, opts Options, api API, h Handler, log *zap.Logger, rep ingest.Reporter) (*Lister, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -134,10 +137,9 @@ func NewWithClient(cfg Config, opts Options, api API, log *zap.Logger, rep inges
 	if err != nil {
 		return nil, fmt.Errorf("cloudtrail s3: %w", err)
 	}
-	log = log.Named("cloudtrail").With(zap.String("bucket", cfg.Bucket), zap.String("prefix", cfg.Prefix))
-	return &Source{
-		cfg: cfg, opts: opts, api: api, log: log, rep: rep,
-		dec:      cloudtrail.NewDecoder(opts.Tables, log, rep),
+	log = log.With(zap.String("bucket", cfg.Bucket), zap.String("prefix", cfg.Prefix))
+	return &Lister{
+		cfg: cfg, opts: opts, api: api, h: h, log: log, rep: rep,
 		now:      time.Now,
 		calls:    map[string]uint64{callList: 0, callGet: 0},
 		notReady: errors.New("bucket not listed yet"),
@@ -145,40 +147,30 @@ func NewWithClient(cfg Config, opts Options, api API, log *zap.Logger, rep inges
 	}, nil
 }
 
-// Name returns "cloudtrail".
-func (s *Source) Name() string { return cloudtrail.SourceName }
-
 // Ready returns nil once the bucket was listed and while it can be, or
 // what is wrong.
-func (s *Source) Ready() error {
+func (s *Lister) Ready() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.notReady
 }
 
-// Stats returns the counts of everything read so far.
-func (s *Source) Stats() cloudtrail.Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stats
-}
-
-// Run lists the bucket and reads the new objects every Poll until ctx is
-// done. S3 errors are counted and retried at the next poll; it returns nil
-// when ctx is done, and the sink's error if it refuses a batch otherwise.
-func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
+// Run lists the bucket and hands the new objects to the Handler every
+// Poll until ctx is done. S3 errors are counted and retried at the next
+// poll; it returns nil when ctx is done, and the Handler's error otherwise.
+func (s *Lister) Run(ctx context.Context) error {
 	s.log.Info("reading CloudTrail files from S3", zap.String("checkpoint_dir", s.opts.CheckpointDir),
 		zap.Int("folders_read_before", len(s.last)))
 	for {
-		err := s.poll(ctx, sink)
-		var se *sinkError
+		err := s.poll(ctx)
+		var he *handlerError
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.As(err, &se):
-			return se.err
+		case errors.As(err, &he):
+			return he.err
 		case err != nil:
-			s.rep.Error(cloudtrail.SourceName, ReasonS3, err)
+			s.rep.Error(s.opts.Source, ReasonS3, err)
 			s.setReady(err)
 		default:
 			s.setReady(nil)
@@ -193,23 +185,23 @@ func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
 	}
 }
 
-func (s *Source) setReady(err error) {
+func (s *Lister) setReady(err error) {
 	s.mu.Lock()
 	s.notReady = err
 	s.mu.Unlock()
 }
 
 // poll finds the region folders and reads what is new in each.
-func (s *Source) poll(ctx context.Context, sink ingest.Sink) error {
+func (s *Lister) poll(ctx context.Context) error {
 	folders, within, err := s.regionFolders(ctx)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, f := range folders {
-		if err := s.readFolder(ctx, sink, f, within); err != nil {
-			var se *sinkError
-			if errors.As(err, &se) || ctx.Err() != nil {
+		if err := s.readFolder(ctx, f, within); err != nil {
+			var he *handlerError
+			if errors.As(err, &he) || ctx.Err() != nil {
 				return err
 			}
 			errs = append(errs, err)
@@ -220,7 +212,7 @@ func (s *Source) poll(ctx context.Context, sink ingest.Sink) error {
 
 // readFolder lists a region folder after its checkpoint, in key order, and
 // reads every object, saving the checkpoint after each.
-func (s *Source) readFolder(ctx context.Context, sink ingest.Sink, folder, within string) error {
+func (s *Lister) readFolder(ctx context.Context, folder, within string) error {
 	after, known := s.last[folder]
 	if !known && s.opts.MaxAge > 0 {
 		// A folder never read: start at the day MaxAge ago, instead of
@@ -244,7 +236,7 @@ func (s *Source) readFolder(ctx context.Context, sink ingest.Sink, folder, withi
 			}
 			if s.opts.MaxAge > 0 && !known && o.LastModified != nil && s.now().Sub(*o.LastModified) > s.opts.MaxAge {
 				skipped++
-			} else if err := s.readObject(ctx, sink, key); err != nil {
+			} else if err := s.readObject(ctx, key); err != nil {
 				return err
 			}
 			s.last[folder] = key
@@ -264,10 +256,10 @@ func (s *Source) readFolder(ctx context.Context, sink ingest.Sink, folder, withi
 	return nil
 }
 
-// readObject decodes one object into the sink. An object that cannot be
-// fetched is an error (retried at the next poll); one that breaks off
-// half-way is counted as read, what was read kept, as for files.
-func (s *Source) readObject(ctx context.Context, sink ingest.Sink, key string) error {
+// readObject hands one object to the Handler. An object that cannot be
+// fetched is an error (retried at the next poll); what the Handler makes
+// of it (a corrupt file counted and passed over) is its own.
+func (s *Lister) readObject(ctx context.Context, key string) error {
 	// The timeout covers reading the body too: an object is a few MB.
 	cctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
@@ -277,48 +269,30 @@ func (s *Source) readObject(ctx context.Context, sink ingest.Sink, key string) e
 		return fmt.Errorf("get s3://%s/%s: %w", s.cfg.Bucket, key, err)
 	}
 	defer out.Body.Close()
-	name := "s3://" + s.cfg.Bucket + "/" + key
-	put := ingest.SinkFunc(func(ctx context.Context, b []ingest.Event) error {
-		if err := sink.Put(ctx, b); err != nil {
-			return &sinkError{err}
-		}
-		return nil
-	})
-	st, err := s.dec.Decode(cctx, out.Body, name, put)
-	s.mu.Lock()
-	s.stats.Add(st)
-	s.files++
-	s.mu.Unlock()
-	var se *sinkError
-	switch {
-	case errors.As(err, &se):
-		return se
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case err != nil:
-		s.rep.Error(cloudtrail.SourceName, "read", err)
+	if err := s.h(cctx, "s3://"+s.cfg.Bucket+"/"+key, out.Body); err != nil {
+		return &handlerError{err}
 	}
-	s.log.Debug("read object", zap.String("key", key), zap.Uint64("events", st.Events), zap.Uint64("rejected", st.Rejected))
+	s.log.Debug("read object", zap.String("key", key))
 	return nil
 }
 
 // save writes the checkpoint; a failure is counted and makes the source
 // unready until a save succeeds.
-func (s *Source) save() {
+func (s *Lister) save() {
 	if err := saveState(s.opts.CheckpointDir, s.cfg.Bucket, s.last); err != nil {
-		s.rep.Error(cloudtrail.SourceName, "checkpoint", err)
+		s.rep.Error(s.opts.Source, "checkpoint", err)
 		s.setReady(err)
 	}
 }
 
-// sinkError is the sink's refusal, which stops the source.
-type sinkError struct{ err error }
+// handlerError is the Handler's error, which stops the Lister.
+type handlerError struct{ err error }
 
-func (e *sinkError) Error() string { return "put events: " + e.err.Error() }
-func (e *sinkError) Unwrap() error { return e.err }
+func (e *handlerError) Error() string { return e.err.Error() }
+func (e *handlerError) Unwrap() error { return e.err }
 
 // count counts one S3 call.
-func (s *Source) count(name string) {
+func (s *Lister) count(name string) {
 	s.mu.Lock()
 	s.calls[name]++
 	s.mu.Unlock()

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -16,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
@@ -39,19 +41,35 @@ func trailFile(t testing.TB, keys ...string) []byte {
 	return buf.Bytes()
 }
 
+// sink is a Handler that keeps the keys of the CloudTrail records in the
+// objects it reads, and rejects truncated ones, as the CloudTrail reader
+// does.
 type sink struct {
 	mu   sync.Mutex
 	keys []string
+	rep  *rejects
 }
 
-func (s *sink) Put(ctx context.Context, b []ingest.Event) error {
-	if err := ctx.Err(); err != nil {
-		return err
+func (s *sink) handle(_ context.Context, name string, body io.Reader) error {
+	var file struct {
+		Records []struct {
+			RequestParameters struct {
+				Key struct{ ID string }
+			}
+		}
+	}
+	r, err := input.Decompress(body)
+	if err == nil {
+		err = json.NewDecoder(r).Decode(&file)
+	}
+	if err != nil {
+		s.rep.Reject("cloudtrail", "bad_file", fmt.Errorf("%s: %w", name, err))
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, e := range b {
-		s.keys = append(s.keys, e.PK)
+	for _, rec := range file.Records {
+		s.keys = append(s.keys, rec.RequestParameters.Key.ID)
 	}
 	return nil
 }
@@ -85,13 +103,13 @@ func (r *rejects) list() []string {
 	return append([]string(nil), r.reasons...)
 }
 
-// run runs a Source until it has read want keys in all (or fails after
+// run runs a Lister until it has read want keys in all (or fails after
 // 30 s), then stops it.
-func run(t *testing.T, src *Source, got *sink, want int) {
+func run(t *testing.T, src *Lister, got *sink, want int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, got) }()
+	go func() { done <- src.Run(ctx) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for len(got.sorted()) < want && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -138,16 +156,16 @@ func TestS3rver(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Config{Bucket: bucket, Prefix: "logs/", Endpoint: srv.Endpoint}
 	opts := Options{CheckpointDir: dir, Poll: 50 * time.Millisecond}
-	newSource := func(opts Options, rep ingest.Reporter) *Source {
+	newSource := func(opts Options, got *sink) *Lister {
 		t.Helper()
-		src, err := NewWithClient(cfg, opts, srv.Client, zaptest.NewLogger(t), rep)
+		src, err := NewWithClient(cfg, opts, srv.Client, got.handle, zaptest.NewLogger(t), got.rep)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return src
 	}
-	first := &sink{}
-	src := newSource(opts, &rejects{})
+	first := &sink{rep: &rejects{}}
+	src := newSource(opts, first)
 	run(t, src, first, 5)
 	if got, want := first.sorted(), []string{"a1", "a2", "a3", "b1", "c1"}; !slices.Equal(got, want) {
 		t.Fatalf("first run read %v, want %v", got, want)
@@ -163,9 +181,9 @@ func TestS3rver(t *testing.T) {
 	put(name(east, "1015"), cut[:len(cut)/2])
 	put(strings.Replace(name(east, "0000"), "/22/", "/23/", 1), trailFile(t, "a5"))
 	put(name(west, "1010"), trailFile(t, "b2"))
-	second := &sink{}
 	rep := &rejects{}
-	run(t, newSource(opts, rep), second, 3)
+	second := &sink{rep: rep}
+	run(t, newSource(opts, second), second, 3)
 	if got, want := second.sorted(), []string{"a4", "a5", "b2"}; !slices.Equal(got, want) {
 		t.Errorf("after restart read %v, want %v", got, want)
 	}
@@ -180,9 +198,9 @@ func TestS3rver(t *testing.T) {
 	today := time.Now().UTC()
 	put(ap+today.AddDate(0, 0, -3).Format("2006/01/02/")+"old.json.gz", trailFile(t, "old"))
 	put(ap+today.Format("2006/01/02/")+"new.json.gz", trailFile(t, "new"))
-	third := &sink{}
+	third := &sink{rep: &rejects{}}
 	cfg.Prefix = ap
-	run(t, newSource(Options{CheckpointDir: t.TempDir(), Poll: 50 * time.Millisecond, MaxAge: time.Hour}, &rejects{}), third, 1)
+	run(t, newSource(Options{CheckpointDir: t.TempDir(), Poll: 50 * time.Millisecond, MaxAge: time.Hour}, third), third, 1)
 	if got := third.sorted(); !slices.Equal(got, []string{"new"}) {
 		t.Errorf("with max_age, read %v; want [new]", got)
 	}
@@ -195,7 +213,7 @@ func TestPrefixInsideLayout(t *testing.T) {
 		"AWSLogs/111122223333/CloudTrail/us-east-1/":           {"AWSLogs/111122223333/CloudTrail/us-east-1/", ""},
 		"x/AWSLogs/111122223333/CloudTrail/us-east-1/2026/11/": {"x/AWSLogs/111122223333/CloudTrail/us-east-1/", "2026/11/"},
 	} {
-		s := &Source{cfg: Config{Bucket: "b", Prefix: prefix}}
+		s := &Lister{cfg: Config{Bucket: "b", Prefix: prefix}}
 		folders, within, err := s.regionFolders(context.Background())
 		if err != nil || len(folders) != 1 || folders[0] != want[0] || within != want[1] {
 			t.Errorf("%s: %v %q %v", prefix, folders, within, err)
