@@ -105,7 +105,6 @@ func TestS3SourceRestart(t *testing.T) {
 	}
 }
 
-
 func registry(t *testing.T, c prometheus.Collector) *prometheus.Registry {
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(c); err != nil {
