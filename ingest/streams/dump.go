@@ -172,6 +172,17 @@ func (dd *DumpDecoder) DecodeLine(line []byte, name string, lineNo int64, dst []
 	return st.batch, int(st.stats.Rejected)
 }
 
+// DecodeRecord reads one record, data (a Kinesis Data Streams for DynamoDB
+// payload, as a Kinesis record's Data holds it), and appends its write to
+// dst; name says where it is in messages ("stream S shard X sequence N").
+// The stats tell what became of it: a write, a Time to Live delete, a
+// duplicate of a record read lately, or a rejection (reported).
+func (dd *DumpDecoder) DecodeRecord(data []byte, name string, dst []ingest.Event) ([]ingest.Event, DumpStats) {
+	st := &dumpStream{dd: dd, name: name, batch: dst}
+	st.record(data)
+	return st.batch, st.stats
+}
+
 // dumpStream is the state of one Decode call.
 type dumpStream struct {
 	dd    *DumpDecoder

@@ -3,6 +3,8 @@ package shards
 import (
 	"context"
 	"time"
+
+	"github.com/jpillora/backoff"
 )
 
 // Ready returns, in listing order, the shards of list that may start now:
@@ -47,4 +49,13 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// NewBackoff returns the exponential backoff of a retry loop: the first
+// wait is base, each next one a random wait up to twice the previous,
+// never above max, so that readers throttled together do not retry
+// together (github.com/jpillora/backoff with jitter). Duration gives the
+// next wait, Reset starts over after a success.
+func NewBackoff(base, max time.Duration) *backoff.Backoff {
+	return &backoff.Backoff{Min: base, Max: max, Factor: 2, Jitter: true}
 }
