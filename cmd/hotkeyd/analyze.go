@@ -8,11 +8,11 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/analyze"
-	"github.com/hotkeyd/hotkeyd/config"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/internal/analyze"
+	"github.com/hotkeyd/hotkeyd/internal/config"
 	"github.com/hotkeyd/hotkeyd/internal/logging"
 )
 

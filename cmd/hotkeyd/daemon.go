@@ -13,12 +13,12 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/config"
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	demosource "github.com/hotkeyd/hotkeyd/ingest/demo"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/internal/config"
 	"github.com/hotkeyd/hotkeyd/internal/logging"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )

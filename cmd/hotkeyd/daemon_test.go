@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/config"
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/internal/config"
 	"github.com/hotkeyd/hotkeyd/internal/logging"
 )
 

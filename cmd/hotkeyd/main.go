@@ -23,9 +23,9 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/hotkeyd/hotkeyd/config"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/internal/config"
 )
 
 func main() {
