@@ -123,6 +123,9 @@ type DumpDecoder struct {
 	mu     sync.Mutex
 	seen   *recentIDs
 	warned map[string]bool
+	// decoders recycles record decoders, whose blocks serve many records,
+	// between the calls of DecodeLine and DecodeRecord.
+	decoders sync.Pool
 }
 
 // NewDumpDecoder returns a DumpDecoder.
@@ -149,7 +152,7 @@ func NewDumpDecoder(cfg DumpConfig) *DumpDecoder {
 // read. The error is non-nil only when r itself fails, ctx is done or sink
 // refuses a batch.
 func (dd *DumpDecoder) Decode(ctx context.Context, r io.Reader, name string, sink ingest.Sink) (DumpStats, error) {
-	st := &dumpStream{dd: dd, ctx: ctx, sink: sink, name: name}
+	st := &dumpStream{dd: dd, ctx: ctx, sink: sink, name: name, dec: &decoder{}}
 	err := st.decode(r)
 	if ferr := st.flush(); err == nil {
 		err = ferr
@@ -167,8 +170,10 @@ func (dd *DumpDecoder) Sniff(line []byte) bool { return SniffDump(line) }
 // reported, as Decode does, lineNo naming the line; the number of records
 // rejected is returned.
 func (dd *DumpDecoder) DecodeLine(line []byte, name string, lineNo int64, dst []ingest.Event) ([]ingest.Event, int) {
-	st := &dumpStream{dd: dd, name: name, batch: dst, line: lineNo}
+	st := dd.stream(name, dst)
+	st.line = lineNo
 	st.top(line)
+	dd.decoders.Put(st.dec)
 	return st.batch, int(st.stats.Rejected)
 }
 
@@ -178,9 +183,20 @@ func (dd *DumpDecoder) DecodeLine(line []byte, name string, lineNo int64, dst []
 // The stats tell what became of it: a write, a Time to Live delete, a
 // duplicate of a record read lately, or a rejection (reported).
 func (dd *DumpDecoder) DecodeRecord(data []byte, name string, dst []ingest.Event) ([]ingest.Event, DumpStats) {
-	st := &dumpStream{dd: dd, name: name, batch: dst}
+	st := dd.stream(name, dst)
 	st.record(data)
+	dd.decoders.Put(st.dec)
 	return st.batch, st.stats
+}
+
+// stream returns the state of a call reading one line or record, with a
+// recycled decoder (to be put back).
+func (dd *DumpDecoder) stream(name string, dst []ingest.Event) *dumpStream {
+	dec, ok := dd.decoders.Get().(*decoder)
+	if !ok {
+		dec = &decoder{}
+	}
+	return &dumpStream{dd: dd, name: name, batch: dst, dec: dec}
 }
 
 // dumpStream is the state of one Decode call.
@@ -190,7 +206,7 @@ type dumpStream struct {
 	sink  ingest.Sink
 	name  string
 	line  int64 // for DecodeLine
-	dec   decoder
+	dec   *decoder
 	rec   dumpRecord
 	batch []ingest.Event
 	stats DumpStats
