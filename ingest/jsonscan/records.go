@@ -56,8 +56,6 @@ func WalkRecords(r io.Reader, max int, h RecordHandler) error {
 type walker struct {
 	sc *Reader
 	h  RecordHandler
-	// stopped is set once the input cannot be read on.
-	stopped bool
 }
 
 // errStop ends the walk quietly: the problem was reported already.

@@ -281,7 +281,7 @@ func (st *dumpStream) top(raw []byte) {
 		next, more, err := jsonscan.Element(raw, i, first)
 		if err != nil {
 			st.n++
-			st.reject(ingest.ReasonBadJSON, fmt.Errorf("Records: %v", err))
+			st.reject(ingest.ReasonBadJSON, fmt.Errorf("the Records list: %v", err))
 			return
 		}
 		if !more {
@@ -290,7 +290,7 @@ func (st *dumpStream) top(raw []byte) {
 		end, err := jsonscan.Skip(raw, next, maxNesting)
 		if err != nil {
 			st.n++
-			st.reject(ingest.ReasonBadJSON, fmt.Errorf("Records: %v", err))
+			st.reject(ingest.ReasonBadJSON, fmt.Errorf("the Records list: %v", err))
 			return
 		}
 		st.record(raw[next:end])
