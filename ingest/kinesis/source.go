@@ -34,7 +34,7 @@ type Source struct {
 
 	// With a lease table: the coordinator, and the listings it splits.
 	coord *lease.Coordinator
-	book  *book
+	book  *shards.Book
 
 	mu     sync.Mutex
 	health map[string]error // by configured stream: the last error, nil once working
@@ -97,7 +97,7 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 		if db == nil {
 			return nil, errors.New("lease_table: no DynamoDB client for the lease table")
 		}
-		s.book = &book{byStream: map[string][]lease.Shard{}}
+		s.book = shards.NewBook()
 		if s.coord, err = lease.New(cfg.leaseConfig(), db, s.book, log, rep, reg); err != nil {
 			return nil, err
 		}

@@ -3,8 +3,6 @@ package kinesis
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -87,7 +85,7 @@ func (sr *streamReader) run(ctx context.Context) {
 	s := sr.s
 	bo := shards.NewBackoff(time.Second, s.cfg.MaxBackoff)
 	if s.coord != nil {
-		defer s.book.remove(sr.arn)
+		defer s.book.Remove(sr.arn)
 	}
 	var infos []shardInfo
 	listed := false
@@ -114,7 +112,11 @@ func (sr *streamReader) run(ctx context.Context) {
 				sr.first(infos)
 			}
 			if s.coord != nil {
-				s.book.set(sr.arn, infos)
+				list := make([]lease.Shard, 0, len(infos))
+				for _, si := range infos {
+					list = append(list, lease.Shard{Stream: sr.arn, ID: si.id, Parents: si.parents})
+				}
+				s.book.Set(sr.arn, list)
 				s.coord.Refresh()
 			}
 		}
@@ -240,39 +242,4 @@ func (sr *streamReader) reportShards(infos []shardInfo) {
 	g.WithLabelValues(sr.name, stateOpen).Set(float64(open))
 	g.WithLabelValues(sr.name, stateClosed).Set(float64(closed))
 	g.WithLabelValues(sr.name, stateFinished).Set(float64(finished))
-}
-
-// book keeps each stream's latest listing for the lease coordinator.
-type book struct {
-	mu       sync.Mutex
-	byStream map[string][]lease.Shard
-}
-
-var _ lease.ShardLister = (*book)(nil)
-
-func (b *book) set(arn string, infos []shardInfo) {
-	list := make([]lease.Shard, 0, len(infos))
-	for _, si := range infos {
-		list = append(list, lease.Shard{Stream: arn, ID: si.id, Parents: si.parents})
-	}
-	b.mu.Lock()
-	b.byStream[arn] = list
-	b.mu.Unlock()
-}
-
-func (b *book) remove(arn string) {
-	b.mu.Lock()
-	delete(b.byStream, arn)
-	b.mu.Unlock()
-}
-
-// ListShards implements lease.ShardLister.
-func (b *book) ListShards(context.Context) ([]lease.Shard, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []lease.Shard
-	for _, arn := range slices.Sorted(maps.Keys(b.byStream)) {
-		out = append(out, b.byStream[arn]...)
-	}
-	return out, nil
 }

@@ -31,7 +31,7 @@ type Source struct {
 
 	// With a lease table: the coordinator, and the listings it splits.
 	coord *lease.Coordinator
-	book  *shardBook
+	book  *shards.Book
 }
 
 var (
@@ -100,7 +100,7 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 		if !ok {
 			return nil, errors.New("lease_table: the DynamoDB client cannot write the lease table")
 		}
-		s.book = newShardBook()
+		s.book = shards.NewBook()
 		if s.coord, err = lease.New(cfg.leaseConfig(), db, s.book, log, rep, reg); err != nil {
 			return nil, err
 		}

@@ -132,7 +132,7 @@ func (sr *streamReader) run(ctx context.Context) {
 	bo := newBackoff(time.Second, s.cfg.MaxBackoff)
 	shardBo := newBackoff(time.Second, s.cfg.MaxBackoff)
 	if s.coord != nil {
-		defer s.book.remove(sr.arn)
+		defer s.book.Remove(sr.arn)
 	}
 	listed := false
 	var infos []shardInfo // the latest listing
