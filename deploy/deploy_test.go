@@ -653,8 +653,10 @@ func TestIAMPolicyIsLeastPrivilege(t *testing.T) {
 				t.Errorf("statement %s: Resource * for %v", s.Sid, s.Action)
 			}
 			lease := r == "arn:aws:dynamodb:REGION:ACCOUNT_ID:table/LEASE_TABLE_NAME"
-			if r != "*" && !lease && !strings.HasPrefix(r, "arn:aws:dynamodb:REGION:ACCOUNT_ID:table/TABLE_NAME") {
-				t.Errorf("statement %s: resource %q is not a placeholder table/stream ARN", s.Sid, r)
+			placeholder := strings.HasPrefix(r, "arn:aws:dynamodb:REGION:ACCOUNT_ID:table/TABLE_NAME") ||
+				r == "arn:aws:kinesis:REGION:ACCOUNT_ID:stream/STREAM_NAME" || strings.HasPrefix(r, "arn:aws:s3:::BUCKET_NAME")
+			if r != "*" && !lease && !placeholder {
+				t.Errorf("statement %s: resource %q is not a placeholder table, stream or bucket ARN", s.Sid, r)
 			}
 			for _, a := range s.Action {
 				write := slices.Contains([]string{"dynamodb:CreateTable", "dynamodb:Scan", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, a)
@@ -666,8 +668,12 @@ func TestIAMPolicyIsLeastPrivilege(t *testing.T) {
 	}
 	sort.Strings(actions)
 	// DescribeTable twice: on the watched tables and on the lease table.
+	// The Kinesis reader's four calls; the S3 reader's two (list the
+	// bucket, get an object).
 	want := []string{"dynamodb:CreateTable", "dynamodb:DeleteItem", "dynamodb:DescribeStream", "dynamodb:DescribeTable", "dynamodb:DescribeTable",
-		"dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams", "dynamodb:PutItem", "dynamodb:Scan", "dynamodb:UpdateItem"}
+		"dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams", "dynamodb:PutItem", "dynamodb:Scan", "dynamodb:UpdateItem",
+		"kinesis:DescribeStreamSummary", "kinesis:GetRecords", "kinesis:GetShardIterator", "kinesis:ListShards",
+		"s3:GetObject", "s3:ListBucket"}
 	if !slices.Equal(actions, want) {
 		t.Errorf("actions %v, want exactly %v", actions, want)
 	}

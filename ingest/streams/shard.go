@@ -115,11 +115,11 @@ func (r *shardReader) start(ctx context.Context) bool {
 	if r.lease != nil {
 		return r.startLeased(ctx)
 	}
-	cp, ok, err := r.s.cps.load(r.sr.arn, r.shard.id)
+	cp, ok, err := r.s.cps.Load(r.sr.arn, r.shard.id)
 	if err != nil {
 		r.s.rep.Error(SourceName, ReasonCheckpoint, err)
 		r.log.Error("unusable checkpoint, moved aside; reading the shard from its first record", zap.Error(err))
-		if qerr := r.s.cps.quarantine(r.sr.arn, r.shard.id); qerr != nil {
+		if qerr := r.s.cps.Quarantine(r.sr.arn, r.shard.id); qerr != nil {
 			r.s.rep.Error(SourceName, ReasonCheckpoint, qerr)
 		}
 		ok = false
@@ -338,7 +338,7 @@ func (r *shardReader) checkpoint(ctx context.Context, now bool) bool {
 }
 
 func (r *shardReader) save(cp checkpoint) {
-	if err := r.s.cps.save(cp); err != nil {
+	if err := r.s.cps.Save(cp); err != nil {
 		r.s.rep.Error(SourceName, ReasonCheckpoint, err)
 		return
 	}

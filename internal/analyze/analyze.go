@@ -1,5 +1,5 @@
 // Package analyze is hotkeyd analyze: it reads whole inputs (JSON lines,
-// CloudTrail, compressed or not; package formats) into one window that
+// CloudTrail, DynamoDB stream records, compressed or not; package formats) into one window that
 // never expires, evaluates it once (detect.Evaluate) and writes one report,
 // as JSON or as text. It is the offline twin of the daemon's pipeline, with
 // the same numbers.
@@ -32,8 +32,11 @@ type Config struct {
 	Files []string
 	// Settings are the detector's; Settings.Top keys per class are listed.
 	Settings detect.Settings
-	// Schemas are the key schemas of CloudTrail tables.
+	// Schemas are the key schemas of CloudTrail tables and of stream
+	// records' tables.
 	Schemas map[string]ingest.KeySchema
+	// Table is the table of stream records that name none (formats.Config).
+	Table string
 	// Fields are the JSON-lines member names.
 	Fields jsonl.Fields
 	// Masker masks the keys of the report; nil shows them as they are.
@@ -50,7 +53,8 @@ type Config struct {
 
 // Run reads every file and writes the report. A file that cannot be read
 // is named on Stderr and the others are still reported; Run then returns
-// an error saying how many could not be read.
+// ErrUnreadable. When every input was read but nothing in them was usable,
+// it says so on Stderr and returns ErrNothingUsable.
 func Run(ctx context.Context, cfg Config) error {
 	scfg := sketch.DefaultConfig()
 	scfg.Window = 0
@@ -60,7 +64,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	rep := input.NewTextReporter(cfg.Stderr)
-	inputs := formats.New(formats.Config{Schemas: cfg.Schemas, Fields: cfg.Fields, Log: cfg.Log, Reporter: rep})
+	inputs := formats.New(formats.Config{Schemas: cfg.Schemas, Table: cfg.Table, Fields: cfg.Fields, Log: cfg.Log, Reporter: rep})
 	failed := 0
 	for _, name := range cfg.Files {
 		if err := inputs.ReadFile(ctx, name, cfg.Stdin, store, cfg.Stderr); err != nil {
@@ -69,6 +73,15 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	rep.Summary()
+	nothing := ""
+	if failed == 0 {
+		if nothing = inputs.Verdict(); nothing != "" {
+			if reasons := rep.Reasons(); reasons != "" {
+				nothing += "; skipped: " + reasons
+			}
+			fmt.Fprintf(cfg.Stderr, "hotkeyd: nothing usable in %s: %s\n", strings.Join(cfg.Files, ", "), nothing)
+		}
+	}
 
 	report := detect.Evaluate(store.Snapshot(), cfg.Settings)
 	report.Rejected = rep.Rejected()
@@ -86,8 +99,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if failed > 0 {
+	switch {
+	case failed > 0:
 		return ErrUnreadable
+	case nothing != "":
+		return ErrNothingUsable
 	}
 	return nil
 }
@@ -95,6 +111,14 @@ func Run(ctx context.Context, cfg Config) error {
 // ErrUnreadable is Run's error when some inputs could not be read; each was
 // named on Stderr already.
 var ErrUnreadable = errors.New("some inputs could not be read")
+
+// ErrNothingUsable is Run's error when nothing in the inputs was usable
+// (empty, in no format hotkeyd reads, every record rejected); one line on
+// Stderr said what they held. A script must not take such an input for one
+// without hot keys. Records left out on purpose (a CloudTrail file of
+// management events, Time to Live deletes) are not this: the report's
+// notes say why they were not counted.
+var ErrNothingUsable = errors.New("nothing in the input was usable")
 
 // bareError drops the file name an *fs.PathError repeats: every file error
 // is printed as "hotkeyd: NAME: error".
