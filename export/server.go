@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
+	"golang.org/x/net/netutil"
 )
 
 // DefaultEventsHint is what a request to /api/v1/events is told while HTTP
@@ -44,7 +48,38 @@ type ServerConfig struct {
 	Version string
 	// ShutdownTimeout bounds the graceful shutdown; zero means 5 s.
 	ShutdownTimeout time.Duration
+	// MaxConnections caps the connections served at once; more wait in
+	// the kernel's listen queue until one closes. Zero means
+	// DefaultMaxConnections.
+	MaxConnections int
+	// ReadTimeout, WriteTimeout and IdleTimeout bound the reading of a
+	// whole request, the writing of its answer and an idle keep-alive
+	// connection; zero means DefaultReadTimeout, DefaultWriteTimeout and
+	// DefaultIdleTimeout.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 }
+
+// Limits of the HTTP server. A request's headers must arrive within
+// ReadHeaderTimeout and the whole request within the read timeout, its
+// answer be written within the write timeout; an idle keep-alive
+// connection is closed after the idle timeout. With the connection cap they
+// bound what slow or idle clients can hold.
+const (
+	ReadHeaderTimeout     = 10 * time.Second
+	DefaultReadTimeout    = 30 * time.Second
+	DefaultWriteTimeout   = time.Minute
+	DefaultIdleTimeout    = 2 * time.Minute
+	DefaultMaxConnections = 512
+)
+
+// probePaths answer without credentials even when the web config sets
+// basic auth, so that orchestrator probes (Kubernetes sends none) work;
+// they tell only that the process runs and whether it is ready.
+var probePaths = []string{"/-/healthy", "/-/ready"}
+
+// ProbePaths returns the paths served without credentials under basic
+// auth: the health and readiness probes.
+func ProbePaths() []string { return slices.Clone(probePaths) }
 
 // Server is hotkeyd's HTTP surface: /metrics, /-/healthy, /-/ready,
 // /api/v1/hotkeys, /api/v1/events and a landing page at /.
@@ -52,6 +87,7 @@ type Server struct {
 	log     *zap.Logger
 	cfg     ServerConfig
 	handler http.Handler
+	refused *prometheus.CounterVec
 }
 
 // NewServer builds the server's routes. It starts nothing.
@@ -65,7 +101,22 @@ func NewServer(log *zap.Logger, cfg ServerConfig) (*Server, error) {
 	if cfg.EventsHint == "" {
 		cfg.EventsHint = DefaultEventsHint
 	}
-	s := &Server{log: log, cfg: cfg}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&cfg.ReadTimeout, DefaultReadTimeout}, {&cfg.WriteTimeout, DefaultWriteTimeout}, {&cfg.IdleTimeout, DefaultIdleTimeout}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	refused, err := newRefusedCounter(cfg.Registerer, cfg.Events != nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{log: log, cfg: cfg, refused: refused}
 	h, err := s.routes()
 	if err != nil {
 		return nil, err
@@ -134,40 +185,47 @@ func (s *Server) routes() (http.Handler, error) {
 	return mux, nil
 }
 
-// Run listens on the addresses of the web flags and serves until ctx is
-// done, then marks the daemon not ready and shuts down gracefully. TLS and
-// basic auth come from the web config file, as in every Prometheus
+// Run listens on the first address of the web flags and serves until ctx
+// is done, then marks the daemon not ready and shuts down gracefully. TLS
+// and basic auth come from the web config file, as in every Prometheus
 // exporter. It returns nil after a shutdown asked for by ctx.
 func (s *Server) Run(ctx context.Context) error {
-	if s.cfg.Web == nil {
+	if s.cfg.Web == nil || s.cfg.Web.WebListenAddresses == nil || len(*s.cfg.Web.WebListenAddresses) == 0 {
 		return errors.New("web server: no listen address configured")
 	}
-	return s.serve(ctx, func(srv *http.Server) error {
-		return web.ListenAndServe(srv, s.cfg.Web, newSlogLogger(s.log))
-	})
+	l, err := net.Listen("tcp", (*s.cfg.Web.WebListenAddresses)[0])
+	if err != nil {
+		return fmt.Errorf("serve http: %w", err)
+	}
+	return s.Serve(ctx, l)
 }
 
-// Serve is Run on a listener the caller opened (tests, socket handover);
-// the web config file of the web flags still applies.
+// Serve is Run on a listener the caller opened (the daemon, tests, socket
+// handover); the web config file of the web flags still applies. At most
+// MaxConnections of the listener's connections are served at once.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	flags := s.cfg.Web
 	if flags == nil {
 		empty := ""
 		flags = &web.FlagConfig{WebConfigFile: &empty}
 	}
-	return s.serve(ctx, func(srv *http.Server) error {
-		return web.Serve(l, srv, flags, newSlogLogger(s.log))
-	})
-}
-
-func (s *Server) serve(ctx context.Context, listen func(*http.Server) error) error {
 	srv := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
 		ErrorLog:          zap.NewStdLog(s.log),
 	}
+	// web.Serve wraps srv.Handler in its TLS-and-auth handler and then
+	// accepts; the first Accept, in the same goroutine and before any
+	// request is served, puts the probes and the refusal count around it.
+	var once sync.Once
+	l = acceptHook{Listener: netutil.LimitListener(l, s.cfg.MaxConnections), first: func() {
+		once.Do(func() { srv.Handler = s.outer(srv.Handler) })
+	}}
 	done := make(chan error, 1)
-	go func() { done <- listen(srv) }()
+	go func() { done <- web.Serve(l, srv, flags, newSlogLogger(s.log)) }()
 
 	select {
 	case err := <-done:
@@ -190,4 +248,99 @@ func (s *Server) serve(ctx context.Context, listen func(*http.Server) error) err
 	}
 	s.log.Info("http server stopped")
 	return nil
+}
+
+// outer is the handler in front of authed (the routes behind the web
+// config's TLS and auth): the probes skip the auth, and every refusal is
+// counted.
+func (s *Server) outer(authed http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := authed
+		if slices.Contains(probePaths, r.URL.Path) {
+			h = s.handler
+		}
+		rw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(rw, r)
+		if refusedCodes[rw.status] {
+			s.refused.WithLabelValues(routeOf(r.URL.Path), strconv.Itoa(rw.status)).Inc()
+		}
+	})
+}
+
+// acceptHook calls first before each Accept (it is expected to act once).
+type acceptHook struct {
+	net.Listener
+	first func()
+}
+
+func (l acceptHook) Accept() (net.Conn, error) {
+	l.first()
+	return l.Listener.Accept()
+}
+
+// statusWriter records the status of an answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// refusedCodes are the refusals hotkeyd_http_requests_refused_total counts:
+// no or wrong credentials, a body too large, a content type or encoding
+// that is not JSON lines, a request over a rate limit.
+var refusedCodes = map[int]bool{
+	http.StatusUnauthorized: true, http.StatusRequestEntityTooLarge: true,
+	http.StatusUnsupportedMediaType: true, http.StatusTooManyRequests: true,
+}
+
+// routes are the path label's values; any other path is "other".
+var routes = []string{"/", "/metrics", "/api/v1/hotkeys", "/api/v1/events", "/-/healthy", "/-/ready"}
+
+func routeOf(path string) string {
+	if slices.Contains(routes, path) {
+		return path
+	}
+	return "other"
+}
+
+// newRefusedCounter registers hotkeyd_http_requests_refused_total on reg
+// (nil: an unregistered counter), with the refusals that can happen set to
+// 0: 401 on every path but the probes, and with ingest 413, 415 and 429 on its path.
+func newRefusedCounter(reg prometheus.Registerer, ingest bool) (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hotkeyd_http_requests_refused_total",
+		Help: "HTTP requests refused, by path and status: 401 (credentials), 413 (body too large), 415 (not JSON lines), 429 (over a rate limit).",
+	}, []string{"path", "code"})
+	for _, p := range routes {
+		if !slices.Contains(probePaths, p) {
+			c.WithLabelValues(p, "401")
+		}
+	}
+	if ingest {
+		for _, code := range []string{"413", "415", "429"} {
+			c.WithLabelValues("/api/v1/events", code)
+		}
+	}
+	if reg != nil {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register http metrics: %w", err)
+		}
+	}
+	return c, nil
 }

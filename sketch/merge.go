@@ -33,7 +33,11 @@ import (
 //     and each input's first second, add up; seconds that only one input
 //     still holds keep their peak. So inputs that split time between them
 //     (byte ranges of one log) merge exactly, and inputs of the same
-//     seconds keep the larger peak of the two.
+//     seconds keep the larger peak of the two. A key's seconds are
+//     counted from when it became a candidate of its input: one that
+//     became one late in an input (a part read cold, whose first keys
+//     crowd the candidates) merges a busiest second that may be lower
+//     than one store reading everything would keep, never higher.
 //
 // Tables beyond Config.MaxTables are dropped and counted, as by Put.
 func (s *Store) Merge(other *Store) error {

@@ -2,32 +2,26 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"runtime/debug"
-	"strings"
-	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/export"
-	"github.com/hotkeyd/hotkeyd/ingest"
-	"github.com/hotkeyd/hotkeyd/ingest/formats"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/ingest/parallel"
-	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/internal/analyze"
+	"github.com/hotkeyd/hotkeyd/internal/config"
+	"github.com/hotkeyd/hotkeyd/internal/logging"
 )
 
-// runAnalyze implements hotkeyd analyze: every file into one window that
-// never expires, read on every core (package ingest/parallel), then one
-// report. A file that cannot be read is named on
-// stderr and the others are still reported; the exit status is then 1.
+// runAnalyze implements hotkeyd analyze (package analyze); with
+// --config.check it checks the configuration and the flags and reads
+// nothing.
 func runAnalyze(f *flags, io stdio) int {
 	// The progress line and the reporter write stderr from two goroutines.
 	io.stderr = input.NewSyncWriter(io.stderr)
@@ -40,113 +34,62 @@ func runAnalyze(f *flags, io stdio) int {
 		fmt.Fprintf(io.stderr, "hotkeyd: --top: must be positive, got %d\n", f.top)
 		return 2
 	}
-	schemas, err := keySchemas(cfg.Tables, f.keySchemas)
+	schemas, err := analyze.KeySchemas(cfg.Tables, f.keySchemas)
 	if err != nil {
 		fmt.Fprintf(io.stderr, "hotkeyd: --key-schema: %v\n", err)
 		return 2
 	}
-	scfg := sketch.DefaultConfig()
-	scfg.Window = 0
-	scfg.Tracked = max(scfg.Tracked, f.top)
-
-	ctx := context.Background()
-	rep := input.NewTextReporter(io.stderr)
-	// A sketch.Store keeps nothing of a batch once Put returns: decoders
-	// recycle theirs.
-	inputs := formats.New(formats.Config{Schemas: schemas, Fields: jsonlFields(cfg), Log: analyzeLogger(f, io.stderr), Reporter: rep, Recycle: true})
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(parallel.GCPercent)
-	}
-	status := 0
-	store, err := parallel.Read(ctx, parallel.Config[*sketch.Store]{
-		Formats: inputs, Stdin: io.stdin, Progress: io.stderr, Reorder: scfg.RecentSeconds,
-		New:   func() (*sketch.Store, error) { return sketch.NewStore(scfg, time.Now) },
-		Merge: (*sketch.Store).Merge,
-		Failed: func(name string, err error) {
-			fmt.Fprintf(io.stderr, "hotkeyd: %s: %v\n", name, bareError(err))
-			status = 1
-		},
-	}, f.files...)
+	masker, err := export.NewKeyMasker(cfg.Keys, cfg.KeyHashSecret)
 	if err != nil {
 		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
 		return 1
 	}
-	rep.Summary()
-
-	settings := cfg.detectSettings()
-	settings.Top = f.top
-	report := detect.Evaluate(store.Snapshot(), settings)
-	report.Rejected = rep.Rejected()
-	report.Notes = inputs.Notes()
-	if masker, err := export.NewKeyMasker(cfg.Keys, cfg.KeyHashSecret); err == nil {
-		report = masker.MaskReport(report)
+	if f.check {
+		return printValid(f, false, io)
 	}
-
-	switch f.format {
-	case "json":
-		enc := json.NewEncoder(io.stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(report)
-	default:
-		err = export.WriteTextReport(io.stdout, report, cfg.Threshold)
+	if len(f.files) == 0 {
+		fmt.Fprintln(io.stderr, "hotkeyd: analyze: name at least one FILE (\"-\" is stdin) (see --help)")
+		return 2
+	}
+	settings := cfg.DetectSettings()
+	settings.Top = f.top
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(parallel.GCPercent)
+	}
+	err = analyze.Run(context.Background(), analyze.Config{
+		Files: f.files, Settings: settings, Schemas: schemas, Table: f.table, Fields: jsonlFields(cfg), Masker: masker,
+		Format: f.format, Log: analyzeLogger(f, io.stderr), Stdin: io.stdin, Stdout: io.stdout, Stderr: io.stderr,
+	})
+	if err != nil && !errors.Is(err, analyze.ErrUnreadable) && !errors.Is(err, analyze.ErrNothingUsable) {
+		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
 	}
 	if err != nil {
-		fmt.Fprintf(io.stderr, "hotkeyd: write report: %v\n", err)
 		return 1
 	}
-	return status
-}
-
-// bareError drops the file name an *fs.PathError repeats: analyze prints
-// every file error as "hotkeyd: NAME: error".
-func bareError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
+	return 0
 }
 
 // jsonlFields returns the field names of the config's first jsonl source:
 // analyze reads the same logs the daemon follows.
-func jsonlFields(cfg Config) jsonl.Fields {
+func jsonlFields(cfg config.Config) jsonl.Fields {
 	for _, s := range cfg.Sources {
-		if s.Type == sourceJSONL {
-			return s.Fields
+		if c, ok := s.Settings.(*jsonl.Config); ok {
+			return c.Fields
 		}
 	}
 	return jsonl.Fields{}
 }
 
-// keySchemas merges the config file's tables with --key-schema flags
-// (TABLE=PK[,SK]); a flag wins over the file for the same table.
-func keySchemas(tables map[string]ingest.KeySchema, flags []string) (map[string]ingest.KeySchema, error) {
-	out := make(map[string]ingest.KeySchema, len(tables)+len(flags))
-	for name, ks := range tables {
-		out[name] = ks
-	}
-	for _, f := range flags {
-		table, keys, ok := strings.Cut(f, "=")
-		pk, sk, _ := strings.Cut(keys, ",")
-		if !ok || table == "" || pk == "" || strings.Contains(sk, ",") {
-			return nil, fmt.Errorf("%q: want TABLE=PK or TABLE=PK,SK", f)
-		}
-		out[table] = ingest.KeySchema{PartitionKey: pk, SortKey: sk}
-	}
-	return out, nil
-}
-
 // analyzeLogger is the logger of analyze's readers, on stderr in the
 // --log.format chosen: warnings and worse at the default level, so a hint
 // such as a missing key schema reaches the person running it without the
-// daemon's info lines; everything with --log.level=debug. A no-op logger
-// when it cannot be built.
+// daemon's info lines; everything with --log.level=debug.
 func analyzeLogger(f *flags, w io.Writer) *zap.Logger {
 	level := f.logLevel
 	if level == "" || level == "info" {
 		level = "warn"
 	}
-	log, err := newLogger(w, level, f.logFormat)
+	log, err := logging.New(w, level, f.logFormat)
 	if err != nil {
 		return zap.NewNop()
 	}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
+
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 )
@@ -313,9 +315,11 @@ func TestAnalyzeTextReport(t *testing.T) {
 		"\norders: ",
 		"\norders (index status-index): ",
 		"\nusers: ",
-		"CLASS  UNITS  SHARE  KEY",
-		"- hot_key [warning] USER#0 (write): ",
-		"fix (write_sharding): ",
+		"CLASS  UNITS  SHARE  PEAK/S  KEY",
+		"diagnoses:\n  1. hot_key [info] USER#0 (write)\n",
+		"fix (write_sharding, 2 keys): ",
+		"evidence:\n",
+		"\n  - hot_key [info] USER#0 (write): ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text report lacks %q:\n%s", want, out)
@@ -408,5 +412,23 @@ func TestAnalyzeCloudTrailSchemaAcrossFiles(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(rep.Notes, " "), "no key schema for Other") {
 		t.Errorf("notes = %q, want a hint to give Other a key schema", rep.Notes)
+	}
+}
+
+func writeGzip(t testing.TB, path string, data []byte) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
+	"net/http"
 	"syscall"
 	"time"
 
@@ -14,10 +14,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/detect"
-	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
+	demosource "github.com/hotkeyd/hotkeyd/ingest/demo"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/internal/config"
+	"github.com/hotkeyd/hotkeyd/internal/logging"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -27,31 +29,39 @@ import (
 const tickEvery = time.Second
 
 // drainTimeout bounds how long a shutdown waits for the sources to hand
-// over their last batches.
+// over their last batches; a source still running then is left behind.
+// With the HTTP server's own 5 s, a stop takes at most 15 s, within
+// Kubernetes' default grace period of 30 s.
 const drainTimeout = 10 * time.Second
 
 // runDaemon runs the long-lived daemon (run), or the same daemon on the demo
-// workload (demo), until ctx is done or SIGINT/SIGTERM arrives.
+// workload (demo), until ctx is done or SIGINT/SIGTERM arrives. With
+// --config.check it builds everything, starts nothing and says so.
 func runDaemon(ctx context.Context, f *flags, demo bool, io stdio) int {
-	if f.configCheck {
-		return checkConfig(f, io)
-	}
 	cfg, err := loadConfig(f, !demo)
 	if err != nil {
 		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
 		return 1
 	}
-	log, err := newLogger(io.stderr, f.logLevel, f.logFormat)
+	log, err := logging.New(io.stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
 		return 1
 	}
 	defer func() { _ = log.Sync() }()
-
+	if f.check {
+		log = zap.NewNop() // the sources built say nothing
+	}
 	d, err := newDaemon(cfg, f, demo, io, log)
-	if err != nil {
+	switch {
+	case err != nil && f.check:
+		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
+		return 1
+	case err != nil:
 		log.Error("cannot start", zap.Error(err))
 		return 1
+	case f.check:
+		return printValid(f, !demo, io)
 	}
 	if err := d.run(ctx); err != nil {
 		log.Error("stopped on error", zap.Error(err))
@@ -64,7 +74,7 @@ func runDaemon(ctx context.Context, f *flags, demo bool, io stdio) int {
 // tick → live state; HTTP server over the live state and the registry.
 type daemon struct {
 	log      *zap.Logger
-	cfg      Config
+	cfg      config.Config
 	demo     bool
 	io       stdio
 	store    *sketch.Store
@@ -76,23 +86,26 @@ type daemon struct {
 	tracker  *detect.Tracker
 	server   *export.Server
 	sources  []ingest.Source
-	listener net.Listener
 }
 
-func newDaemon(cfg Config, f *flags, demo bool, io stdio, log *zap.Logger) (*daemon, error) {
+// newDaemon builds every component, and so runs every check run makes
+// before it reads anything; it starts nothing.
+func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger) (*daemon, error) {
 	d := &daemon{log: log, cfg: cfg, demo: demo, io: io}
-
+	if f.webConfig != "" {
+		if err := web.Validate(f.webConfig); err != nil {
+			return nil, fmt.Errorf("web config %s: %w", f.webConfig, err)
+		}
+	}
 	reg, err := export.NewRegistry(export.BuildInfo{Version: buildVersion()})
 	if err != nil {
 		return nil, err
 	}
-	d.masker, err = export.NewKeyMasker(cfg.Keys, cfg.KeyHashSecret)
-	if err != nil {
+	if d.masker, err = export.NewKeyMasker(cfg.Keys, cfg.KeyHashSecret); err != nil {
 		return nil, err
 	}
-	settings := cfg.detectSettings()
+	settings := cfg.DetectSettings()
 	d.tracker = detect.NewTracker(settings)
-
 	scfg := sketch.DefaultConfig()
 	scfg.Window = cfg.Window
 	scfg.Tracked = max(scfg.Tracked, settings.Top)
@@ -106,27 +119,28 @@ func newDaemon(cfg Config, f *flags, demo bool, io stdio, log *zap.Logger) (*dae
 		return nil, err
 	}
 
-	deps := sourceDeps{log: log, reporter: d.reporter, reg: reg, tables: cfg.Tables, stdin: io.stdin}
+	env := ingest.Env{Log: log, Reporter: d.reporter, Registerer: reg, Tables: cfg.Tables, Stdin: io.stdin}
+	sourceConfigs := cfg.Sources
 	if demo {
-		src, err := newDemoSource(deps)
+		d.sources, sourceConfigs = []ingest.Source{demosource.New(demosource.Config{})}, nil
+	}
+	for i, sc := range sourceConfigs {
+		src, err := sc.Settings.NewSource(env)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("sources[%d] (%s): %w", i, sc.Type, err)
 		}
-		d.sources = []ingest.Source{src}
-	} else {
-		for i, sc := range cfg.Sources {
-			src, err := newSource(sc, deps)
-			if err != nil {
-				return nil, fmt.Errorf("sources[%d] (%s): %w", i, sc.Type, err)
-			}
-			d.sources = append(d.sources, src)
-		}
+		d.sources = append(d.sources, src)
 	}
 	for _, src := range d.sources {
 		d.reporter.InitSource(src.Name())
 	}
-	events := newEventsHandler(f.enableIngest, d.sink, deps)
-	if events != nil {
+	var events http.Handler
+	if f.enableIngest {
+		rate := f.ingestRate
+		if rate <= 0 {
+			rate = -1 // no limit
+		}
+		events = jsonl.NewHandler(d.sink, d.reporter, jsonl.HandlerConfig{RequestsPerSecond: rate, Burst: f.ingestBurst}, log)
 		d.reporter.InitSource(jsonl.HTTPSourceName)
 	}
 	if len(d.sources) == 0 && events == nil {
@@ -139,41 +153,28 @@ func newDaemon(cfg Config, f *flags, demo bool, io stdio, log *zap.Logger) (*dae
 	}
 	d.ready = export.NewReadiness()
 	d.ready.Watch(d.sources...)
-
-	webConfig := f.webConfig
 	systemd := false
 	d.server, err = export.NewServer(log.Named("web"), export.ServerConfig{
-		Gatherer:   reg,
-		Registerer: reg,
-		Live:       d.live,
-		Masker:     d.masker,
-		Readiness:  d.ready,
-		Events:     events,
-		EventsHint: "HTTP ingest is disabled; start hotkeyd with --web.enable-ingest to POST JSON lines to /api/v1/events",
-		Web:        &web.FlagConfig{WebListenAddresses: &[]string{cfg.Listen}, WebSystemdSocket: &systemd, WebConfigFile: &webConfig},
-		Version:    buildVersion(),
+		Gatherer: reg, Registerer: reg, Live: d.live, Masker: d.masker, Readiness: d.ready, Events: events,
+		EventsHint:     "HTTP ingest is disabled; start hotkeyd with --web.enable-ingest to POST JSON lines to /api/v1/events",
+		Web:            &web.FlagConfig{WebListenAddresses: &[]string{cfg.Listen}, WebSystemdSocket: &systemd, WebConfigFile: &f.webConfig},
+		Version:        buildVersion(),
+		MaxConnections: f.maxConns, ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout, IdleTimeout: f.idle,
 	})
-	if err != nil {
-		return nil, err
-	}
-	if webConfig != "" {
-		if err := web.Validate(webConfig); err != nil {
-			return nil, fmt.Errorf("web config %s: %w", webConfig, err)
-		}
-	}
-	// Listen here rather than in the server, so that the address actually
-	// bound (":0" in tests) can be logged and announced.
-	if d.listener, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	return d, nil
+	return d, err
 }
 
-// run runs every actor in one group until a signal, ctx or an actor ends
-// it. The shutdown order is: readiness false, sources stop, their in-flight
-// batches drain into the store, the HTTP server stops. A signal is a clean
-// stop: run returns nil.
+// run listens, then runs every actor in one group until a signal, ctx or
+// an actor ends it. The shutdown order is: readiness false, sources stop,
+// their in-flight batches drain into the store (for at most drainTimeout),
+// the HTTP server stops. A signal is a clean stop: run returns nil.
 func (d *daemon) run(ctx context.Context) error {
+	// Listen here rather than in the server, so that the address actually
+	// bound (":0" in tests) can be logged and announced.
+	listener, err := net.Listen("tcp", d.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
 	var g oklog.Group
 
 	// Signals and the caller's context: either ends the group.
@@ -182,32 +183,11 @@ func (d *daemon) run(ctx context.Context) error {
 		g.Add(execute, interrupt)
 	}
 
-	// Sources: each reads until stopSources. Their batches go to the store
-	// under sinkCtx, which outlives stopSources so that what a source has
-	// read when told to stop still lands in the window.
-	sourceCtx, stopSources := context.WithCancel(context.Background())
-	defer stopSources()
-	sinkCtx, stopSink := context.WithCancel(context.Background())
-	defer stopSink()
-	sink := drainSink{ctx: sinkCtx, next: d.sink}
-	var sourcesRunning sync.WaitGroup
-	for _, src := range d.sources {
-		log := d.log.With(zap.String("source", src.Name()))
-		sourcesRunning.Add(1)
-		g.Add(func() error {
-			defer sourcesRunning.Done()
-			err := src.Run(sourceCtx, sink)
-			if err != nil && sourceCtx.Err() == nil {
-				return fmt.Errorf("source %s: %w", src.Name(), err)
-			}
-			if sourceCtx.Err() == nil {
-				// The input ended (stdin closed): keep serving what was read.
-				log.Info("source finished its input")
-				<-sourceCtx.Done()
-			}
-			log.Debug("source stopped")
-			return nil
-		}, func(error) { stopSources() })
+	// Sources: each reads until told to stop; what it holds then still
+	// lands in the window (ingest.Runner).
+	sources := ingest.NewRunner(d.sources, d.sink, d.log)
+	for i := range d.sources {
+		g.Add(func() error { return sources.Run(i) }, func(error) { sources.Cancel() })
 	}
 
 	// Detector tick: snapshot → evaluate with hysteresis → publish → log
@@ -223,7 +203,10 @@ func (d *daemon) run(ctx context.Context) error {
 				case <-tickCtx.Done():
 					return nil
 				case <-t.C:
-					ann.Announce(d.tick())
+					rep, changes := d.tracker.Evaluate(d.store.Snapshot())
+					rep.Rejected = d.reporter.Rejected()
+					d.live.Update(rep)
+					ann.Announce(changes)
 				}
 			}
 		}, func(error) { stopTick() })
@@ -236,91 +219,54 @@ func (d *daemon) run(ctx context.Context) error {
 		httpCtx, stopHTTP := context.WithCancel(context.Background())
 		defer stopHTTP()
 		g.Add(func() error {
-			return d.server.Serve(httpCtx, d.listener)
+			return d.server.Serve(httpCtx, listener)
 		}, func(error) {
 			d.ready.SetRunning(false, "shutting down")
-			stopSources()
-			drained := make(chan struct{})
-			go func() { sourcesRunning.Wait(); close(drained) }()
-			select {
-			case <-drained:
-			case <-time.After(drainTimeout):
-				d.log.Warn("sources did not stop in time; dropping their in-flight events", zap.Duration("timeout", drainTimeout))
-			}
-			stopSink()
+			sources.Stop(drainTimeout)
 			stopHTTP()
 		})
 	}
 
 	d.ready.SetRunning(true, "")
-	d.log.Info("hotkeyd started", zap.String("address", d.listener.Addr().String()),
+	d.log.Info("hotkeyd started", zap.String("address", listener.Addr().String()),
 		zap.Duration("window", d.cfg.Window), zap.Float64("threshold", d.cfg.Threshold), zap.Int("sources", len(d.sources)))
 	if d.demo {
-		d.printDemoHelp()
+		fmt.Fprintf(d.io.stdout, demoHelp, browsable(listener.Addr()))
 	}
-	err := g.Run()
+	err = g.Run()
 	d.reporter.Flush()
+	var sig *oklog.SignalError
 	switch {
+	case errors.As(err, &sig) && sig.Signal != nil:
+		// SignalError's own As method matches without filling the target,
+		// so ask for the pointer type.
+		d.log.Info("stopped", zap.String("signal", sig.Signal.String()))
 	case errors.Is(err, oklog.ErrSignal):
-		// SignalHandler returns a *SignalError; SignalError's own As method
-		// matches without filling the target, so ask for the pointer type.
-		var sig *oklog.SignalError
-		if errors.As(err, &sig) && sig.Signal != nil {
-			d.log.Info("stopped", zap.String("signal", sig.Signal.String()))
-		} else {
-			d.log.Info("stopped", zap.Error(err))
-		}
-		return nil
+		d.log.Info("stopped", zap.Error(err))
 	case err == nil || errors.Is(err, context.Canceled):
 		d.log.Info("stopped")
-		return nil
+	default:
+		return err
 	}
-	return err
+	return nil
 }
 
-// tick evaluates the current window once, publishes the report and
-// returns what was raised and cleared.
-func (d *daemon) tick() []report.Change {
-	rep, changes := d.tracker.Evaluate(d.store.Snapshot())
-	rep.Rejected = d.reporter.Rejected()
-	d.live.Update(rep)
-	return changes
-}
+// demoHelp tells a newcomer where to look; %[1]s is the base URL.
+const demoHelp = `hotkeyd demo: synthetic traffic on several tables, with planted hot keys and key-design mistakes.
+  metrics:   %[1]s/metrics   (try: curl -s %[1]s/metrics | grep hotkeyd_diagnosis)
+  hot keys:  %[1]s/api/v1/hotkeys
+  and watch the log below for 'hot key' and other diagnosis lines; they appear within seconds. Ctrl-C stops.
+`
 
-// printDemoHelp tells a newcomer where to look.
-func (d *daemon) printDemoHelp() {
-	base := "http://" + browsable(d.listener.Addr())
-	fmt.Fprintf(d.io.stdout, `hotkeyd demo: synthetic traffic on several tables, with planted hot keys and key-design mistakes.
-  metrics:   %s/metrics   (try: curl -s %s/metrics | grep hotkeyd_hot_key)
-  hot keys:  %s/api/v1/hotkeys
-  and watch the log below for 'hot key' lines; they appear within seconds. Ctrl-C stops.
-`, base, base, base)
-}
-
-// browsable turns a listen address into one a browser can open: the
+// browsable turns a listen address into a URL a browser can open: the
 // unspecified address becomes localhost.
 func browsable(addr net.Addr) string {
 	tcp, ok := addr.(*net.TCPAddr)
-	if !ok {
-		return addr.String()
+	if !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
+		if ok {
+			return fmt.Sprintf("http://localhost:%d", tcp.Port)
+		}
+		return "http://" + addr.String()
 	}
-	host := tcp.IP.String()
-	if tcp.IP == nil || tcp.IP.IsUnspecified() {
-		host = "localhost"
-	}
-	return net.JoinHostPort(host, fmt.Sprint(tcp.Port))
-}
-
-// drainSink hands batches to next under its own context instead of the
-// caller's, so a source told to stop can still deliver the batch it holds;
-// the pipeline cancels ctx once every source has returned (or the drain
-// timed out), and only then does Put give up.
-type drainSink struct {
-	ctx  context.Context
-	next ingest.Sink
-}
-
-// Put implements ingest.Sink.
-func (s drainSink) Put(_ context.Context, batch []ingest.Event) error {
-	return s.next.Put(s.ctx, batch)
+	return "http://" + net.JoinHostPort(tcp.IP.String(), fmt.Sprint(tcp.Port))
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/internal/config"
+	"github.com/hotkeyd/hotkeyd/internal/logging"
 )
 
 // lateSource hands one batch when it starts and another only after it was
@@ -58,11 +60,11 @@ func (b *syncBuffer) String() string {
 
 func TestDaemonDrainsSourcesOnStop(t *testing.T) {
 	var logs syncBuffer
-	log, err := newLogger(&logs, "debug", "logfmt")
+	log, err := logging.New(&logs, "debug", "logfmt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	f := &flags{enableIngest: true}
 	d, err := newDaemon(cfg, f, false, stdio{stdout: &logs, stderr: &logs}, log)
@@ -104,9 +106,9 @@ func TestDaemonDrainsSourcesOnStop(t *testing.T) {
 }
 
 func TestDaemonNeedsASource(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
-	log, _ := newLogger(&bytes.Buffer{}, "info", "logfmt")
+	log, _ := logging.New(&bytes.Buffer{}, "info", "logfmt")
 	_, err := newDaemon(cfg, &flags{}, false, stdio{}, log)
 	if err == nil || !strings.Contains(err.Error(), "no sources") {
 		t.Errorf("newDaemon without sources: %v", err)
@@ -119,11 +121,11 @@ func TestDaemonNeedsASource(t *testing.T) {
 }
 
 // TestAnnouncer checks the detector's log lines as the README shows them,
-// through the process's logfmt logger: one line when a finding is raised,
+// through the process's logfmt logger: one line when a diagnosis is raised,
 // none while it stays flagged, one when it clears.
 func TestAnnouncer(t *testing.T) {
 	var logs syncBuffer
-	log, _ := newLogger(&logs, "info", "logfmt")
+	log, _ := logging.New(&logs, "info", "logfmt")
 	a := export.NewAnnouncer(log, nil)
 	a.Announce(makeChanges(false, "USER#42"))
 	a.Announce(nil) // still hot: no new line
@@ -133,7 +135,7 @@ func TestAnnouncer(t *testing.T) {
 		t.Errorf("%d hot key lines, want 1:\n%s", n, out)
 	}
 	for _, want := range []string{
-		`level=warn msg="hot key" table=orders class=write key=USER#42 share=0.25 recommendation=write_sharding suffix_count=4`,
+		`level=warn msg="hot key" table=orders class=write key=USER#42 severity=warning share=0.25 peak_units_per_second=600 fix=write_sharding suffix_count=2`,
 		`level=info msg="hot key cleared" table=orders class=write key=USER#42`,
 	} {
 		if !strings.Contains(out, want) {
@@ -146,9 +148,10 @@ func TestAnnouncer(t *testing.T) {
 func makeChanges(cleared bool, keys ...string) []report.Change {
 	var out []report.Change
 	for _, k := range keys {
-		f := report.Finding{Kind: report.KindHotKey, Key: k, Class: "write", Share: 0.25,
-			Recommendation: &report.Recommendation{Kind: "write_sharding", SuffixCount: 4, Text: "shard it"}}
-		out = append(out, report.Change{Flag: report.Flag{Table: "orders", Finding: f}, Cleared: cleared})
+		d := report.Diagnosis{Cause: report.KindHotKey, Keys: []string{k}, Class: "write", Severity: report.SeverityWarning,
+			Share: 0.25, PeakUnitsPerSecond: 600, Limit: 1000,
+			Fix: report.Recommendation{Kind: "write_sharding", SuffixCount: 2, Text: "shard it"}}
+		out = append(out, report.Change{Flag: report.Flag{Table: "orders", Diagnosis: d}, Cleared: cleared})
 	}
 	return out
 }

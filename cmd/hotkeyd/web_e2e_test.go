@@ -15,14 +15,7 @@ import (
 
 func TestWebConfigBasicAuth(t *testing.T) {
 	t.Parallel() // a process of its own, on a port of its own
-	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	webConfig := filepath.Join(t.TempDir(), "web.yml")
-	if err := os.WriteFile(webConfig, []byte("basic_auth_users:\n  prometheus: "+string(hash)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	webConfig := writeBasicAuthConfig(t)
 	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{NoWaitReady: true}, "demo", "--web.config.file", webConfig)
 
 	get := func(user, password string) int {
@@ -49,6 +42,21 @@ func TestWebConfigBasicAuth(t *testing.T) {
 	if code := get("prometheus", "s3cret"); code != http.StatusOK {
 		t.Errorf("GET /metrics with the password = %d, want 200", code)
 	}
+}
+
+// writeBasicAuthConfig writes a web config with one basic-auth user,
+// prometheus with the password s3cret, and returns its path.
+func writeBasicAuthConfig(t *testing.T) string {
+	t.Helper()
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webConfig := filepath.Join(t.TempDir(), "web.yml")
+	if err := os.WriteFile(webConfig, []byte("basic_auth_users:\n  prometheus: "+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return webConfig
 }
 
 func TestBadWebConfigStopsTheStart(t *testing.T) {

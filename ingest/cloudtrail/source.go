@@ -6,36 +6,69 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/follow"
+	"github.com/hotkeyd/hotkeyd/ingest/s3trail"
 )
 
-// Config configures a Source.
+// Config configures a Source. It is also a sources entry of type cloudtrail
+// in the config file: the yaml tags are its keys, DefaultConfig its
+// defaults.
 type Config struct {
 	// Paths are files or glob patterns ("**" matches any number of
 	// folders; see follow.Validate), e.g. "/var/log/cloudtrail/**/*.json.gz".
-	Paths []string
+	Paths []string `yaml:"paths"`
 	// CheckpointDir is where the list of files already read is kept
 	// (StateFile), so that a restart does not count them again. Empty keeps
 	// none: every file matched is read at each start.
-	CheckpointDir string
+	CheckpointDir string `yaml:"checkpoint_dir"`
 	// Tables maps table names, and "TABLE/INDEX" for secondary indexes, to
-	// their key schemas.
-	Tables map[string]ingest.KeySchema
+	// their key schemas. In the config file they are the top-level tables.
+	Tables map[string]ingest.KeySchema `yaml:"-"`
 	// PollInterval is how often the paths are listed for new files.
 	// Zero means DefaultPollInterval.
-	PollInterval time.Duration
+	PollInterval time.Duration `yaml:"poll_interval"`
 	// MaxAge, when positive, skips files modified longer ago than this when
 	// they are first seen: they are recorded as read without being read.
 	// Live windows run on arrival time, so replaying months of history on a
 	// first start would count it all as current traffic.
-	MaxAge time.Duration
+	MaxAge time.Duration `yaml:"max_age"`
+	// S3, instead of Paths, reads the files straight from the bucket
+	// CloudTrail delivers to (package s3trail); CheckpointDir then keeps
+	// the last key read per region folder.
+	S3 *s3trail.Config `yaml:"s3"`
+}
+
+// DefaultConfig returns the settings of a cloudtrail source the file
+// leaves out.
+func DefaultConfig() Config { return Config{PollInterval: DefaultPollInterval} }
+
+// Validate reports the first setting that cannot work, naming its key.
+func (c *Config) Validate() error {
+	if c.S3 != nil {
+		if len(c.Paths) > 0 {
+			return errors.New("paths: not used with s3 (one cloudtrail source reads a folder or a bucket)")
+		}
+		if err := c.S3.Validate(); err != nil {
+			return fmt.Errorf("s3.%w", err)
+		}
+		if c.PollInterval <= 0 {
+			return fmt.Errorf("poll_interval: must be positive, got %s", c.PollInterval)
+		}
+	} else if err := follow.ValidateSettings(c.Paths, false, c.PollInterval); err != nil {
+		return err
+	}
+	if c.MaxAge < 0 {
+		return fmt.Errorf("max_age: must not be negative, got %s", c.MaxAge)
+	}
+	return nil
 }
 
 // DefaultPollInterval is the PollInterval used when none is set. CloudTrail
@@ -43,21 +76,50 @@ type Config struct {
 // polling delay are nothing.
 const DefaultPollInterval = 5 * time.Second
 
+// NewSource builds the reader of a sources entry of type cloudtrail, with
+// the config file's key schemas, and registers its own metrics (files
+// read, failed calls...) labelled by its paths, so that several cloudtrail
+// sources can coexist.
+func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
+	cfg := *c
+	cfg.Tables = env.Tables
+	var src interface {
+		ingest.Source
+		prometheus.Collector
+	}
+	var err error
+	paths := strings.Join(cfg.Paths, ",")
+	if cfg.S3 != nil {
+		src, err = NewS3(cfg, env.Log, env.Reporter)
+		paths = cfg.S3.String()
+	} else {
+		src, err = New(cfg, env.Log, env.Reporter)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if env.Registerer != nil {
+		reg := prometheus.WrapRegistererWith(prometheus.Labels{"paths": paths}, env.Registerer)
+		if err := reg.Register(src); err != nil {
+			return nil, fmt.Errorf("register cloudtrail metrics: %w", err)
+		}
+	}
+	return src, nil
+}
+
 // Source follows a CloudTrail delivery folder: it reads every file the
 // paths match (package follow), then new files as they appear, and
 // remembers the files read in CheckpointDir. It implements ingest.Source
 // and ingest.Readier.
 type Source struct {
+	reading
 	cfg    Config
 	log    *zap.Logger
 	rep    ingest.Reporter
-	dec    *Decoder
 	now    func() time.Time
 	follow *follow.Follower
 
 	mu    sync.Mutex
-	stats Stats
-	files uint64
 	saved error // the last error saving the state
 
 	// Owned by Run.
@@ -71,11 +133,8 @@ type Source struct {
 // New returns a Source reading cfg.Paths. It checks the patterns and reads
 // the state file, and starts nothing: Run does the work.
 func New(cfg Config, log *zap.Logger, rep ingest.Reporter) (*Source, error) {
-	if len(cfg.Paths) == 0 {
-		return nil, errors.New("cloudtrail: no paths")
-	}
-	if slices.Contains(cfg.Paths, "-") {
-		return nil, errors.New("cloudtrail: stdin is not a delivery folder; use hotkeyd analyze")
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("cloudtrail: %w", err)
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -92,12 +151,12 @@ func New(cfg Config, log *zap.Logger, rep ingest.Reporter) (*Source, error) {
 		return nil, fmt.Errorf("cloudtrail: %w", err)
 	}
 	s := &Source{
-		cfg:  cfg,
-		log:  log,
-		rep:  rep,
-		dec:  NewDecoder(cfg.Tables, log, rep),
-		now:  time.Now,
-		done: done,
+		reading: newReading(cfg.Tables, log, rep),
+		cfg:     cfg,
+		log:     log,
+		rep:     rep,
+		now:     time.Now,
+		done:    done,
 	}
 	// CloudTrail never appends to a file it delivered: every file is read
 	// whole, once it has settled.
@@ -126,13 +185,6 @@ func (s *Source) Ready() error {
 	saved := s.saved
 	s.mu.Unlock()
 	return errors.Join(s.follow.Ready(), saved)
-}
-
-// Stats returns the counts of everything read so far.
-func (s *Source) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stats
 }
 
 // Run reads the matched files, oldest first, then polls for new ones until
@@ -217,30 +269,7 @@ type delivery struct {
 
 // Read decodes the whole file into the sink.
 func (d *delivery) Read(ctx context.Context, r io.Reader) error {
-	s := d.s
-	st, err := s.dec.Decode(ctx, r, d.f.Path, s.sink)
-	s.mu.Lock()
-	s.stats.Add(st)
-	if err == nil {
-		s.files++
-	}
-	s.mu.Unlock()
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var se *sinkError
-		if errors.As(err, &se) {
-			return se.err
-		}
-		// A read error half-way: what was read is counted, so the file is
-		// done rather than read twice.
-		s.rep.Error(SourceName, "read", err)
-		return nil
-	}
-	s.log.Debug("read file", zap.String("file", d.f.Path), zap.Uint64("events", st.Events),
-		zap.Uint64("throttled", st.Throttled), zap.Uint64("rejected", st.Rejected))
-	return nil
+	return d.s.read(ctx, r, d.f.Path, d.s.sink)
 }
 
 // Reset is not called: a delivered file is read in one piece.
@@ -255,4 +284,55 @@ func (d *delivery) Close(context.Context) error {
 		d.s.save()
 	}
 	return nil
+}
+
+// reading decodes whole CloudTrail files and counts what they held, for
+// the readers of a delivery folder (Source) and of a bucket (s3Source).
+type reading struct {
+	decoder  *Decoder
+	reporter ingest.Reporter
+	logger   *zap.Logger
+
+	cmu   sync.Mutex
+	stats Stats
+	files uint64
+}
+
+func newReading(tables map[string]ingest.KeySchema, log *zap.Logger, rep ingest.Reporter) reading {
+	return reading{decoder: NewDecoder(tables, log, rep), reporter: rep, logger: log}
+}
+
+// read decodes one whole file into sink. It returns ctx's error or the
+// sink's refusal, which stop the reader; a read error half-way is
+// reported, and what was read is counted, so the file is done rather than
+// read twice.
+func (rd *reading) read(ctx context.Context, r io.Reader, name string, sink ingest.Sink) error {
+	st, err := rd.decoder.Decode(ctx, r, name, sink)
+	rd.cmu.Lock()
+	rd.stats.Add(st)
+	if err == nil {
+		rd.files++
+	}
+	rd.cmu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var se *sinkError
+		if errors.As(err, &se) {
+			return se.err
+		}
+		rd.reporter.Error(SourceName, "read", err)
+		return nil
+	}
+	rd.logger.Debug("read file", zap.String("file", name), zap.Uint64("events", st.Events),
+		zap.Uint64("throttled", st.Throttled), zap.Uint64("rejected", st.Rejected))
+	return nil
+}
+
+// Stats returns the counts of everything read so far.
+func (rd *reading) Stats() Stats {
+	rd.cmu.Lock()
+	defer rd.cmu.Unlock()
+	return rd.stats
 }

@@ -27,6 +27,32 @@ func Validate(pattern string) error {
 	return nil
 }
 
+// ValidateSettings checks the keys a file reader's configuration shares:
+// paths, at least one, each a valid pattern (Validate), "-" (standard
+// input) only when stdin is true; and poll_interval, not negative (zero is
+// the reader's default). Its errors name the key as a path: paths[1].
+func ValidateSettings(paths []string, stdin bool, poll time.Duration) error {
+	if poll < 0 {
+		return fmt.Errorf("poll_interval: must be positive, got %s", poll)
+	}
+	if len(paths) == 0 {
+		return errors.New("paths: at least one path is required")
+	}
+	for i, p := range paths {
+		var err error
+		switch {
+		case p == "-" && !stdin:
+			err = errors.New("stdin is not supported by this source")
+		case p != "-":
+			err = Validate(p)
+		}
+		if err != nil {
+			return fmt.Errorf("paths[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // hasMeta reports whether a pattern holds glob syntax.
 func hasMeta(p string) bool { return strings.ContainsAny(p, `*?[{\`) }
 

@@ -59,7 +59,8 @@ type HandlerConfig struct {
 // {"accepted":N,"rejected":M,"errors":["line K: reason: detail",...]} with
 // status 200 when at least one line was accepted (check "rejected"), 400
 // when no line was usable, 413 for a body over the limit, 415 for a content
-// type that is not JSON lines or an encoding other than gzip or zstd, 405
+// type that is not JSON lines (no Content-Type at all is taken for JSON
+// lines) or an encoding other than gzip or zstd, 405
 // for another method, 429 over the rate limit (with Retry-After) and 503
 // when the pipeline is stopping.
 type Handler struct {
@@ -128,7 +129,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || !acceptedTypes[mt] {
-			h.refuse(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q is not JSON lines: send application/x-ndjson", ct))
+			// curl -d and --data-binary send a form type unless told otherwise.
+			h.refuse(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q is not JSON lines: send Content-Type: application/x-ndjson, or none", ct))
 			return
 		}
 	}

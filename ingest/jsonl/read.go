@@ -27,7 +27,7 @@ const (
 // Options are the settings shared by every JSON-lines reader.
 type Options struct {
 	// Fields names the members of a line; zero members mean the contract's names.
-	Fields Fields
+	Fields Fields `yaml:"fields"`
 	// MaxLineBytes bounds a line (DefaultMaxLineBytes when 0).
 	MaxLineBytes int
 	// BatchSize is the number of Events per Sink.Put (DefaultBatchSize when 0).
@@ -51,6 +51,21 @@ type Options struct {
 	// handing the sink a new one each time: reading allocates nothing per
 	// batch. Put otherwise takes ownership, as ingest.Sink says.
 	Recycle bool
+	// Records, when set, reads the inputs whose first line it recognises
+	// instead of the access-log parser: files of DynamoDB stream records,
+	// one record or one Lambda event per line (package streams).
+	Records RecordLines
+}
+
+// RecordLines reads the lines of a format other than the access log's,
+// each line one record or one batch of records.
+type RecordLines interface {
+	// Sniff reports whether the first line of an input is of its format.
+	Sniff(line []byte) bool
+	// DecodeLine appends the Events of one line (lineNo of input name) to
+	// dst, reports what it cannot use, and returns how many records it
+	// rejected.
+	DecodeLine(line []byte, name string, lineNo int64, dst []ingest.Event) ([]ingest.Event, int)
 }
 
 func (o Options) withDefaults() Options {
@@ -111,6 +126,9 @@ type stream struct {
 	batch   []ingest.Event
 	counts  Counts
 	onError func(*LineError) // besides the Reporter; may be nil
+	// records is set once the first line was found to be of
+	// opts.Records' format; decided tells that the first line was seen.
+	records, decided bool
 	// before is the number of lines ahead of the input (Options.LinesBefore),
 	// read at the first rejection; -1 until then.
 	before int64
@@ -134,6 +152,18 @@ func (s *stream) line(b []byte) {
 	}
 	if s.batch == nil {
 		s.batch = make([]ingest.Event, 0, s.opts.BatchSize)
+	}
+	if !s.decided {
+		s.decided = true
+		s.records = s.opts.Records != nil && s.opts.Records.Sniff(b)
+	}
+	if s.records {
+		n := len(s.batch)
+		var rejected int
+		s.batch, rejected = s.opts.Records.DecodeLine(b, s.name, s.lines.lines, s.batch)
+		s.counts.Events += int64(len(s.batch) - n)
+		s.counts.Rejected += int64(rejected)
+		return
 	}
 	s.batch = append(s.batch, ingest.Event{})
 	if err := s.parser.Parse(b, &s.batch[len(s.batch)-1]); err != nil {

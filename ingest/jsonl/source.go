@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,21 +15,23 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/follow"
+	"github.com/hotkeyd/hotkeyd/ingest/streams"
 )
 
 // DefaultPoll is how often the follower looks for new lines, rotated and
 // truncated files and new files matching a glob.
 const DefaultPoll = 250 * time.Millisecond
 
-// Config configures a Source.
+// Config configures a Source. It is also a sources entry of type jsonl in
+// the config file: the yaml tags are its keys, DefaultConfig its defaults.
 type Config struct {
-	Options
+	Options `yaml:",inline"`
 	// Paths are files or glob patterns to follow ("**" matches any number
 	// of folders; see follow.Validate); "-" is stdin. Compressed files
 	// (a rotated log's archive) are read whole, once.
-	Paths []string
+	Paths []string `yaml:"paths"`
 	// Poll is how often files are checked (DefaultPoll when 0).
-	Poll time.Duration
+	Poll time.Duration `yaml:"poll_interval"`
 	// FromStart reads files that exist when Run starts from their
 	// beginning. By default they are read from their end, so a restart does
 	// not count their lines twice; files that appear later (a rotation, a
@@ -36,6 +39,29 @@ type Config struct {
 	FromStart bool
 	// Stdin is read for the path "-" (os.Stdin when nil).
 	Stdin io.Reader
+}
+
+// DefaultConfig returns the settings of a jsonl source the file leaves out.
+func DefaultConfig() Config { return Config{Poll: DefaultPoll} }
+
+// Validate reports the first setting that cannot work, naming its key.
+func (c *Config) Validate() error {
+	return follow.ValidateSettings(c.Paths, true, c.Poll)
+}
+
+// NewSource builds the reader of a sources entry of type jsonl, with the
+// daemon's Reporter and standard input. A file whose first line is a
+// DynamoDB stream record (Firehose's files of Kinesis payloads, logged
+// Lambda events) is read as such, with the config file's key schemas.
+func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
+	cfg := *c
+	cfg.Reporter, cfg.Stdin = env.Reporter, env.Stdin
+	if cfg.Records == nil {
+		cfg.Records = streams.NewDumpDecoder(streams.DumpConfig{
+			Schemas: env.Tables, Source: cmp.Or(cfg.Source, SourceName), Log: env.Log, Reporter: env.Reporter,
+		})
+	}
+	return New(cfg, env.Log)
 }
 
 // Source follows JSON-lines files like tail -F (package follow), and reads
@@ -52,8 +78,8 @@ type Source struct {
 // New checks cfg and returns a Source. log is named by the caller's
 // convention; the Source names its own child logger.
 func New(cfg Config, log *zap.Logger) (*Source, error) {
-	if len(cfg.Paths) == 0 {
-		return nil, errors.New("jsonl source: no paths")
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("jsonl source: %w", err)
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = DefaultPoll

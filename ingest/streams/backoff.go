@@ -2,43 +2,22 @@ package streams
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
+
+	"github.com/jpillora/backoff"
+
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 )
 
-// backoff computes exponential delays with full jitter (a uniformly random
-// wait between 0 and min(max, base·2^attempt)), the scheme AWS recommends so
-// that many readers throttled together do not retry together.
-type backoff struct {
-	base, max time.Duration
-	attempt   int
+// newBackoff returns the exponential backoff of a retry loop: the first
+// wait is base, each next one a random wait between base and twice the
+// previous ceiling, never above max, so that readers throttled together
+// do not retry together. It is github.com/jpillora/backoff (with jitter);
+// Duration gives the next wait, Reset starts over after a success.
+func newBackoff(base, max time.Duration) *backoff.Backoff {
+	return &backoff.Backoff{Min: base, Max: max, Factor: 2, Jitter: true}
 }
-
-// next returns the next delay and counts one more attempt.
-func (b *backoff) next() time.Duration {
-	ceil := b.base << min(b.attempt, 30)
-	if ceil <= 0 || ceil > b.max {
-		ceil = b.max
-	}
-	b.attempt++
-	return time.Duration(rand.Int64N(int64(ceil)) + 1)
-}
-
-// reset starts over after a success.
-func (b *backoff) reset() { b.attempt = 0 }
 
 // sleep waits for d or until ctx is done, and reports whether the whole
 // wait elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func sleep(ctx context.Context, d time.Duration) bool { return shards.Sleep(ctx, d) }

@@ -8,6 +8,9 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/internal/awslog"
 )
 
 // StreamsAPI is the part of the DynamoDB Streams client the reader uses.
@@ -29,8 +32,10 @@ type TablesAPI interface {
 // reader retries every call itself, with backoff per error kind, so that a
 // throttled or unreachable endpoint shows in its metrics and readiness at
 // once instead of after the SDK's hidden attempts.
-func newClients(ctx context.Context, cfg Config) (*dynamodbstreams.Client, *dynamodb.Client, error) {
-	var opts []func(*awsconfig.LoadOptions) error
+//
+// The SDK's own log lines go to log at debug level (package awslog).
+func newClients(ctx context.Context, cfg Config, log *zap.Logger) (*dynamodbstreams.Client, *dynamodb.Client, error) {
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithLogger(awslog.New(log))}
 	if cfg.Region != "" {
 		opts = append(opts, awsconfig.WithRegion(cfg.Region))
 	}

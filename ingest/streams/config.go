@@ -3,8 +3,11 @@ package streams
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
@@ -18,41 +21,43 @@ const (
 )
 
 // Config says which streams to read and how. The zero values of the tunables
-// mean their defaults (see DefaultConfig).
+// mean their defaults (see DefaultConfig). It is also a sources entry of
+// type dynamodb-streams in the config file: the yaml tags are its keys,
+// DefaultConfig its defaults.
 type Config struct {
 	// Tables are table names; each table's current stream is found with
 	// DescribeTable (LatestStreamArn) and found again when the stream is
 	// disabled and enabled anew.
-	Tables []string
+	Tables []string `yaml:"tables"`
 	// StreamARNs are streams read as they are, for when the reader may not
 	// call DescribeTable.
-	StreamARNs []string
+	StreamARNs []string `yaml:"stream_arns"`
 	// Region is the AWS region; empty means the SDK's default chain
 	// (AWS_REGION, the shared config file).
-	Region string
+	Region string `yaml:"region"`
 	// Endpoint overrides the service endpoint, e.g. DynamoDB Local at
 	// http://127.0.0.1:8000. It is used for both DynamoDB and DynamoDB Streams.
-	Endpoint string
+	Endpoint string `yaml:"endpoint"`
 	// Start is StartLatest (the default) or StartTrimHorizon. It applies to
 	// a stream hotkeyd has no checkpoint of; a stream read before resumes
 	// after its checkpoints, and shards that appear later are always read
 	// from their first record.
-	Start string
+	Start string `yaml:"start"`
 	// CheckpointDir holds one checkpoint file per shard. Empty keeps
 	// checkpoints in memory only: a restart then starts over from Start.
 	// It cannot be set together with LeaseTable.
-	CheckpointDir string
+	CheckpointDir string `yaml:"checkpoint_dir"`
 
 	// LeaseTable names a DynamoDB table, created on first use, through
 	// which every reader using it splits the shards (see package lease);
 	// checkpoints then live in it. Empty: this reader reads every shard.
-	LeaseTable string
+	LeaseTable string `yaml:"lease_table"`
 	// WorkerID names this reader in the lease table; empty means host name
 	// and process id.
-	WorkerID string
+	WorkerID string `yaml:"worker_id"`
 	// FailoverTime is how long a lease's counter must stand still before
 	// another reader takes it (default 10 s).
-	FailoverTime time.Duration
+	FailoverTime time.Duration `yaml:"failover_time"`
 
 	// CheckpointInterval is the least time between two checkpoint writes of
 	// a shard while records flow (default 1 s). A checkpoint is also written
@@ -63,28 +68,28 @@ type Config struct {
 	// checkpointed, and a shard with records flowing is read once per
 	// interval (sooner while batches come back full): after a crash or a
 	// lost lease at most the last batch is read again.
-	CheckpointInterval time.Duration
+	CheckpointInterval time.Duration `yaml:"checkpoint_interval"`
 	// DescribeInterval is how often each stream's shards are listed again
 	// to find new ones (default 30 s). A finished shard also triggers a
 	// listing, so its children start without waiting for this.
-	DescribeInterval time.Duration
+	DescribeInterval time.Duration `yaml:"describe_interval"`
 	// MinPollInterval is the least time between two GetRecords calls on one
 	// shard (default 200 ms, i.e. at most 5 calls per second per shard).
-	MinPollInterval time.Duration
+	MinPollInterval time.Duration `yaml:"poll_interval"`
 	// IdlePollInterval is the wait between GetRecords calls once a shard
 	// has nothing new (default 1 s). The wait grows to it from
 	// MinPollInterval while reads keep coming back empty.
-	IdlePollInterval time.Duration
+	IdlePollInterval time.Duration `yaml:"idle_poll_interval"`
 	// MaxBackoff caps the exponential backoff after errors (default 30 s).
-	MaxBackoff time.Duration
+	MaxBackoff time.Duration `yaml:"max_backoff"`
 	// CallTimeout bounds each AWS call (default 10 s).
-	CallTimeout time.Duration
+	CallTimeout time.Duration `yaml:"call_timeout"`
 	// BatchLimit is GetRecords' Limit (default and maximum 1000).
-	BatchLimit int32
+	BatchLimit int32 `yaml:"-"`
 	// SDKDecode decodes GetRecords answers with the SDK's generic
 	// deserializer instead of the reader's own, about four times faster
 	// one (which falls back to the SDK for anything it does not know).
-	SDKDecode bool
+	SDKDecode bool `yaml:"-"`
 }
 
 // DefaultConfig returns a Config with every tunable at its default and no
@@ -128,25 +133,40 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first setting that cannot work, naming its key.
-func (c Config) Validate() error {
+// Validate reports the first setting that cannot work, naming its key as
+// a path (tables[1]). Zero tunables mean their defaults.
+func (c *Config) Validate() error {
 	if len(c.Tables) == 0 && len(c.StreamARNs) == 0 {
-		return errors.New("tables or stream_arns: at least one is required")
+		return errors.New("tables: one of tables or stream_arns is required")
 	}
-	for _, t := range c.Tables {
+	for i, t := range c.Tables {
 		if t == "" {
-			return errors.New("tables: empty table name")
+			return fmt.Errorf("tables[%d]: empty table name", i)
 		}
 	}
-	for _, a := range c.StreamARNs {
-		if a == "" {
-			return errors.New("stream_arns: empty stream ARN")
+	for i, a := range c.StreamARNs {
+		if !strings.HasPrefix(a, "arn:") {
+			return fmt.Errorf("stream_arns[%d]: not a stream ARN: %q", i, a)
+		}
+	}
+	if c.Endpoint != "" {
+		if u, err := url.Parse(c.Endpoint); err != nil || u.Scheme == "" || u.Host == "" {
+			return fmt.Errorf("endpoint: not an absolute URL: %q", c.Endpoint)
 		}
 	}
 	switch c.Start {
 	case "", StartLatest, StartTrimHorizon:
 	default:
-		return fmt.Errorf("start: %q is neither %q nor %q", c.Start, StartLatest, StartTrimHorizon)
+		return fmt.Errorf("start: must be %s or %s, got %q", StartLatest, StartTrimHorizon, c.Start)
+	}
+	for key, d := range map[string]time.Duration{
+		"checkpoint_interval": c.CheckpointInterval, "describe_interval": c.DescribeInterval,
+		"poll_interval": c.MinPollInterval, "idle_poll_interval": c.IdlePollInterval,
+		"max_backoff": c.MaxBackoff, "call_timeout": c.CallTimeout,
+	} {
+		if d < 0 {
+			return fmt.Errorf("%s: must be positive, got %s", key, d)
+		}
 	}
 	if c.LeaseTable == "" {
 		switch {
@@ -160,14 +180,24 @@ func (c Config) Validate() error {
 	if c.CheckpointDir != "" {
 		return errors.New("checkpoint_dir: not used with lease_table, which keeps the checkpoints")
 	}
-	if err := lease.CheckTableName(c.LeaseTable); err != nil {
-		return fmt.Errorf("lease_table: %w", err)
-	}
 	if c.FailoverTime != 0 && c.FailoverTime < lease.MinFailoverTime {
 		return fmt.Errorf("failover_time: %s is below the minimum %s", c.FailoverTime, lease.MinFailoverTime)
 	}
+	if err := lease.CheckTableName(c.LeaseTable); err != nil {
+		return fmt.Errorf("lease_table: %w", err)
+	}
 	return c.leaseConfig().Validate()
 }
+
+// NewSource builds the reader of a sources entry of type
+// dynamodb-streams: New with the daemon's logger, Reporter and registry.
+func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
+	return New(*c, env.Log, env.Reporter, env.Registerer)
+}
+
+// LeaseTableName returns the lease table the reader joins, or "": two
+// sources of one process must not join the same table as one worker.
+func (c *Config) LeaseTableName() string { return c.LeaseTable }
 
 // leaseConfig returns the lease coordinator's settings.
 func (c Config) leaseConfig() lease.Config {

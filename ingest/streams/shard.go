@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/jpillora/backoff"
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
@@ -32,7 +33,7 @@ type shardReader struct {
 	savedAt   time.Time
 	idleWait  time.Duration
 	callAt    time.Time
-	bo        backoff
+	bo        *backoff.Backoff
 
 	// With a lease table: the shard's lease; lost once another worker took
 	// it, ended once the shard was finished.
@@ -45,7 +46,7 @@ func (sr *streamReader) newShardReader(si shardInfo, l *lease.Lease) *shardReade
 	return &shardReader{
 		s: sr.s, sr: sr, shard: si, lease: l,
 		log: sr.log.With(zap.String("table", sr.table), zap.String("shard", si.id)),
-		bo:  backoff{base: 100 * time.Millisecond, max: sr.s.cfg.MaxBackoff},
+		bo:  newBackoff(100*time.Millisecond, sr.s.cfg.MaxBackoff),
 	}
 }
 
@@ -114,11 +115,11 @@ func (r *shardReader) start(ctx context.Context) bool {
 	if r.lease != nil {
 		return r.startLeased(ctx)
 	}
-	cp, ok, err := r.s.cps.load(r.sr.arn, r.shard.id)
+	cp, ok, err := r.s.cps.Load(r.sr.arn, r.shard.id)
 	if err != nil {
 		r.s.rep.Error(SourceName, ReasonCheckpoint, err)
 		r.log.Error("unusable checkpoint, moved aside; reading the shard from its first record", zap.Error(err))
-		if qerr := r.s.cps.quarantine(r.sr.arn, r.shard.id); qerr != nil {
+		if qerr := r.s.cps.Quarantine(r.sr.arn, r.shard.id); qerr != nil {
 			r.s.rep.Error(SourceName, ReasonCheckpoint, qerr)
 		}
 		ok = false
@@ -169,7 +170,7 @@ func (r *shardReader) position(ctx context.Context) bool {
 		err = fmt.Errorf("get %s iterator for shard %q of stream %q: %w", in.ShardIteratorType, r.shard.id, r.sr.arn, err)
 		reason := classify(err)
 		if reason == ReasonTrimmed && r.atHorizon() {
-			if !sleep(ctx, r.bo.next()) {
+			if !sleep(ctx, r.bo.Duration()) {
 				return false
 			}
 			continue
@@ -185,7 +186,7 @@ func (r *shardReader) position(ctx context.Context) bool {
 		case ReasonNetwork:
 			r.s.health.set(r.sr.key, err)
 		}
-		if !sleep(ctx, r.bo.next()) {
+		if !sleep(ctx, r.bo.Duration()) {
 			return false
 		}
 	}
@@ -225,7 +226,7 @@ func (r *shardReader) fetch(ctx context.Context) (*dynamodbstreams.GetRecordsOut
 	if err != nil {
 		return nil, fmt.Errorf("get records from shard %q of stream %q: %w", r.shard.id, r.sr.arn, err)
 	}
-	r.bo.reset()
+	r.bo.Reset()
 	r.s.health.set(r.sr.key, nil)
 	return out, nil
 }
@@ -252,17 +253,17 @@ func (r *shardReader) recover(ctx context.Context, err error) bool {
 		return r.position(ctx)
 	case ReasonThrottled:
 		// Keep the iterator: it stays valid while we wait.
-		return sleep(ctx, r.bo.next())
+		return sleep(ctx, r.bo.Duration())
 	case ReasonNotFound:
 		r.s.health.set(r.sr.key, err)
 		return false
 	case ReasonNetwork:
 		r.s.health.set(r.sr.key, err)
-		return sleep(ctx, r.bo.next())
+		return sleep(ctx, r.bo.Duration())
 	}
 	// Anything else (e.g. an iterator the endpoint no longer knows after a
 	// restart): wait, then re-acquire from the last record read.
-	if !sleep(ctx, r.bo.next()) {
+	if !sleep(ctx, r.bo.Duration()) {
 		return false
 	}
 	return r.position(ctx)
@@ -337,7 +338,7 @@ func (r *shardReader) checkpoint(ctx context.Context, now bool) bool {
 }
 
 func (r *shardReader) save(cp checkpoint) {
-	if err := r.s.cps.save(cp); err != nil {
+	if err := r.s.cps.Save(cp); err != nil {
 		r.s.rep.Error(SourceName, ReasonCheckpoint, err)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
@@ -23,14 +24,14 @@ type Source struct {
 	m       *metrics
 	streams StreamsAPI
 	tables  TablesAPI
-	cps     *checkpoints
+	cps     *shards.Store
 	limit   *limiter
 	health  *health
 	now     func() time.Time
 
 	// With a lease table: the coordinator, and the listings it splits.
 	coord *lease.Coordinator
-	book  *shardBook
+	book  *shards.Book
 }
 
 var (
@@ -45,7 +46,7 @@ func New(cfg Config, log *zap.Logger, rep ingest.Reporter, reg prometheus.Regist
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	sc, dc, err := newClients(context.Background(), cfg)
+	sc, dc, err := newClients(context.Background(), cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +82,7 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 		m:       m,
 		streams: streams,
 		tables:  tables,
-		cps:     newCheckpoints(cfg.CheckpointDir),
+		cps:     shards.NewStore(cfg.CheckpointDir),
 		// DescribeStream allows 10 calls per second per account.
 		limit:  &limiter{every: 100 * time.Millisecond},
 		health: newHealth(),
@@ -99,7 +100,7 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 		if !ok {
 			return nil, errors.New("lease_table: the DynamoDB client cannot write the lease table")
 		}
-		s.book = newShardBook()
+		s.book = shards.NewBook()
 		if s.coord, err = lease.New(cfg.leaseConfig(), db, s.book, log, rep, reg); err != nil {
 			return nil, err
 		}

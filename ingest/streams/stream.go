@@ -32,7 +32,7 @@ func (s *Source) watchTable(ctx context.Context, sink ingest.Sink, table string)
 		default:
 		}
 	}
-	bo := backoff{base: time.Second, max: s.cfg.MaxBackoff}
+	bo := newBackoff(time.Second, s.cfg.MaxBackoff)
 	current := ""
 	log := s.log.With(zap.String("table", table))
 	for {
@@ -44,14 +44,14 @@ func (s *Source) watchTable(ctx context.Context, sink ingest.Sink, table string)
 		case err != nil:
 			s.rep.Error(SourceName, classify(err), err)
 			s.health.set(table, err)
-			wait = bo.next()
+			wait = bo.Duration()
 		case arn == "":
 			err := fmt.Errorf("table %q has no stream enabled", table)
 			s.rep.Error(SourceName, ReasonNoStream, err)
 			s.health.set(table, err)
-			wait = min(bo.next(), s.cfg.DescribeInterval)
+			wait = min(bo.Duration(), s.cfg.DescribeInterval)
 		default:
-			bo.reset()
+			bo.Reset()
 			if arn != current {
 				log.Info("reading stream", zap.String("stream", arn))
 				current = arn
@@ -64,7 +64,7 @@ func (s *Source) watchTable(ctx context.Context, sink ingest.Sink, table string)
 			return
 		case <-gone:
 			// Give a re-created table or stream a moment before looking.
-			if !sleep(ctx, bo.next()) {
+			if !sleep(ctx, bo.Duration()) {
 				return
 			}
 		case <-time.After(wait):
@@ -129,10 +129,10 @@ func (sr *streamReader) run(ctx context.Context) {
 	defer wg.Wait()
 	defer cancel()
 	s := sr.s
-	bo := backoff{base: time.Second, max: s.cfg.MaxBackoff}
-	shardBo := backoff{base: time.Second, max: s.cfg.MaxBackoff}
+	bo := newBackoff(time.Second, s.cfg.MaxBackoff)
+	shardBo := newBackoff(time.Second, s.cfg.MaxBackoff)
 	if s.coord != nil {
-		defer s.book.remove(sr.arn)
+		defer s.book.Remove(sr.arn)
 	}
 	listed := false
 	var infos []shardInfo // the latest listing
@@ -157,9 +157,9 @@ func (sr *streamReader) run(ctx context.Context) {
 						return
 					}
 				}
-				wait = bo.next()
+				wait = bo.Duration()
 			default:
-				bo.reset()
+				bo.Reset()
 				s.health.set(sr.key, nil)
 				if !listed {
 					listed = true
@@ -195,8 +195,8 @@ func (sr *streamReader) run(ctx context.Context) {
 			sr.failed = 0
 			sr.mu.Unlock()
 			if failed == 0 {
-				shardBo.reset()
-			} else if !sleep(ctx, shardBo.next()) {
+				shardBo.Reset()
+			} else if !sleep(ctx, shardBo.Duration()) {
 				return
 			}
 		case <-time.After(time.Until(next)):
@@ -256,7 +256,7 @@ func (sr *streamReader) first(ctx context.Context, d *types.StreamDescription) {
 	if sr.ks.hash == "" && sr.s.tables != nil && sr.table != "" {
 		sr.ks = sr.s.tableKeySchema(ctx, sr.table)
 	}
-	sr.fresh = !sr.s.cps.hasAny(sr.arn)
+	sr.fresh = !sr.s.cps.HasAny(sr.arn)
 	sr.initial = map[string]bool{}
 	for _, sh := range d.Shards {
 		sr.initial[aws.ToString(sh.ShardId)] = true
@@ -301,7 +301,7 @@ func (sr *streamReader) isFinished(id string) bool {
 	if sr.s.coord != nil {
 		return sr.s.coord.Finished(sr.leaseKey(id))
 	}
-	cp, ok, err := sr.s.cps.load(sr.arn, id)
+	cp, ok, err := sr.s.cps.Load(sr.arn, id)
 	if err == nil && ok && cp.Finished {
 		sr.finished[id] = true
 		return true

@@ -1,0 +1,25 @@
+package ingest
+
+import (
+	"io"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// Env is what a reader's constructor may take from the daemon that runs
+// it: each reader package's Config has a NewSource(Env) method, so that the
+// config file's table of source types builds any reader the same way.
+type Env struct {
+	// Log is the daemon's logger; the reader names its own child.
+	Log *zap.Logger
+	// Reporter is told about rejected input and read errors.
+	Reporter Reporter
+	// Registerer takes the reader's own metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Tables are the key schemas of the config file, for readers whose
+	// records do not say which attribute is the partition key.
+	Tables map[string]KeySchema
+	// Stdin is the process's standard input, for a reader of "-".
+	Stdin io.Reader
+}

@@ -1,0 +1,33 @@
+package analyze
+
+import (
+	"testing"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+func TestKeySchemas(t *testing.T) {
+	got, err := KeySchemas(map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist"}, "orders": {PartitionKey: "x"}},
+		[]string{"orders=PK,SK", "sessions=id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]ingest.KeySchema{
+		"Music":    {PartitionKey: "Artist"},
+		"orders":   {PartitionKey: "PK", SortKey: "SK"},
+		"sessions": {PartitionKey: "id"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %+v, want %+v", k, got[k], v)
+		}
+	}
+	for _, bad := range []string{"orders", "=PK", "orders=", "orders=a,b,c"} {
+		if _, err := KeySchemas(nil, []string{bad}); err == nil {
+			t.Errorf("--key-schema %q accepted", bad)
+		}
+	}
+}

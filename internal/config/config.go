@@ -1,0 +1,207 @@
+// Package config is hotkeyd's configuration file: its keys and their
+// defaults, decoded strictly (package strictyaml), and the checks that name
+// the bad key as a path into the file. Each entry of the sources list is
+// decoded into its reader's own Config, chosen by its type from one table
+// (sources.go): a reader's package owns its keys, defaults, checks and
+// constructor. Process settings (log level, web config) are flags, in
+// cmd/hotkeyd.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/export"
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/internal/strictyaml"
+)
+
+// Config is the domain configuration read from the YAML file
+// (--config.file). Process settings (log level, web config) are flags.
+type Config struct {
+	// Listen is the address of the HTTP server (/metrics, the API).
+	Listen string `yaml:"listen"`
+	// Window is the sliding window shares are computed over.
+	Window time.Duration `yaml:"window"`
+	// Threshold is the traffic share that makes a key hot.
+	Threshold float64 `yaml:"threshold"`
+	// Keys says how key values are shown in metrics, the API and logs:
+	// plain, hash (a stable keyed hash) or redact.
+	Keys export.KeyMode `yaml:"keys"`
+	// KeyHashSecret keys the hash (HMAC-SHA256) when Keys is hash, so that
+	// hashed values cannot be reversed by hashing guesses. Required with hash.
+	KeyHashSecret string `yaml:"key_hash_secret"`
+	// KeyHashSecretFile names a file holding the secret instead (a mounted
+	// Kubernetes Secret); surrounding white space is ignored. LoadConfig
+	// reads it into KeyHashSecret.
+	KeyHashSecretFile string `yaml:"key_hash_secret_file"`
+	// Tables names key schemas for sources whose records do not say which
+	// attribute is the partition key (CloudTrail).
+	Tables map[string]ingest.KeySchema `yaml:"tables"`
+	// Sources lists the readers the daemon runs.
+	Sources []Source `yaml:"sources"`
+	// Detector tunes the detector (hysteresis, traffic floor, partition
+	// limits, ...). Its threshold is the top-level threshold; a zero
+	// clear_threshold means 0.8 × threshold.
+	Detector detect.Settings `yaml:"detector"`
+}
+
+// Default returns the settings used for every key the file leaves out.
+func Default() Config {
+	return Config{
+		Listen:    ":9529",
+		Window:    60 * time.Second,
+		Threshold: 0.10,
+		Keys:      export.KeysPlain,
+		Detector:  DefaultDetector(),
+	}
+}
+
+// DefaultDetector returns the detector defaults with the two settings that
+// follow the top-level threshold left zero.
+func DefaultDetector() detect.Settings {
+	s := detect.DefaultSettings()
+	s.Threshold, s.ClearThreshold = 0, 0
+	return s
+}
+
+// DetectSettings returns the detector's settings: the detector section with
+// the top-level threshold, and clear_threshold derived from it unless set.
+func (c *Config) DetectSettings() detect.Settings {
+	s := c.Detector
+	s.Threshold = c.Threshold
+	if s.ClearThreshold == 0 {
+		s.ClearThreshold = 0.8 * c.Threshold
+	}
+	return s
+}
+
+// Load reads and validates the config file at path.
+func Load(path string) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	defer f.Close()
+	cfg, err := Parse(f)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	if cfg.KeyHashSecretFile != "" {
+		secret, err := os.ReadFile(cfg.KeyHashSecretFile)
+		if err != nil {
+			return Config{}, fmt.Errorf("config %s: key_hash_secret_file: %w", path, err)
+		}
+		if cfg.KeyHashSecret = strings.TrimSpace(string(secret)); cfg.KeyHashSecret == "" {
+			return Config{}, fmt.Errorf("config %s: key_hash_secret_file: %s is empty", path, cfg.KeyHashSecretFile)
+		}
+	}
+	return cfg, nil
+}
+
+// Parse decodes a YAML config strictly (unknown keys are errors),
+// fills in defaults and validates it.
+func Parse(r io.Reader) (Config, error) {
+	cfg := Default()
+	if err := strictyaml.Decode(r, &cfg); err != nil {
+		return Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// UnmarshalStrictYAML decodes the file over the defaults; the detector's
+// threshold is the top-level one.
+func (c *Config) UnmarshalStrictYAML(n *yaml.Node) error {
+	if det := mappingValue(n, "detector"); det != nil && mappingValue(det, "threshold") != nil {
+		return &strictyaml.Error{Path: "detector.threshold", Msg: "set threshold at the top level"}
+	}
+	type plain Config // the same fields, without this method
+	return strictyaml.DecodeNode(n, (*plain)(c))
+}
+
+// mappingValue returns the value of key in the mapping n, or nil.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func (c *Config) Validate() error {
+	if err := validateListen(c.Listen); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if c.Window <= 0 {
+		return fmt.Errorf("window: must be positive, got %s", c.Window)
+	}
+	if !(c.Threshold > 0 && c.Threshold < 1) {
+		return fmt.Errorf("threshold: must be above 0 and below 1, got %g", c.Threshold)
+	}
+	if !c.Keys.Valid() {
+		return fmt.Errorf("keys: must be plain, hash or redact, got %q", c.Keys)
+	}
+	switch {
+	case c.KeyHashSecret != "" && c.KeyHashSecretFile != "":
+		return errors.New("key_hash_secret_file: set key_hash_secret or key_hash_secret_file, not both")
+	case c.KeyHashSecretFile != "" && c.Keys != export.KeysHash:
+		return errors.New("key_hash_secret_file: only used with keys: hash")
+	case c.KeyHashSecret != "" && c.Keys != export.KeysHash:
+		return errors.New("key_hash_secret: only used with keys: hash")
+	case c.KeyHashSecret == "" && c.KeyHashSecretFile == "" && c.Keys == export.KeysHash:
+		return errors.New("key_hash_secret: required with keys: hash (or key_hash_secret_file)")
+	}
+	names := make([]string, 0, len(c.Tables))
+	for name := range c.Tables {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if name == "" {
+			return errors.New("tables: empty table name")
+		}
+		if c.Tables[name].PartitionKey == "" {
+			return fmt.Errorf("tables.%s.partition_key: required", name)
+		}
+	}
+	if err := c.DetectSettings().Validate(); err != nil {
+		return fmt.Errorf("detector.%w", err)
+	}
+	leaseTables := map[string]int{}
+	for i, src := range c.Sources {
+		if err := src.Settings.Validate(); err != nil {
+			return fmt.Errorf("sources[%d].%w", i, err)
+		}
+		if lt, ok := src.Settings.(interface{ LeaseTableName() string }); ok && lt.LeaseTableName() != "" {
+			if j, dup := leaseTables[lt.LeaseTableName()]; dup {
+				// Both would join the table as the same worker.
+				return fmt.Errorf("sources[%d].lease_table: %q is used by sources[%d] already; list every table in one source", i, lt.LeaseTableName(), j)
+			}
+			leaseTables[lt.LeaseTableName()] = i
+		}
+	}
+	return nil
+}
+
+func validateListen(addr string) error {
+	if addr == "" {
+		return errors.New("required")
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("want host:port, got %q", addr)
+	}
+	return nil
+}

@@ -1,0 +1,242 @@
+package config
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/export"
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/ingest/streams"
+)
+
+func TestLoadConfigInvalid(t *testing.T) {
+	for file, want := range map[string]string{
+		"invalid-unknown-key.yml":                    "lisen: unknown key (did you mean listen?)",
+		"invalid-unknown-source-key.yml":             "sources[0].path: unknown key (did you mean paths?)",
+		"invalid-window-syntax.yml":                  `window: "10 minutes" is not a duration such as 90s, 5m or 1h30m`,
+		"invalid-window-zero.yml":                    "window: must be positive, got 0s",
+		"invalid-threshold.yml":                      "threshold: must be above 0 and below 1, got 1.5",
+		"invalid-threshold-zero.yml":                 "threshold: must be above 0 and below 1, got 0",
+		"invalid-listen.yml":                         `listen: want host:port, got "9529"`,
+		"invalid-keys.yml":                           `keys: must be plain, hash or redact, got "sha256"`,
+		"invalid-secret-without-hash.yml":            "key_hash_secret: only used with keys: hash",
+		"invalid-hash-no-secret.yml":                 "key_hash_secret: required with keys: hash (or key_hash_secret_file)",
+		"invalid-secret-both.yml":                    "key_hash_secret_file: set key_hash_secret or key_hash_secret_file, not both",
+		"invalid-secret-file-plain.yml":              "key_hash_secret_file: only used with keys: hash",
+		"invalid-table-no-pk.yml":                    "tables.Music.partition_key: required",
+		"invalid-source-no-type.yml":                 "sources[0].type: required (dynamodb-streams, kinesis, cloudtrail or jsonl)",
+		"invalid-source-type.yml":                    `sources[0].type: unknown source type "kafka" (want dynamodb-streams, kinesis, cloudtrail or jsonl)`,
+		"invalid-source-no-paths.yml":                "sources[1].paths: at least one path is required",
+		"invalid-source-empty-path.yml":              "sources[0].paths[1]: empty path",
+		"invalid-cloudtrail-stdin.yml":               "sources[0].paths[0]: stdin is not supported by this source",
+		"invalid-jsonl-field.yml":                    "sources[0].fields.user: unknown key (known keys: index, op, pk, sk, table, ts, units)",
+		"invalid-streams-no-tables.yml":              "sources[0].tables: one of tables or stream_arns is required",
+		"invalid-streams-start.yml":                  `sources[0].start: must be latest or trim_horizon, got "earliest"`,
+		"invalid-streams-endpoint.yml":               `sources[0].endpoint: not an absolute URL: "localhost:8000"`,
+		"invalid-streams-arn.yml":                    `sources[0].stream_arns[0]: not a stream ARN: "orders"`,
+		"invalid-streams-paths.yml":                  "sources[0].paths: not used by type dynamodb-streams",
+		"invalid-streams-lease-checkpoint.yml":       "sources[0].checkpoint_dir: not used with lease_table, which keeps the checkpoints",
+		"invalid-streams-worker-id.yml":              "sources[0].worker_id: only used with lease_table",
+		"invalid-streams-failover-without-lease.yml": "sources[0].failover_time: only used with lease_table",
+		"invalid-streams-lease-table.yml":            `sources[0].lease_table: "hotkeyd leases" is not a DynamoDB table name (3 to 255 of a-z, A-Z, 0-9, '_', '-', '.')`,
+		"invalid-streams-failover.yml":               "sources[0].failover_time: 500ms is below the minimum 1s",
+		"invalid-streams-lease-twice.yml":            `sources[1].lease_table: "hotkeyd-leases" is used by sources[0] already; list every table in one source`,
+		"invalid-jsonl-lease.yml":                    "sources[0].lease_table: not used by type jsonl",
+		"invalid-cloudtrail-max-age.yml":             "sources[0].max_age: must not be negative, got -1h0m0s",
+		"invalid-jsonl-max-age.yml":                  "sources[0].max_age: not used by type jsonl",
+		"invalid-jsonl-region.yml":                   "sources[0].region: not used by type jsonl",
+		"invalid-detector-threshold.yml":             "detector.threshold: set threshold at the top level",
+		"invalid-detector-clear.yml":                 "detector.clear_threshold: 0.3 is above threshold 0.2",
+		"invalid-detector-key.yml":                   "detector.hold_for: unknown key (did you mean hold_evaluations?)",
+		"invalid-detector-hold.yml":                  "detector.hold_evaluations: 0 must be at least 1",
+		"invalid-detector-warn.yml":                  "detector.warn_fraction: 0.9 is above limit_fraction 0.8",
+		"invalid-two-documents.yml":                  "more than one YAML document",
+		"invalid-sources-not-list.yml":               "sources: want a list, got a mapping",
+		"invalid-threshold-typo.yml":                 "threshhold: unknown key (did you mean threshold?)",
+		"invalid-window-word.yml":                    `window: "sixty" is not a duration such as 90s, 5m or 1h30m`,
+		"invalid-threshold-word.yml":                 `threshold: "high" is not a number`,
+		"invalid-source-not-mapping.yml":             "sources[0]: want a mapping (key: value), got \"jsonl\"",
+		"invalid-cloudtrail-poll.yml":                "sources[0].poll_interval: must be positive, got -5s",
+		"invalid-streams-backoff.yml":                `sources[0].max_backoff: "lots" is not a duration such as 90s, 5m or 1h30m`,
+		"invalid-streams-poll.yml":                   "sources[0].idle_poll_interval: must be positive, got -1s",
+		"invalid-jsonl-poll.yml":                     "sources[0].poll_interval: must be positive, got -1s",
+		"invalid-source-key-twice.yml":               "sources[0].paths: given twice",
+		"invalid-kinesis-arn.yml":                    `sources[0].stream_arns[0]: not a Kinesis stream ARN (arn:aws:kinesis:REGION:ACCOUNT:stream/NAME): "arn:aws:dynamodb:us-east-1:111122223333:table/orders/stream/2026-01-01T00:00:00.000"`,
+		"invalid-kinesis-no-streams.yml":             "sources[0].stream_arns: one of stream_arns or streams is required",
+		"invalid-kinesis-lease-checkpoint.yml":       "sources[0].checkpoint_dir: not used with lease_table, which keeps the checkpoints",
+		"invalid-kinesis-paths.yml":                  "sources[0].paths: not used by type kinesis",
+		"invalid-cloudtrail-s3-paths.yml":            "sources[0].paths: not used with s3 (one cloudtrail source reads a folder or a bucket)",
+		"invalid-cloudtrail-s3-bucket.yml":           `sources[0].s3.bucket: "s3://trail-bucket/AWSLogs/" is a bucket name, not a path or URL (put the folder in prefix)`,
+		"invalid-cloudtrail-s3-key.yml":              "sources[0].s3.prefx: unknown key (did you mean prefix?)",
+	} {
+		t.Run(file, func(t *testing.T) {
+			path := filepath.Join("testdata", file)
+			_, err := Load(path)
+			if err == nil {
+				t.Fatalf("Load(%s) = nil error, want %q", file, want)
+			}
+			if got, want := err.Error(), "config "+path+": "+want; got != want {
+				t.Errorf("Load(%s) error\n got: %s\nwant: %s", file, got, want)
+			}
+		})
+	}
+}
+
+// TestInvalidFilesAllListed keeps the table above complete: every
+// testdata/config/invalid-*.yml must have its expected error.
+func TestInvalidFilesAllListed(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "invalid-*.yml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("glob: %v, %d files", err, len(files))
+	}
+	src, err := os.ReadFile("config_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !strings.Contains(string(src), `"`+filepath.Base(f)+`"`) {
+			t.Errorf("%s has no expected error in TestLoadConfigInvalid", f)
+		}
+	}
+}
+
+func TestLoadConfigValid(t *testing.T) {
+	for file, want := range map[string]Config{
+		"valid-empty.yml": Default(),
+		"valid-design.yml": {
+			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, Detector: DefaultDetector(),
+			Tables: map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
+			Sources: []Source{
+				streamsSource(func(c *streams.Config) {
+					c.Tables, c.Region, c.Endpoint, c.Start, c.CheckpointDir = []string{"orders", "sessions"}, "us-east-1", "http://127.0.0.1:8000", "latest", "/var/lib/hotkeyd"
+				}),
+				cloudTrailSource(func(c *cloudtrail.Config) { c.Paths = []string{"/var/log/cloudtrail/**/*.json.gz"} }),
+				jsonlSource(func(c *jsonl.Config) { c.Paths = []string{"/var/log/app/access.log"} }),
+			},
+		},
+		"valid-full.yml": {
+			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Threshold: 0.2, Keys: export.KeysHash, KeyHashSecret: "s3cret",
+			Detector: func() detect.Settings { s := DefaultDetector(); s.HoldEvaluations = 5; s.MinEvents = 10; return s }(),
+			Tables:   map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
+			Sources: []Source{
+				// start defaults to latest.
+				streamsSource(func(c *streams.Config) {
+					c.Tables, c.Region, c.Endpoint, c.Start, c.CheckpointDir = []string{"orders", "sessions"}, "us-east-1", "http://127.0.0.1:8000", "latest", "/var/lib/hotkeyd"
+				}),
+				cloudTrailSource(func(c *cloudtrail.Config) {
+					c.Paths, c.MaxAge = []string{"/var/log/cloudtrail/**/*.json.gz"}, 24*time.Hour
+				}),
+				jsonlSource(func(c *jsonl.Config) {
+					c.Paths, c.Fields = []string{"/var/log/app/access.log"}, jsonl.Fields{PK: "user_id", Table: "tbl"}
+				}),
+			},
+		},
+		"valid-leases.yml": {
+			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, Detector: DefaultDetector(),
+			Sources: []Source{streamsSource(func(c *streams.Config) {
+				c.Tables, c.Region, c.Start = []string{"orders", "sessions"}, "us-east-1", "trim_horizon"
+				c.LeaseTable, c.WorkerID, c.FailoverTime = "hotkeyd-leases", "replica-a", 20*time.Second
+			})},
+		},
+		"valid-tuning.yml": {
+			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, Detector: DefaultDetector(),
+			Sources: []Source{
+				streamsSource(func(c *streams.Config) {
+					c.StreamARNs, c.Region = []string{"arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2026-11-22T10:00:00.000"}, "us-east-1"
+					c.MinPollInterval, c.IdlePollInterval, c.DescribeInterval = 500*time.Millisecond, 2*time.Second, time.Minute
+					c.CheckpointInterval, c.MaxBackoff, c.CallTimeout = 5*time.Second, time.Minute, 20*time.Second
+				}),
+				cloudTrailSource(func(c *cloudtrail.Config) {
+					c.Paths, c.PollInterval = []string{"/var/log/cloudtrail/**/*.json.gz"}, 30*time.Second
+				}),
+				jsonlSource(func(c *jsonl.Config) { c.Paths, c.Poll = []string{"/var/log/app/*.log"}, time.Second }),
+			},
+		},
+	} {
+		t.Run(file, func(t *testing.T) {
+			got, err := Load(filepath.Join("testdata", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Load(%s)\n got: %+v\nwant: %+v", file, got, want)
+			}
+		})
+	}
+}
+
+// streamsSource, cloudTrailSource and jsonlSource return a sources entry
+// of their type: the reader's defaults, changed by set.
+func streamsSource(set func(*streams.Config)) Source {
+	c := streams.DefaultConfig()
+	set(&c)
+	return Source{Type: "dynamodb-streams", Settings: &c}
+}
+
+func cloudTrailSource(set func(*cloudtrail.Config)) Source {
+	c := cloudtrail.DefaultConfig()
+	set(&c)
+	return Source{Type: "cloudtrail", Settings: &c}
+}
+
+func jsonlSource(set func(*jsonl.Config)) Source {
+	c := jsonl.DefaultConfig()
+	set(&c)
+	return Source{Type: "jsonl", Settings: &c}
+}
+
+func TestLoadConfigMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if err == nil || !strings.HasPrefix(err.Error(), "read config: open ") {
+		t.Fatalf("Load(missing) = %v, want a read config error", err)
+	}
+}
+
+func TestDetectSettings(t *testing.T) {
+	cfg := Default()
+	cfg.Threshold = 0.2
+	s := cfg.DetectSettings()
+	if s.Threshold != 0.2 || math.Abs(s.ClearThreshold-0.16) > 1e-12 {
+		t.Errorf("threshold %v clear %v, want 0.2 and 0.16", s.Threshold, s.ClearThreshold)
+	}
+	if err := s.Validate(); err != nil {
+		t.Error(err)
+	}
+	cfg.Detector.ClearThreshold = 0.1
+	if s := cfg.DetectSettings(); s.ClearThreshold != 0.1 {
+		t.Errorf("clear threshold %v, want the 0.1 given", s.ClearThreshold)
+	}
+}
+
+func TestKeyHashSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	cfgPath := filepath.Join(dir, "hotkeyd.yaml")
+	if err := os.WriteFile(cfgPath, []byte("keys: hash\nkey_hash_secret_file: "+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(cfgPath); err == nil || !strings.Contains(err.Error(), "key_hash_secret_file: open "+secret) {
+		t.Errorf("missing secret file: %v", err)
+	}
+	if err := os.WriteFile(secret, []byte("  \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(cfgPath); err == nil || !strings.Contains(err.Error(), "is empty") {
+		t.Errorf("empty secret file: %v", err)
+	}
+	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(cfgPath)
+	if err != nil || cfg.KeyHashSecret != "s3cret" {
+		t.Errorf("secret %q, %v; want s3cret", cfg.KeyHashSecret, err)
+	}
+}
