@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/export"
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/lease"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+// summaryKeys is the most top keys per table and class a replica
+// publishes: far more than a key above any sensible threshold needs to be
+// among on the replica that reads it.
+const summaryKeys = 64
+
+// leased is a source that splits its shards with other replicas through a
+// lease table (dynamodb-streams and kinesis with lease_table).
+type leased interface {
+	Coordinator() *lease.Coordinator
+}
+
+// replicas is what a daemon sharing its shards with other replicas adds to
+// the detector's tick: it publishes its window's summary in the lease
+// table, reads the others', judges on their sum and raises only its own
+// diagnoses (export.Raisers).
+type replicas struct {
+	log     *zap.Logger
+	worker  string
+	board   *lease.Board
+	raisers *export.Raisers
+	tracked int
+	latest  atomic.Pointer[sketch.Summary]
+	shrunk  atomic.Int64 // keys per class of the last summary cut to fit, 0 if none
+}
+
+// newReplicas returns the replicas of the first source with a lease table,
+// or nil when no source has one.
+func newReplicas(sources []ingest.Source, tracked int, log *zap.Logger) (*replicas, error) {
+	for _, src := range sources {
+		l, ok := src.(leased)
+		if !ok || l.Coordinator() == nil {
+			continue
+		}
+		c := l.Coordinator()
+		r := &replicas{log: log.Named("replicas"), worker: c.WorkerID(), raisers: export.NewRaisers(c.WorkerID()), tracked: tracked}
+		b, err := c.Board(lease.BoardConfig{Publish: r.payload, Decode: func(p []byte) (any, error) { return sketch.DecodeSummary(p) }})
+		if err != nil {
+			return nil, err
+		}
+		r.board = b
+		return r, nil
+	}
+	return nil, nil
+}
+
+// run publishes and reads summaries until ctx is done.
+func (r *replicas) run(ctx context.Context) error {
+	r.log.Info("sharing window summaries with the other replicas", zap.String("worker", r.worker))
+	return r.board.Run(ctx)
+}
+
+// payload encodes the latest local summary for the board.
+func (r *replicas) payload() ([]byte, error) {
+	s := r.latest.Load()
+	if s == nil {
+		return nil, nil
+	}
+	b, keys, err := sketch.EncodeSummary(s, summaryKeys, lease.MaxSummaryBytes)
+	if err != nil {
+		return nil, err
+	}
+	if keys < summaryKeys && r.shrunk.Swap(int64(keys)) != int64(keys) {
+		r.log.Warn("window summary cut to fit a DynamoDB item: fewer top keys per table and class are shared",
+			zap.Int("keys", keys), zap.Int("tables", len(s.Tables)))
+	} else if keys == summaryKeys {
+		r.shrunk.Store(0)
+	}
+	return b, nil
+}
+
+// evaluate judges on the sum of this replica's window and the live peers'
+// summaries, and returns the report, with who raises what, and the changes
+// this replica announces.
+func (r *replicas) evaluate(store *sketch.Store, tracker *detect.Tracker) (report.Report, []report.Change) {
+	sum := store.Summary()
+	r.latest.Store(sum)
+	var peers []sketch.Replica
+	for _, p := range r.board.Peers() {
+		if s, ok := p.Value.(*sketch.Summary); ok {
+			peers = append(peers, sketch.Replica{Worker: p.Worker, Summary: s})
+		}
+	}
+	c := sketch.Combine(sketch.Replica{Worker: r.worker, Summary: sum}, peers, r.tracked)
+	rep, changes := tracker.Evaluate(c.Snapshot)
+	return rep, r.raisers.Assign(&rep, changes, c)
+}
