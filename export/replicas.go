@@ -26,7 +26,9 @@ import (
 // so sums and maxima over instances are right.
 //
 // A diagnosis keeps the replica that raised it until it is cleared, so
-// that the replica that announced it also announces its clearing. Raisers
+// that the replica that announced it also announces its clearing, unless
+// that replica is gone (stopped, or its summary stale): then the replica
+// the rules name now takes it over. Raisers
 // is used by one goroutine, the detector's tick.
 type Raisers struct {
 	self string
@@ -58,7 +60,8 @@ func (r *Raisers) Assign(rep *report.Report, changes []report.Change, c *sketch.
 			d := &t.Diagnoses[j]
 			id := flagID{t.Table, t.Index, d.Class, d.Key()}
 			d.RaisedBy = r.held[id]
-			if d.RaisedBy == "" {
+			if !c.Has(d.RaisedBy) {
+				// Not raised before, or by a replica that is gone.
 				d.RaisedBy = r.owner(c, t.Table, t.Index, d)
 			}
 			next[id] = d.RaisedBy

@@ -87,6 +87,30 @@ func TestRaisers(t *testing.T) {
 	if len(chA) != 0 || len(chB) != 1 || chB[0].Diagnosis.RaisedBy != "b" {
 		t.Errorf("announced by a: %v, by b: %v; want the raise by b alone", chA, chB)
 	}
+	// b is gone and c reads its shard now: the diagnosis, still flagged,
+	// moves to c rather than staying with a replica nobody hears from.
+	r := NewRaisers("a")
+	tr := detect.NewTracker(detect.DefaultSettings())
+	var rep report.Report
+	for i := range detect.DefaultSettings().HoldEvaluations + 2 {
+		peer := rb
+		if i > detect.DefaultSettings().HoldEvaluations {
+			peer = sketch.Replica{Worker: "c", Summary: sb}
+		}
+		c := sketch.Combine(ra, []sketch.Replica{peer}, 100)
+		var ch []report.Change
+		rep, ch = tr.Evaluate(c.Snapshot)
+		r.Assign(&rep, ch, c)
+		if len(rep.Tables[0].Diagnoses) > 0 {
+			if by, want := rep.Tables[0].Diagnoses[0].RaisedBy, peer.Worker; by != want {
+				t.Errorf("evaluation %d: raised by %q, want %q", i, by, want)
+			}
+		}
+	}
+	if len(rep.Tables[0].Diagnoses) != 1 {
+		t.Errorf("diagnoses after the move: %+v", rep.Tables[0].Diagnoses)
+	}
+
 	count := func(reg *prometheus.Registry, metric, label string) int {
 		n, err := testutil.GatherAndCount(reg, metric)
 		if err != nil {

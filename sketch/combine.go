@@ -25,7 +25,11 @@ type Replica struct {
 type Combined struct {
 	Snapshot
 	holders map[tableID]*holders
+	workers map[string]bool
 }
+
+// Has reports whether the replica named worker is one of those combined.
+func (c *Combined) Has(worker string) bool { return c.workers[worker] }
 
 // holders says which replica carries a table's keys and shards, and which
 // raises its table-wide causes.
@@ -100,7 +104,7 @@ func (c *Combined) ShardReplica(table, index, shard string) string {
 // as they are.
 func Combine(self Replica, peers []Replica, tracked int) *Combined {
 	all := append([]Replica{self}, peers...)
-	out := &Combined{holders: map[tableID]*holders{}}
+	out := &Combined{holders: map[tableID]*holders{}, workers: map[string]bool{}}
 	out.Start, out.End = self.Summary.Start, self.Summary.End
 	tables := map[tableID]*merging{}
 	var order []tableID
@@ -110,6 +114,7 @@ func Combine(self Replica, peers []Replica, tracked int) *Combined {
 		if s == nil {
 			continue
 		}
+		out.workers[r.Worker] = true
 		for i := range s.Tables {
 			ts := &s.Tables[i]
 			id := tableID{ts.Table, ts.Index}
