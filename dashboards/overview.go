@@ -75,6 +75,10 @@ func Overview() Dashboard {
 		l.timeSeries("Source errors and rejected input", "Reader errors and input lines or records that could not be used, per second, by source and reason.", "short", 8, 8,
 			Target{Expr: `sum by (source, reason) (rate(hotkeyd_source_errors_total` + all + `[$__rate_interval]))`, LegendFormat: "error {{source}} {{reason}}"},
 			Target{Expr: `sum by (source, reason) (rate(hotkeyd_input_rejected_total` + all + `[$__rate_interval]))`, LegendFormat: "rejected {{source}} {{reason}}"}),
+		l.timeSeries("Leases held by replica", "With a lease table: the shards each replica reads. Replicas differ by at most one once the spread settles; a replica at 0 is a standby.", "short", 12, 8,
+			Target{Expr: `sum by (instance, lease_table) (hotkeyd_leases_held` + all + `)`, LegendFormat: "{{instance}} {{lease_table}}"}),
+		l.timeSeries("Oldest peer summary by replica", "With a lease table: how old the oldest other replica's window summary is that each replica adds to its own to judge shares on the whole traffic. Summaries older than failover_time are dropped; values near it mean a replica is failing to publish.", "s", 12, 8,
+			Target{Expr: `max by (instance, lease_table) (hotkeyd_lease_peer_summary_age_seconds` + all + `)`, LegendFormat: "{{instance}} {{lease_table}}"}),
 	)
 
 	return newDashboard("hotkeyd-overview", "hotkeyd / Overview",
