@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,11 @@ func TestCombine(t *testing.T) {
 			}
 		}
 	}
+	// One replica alone: Combine is its own snapshot.
+	if alone := Combine(Replica{Worker: "w", Summary: whole.Summary()}, nil, 100); !reflect.DeepEqual(alone.Snapshot, whole.Snapshot()) {
+		t.Errorf("one replica combined differs from its snapshot:\n%+v\n%+v", alone.Snapshot.Tables[0].Classes, whole.Snapshot().Tables[0].Classes)
+	}
+
 	// Who carries what: HOT's shard of orders (table 0 maps shard s to
 	// replica s % 3).
 	wantHot := names[int(keyHash("HOT")%6)%3]
