@@ -48,7 +48,7 @@ func TestRaisers(t *testing.T) {
 		}
 	}
 	clock = clock.Add(time.Second)
-	sa, sb := a.Summary(), b.Summary()
+	sa, sb := a.Summary(true), b.Summary(true)
 	ra := sketch.Replica{Worker: "a", Summary: sa}
 	rb := sketch.Replica{Worker: "b", Summary: sb}
 	judge := func(self sketch.Replica, peer sketch.Replica) (report.Report, []report.Change, *prometheus.Registry) {

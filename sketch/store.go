@@ -362,13 +362,13 @@ func (s *Store) table(id tableID, at clock) *table {
 // Snapshot returns the current picture of every table: immutable, sharing
 // nothing with the live sketches. It locks one table at a time, briefly.
 func (s *Store) Snapshot() Snapshot {
-	snap, _ := s.collect(false)
+	snap, _ := s.collect(false, false)
 	return snap
 }
 
 // collect takes the snapshot, and with parts each table's part of a
-// Summary (parallel to the snapshot's tables).
-func (s *Store) collect(parts bool) (Snapshot, []TablePart) {
+// Summary (parallel to the snapshot's tables), with its registers or not.
+func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 	now := s.now()
 	at := s.clockAt(now)
 	tables := *s.tables.Load()
@@ -396,7 +396,7 @@ func (s *Store) collect(parts bool) (Snapshot, []TablePart) {
 		ts, scratch = t.snapshot(s.cfg.Tracked, &sw, scratch)
 		n, merged := t.distinctMerge()
 		if parts {
-			tp = t.part(&sw)
+			tp = t.part(&sw, registers)
 		}
 		first, last = t.first, t.last
 		t.mu.Unlock()

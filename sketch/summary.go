@@ -34,10 +34,11 @@ type TablePart struct {
 }
 
 // Summary returns the current Snapshot with the parts other replicas need
-// to add it to theirs. It costs a Snapshot and the merge of each table's
-// distinct-key registers.
-func (s *Store) Summary() *Summary {
-	snap, parts := s.collect(true)
+// to add it to theirs. With registers it also merges each table's
+// distinct-key registers, which costs about as much again as the snapshot
+// (BenchmarkSummary); without, TablePart.Registers is nil.
+func (s *Store) Summary(registers bool) *Summary {
+	snap, parts := s.collect(true, registers)
 	sum := &Summary{Snapshot: snap, Parts: parts, SlotNanos: int64(s.slot)}
 	if s.slot > 0 {
 		sum.Slot = s.clockAt(snap.End).epoch
@@ -48,7 +49,7 @@ func (s *Store) Summary() *Summary {
 // part returns the table's per-slot series, oldest slot first, with the
 // seconds still in the per-second rings folded into their slots' peaks, and
 // its distinct-key registers. It is called with t.mu held.
-func (t *table) part(sw *secWindow) TablePart {
+func (t *table) part(sw *secWindow, registers bool) TablePart {
 	var p TablePart
 	n := t.cfg.SubWindows
 	for c := range t.classes {
@@ -71,6 +72,9 @@ func (t *table) part(sw *secWindow) TablePart {
 			peaks[i] = max(peaks[i], cs.ring[x&mask])
 		}
 		p.SlotUnits[c], p.SlotPeaks[c] = units, peaks
+	}
+	if !registers {
+		return p
 	}
 	if b, err := t.registers().MarshalBinary(); err == nil {
 		p.Registers = b

@@ -68,7 +68,7 @@ func TestCombine(t *testing.T) {
 	names := []string{"replica-a", "replica-b", "replica-c"}
 	var peers []Replica
 	for i, s := range stores[1:] {
-		b, keys, err := EncodeSummary(s.Summary(), 64, 350_000)
+		b, keys, err := EncodeSummary(s.Summary(true), 64, 350_000)
 		if err != nil || keys != 64 {
 			t.Fatalf("encode: %v, %d keys", err, keys)
 		}
@@ -79,7 +79,7 @@ func TestCombine(t *testing.T) {
 		}
 		peers = append(peers, Replica{Worker: names[i+1], Summary: dec})
 	}
-	got := Combine(Replica{Worker: names[0], Summary: stores[0].Summary()}, peers, 100)
+	got := Combine(Replica{Worker: names[0], Summary: stores[0].Summary(true)}, peers, 100)
 	want := whole.Snapshot()
 	if len(got.Tables) != len(want.Tables) {
 		t.Fatalf("%d tables combined, want %d", len(got.Tables), len(want.Tables))
@@ -135,7 +135,7 @@ func TestCombine(t *testing.T) {
 		}
 	}
 	// One replica alone: Combine is its own snapshot.
-	if alone := Combine(Replica{Worker: "w", Summary: whole.Summary()}, nil, 100); !reflect.DeepEqual(alone.Snapshot, whole.Snapshot()) {
+	if alone := Combine(Replica{Worker: "w", Summary: whole.Summary(true)}, nil, 100); !reflect.DeepEqual(alone.Snapshot, whole.Snapshot()) {
 		t.Errorf("one replica combined differs from its snapshot:\n%+v\n%+v", alone.Snapshot.Tables[0].Classes, whole.Snapshot().Tables[0].Classes)
 	}
 
@@ -164,7 +164,7 @@ func TestEncodeSummaryBounded(t *testing.T) {
 	cfg := Config{Window: time.Minute, SubWindows: 12}
 	s := newTestStore(t, cfg, now)
 	replicaTraffic(t, []*Store{s}, newTestStore(t, cfg, now), &clock)
-	sum := s.Summary()
+	sum := s.Summary(true)
 	full, keys, err := EncodeSummary(sum, 100, 1<<20)
 	if err != nil || keys != 100 {
 		t.Fatalf("unbounded: %v, %d keys", err, keys)
@@ -230,13 +230,51 @@ func FuzzDecodeSummary(f *testing.F) {
 	s, _ := NewStore(Config{Window: time.Minute}, func() time.Time { return clock })
 	_ = s.Put(context.Background(), []ingest.Event{{Table: "t", PK: "a", Class: ingest.Write, Units: 1, Shard: "s"}})
 	clock = clock.Add(2 * time.Second)
-	b, _, _ := EncodeSummary(s.Summary(), 10, 1<<20)
+	b, _, _ := EncodeSummary(s.Summary(true), 10, 1<<20)
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		dec, err := DecodeSummary(in)
 		if err != nil {
 			return
 		}
-		Combine(Replica{Worker: "me", Summary: s.Summary()}, []Replica{{Worker: "peer", Summary: dec}}, 10)
+		Combine(Replica{Worker: "me", Summary: s.Summary(true)}, []Replica{{Worker: "peer", Summary: dec}}, 10)
+	})
+}
+
+// BenchmarkSummary measures a Summary against a Snapshot of the same
+// store: 50 tables of 5000 keys each (past the exact distinct sets, so the
+// registers are dense).
+func BenchmarkSummary(b *testing.B) {
+	clock := t0
+	s, err := NewStore(Config{Window: time.Minute}, func() time.Time { return clock })
+	if err != nil {
+		b.Fatal(err)
+	}
+	for sec := range 12 {
+		clock = t0.Add(time.Duration(sec) * time.Second)
+		for tb := range 50 {
+			evs := make([]ingest.Event, 0, 5000)
+			for i := range 5000 {
+				evs = append(evs, ingest.Event{Table: fmt.Sprintf("t%d", tb), PK: fmt.Sprintf("k%d", (i*31+sec)%5000), Class: ingest.Write, Units: 1})
+			}
+			if err := s.Put(context.Background(), evs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("Snapshot", func(b *testing.B) {
+		for b.Loop() {
+			s.Snapshot()
+		}
+	})
+	b.Run("Summary", func(b *testing.B) {
+		for b.Loop() {
+			s.Summary(false)
+		}
+	})
+	b.Run("SummaryRegisters", func(b *testing.B) {
+		for b.Loop() {
+			s.Summary(true)
+		}
 	})
 }

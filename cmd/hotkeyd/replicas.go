@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -37,6 +38,12 @@ type replicas struct {
 	tracked int
 	latest  atomic.Pointer[sketch.Summary]
 	shrunk  atomic.Int64 // keys per class of the last summary cut to fit, 0 if none
+
+	// The distinct-key registers cost as much to merge as the rest of a
+	// summary: they are taken once per board round and reused in between.
+	// Touched by the tick only.
+	regsAt time.Time
+	regs   map[[2]string][]byte
 }
 
 // newReplicas returns the replicas of the first source with a lease table,
@@ -88,7 +95,20 @@ func (r *replicas) payload() ([]byte, error) {
 // summaries, and returns the report, with who raises what, and the changes
 // this replica announces.
 func (r *replicas) evaluate(store *sketch.Store, tracker *detect.Tracker) (report.Report, []report.Change) {
-	sum := store.Summary()
+	due := time.Since(r.regsAt) >= r.board.Every()/2
+	sum := store.Summary(due)
+	if due {
+		r.regsAt = time.Now()
+		r.regs = make(map[[2]string][]byte, len(sum.Tables))
+	}
+	for i := range sum.Parts {
+		id := [2]string{sum.Tables[i].Table, sum.Tables[i].Index}
+		if due {
+			r.regs[id] = sum.Parts[i].Registers
+		} else {
+			sum.Parts[i].Registers = r.regs[id]
+		}
+	}
 	r.latest.Store(sum)
 	var peers []sketch.Replica
 	for _, p := range r.board.Peers() {

@@ -348,6 +348,9 @@ func (b *Board) reportOnce(key, problem string) {
 	b.c.report(fmt.Errorf("summary item %q: %s", key, problem))
 }
 
+// Every returns the pace of publishing and reading.
+func (b *Board) Every() time.Duration { return b.cfg.Every }
+
 // Peers returns the live peers' summaries, sorted by worker id; stale
 // ones and those that could not be decoded are left out.
 func (b *Board) Peers() []Peer {
