@@ -83,6 +83,19 @@ func TestReplicaShares(t *testing.T) {
 	})
 	t.Logf("%d shards split two per replica %v after the last replica was ready", shards, took.Round(time.Millisecond))
 
+	// A summary item nobody valid wrote: every replica logs it once and
+	// judges on the others.
+	if _, err := ddb.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(leaseTable), Item: map[string]types.AttributeValue{
+		"leaseKey":    &types.AttributeValueMemberS{Value: "hotkeyd#summary#intruder"},
+		"entityType":  &types.AttributeValueMemberS{Value: "HOTKEYD_SUMMARY"},
+		"workerId":    &types.AttributeValueMemberS{Value: "intruder"},
+		"summarySeq":  &types.AttributeValueMemberN{Value: "1"},
+		"publishedAt": &types.AttributeValueMemberN{Value: fmt.Sprint(time.Now().UnixMilli())},
+		"summary":     &types.AttributeValueMemberB{Value: []byte("not a summary")},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+
 	// Three tables, 900 records each over 300 keys; orders has HOT#1 in
 	// 180 of its records more: a share of 180 / 1080.
 	tables := []string{"shares_orders", "shares_users", "shares_carts"}
@@ -166,6 +179,11 @@ func TestReplicaShares(t *testing.T) {
 			}
 		} else if workers[i] != holder && strings.Contains(h.Stderr(), hotKey) {
 			t.Errorf("%s logged the hot key, which %s raises:\n%s", workers[i], holder, h.Stderr())
+		}
+	}
+	for i, h := range hs {
+		if n := strings.Count(h.Stderr(), "ignoring a worker summary"); n != 1 {
+			t.Errorf("%s logged the bad summary item %d times, want once", workers[i], n)
 		}
 	}
 	if len(raisedBy) != 1 || raisedBy[0] != holder {
