@@ -42,8 +42,9 @@ type replicas struct {
 	// The distinct-key registers cost as much to merge as the rest of a
 	// summary: they are taken once per board round and reused in between.
 	// Touched by the tick only.
-	regsAt time.Time
-	regs   map[[2]string][]byte
+	regsAt   time.Time
+	regs     map[[2]string][]byte
+	combiner sketch.Combiner
 }
 
 // newReplicas returns the replicas of the first source with a lease table,
@@ -116,7 +117,7 @@ func (r *replicas) evaluate(store *sketch.Store, tracker *detect.Tracker) (repor
 			peers = append(peers, sketch.Replica{Worker: p.Worker, Summary: s})
 		}
 	}
-	c := sketch.Combine(sketch.Replica{Worker: r.worker, Summary: sum}, peers, r.tracked)
+	c := r.combiner.Combine(sketch.Replica{Worker: r.worker, Summary: sum}, peers, r.tracked)
 	rep, changes := tracker.Evaluate(c.Snapshot)
 	return rep, r.raisers.Assign(&rep, changes, c)
 }
