@@ -68,7 +68,7 @@ func TestCombine(t *testing.T) {
 	names := []string{"replica-a", "replica-b", "replica-c"}
 	var peers []Replica
 	for i, s := range stores[1:] {
-		b, keys, err := EncodeSummary(s.Summary(true), 64, 350_000)
+		b, keys, _, err := EncodeSummary(s.Summary(true), 64, 350_000)
 		if err != nil || keys != 64 {
 			t.Fatalf("encode: %v, %d keys", err, keys)
 		}
@@ -165,7 +165,7 @@ func TestCombine(t *testing.T) {
 }
 
 // TestEncodeSummaryBounded shrinks a summary to the size asked for: fewer
-// keys first, then no registers, then an error.
+// registers first, then keys, then an error.
 func TestEncodeSummaryBounded(t *testing.T) {
 	clock := t0
 	now := func() time.Time { return clock }
@@ -173,13 +173,17 @@ func TestEncodeSummaryBounded(t *testing.T) {
 	s := newTestStore(t, cfg, now)
 	replicaTraffic(t, []*Store{s}, newTestStore(t, cfg, now), &clock)
 	sum := s.Summary(true)
-	full, keys, err := EncodeSummary(sum, 100, 1<<20)
-	if err != nil || keys != 100 {
-		t.Fatalf("unbounded: %v, %d keys", err, keys)
+	full, keys, regs, err := EncodeSummary(sum, 100, 1<<20)
+	if err != nil || keys != 100 || !regs {
+		t.Fatalf("unbounded: %v, %d keys, registers %v", err, keys, regs)
 	}
-	small, keys, err := EncodeSummary(sum, 100, len(full)/2)
-	if err != nil || keys >= 100 || len(small) > len(full)/2 {
-		t.Fatalf("half the size: %v, %d keys, %d bytes of %d", err, keys, len(small), len(full))
+	noRegs, keys, regs, err := EncodeSummary(sum, 100, len(full)-1)
+	if err != nil || keys != 100 || regs {
+		t.Fatalf("a byte less: %v, %d keys, registers %v; want every key and no registers", err, keys, regs)
+	}
+	small, keys, regs, err := EncodeSummary(sum, 100, len(noRegs)/3)
+	if err != nil || keys >= 100 || regs || len(small) > len(noRegs)/3 {
+		t.Fatalf("a third of that: %v, %d keys, registers %v, %d bytes of %d", err, keys, regs, len(small), len(noRegs))
 	}
 	dec, err := DecodeSummary(small)
 	if err != nil {
@@ -188,7 +192,10 @@ func TestEncodeSummaryBounded(t *testing.T) {
 	if n := len(dec.Tables[0].Classes[ingest.Write].Top); n != keys {
 		t.Errorf("%d keys decoded, %d encoded", n, keys)
 	}
-	if _, _, err := EncodeSummary(sum, 100, 100); !errors.Is(err, ErrSummaryTooLarge) {
+	if dec.Parts[0].Registers != nil {
+		t.Errorf("registers decoded from a summary encoded without")
+	}
+	if _, _, _, err := EncodeSummary(sum, 100, 100); !errors.Is(err, ErrSummaryTooLarge) {
 		t.Errorf("100 bytes: %v, want ErrSummaryTooLarge", err)
 	}
 }
@@ -238,7 +245,7 @@ func FuzzDecodeSummary(f *testing.F) {
 	s, _ := NewStore(Config{Window: time.Minute}, func() time.Time { return clock })
 	_ = s.Put(context.Background(), []ingest.Event{{Table: "t", PK: "a", Class: ingest.Write, Units: 1, Shard: "s"}})
 	clock = clock.Add(2 * time.Second)
-	b, _, _ := EncodeSummary(s.Summary(true), 10, 1<<20)
+	b, _, _, _ := EncodeSummary(s.Summary(true), 10, 1<<20)
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		dec, err := DecodeSummary(in)
@@ -286,14 +293,14 @@ func BenchmarkSummary(b *testing.B) {
 		}
 	})
 	sum := s.Summary(true)
-	enc, _, err := EncodeSummary(sum, 64, 1<<30)
+	enc, _, _, err := EncodeSummary(sum, 64, 1<<30)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("encoded: %d bytes for %d tables", len(enc), len(sum.Tables))
 	b.Run("Encode", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := EncodeSummary(sum, 64, 1<<30); err != nil {
+			if _, _, _, err := EncodeSummary(sum, 64, 1<<30); err != nil {
 				b.Fatal(err)
 			}
 		}

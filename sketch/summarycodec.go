@@ -77,28 +77,29 @@ type wireKey struct {
 }
 
 // EncodeSummary encodes s in at most maxBytes bytes, with at most maxKeys
-// top keys per table and class: when it does not fit, the keys per class
-// are halved until it does, and at one key the distinct-key registers are
-// left out (the receivers then add this replica's count of distinct keys).
-// It returns ErrSummaryTooLarge when even that does not fit, and the keys
-// per class it kept.
-func EncodeSummary(s *Summary, maxKeys, maxBytes int) ([]byte, int, error) {
+// top keys per table and class: when it does not fit, the distinct-key
+// registers are left out first (the receivers then add this replica's count
+// of distinct keys, which is nearly the union anyway, since a key lives in
+// one shard), then the keys per class are halved until it fits. It returns
+// the keys per class it kept and whether the registers are in, or
+// ErrSummaryTooLarge when even one key per class does not fit.
+func EncodeSummary(s *Summary, maxKeys, maxBytes int) (b []byte, keys int, registers bool, err error) {
 	keys, regs := max(maxKeys, 1), true
 	for {
 		b, err := encodeSummary(s, keys, regs)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 		if len(b) <= maxBytes {
-			return b, keys, nil
+			return b, keys, regs, nil
 		}
 		switch {
-		case keys > 1:
-			keys /= 2
 		case regs:
 			regs = false
+		case keys > 1:
+			keys /= 2
 		default:
-			return nil, 0, fmt.Errorf("%w: %d bytes with one key per class over %d tables, the limit is %d", ErrSummaryTooLarge, len(b), len(s.Tables), maxBytes)
+			return nil, 0, false, fmt.Errorf("%w: %d bytes with one key per class over %d tables, the limit is %d", ErrSummaryTooLarge, len(b), len(s.Tables), maxBytes)
 		}
 	}
 }

@@ -37,7 +37,7 @@ type replicas struct {
 	raisers *export.Raisers
 	tracked int
 	latest  atomic.Pointer[sketch.Summary]
-	shrunk  atomic.Int64 // keys per class of the last summary cut to fit, 0 if none
+	shrunk  atomic.Int64 // what the last summary cut to fit (see payload), 0 if nothing
 
 	// The distinct-key registers cost as much to merge as the rest of a
 	// summary: they are taken once per board round and reused in between.
@@ -79,15 +79,19 @@ func (r *replicas) payload() ([]byte, error) {
 	if s == nil {
 		return nil, nil
 	}
-	b, keys, err := sketch.EncodeSummary(s, summaryKeys, lease.MaxSummaryBytes)
+	b, keys, regs, err := sketch.EncodeSummary(s, summaryKeys, lease.MaxSummaryBytes)
 	if err != nil {
 		return nil, err
 	}
-	if keys < summaryKeys && r.shrunk.Swap(int64(keys)) != int64(keys) {
-		r.log.Warn("window summary cut to fit a DynamoDB item: fewer top keys per table and class are shared",
-			zap.Int("keys", keys), zap.Int("tables", len(s.Tables)))
-	} else if keys == summaryKeys {
-		r.shrunk.Store(0)
+	// What was cut, as a number that changes when the cut does: the keys
+	// kept, negative once the registers are left out too.
+	cut := int64(0)
+	if !regs {
+		cut = -int64(keys)
+	}
+	if last := r.shrunk.Swap(cut); cut != 0 && cut != last {
+		r.log.Warn("window summary cut to fit a DynamoDB item: the others add this replica's distinct-key counts instead of its registers, and fewer top keys may be shared",
+			zap.Int("keys_per_class", keys), zap.Int("tables", len(s.Tables)), zap.Int("bytes", len(b)))
 	}
 	return b, nil
 }
