@@ -21,9 +21,9 @@ import (
 // Summary items: one per worker, in the lease table beside the leases,
 // holding what the worker publishes for the others (hotkeyd: its window's
 // per-table summary). Their entityType is not LEASE, so the coordinators
-// (and the KCL's tooling, which reads entityType since version 3) leave
-// them alone, and their leaseKey starts with SummaryKeyPrefix, which no
-// stream ARN or KCL stream identifier does.
+// leave them alone, and their leaseKey starts with SummaryKeyPrefix, which
+// no stream ARN or KCL stream identifier does: neither a coordinator nor a
+// person reading the table mistakes one for a shard's lease.
 const (
 	// SummaryKeyPrefix starts the leaseKey of a worker's summary item; the
 	// worker id follows.
