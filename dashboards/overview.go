@@ -70,11 +70,15 @@ func Overview() Dashboard {
 	panels = append(panels,
 		l.timeSeries("Stream iterator age", "How far behind the newest record each stream shard is read. Records are trimmed after 24 hours.", "s", 8, 8,
 			Target{Expr: `max by (table, shard) (hotkeyd_stream_iterator_age_seconds` + all + `)`, LegendFormat: "{{table}} {{shard}}"}),
-		l.timeSeries("Stream shards by state", "Stream shards per table, by state.", "short", 8, 8,
-			Target{Expr: `sum by (table, state) (hotkeyd_stream_shards` + all + `)`, LegendFormat: "{{table}} {{state}}"}),
+		l.timeSeries("Stream shards by state", "Stream shards per table, by state. Every replica reports the whole listing, so replicas are combined with max, not summed.", "short", 8, 8,
+			Target{Expr: `max by (table, state) (hotkeyd_stream_shards` + all + `)`, LegendFormat: "{{table}} {{state}}"}),
 		l.timeSeries("Source errors and rejected input", "Reader errors and input lines or records that could not be used, per second, by source and reason.", "short", 8, 8,
 			Target{Expr: `sum by (source, reason) (rate(hotkeyd_source_errors_total` + all + `[$__rate_interval]))`, LegendFormat: "error {{source}} {{reason}}"},
 			Target{Expr: `sum by (source, reason) (rate(hotkeyd_input_rejected_total` + all + `[$__rate_interval]))`, LegendFormat: "rejected {{source}} {{reason}}"}),
+		l.timeSeries("Leases held by replica", "With a lease table: the shards each replica reads. Replicas differ by at most one once the spread settles; a replica at 0 is a standby.", "short", 12, 8,
+			Target{Expr: `sum by (instance, lease_table) (hotkeyd_leases_held` + all + `)`, LegendFormat: "{{instance}} {{lease_table}}"}),
+		l.timeSeries("Oldest peer summary by replica", "With a lease table: how old the oldest other replica's window summary is that each replica adds to its own to judge shares on the whole traffic. Summaries older than failover_time are dropped; values near it mean a replica is failing to publish.", "s", 12, 8,
+			Target{Expr: `max by (instance, lease_table) (hotkeyd_lease_peer_summary_age_seconds` + all + `)`, LegendFormat: "{{instance}} {{lease_table}}"}),
 	)
 
 	return newDashboard("hotkeyd-overview", "hotkeyd / Overview",

@@ -64,7 +64,7 @@ func Table() Dashboard {
 		l.timeSeries("Iterator age by shard", "How far behind the newest record each shard of the table's stream is read.", "s", 12, 8,
 			Target{Expr: `max by (shard) (hotkeyd_stream_iterator_age_seconds` + t + `)`, LegendFormat: "{{shard}}"}),
 		l.timeSeries("Shards by state", "The table's stream shards by state.", "short", 12, 8,
-			Target{Expr: `sum by (state) (hotkeyd_stream_shards` + t + `)`, LegendFormat: "{{state}}"}),
+			Target{Expr: `max by (state) (hotkeyd_stream_shards` + t + `)`, LegendFormat: "{{state}}"}),
 		l.timeSeries("Stream reads per second", "Stream records read (Time to Live deletes among them, which are not client writes) and GetRecords calls per second.", "short", 12, 8,
 			Target{Expr: `sum(rate(hotkeyd_stream_records_total` + t + `[$__rate_interval]))`, LegendFormat: "records"},
 			Target{Expr: `sum(rate(hotkeyd_stream_ttl_deletes_total` + t + `[$__rate_interval]))`, LegendFormat: "TTL deletes"},

@@ -21,6 +21,11 @@ type CollectorConfig struct {
 	TopN int
 	// Masker masks the key label values; nil shows keys as they are.
 	Masker *KeyMasker
+	// Replica is, with replicas sharing a lease table, this replica's
+	// worker id: it then exports only the series it is the source of (see
+	// Raisers): its tables' table-wide series, the keys its shards carry,
+	// the diagnoses it raises and their findings. Empty exports everything.
+	Replica string
 }
 
 // Collector is a prometheus.Collector over the latest State in a Live: it
@@ -36,9 +41,10 @@ type CollectorConfig struct {
 // The metrics of one State are built once, at the first scrape after it was
 // published, and reused until the next.
 type Collector struct {
-	live   *Live
-	topN   int
-	masker *KeyMasker
+	live    *Live
+	topN    int
+	masker  *KeyMasker
+	replica string
 
 	mu      sync.Mutex
 	built   *State
@@ -83,7 +89,7 @@ func NewCollector(live *Live, cfg CollectorConfig) *Collector {
 	if cfg.TopN <= 0 {
 		cfg.TopN = DefaultTopN
 	}
-	return &Collector{live: live, topN: cfg.TopN, masker: cfg.Masker}
+	return &Collector{live: live, topN: cfg.TopN, masker: cfg.Masker, replica: cfg.Replica}
 }
 
 // Describe sends the descriptors of every metric the Collector emits.
@@ -127,9 +133,12 @@ func (c *Collector) build(st *State) []prometheus.Metric {
 // omitted keys, throttled keys, flagged diagnoses and their findings.
 func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, t *report.TableReport) []prometheus.Metric {
 	table := TableLabel(t.Table, t.Index)
-	ms = append(ms, prometheus.MustNewConstMetric(descDistinct, prometheus.GaugeValue, float64(t.DistinctPartitionKeys), table))
-	for _, cr := range t.Classes {
-		ms = append(ms, prometheus.MustNewConstMetric(descClassPeak, prometheus.GaugeValue, cr.PeakUnitsPerSecond, table, cr.Class))
+	tableWide := c.mine(t.Replica)
+	if tableWide {
+		ms = append(ms, prometheus.MustNewConstMetric(descDistinct, prometheus.GaugeValue, float64(t.DistinctPartitionKeys), table))
+		for _, cr := range t.Classes {
+			ms = append(ms, prometheus.MustNewConstMetric(descClassPeak, prometheus.GaugeValue, cr.PeakUnitsPerSecond, table, cr.Class))
+		}
 	}
 
 	exported := make(map[string]struct{}, ingest.NumClasses*c.topN)
@@ -140,6 +149,9 @@ func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, t *repor
 		}
 		perClass[k.Class]++
 		exported[k.Key] = struct{}{}
+		if !c.mine(k.Replica) {
+			continue
+		}
 		key := b.unique(descKeyShare, table+"\xff"+k.Class, c.masker.Mask(k.Key))
 		ms = append(ms,
 			prometheus.MustNewConstMetric(descKeyUnitsPerSecond, prometheus.GaugeValue, k.UnitsPerSecond, table, k.Class, key),
@@ -150,17 +162,35 @@ func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, t *repor
 	if t.DistinctPartitionKeys > uint64(len(exported)) {
 		omitted = t.DistinctPartitionKeys - uint64(len(exported))
 	}
+	if !tableWide {
+		return c.buildDiagnoses(ms, b, t, table)
+	}
 	ms = append(ms, prometheus.MustNewConstMetric(descKeysOmitted, prometheus.GaugeValue, float64(omitted), table))
 
 	for _, k := range t.ThrottledKeys[:min(len(t.ThrottledKeys), c.topN)] {
 		key := b.unique(descKeyThrottled, table, c.masker.Mask(k.Key))
 		ms = append(ms, prometheus.MustNewConstMetric(descKeyThrottled, prometheus.GaugeValue, float64(k.Count), table, key))
 	}
+	return c.buildDiagnoses(ms, b, t, table)
+}
 
+// buildDiagnoses appends the series of the table's flagged diagnoses this
+// replica raises, and of the findings they explain.
+func (c *Collector) buildDiagnoses(ms []prometheus.Metric, b *labelDeduper, t *report.TableReport, table string) []prometheus.Metric {
+	var others map[report.Explained]bool
 	// Every diagnosis and finding is about a top key, a table-wide cause or
 	// a shard: bounded like the keys, and capped the same way for safety.
 	maxFindings := 2 * ingest.NumClasses * c.topN
 	for _, d := range t.Diagnoses[:min(len(t.Diagnoses), maxFindings)] {
+		if !c.mine(d.RaisedBy) {
+			if others == nil {
+				others = map[report.Explained]bool{}
+			}
+			for _, e := range d.Explains {
+				others[e] = true
+			}
+			continue
+		}
 		fix := "none"
 		if d.Fix.Kind != "" {
 			fix = string(d.Fix.Kind)
@@ -169,6 +199,9 @@ func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, t *repor
 		ms = append(ms, prometheus.MustNewConstMetric(descDiagnosis, prometheus.GaugeValue, 1, table, d.Class, key, string(d.Cause), string(d.Severity), fix))
 	}
 	for _, f := range t.Findings[:min(len(t.Findings), maxFindings)] {
+		if others[report.Explained{Kind: f.Kind, Key: f.Key, Class: f.Class}] {
+			continue
+		}
 		rec := "none"
 		if f.Recommendation != nil && f.Recommendation.Kind != "" {
 			rec = string(f.Recommendation.Kind)
@@ -177,6 +210,12 @@ func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, t *repor
 		ms = append(ms, prometheus.MustNewConstMetric(descHotKey, prometheus.GaugeValue, 1, table, f.Class, key, string(f.Kind), rec))
 	}
 	return ms
+}
+
+// mine reports whether this replica exports the series of something the
+// replica named by is the source of.
+func (c *Collector) mine(by string) bool {
+	return c.replica == "" || by == "" || by == c.replica
 }
 
 // labelDeduper keeps masked keys unique within a metric's other labels. In

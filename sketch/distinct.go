@@ -155,6 +155,12 @@ func (d *distinct) merge() (uint64, *hyperloglog.Sketch) {
 			return uint64(n), nil
 		}
 	}
+	return 0, d.sketch()
+}
+
+// sketch returns a HyperLogLog of the live slots' union, sharing nothing
+// with them.
+func (d *distinct) sketch() *hyperloglog.Sketch {
 	sk, _ := hyperloglog.NewSketch(d.precision, false)
 	for i := range d.slots {
 		sl := &d.slots[i]
@@ -168,7 +174,7 @@ func (d *distinct) merge() (uint64, *hyperloglog.Sketch) {
 			}
 		}
 	}
-	return 0, sk
+	return sk
 }
 
 // union counts the distinct hashes of the exact sets, stopping past

@@ -428,30 +428,35 @@ type entryView struct {
 
 // views appends every entry of c, taken apart.
 func (c *candidates) views(dst []entryView) []entryView {
-	rl := int(c.ringMask + 1)
 	for id := range c.n {
-		r := &c.rec[id]
-		v := entryView{
-			hash: r.hash, key: r.key,
-			est: make([]uint32, c.slots), exact: make([]uint32, c.slots),
-			events: make([]uint32, c.slots), sk: make([]uint32, c.slots), peak: make([]uint32, c.slots),
-			sec: r.sec, ring: slices.Clone(c.ring[id*rl : (id+1)*rl]),
-			headSec: c.headSec[id], headUnits: c.headUnits[id],
-		}
-		for j, k := range c.cnt[id*c.slots : (id+1)*c.slots] {
-			e := uint32(0)
-			switch {
-			case r.estMask&(1<<j) != 0:
-				e = k.units
-			case int(r.entry) == j:
-				e = min(r.entryQ, k.units)
-			}
-			v.est[j], v.exact[j] = e, k.units-e
-			v.events[j], v.sk[j], v.peak[j] = k.events, k.sk, k.peak
-		}
-		dst = append(dst, v)
+		dst = append(dst, c.view(id))
 	}
 	return dst
+}
+
+// view takes entry id apart.
+func (c *candidates) view(id int) entryView {
+	rl := int(c.ringMask + 1)
+	r := &c.rec[id]
+	v := entryView{
+		hash: r.hash, key: r.key,
+		est: make([]uint32, c.slots), exact: make([]uint32, c.slots),
+		events: make([]uint32, c.slots), sk: make([]uint32, c.slots), peak: make([]uint32, c.slots),
+		sec: r.sec, ring: slices.Clone(c.ring[id*rl : (id+1)*rl]),
+		headSec: c.headSec[id], headUnits: c.headUnits[id],
+	}
+	for j, k := range c.cnt[id*c.slots : (id+1)*c.slots] {
+		e := uint32(0)
+		switch {
+		case r.estMask&(1<<j) != 0:
+			e = k.units
+		case int(r.entry) == j:
+			e = min(r.entryQ, k.units)
+		}
+		v.est[j], v.exact[j] = e, k.units-e
+		v.events[j], v.sk[j], v.peak[j] = k.events, k.sk, k.peak
+	}
+	return v
 }
 
 func (v *entryView) total() uint64 {

@@ -104,7 +104,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -362,10 +362,18 @@ func (s *Store) table(id tableID, at clock) *table {
 // Snapshot returns the current picture of every table: immutable, sharing
 // nothing with the live sketches. It locks one table at a time, briefly.
 func (s *Store) Snapshot() Snapshot {
+	snap, _ := s.collect(false, false)
+	return snap
+}
+
+// collect takes the snapshot, and with parts each table's part of a
+// Summary (parallel to the snapshot's tables), with its registers or not.
+func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 	now := s.now()
 	at := s.clockAt(now)
 	tables := *s.tables.Load()
 	snap := Snapshot{Tables: make([]TableSnapshot, 0, len(tables))}
+	var tps []TablePart
 	var sw secWindow
 	if s.slot > 0 {
 		snap.Start = time.Unix(0, (at.epoch-int64(s.cfg.SubWindows)+1)*int64(s.slot))
@@ -379,6 +387,7 @@ func (s *Store) Snapshot() Snapshot {
 	for _, t := range tables {
 		var ts TableSnapshot
 		var first, last time.Time
+		var tp TablePart
 		t.mu.Lock()
 		t.advance(at.epoch, at.sec)
 		if s.slot == 0 {
@@ -386,6 +395,9 @@ func (s *Store) Snapshot() Snapshot {
 		}
 		ts, scratch = t.snapshot(s.cfg.Tracked, &sw, scratch)
 		n, merged := t.distinctMerge()
+		if parts {
+			tp = t.part(&sw, registers)
+		}
 		first, last = t.first, t.last
 		t.mu.Unlock()
 		if merged != nil {
@@ -410,15 +422,31 @@ func (s *Store) Snapshot() Snapshot {
 			}
 		}
 		snap.Tables = append(snap.Tables, ts)
-	}
-	sort.Slice(snap.Tables, func(i, j int) bool {
-		a, b := &snap.Tables[i], &snap.Tables[j]
-		if a.Table != b.Table {
-			return a.Table < b.Table
+		if parts {
+			tps = append(tps, tp)
 		}
-		return a.Index < b.Index
-	})
-	return snap
+	}
+	less := func(a, b *TableSnapshot) int {
+		if c := strings.Compare(a.Table, b.Table); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Index, b.Index)
+	}
+	if !parts {
+		slices.SortFunc(snap.Tables, func(a, b TableSnapshot) int { return less(&a, &b) })
+		return snap, nil
+	}
+	order := make([]int, len(snap.Tables))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(i, j int) int { return less(&snap.Tables[i], &snap.Tables[j]) })
+	sorted, sortedParts := make([]TableSnapshot, len(order)), make([]TablePart, len(order))
+	for i, o := range order {
+		sorted[i], sortedParts[i] = snap.Tables[o], tps[o]
+	}
+	snap.Tables = sorted
+	return snap, sortedParts
 }
 
 // analyzeRates sets PeakUnitsPerSecond over whole files: the units over the

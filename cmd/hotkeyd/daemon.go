@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	demosource "github.com/hotkeyd/hotkeyd/ingest/demo"
@@ -86,6 +87,9 @@ type daemon struct {
 	tracker  *detect.Tracker
 	server   *export.Server
 	sources  []ingest.Source
+	// replicas is set when a source shares its shards through a lease
+	// table: the detector then judges on every replica's traffic.
+	replicas *replicas
 }
 
 // newDaemon builds every component, and so runs every check run makes
@@ -147,8 +151,15 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 		return nil, errors.New("no sources: list some under sources: in the config file, or pass --web.enable-ingest")
 	}
 
+	if d.replicas, err = newReplicas(d.sources, scfg.Tracked, log); err != nil {
+		return nil, err
+	}
+	ccfg := export.CollectorConfig{TopN: settings.Top, Masker: d.masker}
+	if d.replicas != nil {
+		ccfg.Replica = d.replicas.worker
+	}
 	d.live = export.NewLive(time.Now)
-	if err := reg.Register(export.NewCollector(d.live, export.CollectorConfig{TopN: settings.Top, Masker: d.masker})); err != nil {
+	if err := reg.Register(export.NewCollector(d.live, ccfg)); err != nil {
 		return nil, fmt.Errorf("register collector: %w", err)
 	}
 	d.ready = export.NewReadiness()
@@ -203,13 +214,25 @@ func (d *daemon) run(ctx context.Context) error {
 				case <-tickCtx.Done():
 					return nil
 				case <-t.C:
-					rep, changes := d.tracker.Evaluate(d.store.Snapshot())
+					var rep report.Report
+					var changes []report.Change
+					if d.replicas != nil {
+						rep, changes = d.replicas.evaluate(d.store, d.tracker)
+					} else {
+						rep, changes = d.tracker.Evaluate(d.store.Snapshot())
+					}
 					rep.Rejected = d.reporter.Rejected()
 					d.live.Update(rep)
 					ann.Announce(changes)
 				}
 			}
 		}, func(error) { stopTick() })
+	}
+
+	// Summaries shared with the other replicas, in the lease table.
+	if d.replicas != nil {
+		boardCtx, stopBoard := context.WithCancel(context.Background())
+		g.Add(func() error { return d.replicas.run(boardCtx) }, func(error) { stopBoard() })
 	}
 
 	// HTTP: /metrics, the API, health and readiness. Its interrupt runs the

@@ -172,6 +172,80 @@ func TestReplicas(t *testing.T) {
 	ddb := testenv.DynamoDBLocal(t)
 	t.Run("SplitKillTerm", func(t *testing.T) { testSplitKillTerm(t, ddb) })
 	t.Run("KCLLeases", func(t *testing.T) { testKCLLeases(t, ddb) })
+	t.Run("OneRaiser", func(t *testing.T) { testOneRaiser(t, ddb) })
+}
+
+// testOneRaiser: three replicas on three tables' streams (one shard each
+// on DynamoDB Local, so one replica per table); a hot key planted in one
+// table is on every replica's API, with the share it has in its table,
+// raised by the replica reading that table and exported by it alone.
+func testOneRaiser(t *testing.T, ddb *testenv.DDBLocal) {
+	const leaseTable = "raiser_leases"
+	tables := []string{"raiser_t0", "raiser_t1", "raiser_t2"}
+	for _, tb := range tables {
+		createStreamTable(t, ddb, tb)
+	}
+	workers := []string{"raiser-a", "raiser-b", "raiser-c"}
+	hs := make([]*testenv.Hotkeyd, len(workers))
+	for i, w := range workers {
+		hs[i] = startReplica(t, ddb, leaseTable, w, tables)
+	}
+	waitUntil(t, 60*time.Second, "one table per replica", func() bool {
+		for _, h := range hs {
+			if heldOf(scrape(t, h), leaseTable) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	// 160 writes to t1: 40 to HOT#1 (each changes the item, or the
+	// stream would not record it), 120 to other keys.
+	const hot = "HOT#1"
+	for i := range 160 {
+		key := fmt.Sprintf("USER#%d", i)
+		if i%4 == 0 {
+			key = hot
+		}
+		if _, err := ddb.DB.PutItem(context.Background(), &dynamodb.PutItemInput{
+			TableName: aws.String(tables[1]),
+			Item:      map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}, "n": &types.AttributeValueMemberN{Value: strconv.Itoa(i)}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader := ""
+	waitUntil(t, 30*time.Second, "the 160 records counted", func() bool {
+		for i, h := range hs {
+			if recordsOf(scrape(t, h), tables[1]) == 160 {
+				reader = workers[i]
+				return true
+			}
+		}
+		return false
+	})
+	waitUntil(t, 20*time.Second, "the diagnosis on every replica's API", func() bool {
+		for _, h := range hs {
+			if d, ok := apiDiagnosis(t, h, tables[1], hot); !ok || d.Share != 0.25 {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(time.Second)
+	series := regexp.MustCompile(`(?m)^hotkeyd_diagnosis\{[^}]*key="HOT#1"[^}]*\} 1$`)
+	var exported []string
+	for i, h := range hs {
+		d, _ := apiDiagnosis(t, h, tables[1], hot)
+		if d.RaisedBy != reader {
+			t.Errorf("%s: raised_by %q, want %q (the reader of %s)", workers[i], d.RaisedBy, reader, tables[1])
+		}
+		if _, body := h.Get(t, "/metrics"); series.Match(body) {
+			exported = append(exported, workers[i])
+		}
+	}
+	if len(exported) != 1 || exported[0] != reader {
+		t.Errorf("hotkeyd_diagnosis of %s exported by %v, want by %s alone", hot, exported, reader)
+	}
 }
 
 func testSplitKillTerm(t *testing.T, ddb *testenv.DDBLocal) {

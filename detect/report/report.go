@@ -39,6 +39,11 @@ type TableReport struct {
 	// Quiet says why the entry has no diagnosis at warning or above although
 	// its heaviest key is above the threshold; absent otherwise.
 	Quiet *Quiet `json:"quiet,omitempty"`
+	// Replica is, with replicas sharing a lease table, the worker id of the
+	// replica that raises the table-wide causes and exports the table's
+	// table-wide series: the one reading its lowest shard. Absent with one
+	// process.
+	Replica string `json:"replica,omitempty"`
 }
 
 // Idle reports whether the entry has nothing in its window: no events, no
@@ -81,6 +86,10 @@ type TopKey struct {
 	// and the shard count are judged on. Where the counting cannot tell a
 	// key's busiest second it is the mean rate.
 	PeakUnitsPerSecond float64 `json:"peak_units_per_second"`
+	// Replica is, with replicas sharing a lease table, the worker id of the
+	// replica whose shards carry the key, which exports its series. Absent
+	// with one process.
+	Replica string `json:"replica,omitempty"`
 }
 
 // ThrottledKey is a partition key and how many of its calls were throttled.
@@ -195,6 +204,11 @@ type Diagnosis struct {
 	After *After `json:"after,omitempty"`
 	// Explains lists the findings this diagnosis is the cause of.
 	Explains []Explained `json:"explains"`
+	// RaisedBy is, with replicas sharing a lease table, the worker id of the
+	// one replica that raises the diagnosis: exports hotkeyd_diagnosis and
+	// its findings, and logs it. The others' APIs show it too. Absent with
+	// one process.
+	RaisedBy string `json:"raised_by,omitempty"`
 }
 
 // KeyType says what the diagnosis's Keys name: partition key values, or

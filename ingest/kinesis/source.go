@@ -110,6 +110,10 @@ func (s *Source) configured() []string {
 	return append(slices.Clone(s.cfg.StreamARNs), s.cfg.Streams...)
 }
 
+// Coordinator returns the lease coordinator of a reader with a lease
+// table, nil without: the daemon publishes its summary through it.
+func (s *Source) Coordinator() *lease.Coordinator { return s.coord }
+
 // Name returns "kinesis".
 func (s *Source) Name() string { return SourceName }
 

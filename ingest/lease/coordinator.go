@@ -220,6 +220,13 @@ func (c *Coordinator) Ready() error {
 	return nil
 }
 
+// used reports whether a round has worked: the lease table exists.
+func (c *Coordinator) used() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.lastOK.IsZero()
+}
+
 // ReleaseAll releases every lease this worker still holds, without
 // changing their checkpoints: what is left once the readers stopped (each
 // releases its own with its last position).

@@ -30,6 +30,7 @@ func TestDynamoDBLocal(t *testing.T) {
 	t.Run("TableDeleted", func(t *testing.T) { testTableDeleted(t, d) })
 	t.Run("WriteBackAnswerLost", func(t *testing.T) { testWriteBackAnswerLost(t, d) })
 	t.Run("RetriedWrite", func(t *testing.T) { testRetriedWrite(t, d) })
+	t.Run("Board", func(t *testing.T) { testBoard(t, d) })
 }
 
 // resender sends every UpdateItem twice while on is set, and answers with

@@ -15,6 +15,8 @@ type metrics struct {
 	steals   *prometheus.CounterVec // lease_table
 	losses   *prometheus.CounterVec // lease_table
 	requests *prometheus.CounterVec // lease_table, call
+	peers    *prometheus.GaugeVec   // lease_table
+	peerAge  *prometheus.GaugeVec   // lease_table
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -43,6 +45,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "hotkeyd_lease_requests_total",
 			Help: "DynamoDB requests made on the lease table, by API call.",
 		}, []string{"lease_table", "call"}),
+		peers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotkeyd_lease_peer_summaries",
+			Help: "Other workers whose window summaries in the lease table are live (moved within the failover time) and are added to this worker's, as of the last read.",
+		}, []string{"lease_table"}),
+		peerAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotkeyd_lease_peer_summary_age_seconds",
+			Help: "Age of the oldest live peer summary this worker judges with: seconds since this worker saw it move, as of the last read; 0 without peers. Summaries older than the failover time are dropped.",
+		}, []string{"lease_table"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -54,6 +64,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.steals = promutil.Register(reg, m.steals, &err)
 	m.losses = promutil.Register(reg, m.losses, &err)
 	m.requests = promutil.Register(reg, m.requests, &err)
+	m.peers = promutil.Register(reg, m.peers, &err)
+	m.peerAge = promutil.Register(reg, m.peerAge, &err)
 	return m, err
 }
 

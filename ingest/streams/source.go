@@ -108,6 +108,10 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 	return s, nil
 }
 
+// Coordinator returns the lease coordinator of a reader with a lease
+// table, nil without: the daemon publishes its summary through it.
+func (s *Source) Coordinator() *lease.Coordinator { return s.coord }
+
 // Name returns "dynamodb-streams".
 func (s *Source) Name() string { return SourceName }
 

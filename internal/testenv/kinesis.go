@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -43,12 +45,32 @@ func StartKinesalite(t testing.TB) *Kinesalite {
 	}
 	k.Client = kinesis.NewFromConfig(k.Config, func(o *kinesis.Options) { o.BaseEndpoint = aws.String(k.Endpoint) })
 	args := []string{"--port", strconv.Itoa(port), "--createStreamMs", "50", "--deleteStreamMs", "50", "--updateStreamMs", "50", "--shardLimit", "100"}
-	k.p = startNode(t, "kinesalite", nil, script, args, func(ctx context.Context) error {
+	// kinesalite throws, and dies, when a client aborts a request (a
+	// reader stopped in the middle of a GetRecords, more likely on a loaded
+	// machine): a preloaded handler logs those and keeps it serving, and
+	// lets every other error end it as before.
+	guard := filepath.Join(t.TempDir(), "kinesalite-aborted.js")
+	if err := os.WriteFile(guard, []byte(kinesaliteGuard), 0o644); err != nil {
+		t.Fatalf("kinesalite: %v", err)
+	}
+	k.p = startNode(t, "kinesalite", []string{"--require", guard}, script, args, func(ctx context.Context) error {
 		_, err := k.Client.ListStreams(ctx, &kinesis.ListStreamsInput{})
 		return err
 	})
 	return k
 }
+
+// kinesaliteGuard is preloaded into kinesalite's Node process: a request
+// the client aborted is no reason to stop serving the others.
+const kinesaliteGuard = `process.on('uncaughtException', function (err) {
+  if (err && (err.message === 'aborted' || err.code === 'ECONNRESET')) {
+    console.error('kinesalite: a client aborted a request (' + err.message + '); still serving');
+    return;
+  }
+  console.error(err);
+  process.exit(1);
+});
+`
 
 // Stop kills the emulator; its streams are gone. Safe to call twice.
 func (k *Kinesalite) Stop() { k.p.stop() }

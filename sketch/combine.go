@@ -1,0 +1,399 @@
+package sketch
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/axiomhq/hyperloglog"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// Replica is one replica's Summary, named by its worker id.
+type Replica struct {
+	Worker  string
+	Summary *Summary
+}
+
+// Combined is the window of several replicas that read disjoint parts of
+// the traffic (each stream shard is read by one), added up, with which
+// replica carries what: the replica that raises a diagnosis is the one
+// whose shards carry its key.
+type Combined struct {
+	Snapshot
+	holders map[tableID]*holders
+	workers map[string]bool
+}
+
+// Has reports whether the replica named worker is one of those combined.
+func (c *Combined) Has(worker string) bool { return c.workers[worker] }
+
+// holders says which replica carries a table's keys and shards, and which
+// raises its table-wide causes.
+type holders struct {
+	table  string
+	keys   [ingest.NumClasses]map[string]held
+	shards map[string]held
+}
+
+// held is the replica that counted the most of a key or shard, and how
+// much.
+type held struct {
+	worker string
+	n      float64
+}
+
+func (h *held) offer(worker string, n float64) {
+	if h.worker == "" || n > h.n || (n == h.n && worker < h.worker) {
+		h.worker, h.n = worker, n
+	}
+}
+
+// TableReplica returns the replica that raises the table-wide causes of a
+// table (or index): the one reading the lowest stream shard with records
+// in the window, or without shards the lowest worker id with traffic;
+// empty when no replica has the table.
+func (c *Combined) TableReplica(table, index string) string {
+	if h := c.holders[tableID{table, index}]; h != nil {
+		return h.table
+	}
+	return ""
+}
+
+// KeyReplica returns the replica that counted the most units of a key of
+// the class in its top keys: the one whose shards carry it. Empty when none
+// did.
+func (c *Combined) KeyReplica(table, index string, class ingest.Class, key string) string {
+	if h := c.holders[tableID{table, index}]; h != nil && class < ingest.NumClasses {
+		return h.keys[class][key].worker
+	}
+	return ""
+}
+
+// ShardReplica returns the replica that read the most records of a stream
+// shard in the window; empty when none did.
+func (c *Combined) ShardReplica(table, index, shard string) string {
+	if h := c.holders[tableID{table, index}]; h != nil {
+		return h.shards[shard].worker
+	}
+	return ""
+}
+
+// Combine adds the summaries of the replicas (this one, self, first) into
+// one window, as one process reading all their traffic would see it:
+//
+//   - class totals, events, recent and last-second units, shard records and
+//     throttled calls add up;
+//   - top keys merge by key: units, errors, events and recent units add;
+//     a key's busiest second and sort keys are the largest of the
+//     replicas' (a key lives in one shard, read by one replica at a time);
+//     the tracked heaviest are kept;
+//   - a class's busiest sub-window is the largest sum of the replicas'
+//     units in slots of the same number; its busiest second the largest sum
+//     of their per-slot peaks: never below the truth, above it only when
+//     replicas peaked in different seconds of a slot;
+//   - distinct keys are the HyperLogLog union of the registers; a table
+//     only one replica has keeps its own count; a replica that sent no
+//     registers adds its count.
+//
+// The window's bounds, and the recent span of the tables self has, are
+// self's. Summaries whose slot length differs from self's add their peaks
+// as they are.
+func Combine(self Replica, peers []Replica, tracked int) *Combined {
+	return new(Combiner).Combine(self, peers, tracked)
+}
+
+// Combiner combines summaries again and again (every detector tick),
+// remembering each table's distinct-key union: a HyperLogLog estimate costs
+// about half a millisecond at precision 14, and the registers change only
+// when a replica publishes. It is not safe for concurrent use.
+type Combiner struct {
+	unions map[tableID]union
+}
+
+// union is a table's distinct keys from the registers it was computed of.
+type union struct {
+	from []distinctInput
+	n    uint64
+}
+
+// distinctInput is one replica's distinct keys of a table: its count and
+// its registers, known by identity (the same slice is the same registers).
+type distinctInput struct {
+	n    uint64
+	regs *byte
+	size int
+}
+
+// Combine is the package's Combine, with the unions of the registers that
+// did not change since the last call reused.
+func (cb *Combiner) Combine(self Replica, peers []Replica, tracked int) *Combined {
+	all := append([]Replica{self}, peers...)
+	out := &Combined{holders: map[tableID]*holders{}, workers: map[string]bool{}}
+	out.Start, out.End = self.Summary.Start, self.Summary.End
+	tables := map[tableID]*merging{}
+	var order []tableID
+	ref := self.Summary
+	for ri, r := range all {
+		s := r.Summary
+		if s == nil {
+			continue
+		}
+		out.workers[r.Worker] = true
+		for i := range s.Tables {
+			ts := &s.Tables[i]
+			id := tableID{ts.Table, ts.Index}
+			a := tables[id]
+			if a == nil {
+				a = &merging{ts: TableSnapshot{Table: ts.Table, Index: ts.Index},
+					shards: map[string]uint64{}, throttle: map[string]uint64{}}
+				for c := range a.slots {
+					a.slots[c] = map[int64]*[2]float64{}
+					a.keys[c] = map[string]*KeyStat{}
+				}
+				tables[id] = a
+				order = append(order, id)
+				out.holders[id] = &holders{shards: map[string]held{}}
+				for c := range out.holders[id].keys {
+					out.holders[id].keys[c] = map[string]held{}
+				}
+			}
+			h := out.holders[id]
+			a.from++
+			if ri == 0 || (!a.have && a.ts.RecentSpan == 0) {
+				a.ts.RecentSpan, a.ts.LastSecond = ts.RecentSpan, ts.LastSecond
+				a.have = a.have || ri == 0
+			}
+			a.ts.Events += ts.Events
+			a.ts.ThrottledEvents += ts.ThrottledEvents
+			if ts.Events+ts.ThrottledEvents > 0 && (a.anyBy == "" || r.Worker < a.anyBy) {
+				a.anyBy = r.Worker
+			}
+			var part *TablePart
+			if i < len(s.Parts) {
+				part = &s.Parts[i]
+			}
+			for c := range ts.Classes {
+				in, st := &ts.Classes[c], &a.ts.Classes[c]
+				st.Events += in.Events
+				st.Units += in.Units
+				st.RecentUnits += in.RecentUnits
+				st.LastSecondUnits += in.LastSecondUnits
+				st.PeakUnitsPerSecond = max(st.PeakUnitsPerSecond, in.PeakUnitsPerSecond)
+				st.PeakSecondUnits = max(st.PeakSecondUnits, in.PeakSecondUnits)
+				switch {
+				case ref.SlotNanos == 0:
+				case part != nil && s.SlotNanos == ref.SlotNanos && len(part.SlotUnits[c]) == len(part.SlotPeaks[c]):
+					addSlots(a.slots[c], s.Slot, ref.Slot, part.SlotUnits[c], part.SlotPeaks[c])
+				default:
+					// No slots to align: the peaks add as they are.
+					addSlots(a.slots[c], ref.Slot, ref.Slot,
+						[]float64{in.PeakUnitsPerSecond * time.Duration(ref.SlotNanos).Seconds()}, []float64{in.PeakSecondUnits})
+				}
+				for _, k := range in.Top {
+					h.keys[c][k.Key] = offered(h.keys[c][k.Key], r.Worker, k.Units)
+					m := a.keys[c][k.Key]
+					if m == nil {
+						cp := k
+						a.keys[c][k.Key] = &cp
+						continue
+					}
+					m.Units += k.Units
+					m.Error += k.Error
+					m.Events += k.Events
+					m.RecentUnits += k.RecentUnits
+					m.LastSecondUnits += k.LastSecondUnits
+					m.SortKeys = max(m.SortKeys, k.SortKeys)
+					m.PeakUnitsPerSecond = max(m.PeakUnitsPerSecond, k.PeakUnitsPerSecond)
+				}
+			}
+			for _, sh := range ts.Shards {
+				a.shards[sh.Shard] += sh.Records
+				h.shards[sh.Shard] = offered(h.shards[sh.Shard], r.Worker, float64(sh.Records))
+				if sh.Records > 0 && (a.lowShard == "" || sh.Shard < a.lowShard || (sh.Shard == a.lowShard && r.Worker < a.lowBy)) {
+					a.lowShard, a.lowBy = sh.Shard, r.Worker
+				}
+			}
+			for _, k := range ts.Throttled {
+				a.throttle[k.Key] += k.Count
+			}
+			a.addDistinct(ts.DistinctKeys, part)
+		}
+	}
+	for _, id := range order {
+		a := tables[id]
+		ts := &a.ts
+		ts.Start, ts.End = out.Start, out.End
+		for c := range ts.Classes {
+			st := &ts.Classes[c]
+			if ref.SlotNanos > 0 {
+				secs := time.Duration(ref.SlotNanos).Seconds()
+				for _, v := range a.slots[c] {
+					st.PeakUnitsPerSecond = max(st.PeakUnitsPerSecond, v[0]/secs)
+					st.PeakSecondUnits = max(st.PeakSecondUnits, v[1])
+				}
+			}
+			st.Top = make([]KeyStat, 0, len(a.keys[c]))
+			for _, k := range a.keys[c] {
+				st.Top = append(st.Top, *k)
+			}
+			slices.SortFunc(st.Top, func(x, y KeyStat) int {
+				if x.Units != y.Units {
+					return cmp.Compare(y.Units, x.Units)
+				}
+				return strings.Compare(x.Key, y.Key)
+			})
+			if tracked > 0 && len(st.Top) > tracked {
+				st.Top = st.Top[:tracked]
+			}
+			if len(st.Top) == 0 {
+				st.Top = nil
+			}
+		}
+		for sh, n := range a.shards {
+			ts.Shards = append(ts.Shards, ShardStat{Shard: sh, Records: n})
+		}
+		slices.SortFunc(ts.Shards, func(x, y ShardStat) int {
+			if x.Records != y.Records {
+				return cmp.Compare(y.Records, x.Records)
+			}
+			return strings.Compare(x.Shard, y.Shard)
+		})
+		for k, n := range a.throttle {
+			ts.Throttled = append(ts.Throttled, KeyCount{Key: k, Count: n})
+		}
+		slices.SortFunc(ts.Throttled, func(x, y KeyCount) int {
+			if x.Count != y.Count {
+				return cmp.Compare(y.Count, x.Count)
+			}
+			return strings.Compare(x.Key, y.Key)
+		})
+		if tracked > 0 && len(ts.Throttled) > tracked {
+			ts.Throttled = ts.Throttled[:tracked]
+		}
+		if a.from > 1 {
+			ts.DistinctKeys = cb.union(id, a.distinct, a.regBytes)
+		}
+		h := out.holders[id]
+		h.table = a.lowBy
+		if h.table == "" {
+			h.table = a.anyBy
+		}
+		out.Tables = append(out.Tables, *ts)
+	}
+	for id := range cb.unions {
+		if tables[id] == nil || tables[id].from < 2 {
+			delete(cb.unions, id)
+		}
+	}
+	slices.SortFunc(out.Tables, func(x, y TableSnapshot) int {
+		if c := strings.Compare(x.Table, y.Table); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Index, y.Index)
+	})
+	return out
+}
+
+// merging is one table of Combine on its way.
+type merging struct {
+	ts       TableSnapshot
+	have     bool // self has the table
+	from     int  // replicas with the table
+	slots    [ingest.NumClasses]map[int64]*[2]float64
+	keys     [ingest.NumClasses]map[string]*KeyStat
+	shards   map[string]uint64
+	throttle map[string]uint64
+	distinct []distinctInput
+	regBytes [][]byte
+	lowShard string
+	lowBy    string
+	anyBy    string
+}
+
+// addDistinct notes a replica's distinct keys of the table: its count, and
+// its registers if it sent some.
+func (a *merging) addDistinct(n uint64, part *TablePart) {
+	a.ts.DistinctKeys = satAdd64(a.ts.DistinctKeys, n)
+	in := distinctInput{n: n}
+	var regs []byte
+	if part != nil && len(part.Registers) > 0 {
+		regs = part.Registers
+		in.regs, in.size = &regs[0], len(regs)
+	}
+	a.distinct = append(a.distinct, in)
+	a.regBytes = append(a.regBytes, regs)
+}
+
+// union returns the distinct keys of a table several replicas have: the
+// estimate of the union of their registers, plus the counts of those that
+// sent none (or registers of another precision); the last result when the
+// inputs are the same.
+func (cb *Combiner) union(id tableID, in []distinctInput, regs [][]byte) uint64 {
+	if u, ok := cb.unions[id]; ok && slices.Equal(u.from, in) {
+		return u.n
+	}
+	var merged *hyperloglog.Sketch
+	var extra uint64
+	for i, r := range regs {
+		var sk hyperloglog.Sketch
+		switch {
+		case r == nil || sk.UnmarshalBinary(r) != nil:
+			extra = satAdd64(extra, in[i].n)
+		case merged == nil:
+			merged = &sk
+		case merged.Merge(&sk) != nil:
+			extra = satAdd64(extra, in[i].n)
+		}
+	}
+	n := extra
+	if merged != nil {
+		n = satAdd64(merged.Estimate(), extra)
+	}
+	if cb.unions == nil {
+		cb.unions = map[tableID]union{}
+	}
+	cb.unions[id] = union{from: in, n: n}
+	return n
+}
+
+// offered is h offered to worker's count n.
+func offered(h held, worker string, n float64) held {
+	h.offer(worker, n)
+	return h
+}
+
+// addSlots adds a replica's per-slot units and peaks, whose newest slot is
+// newest, into sums by slot number, for the window whose newest slot is
+// ref: slots that left it are dropped, slots ahead of it (a clock ahead)
+// count as its newest.
+func addSlots(sums map[int64]*[2]float64, newest, ref int64, units, peaks []float64) {
+	n := len(units)
+	for i := range n {
+		e := newest - int64(n-1-i)
+		if e > ref {
+			e = ref
+		}
+		if e <= ref-int64(n) {
+			continue
+		}
+		v := sums[e]
+		if v == nil {
+			v = &[2]float64{}
+			sums[e] = v
+		}
+		v[0] += units[i]
+		v[1] += peaks[i]
+	}
+}
+
+// satAdd64 adds without wrapping.
+func satAdd64(a, b uint64) uint64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint64
+}
