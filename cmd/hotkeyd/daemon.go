@@ -109,15 +109,21 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	scfg := sketch.DefaultConfig()
 	scfg.Window = cfg.Window
 	scfg.Tracked = max(scfg.Tracked, settings.Top)
+	scfg.MaxTables = cfg.MaxTables
 	if d.store, err = sketch.NewStore(scfg, time.Now); err != nil {
 		return nil, fmt.Errorf("sketch store: %w", err)
 	}
-	if d.reporter, err = export.NewReporter(log.Named("ingest"), reg, export.ReporterConfig{}); err != nil {
+	if d.reporter, err = export.NewReporter(log.Named("ingest"), reg, export.ReporterConfig{Masker: d.masker}); err != nil {
 		return nil, err
 	}
-	if d.sink, err = export.NewCountingSink(d.store, reg, time.Now); err != nil {
+	counting, err := export.NewCountingSink(d.store, reg, time.Now, log.Named("ingest"))
+	if err != nil {
 		return nil, err
 	}
+	// Every Event is checked once more before it is counted, whatever
+	// reader made it: names DynamoDB would refuse and units no call
+	// consumes never reach a total or a series.
+	d.sink = ingest.Checked(counting, d.reporter)
 
 	env := ingest.Env{Log: log, Reporter: d.reporter, Registerer: reg, Tables: cfg.Tables, Stdin: io.stdin}
 	sourceConfigs := cfg.Sources
@@ -133,6 +139,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	}
 	for _, src := range d.sources {
 		d.reporter.InitSource(src.Name())
+		counting.InitSource(src.Name())
 	}
 	var events http.Handler
 	if f.enableIngest {
@@ -142,6 +149,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 		}
 		events = jsonl.NewHandler(d.sink, d.reporter, jsonl.HandlerConfig{RequestsPerSecond: rate, Burst: f.ingestBurst}, log)
 		d.reporter.InitSource(jsonl.HTTPSourceName)
+		counting.InitSource(jsonl.HTTPSourceName)
 	}
 	if len(d.sources) == 0 && events == nil {
 		return nil, errors.New("no sources: list some under sources: in the config file, or pass --web.enable-ingest")

@@ -93,6 +93,7 @@ type Decoder struct {
 	schemas *schemas
 	log     *zap.Logger
 	rep     ingest.Reporter
+	mask    ingest.Masker // of rep: input quoted in errors is masked as keys are
 	// maxRecord is the record size limit (tests lower it).
 	maxRecord int
 }
@@ -108,7 +109,7 @@ func NewDecoder(tables map[string]ingest.KeySchema, log *zap.Logger, rep ingest.
 	if rep == nil {
 		rep = ingest.NopReporter{}
 	}
-	return &Decoder{schemas: newSchemas(tables, log), log: log, rep: rep, maxRecord: maxRecord}
+	return &Decoder{schemas: newSchemas(tables, log), log: log, rep: rep, mask: ingest.MaskerOf(rep), maxRecord: maxRecord}
 }
 
 // Decode reads one whole input with a new Decoder. See Decoder.Decode.

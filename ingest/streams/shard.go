@@ -294,6 +294,7 @@ func (r *shardReader) emit(ctx context.Context, recs []types.Record) bool {
 		case kindTTLDelete:
 			ttl++
 		case kindRejected:
+			err = quoteBadNumber(err, ingest.MaskerOf(r.s.rep))
 			r.s.rep.Reject(SourceName, reason, fmt.Errorf("record %s of shard %q: %w", aws.ToString(recs[i].EventID), r.shard.id, err))
 		}
 	}

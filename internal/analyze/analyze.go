@@ -36,8 +36,12 @@ type Config struct {
 	Schemas map[string]ingest.KeySchema
 	// Fields are the JSON-lines member names.
 	Fields jsonl.Fields
-	// Masker masks the keys of the report; nil shows them as they are.
+	// Masker masks the keys of the report, and the input quoted on
+	// Stderr; nil shows them as they are.
 	Masker *export.KeyMasker
+	// MaxTables bounds the tables and indexes counted (the config's
+	// max_tables); zero means sketch.DefaultMaxTables.
+	MaxTables int
 	// Format is "json" or "text".
 	Format string
 	// Log receives the readers' hints (a table without a key schema).
@@ -55,15 +59,23 @@ func Run(ctx context.Context, cfg Config) error {
 	scfg := sketch.DefaultConfig()
 	scfg.Window = 0
 	scfg.Tracked = max(scfg.Tracked, cfg.Settings.Top)
+	scfg.MaxTables = cfg.MaxTables
 	store, err := sketch.NewStore(scfg, time.Now)
 	if err != nil {
 		return err
 	}
-	rep := input.NewTextReporter(cfg.Stderr)
+	var mask ingest.Masker
+	if cfg.Masker != nil {
+		mask = cfg.Masker
+	}
+	rep := input.NewTextReporter(cfg.Stderr, mask)
 	inputs := formats.New(formats.Config{Schemas: cfg.Schemas, Fields: cfg.Fields, Log: cfg.Log, Reporter: rep})
+	// Every Event is checked once more before it is counted, as in the
+	// daemon (ingest.Checked).
+	sink := ingest.Checked(store, rep)
 	failed := 0
 	for _, name := range cfg.Files {
-		if err := inputs.ReadFile(ctx, name, cfg.Stdin, store, cfg.Stderr); err != nil {
+		if err := inputs.ReadFile(ctx, name, cfg.Stdin, sink, cfg.Stderr); err != nil {
 			fmt.Fprintf(cfg.Stderr, "hotkeyd: %s: %v\n", name, bareError(err))
 			failed++
 		}
