@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/valyala/fastjson"
 	"go.uber.org/zap"
@@ -314,7 +316,7 @@ func (st *stream) element(sc *jsonscan.Reader, top bool) error {
 	}
 	v, err := st.p.ParseBytes(raw)
 	if err != nil {
-		st.reject(ingest.ReasonBadJSON, err)
+		st.reject(ingest.ReasonBadJSON, parseError(err, st.d.mask))
 		return nil
 	}
 	st.object(v, top)
@@ -424,4 +426,19 @@ func recordsPrefix(sc *jsonscan.Reader) int {
 		i += len(lit)
 	}
 	return i
+}
+
+// parseError is fastjson's error with the piece of input it quotes (its
+// "unparsed tail") quoted through ingest.Quote, so that it is masked as
+// keys are.
+func parseError(err error, m ingest.Masker) error {
+	const tailMark = "; unparsed tail: "
+	msg, tail, ok := strings.Cut(err.Error(), tailMark)
+	if !ok {
+		return err
+	}
+	if t, uerr := strconv.Unquote(tail); uerr == nil {
+		tail = t
+	}
+	return errors.New(msg + tailMark + ingest.Quote(m, []byte(tail)))
 }

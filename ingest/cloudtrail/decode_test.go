@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/valyala/fastjson"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -457,4 +458,37 @@ func truncatedGzip(t testing.TB) []byte {
 	}
 	b := gz(t, records(getItem("a"), getItem("b"), strings.Join(recs, ","), getItem("d")))
 	return b[:len(b)/2]
+}
+
+// maskingCollector is a collector whose Reporter masks input as the
+// daemon's does under keys: redact.
+type maskingCollector struct{ collector }
+
+func (*maskingCollector) Mask(string) string { return "<redacted>" }
+
+// TestRejectionsMaskQuotedInput checks every rejection that quotes a
+// record's content: under a masking Reporter the content is masked.
+func TestRejectionsMaskQuotedInput(t *testing.T) {
+	const key = "SECRETKEY4242"
+	col := &maskingCollector{}
+	in := records(
+		ev("ExecuteStatement", `{"statement":"UPSERT 'USER#`+key+`' INTO orders"}`),
+		`{"eventTime":"`+key+`","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"id":"a"}}}`)
+	if _, err := Decode(context.Background(), strings.NewReader(in), "f", nil, col, col); err != nil {
+		t.Fatal(err)
+	}
+	if len(col.rejected) != 2 {
+		t.Fatalf("rejected %q, want 2", col.rejected)
+	}
+	for _, r := range col.rejected {
+		if strings.Contains(r, key) || !strings.Contains(r, `"<redacted>"`) {
+			t.Errorf("rejection %q: want the input masked", r)
+		}
+	}
+	// fastjson quotes the input it could not parse.
+	var p fastjson.Parser
+	_, err := p.Parse(`{"key":{"id":"` + key + `"}, x}`)
+	if got := parseError(err, col).Error(); strings.Contains(got, key) || !strings.Contains(got, `unparsed tail: "<redacted>"`) {
+		t.Errorf("parse error %q: want its tail masked", got)
+	}
 }
