@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // StateFile is the name of the file, in the checkpoint folder, that lists
@@ -39,7 +40,9 @@ func loadState(dir string) (map[string]fileState, error) {
 	}
 	path := filepath.Join(dir, StateFile)
 	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// No state yet; a folder that cannot be made is said when the
+		// state is saved (Source.Ready).
 		return files, nil
 	}
 	if err != nil {
@@ -60,7 +63,8 @@ func loadState(dir string) (map[string]fileState, error) {
 
 // saveState writes the state file atomically: a temporary file in the same
 // folder, synced, then renamed over the old one, so a crash leaves either
-// the old state or the new one.
+// the old state or the new one. The folder is made when missing (the
+// example config's path under the shipped systemd unit, a fresh volume).
 func saveState(dir string, files map[string]fileState) error {
 	if dir == "" {
 		return nil
@@ -70,6 +74,9 @@ func saveState(dir string, files map[string]fileState) error {
 		return err
 	}
 	path := filepath.Join(dir, StateFile)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("write state %q: %w", path, err)
+	}
 	tmp, err := os.CreateTemp(dir, StateFile+".tmp*")
 	if err != nil {
 		return fmt.Errorf("write state %q: %w", path, err)
