@@ -32,13 +32,63 @@ var errCorruptCheckpoint = errors.New("corrupt checkpoint")
 // checkpoints reads and writes checkpoint files. With an empty dir it keeps
 // them in memory only (nothing survives a restart). Safe for concurrent use.
 type checkpoints struct {
-	dir string
-	mu  sync.Mutex
-	mem map[[2]string]checkpoint
+	dir    string
+	mu     sync.Mutex
+	mem    map[[2]string]checkpoint
+	failed map[[2]string]error // the last write error, by shard ({"", ""}: the folder probe)
 }
 
 func newCheckpoints(dir string) *checkpoints {
-	return &checkpoints{dir: dir, mem: map[[2]string]checkpoint{}}
+	return &checkpoints{dir: dir, mem: map[[2]string]checkpoint{}, failed: map[[2]string]error{}}
+}
+
+// ready returns why checkpoints cannot be written: the error of the
+// folder probe or of a shard's last save, until a later one succeeds.
+func (c *checkpoints) ready() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var first error
+	for _, err := range c.failed {
+		if first == nil || err.Error() < first.Error() {
+			first = err
+		}
+	}
+	if first != nil && len(c.failed) > 1 {
+		return fmt.Errorf("%w (and %d more)", first, len(c.failed)-1)
+	}
+	return first
+}
+
+func (c *checkpoints) setFailed(key [2]string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		delete(c.failed, key)
+		return
+	}
+	c.failed[key] = err
+}
+
+// probe checks that a checkpoint can be written in the folder (made when
+// missing), before any shard has one to write: a folder that cannot be
+// written shows at once.
+func (c *checkpoints) probe() error {
+	if c.dir == "" {
+		return nil
+	}
+	err := func() error {
+		if err := os.MkdirAll(c.dir, 0o755); err != nil {
+			return fmt.Errorf("create checkpoint folder: %w", err)
+		}
+		f, err := os.CreateTemp(c.dir, ".probe-*.tmp")
+		if err != nil {
+			return fmt.Errorf("write in checkpoint folder: %w", err)
+		}
+		f.Close()
+		return os.Remove(f.Name())
+	}()
+	c.setFailed([2]string{}, err)
+	return err
 }
 
 // streamDir is the folder of one stream's checkpoints.
@@ -123,6 +173,12 @@ func (c *checkpoints) save(cp checkpoint) error {
 	if c.dir == "" {
 		return nil
 	}
+	err := c.write(cp)
+	c.setFailed([2]string{cp.StreamARN, cp.ShardID}, err)
+	return err
+}
+
+func (c *checkpoints) write(cp checkpoint) error {
 	dir := c.streamDir(cp.StreamARN)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create checkpoint folder: %w", err)
