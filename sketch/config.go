@@ -75,9 +75,10 @@ type Config struct {
 	// HLLPrecision is the HyperLogLog precision (4 to 18) of the distinct
 	// key count. Zero means DefaultHLLPrecision.
 	HLLPrecision int
-	// MaxTables bounds the tables and indexes tracked. Events of further
-	// tables are dropped and counted (Store.Dropped). Zero means
-	// DefaultMaxTables.
+	// MaxTables bounds the tables and indexes tracked. Past it a table is
+	// tracked only in place of an idle or less busy one (evict.go); the
+	// events of tables not tracked are dropped and counted
+	// (Store.Dropped). Zero means DefaultMaxTables.
 	MaxTables int
 	// MaxShards bounds the stream shards counted per table; records of
 	// further shards count in the totals but for no shard. Zero means

@@ -53,8 +53,9 @@ func idHash(id tableID) uint64 {
 
 // admit decides whether the table id, not tracked and bringing weight
 // events, takes the place of the least busy tracked table; if so, that
-// one is evicted. It is called with addMu held and MaxTables tracked.
-func (s *Store) admit(id tableID, at clock, weight uint64) bool {
+// one is evicted, and admit returns the events the newcomer had refused
+// before (its credit). It is called with addMu held and MaxTables tracked.
+func (s *Store) admit(id tableID, at clock, weight uint64) (ok bool, credit uint64) {
 	a := &s.adm
 	if a.refused == nil || len(a.refused) >= 4*s.cfg.MaxTables ||
 		(s.slot > 0 && at.epoch-a.refusedEpoch >= int64(s.cfg.SubWindows)) {
@@ -62,19 +63,20 @@ func (s *Store) admit(id tableID, at clock, weight uint64) bool {
 		a.refusedEpoch = at.epoch
 	}
 	h := idHash(id)
-	weight += a.refused[h]
+	credit = a.refused[h]
+	weight += credit
 	v := s.victim(at)
 	if v == nil {
 		a.refused[h] = weight
-		return false
+		return false, 0
 	}
 	v.mu.Lock()
 	v.advance(at.epoch, at.sec)
-	traffic := v.traffic()
+	traffic := s.weight(v, at)
 	if traffic > 0 && traffic >= weight {
 		v.mu.Unlock()
 		a.refused[h] = weight
-		return false
+		return false, 0
 	}
 	v.evicted = true
 	v.mu.Unlock()
@@ -90,7 +92,19 @@ func (s *Store) admit(id tableID, at clock, weight uint64) bool {
 	if a.onEvict != nil {
 		a.onEvict(v.id.table, v.id.index)
 	}
-	return true
+	return true, credit
+}
+
+// weight is what a tracked table weighs against a newcomer: its traffic
+// in the window, and, for a window after it got in, the events it had
+// refused before (so that the newcomer that just won a place is not the
+// next one out). It is called with t.mu held.
+func (s *Store) weight(t *table, at clock) uint64 {
+	w := t.traffic()
+	if t.credit > 0 && (s.slot == 0 || at.epoch-t.creditEpoch < int64(s.cfg.SubWindows)) {
+		w += t.credit
+	}
+	return w
 }
 
 // victim returns the least busy tracked table, ranking the tables again
@@ -130,7 +144,7 @@ func (s *Store) rank(at clock) {
 		t.mu.Lock()
 		if !t.evicted {
 			t.advance(at.epoch, at.sec)
-			all = append(all, ranked{t, t.traffic(), t.active})
+			all = append(all, ranked{t, s.weight(t, at), t.active})
 		}
 		t.mu.Unlock()
 	})

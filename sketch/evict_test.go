@@ -198,3 +198,32 @@ func TestUnitsNoCallConsumes(t *testing.T) {
 		}
 	}
 }
+
+// TestNewcomerKeepsItsPlace checks that a table that won its place with
+// events refused before weighs them for the rest of the window: another
+// name as busy as it was does not take its place at once, so names that
+// come twice do not churn through the places of one another.
+func TestNewcomerKeepsItsPlace(t *testing.T) {
+	now := t0
+	s := newTestStore(t, Config{MaxTables: 3, Window: time.Minute}, func() time.Time { return now })
+	for _, name := range []string{"a-table", "b-table", "c-table"} {
+		put(t, s, ev(name, "K", ingest.Read, 1))
+	}
+	for _, name := range []string{"d-table", "e-table", "f-table", "g-table"} {
+		put(t, s, ev(name, "K", ingest.Read, 1))
+		put(t, s, ev(name, "K", ingest.Read, 1))
+	}
+	if got := tableNames(s.Snapshot()); fmt.Sprint(got) != "[d-table e-table f-table]" {
+		t.Errorf("tables %v, want d, e and f, each in with two events, g refused with as many", got)
+	}
+	if s.Evicted() != 3 {
+		t.Errorf("evicted = %d, want 3 (a, b and c)", s.Evicted())
+	}
+	// A window later the credit is spent: g's two events beat an idle table.
+	now = now.Add(2 * time.Minute)
+	put(t, s, ev("g-table", "K", ingest.Read, 1))
+	put(t, s, ev("g-table", "K", ingest.Read, 1))
+	if !s.Tracked("g-table", "") {
+		t.Error("g is not tracked in place of an idle table a window later")
+	}
+}

@@ -68,8 +68,9 @@
 // shrink and the sketch and sets are given back (TestFootprintSizes,
 // TestFootprintShrinks). Per-second counts cost 76 bytes a candidate, 58 KB
 // of a full table. The number of tables is bounded by Config.MaxTables
-// (1000 by default, so at most about 1 GiB); events of further tables are
-// dropped and counted by Store.Dropped.
+// (1000 by default, so at most about 1 GiB); past it, a table is tracked
+// only in place of an idle or less busy one (evict.go), and the events of
+// tables not tracked are dropped and counted by Store.Dropped.
 //
 // # Windows
 //
@@ -367,10 +368,15 @@ func (s *Store) table(id tableID, at clock, weight uint64) *table {
 	if t, ok := s.tables.Load(id); ok {
 		return t.(*table)
 	}
-	if int(s.ntables.Load()) >= s.cfg.MaxTables && !s.admit(id, at, weight) {
-		return nil
+	var credit uint64
+	if int(s.ntables.Load()) >= s.cfg.MaxTables {
+		ok := false
+		if ok, credit = s.admit(id, at, weight); !ok {
+			return nil
+		}
 	}
 	t := newTable(id, &s.cfg, at.epoch, at.sec, s.slot)
+	t.credit, t.creditEpoch = credit, at.epoch
 	s.tables.Store(id, t)
 	s.ntables.Add(1)
 	return t

@@ -55,9 +55,13 @@ type table struct {
 	first, last time.Time
 
 	// active is the Store's sequence number of the last Put that counted
-	// here; evicted is set once the Store dropped the table (evict.go).
-	active  uint64
-	evicted bool
+	// here; evicted is set once the Store dropped the table; credit is
+	// the events it had refused before it got in, at creditEpoch
+	// (evict.go).
+	active      uint64
+	evicted     bool
+	credit      uint64
+	creditEpoch int64
 }
 
 // classSketch is one class's window in one table.
