@@ -110,7 +110,29 @@ func (l *layout) shareBarGauge(title, description, expr, legend string, w, h int
 	return p
 }
 
-// findingsTable lists hotkeyd_hot_key findings with their labels as columns.
+// ofCeiling is the expression of a per-class rate metric as a fraction of
+// one DynamoDB partition's ceiling for its class (1000 WCU/s, 3000 RCU/s),
+// aggregated by the given labels: what hotkeyd's severities are judged
+// on (warning from 0.5, critical from 0.8 with the default settings).
+func ofCeiling(agg, metric string, matchers ...string) string {
+	return "max by (" + agg + ") (" + metric + sel(append(matchers, `class="write"`)...) + ") / 1000 or " +
+		"max by (" + agg + ") (" + metric + sel(append(matchers, `class="read"`)...) + ") / 3000"
+}
+
+// ceilingThresholds colour a fraction of the partition ceiling as the
+// detector's default severities do.
+func ceilingThresholds() *Thresholds { return thresholds("green", 0.5, "orange", 0.8, "red") }
+
+// ceilingBarGauge shows keys' busiest second against the ceiling now.
+func (l *layout) ceilingBarGauge(title, description, expr, legend string, w, h int) Panel {
+	p := l.shareBarGauge(title, description, expr, legend, w, h)
+	p.FieldConfig.Defaults.Max = f(1.2)
+	p.FieldConfig.Defaults.Thresholds = ceilingThresholds()
+	return p
+}
+
+// findingsTable lists the series of hotkeyd_diagnosis or hotkeyd_hot_key
+// with their labels as columns.
 func (l *layout) findingsTable(title, description, expr string, columns []string, w, h int) Panel {
 	p := l.panel("table", title, description, w, h, Target{Expr: expr, Instant: true, Format: "table"})
 	exclude := map[string]bool{"Time": true, "Value": true}

@@ -230,8 +230,10 @@ func TestOverviewCorePanels(t *testing.T) {
 		return slices.ContainsFunc(byType[typ], func(e string) bool { return strings.Contains(e, metric) })
 	}
 	for _, c := range []struct{ typ, metric string }{
-		{"table", "hotkeyd_hot_key"},
+		{"table", "hotkeyd_diagnosis"},
+		{"stat", "hotkeyd_diagnosis"},
 		{"bargauge", "hotkeyd_key_share"},
+		{"bargauge", "hotkeyd_key_peak_units_per_second"},
 		{"timeseries", "hotkeyd_events_total"},
 		{"timeseries", "hotkeyd_units_total"},
 		{"timeseries", "hotkeyd_key_share"},

@@ -10,7 +10,7 @@ import (
 
 // startDemo starts `hotkeyd demo`, the daemon on its built-in workload, and
 // returns the process and what the workload plants (ingest/demo.Planted):
-// the keys and tables the detector must flag.
+// the diagnoses the detector must make.
 //
 // The window is 10 s instead of 60 s: per-key rates are units over the
 // window, so until one window has passed a key's units per second read low
@@ -21,11 +21,11 @@ func startDemo(t *testing.T) (*testenv.Hotkeyd, []demo.Plant) {
 	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "demo", "--window=10s")
 	var plants []demo.Plant
 	for _, p := range demo.Planted() {
-		if len(p.Findings) > 0 {
+		if p.Cause != "" {
 			plants = append(plants, p)
 		}
 	}
-	if !slices.ContainsFunc(plants, func(p demo.Plant) bool { return slices.Contains(p.Findings, "hot_key") && p.Key != "" }) {
+	if !slices.ContainsFunc(plants, func(p demo.Plant) bool { return p.Cause == "hot_key" && p.Severity != "info" && p.Key != "" }) {
 		t.Fatalf("the demo plants no hot key: %+v", demo.Planted())
 	}
 	return h, plants

@@ -72,9 +72,9 @@ func variableQuery(t *testing.T, q string) (expr, label string) {
 	return fmt.Sprintf("group by (%s) (%s)", m[2], m[1]), m[2]
 }
 
-// alertForKind names the alert that fires for each finding kind of
-// hotkeyd_hot_key.
-var alertForKind = map[string]string{
+// alertForCause names the alert that fires for each cause of
+// hotkeyd_diagnosis.
+var alertForCause = map[string]string{
 	"hot_key":          "HotKey",
 	"partition_limit":  "HotKeyNearPartitionLimit",
 	"low_cardinality":  "LowCardinalityPartitionKey",
@@ -83,18 +83,19 @@ var alertForKind = map[string]string{
 }
 
 // corePanels must show data while hotkeyd demo runs: the traffic, the top
-// keys and the findings.
+// keys, their peaks and the diagnoses.
 var corePanels = map[string][]string{
 	"hotkeyd-overview.json": {
-		"Tables", "Events/s", "Hot findings",
-		"Hot keys now, with advice", "Top keys' share now",
+		"Tables", "Events/s", "Critical", "Warnings",
+		"Diagnoses now, with the fix", "Top keys' share now", "Top keys' busiest second against the ceiling",
 		"Events per second by table and class", "Units per second by table and class",
-		"Top keys' share over time", "Top keys' units per second", "Distinct partition keys",
+		"Top keys' share over time", "Top keys' units per second", "Top keys' busiest second against the ceiling over time",
+		"Distinct partition keys",
 	},
 	"hotkeyd-table.json": {
-		"Units/s", "Events/s", "Distinct partition keys", "Hottest key's share",
-		"Findings and advice", "Top keys' share now",
-		"Key share over time", "Key units per second", "Units per second by class",
+		"Units/s", "Events/s", "Distinct partition keys", "Hottest key's share", "Busiest key against the ceiling",
+		"Diagnoses and fixes", "Evidence", "Top keys' share now", "Top keys' busiest second now",
+		"Key share over time", "Key units per second", "Key busiest second against the ceiling", "Units per second by class",
 	},
 }
 
@@ -142,7 +143,7 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 
 	table := ""
 	for _, p := range planted {
-		if slices.Contains(p.Findings, "hot_key") && p.Index == "" {
+		if p.Cause == "hot_key" && p.Severity != "info" && p.Index == "" {
 			table = p.Table
 			break
 		}
@@ -249,28 +250,35 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 		}
 	})
 
-	// The planted anti-patterns raise their alerts: above all HotKey for
-	// the planted hot keys, and the alert of every other planted finding.
-	t.Run("alerts for the planted keys", func(t *testing.T) {
-		type want struct{ alert, table, class, key string }
+	// The planted causes raise one alert each, of their cause, at warning
+	// or critical; the planted info diagnosis is on /metrics and raises
+	// none.
+	t.Run("alerts for the planted diagnoses", func(t *testing.T) {
+		type want struct {
+			alerts            []string
+			table, class, key string
+		}
 		var wants []want
+		var quiet []string
 		for _, p := range planted {
 			table := p.Table
 			if p.Index != "" {
 				table += "/" + p.Index
 			}
-			for _, kind := range p.Findings {
-				w := want{alert: alertForKind[kind], table: table, class: p.Class.String()}
-				if w.alert == "" {
-					t.Fatalf("no alert for finding kind %q", kind)
-				}
-				if kind == "hot_key" || kind == "partition_limit" {
-					w.key = p.Key
-				}
-				wants = append(wants, w)
+			if p.Severity == "info" {
+				quiet = append(quiet, table)
+				continue
 			}
+			w := want{table: table, class: p.Class.String(), key: p.Key}
+			for _, cause := range p.Causes() {
+				if alertForCause[cause] == "" {
+					t.Fatalf("no alert for cause %q", cause)
+				}
+				w.alerts = append(w.alerts, alertForCause[cause])
+			}
+			wants = append(wants, w)
 		}
-		if !slices.ContainsFunc(wants, func(w want) bool { return w.alert == "HotKey" && w.key != "" }) {
+		if !slices.ContainsFunc(wants, func(w want) bool { return slices.Contains(w.alerts, "HotKey") && w.key != "" }) {
 			t.Fatalf("no planted hot key among %+v", planted)
 		}
 		var last []testenv.Alert
@@ -283,7 +291,7 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 			last, missing = alerts, nil
 			for _, w := range wants {
 				found := slices.ContainsFunc(alerts, func(a testenv.Alert) bool {
-					return a.Labels["alertname"] == w.alert && a.Labels["table"] == w.table && a.Labels["class"] == w.class &&
+					return slices.Contains(w.alerts, a.Labels["alertname"]) && a.Labels["table"] == w.table && a.Labels["class"] == w.class &&
 						(w.key == "" || a.Labels["key"] == w.key) && (a.State == "pending" || a.State == "firing")
 				})
 				if !found {
@@ -301,6 +309,40 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 			}
 			if a.Annotations["runbook_url"] == "" || a.Labels["severity"] == "" {
 				t.Errorf("alert %+v has no runbook_url or severity", a)
+			}
+			if slices.Contains(quiet, a.Labels["table"]) {
+				t.Errorf("alert %+v on table %s, whose diagnosis is info only", a, a.Labels["table"])
+			}
+			// One alert per diagnosis: never two for one table, class and key.
+			for _, b := range last {
+				if a.Labels["alertname"] != b.Labels["alertname"] && a.Labels["table"] == b.Labels["table"] &&
+					a.Labels["class"] == b.Labels["class"] && a.Labels["key"] == b.Labels["key"] && a.Labels["key"] != "" {
+					t.Errorf("two alerts for one diagnosis: %v and %v", a.Labels, b.Labels)
+				}
+			}
+		}
+		// The info table passes the traffic floor after a few seconds: its
+		// diagnosis reaches Prometheus, and no alert follows.
+		for _, table := range quiet {
+			err := prom.WaitFor(ctx, 20*time.Second, func(ctx context.Context) (bool, error) {
+				s, err := prom.Query(ctx, fmt.Sprintf(`hotkeyd_diagnosis{table=%q,severity="info"}`, table))
+				return len(s) > 0, err
+			})
+			if err != nil {
+				t.Errorf("no info diagnosis on %s in Prometheus: %v", table, err)
+			}
+			select { // past the shortened for: of every rule
+			case <-ctx.Done():
+			case <-time.After(3 * time.Second):
+			}
+			alerts, err := prom.Alerts(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range alerts {
+				if a.Labels["table"] == table {
+					t.Errorf("alert %+v on table %s, whose diagnosis is info only", a.Labels, table)
+				}
 			}
 		}
 	})

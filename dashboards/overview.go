@@ -1,8 +1,9 @@
 package dashboards
 
 // Overview returns the hotkeyd overview dashboard: every watched table, its
-// traffic by class, the hot keys now with the advised fix, the top keys'
-// shares, distinct keys, and the health of the stream readers.
+// traffic by class, the diagnoses now with their severity and fix, the top
+// keys' shares and busiest seconds against the partition ceiling, distinct
+// keys, and the health of the stream readers.
 func Overview() Dashboard {
 	l := &layout{}
 	all := sel()
@@ -11,24 +12,26 @@ func Overview() Dashboard {
 	panels = append(panels, l.row("Now"))
 	panels = append(panels,
 		l.stat("Tables", "Tables and indexes (table/index) hotkeyd has seen traffic for.", "none",
-			`count(count by (table) (hotkeyd_units_total`+all+`))`, 4, 4, nil),
+			`count(count by (table) (hotkeyd_units_total`+all+`))`, 3, 4, nil),
 		l.stat("Events/s", "Accesses per second, all tables, reads and writes.", "reqps",
 			`sum(rate(hotkeyd_events_total`+all+`[$__rate_interval]))`, 4, 4, nil),
-		l.stat("Hot findings", "Findings flagged now (hot keys, keys near the partition limit, key design problems).", "none",
-			`count(hotkeyd_hot_key`+all+` == 1) or vector(0)`, 4, 4, thresholds("green", 1.0, "orange")),
+		l.stat("Critical", "Diagnoses flagged now at critical: a key's busiest second at 80 % of a partition's ceiling or more, or throttled calls. They page.", "none",
+			`count(hotkeyd_diagnosis`+sel(`severity="critical"`)+` == 1) or vector(0)`, 3, 4, thresholds("green", 1.0, "red")),
+		l.stat("Warnings", "Diagnoses flagged now at warning: a key's busiest second past half a partition's ceiling.", "none",
+			`count(hotkeyd_diagnosis`+sel(`severity="warning"`)+` == 1) or vector(0)`, 3, 4, thresholds("green", 1.0, "orange")),
 		l.stat("Source errors/s", "Errors reported by the readers (AWS calls, unreadable files), per second.", "none",
 			`sum(rate(hotkeyd_source_errors_total`+all+`[$__rate_interval])) or vector(0)`, 4, 4, thresholds("green", 0.001, "red")),
 		l.stat("Max stream lag", "Age of the oldest record being read from any stream shard: how far behind hot-key detection is.", "s",
 			`max(hotkeyd_stream_iterator_age_seconds`+all+`) or vector(0)`, 4, 4, thresholds("green", 60.0, "orange", 300.0, "red")),
 		l.stat("Keys left out", "Distinct partition keys of the window outside the exported top keys (they have no per-key series).", "short",
-			`sum(hotkeyd_keys_omitted`+all+`) or vector(0)`, 4, 4, nil),
+			`sum(hotkeyd_keys_omitted`+all+`) or vector(0)`, 3, 4, nil),
 	)
-	findings := l.findingsTable("Hot keys now, with advice",
-		"Every finding the detector flags now: the table, the class (read or write), the key (empty for table-wide findings; the stream shard for hot_partition), the kind of finding and the recommended fix. See docs/monitoring.md for what to do. Click a table to drill down.",
-		`max by (table, class, key, kind, recommendation) (hotkeyd_hot_key`+all+` == 1)`,
-		[]string{"table", "class", "key", "kind", "recommendation"}, 14, 9)
+	diagnoses := l.findingsTable("Diagnoses now, with the fix",
+		"One row per root cause the detector flags now: the table, its severity (critical and warning page; info is the 10 % design rule at rates far from the ceiling, shown here and never alerted on), the cause, the class (read or write), the key (the first of its keys; the stream shard for hot_partition) and the one fix. The full diagnosis, with the shard count and what the fix would do to the traffic, is in /api/v1/hotkeys. See docs/monitoring.md for what to do. Click a table to drill down.",
+		`max by (table, severity, cause, class, key, fix) (hotkeyd_diagnosis`+all+` == 1)`,
+		[]string{"table", "severity", "cause", "class", "key", "fix"}, 24, 8)
 	// Each table name links to the drill-down dashboard for it.
-	findings.FieldConfig.Overrides = []any{map[string]any{
+	diagnoses.FieldConfig.Overrides = []any{map[string]any{
 		"matcher": map[string]any{"id": "byName", "options": "Table"},
 		"properties": []any{map[string]any{"id": "links", "value": []any{map[string]any{
 			"title": "hotkeyd / Table: ${__value.raw}",
@@ -36,10 +39,13 @@ func Overview() Dashboard {
 		}}}},
 	}}
 	panels = append(panels,
-		findings,
+		diagnoses,
 		l.shareBarGauge("Top keys' share now",
-			"The heaviest partition keys' share of their table's units of one class over the sliding window. Orange from 10 % (the default hot threshold), red from 25 %.",
-			`topk(15, max by (table, class, key) (hotkeyd_key_share`+all+`))`, "{{table}} {{class}} {{key}}", 10, 9),
+			"The heaviest partition keys' share of their table's units of one class over the sliding window. Orange from 10 % (the default hot threshold), red from 25 %. A share alone never pages: see the busiest second against the ceiling.",
+			`topk(15, max by (table, class, key) (hotkeyd_key_share`+all+`))`, "{{table}} {{class}} {{key}}", 12, 9),
+		l.ceilingBarGauge("Top keys' busiest second against the ceiling",
+			"Each top key's busiest second of the window as a fraction of what one partition serves (1000 WCU/s for writes, 3000 RCU/s for reads): orange from 50 % (warning), red from 80 % (critical), the detector's default severities.",
+			`topk(15, `+ofCeiling("table, class, key", "hotkeyd_key_peak_units_per_second")+`)`, "{{table}} {{class}} {{key}}", 12, 9),
 	)
 
 	panels = append(panels, l.row("Traffic"))
@@ -50,8 +56,10 @@ func Overview() Dashboard {
 			Target{Expr: `sum by (table, class) (rate(hotkeyd_units_total` + all + `[$__rate_interval]))`, LegendFormat: "{{table}} {{class}}"}),
 		l.timeSeries("Top keys' share over time", "Share of the table's units of one class taken by each of the heaviest keys. A key at or above the threshold is hot.", "percentunit", 12, 8,
 			Target{Expr: `topk(10, max by (table, class, key) (hotkeyd_key_share` + all + `))`, LegendFormat: "{{table}} {{class}} {{key}}"}),
-		l.timeSeries("Top keys' units per second", "Capacity units per second of the heaviest keys. One partition serves 1000 WCU/s and 3000 RCU/s; a key near that throttles whatever the table's capacity.", "short", 12, 8,
+		l.timeSeries("Top keys' units per second", "Capacity units per second of the heaviest keys, averaged over the window. One partition serves 1000 WCU/s and 3000 RCU/s; a key near that throttles whatever the table's capacity.", "short", 12, 8,
 			Target{Expr: `topk(10, max by (table, class, key) (hotkeyd_key_units_per_second` + all + `))`, LegendFormat: "{{table}} {{class}} {{key}}"}),
+		ceilingSeries(l, "Top keys' busiest second against the ceiling over time", "Each top key's busiest second of the window as a fraction of one partition's ceiling of its class. The dashed lines are the default warning (50 %) and critical (80 %) levels.",
+			`topk(10, `+ofCeiling("table, class, key", "hotkeyd_key_peak_units_per_second")+`)`, "{{table}} {{class}} {{key}}"),
 		l.timeSeries("Distinct partition keys", "Estimated distinct partition keys accessed per table in the sliding window, summed over replicas. Few keys for much traffic means a low-cardinality key design.", "short", 12, 8,
 			Target{Expr: `sum by (table) (hotkeyd_partition_keys_distinct` + all + `)`, LegendFormat: "{{table}}"}),
 		l.timeSeries("Throttled calls per second", "Calls that failed with a throttling error, from sources that see failed calls (CloudTrail).", "reqps", 12, 8,
@@ -72,4 +80,13 @@ func Overview() Dashboard {
 	return newDashboard("hotkeyd-overview", "hotkeyd / Overview",
 		"Hot partition keys in DynamoDB tables: traffic, hot keys with the advised fix, and the readers' health.",
 		variables(), panels)
+}
+
+// ceilingSeries is a time series of fractions of the partition ceiling,
+// with the severities' levels dashed.
+func ceilingSeries(l *layout, title, description, expr, legend string) Panel {
+	p := l.timeSeries(title, description, "percentunit", 12, 8, Target{Expr: expr, LegendFormat: legend})
+	p.FieldConfig.Defaults.Thresholds = ceilingThresholds()
+	p.FieldConfig.Defaults.Custom["thresholdsStyle"] = map[string]any{"mode": "dashed"}
+	return p
 }

@@ -1,7 +1,8 @@
 package dashboards
 
 // Table returns the per-table drill-down dashboard: one table (or index),
-// the chosen classes, its keys over time, its findings and its stream.
+// the chosen classes, its diagnoses and their evidence, its keys' shares
+// and busiest seconds over time, and its stream.
 func Table() Dashboard {
 	l := &layout{}
 	t := sel(`table="$table"`)
@@ -11,33 +12,42 @@ func Table() Dashboard {
 	panels = append(panels, l.row("$table now"))
 	panels = append(panels,
 		l.stat("Units/s", "Capacity units per second of the chosen classes.", "short",
-			`sum(rate(hotkeyd_units_total`+tc+`[$__rate_interval]))`, 6, 4, nil),
+			`sum(rate(hotkeyd_units_total`+tc+`[$__rate_interval]))`, 5, 4, nil),
 		l.stat("Events/s", "Accesses per second of the chosen classes.", "reqps",
-			`sum(rate(hotkeyd_events_total`+tc+`[$__rate_interval]))`, 6, 4, nil),
+			`sum(rate(hotkeyd_events_total`+tc+`[$__rate_interval]))`, 5, 4, nil),
 		l.stat("Distinct partition keys", "Estimated distinct partition keys in the sliding window.", "short",
-			`sum(hotkeyd_partition_keys_distinct`+t+`)`, 6, 4, nil),
+			`sum(hotkeyd_partition_keys_distinct`+t+`)`, 4, 4, nil),
 		l.stat("Hottest key's share", "Largest share of the table's units of one class taken by a single key.", "percentunit",
-			`max(hotkeyd_key_share`+tc+`)`, 6, 4, thresholds("green", 0.10, "orange", 0.25, "red")),
+			`max(hotkeyd_key_share`+tc+`)`, 5, 4, thresholds("green", 0.10, "orange", 0.25, "red")),
+		l.stat("Busiest key against the ceiling", "The busiest second of the table's hottest key as a fraction of one partition's ceiling (1000 WCU/s, 3000 RCU/s): warning from 50 %, critical from 80 %.", "percentunit",
+			`max(`+ofCeiling("class, key", "hotkeyd_key_peak_units_per_second", `table="$table"`, `class=~"$class"`)+`)`, 5, 4, ceilingThresholds()),
 	)
 	panels = append(panels,
-		l.findingsTable("Findings and advice",
-			"What the detector flags for this table now and the recommended fix.",
+		l.findingsTable("Diagnoses and fixes",
+			"One row per root cause flagged now for this table, with its severity (critical and warning page, info is shown only) and its one fix. /api/v1/hotkeys?table=$table has the full diagnosis: the shard count, what the fix would do to the traffic, and the findings it explains.",
+			`max by (severity, cause, class, key, fix) (hotkeyd_diagnosis`+tc+` == 1)`,
+			[]string{"severity", "cause", "class", "key", "fix"}, 12, 8),
+		l.findingsTable("Evidence",
+			"The findings behind the diagnoses: every rule that fired, each with the fix of the diagnosis that explains it.",
 			`max by (class, key, kind, recommendation) (hotkeyd_hot_key`+tc+` == 1)`,
 			[]string{"class", "key", "kind", "recommendation"}, 12, 8),
 		l.shareBarGauge("Top keys' share now",
 			"The table's heaviest keys' share of its units of one class.",
 			`topk(15, max by (class, key) (hotkeyd_key_share`+tc+`))`, "{{class}} {{key}}", 12, 8),
+		l.ceilingBarGauge("Top keys' busiest second now",
+			"The table's top keys' busiest second of the window as a fraction of one partition's ceiling of their class: orange from 50 % (warning), red from 80 % (critical).",
+			`topk(15, `+ofCeiling("class, key", "hotkeyd_key_peak_units_per_second", `table="$table"`, `class=~"$class"`)+`)`, "{{class}} {{key}}", 12, 8),
 	)
 
 	panels = append(panels, l.row("Keys"))
-	units := l.timeSeries("Key units per second", "Capacity units per second per top key. The dashed lines are 80 % of one partition's limits: 800 WCU/s and 2400 RCU/s.", "short", 12, 9,
-		Target{Expr: `max by (class, key) (hotkeyd_key_units_per_second` + tc + `)`, LegendFormat: "{{class}} {{key}}"})
-	units.FieldConfig.Defaults.Thresholds = thresholds("green", 800.0, "orange", 2400.0, "red")
-	units.FieldConfig.Defaults.Custom["thresholdsStyle"] = map[string]any{"mode": "dashed"}
 	panels = append(panels,
-		l.timeSeries("Key share over time", "Share of the table's units of the class per top key.", "percentunit", 12, 9,
+		l.timeSeries("Key share over time", "Share of the table's units of the class per top key.", "percentunit", 12, 8,
 			Target{Expr: `max by (class, key) (hotkeyd_key_share` + tc + `)`, LegendFormat: "{{class}} {{key}}"}),
-		units,
+		l.timeSeries("Key units per second", "Capacity units per second per top key, averaged over the window, and its busiest second (peak).", "short", 12, 8,
+			Target{Expr: `max by (class, key) (hotkeyd_key_units_per_second` + tc + `)`, LegendFormat: "{{class}} {{key}}"},
+			Target{Expr: `max by (class, key) (hotkeyd_key_peak_units_per_second` + tc + `)`, LegendFormat: "{{class}} {{key}} peak"}),
+		ceilingSeries(l, "Key busiest second against the ceiling", "Each top key's busiest second of the window as a fraction of one partition's ceiling of its class. The dashed lines are the default warning (50 %) and critical (80 %) levels.",
+			ofCeiling("class, key", "hotkeyd_key_peak_units_per_second", `table="$table"`, `class=~"$class"`), "{{class}} {{key}}"),
 		l.timeSeries("Units per second by class", "Consumed capacity units per second, summed over replicas.", "short", 12, 8,
 			Target{Expr: `sum by (class) (rate(hotkeyd_units_total` + tc + `[$__rate_interval]))`, LegendFormat: "{{class}}"}),
 		l.timeSeries("Events per second by class and source", "Accesses per second by class and the reader that saw them.", "reqps", 12, 8,
@@ -68,6 +78,6 @@ func Table() Dashboard {
 		queryVariable("class", "Class", `label_values(hotkeyd_units_total{job=~"$job", instance=~"$instance", table="$table"}, class)`, true),
 	)
 	return newDashboard("hotkeyd-table", "hotkeyd / Table",
-		"One DynamoDB table (or index) in detail: its keys' shares and rates, findings with advice, distinct keys and its stream.",
+		"One DynamoDB table (or index) in detail: its diagnoses with severity and fix, the findings behind them, its keys' shares, rates and busiest seconds against the partition ceiling, distinct keys and its stream.",
 		tmpl, panels)
 }

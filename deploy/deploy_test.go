@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -84,7 +85,7 @@ func TestAlertConventions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"HotKey", "HotKeyNearPartitionLimit", "LowCardinalityPartitionKey", "HotPartition",
+	want := []string{"HotKey", "HotKeyNearPartitionLimit", "LowCardinalityPartitionKey", "TimeOrderedPartitionKey", "HotPartition",
 		"StreamReaderLagging", "StreamReaderErrors", "HotkeydDown", "HotkeydNoEvents"}
 	var alerts []string
 	for _, g := range rf.Groups {
@@ -124,6 +125,50 @@ func TestAlertConventions(t *testing.T) {
 	}
 	if got := readRules(t).Groups[0].Rules[0].Record; got != "table_class:hotkeyd_units:rate1m" {
 		t.Errorf("first recording rule %q, want table_class:hotkeyd_units:rate1m", got)
+	}
+}
+
+// diagnosisFilter reads the cause and severity matchers of an alert on
+// hotkeyd_diagnosis.
+var diagnosisFilter = regexp.MustCompile(`hotkeyd_diagnosis\{cause="([a-z_]+)", severity="([a-z]+)"\}`)
+
+// Every cause of a diagnosis pages at warning and at critical, through an
+// alert whose severity label is the diagnosis's severity, and info never
+// pages: each alert on hotkeyd_diagnosis selects one cause and one paging
+// severity, and its label says the same. partition_limit is critical by
+// definition (its peak is at the limit), so it has no warning rule.
+func TestDiagnosisAlerts(t *testing.T) {
+	rf := readRules(t)
+	covered := map[string]bool{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" || !strings.Contains(r.Expr, "hotkeyd_diagnosis") {
+				continue
+			}
+			m := diagnosisFilter.FindStringSubmatch(r.Expr)
+			if m == nil {
+				t.Errorf("alert %s: %q does not select one cause and one severity", r.Alert, r.Expr)
+				continue
+			}
+			cause, sev := m[1], m[2]
+			if sev != r.Labels["severity"] || sev == "info" {
+				t.Errorf("alert %s on %s: selects severity %q, labelled %q", r.Alert, cause, sev, r.Labels["severity"])
+			}
+			if strings.Contains(r.Expr, "hotkeyd_hot_key") {
+				t.Errorf("alert %s also alerts on findings: one alert per diagnosis", r.Alert)
+			}
+			covered[cause+" "+sev] = true
+		}
+	}
+	for _, cause := range []string{"hot_key", "partition_limit", "low_cardinality", "time_ordered_key", "hot_partition"} {
+		for _, sev := range []string{"warning", "critical"} {
+			if cause == "partition_limit" && sev == "warning" {
+				continue
+			}
+			if !covered[cause+" "+sev] {
+				t.Errorf("no %s alert for %s diagnoses", sev, cause)
+			}
+		}
 	}
 }
 
@@ -608,8 +653,10 @@ func TestIAMPolicyIsLeastPrivilege(t *testing.T) {
 				t.Errorf("statement %s: Resource * for %v", s.Sid, s.Action)
 			}
 			lease := r == "arn:aws:dynamodb:REGION:ACCOUNT_ID:table/LEASE_TABLE_NAME"
-			if r != "*" && !lease && !strings.HasPrefix(r, "arn:aws:dynamodb:REGION:ACCOUNT_ID:table/TABLE_NAME") {
-				t.Errorf("statement %s: resource %q is not a placeholder table/stream ARN", s.Sid, r)
+			placeholder := strings.HasPrefix(r, "arn:aws:dynamodb:REGION:ACCOUNT_ID:table/TABLE_NAME") ||
+				r == "arn:aws:kinesis:REGION:ACCOUNT_ID:stream/STREAM_NAME" || strings.HasPrefix(r, "arn:aws:s3:::BUCKET_NAME")
+			if r != "*" && !lease && !placeholder {
+				t.Errorf("statement %s: resource %q is not a placeholder table, stream or bucket ARN", s.Sid, r)
 			}
 			for _, a := range s.Action {
 				write := slices.Contains([]string{"dynamodb:CreateTable", "dynamodb:Scan", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, a)
@@ -621,8 +668,12 @@ func TestIAMPolicyIsLeastPrivilege(t *testing.T) {
 	}
 	sort.Strings(actions)
 	// DescribeTable twice: on the watched tables and on the lease table.
+	// The Kinesis reader's four calls; the S3 reader's two (list the
+	// bucket, get an object).
 	want := []string{"dynamodb:CreateTable", "dynamodb:DeleteItem", "dynamodb:DescribeStream", "dynamodb:DescribeTable", "dynamodb:DescribeTable",
-		"dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams", "dynamodb:PutItem", "dynamodb:Scan", "dynamodb:UpdateItem"}
+		"dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams", "dynamodb:PutItem", "dynamodb:Scan", "dynamodb:UpdateItem",
+		"kinesis:DescribeStreamSummary", "kinesis:GetRecords", "kinesis:GetShardIterator", "kinesis:ListShards",
+		"s3:GetObject", "s3:ListBucket"}
 	if !slices.Equal(actions, want) {
 		t.Errorf("actions %v, want exactly %v", actions, want)
 	}

@@ -10,16 +10,23 @@ import (
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
-// Evaluate analyses one snapshot with the given settings. It is a pure
-// function: no clock, no I/O, and the same snapshot and settings always give
-// the same report, findings in a stable order (critical first, then by
-// share, kind, class and key). Report.Rejected is left for the caller.
+// Evaluate analyses one snapshot with the given settings, as one window
+// (hotkeyd analyze judges a whole input this way). It is a pure function:
+// no clock, no I/O, and the same snapshot and settings always give the same
+// report, diagnoses and findings in a stable order (most severe first).
+// Report.Rejected is left for the caller.
 func Evaluate(snap sketch.Snapshot, s Settings) report.Report {
+	return evaluate(snap, s, false)
+}
+
+// evaluate is Evaluate; live also judges each key on the last few seconds
+// (see recentShare), which only means something on a live window.
+func evaluate(snap sketch.Snapshot, s Settings, live bool) report.Report {
 	r := report.Report{Start: snap.Start, End: snap.End, Tables: make([]report.TableReport, 0, len(snap.Tables))}
 	for i := range snap.Tables {
-		t := &snap.Tables[i]
+		t := newTable(&snap.Tables[i], s, live)
 		r.Events += t.Events
-		r.Tables = append(r.Tables, evaluateTable(t, s))
+		r.Tables = append(r.Tables, t.evaluate())
 	}
 	return r
 }
@@ -28,47 +35,58 @@ func Evaluate(snap sketch.Snapshot, s Settings) report.Report {
 // rules share.
 type table struct {
 	*sketch.TableSnapshot
-	s Settings
+	s    Settings
+	live bool
 	// seconds is the window's duration, at least one second: a window of
 	// one instant (all events with one timestamp) is taken as one second
 	// rather than dividing by zero.
 	seconds float64
 	// rankedTop caches ranked per class: the report's one ranking of keys.
 	rankedTop [ingest.NumClasses][]sketch.KeyStat
+	// throttled counts throttled calls per key.
+	throttled map[string]uint64
 }
 
 // newTable wraps a TableSnapshot for the rules. Evaluate and the Tracker
 // both see a table through it, so a share or a rate is computed one way.
-func newTable(ts *sketch.TableSnapshot, s Settings) *table {
-	return &table{TableSnapshot: ts, s: s, seconds: max(ts.End.Sub(ts.Start).Seconds(), 1)}
+func newTable(ts *sketch.TableSnapshot, s Settings, live bool) *table {
+	t := &table{TableSnapshot: ts, s: s, live: live, seconds: max(ts.End.Sub(ts.Start).Seconds(), 1)}
+	if len(ts.Throttled) > 0 {
+		t.throttled = make(map[string]uint64, len(ts.Throttled))
+		for _, k := range ts.Throttled {
+			t.throttled[k.Key] += k.Count
+		}
+	}
+	return t
 }
 
-func evaluateTable(ts *sketch.TableSnapshot, s Settings) report.TableReport {
-	t := newTable(ts, s)
+func (t *table) evaluate() report.TableReport {
 	tr := report.TableReport{
-		Table:                 ts.Table,
-		Index:                 ts.Index,
-		Events:                ts.Events,
-		ReadUnits:             ts.Classes[ingest.Read].Units,
-		WriteUnits:            ts.Classes[ingest.Write].Units,
-		DistinctPartitionKeys: ts.DistinctKeys,
+		Table:                 t.Table,
+		Index:                 t.Index,
+		Events:                t.Events,
+		ReadUnits:             t.Classes[ingest.Read].Units,
+		WriteUnits:            t.Classes[ingest.Write].Units,
+		DistinctPartitionKeys: t.DistinctKeys,
+		Classes:               t.classes(),
 		TopKeys:               t.topKeys(),
-		Findings:              []report.Finding{},
 	}
-	for _, k := range ts.Throttled[:min(len(ts.Throttled), max(s.Top, 0))] {
+	for _, k := range t.Throttled[:min(len(t.Throttled), max(t.s.Top, 0))] {
 		tr.ThrottledKeys = append(tr.ThrottledKeys, report.ThrottledKey{Key: k.Key, Count: k.Count})
 	}
+	var fs []report.Finding
 	for c := range ingest.Class(ingest.NumClasses) {
-		tr.Findings = append(tr.Findings, t.keyFindings(c)...)
+		fs = append(fs, t.keyFindings(c)...)
 	}
 	if f, ok := t.lowCardinality(); ok {
-		tr.Findings = append(tr.Findings, f)
+		fs = append(fs, f)
 	}
 	if f, ok := t.timeOrdered(); ok {
-		tr.Findings = append(tr.Findings, f)
+		fs = append(fs, f)
 	}
-	tr.Findings = append(tr.Findings, t.hotPartitions()...)
-	sortFindings(tr.Findings)
+	fs = append(fs, t.hotPartitions()...)
+	tr.Diagnoses, tr.Findings = t.diagnose(fs)
+	tr.Quiet = t.quiet(tr.Diagnoses, nil)
 	return tr
 }
 
@@ -85,18 +103,13 @@ func (t *table) limit(c ingest.Class) float64 {
 // a handful of events into a huge rate).
 func (t *table) rate(units float64) float64 { return units / t.seconds }
 
-// peak is the class's peak rate: the store's sub-window peak when it has
-// one, the window's mean otherwise.
-func (t *table) peak(c ingest.Class) float64 {
-	cs := &t.Classes[c]
-	return max(cs.PeakUnitsPerSecond, t.rate(cs.Units))
-}
-
 // active reports whether class c is above the traffic floor; share-based
-// rules stay silent below it.
+// rules stay silent below it. The floor is on the mean rate over the
+// window: any single access is a busiest second of its own units, so a
+// peak says nothing of how little traffic there is.
 func (t *table) active(c ingest.Class) bool {
 	cs := &t.Classes[c]
-	return cs.Units > 0 && cs.Events >= t.s.MinEvents && t.peak(c) >= t.s.MinUnitsPerSecond
+	return cs.Units > 0 && cs.Events >= t.s.MinEvents && t.rate(cs.Units) >= t.s.MinUnitsPerSecond
 }
 
 // share is a key's fraction of its class's units, 0 to 1: the one
@@ -107,19 +120,6 @@ func (t *table) share(c ingest.Class, k *sketch.KeyStat) float64 {
 		return 0
 	}
 	return math.Min(k.Units/total, 1)
-}
-
-// nearCeiling reports whether a rate is within LimitFraction of the
-// partition ceiling of class c.
-func (t *table) nearCeiling(c ingest.Class, rate float64) bool {
-	return rate >= t.s.LimitFraction*t.limit(c)
-}
-
-func (t *table) severity(c ingest.Class, rate float64) report.Severity {
-	if t.nearCeiling(c, rate) {
-		return report.SeverityCritical
-	}
-	return report.SeverityWarning
 }
 
 // ranked returns the class's tracked keys heaviest first, ties by key. The
@@ -151,28 +151,51 @@ func (t *table) topKeys() []report.TopKey {
 		top := t.ranked(c)
 		for i := range top[:min(len(top), max(t.s.Top, 0))] {
 			k := &top[i]
-			out = append(out, report.TopKey{Key: k.Key, Class: c.String(), Units: k.Units, Share: t.share(c, k), UnitsPerSecond: t.rate(k.Units)})
+			out = append(out, report.TopKey{Key: k.Key, Class: c.String(), Units: k.Units, Share: t.share(c, k),
+				UnitsPerSecond: t.rate(k.Units), PeakUnitsPerSecond: t.keyPeak(k)})
 		}
 	}
 	return out
 }
 
-// sortFindings orders findings critical first, then by share (highest
+// classes reports both classes' traffic, reads first.
+func (t *table) classes() []report.ClassReport {
+	out := make([]report.ClassReport, 0, ingest.NumClasses)
+	for c := range ingest.Class(ingest.NumClasses) {
+		cs := &t.Classes[c]
+		out = append(out, report.ClassReport{
+			Class: c.String(), Events: cs.Events, Units: cs.Units,
+			UnitsPerSecond: t.rate(cs.Units), PeakUnitsPerSecond: t.classPeak(c), Limit: t.limit(c),
+		})
+	}
+	return out
+}
+
+// sortFindings orders findings most severe first, then by share (highest
 // first), kind, class and key, so reports and golden files are stable.
 func sortFindings(fs []report.Finding) { slices.SortStableFunc(fs, compareFindings) }
 
 func compareFindings(a, b report.Finding) int {
-	rank := func(sev report.Severity) int {
-		if sev == report.SeverityCritical {
-			return 0
-		}
-		return 1
-	}
 	return cmp.Or(
-		cmp.Compare(rank(a.Severity), rank(b.Severity)),
+		cmp.Compare(a.Severity.Rank(), b.Severity.Rank()),
 		cmp.Compare(b.Share, a.Share),
 		cmp.Compare(a.Kind, b.Kind),
 		cmp.Compare(a.Class, b.Class),
 		cmp.Compare(a.Key, b.Key),
+	)
+}
+
+// sortDiagnoses orders diagnoses most severe first, then by the hottest
+// key's peak against its ceiling, its share, cause, class and first key.
+func sortDiagnoses(ds []report.Diagnosis) { slices.SortStableFunc(ds, compareDiagnoses) }
+
+func compareDiagnoses(a, b report.Diagnosis) int {
+	return cmp.Or(
+		cmp.Compare(a.Severity.Rank(), b.Severity.Rank()),
+		cmp.Compare(b.PeakUnitsPerSecond/b.Limit, a.PeakUnitsPerSecond/a.Limit),
+		cmp.Compare(b.Share, a.Share),
+		cmp.Compare(a.Cause, b.Cause),
+		cmp.Compare(a.Class, b.Class),
+		cmp.Compare(a.Key(), b.Key()),
 	)
 }

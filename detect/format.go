@@ -7,9 +7,14 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
-// pct formats a fraction as a percentage with at most one decimal.
+// pct formats a fraction as a percentage with at most one decimal; a
+// positive fraction too small to show is "under 0.1%", not "0%".
 func pct(f float64) string {
-	return strconv.FormatFloat(math.Round(f*1000)/10, 'f', -1, 64) + "%"
+	r := math.Round(f*1000) / 10
+	if r == 0 && f > 0 {
+		return "under 0.1%"
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64) + "%"
 }
 
 // num formats a rate or count with at most two decimals.
@@ -57,7 +62,7 @@ func capitalize(s string) string {
 }
 
 // about words a sort key count, which stores estimate: exact up to 2,
-// "about N" below 100, "over 100" beyond, where estimates saturate.
+// "about N" below 100, "more than 100" beyond, where estimates saturate.
 func about(n uint64) string {
 	switch {
 	case n <= 2:
@@ -65,5 +70,5 @@ func about(n uint64) string {
 	case n < 100:
 		return "about " + strconv.FormatUint(n, 10)
 	}
-	return "over 100"
+	return "more than 100"
 }

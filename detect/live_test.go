@@ -46,15 +46,15 @@ func TestLiveWindowWithTracker(t *testing.T) {
 		is := false
 		for _, f := range tr.Flagged() {
 			if f.Table == "uniform" {
-				t.Fatalf("step %d: uniform table flagged: %+v", step, f.Finding)
+				t.Fatalf("step %d: uniform table flagged: %+v", step, f.Diagnosis)
 			}
-			if f.Table == "orders" && f.Finding.Kind == report.KindHotKey && f.Finding.Key == "ORDER#hot" {
+			if d := f.Diagnosis; f.Table == "orders" && d.Cause == report.KindHotKey && d.Key() == "ORDER#hot" {
 				is = true
-				if r := f.Finding.Recommendation; r == nil || r.Kind != report.AdviceWriteSharding || r.SuffixCount != 2 {
-					t.Errorf("step %d: advice %+v, want write_sharding over 2 keys", step, r)
+				if d.Fix.Kind != report.AdviceWriteSharding || d.Fix.SuffixCount != 2 || d.Severity != report.SeverityInfo {
+					t.Errorf("step %d: %s with %+v, want info with write_sharding over 2 keys", step, d.Severity, d.Fix)
 				}
 			} else {
-				t.Errorf("step %d: unexpected flag %s %+v", step, f.Table, f.Finding)
+				t.Errorf("step %d: unexpected flag %s %+v", step, f.Table, f.Diagnosis)
 			}
 		}
 		if len(rep.Tables) != 2 {
@@ -68,7 +68,7 @@ func TestLiveWindowWithTracker(t *testing.T) {
 		}
 		// The changes say the same as the flags before and after.
 		if want := is != was; len(changes) != 1 && want || len(changes) != 0 && !want ||
-			want && (changes[0].Cleared != was || changes[0].Finding.Key != "ORDER#hot") {
+			want && (changes[0].Cleared != was || changes[0].Diagnosis.Key() != "ORDER#hot") {
 			t.Errorf("step %d: changes %+v, flagged %v before and %v after", step, changes, was, is)
 		}
 		was = is

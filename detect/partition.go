@@ -12,33 +12,30 @@ import (
 // them and at least ShardFactor times the mean shard. A table needs two
 // shards and MinEvents records before shards are compared at all.
 //
-// A shard holds many keys, and the snapshot does not say which; the advice
-// names the table's heaviest write key, the likeliest tenant.
+// A shard holds many keys, and the snapshot does not say which; diagnose
+// looks for a hot key whose writes account for the shard. The severity is
+// judged on the shard's mean records per second (a record is one write of
+// at least one WCU): the stream has no per-second peak per shard.
 func (t *table) hotPartitions() []report.Finding {
-	var total uint64
-	for _, sh := range t.Shards {
-		total += sh.Records
-	}
-	if len(t.Shards) < 2 || total == 0 || total < t.s.MinEvents {
+	total, mean, ok := t.shardTotals()
+	if !ok {
 		return nil
 	}
-	mean := float64(total) / float64(len(t.Shards))
 	var out []report.Finding
 	for _, sh := range t.Shards {
-		share := float64(sh.Records) / float64(total)
-		if share < t.s.Threshold || float64(sh.Records) < t.s.ShardFactor*mean {
+		if !t.shardHot(sh.Records, total, mean) {
 			continue
 		}
-		// A stream record is one write of at least one WCU.
+		share := float64(sh.Records) / float64(total)
 		rate := t.rate(float64(sh.Records))
 		out = append(out, report.Finding{
-			Kind:           report.KindHotPartition,
-			Key:            sh.Shard,
-			Class:          ingest.Write.String(),
-			Severity:       t.severity(ingest.Write, rate),
-			Share:          share,
-			UnitsPerSecond: rate,
-			Recommendation: t.adviseShard(sh.Shard, share, rate, mean),
+			Kind:               report.KindHotPartition,
+			Key:                sh.Shard,
+			Class:              ingest.Write.String(),
+			Severity:           t.severity(ingest.Write, rate, 0),
+			Share:              share,
+			UnitsPerSecond:     rate,
+			PeakUnitsPerSecond: rate,
 			Evidence: &report.Evidence{
 				Summary: fmt.Sprintf("Stream shard %s carries %s of the %s's %d stream records, %s× the mean of its %d shards.",
 					sh.Shard, pct(share), t.noun(), total, num(float64(sh.Records)/mean), len(t.Shards)),
@@ -52,19 +49,19 @@ func (t *table) hotPartitions() []report.Finding {
 	return out
 }
 
-// adviseShard recommends write sharding for the heaviest write key, the
-// likeliest cause of a hot partition.
-func (t *table) adviseShard(shard string, share, rate, mean float64) *report.Recommendation {
-	n := t.suffixCount(ingest.Write, rate)
-	key := "<key>"
-	if top := t.ranked(ingest.Write); len(top) > 0 {
-		key = top[0].Key
+// shardTotals returns the stream records of the window and the mean per
+// shard, and whether there are enough shards and records to compare them.
+func (t *table) shardTotals() (total uint64, mean float64, ok bool) {
+	for _, sh := range t.Shards {
+		total += sh.Records
 	}
-	return &report.Recommendation{
-		Kind:        report.AdviceWriteSharding,
-		SuffixCount: n,
-		Example:     suffixExample(key, n),
-		Text: fmt.Sprintf("One physical partition (shard %s) takes %s of the writes: spread its heaviest keys, starting with %s, over %d keys with a random suffix (%s); reads must then fan out over %s.",
-			shard, pct(share), quoteKey(key), n, suffixExample(key, n), allKeys(n)),
+	if len(t.Shards) < 2 || total == 0 || total < t.s.MinEvents {
+		return 0, 0, false
 	}
+	return total, float64(total) / float64(len(t.Shards)), true
+}
+
+// shardHot is the hot_partition rule for a shard of records out of total.
+func (t *table) shardHot(records, total uint64, mean float64) bool {
+	return total > 0 && float64(records)/float64(total) >= t.s.Threshold && float64(records) >= t.s.ShardFactor*mean
 }

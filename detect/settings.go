@@ -18,9 +18,10 @@ type Settings struct {
 	// must hold before the Tracker flags it, and the number of consecutive
 	// evaluations a table-wide finding must be absent before it is cleared.
 	HoldEvaluations int `yaml:"hold_evaluations"`
-	// MinUnitsPerSecond and MinEvents are the traffic floor of a table's
-	// class: below either, share-based rules stay silent, because a share of
-	// almost nothing is noise and throttles nobody.
+	// MinUnitsPerSecond (a mean rate over the window) and MinEvents are the
+	// traffic floor of a table's class: below either, share-based rules
+	// stay silent, because a share of almost nothing is noise and throttles
+	// nobody.
 	MinUnitsPerSecond float64 `yaml:"min_units_per_second"`
 	MinEvents         uint64  `yaml:"min_events"`
 	// ReadLimit and WriteLimit are one partition's ceilings: 3000 RCU/s and
@@ -28,13 +29,23 @@ type Settings struct {
 	ReadLimit  float64 `yaml:"read_limit"`
 	WriteLimit float64 `yaml:"write_limit"`
 	// LimitFraction of the ceiling is where partition_limit fires and where
-	// any finding becomes critical.
+	// a key's peak makes its findings and diagnosis critical.
 	LimitFraction float64 `yaml:"limit_fraction"`
+	// WarnFraction of the ceiling is where a key's peak makes its findings
+	// and diagnosis a warning; below it they are info: shown, never paged.
+	WarnFraction float64 `yaml:"warn_fraction"`
+	// ClearWarnFraction of the ceiling is where a flagged warning falls back
+	// to info in live mode; a flagged critical falls back to warning below
+	// ClearLimitFraction. Between the two fractions a severity holds, so a
+	// peak hovering at a boundary does not flap the alert.
+	ClearWarnFraction float64 `yaml:"clear_warn_fraction"`
 	// ClearLimitFraction of the ceiling is where a flagged partition_limit
-	// is cleared in live mode (its hysteresis band).
+	// is cleared in live mode (its hysteresis band), and where a flagged
+	// critical diagnosis falls back to warning.
 	ClearLimitFraction float64 `yaml:"clear_limit_fraction"`
 	// Headroom is the fraction of a partition's ceiling a shard of a
-	// sharded key should use at most: N = ceil(rate / (limit × Headroom)).
+	// sharded key should use at most: N = max(2, ceil(peak / (limit ×
+	// Headroom))).
 	Headroom float64 `yaml:"headroom"`
 	// Top is the number of keys per class listed in a table's top_keys.
 	Top int `yaml:"top"`
@@ -70,6 +81,8 @@ func DefaultSettings() Settings {
 		ReadLimit:          3000,
 		WriteLimit:         1000,
 		LimitFraction:      0.8,
+		WarnFraction:       0.5,
+		ClearWarnFraction:  0.4,
 		ClearLimitFraction: 0.7,
 		Headroom:           0.5,
 		Top:                10,
@@ -107,6 +120,8 @@ func (s Settings) Validate() error {
 		frac("threshold", s.Threshold, false),
 		frac("clear_threshold", s.ClearThreshold, false),
 		frac("limit_fraction", s.LimitFraction, false),
+		frac("warn_fraction", s.WarnFraction, false),
+		frac("clear_warn_fraction", s.ClearWarnFraction, false),
 		frac("clear_limit_fraction", s.ClearLimitFraction, false),
 		frac("headroom", s.Headroom, false),
 		frac("handful_share", s.HandfulShare, false),
@@ -126,6 +141,10 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("clear_threshold: %v is above threshold %v", s.ClearThreshold, s.Threshold)
 	case s.ClearLimitFraction > s.LimitFraction:
 		return fmt.Errorf("clear_limit_fraction: %v is above limit_fraction %v", s.ClearLimitFraction, s.LimitFraction)
+	case s.WarnFraction > s.LimitFraction:
+		return fmt.Errorf("warn_fraction: %v is above limit_fraction %v", s.WarnFraction, s.LimitFraction)
+	case s.ClearWarnFraction > s.WarnFraction:
+		return fmt.Errorf("clear_warn_fraction: %v is above warn_fraction %v", s.ClearWarnFraction, s.WarnFraction)
 	case s.HoldEvaluations < 1:
 		return fmt.Errorf("hold_evaluations: %d must be at least 1", s.HoldEvaluations)
 	case s.Top < 0:

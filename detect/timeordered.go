@@ -30,20 +30,25 @@ func (t *table) timeOrdered() (report.Finding, bool) {
 		if !t.active(c) {
 			continue
 		}
-		var total, units float64
+		var total, units, firstUnits, firstPeak float64
 		var keys []string
 		var first TimeMatch
-		var firstUnits float64
-		for _, k := range t.ranked(c) {
+		sev := report.SeverityInfo
+		for i := range t.ranked(c) {
+			k := &t.ranked(c)[i]
 			total += k.Units
-			m, ok := MatchTime(k.Key)
-			if !ok || !t.plausible(m) {
+			m, ok := t.timeKey(k.Key)
+			if !ok {
 				continue
 			}
+			peak := t.keyPeak(k)
 			if len(keys) == 0 {
-				first, firstUnits = m, k.Units
+				first, firstUnits, firstPeak = m, k.Units, peak
 			}
 			units += k.Units
+			// Each date key takes all traffic of its time: the severity
+			// is that of the busiest of them, the newest as a rule.
+			sev = sev.Max(t.keySeverity(c, k.Key, peak))
 			if len(keys) < 5 {
 				keys = append(keys, k.Key)
 			}
@@ -55,15 +60,14 @@ func (t *table) timeOrdered() (report.Finding, bool) {
 		if share < t.s.TimeOrderedShare || (found && share <= best.Share) {
 			continue
 		}
-		rate := t.rate(firstUnits)
 		best = report.Finding{
-			Kind:           report.KindTimeOrderedKey,
-			Key:            keys[0],
-			Class:          c.String(),
-			Severity:       t.severity(c, rate),
-			Share:          share,
-			UnitsPerSecond: rate,
-			Recommendation: adviseRekey(keys[0], first),
+			Kind:               report.KindTimeOrderedKey,
+			Key:                keys[0],
+			Class:              c.String(),
+			Severity:           sev,
+			Share:              share,
+			UnitsPerSecond:     t.rate(firstUnits),
+			PeakUnitsPerSecond: firstPeak,
 			Evidence: &report.Evidence{
 				Summary: fmt.Sprintf("%s of the %s units of the %s's heaviest keys go to keys shaped like %ss (heaviest %s).",
 					pct(share), c, t.noun(), shapeNoun(first.Shape), quoteKey(keys[0])),
@@ -79,6 +83,13 @@ func (t *table) timeOrdered() (report.Finding, bool) {
 	return best, found
 }
 
+// timeKey reports whether a partition key is taken for a date or timestamp,
+// and where its time part is.
+func (t *table) timeKey(key string) (TimeMatch, bool) {
+	m, ok := MatchTime(key)
+	return m, ok && t.plausible(m)
+}
+
 // plausible reports whether a match is taken for a time: always for
 // formatted dates, and for bare epoch numbers only near the window.
 func (t *table) plausible(m TimeMatch) bool {
@@ -90,19 +101,6 @@ func (t *table) plausible(m TimeMatch) bool {
 	}
 	skew := math.Abs(t.End.Sub(m.Time).Hours() / 24)
 	return skew <= t.s.EpochMaxSkewDays
-}
-
-// adviseRekey recommends the entity id as partition key and the time in the
-// sort key, with the key rewritten as an example.
-func adviseRekey(key string, m TimeMatch) *report.Recommendation {
-	prefix, when, rest := key[:m.Start], key[m.Start:m.End], key[m.End:]
-	example := fmt.Sprintf("pk %s<entity id>, sk %s%s", prefix, when, rest)
-	return &report.Recommendation{
-		Kind:    report.AdviceRekey,
-		Example: example,
-		Text: fmt.Sprintf("Keys like %s put all current traffic on the newest %s's partition: make the entity id the partition key and move the time into the sort key (%s), then query one entity by time range.",
-			quoteKey(key), shapeNoun(m.Shape), example),
-	}
 }
 
 // shapeNoun names a shape in a sentence.

@@ -9,11 +9,11 @@ import (
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
-// flagsOf lists the Tracker's flags as "table kind key" strings.
+// flagsOf lists the Tracker's flags as "table cause key severity" strings.
 func flagsOf(tr *Tracker) []string {
 	var out []string
 	for _, f := range tr.Flagged() {
-		out = append(out, fmt.Sprintf("%s %s %s", f.Table, f.Finding.Kind, f.Finding.Key))
+		out = append(out, fmt.Sprintf("%s %s %s %s", f.Table, f.Diagnosis.Cause, f.Diagnosis.Key(), f.Diagnosis.Severity))
 	}
 	return out
 }
@@ -40,31 +40,125 @@ func rateSnapshot(rate float64) sketch.Snapshot {
 	return snapshotOf(60, writes)
 }
 
+// TestTrackerPartitionLimitBand follows one key's diagnosis through the
+// bands: flagged at 850 WCU/s (partition_limit, critical), held as such
+// down to 700 (clear_limit_fraction), then a hot key whose severity falls
+// with its peak, held in the share band, and cleared below it.
 func TestTrackerPartitionLimitBand(t *testing.T) {
 	s := DefaultSettings()
 	s.HoldEvaluations = 2
 	tr := NewTracker(s)
-	// 850 WCU/s is above 0.8 × 1000; 750 is between the clear fraction 0.7
-	// and 0.8; 650 is below 0.7.
 	steps := []struct {
 		rate float64
 		want []string
 	}{
 		{850, nil},
-		{850, []string{"orders hot_key KEY", "orders partition_limit KEY"}},
-		// Critical first: at 750 the hot key is a warning, the limit
-		// finding critical by kind.
-		{750, []string{"orders partition_limit KEY", "orders hot_key KEY"}},
-		{650, []string{"orders hot_key KEY"}},
-		// 50 of 550 WCU/s is 9.1 %: in the share band, still flagged.
-		{50, []string{"orders hot_key KEY"}},
+		{850, []string{"orders partition_limit KEY critical"}},
+		// 750 is between 0.7 and 0.8 of the ceiling: cause and severity
+		// hold.
+		{750, []string{"orders partition_limit KEY critical"}},
+		// 650 is below 0.7: a hot key (54 % of the writes) peaking at
+		// 65 % of the ceiling, a warning.
+		{650, []string{"orders hot_key KEY warning"}},
+		// 450 is below warn_fraction but above clear_warn_fraction.
+		{450, []string{"orders hot_key KEY warning"}},
+		// 50 of 550 WCU/s is 9.1 %: in the share band, still flagged,
+		// and far from the ceiling: info.
+		{50, []string{"orders hot_key KEY info"}},
 		{20, nil},
 	}
 	for i, st := range steps {
-		tr.Evaluate(rateSnapshot(st.rate))
+		rep, _ := tr.Evaluate(rateSnapshot(st.rate))
 		if got := flagsOf(tr); !equalStrings(got, st.want) {
 			t.Errorf("step %d (%v WCU/s): flagged %q, want %q", i+1, st.rate, got, st.want)
 		}
+		// The report shows the flagged diagnosis with its evidence.
+		if tb := rep.Tables[0]; len(tb.Diagnoses) != len(st.want) || len(st.want) > 0 && len(tb.Findings) == 0 {
+			t.Errorf("step %d: report has %d diagnoses and %d findings", i+1, len(tb.Diagnoses), len(tb.Findings))
+		}
+	}
+}
+
+// TestTrackerSeverityBand checks that a flagged diagnosis whose peak hovers
+// around warn_fraction neither flaps between warning and info nor
+// announces a change each time.
+func TestTrackerSeverityBand(t *testing.T) {
+	s := DefaultSettings()
+	s.HoldEvaluations = 1
+	tr := NewTracker(s)
+	changes := 0
+	for i, rate := range []float64{520, 480, 510, 470, 495, 530, 460, 505, 490} {
+		_, cs := tr.Evaluate(rateSnapshot(rate))
+		changes += len(cs)
+		if got := flagsOf(tr); !equalStrings(got, []string{"orders hot_key KEY warning"}) {
+			t.Errorf("step %d (%v WCU/s): flagged %q", i+1, rate, got)
+		}
+	}
+	if changes != 1 {
+		t.Errorf("%d changes, want the one raise", changes)
+	}
+	// Below clear_warn_fraction (400) it falls to info, once.
+	if _, cs := tr.Evaluate(rateSnapshot(350)); len(cs) != 1 || cs[0].Was == nil || cs[0].Was.Severity != report.SeverityWarning || cs[0].Diagnosis.Severity != report.SeverityInfo {
+		t.Errorf("at 350 WCU/s: changes %+v, want warning -> info", cs)
+	}
+}
+
+// TestTrackerHoveringShareDoesNotFlap feeds a key whose share wanders
+// between 9 and 11 % for a hundred evaluations: it may be raised once, and
+// is never cleared and raised again.
+func TestTrackerHoveringShareDoesNotFlap(t *testing.T) {
+	tr := NewTracker(DefaultSettings())
+	raised, cleared := 0, 0
+	for i := range 100 {
+		share := 0.09 + 0.02*float64((i*7)%11)/10 // 9 % .. 11 %
+		hot := share * 500 / (1 - share)          // beside 500 WCU/s of other keys
+		_, cs := tr.Evaluate(rateSnapshot(hot))
+		for _, c := range cs {
+			if c.Cleared {
+				cleared++
+			} else if c.Was == nil {
+				raised++
+			}
+		}
+	}
+	if raised > 1 || cleared > 0 {
+		t.Errorf("raised %d times and cleared %d times, want at most one raise and no clear", raised, cleared)
+	}
+}
+
+// TestTrackerTakeOver checks that a low_cardinality diagnosis that comes to
+// explain a hot key already flagged takes its place in one evaluation:
+// the hot key's diagnosis is cleared as the table-wide one is raised, and
+// never are both flagged.
+func TestTrackerTakeOver(t *testing.T) {
+	tr := NewTracker(DefaultSettings())
+	// First PENDING alone is hot among many keys; then the other keys go
+	// away and three values carry everything.
+	hot := map[string]float64{"PENDING": 20000}
+	for i := range 200 {
+		hot[fmt.Sprintf("ORDER#%d", i)] = 400
+	}
+	status := map[string]float64{"PENDING": 20000, "SHIPPED": 15000, "DELIVERED": 10000}
+	var log []string
+	for i, w := range []map[string]float64{hot, hot, hot, hot, status, status, status} {
+		_, cs := tr.Evaluate(snapshotOf(60, w))
+		for _, c := range cs {
+			what := "raised"
+			switch {
+			case c.Cleared:
+				what = "cleared"
+			case c.Was != nil:
+				what = "changed"
+			}
+			log = append(log, fmt.Sprintf("%d %s %s %s", i+1, what, c.Diagnosis.Cause, c.Diagnosis.Key()))
+		}
+		if n := len(tr.Flagged()); n > 1 {
+			t.Errorf("step %d: %d diagnoses flagged: %q", i+1, n, flagsOf(tr))
+		}
+	}
+	want := []string{"3 raised hot_key PENDING", "5 raised low_cardinality PENDING", "5 cleared hot_key PENDING"}
+	if !equalStrings(log, want) {
+		t.Errorf("changes %q, want %q", log, want)
 	}
 }
 
@@ -87,19 +181,20 @@ func TestTrackerTableWideHoldAndClear(t *testing.T) {
 		rep, _ := tr.Evaluate(snapshotOf(60, st.writes))
 		n := 0
 		for _, f := range tr.Flagged() {
-			if f.Finding.Kind == report.KindLowCardinality {
+			if f.Diagnosis.Cause == report.KindLowCardinality {
 				n++
 			}
 		}
-		if n != st.want {
+		// The status values' hot keys are its evidence: one diagnosis.
+		if n != st.want || len(tr.Flagged()) != st.want {
 			t.Errorf("step %d: %d low_cardinality flags, want %d (%q)", i+1, n, st.want, flagsOf(tr))
 		}
 		got := 0
 		for _, tb := range rep.Tables {
-			got += len(tb.Findings)
+			got += len(tb.Diagnoses)
 		}
 		if got != len(tr.Flagged()) {
-			t.Errorf("step %d: report has %d findings, tracker %d flags", i+1, got, len(tr.Flagged()))
+			t.Errorf("step %d: report has %d diagnoses, tracker %d flags", i+1, got, len(tr.Flagged()))
 		}
 	}
 }
@@ -132,8 +227,8 @@ func TestTrackerConcurrentReaders(t *testing.T) {
 		defer wg.Done()
 		for range 200 {
 			for _, f := range tr.Flagged() {
-				if f.Finding.Recommendation == nil {
-					t.Error("flag without recommendation")
+				if f.Diagnosis.Fix.Text == "" {
+					t.Error("flag without fix")
 					return
 				}
 			}
@@ -156,8 +251,8 @@ func TestTrackerTimeOrderedRollsOver(t *testing.T) {
 		tr.Evaluate(day(d))
 		var keys []string
 		for _, f := range tr.Flagged() {
-			if f.Finding.Kind == report.KindTimeOrderedKey {
-				keys = append(keys, f.Finding.Key)
+			if f.Diagnosis.Cause == report.KindTimeOrderedKey {
+				keys = append(keys, f.Diagnosis.Key())
 			}
 		}
 		want := []string{"EVENTS#" + d}
@@ -170,9 +265,10 @@ func TestTrackerTimeOrderedRollsOver(t *testing.T) {
 	}
 }
 
-// TestTrackerChanges checks that Evaluate reports a finding once when it is
-// raised, nothing while it stays flagged, and once when it is cleared, with
-// its last numbers; and that a table leaving the snapshot clears its flags.
+// TestTrackerChanges checks that Evaluate reports a diagnosis once when it
+// is raised, once when its cause or severity changes, nothing while it
+// stays as it is, and once when it is cleared, with its last numbers; and
+// that a table leaving the snapshot clears its flags.
 func TestTrackerChanges(t *testing.T) {
 	s := DefaultSettings()
 	s.HoldEvaluations = 2
@@ -181,11 +277,15 @@ func TestTrackerChanges(t *testing.T) {
 		_, changes := tr.Evaluate(snap)
 		var out []string
 		for _, c := range changes {
-			what := "raised"
-			if c.Cleared {
-				what = "cleared"
+			d := c.Diagnosis
+			what := fmt.Sprintf("%s %s %s %s %s %.0f", "raised", c.Table, d.Cause, d.Key(), d.Severity, d.PeakUnitsPerSecond)
+			switch {
+			case c.Cleared:
+				what = "cleared" + what[len("raised"):]
+			case c.Was != nil:
+				what = "changed" + what[len("raised"):] + fmt.Sprintf(" (was %s %s)", c.Was.Cause, c.Was.Severity)
 			}
-			out = append(out, fmt.Sprintf("%s %s %s %s %.0f", what, c.Table, c.Finding.Kind, c.Finding.Key, c.Finding.UnitsPerSecond))
+			out = append(out, what)
 		}
 		return out
 	}
@@ -194,12 +294,12 @@ func TestTrackerChanges(t *testing.T) {
 		want []string
 	}{
 		{rateSnapshot(850), nil},
-		{rateSnapshot(850), []string{"raised orders hot_key KEY 850", "raised orders partition_limit KEY 850"}},
+		{rateSnapshot(850), []string{"raised orders partition_limit KEY critical 850"}},
 		{rateSnapshot(850), nil},
-		// 750 WCU/s holds the limit finding in its band: no change.
+		// 750 WCU/s holds it in its band: no change.
 		{rateSnapshot(750), nil},
-		{rateSnapshot(650), []string{"cleared orders partition_limit KEY 750"}},
-		{sketch.Snapshot{}, []string{"cleared orders hot_key KEY 650"}},
+		{rateSnapshot(650), []string{"changed orders hot_key KEY warning 650 (was partition_limit critical)"}},
+		{sketch.Snapshot{}, []string{"cleared orders hot_key KEY warning 650"}},
 		{sketch.Snapshot{}, nil},
 	}
 	for i, st := range steps {

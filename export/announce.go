@@ -2,6 +2,7 @@ package export
 
 import (
 	"math"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -9,14 +10,16 @@ import (
 )
 
 // Announcer renders the live detector's changes as log lines, one per
-// finding raised or cleared:
+// diagnosis raised, changed or cleared:
 //
-//	level=warn msg="hot key" table=orders class=write key=USER#42 severity=warning share=0.25 units_per_second=118.53 recommendation=write_sharding suffix_count=4 example="USER#42#0 .. USER#42#3" advice="..."
+//	level=warn msg="hot key" table=orders class=write key=USER#42 severity=warning share=0.25 peak_units_per_second=618 fix=calculated_suffix suffix_count=2 example="USER#42#0 .. USER#42#1" advice="..." after="..."
+//	level=error msg="key near the partition limit changed" table=telemetry class=write key=DEVICE#7 severity=critical ... was_cause=hot_key was_severity=warning
 //	level=info msg="hot key cleared" table=orders class=write key=USER#42
 //
-// The changes come from detect.Tracker, so what it logs already has
-// hysteresis. Keys are masked as everywhere else. An Announcer keeps no
-// state and is safe for concurrent use.
+// A diagnosis at warning or above is logged at warn, a critical one at
+// error, an info one at info. The changes come from detect.Tracker, so what
+// it logs already has hysteresis. Keys are masked as everywhere else. An
+// Announcer keeps no state and is safe for concurrent use.
 type Announcer struct {
 	log    *zap.Logger
 	masker *KeyMasker
@@ -28,7 +31,7 @@ func NewAnnouncer(log *zap.Logger, masker *KeyMasker) *Announcer {
 	return &Announcer{log: log, masker: masker}
 }
 
-// findingMessages are the log messages of the finding kinds.
+// findingMessages are the log messages of the causes (finding kinds).
 var findingMessages = map[report.Kind]string{
 	report.KindHotKey:         "hot key",
 	report.KindPartitionLimit: "key near the partition limit",
@@ -47,38 +50,61 @@ func findingMessage(kind report.Kind) string {
 // Announce logs one line per change, in the order given.
 func (a *Announcer) Announce(changes []report.Change) {
 	for _, c := range changes {
-		f := c.Finding
+		d := c.Diagnosis
 		if c.Cleared {
-			a.log.Info(findingMessage(f.Kind)+" cleared", where(c.Table, c.Index, f.Class, a.masker.FindingKey(f), f.Kind)...)
+			a.log.Info(findingMessage(d.Cause)+" cleared", where(c.Table, c.Index, d.Class, a.masker.DiagnosisKey(d), d.Cause)...)
 			continue
 		}
-		m := a.masker.MaskFinding(f)
-		fields := where(c.Table, c.Index, m.Class, m.Key, m.Kind)
-		if m.Severity != "" {
-			fields = append(fields, zap.String("severity", string(m.Severity)))
+		m := a.masker.MaskDiagnosis(d)
+		fields := where(c.Table, c.Index, m.Class, a.masker.DiagnosisKey(d), m.Cause)
+		if len(m.Keys) > 1 {
+			fields = append(fields, zap.String("keys", strings.Join(m.Keys, ",")))
 		}
+		fields = append(fields, zap.String("severity", string(m.Severity)))
 		if m.Share > 0 {
 			fields = append(fields, zap.Float64("share", round(m.Share, 4)))
 		}
-		if m.UnitsPerSecond > 0 {
-			fields = append(fields, zap.Float64("units_per_second", round(m.UnitsPerSecond, 2)))
+		if m.PeakUnitsPerSecond > 0 {
+			fields = append(fields, zap.Float64("peak_units_per_second", round(m.PeakUnitsPerSecond, 2)))
 		}
-		if r := m.Recommendation; r != nil {
-			fields = append(fields, zap.String("recommendation", string(r.Kind)))
-			if r.SuffixCount > 0 {
-				fields = append(fields, zap.Int("suffix_count", r.SuffixCount))
-			}
-			if r.Example != "" {
-				fields = append(fields, zap.String("example", r.Example))
-			}
-			fields = append(fields, zap.String("advice", r.Text))
+		fields = append(fields, zap.String("fix", string(m.Fix.Kind)))
+		if m.Fix.SuffixCount > 0 {
+			fields = append(fields, zap.Int("suffix_count", m.Fix.SuffixCount))
 		}
-		a.log.Warn(findingMessage(f.Kind), fields...)
+		if m.Fix.Example != "" {
+			fields = append(fields, zap.String("example", m.Fix.Example))
+		}
+		fields = append(fields, zap.String("advice", m.Fix.Text))
+		if m.After != nil {
+			fields = append(fields, zap.String("after", m.After.Summary))
+		}
+		msg := findingMessage(d.Cause)
+		if w := c.Was; w != nil {
+			msg += " changed"
+			if w.Cause != d.Cause {
+				fields = append(fields, zap.String("was_cause", string(w.Cause)))
+			}
+			if w.Severity != d.Severity {
+				fields = append(fields, zap.String("was_severity", string(w.Severity)))
+			}
+			if w.Fix.Kind != d.Fix.Kind {
+				fields = append(fields, zap.String("was_fix", string(w.Fix.Kind)))
+			}
+		}
+		switch d.Severity {
+		case report.SeverityCritical:
+			a.log.Error(msg, fields...)
+		case report.SeverityWarning:
+			a.log.Warn(msg, fields...)
+		default:
+			a.log.Info(msg, fields...)
+		}
 	}
 }
 
-// where returns the fields that say what a finding is about, in the order
-// the log lines show them; the kind is left out where the message says it.
+// where returns the fields that say what a diagnosis is about, in the
+// order the log lines show them; the cause is left out where the message
+// says it.
 func where(table, index, class, key string, kind report.Kind) []zap.Field {
 	fields := []zap.Field{zap.String("table", table)}
 	if index != "" {

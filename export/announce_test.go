@@ -18,23 +18,30 @@ import (
 func TestAnnouncerLines(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	m := mustMasker(t, KeysHash, "k")
-	alice := m.Mask("USER#alice")
-	hot := report.Finding{Kind: report.KindHotKey, Key: "USER#alice", Class: "write", Severity: report.SeverityCritical,
-		Share: 0.123456, UnitsPerSecond: 850.555,
-		Recommendation: &report.Recommendation{Kind: report.AdviceWriteSharding, SuffixCount: 3,
-			Example: "USER#alice#0 .. USER#alice#2", Text: `Write key "USER#alice" with a suffix.`}}
-	shard := report.Finding{Kind: report.KindHotPartition, Key: "shardId-0001", Class: "write", Share: 0.7}
-	status := report.Finding{Kind: report.KindLowCardinality, Class: "read", Share: 0.9}
-	odd := report.Finding{Kind: "new_kind", Key: "X#1"}
-	change := func(index string, f report.Finding, cleared bool) report.Change {
-		return report.Change{Flag: report.Flag{Table: "orders", Index: index, Finding: f}, Cleared: cleared}
+	alice, pending := m.Mask("USER#alice"), m.Mask("PENDING")
+	hot := report.Diagnosis{Cause: report.KindPartitionLimit, Keys: []string{"USER#alice"}, Class: "write", Severity: report.SeverityCritical,
+		Share: 0.123456, PeakUnitsPerSecond: 850.555, Limit: 1000,
+		Fix: report.Recommendation{Kind: report.AdviceWriteSharding, SuffixCount: 2,
+			Example: "USER#alice#0 .. USER#alice#1", Text: `Write key "USER#alice" with a suffix.`},
+		After:    &report.After{Keys: 2, Summary: `Spread, "USER#alice" is fine.`},
+		Explains: []report.Explained{{Kind: report.KindPartitionLimit, Key: "USER#alice", Class: "write"}}}
+	warm := hot
+	warm.Cause, warm.Severity = report.KindHotKey, report.SeverityWarning
+	shard := report.Diagnosis{Cause: report.KindHotPartition, Keys: []string{"shardId-0001"}, Class: "write", Severity: report.SeverityWarning, Share: 0.7,
+		Fix: report.Recommendation{Kind: report.AdviceWriteSharding, Text: "Spread."}}
+	status := report.Diagnosis{Cause: report.KindLowCardinality, Keys: []string{"PENDING", "SHIPPED"}, Class: "read", Severity: report.SeverityInfo, Share: 0.5,
+		Fix: report.Recommendation{Kind: report.AdviceCalculatedSuffix, Text: "Shard PENDING."}}
+	odd := report.Diagnosis{Cause: "new_kind", Keys: []string{"X#1"}, Severity: report.SeverityWarning, Fix: report.Recommendation{Kind: report.AdviceCache, Text: "t"}}
+	change := func(index string, d report.Diagnosis, cleared bool, was *report.Diagnosis) report.Change {
+		return report.Change{Flag: report.Flag{Table: "orders", Index: index, Diagnosis: d}, Cleared: cleared, Was: was}
 	}
 	NewAnnouncer(zap.New(core), m).Announce([]report.Change{
-		change("", hot, false),
-		change("status-index", status, false),
-		change("", odd, false),
-		change("", hot, true),
-		change("", shard, true),
+		change("", hot, false, nil),
+		change("status-index", status, false, nil),
+		change("", odd, false, nil),
+		change("", warm, false, &hot),
+		change("", warm, true, nil),
+		change("", shard, true, nil),
 	})
 	var got []string
 	for _, e := range logs.All() {
@@ -46,10 +53,14 @@ func TestAnnouncerLines(t *testing.T) {
 		}
 		got = append(got, line)
 	}
+	masked := "key=" + alice + " severity=%s share=0.1235 peak_units_per_second=850.56 fix=write_sharding suffix_count=2 example=" + alice + "#0 .. " + alice +
+		"#1 advice=Write key \"" + alice + "\" with a suffix. after=Spread, \"" + alice + "\" is fine."
 	want := []string{
-		"warn hot key table=orders class=write key=" + alice + " severity=critical share=0.1235 units_per_second=850.56 recommendation=write_sharding suffix_count=3 example=" + alice + "#0 .. " + alice + "#2 advice=Write key \"" + alice + "\" with a suffix.",
-		"warn low partition key cardinality table=orders index=status-index class=read share=0.9",
-		"warn finding table=orders key=" + m.Mask("X#1") + " kind=new_kind",
+		"error key near the partition limit table=orders class=write " + fmt.Sprintf(masked, "critical"),
+		"info low partition key cardinality table=orders index=status-index class=read key=" + pending + " keys=" + pending + "," + m.Mask("SHIPPED") +
+			" severity=info share=0.5 fix=calculated_suffix advice=Shard " + pending + ".",
+		"warn finding table=orders key=" + m.Mask("X#1") + " kind=new_kind severity=warning fix=cache advice=t",
+		"warn hot key changed table=orders class=write " + fmt.Sprintf(masked, "warning") + " was_cause=partition_limit was_severity=critical",
 		"info hot key cleared table=orders class=write key=" + alice,
 		"info hot partition cleared table=orders class=write key=shardId-0001",
 	}

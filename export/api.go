@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -44,6 +45,22 @@ func (h hotkeysHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if t.Findings == nil {
 			t.Findings = []report.Finding{}
+		}
+		if t.Classes == nil {
+			t.Classes = []report.ClassReport{}
+		}
+		t.Diagnoses = slices.Clone(t.Diagnoses)
+		if t.Diagnoses == nil {
+			t.Diagnoses = []report.Diagnosis{}
+		}
+		for i := range t.Diagnoses {
+			d := &t.Diagnoses[i]
+			if d.Keys == nil {
+				d.Keys = []string{}
+			}
+			if d.Explains == nil {
+				d.Explains = []report.Explained{}
+			}
 		}
 		tables = append(tables, t)
 	}

@@ -24,9 +24,10 @@ type CollectorConfig struct {
 }
 
 // Collector is a prometheus.Collector over the latest State in a Live: it
-// renders the report's top keys of every table and class, the flagged
-// findings, distinct partition keys, throttled keys, and how many keys were
-// left out. It computes no share, rate or ranking of its own: those are
+// renders the report's top keys of every table and class with their rates
+// and peaks, the classes' peaks, the flagged diagnoses and the findings
+// they explain, distinct partition keys, throttled keys, and how many keys
+// were left out. It computes no share, rate or ranking of its own: those are
 // the report's.
 //
 // Every metric is a const metric built from the State, so a key that left
@@ -51,8 +52,17 @@ var (
 	descKeyShare = prometheus.NewDesc("hotkeyd_key_share",
 		"Fraction (0 to 1) of the table's capacity units of the class consumed by a partition key over the sliding window; only the table's top keys of each class are exported.",
 		[]string{"table", "class", "key"}, nil)
+	descKeyPeak = prometheus.NewDesc("hotkeyd_key_peak_units_per_second",
+		"Capacity units a partition key consumed in its busiest second of the sliding window; only the table's top keys of each class are exported. One partition serves 1000 WCU/s and 3000 RCU/s.",
+		[]string{"table", "class", "key"}, nil)
+	descClassPeak = prometheus.NewDesc("hotkeyd_peak_units_per_second",
+		"Capacity units a table (or index) consumed in its busiest second of the sliding window, per class.",
+		[]string{"table", "class"}, nil)
+	descDiagnosis = prometheus.NewDesc("hotkeyd_diagnosis",
+		"1 while the detector flags a diagnosis, one per root cause: cause is hot_key, partition_limit, low_cardinality, time_ordered_key or hot_partition; key is its first key (the stream shard for hot_partition); severity is info, warning or critical (from the peak against the partition ceiling: alert on warning and critical); fix is write_sharding, calculated_suffix, gsi, rekey or cache.",
+		[]string{"table", "class", "key", "cause", "severity", "fix"}, nil)
 	descHotKey = prometheus.NewDesc("hotkeyd_hot_key",
-		"1 while the detector flags a finding: kind is hot_key, partition_limit, low_cardinality, time_ordered_key or hot_partition (key is then the stream shard); recommendation is the advised fix (write_sharding, calculated_suffix, gsi, rekey, cache, or none). Table-wide findings have an empty key.",
+		"1 while a finding is flagged as the evidence of a diagnosis: kind is hot_key, partition_limit, low_cardinality, time_ordered_key or hot_partition (key is then the stream shard); recommendation is the fix of the diagnosis that explains it. Table-wide findings have an empty key.",
 		[]string{"table", "class", "key", "kind", "recommendation"}, nil)
 	descDistinct = prometheus.NewDesc("hotkeyd_partition_keys_distinct",
 		"Estimated number of distinct partition keys accessed in the sliding window (HyperLogLog).",
@@ -78,7 +88,7 @@ func NewCollector(live *Live, cfg CollectorConfig) *Collector {
 
 // Describe sends the descriptors of every metric the Collector emits.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descKeyUnitsPerSecond, descKeyShare, descHotKey, descDistinct, descKeyThrottled, descKeysOmitted, descLastEvaluation} {
+	for _, d := range []*prometheus.Desc{descKeyUnitsPerSecond, descKeyShare, descKeyPeak, descClassPeak, descDiagnosis, descHotKey, descDistinct, descKeyThrottled, descKeysOmitted, descLastEvaluation} {
 		ch <- d
 	}
 }
@@ -112,12 +122,15 @@ func (c *Collector) build(st *State) []prometheus.Metric {
 	return ms
 }
 
-// buildTable appends the metrics of one table or index: its top keys (the
-// report's numbers, at most TopN per class), distinct and omitted keys,
-// throttled keys and flagged findings.
+// buildTable appends the metrics of one table or index: its classes' peaks,
+// its top keys (the report's numbers, at most TopN per class), distinct and
+// omitted keys, throttled keys, flagged diagnoses and their findings.
 func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, t *report.TableReport) []prometheus.Metric {
 	table := TableLabel(t.Table, t.Index)
 	ms = append(ms, prometheus.MustNewConstMetric(descDistinct, prometheus.GaugeValue, float64(t.DistinctPartitionKeys), table))
+	for _, cr := range t.Classes {
+		ms = append(ms, prometheus.MustNewConstMetric(descClassPeak, prometheus.GaugeValue, cr.PeakUnitsPerSecond, table, cr.Class))
+	}
 
 	exported := make(map[string]struct{}, ingest.NumClasses*c.topN)
 	perClass := map[string]int{}
@@ -130,7 +143,8 @@ func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, t *repor
 		key := b.unique(descKeyShare, table+"\xff"+k.Class, c.masker.Mask(k.Key))
 		ms = append(ms,
 			prometheus.MustNewConstMetric(descKeyUnitsPerSecond, prometheus.GaugeValue, k.UnitsPerSecond, table, k.Class, key),
-			prometheus.MustNewConstMetric(descKeyShare, prometheus.GaugeValue, k.Share, table, k.Class, key))
+			prometheus.MustNewConstMetric(descKeyShare, prometheus.GaugeValue, k.Share, table, k.Class, key),
+			prometheus.MustNewConstMetric(descKeyPeak, prometheus.GaugeValue, k.PeakUnitsPerSecond, table, k.Class, key))
 	}
 	omitted := uint64(0)
 	if t.DistinctPartitionKeys > uint64(len(exported)) {
@@ -143,7 +157,17 @@ func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, t *repor
 		ms = append(ms, prometheus.MustNewConstMetric(descKeyThrottled, prometheus.GaugeValue, float64(k.Count), table, key))
 	}
 
+	// Every diagnosis and finding is about a top key, a table-wide cause or
+	// a shard: bounded like the keys, and capped the same way for safety.
 	maxFindings := 2 * ingest.NumClasses * c.topN
+	for _, d := range t.Diagnoses[:min(len(t.Diagnoses), maxFindings)] {
+		fix := "none"
+		if d.Fix.Kind != "" {
+			fix = string(d.Fix.Kind)
+		}
+		key := b.unique(descDiagnosis, table+"\xff"+d.Class+"\xff"+string(d.Cause)+"\xff"+string(d.Severity)+"\xff"+fix, c.masker.DiagnosisKey(d))
+		ms = append(ms, prometheus.MustNewConstMetric(descDiagnosis, prometheus.GaugeValue, 1, table, d.Class, key, string(d.Cause), string(d.Severity), fix))
+	}
 	for _, f := range t.Findings[:min(len(t.Findings), maxFindings)] {
 		rec := "none"
 		if f.Recommendation != nil && f.Recommendation.Kind != "" {

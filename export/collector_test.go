@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,10 +48,21 @@ func handSnapshot() sketch.Snapshot {
 	}}
 }
 
-// handReport is the detector's report of snap with three findings set by
-// hand, one of each key case (a partition key, a shard, no key).
+// handReport is the detector's report of snap with three diagnoses and
+// three findings set by hand, one of each key case (a partition key, a
+// shard, no key).
 func handReport(snap sketch.Snapshot) report.Report {
 	rep := detect.Evaluate(snap, detect.DefaultSettings())
+	rep.Tables[0].Diagnoses = []report.Diagnosis{
+		{Cause: "partition_limit", Class: "write", Keys: []string{"USER#alice"}, Severity: "critical",
+			Fix: report.Recommendation{Kind: "write_sharding", SuffixCount: 4, Text: "shard USER#alice"}},
+		{Cause: "hot_partition", Class: "write", Keys: []string{"shardId-0001"}, Severity: "warning",
+			Fix: report.Recommendation{Kind: "write_sharding", SuffixCount: 2, Text: "shard USER#dave"}},
+	}
+	rep.Tables[1].Diagnoses = []report.Diagnosis{
+		{Cause: "low_cardinality", Class: "read", Keys: []string{"OPEN", "CLOSED"}, Severity: "info",
+			Fix: report.Recommendation{Kind: "gsi", Text: "re-key"}},
+	}
 	rep.Tables[0].Findings = []report.Finding{
 		{Kind: "hot_key", Key: "USER#alice", Class: "write", Share: 0.6, UnitsPerSecond: 6,
 			Recommendation: &report.Recommendation{Kind: "write_sharding", SuffixCount: 4, Text: "shard USER#alice"}},
@@ -73,11 +85,24 @@ func TestCollectorPlain(t *testing.T) {
 	}
 	live.Update(handState())
 	want := `
-# HELP hotkeyd_hot_key 1 while the detector flags a finding: kind is hot_key, partition_limit, low_cardinality, time_ordered_key or hot_partition (key is then the stream shard); recommendation is the advised fix (write_sharding, calculated_suffix, gsi, rekey, cache, or none). Table-wide findings have an empty key.
+# HELP hotkeyd_diagnosis 1 while the detector flags a diagnosis, one per root cause: cause is hot_key, partition_limit, low_cardinality, time_ordered_key or hot_partition; key is its first key (the stream shard for hot_partition); severity is info, warning or critical (from the peak against the partition ceiling: alert on warning and critical); fix is write_sharding, calculated_suffix, gsi, rekey or cache.
+# TYPE hotkeyd_diagnosis gauge
+hotkeyd_diagnosis{cause="hot_partition",class="write",fix="write_sharding",key="shardId-0001",severity="warning",table="orders"} 1
+hotkeyd_diagnosis{cause="low_cardinality",class="read",fix="gsi",key="OPEN",severity="info",table="orders/status-index"} 1
+hotkeyd_diagnosis{cause="partition_limit",class="write",fix="write_sharding",key="USER#alice",severity="critical",table="orders"} 1
+# HELP hotkeyd_hot_key 1 while a finding is flagged as the evidence of a diagnosis: kind is hot_key, partition_limit, low_cardinality, time_ordered_key or hot_partition (key is then the stream shard); recommendation is the fix of the diagnosis that explains it. Table-wide findings have an empty key.
 # TYPE hotkeyd_hot_key gauge
 hotkeyd_hot_key{class="",key="shardId-0001",kind="hot_partition",recommendation="none",table="orders"} 1
 hotkeyd_hot_key{class="read",key="",kind="low_cardinality",recommendation="gsi",table="orders/status-index"} 1
 hotkeyd_hot_key{class="write",key="USER#alice",kind="hot_key",recommendation="write_sharding",table="orders"} 1
+# HELP hotkeyd_key_peak_units_per_second Capacity units a partition key consumed in its busiest second of the sliding window; only the table's top keys of each class are exported. One partition serves 1000 WCU/s and 3000 RCU/s.
+# TYPE hotkeyd_key_peak_units_per_second gauge
+hotkeyd_key_peak_units_per_second{class="read",key="CLOSED",table="orders/status-index"} 0.05
+hotkeyd_key_peak_units_per_second{class="read",key="OPEN",table="orders/status-index"} 0.2
+hotkeyd_key_peak_units_per_second{class="read",key="USER#alice",table="orders"} 0.5
+hotkeyd_key_peak_units_per_second{class="read",key="USER#bob",table="orders"} 0.2
+hotkeyd_key_peak_units_per_second{class="write",key="USER#alice",table="orders"} 6
+hotkeyd_key_peak_units_per_second{class="write",key="USER#dave",table="orders"} 1
 # HELP hotkeyd_key_share Fraction (0 to 1) of the table's capacity units of the class consumed by a partition key over the sliding window; only the table's top keys of each class are exported.
 # TYPE hotkeyd_key_share gauge
 hotkeyd_key_share{class="read",key="OPEN",table="orders/status-index"} 0.8
@@ -109,6 +134,12 @@ hotkeyd_last_evaluation_timestamp_seconds 1.795341701e+09
 # TYPE hotkeyd_partition_keys_distinct gauge
 hotkeyd_partition_keys_distinct{table="orders"} 1000
 hotkeyd_partition_keys_distinct{table="orders/status-index"} 2
+# HELP hotkeyd_peak_units_per_second Capacity units a table (or index) consumed in its busiest second of the sliding window, per class.
+# TYPE hotkeyd_peak_units_per_second gauge
+hotkeyd_peak_units_per_second{class="read",table="orders"} 2
+hotkeyd_peak_units_per_second{class="read",table="orders/status-index"} 0.25
+hotkeyd_peak_units_per_second{class="write",table="orders"} 10
+hotkeyd_peak_units_per_second{class="write",table="orders/status-index"} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
 		t.Error(err)
@@ -121,9 +152,9 @@ hotkeyd_partition_keys_distinct{table="orders/status-index"} 2
 	snap := handSnapshot()
 	snap.Tables[0].Classes[ingest.Write].Top = []sketch.KeyStat{{Key: "USER#dave", Units: 700}}
 	rep := handReport(snap)
-	rep.Tables[0].Findings = nil
+	rep.Tables[0].Findings, rep.Tables[0].Diagnoses = nil, nil
 	live.Update(rep)
-	got, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain, "hotkeyd_key_share", "hotkeyd_hot_key")
+	got, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain, "hotkeyd_key_share", "hotkeyd_hot_key", "hotkeyd_diagnosis")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +194,7 @@ func TestCollectorMasksAndKeepsSeriesUnique(t *testing.T) {
 	for _, want := range []string{
 		"hotkeyd_key_share USER#<redacted>", "hotkeyd_key_share USER#<redacted>~2", "hotkeyd_key_share USER#<redacted>~3",
 		"hotkeyd_key_throttled USER#<redacted>~2", "hotkeyd_hot_key shardId-0001", "hotkeyd_hot_key USER#<redacted>",
+		"hotkeyd_diagnosis shardId-0001", "hotkeyd_diagnosis USER#<redacted>", "hotkeyd_diagnosis <redacted>",
 	} {
 		found := false
 		for _, k := range keys {
@@ -175,12 +207,14 @@ func TestCollectorMasksAndKeepsSeriesUnique(t *testing.T) {
 
 	// Hash mode: the label is the masker's hash, the same as the API shows.
 	m := mustMasker(t, KeysHash, "k")
-	got, err := testutil.CollectAndFormat(NewCollector(live, CollectorConfig{Masker: m}), expfmt.TypeTextPlain, "hotkeyd_hot_key")
+	got, err := testutil.CollectAndFormat(NewCollector(live, CollectorConfig{Masker: m}), expfmt.TypeTextPlain, "hotkeyd_hot_key", "hotkeyd_diagnosis")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(got), `key="`+m.Mask("USER#alice")+`"`) {
-		t.Errorf("hash-mode hot key label is not %q:\n%s", m.Mask("USER#alice"), got)
+	for _, metric := range []string{"hotkeyd_hot_key", "hotkeyd_diagnosis"} {
+		if !regexp.MustCompile(metric + `\{[^}]*key="` + regexp.QuoteMeta(m.Mask("USER#alice")) + `"`).Match(got) {
+			t.Errorf("hash-mode %s key label is not %q:\n%s", metric, m.Mask("USER#alice"), got)
+		}
 	}
 }
 
@@ -228,7 +262,7 @@ func TestCardinalityBounded(t *testing.T) {
 		// left out.
 		rep := detect.Evaluate(store.Snapshot(), detect.DefaultSettings())
 		for i := range rep.Tables {
-			rep.Tables[i].Findings = nil
+			rep.Tables[i].Findings, rep.Tables[i].Diagnoses = nil, nil
 		}
 		live.Update(rep)
 		n, err := testutil.GatherAndCount(reg)

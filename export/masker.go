@@ -144,10 +144,11 @@ func entityPrefix(key string) string {
 }
 
 // MaskReport returns a copy of r with every partition key masked: the top
-// keys, the throttled keys, and each finding's key, evidence keys and the
-// places its recommendation and evidence repeat a key of the table in their
-// text. A hot_partition finding's key is a stream shard id, not a partition
-// key, and is kept. In plain mode r itself is returned; reports are never
+// keys, the throttled keys, each diagnosis's keys and the keys it explains,
+// each finding's key and evidence keys, the quiet's key, and the places
+// their fixes, summaries and evidence repeat a key of the table in their
+// text. A hot_partition's key is a stream shard id, not a partition key,
+// and is kept. In plain mode r itself is returned; reports are never
 // modified in place.
 func (m *KeyMasker) MaskReport(r report.Report) report.Report {
 	if m == nil || m.mode == KeysPlain {
@@ -178,6 +179,12 @@ func (m *KeyMasker) MaskTable(t report.TableReport) report.TableReport {
 	for _, f := range t.Findings {
 		keys = findingKeys(f, keys)
 	}
+	for _, d := range t.Diagnoses {
+		keys = diagnosisKeys(d, keys)
+	}
+	if t.Quiet != nil {
+		keys = append(keys, t.Quiet.Key)
+	}
 	pairs := m.replacements(keys)
 
 	mt := t
@@ -201,7 +208,82 @@ func (m *KeyMasker) MaskTable(t report.TableReport) report.TableReport {
 			mt.Findings[j] = m.maskFinding(f, pairs)
 		}
 	}
+	if t.Diagnoses != nil {
+		mt.Diagnoses = make([]report.Diagnosis, len(t.Diagnoses))
+		for j, d := range t.Diagnoses {
+			mt.Diagnoses[j] = m.maskDiagnosis(d, pairs)
+		}
+	}
+	if t.Quiet != nil {
+		q := *t.Quiet
+		q.Key = m.Mask(q.Key)
+		q.Text = replaceKeys(q.Text, pairs)
+		mt.Quiet = &q
+	}
 	return mt
+}
+
+// DiagnosisKey returns the form of a diagnosis's first key shown outside
+// the process (the key label of hotkeyd_diagnosis): masked when it is a
+// partition key, as it is when it names a stream shard.
+func (m *KeyMasker) DiagnosisKey(d report.Diagnosis) string {
+	if d.KeyType() != report.PartitionKey {
+		return d.Key()
+	}
+	return m.Mask(d.Key())
+}
+
+// MaskDiagnosis returns a copy of d with its keys masked, also where its
+// fix, summary and after-state repeat them in their text. Log lines of
+// diagnoses go through it.
+func (m *KeyMasker) MaskDiagnosis(d report.Diagnosis) report.Diagnosis {
+	if m == nil || m.mode == KeysPlain {
+		return d
+	}
+	return m.maskDiagnosis(d, m.replacements(diagnosisKeys(d, nil)))
+}
+
+// diagnosisKeys appends the partition keys a diagnosis names: its keys
+// (unless they are shards), the keys of the findings it explains, and the
+// key its fix's example is built on.
+func diagnosisKeys(d report.Diagnosis, keys []string) []string {
+	if d.KeyType() == report.PartitionKey {
+		keys = append(keys, d.Keys...)
+	}
+	for _, e := range d.Explains {
+		if e.Kind.KeyType() == report.PartitionKey {
+			keys = append(keys, e.Key)
+		}
+	}
+	return appendExampleKey(keys, d.Fix.Example)
+}
+
+func (m *KeyMasker) maskDiagnosis(d report.Diagnosis, pairs []replacement) report.Diagnosis {
+	if d.KeyType() == report.PartitionKey {
+		keys := make([]string, len(d.Keys))
+		for i, k := range d.Keys {
+			keys[i] = m.Mask(k)
+		}
+		d.Keys = keys
+	}
+	if d.Explains != nil {
+		ex := make([]report.Explained, len(d.Explains))
+		for i, e := range d.Explains {
+			if e.Kind.KeyType() == report.PartitionKey {
+				e.Key = m.Mask(e.Key)
+			}
+			ex[i] = e
+		}
+		d.Explains = ex
+	}
+	d.Fix = m.maskFix(d.Fix, pairs)
+	d.Summary = replaceKeys(d.Summary, pairs)
+	if d.After != nil {
+		a := *d.After
+		a.Summary = replaceKeys(a.Summary, pairs)
+		d.After = &a
+	}
+	return d
 }
 
 // FindingKey returns the form of a finding's key shown outside the process:
@@ -212,17 +294,6 @@ func (m *KeyMasker) FindingKey(f report.Finding) string {
 		return f.Key
 	}
 	return m.Mask(f.Key)
-}
-
-// MaskFinding returns a copy of f with its key and evidence keys masked, also
-// where its recommendation and evidence repeat them in their text. Log lines
-// of findings go through it. A hot_partition finding's key (a shard id) is
-// kept.
-func (m *KeyMasker) MaskFinding(f report.Finding) report.Finding {
-	if m == nil || m.mode == KeysPlain {
-		return f
-	}
-	return m.maskFinding(f, m.replacements(findingKeys(f, nil)))
 }
 
 // findingKeys appends the partition keys a finding names: its key (unless
@@ -236,10 +307,17 @@ func findingKeys(f report.Finding, keys []string) []string {
 		keys = append(keys, f.Evidence.Keys...)
 	}
 	if r := f.Recommendation; r != nil {
-		if first, _, ok := strings.Cut(r.Example, " .. "); ok {
-			if k, ok := strings.CutSuffix(first, "#0"); ok {
-				keys = append(keys, k)
-			}
+		keys = appendExampleKey(keys, r.Example)
+	}
+	return keys
+}
+
+// appendExampleKey appends the key a sharding example ("K#0 .. K#3") is
+// built on, which a hot_partition's fix names only there.
+func appendExampleKey(keys []string, example string) []string {
+	if first, _, ok := strings.Cut(example, " .. "); ok {
+		if k, ok := strings.CutSuffix(first, "#0"); ok {
+			keys = append(keys, k)
 		}
 	}
 	return keys
@@ -272,16 +350,7 @@ func (m *KeyMasker) replacements(keys []string) []replacement {
 func (m *KeyMasker) maskFinding(f report.Finding, pairs []replacement) report.Finding {
 	f.Key = m.FindingKey(f)
 	if f.Recommendation != nil {
-		rec := *f.Recommendation
-		if rec.Kind == report.AdviceRekey && rec.Example != "" {
-			// The re-key example rewrites the key around its time part,
-			// so the key is not there to be replaced whole.
-			const generic = "pk <entity id>, sk <time>"
-			rec.Text = strings.ReplaceAll(rec.Text, rec.Example, generic)
-			rec.Example = generic
-		}
-		rec.Example = replaceKeys(rec.Example, pairs)
-		rec.Text = replaceKeys(rec.Text, pairs)
+		rec := m.maskFix(*f.Recommendation, pairs)
 		f.Recommendation = &rec
 	}
 	if f.Evidence != nil {
@@ -296,6 +365,20 @@ func (m *KeyMasker) maskFinding(f report.Finding, pairs []replacement) report.Fi
 		f.Evidence = &ev
 	}
 	return f
+}
+
+// maskFix masks the keys a fix names in its example and text.
+func (m *KeyMasker) maskFix(rec report.Recommendation, pairs []replacement) report.Recommendation {
+	if rec.Kind == report.AdviceRekey && rec.Example != "" {
+		// The re-key example rewrites the key around its time part, so
+		// the key is not there to be replaced whole.
+		const generic = "pk <entity id>, sk <time>"
+		rec.Text = strings.ReplaceAll(rec.Text, rec.Example, generic)
+		rec.Example = generic
+	}
+	rec.Example = replaceKeys(rec.Example, pairs)
+	rec.Text = replaceKeys(rec.Text, pairs)
+	return rec
 }
 
 // replaceKeys replaces the keys of pairs in s where they stand as a whole

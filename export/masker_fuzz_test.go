@@ -12,8 +12,8 @@ var hashedForm = regexp.MustCompile(`^[0-9a-f]{8}$`)
 
 // FuzzMask checks the masker's promises on any key: hash mode keeps at most
 // the entity prefix and adds 8 hex digits, redact keeps at most the prefix,
-// both are deterministic, and a finding's text that names the key as a word
-// names only the masked form afterwards.
+// both are deterministic, and a diagnosis's text that names the key as a
+// word names only the masked form afterwards.
 func FuzzMask(f *testing.F) {
 	for _, k := range []string{"USER#alice@example.com", "ORDER#2026-11-22#9", "C-7781", "2026-11-22", "#", "a#b#c", "é#x", "OPEN", `q"uote`} {
 		f.Add(k)
@@ -38,12 +38,12 @@ func FuzzMask(f *testing.F) {
 		if strings.ContainsAny(key, " \"\\") || !isWordByte(key[0]) || !isWordByte(key[len(key)-1]) {
 			return
 		}
-		fd := report.Finding{Kind: "hot_key", Key: key, Recommendation: &report.Recommendation{
+		d := report.Diagnosis{Cause: "hot_key", Keys: []string{key}, Fix: report.Recommendation{
 			Kind: "write_sharding", Example: key + "#0 .. " + key + "#3", Text: "shard " + key + " now",
 		}}
-		m := hash.MaskFinding(fd)
-		if m.Recommendation.Text != "shard "+h+" now" || m.Recommendation.Example != h+"#0 .. "+h+"#3" {
-			t.Fatalf("MaskFinding(%q): text %q, example %q", key, m.Recommendation.Text, m.Recommendation.Example)
+		m := hash.MaskDiagnosis(d)
+		if m.Fix.Text != "shard "+h+" now" || m.Fix.Example != h+"#0 .. "+h+"#3" || m.Keys[0] != h {
+			t.Fatalf("MaskDiagnosis(%q): keys %q, text %q, example %q", key, m.Keys, m.Fix.Text, m.Fix.Example)
 		}
 	})
 }

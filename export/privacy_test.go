@@ -46,6 +46,9 @@ func TestMaskedReportLeaksNoKey(t *testing.T) {
 		for _, f := range tr.Findings {
 			kinds[f.Kind] = true
 		}
+		if len(tr.Diagnoses) == 0 || tr.Quiet == nil && tr.Table != "users" {
+			t.Fatalf("%s: no diagnosis or quiet to mask; the test needs them", tr.Table)
+		}
 	}
 	for _, k := range []report.Kind{"hot_key", "hot_partition", "time_ordered_key", "low_cardinality"} {
 		if !kinds[k] {
@@ -69,13 +72,13 @@ func TestMaskedReportLeaksNoKey(t *testing.T) {
 				t.Errorf("%s mode: the report still contains %q:\n%s", mode, s, js)
 			}
 		}
-		// One finding at a time, as the log lines mask them.
+		// One diagnosis at a time, as the log lines mask them.
 		for _, tr := range rep.Tables {
-			for _, f := range tr.Findings {
-				js, _ := json.Marshal(m.MaskFinding(f))
+			for _, d := range tr.Diagnoses {
+				js, _ := json.Marshal(m.MaskDiagnosis(d))
 				for _, s := range secrets {
 					if strings.Contains(string(js), s) {
-						t.Errorf("%s mode: MaskFinding left %q in %s", mode, s, js)
+						t.Errorf("%s mode: MaskDiagnosis left %q in %s", mode, s, js)
 					}
 				}
 			}
@@ -89,6 +92,13 @@ func TestMaskedReportLeaksNoKey(t *testing.T) {
 	// a sharding example keeps its shape around the masked key.
 	m := mustMasker(t, KeysHash, "k")
 	for _, tr := range m.MaskReport(rep).Tables {
+		for _, d := range tr.Diagnoses {
+			for _, e := range d.Explains {
+				if e.Kind == "hot_partition" && e.Key != "shardId-000001" {
+					t.Errorf("explained hot_partition key = %q, want the shard id", e.Key)
+				}
+			}
+		}
 		for _, f := range tr.Findings {
 			if f.Kind == "hot_partition" && f.Key != "shardId-000001" {
 				t.Errorf("hot_partition key = %q, want the shard id", f.Key)

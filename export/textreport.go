@@ -11,8 +11,10 @@ import (
 )
 
 // WriteTextReport prints a report for a person at a terminal: per table a
-// header line, an aligned table of its top keys per class, then its
-// findings with their advice.
+// header line, its classes' rates and peaks, an aligned table of its top
+// keys per class, then one block per diagnosis (cause, severity, why, the
+// one fix, its after-state and what it explains), why the table is quiet
+// when it is, and the evidence: the findings with what led to each.
 func WriteTextReport(w io.Writer, r report.Report, threshold float64) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "%s events (%s rejected) from %s to %s (%s); a key is hot at %.0f%% of its table's units of a class\n",
@@ -24,42 +26,99 @@ func WriteTextReport(w io.Writer, r report.Report, threshold float64) error {
 		fmt.Fprintln(ew, "\nno events")
 	}
 	for _, t := range r.Tables {
-		name := t.Table
-		if t.Index != "" {
-			name += " (index " + t.Index + ")"
-		}
-		fmt.Fprintf(ew, "\n%s: %s events, %s RCU, %s WCU, ~%s distinct partition keys\n",
-			name, groupDigits(t.Events), fmtUnits(t.ReadUnits), fmtUnits(t.WriteUnits), groupDigits(t.DistinctPartitionKeys))
-		if len(t.TopKeys) > 0 {
-			tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "  CLASS\tUNITS\tSHARE\t  KEY")
-			for _, k := range t.TopKeys {
-				fmt.Fprintf(tw, "  %s\t%s\t%.1f%%\t  %s\n", k.Class, fmtUnits(k.Units), k.Share*100, printable(k.Key))
-			}
-			tw.Flush()
-		}
-		if len(t.ThrottledKeys) > 0 {
-			fmt.Fprintln(ew, "  throttled:")
-			for _, k := range t.ThrottledKeys {
-				fmt.Fprintf(ew, "    %s  %s calls\n", printable(k.Key), groupDigits(k.Count))
-			}
-		}
-		if len(t.Findings) == 0 {
-			fmt.Fprintln(ew, "  no findings")
-			continue
-		}
-		fmt.Fprintln(ew, "  findings:")
-		for _, f := range t.Findings {
-			fmt.Fprintf(ew, "  - %s\n", findingLine(f))
-			if rec := f.Recommendation; rec != nil {
-				fmt.Fprintf(ew, "    fix (%s): %s\n", rec.Kind, rec.Text)
-				if rec.Example != "" {
-					fmt.Fprintf(ew, "    e.g. %s\n", rec.Example)
-				}
-			}
-		}
+		writeTable(ew, t)
 	}
 	return ew.err
+}
+
+// writeTable prints one table's or index's part of the report.
+func writeTable(w io.Writer, t report.TableReport) {
+	name := t.Table
+	if t.Index != "" {
+		name += " (index " + t.Index + ")"
+	}
+	fmt.Fprintf(w, "\n%s: %s events, %s RCU, %s WCU, ~%s distinct partition keys\n",
+		name, groupDigits(t.Events), fmtUnits(t.ReadUnits), fmtUnits(t.WriteUnits), groupDigits(t.DistinctPartitionKeys))
+	var rates []string
+	for _, c := range t.Classes {
+		if c.Units > 0 {
+			unit := unitOf(c.Class)
+			rates = append(rates, fmt.Sprintf("%ss %s %s/s, peak %s %s/s", c.Class, fmtUnits(c.UnitsPerSecond), unit, fmtUnits(c.PeakUnitsPerSecond), unit))
+		}
+	}
+	if len(rates) > 0 {
+		fmt.Fprintf(w, "  %s\n", strings.Join(rates, "; "))
+	}
+	if len(t.TopKeys) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "  CLASS\tUNITS\tSHARE\tPEAK/S\t  KEY")
+		for _, k := range t.TopKeys {
+			fmt.Fprintf(tw, "  %s\t%s\t%.1f%%\t%s\t  %s\n", k.Class, fmtUnits(k.Units), k.Share*100, fmtUnits(k.PeakUnitsPerSecond), printable(k.Key))
+		}
+		tw.Flush()
+	}
+	if len(t.ThrottledKeys) > 0 {
+		fmt.Fprintln(w, "  throttled:")
+		for _, k := range t.ThrottledKeys {
+			fmt.Fprintf(w, "    %s  %s calls\n", printable(k.Key), groupDigits(k.Count))
+		}
+	}
+	if len(t.Diagnoses) == 0 {
+		fmt.Fprintln(w, "  no diagnoses")
+	} else {
+		fmt.Fprintln(w, "  diagnoses:")
+	}
+	for i, d := range t.Diagnoses {
+		writeDiagnosis(w, i+1, d)
+	}
+	if q := t.Quiet; q != nil {
+		fmt.Fprintf(w, "  quiet (%s): %s\n", q.Reason, q.Text)
+	}
+	if len(t.Findings) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  evidence:")
+	for _, f := range t.Findings {
+		fmt.Fprintf(w, "  - %s\n", findingLine(f))
+		if f.Evidence != nil && f.Evidence.Summary != "" {
+			fmt.Fprintf(w, "    %s\n", f.Evidence.Summary)
+		}
+	}
+}
+
+// writeDiagnosis prints one diagnosis's block.
+func writeDiagnosis(w io.Writer, n int, d report.Diagnosis) {
+	keys := make([]string, len(d.Keys))
+	for i, k := range d.Keys {
+		keys[i] = printable(k)
+	}
+	fmt.Fprintf(w, "  %d. %s [%s] %s (%s)\n", n, d.Cause, d.Severity, strings.Join(keys, ", "), d.Class)
+	if d.Summary != "" {
+		fmt.Fprintf(w, "     %s\n", d.Summary)
+	}
+	fix := string(d.Fix.Kind)
+	if d.Fix.SuffixCount > 0 {
+		fix += fmt.Sprintf(", %d keys", d.Fix.SuffixCount)
+	}
+	fmt.Fprintf(w, "     fix (%s): %s\n", fix, d.Fix.Text)
+	if d.Fix.Example != "" {
+		fmt.Fprintf(w, "     e.g. %s\n", d.Fix.Example)
+	}
+	if d.After != nil {
+		fmt.Fprintf(w, "     after: %s\n", d.After.Summary)
+	}
+	var ex []string
+	for _, e := range d.Explains {
+		s := string(e.Kind)
+		if e.Key != "" {
+			s += " " + printable(e.Key)
+		}
+		if e.Class != "" {
+			s += " (" + e.Class + ")"
+		}
+		ex = append(ex, s)
+	}
+	fmt.Fprintf(w, "     explains: %s\n", strings.Join(ex, ", "))
 }
 
 // findingLine describes a finding in one line.
@@ -79,20 +138,28 @@ func findingLine(f report.Finding) string {
 	if f.Share > 0 {
 		parts = append(parts, fmt.Sprintf("%.1f%% of the units", f.Share*100))
 	}
+	unit := unitOf(f.Class)
 	if f.UnitsPerSecond > 0 {
-		unit := "units/s"
-		switch f.Class {
-		case "read":
-			unit = "RCU/s"
-		case "write":
-			unit = "WCU/s"
-		}
-		parts = append(parts, fmt.Sprintf("%s %s", fmtUnits(f.UnitsPerSecond), unit))
+		parts = append(parts, fmt.Sprintf("%s %s/s", fmtUnits(f.UnitsPerSecond), unit))
+	}
+	if f.PeakUnitsPerSecond > 0 {
+		parts = append(parts, fmt.Sprintf("peak %s %s/s", fmtUnits(f.PeakUnitsPerSecond), unit))
 	}
 	if len(parts) > 0 {
 		b.WriteString(": " + strings.Join(parts, ", "))
 	}
 	return b.String()
+}
+
+// unitOf names the units of a class: RCU, WCU, or units.
+func unitOf(class string) string {
+	switch class {
+	case "read":
+		return "RCU"
+	case "write":
+		return "WCU"
+	}
+	return "units"
 }
 
 // printable quotes a key that would garble the table (spaces, control

@@ -5,6 +5,8 @@
 #   - Node.js and npm for the npm packages below, when missing (Debian "nodejs", "npm")
 #   - DynamoDB Local, AWS's emulator with Streams, from the npm package
 #     "amplify-dynamodb-simulator", under .tools/ in this repository
+#   - kinesalite (a Kinesis Data Streams emulator) and s3rver (an S3
+#     emulator), npm packages that run on Node, under .tools/ too
 # Run as root or with sudo available. Safe to run again: it skips what is there.
 set -euo pipefail
 
@@ -44,4 +46,21 @@ if [ ! -f "$jar" ]; then
 	echo "test-deps: $jar is missing after npm install" >&2
 	exit 1
 fi
-echo "test-deps: prometheus $(prometheus --version 2>&1 | head -1 | awk '{print $3}'), DynamoDB Local at ${jar%/*}" >&2
+# npm_tool PACKAGE@VERSION FILE: installs the package under .tools/ unless
+# FILE, one of its files, is there already. Versions are pinned so that
+# every machine tests against the same emulator.
+npm_tool() {
+	local pkg=$1 file=$2
+	if [ ! -f "$file" ]; then
+		echo "test-deps: npm install $pkg into $tools" >&2
+		mkdir -p "$tools"
+		npm install --prefix "$tools" --no-audit --no-fund --ignore-scripts --loglevel=error "$pkg" >/dev/null
+	fi
+	if [ ! -f "$file" ]; then
+		echo "test-deps: $file is missing after npm install" >&2
+		exit 1
+	fi
+}
+npm_tool kinesalite@3.3.3 "$tools/node_modules/kinesalite/cli.js"
+npm_tool s3rver@3.7.1 "$tools/node_modules/s3rver/bin/s3rver.js"
+echo "test-deps: prometheus $(prometheus --version 2>&1 | head -1 | awk '{print $3}'), DynamoDB Local at ${jar%/*}, kinesalite and s3rver under $tools/node_modules" >&2

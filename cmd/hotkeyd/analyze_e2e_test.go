@@ -315,9 +315,11 @@ func TestAnalyzeTextReport(t *testing.T) {
 		"\norders: ",
 		"\norders (index status-index): ",
 		"\nusers: ",
-		"CLASS  UNITS  SHARE  KEY",
-		"- hot_key [warning] USER#0 (write): ",
-		"fix (write_sharding): ",
+		"CLASS  UNITS  SHARE  PEAK/S  KEY",
+		"diagnoses:\n  1. hot_key [info] USER#0 (write)\n",
+		"fix (write_sharding, 2 keys): ",
+		"evidence:\n",
+		"\n  - hot_key [info] USER#0 (write): ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text report lacks %q:\n%s", want, out)

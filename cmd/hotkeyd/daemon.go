@@ -261,9 +261,9 @@ func (d *daemon) run(ctx context.Context) error {
 
 // demoHelp tells a newcomer where to look; %[1]s is the base URL.
 const demoHelp = `hotkeyd demo: synthetic traffic on several tables, with planted hot keys and key-design mistakes.
-  metrics:   %[1]s/metrics   (try: curl -s %[1]s/metrics | grep hotkeyd_hot_key)
+  metrics:   %[1]s/metrics   (try: curl -s %[1]s/metrics | grep hotkeyd_diagnosis)
   hot keys:  %[1]s/api/v1/hotkeys
-  and watch the log below for 'hot key' lines; they appear within seconds. Ctrl-C stops.
+  and watch the log below for 'hot key' and other diagnosis lines; they appear within seconds. Ctrl-C stops.
 `
 
 // browsable turns a listen address into a URL a browser can open: the

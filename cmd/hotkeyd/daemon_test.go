@@ -121,7 +121,7 @@ func TestDaemonNeedsASource(t *testing.T) {
 }
 
 // TestAnnouncer checks the detector's log lines as the README shows them,
-// through the process's logfmt logger: one line when a finding is raised,
+// through the process's logfmt logger: one line when a diagnosis is raised,
 // none while it stays flagged, one when it clears.
 func TestAnnouncer(t *testing.T) {
 	var logs syncBuffer
@@ -135,7 +135,7 @@ func TestAnnouncer(t *testing.T) {
 		t.Errorf("%d hot key lines, want 1:\n%s", n, out)
 	}
 	for _, want := range []string{
-		`level=warn msg="hot key" table=orders class=write key=USER#42 share=0.25 recommendation=write_sharding suffix_count=4`,
+		`level=warn msg="hot key" table=orders class=write key=USER#42 severity=warning share=0.25 peak_units_per_second=600 fix=write_sharding suffix_count=2`,
 		`level=info msg="hot key cleared" table=orders class=write key=USER#42`,
 	} {
 		if !strings.Contains(out, want) {
@@ -148,9 +148,10 @@ func TestAnnouncer(t *testing.T) {
 func makeChanges(cleared bool, keys ...string) []report.Change {
 	var out []report.Change
 	for _, k := range keys {
-		f := report.Finding{Kind: report.KindHotKey, Key: k, Class: "write", Share: 0.25,
-			Recommendation: &report.Recommendation{Kind: "write_sharding", SuffixCount: 4, Text: "shard it"}}
-		out = append(out, report.Change{Flag: report.Flag{Table: "orders", Finding: f}, Cleared: cleared})
+		d := report.Diagnosis{Cause: report.KindHotKey, Keys: []string{k}, Class: "write", Severity: report.SeverityWarning,
+			Share: 0.25, PeakUnitsPerSecond: 600, Limit: 1000,
+			Fix: report.Recommendation{Kind: "write_sharding", SuffixCount: 2, Text: "shard it"}}
+		out = append(out, report.Change{Flag: report.Flag{Table: "orders", Diagnosis: d}, Cleared: cleared})
 	}
 	return out
 }

@@ -52,6 +52,7 @@ type flags struct {
 	windowSet, thresholdSet, keysSet  bool
 	top                               int
 	keySchemas, files                 []string
+	table                             string
 }
 
 // configPath returns the config file named on the command line (either
@@ -119,11 +120,13 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 
 	runCmd := app.Command("run", "Run the daemon on the configured sources (the default).").Default()
 	demoCmd := app.Command("demo", "Run the daemon on a built-in synthetic workload with planted hot keys.")
-	analyzeCmd := app.Command("analyze", "Read whole files (JSON lines, CloudTrail) as one window and print one report.")
+	analyzeCmd := app.Command("analyze", "Read whole files (JSON lines, CloudTrail, DynamoDB stream records) as one window and print one report.")
 	enumFlag(analyzeCmd.Flag("format", "Report format: text or json."), &f.format, "text", "text", "json")
 	analyzeCmd.Flag("top", "Keys listed per table and class.").Default("10").IntVar(&f.top)
-	analyzeCmd.Flag("key-schema", "Key schema of a table, TABLE=PK[,SK], for inputs that do not say which attribute is the key (CloudTrail). Repeatable.").
+	analyzeCmd.Flag("key-schema", "Key schema of a table, TABLE=PK[,SK], for inputs that do not say which attribute is the key (CloudTrail, stream records). Repeatable.").
 		PlaceHolder("TABLE=PK[,SK]").StringsVar(&f.keySchemas)
+	analyzeCmd.Flag("table", "Table of the stream records that name none (aws dynamodbstreams get-records output); stream records of other tables are then skipped.").
+		PlaceHolder("NAME").StringVar(&f.table)
 	analyzeCmd.Arg("file", `Input files; "-" is stdin.`).StringsVar(&f.files)
 	versionCmd := app.Command("version", "Print the version, revision and Go version.")
 

@@ -81,8 +81,10 @@ func TestMaskedKeysNeverLeaveInErrors(t *testing.T) {
 			_, api := h.Get(t, "/api/v1/hotkeys")
 
 			code, out, errOut := runAnalyzeCmd(t, "", "analyze", "--config", cfgPath, logPath, filepath.Join(ctDir, "delivery.json"))
-			if code != 0 {
-				t.Fatalf("analyze: exit %d\n%s", code, errOut)
+			// Every record is rejected: analyze says nothing was usable
+			// and exits 1.
+			if code != 1 || !strings.Contains(errOut, "nothing usable") {
+				t.Fatalf("analyze: exit %d, want 1 (nothing usable)\n%s", code, errOut)
 			}
 			for where, text := range map[string]string{
 				"the log": h.Stderr(), "the ingest answer": answer, "/metrics": string(metrics), "/api/v1/hotkeys": string(api),

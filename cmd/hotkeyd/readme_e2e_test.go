@@ -120,7 +120,7 @@ func TestREADMEQuickStartLogLine(t *testing.T) {
 		t.Skip("runs the demo for several seconds")
 	}
 	text, _ := readme(t)
-	want := strings.TrimSpace(blockAfter(t, text, "Within seconds the log announces the planted keys, for example"))
+	want := strings.TrimSpace(blockAfter(t, text, "Within seconds the log announces one diagnosis per planted cause, for example"))
 	wantFields := logfmtFields(strings.TrimSuffix(want, " ..."))
 	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "demo")
 	got := logfmtFields(h.WaitLog(t, `msg="hot key" table=orders class=write key=USER#42 `, 20*time.Second))

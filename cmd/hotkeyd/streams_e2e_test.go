@@ -49,13 +49,14 @@ func (l lockedBuf) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
-func startStreamsDaemon(t *testing.T, cfgPath, addr string) *streamsDaemon {
+func startStreamsDaemon(t *testing.T, cfgPath, addr string, env ...string) *streamsDaemon {
 	t.Helper()
 	d := &streamsDaemon{url: "http://" + addr, stderr: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan struct{})}
 	d.cmd = exec.Command(testenv.Binary(t), "run", "--config.file", cfgPath, "--web.listen-address", addr)
 	// DynamoDB Local takes any credentials; no instance metadata lookups.
 	d.cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=hotkeyd", "AWS_SECRET_ACCESS_KEY=hotkeyd",
 		"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	d.cmd.Env = append(d.cmd.Env, env...)
 	d.cmd.Stderr = lockedBuf{d.mu, d.stderr}
 	if err := d.cmd.Start(); err != nil {
 		t.Fatalf("start hotkeyd: %v", err)

@@ -1,7 +1,8 @@
 package report
 
 // Kind is a finding kind: the value of Finding.Kind and of the kind label of
-// hotkeyd_hot_key.
+// hotkeyd_hot_key, and a diagnosis's cause (Diagnosis.Cause, the cause
+// label of hotkeyd_diagnosis).
 type Kind string
 
 // Finding kinds.
@@ -35,8 +36,9 @@ func (k Kind) KeyType() KeyType {
 	return PartitionKey
 }
 
-// AdviceKind is a recommendation kind: the value of Recommendation.Kind and
-// of the recommendation label of hotkeyd_hot_key.
+// AdviceKind is a recommendation kind: the value of Recommendation.Kind (a
+// diagnosis's fix), of the fix label of hotkeyd_diagnosis and of the
+// recommendation label of hotkeyd_hot_key.
 type AdviceKind string
 
 // Recommendation kinds.
@@ -48,14 +50,62 @@ const (
 	AdviceCache            AdviceKind = "cache"
 )
 
-// Severity says how urgent a finding is: the value of Finding.Severity.
+// Severity says how close a finding or diagnosis is to throttling, judged
+// on its per-second peak against one partition's ceiling: the value of
+// Finding.Severity and Diagnosis.Severity, and of the severity label of
+// hotkeyd_diagnosis.
 type Severity string
 
-// Severities.
+// Severities, from the least to the most urgent.
 const (
-	// SeverityWarning marks a finding about share or design only.
+	// SeverityInfo marks a finding below WarnFraction of the ceiling: a
+	// design note (the 10 % rule), shown but never paged.
+	SeverityInfo Severity = "info"
+	// SeverityWarning marks a peak at WarnFraction (0.5) of the ceiling or
+	// more: throttling is a burst or two of growth away.
 	SeverityWarning Severity = "warning"
-	// SeverityCritical marks a finding whose rate is near a partition's
-	// ceiling: throttling is close.
+	// SeverityCritical marks a peak at LimitFraction (0.8) of the ceiling or
+	// more, or a key throttled in the window: throttling is here or close.
 	SeverityCritical Severity = "critical"
+)
+
+// Rank orders severities for sorting: 0 for critical, 1 for warning, 2 for
+// info and anything else.
+func (s Severity) Rank() int {
+	switch s {
+	case SeverityCritical:
+		return 0
+	case SeverityWarning:
+		return 1
+	}
+	return 2
+}
+
+// Pages reports whether the severity is one an operator is paged or
+// ticketed for: warning or critical. Info is shown, never alerted on.
+func (s Severity) Pages() bool { return s.Rank() < 2 }
+
+// Max returns the more urgent of s and o.
+func (s Severity) Max(o Severity) Severity {
+	if o.Rank() < s.Rank() {
+		return o
+	}
+	return s
+}
+
+// QuietReason says why a table whose heaviest key is above the threshold
+// has no diagnosis at warning or above: the value of Quiet.Reason.
+type QuietReason string
+
+// Quiet reasons.
+const (
+	// QuietTrafficFloor: the class is below the traffic floor
+	// (min_events, min_units_per_second), so share rules stay silent.
+	QuietTrafficFloor QuietReason = "traffic_floor"
+	// QuietInfoOnly: the key is diagnosed, but its peak is below
+	// warn_fraction of the partition ceiling: info only.
+	QuietInfoOnly QuietReason = "info_only"
+	// QuietHolding: the live detector has seen a diagnosis at warning or
+	// above, but not yet for hold_evaluations evaluations in a row.
+	QuietHolding QuietReason = "holding"
 )

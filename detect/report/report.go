@@ -19,23 +19,50 @@ type Report struct {
 
 // TableReport is one table's, or one index's, part of a Report.
 type TableReport struct {
-	Table                 string         `json:"table"`
-	Index                 string         `json:"index,omitempty"`
-	Events                uint64         `json:"events"`
-	ReadUnits             float64        `json:"read_units"`
-	WriteUnits            float64        `json:"write_units"`
-	DistinctPartitionKeys uint64         `json:"distinct_partition_keys"`
-	TopKeys               []TopKey       `json:"top_keys"`
-	Findings              []Finding      `json:"findings"`
-	ThrottledKeys         []ThrottledKey `json:"throttled_keys,omitempty"`
+	Table                 string  `json:"table"`
+	Index                 string  `json:"index,omitempty"`
+	Events                uint64  `json:"events"`
+	ReadUnits             float64 `json:"read_units"`
+	WriteUnits            float64 `json:"write_units"`
+	DistinctPartitionKeys uint64  `json:"distinct_partition_keys"`
+	// Classes holds the table's reads and writes: totals, mean and peak
+	// rates, and the partition ceiling they are judged against.
+	Classes []ClassReport `json:"classes"`
+	TopKeys []TopKey      `json:"top_keys"`
+	// Diagnoses are the root causes, one per cause, each with its one fix:
+	// what to act on. Ranked critical first.
+	Diagnoses []Diagnosis `json:"diagnoses"`
+	// Findings are the evidence: every rule that fired, each explained by
+	// exactly one diagnosis.
+	Findings      []Finding      `json:"findings"`
+	ThrottledKeys []ThrottledKey `json:"throttled_keys,omitempty"`
+	// Quiet says why the entry has no diagnosis at warning or above although
+	// its heaviest key is above the threshold; absent otherwise.
+	Quiet *Quiet `json:"quiet,omitempty"`
 }
 
 // Idle reports whether the entry has nothing in its window: no events, no
-// throttled calls and no findings. A live window keeps a table whose
-// traffic has left it (a CloudTrail table between two deliveries); the live
-// API leaves such an entry out unless its table is asked for by name.
+// throttled calls, no findings and no diagnoses. A live window keeps a
+// table whose traffic has left it (a CloudTrail table between two
+// deliveries); the live API leaves such an entry out unless its table is
+// asked for by name.
 func (t TableReport) Idle() bool {
-	return t.Events == 0 && len(t.ThrottledKeys) == 0 && len(t.Findings) == 0
+	return t.Events == 0 && len(t.ThrottledKeys) == 0 && len(t.Findings) == 0 && len(t.Diagnoses) == 0
+}
+
+// ClassReport is one class of a table: its traffic in the window.
+type ClassReport struct {
+	// Class is "read" or "write".
+	Class  string  `json:"class"`
+	Events uint64  `json:"events"`
+	Units  float64 `json:"units"`
+	// UnitsPerSecond is Units over the window (at least one second);
+	// PeakUnitsPerSecond the class's busiest second (see
+	// TopKey.PeakUnitsPerSecond).
+	UnitsPerSecond     float64 `json:"units_per_second"`
+	PeakUnitsPerSecond float64 `json:"peak_units_per_second"`
+	// Limit is one partition's ceiling for the class, units per second.
+	Limit float64 `json:"limit"`
 }
 
 // TopKey is one of the heaviest partition keys of a class.
@@ -49,6 +76,11 @@ type TopKey struct {
 	// second (an addition to the contract's fields; what
 	// hotkeyd_key_units_per_second shows).
 	UnitsPerSecond float64 `json:"units_per_second,omitempty"`
+	// PeakUnitsPerSecond is the key's highest one-second rate in the window
+	// (the daemon) or the input (analyze): what severity, partition_limit
+	// and the shard count are judged on. Where the counting cannot tell a
+	// key's busiest second it is the mean rate.
+	PeakUnitsPerSecond float64 `json:"peak_units_per_second"`
 }
 
 // ThrottledKey is a partition key and how many of its calls were throttled.
@@ -57,8 +89,9 @@ type ThrottledKey struct {
 	Count uint64 `json:"count"`
 }
 
-// Finding is one thing wrong with a table's key design or traffic, with the
-// fix recommended for it.
+// Finding is one rule that fired on a table's traffic: the evidence a
+// Diagnosis is made of. Every finding is explained by exactly one
+// diagnosis, and carries that diagnosis's fix as its recommendation.
 type Finding struct {
 	// Kind is hot_key, partition_limit, low_cardinality, time_ordered_key
 	// or hot_partition.
@@ -67,10 +100,15 @@ type Finding struct {
 	// KeyType) the finding is about; empty for table-wide findings.
 	Key   string `json:"key,omitempty"`
 	Class string `json:"class,omitempty"`
-	// Severity is "warning" or "critical" (the partition ceiling is near).
-	Severity       Severity        `json:"severity,omitempty"`
-	Share          float64         `json:"share"`
-	UnitsPerSecond float64         `json:"units_per_second"`
+	// Severity is info, warning or critical, from the peak against the
+	// partition ceiling (see Severity).
+	Severity       Severity `json:"severity,omitempty"`
+	Share          float64  `json:"share"`
+	UnitsPerSecond float64  `json:"units_per_second"`
+	// PeakUnitsPerSecond is the busiest second of the key (of the hottest
+	// key, for table-wide findings) the severity was judged on.
+	PeakUnitsPerSecond float64 `json:"peak_units_per_second,omitempty"`
+	// Recommendation is the fix of the diagnosis that explains the finding.
 	Recommendation *Recommendation `json:"recommendation,omitempty"`
 	// Evidence is what led to the finding (an addition to the contract's
 	// fields, for people checking the reasoning).
@@ -97,7 +135,7 @@ type Evidence struct {
 	// SortKeys is the number of distinct sort keys seen under the key.
 	SortKeys uint64 `json:"sort_keys,omitempty"`
 	// DistinctPartitionKeys and RequiredPartitions are the cardinality
-	// rule's inputs; PeakUnitsPerSecond the class's peak rate.
+	// rule's inputs; PeakUnitsPerSecond the class's busiest second.
 	DistinctPartitionKeys uint64  `json:"distinct_partition_keys,omitempty"`
 	RequiredPartitions    int     `json:"required_partitions,omitempty"`
 	PeakUnitsPerSecond    float64 `json:"peak_units_per_second,omitempty"`
@@ -109,9 +147,12 @@ type Evidence struct {
 	// over the stream's shards.
 	Records     uint64  `json:"records,omitempty"`
 	MeanRecords float64 `json:"mean_records,omitempty"`
+	// Throttled is the key's throttled calls in the window.
+	Throttled uint64 `json:"throttled,omitempty"`
 }
 
-// Recommendation is the fix hotkeyd advises for a Finding.
+// Recommendation is a fix: a Diagnosis's one fix, repeated on the findings
+// it explains.
 type Recommendation struct {
 	// Kind is write_sharding, calculated_suffix, gsi, rekey or cache.
 	Kind        AdviceKind `json:"kind"`
@@ -120,23 +161,117 @@ type Recommendation struct {
 	Text        string     `json:"text"`
 }
 
-// Flag is a finding the live detector (detect.Tracker) holds flagged, with
-// the table (and index) it is on. The hotkeyd_hot_key gauge has one series
-// per Flag.
-type Flag struct {
-	// Table is the table, Index the index (empty for the base table) the
-	// finding is on.
-	Table, Index string
-	// Finding is the finding as last evaluated.
-	Finding Finding
+// Diagnosis is one root cause of a table's findings, with the one fix for
+// it and what the fix would do to the recorded traffic.
+type Diagnosis struct {
+	// Cause is the finding kind of the root cause. hot_key and
+	// partition_limit on one key and class are one diagnosis, with cause
+	// partition_limit when the key's peak is at LimitFraction of the
+	// ceiling.
+	Cause Kind `json:"cause"`
+	// Class is the class the cause was found in: "read" or "write".
+	Class string `json:"class"`
+	// Keys are the partition keys concerned, heaviest first (for
+	// hot_partition, the stream shard: see KeyType).
+	Keys []string `json:"keys"`
+	// Severity is that of the hottest key it explains: critical at
+	// LimitFraction of the ceiling or throttled, warning at WarnFraction,
+	// else info.
+	Severity Severity `json:"severity"`
+	// Share and PeakUnitsPerSecond are the hottest key's share of its
+	// class and busiest second; Limit is the partition ceiling of Class
+	// (additions to the contract's fields: the numbers behind Severity).
+	Share              float64 `json:"share"`
+	PeakUnitsPerSecond float64 `json:"peak_units_per_second"`
+	Limit              float64 `json:"limit"`
+	// Throttled counts the throttled calls of the keys in the window.
+	Throttled uint64 `json:"throttled,omitempty"`
+	// Summary says in one sentence what is wrong and how urgent it is.
+	Summary string `json:"summary"`
+	// Fix is the one fix for the cause.
+	Fix Recommendation `json:"fix"`
+	// After is the expected state once the fix is applied, computed from
+	// the recorded traffic; nil when the traffic cannot tell.
+	After *After `json:"after,omitempty"`
+	// Explains lists the findings this diagnosis is the cause of.
+	Explains []Explained `json:"explains"`
 }
 
-// Change is a finding that started or stopped being flagged in one live
-// evaluation: what the log lines announce. For a cleared finding, Finding
-// is as it was last flagged.
+// KeyType says what the diagnosis's Keys name: partition key values, or
+// (hot_partition) stream shard ids.
+func (d Diagnosis) KeyType() KeyType { return d.Cause.KeyType() }
+
+// Key is the first of Keys, or "": the key label of hotkeyd_diagnosis.
+func (d Diagnosis) Key() string {
+	if len(d.Keys) == 0 {
+		return ""
+	}
+	return d.Keys[0]
+}
+
+// Explained names a finding a diagnosis explains.
+type Explained struct {
+	Kind  Kind   `json:"kind"`
+	Key   string `json:"key,omitempty"`
+	Class string `json:"class,omitempty"`
+}
+
+// After is what a fix does to the recorded traffic: the class's keys
+// replayed with the diagnosed keys spread over SuffixCount keys (or
+// re-keyed), the validation by simulation of DynamoDB's key design guide.
+type After struct {
+	// Keys is the number of keys the diagnosed traffic is spread over.
+	Keys int `json:"keys,omitempty"`
+	// MaxShare and PeakUnitsPerSecond are the largest share of the class
+	// and the highest one-second rate any key would have.
+	MaxShare           float64 `json:"max_share"`
+	PeakUnitsPerSecond float64 `json:"peak_units_per_second"`
+	// UnderThreshold: MaxShare is below the threshold. UnderCeiling:
+	// PeakUnitsPerSecond is below LimitFraction of the partition ceiling.
+	UnderThreshold bool `json:"under_threshold"`
+	UnderCeiling   bool `json:"under_ceiling"`
+	// Severity is the severity the hottest key would have.
+	Severity Severity `json:"severity"`
+	// Summary says it in one sentence.
+	Summary string `json:"summary"`
+}
+
+// Quiet explains a silence: a table whose heaviest key is at or above the
+// threshold, but with no diagnosis at warning or above.
+type Quiet struct {
+	Reason QuietReason `json:"reason"`
+	// Key and Class name the heaviest key; Share, PeakUnitsPerSecond and
+	// Limit are its numbers against the ceiling.
+	Key                string  `json:"key"`
+	Class              string  `json:"class"`
+	Share              float64 `json:"share"`
+	PeakUnitsPerSecond float64 `json:"peak_units_per_second"`
+	Limit              float64 `json:"limit"`
+	// Text says why in one sentence.
+	Text string `json:"text"`
+}
+
+// Flag is a diagnosis the live detector (detect.Tracker) holds flagged,
+// with the table (and index) it is on. The hotkeyd_diagnosis gauge has one
+// series per Flag.
+type Flag struct {
+	// Table is the table, Index the index (empty for the base table) the
+	// diagnosis is on.
+	Table, Index string
+	// Diagnosis is the diagnosis as last evaluated.
+	Diagnosis Diagnosis
+}
+
+// Change is a diagnosis that started or stopped being flagged in one live
+// evaluation, or whose cause, severity or fix changed while flagged: what
+// the log lines announce. For a cleared diagnosis, Diagnosis is as it was
+// last flagged.
 type Change struct {
 	Flag
-	// Cleared is false when the finding was raised (became flagged), true
-	// when it was cleared.
+	// Cleared is true when the diagnosis was cleared.
 	Cleared bool
+	// Was is, for a diagnosis that stays flagged but changed its cause,
+	// severity or fix kind, the diagnosis as it was; nil when it was raised
+	// or cleared.
+	Was *Diagnosis
 }

@@ -7,7 +7,9 @@ import (
 	"time"
 )
 
-// contractReport is the analyze report of DESIGN.md, verbatim.
+// contractReport is the analyze report of DESIGN.md ("Diagnoses and
+// peaks"), with the fields this implementation adds to a diagnosis (share,
+// peak_units_per_second, limit, summary) and to its after-state.
 const contractReport = `{
   "start": "2026-11-22T10:00:00Z",
   "end": "2026-11-22T10:05:00Z",
@@ -20,24 +22,41 @@ const contractReport = `{
       "read_units": 1000.5,
       "write_units": 2000,
       "distinct_partition_keys": 10234,
+      "classes": [
+        {"class": "read", "events": 2000, "units": 1000.5, "units_per_second": 3.33, "peak_units_per_second": 20, "limit": 3000},
+        {"class": "write", "events": 121456, "units": 2000, "units_per_second": 6.67, "peak_units_per_second": 1250, "limit": 1000}
+      ],
       "top_keys": [
-        {"key": "USER#1", "class": "write", "units": 460.0, "share": 0.23}
+        {"key": "PRODUCT#77", "class": "write", "units": 460.0, "share": 0.23, "units_per_second": 1.53, "peak_units_per_second": 1200}
+      ],
+      "diagnoses": [
+        {"cause": "partition_limit", "class": "write", "keys": ["PRODUCT#77"],
+         "severity": "critical", "share": 0.23, "peak_units_per_second": 1200, "limit": 1000,
+         "summary": "one sentence",
+         "fix": {"kind": "calculated_suffix", "suffix_count": 3,
+                 "example": "PRODUCT#77#0 .. PRODUCT#77#2", "text": "one sentence"},
+         "after": {"keys": 3, "max_share": 0.01, "peak_units_per_second": 400, "under_threshold": true, "under_ceiling": true,
+                   "severity": "info", "summary": "one sentence"},
+         "explains": [{"kind": "hot_key", "key": "PRODUCT#77", "class": "write"}, {"kind": "partition_limit", "key": "PRODUCT#77", "class": "write"}]}
       ],
       "findings": [
         {
           "kind": "hot_key",
-          "key": "USER#1",
+          "key": "PRODUCT#77",
           "class": "write",
+          "severity": "critical",
           "share": 0.23,
           "units_per_second": 1.53,
+          "peak_units_per_second": 1200,
           "recommendation": {
-            "kind": "write_sharding",
-            "suffix_count": 4,
-            "example": "USER#1#0 .. USER#1#3",
-            "text": "one sentence a person can act on"
+            "kind": "calculated_suffix",
+            "suffix_count": 3,
+            "example": "PRODUCT#77#0 .. PRODUCT#77#2",
+            "text": "one sentence"
           }
         }
-      ]
+      ],
+      "quiet": {"reason": "info_only", "key": "K", "class": "read", "share": 0.2, "peak_units_per_second": 20, "limit": 3000, "text": "one sentence"}
     }
   ]
 }`
@@ -47,15 +66,27 @@ const contractReport = `{
 // names, nesting and omitted fields must match exactly.
 func TestReportMatchesContract(t *testing.T) {
 	start := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	fix := Recommendation{Kind: AdviceCalculatedSuffix, SuffixCount: 3, Example: "PRODUCT#77#0 .. PRODUCT#77#2", Text: "one sentence"}
 	r := Report{
 		Start: start, End: start.Add(5 * time.Minute), Events: 123456, Rejected: 3,
 		Tables: []TableReport{{
 			Table: "orders", Events: 123456, ReadUnits: 1000.5, WriteUnits: 2000, DistinctPartitionKeys: 10234,
-			TopKeys: []TopKey{{Key: "USER#1", Class: "write", Units: 460, Share: 0.23}},
-			Findings: []Finding{{
-				Kind: KindHotKey, Key: "USER#1", Class: "write", Share: 0.23, UnitsPerSecond: 1.53,
-				Recommendation: &Recommendation{Kind: AdviceWriteSharding, SuffixCount: 4, Example: "USER#1#0 .. USER#1#3", Text: "one sentence a person can act on"},
+			Classes: []ClassReport{
+				{Class: "read", Events: 2000, Units: 1000.5, UnitsPerSecond: 3.33, PeakUnitsPerSecond: 20, Limit: 3000},
+				{Class: "write", Events: 121456, Units: 2000, UnitsPerSecond: 6.67, PeakUnitsPerSecond: 1250, Limit: 1000},
+			},
+			TopKeys: []TopKey{{Key: "PRODUCT#77", Class: "write", Units: 460, Share: 0.23, UnitsPerSecond: 1.53, PeakUnitsPerSecond: 1200}},
+			Diagnoses: []Diagnosis{{
+				Cause: KindPartitionLimit, Class: "write", Keys: []string{"PRODUCT#77"}, Severity: SeverityCritical,
+				Share: 0.23, PeakUnitsPerSecond: 1200, Limit: 1000, Summary: "one sentence", Fix: fix,
+				After:    &After{Keys: 3, MaxShare: 0.01, PeakUnitsPerSecond: 400, UnderThreshold: true, UnderCeiling: true, Severity: SeverityInfo, Summary: "one sentence"},
+				Explains: []Explained{{Kind: KindHotKey, Key: "PRODUCT#77", Class: "write"}, {Kind: KindPartitionLimit, Key: "PRODUCT#77", Class: "write"}},
 			}},
+			Findings: []Finding{{
+				Kind: KindHotKey, Key: "PRODUCT#77", Class: "write", Severity: SeverityCritical, Share: 0.23, UnitsPerSecond: 1.53,
+				PeakUnitsPerSecond: 1200, Recommendation: &fix,
+			}},
+			Quiet: &Quiet{Reason: QuietInfoOnly, Key: "K", Class: "read", Share: 0.2, PeakUnitsPerSecond: 20, Limit: 3000, Text: "one sentence"},
 		}},
 	}
 	got, err := json.Marshal(r)
@@ -79,5 +110,17 @@ func TestReportMatchesContract(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back, r) {
 		t.Errorf("contract JSON reads back as %+v", back)
+	}
+}
+
+func TestSeverityOrder(t *testing.T) {
+	if !(SeverityCritical.Rank() < SeverityWarning.Rank() && SeverityWarning.Rank() < SeverityInfo.Rank()) {
+		t.Error("ranks out of order")
+	}
+	if SeverityInfo.Pages() || !SeverityWarning.Pages() || !SeverityCritical.Pages() {
+		t.Error("only warning and critical page")
+	}
+	if SeverityInfo.Max(SeverityCritical) != SeverityCritical || SeverityWarning.Max(SeverityInfo) != SeverityWarning {
+		t.Error("Max picks the more urgent")
 	}
 }

@@ -166,8 +166,6 @@ type stream struct {
 	n uint64
 	// err is the first sink error; it stops the stream.
 	err error
-	// stopped is set when the input cannot be read on.
-	stopped bool
 }
 
 func (st *stream) decode(in io.Reader) error {
@@ -181,139 +179,24 @@ func (st *stream) decode(in io.Reader) error {
 		return &readError{err}
 	}
 	defer r.Close()
-	sc := jsonscan.NewReader(r, st.d.maxRecord)
-	for st.err == nil {
-		c, err := sc.PeekByte()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return st.failed(err)
-		}
-		switch c {
-		case '{':
-			if n := recordsPrefix(sc); n > 0 {
-				sc.Discard(n)
-				if err := st.array(sc, false); err != nil {
-					return err
-				}
-				if st.stopped {
-					return st.err
-				}
-				if err := sc.SkipRest(); err != nil {
-					if errors.Is(err, jsonscan.ErrTruncated) || errors.Is(err, jsonscan.ErrBroken) || errors.Is(err, jsonscan.ErrTooLong) {
-						st.rejectFile(fmt.Errorf("after Records: %w", err))
-						return nil
-					}
-					return st.failed(err)
-				}
-				continue
-			}
-			if err := st.element(sc, true); err != nil {
-				return err
-			}
-		case '[':
-			sc.Discard(1)
-			if err := st.array(sc, true); err != nil {
-				return err
-			}
-		default:
-			st.reject(ingest.ReasonBadJSON, errors.New("not a JSON object or array"))
-			sc.SkipLine()
-		}
-		if st.stopped {
-			return st.err
-		}
-	}
-	return st.err
-}
-
-// failed turns an error reading the input into the Decode result: a
-// truncated input, or compressed content that cannot be decompressed (a
-// truncated or corrupt .gz), rejects the file; the reader's own errors are
-// returned.
-func (st *stream) failed(err error) error {
+	err = jsonscan.WalkRecords(r, st.d.maxRecord, st)
 	var ce *input.CorruptError
-	if errors.As(err, &ce) || errors.Is(err, jsonscan.ErrTruncated) {
+	switch {
+	case err == nil || st.err != nil:
+		return st.err
+	case errors.As(err, &ce):
+		// Compressed content that cannot be decompressed on: a
+		// truncated or corrupt .gz.
 		st.rejectFile(err)
-		st.stopped = true
 		return nil
 	}
 	return &readError{err}
 }
 
-// array reads the elements of an array whose '[' was consumed: records of
-// a Records list (top false) or top-level elements (envelopes, events).
-func (st *stream) array(sc *jsonscan.Reader, top bool) error {
-	for st.err == nil {
-		c, err := sc.PeekByte()
-		if err != nil {
-			if err == io.EOF {
-				st.rejectFile(jsonscan.ErrTruncated)
-				st.stopped = true
-				return nil
-			}
-			return st.failed(err)
-		}
-		if c == ']' {
-			sc.Discard(1)
-			return nil
-		}
-		if c == '{' {
-			if err := st.element(sc, top); err != nil || st.stopped {
-				return err
-			}
-		} else {
-			// Not an object: reject the element and skip past it.
-			st.reject(ingest.ReasonBadRecord, errors.New("record is not a JSON object"))
-			if c == '[' {
-				if _, err := sc.Value(); err != nil && !errors.Is(err, jsonscan.ErrTooLong) && !errors.Is(err, jsonscan.ErrBroken) {
-					return st.failed(err)
-				}
-			} else if err := sc.SkipScalar(); err != nil {
-				return st.failed(err)
-			}
-		}
-		c, err = sc.PeekByte()
-		if err != nil {
-			if err == io.EOF {
-				st.rejectFile(jsonscan.ErrTruncated)
-				st.stopped = true
-				return nil
-			}
-			return st.failed(err)
-		}
-		switch c {
-		case ',':
-			sc.Discard(1)
-		case ']':
-			sc.Discard(1)
-			return nil
-		default:
-			st.rejectFile(fmt.Errorf("expected , or ] between records, found %q", c))
-			st.stopped = true
-			return nil
-		}
-	}
-	return st.err
-}
-
-// element reads one object and handles it: a record, or at the top level an
-// envelope, a bare event or a Records object.
-func (st *stream) element(sc *jsonscan.Reader, top bool) error {
+// Record implements jsonscan.RecordHandler: a record, or at the top level
+// an envelope, a bare event or a Records object.
+func (st *stream) Record(raw []byte, top bool) error {
 	st.n++
-	raw, err := sc.Value()
-	switch {
-	case err == nil:
-	case errors.Is(err, jsonscan.ErrTooLong):
-		st.reject(ingest.ReasonTooLong, fmt.Errorf("record over %d bytes", st.d.maxRecord))
-		return nil
-	case errors.Is(err, jsonscan.ErrBroken):
-		st.reject(ingest.ReasonBadJSON, err)
-		return nil
-	default:
-		return st.failed(err)
-	}
 	v, err := st.p.ParseBytes(raw)
 	if err != nil {
 		st.reject(ingest.ReasonBadJSON, parseError(err, st.d.mask))
@@ -321,6 +204,22 @@ func (st *stream) element(sc *jsonscan.Reader, top bool) error {
 	}
 	st.object(v, top)
 	return st.err
+}
+
+// Bad implements jsonscan.RecordHandler.
+func (st *stream) Bad(p jsonscan.Problem, err error) {
+	switch p {
+	case jsonscan.BadFile:
+		st.rejectFile(err)
+	case jsonscan.TooLong:
+		st.n++
+		st.reject(ingest.ReasonTooLong, fmt.Errorf("record over %d bytes", st.d.maxRecord))
+	case jsonscan.NotObject:
+		st.reject(ingest.ReasonBadRecord, err)
+	default:
+		st.n++
+		st.reject(ingest.ReasonBadJSON, err)
+	}
 }
 
 // object handles a parsed object: with top set, a Records object, an
@@ -373,7 +272,6 @@ func (st *stream) emit(e ingest.Event) {
 	if len(st.batch) >= batchSize {
 		if err := st.flush(); err != nil {
 			st.err = err
-			st.stopped = true
 		}
 	}
 }
@@ -409,23 +307,6 @@ func (st *stream) reject(reason string, err error) {
 func (st *stream) rejectFile(err error) {
 	st.stats.Rejected++
 	st.d.rep.Reject(SourceName, ingest.ReasonBadFile, fmt.Errorf("%s: %w", st.name, err))
-}
-
-// recordsPrefix matches `{ "Records" : [` with any white space at the
-// reader's position and returns its length, or 0. Only the first bytes are
-// looked at: AWS writes the Records key first, and any other layout falls
-// back to reading the object whole.
-func recordsPrefix(sc *jsonscan.Reader) int {
-	b := sc.Peek(256)
-	i := 0
-	for _, lit := range []string{"{", `"Records"`, ":", "["} {
-		i = jsonscan.Space(b, i)
-		if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
-			return 0
-		}
-		i += len(lit)
-	}
-	return i
 }
 
 // parseError is fastjson's error with the piece of input it quotes (its

@@ -18,19 +18,19 @@ var (
 )
 
 // Describe implements prometheus.Collector.
-func (s *Source) Describe(ch chan<- *prometheus.Desc) {
+func (rd *reading) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFilesRead, descFailed, descIgnored, descKeyless} {
 		ch <- d
 	}
 }
 
-// Collect implements prometheus.Collector. Register the Source with a
+// Collect implements prometheus.Collector. Register a reader with a
 // registerer wrapped with a distinguishing label when a daemon runs several
 // cloudtrail sources.
-func (s *Source) Collect(ch chan<- prometheus.Metric) {
-	s.mu.Lock()
-	st, files := s.stats, s.files
-	s.mu.Unlock()
+func (rd *reading) Collect(ch chan<- prometheus.Metric) {
+	rd.cmu.Lock()
+	st, files := rd.stats, rd.files
+	rd.cmu.Unlock()
 	ch <- prometheus.MustNewConstMetric(descFilesRead, prometheus.CounterValue, float64(files))
 	ch <- prometheus.MustNewConstMetric(descFailed, prometheus.CounterValue, float64(st.Failed))
 	ch <- prometheus.MustNewConstMetric(descIgnored, prometheus.CounterValue, float64(st.Ignored))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/follow"
+	"github.com/hotkeyd/hotkeyd/ingest/s3trail"
 )
 
 // Config configures a Source. It is also a sources entry of type cloudtrail
@@ -39,6 +40,10 @@ type Config struct {
 	// Live windows run on arrival time, so replaying months of history on a
 	// first start would count it all as current traffic.
 	MaxAge time.Duration `yaml:"max_age"`
+	// S3, instead of Paths, reads the files straight from the bucket
+	// CloudTrail delivers to (package s3trail); CheckpointDir then keeps
+	// the last key read per region folder.
+	S3 *s3trail.Config `yaml:"s3"`
 }
 
 // DefaultConfig returns the settings of a cloudtrail source the file
@@ -47,7 +52,17 @@ func DefaultConfig() Config { return Config{PollInterval: DefaultPollInterval} }
 
 // Validate reports the first setting that cannot work, naming its key.
 func (c *Config) Validate() error {
-	if err := follow.ValidateSettings(c.Paths, false, c.PollInterval); err != nil {
+	if c.S3 != nil {
+		if len(c.Paths) > 0 {
+			return errors.New("paths: not used with s3 (one cloudtrail source reads a folder or a bucket)")
+		}
+		if err := c.S3.Validate(); err != nil {
+			return fmt.Errorf("s3.%w", err)
+		}
+		if c.PollInterval <= 0 {
+			return fmt.Errorf("poll_interval: must be positive, got %s", c.PollInterval)
+		}
+	} else if err := follow.ValidateSettings(c.Paths, false, c.PollInterval); err != nil {
 		return err
 	}
 	if c.MaxAge < 0 {
@@ -68,12 +83,23 @@ const DefaultPollInterval = 5 * time.Second
 func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
 	cfg := *c
 	cfg.Tables = env.Tables
-	src, err := New(cfg, env.Log, env.Reporter)
+	var src interface {
+		ingest.Source
+		prometheus.Collector
+	}
+	var err error
+	paths := strings.Join(cfg.Paths, ",")
+	if cfg.S3 != nil {
+		src, err = NewS3(cfg, env.Log, env.Reporter)
+		paths = cfg.S3.String()
+	} else {
+		src, err = New(cfg, env.Log, env.Reporter)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if env.Registerer != nil {
-		reg := prometheus.WrapRegistererWith(prometheus.Labels{"paths": strings.Join(cfg.Paths, ",")}, env.Registerer)
+		reg := prometheus.WrapRegistererWith(prometheus.Labels{"paths": paths}, env.Registerer)
 		if err := reg.Register(src); err != nil {
 			return nil, fmt.Errorf("register cloudtrail metrics: %w", err)
 		}
@@ -86,16 +112,14 @@ func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
 // remembers the files read in CheckpointDir. It implements ingest.Source
 // and ingest.Readier.
 type Source struct {
+	reading
 	cfg    Config
 	log    *zap.Logger
 	rep    ingest.Reporter
-	dec    *Decoder
 	now    func() time.Time
 	follow *follow.Follower
 
 	mu    sync.Mutex
-	stats Stats
-	files uint64
 	saved error // the last error saving the state, until a save succeeds
 
 	// Owned by Run.
@@ -139,12 +163,12 @@ func New(cfg Config, log *zap.Logger, rep ingest.Reporter) (*Source, error) {
 		return nil, fmt.Errorf("cloudtrail: %w", err)
 	}
 	s := &Source{
-		cfg:  cfg,
-		log:  log,
-		rep:  rep,
-		dec:  NewDecoder(cfg.Tables, log, rep),
-		now:  time.Now,
-		done: done,
+		reading: newReading(cfg.Tables, log, rep),
+		cfg:     cfg,
+		log:     log,
+		rep:     rep,
+		now:     time.Now,
+		done:    done,
 	}
 	// CloudTrail never appends to a file it delivered: every file is read
 	// whole, once it has settled.
@@ -175,13 +199,6 @@ func (s *Source) Ready() error {
 	return errors.Join(s.follow.Ready(), saved)
 }
 
-// Stats returns the counts of everything read so far.
-func (s *Source) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stats
-}
-
 // Run reads the matched files, oldest first, then polls for new ones until
 // ctx is done. It returns nil when ctx is done and an error only when sink
 // fails otherwise. A file being read when ctx ends is read to its end, and
@@ -202,9 +219,9 @@ func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
 		s.save()
 	}
 	st := s.Stats()
-	s.mu.Lock()
+	s.cmu.Lock()
 	files := s.files
-	s.mu.Unlock()
+	s.cmu.Unlock()
 	s.log.Info("stopped reading CloudTrail files", zap.Uint64("files_read", files), zap.Uint64("events", st.Events),
 		zap.Uint64("throttled", st.Throttled), zap.Uint64("rejected", st.Rejected))
 	return err
@@ -291,30 +308,7 @@ type delivery struct {
 // delivered file over whole even while stopping (follow.Config.Whole), so
 // a file is never counted in part.
 func (d *delivery) Read(ctx context.Context, r io.Reader) error {
-	s := d.s
-	st, err := s.dec.Decode(ctx, r, d.f.Path, s.sink)
-	s.mu.Lock()
-	s.stats.Add(st)
-	if err == nil {
-		s.files++
-	}
-	s.mu.Unlock()
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var se *sinkError
-		if errors.As(err, &se) {
-			return se.err
-		}
-		// A read error half-way: what was read is counted, so the file is
-		// done rather than read twice.
-		s.rep.Error(SourceName, "read", err)
-		return nil
-	}
-	s.log.Debug("read file", zap.String("file", d.f.Path), zap.Uint64("events", st.Events),
-		zap.Uint64("throttled", st.Throttled), zap.Uint64("rejected", st.Rejected))
-	return nil
+	return d.s.read(ctx, r, d.f.Path, d.s.sink)
 }
 
 // Reset is not called: a delivered file is read in one piece.
@@ -329,4 +323,55 @@ func (d *delivery) Close(context.Context) error {
 		s.save()
 	}
 	return nil
+}
+
+// reading decodes whole CloudTrail files and counts what they held, for
+// the readers of a delivery folder (Source) and of a bucket (s3Source).
+type reading struct {
+	decoder  *Decoder
+	reporter ingest.Reporter
+	logger   *zap.Logger
+
+	cmu   sync.Mutex
+	stats Stats
+	files uint64
+}
+
+func newReading(tables map[string]ingest.KeySchema, log *zap.Logger, rep ingest.Reporter) reading {
+	return reading{decoder: NewDecoder(tables, log, rep), reporter: rep, logger: log}
+}
+
+// read decodes one whole file into sink. It returns ctx's error or the
+// sink's refusal, which stop the reader; a read error half-way is
+// reported, and what was read is counted, so the file is done rather than
+// read twice.
+func (rd *reading) read(ctx context.Context, r io.Reader, name string, sink ingest.Sink) error {
+	st, err := rd.decoder.Decode(ctx, r, name, sink)
+	rd.cmu.Lock()
+	rd.stats.Add(st)
+	if err == nil {
+		rd.files++
+	}
+	rd.cmu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var se *sinkError
+		if errors.As(err, &se) {
+			return se.err
+		}
+		rd.reporter.Error(SourceName, "read", err)
+		return nil
+	}
+	rd.logger.Debug("read file", zap.String("file", name), zap.Uint64("events", st.Events),
+		zap.Uint64("throttled", st.Throttled), zap.Uint64("rejected", st.Rejected))
+	return nil
+}
+
+// Stats returns the counts of everything read so far.
+func (rd *reading) Stats() Stats {
+	rd.cmu.Lock()
+	defer rd.cmu.Unlock()
+	return rd.stats
 }

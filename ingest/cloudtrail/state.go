@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/hotkeyd/hotkeyd/internal/atomicfile"
 )
 
 // StateFile is the name of the file, in the checkpoint folder, that lists
@@ -61,10 +63,10 @@ func loadState(dir string) (map[string]fileState, error) {
 	return files, nil
 }
 
-// saveState writes the state file atomically: a temporary file in the same
-// folder, synced, then renamed over the old one, so a crash leaves either
-// the old state or the new one. The folder is made when missing (the
-// example config's path under the shipped systemd unit, a fresh volume).
+// saveState writes the state file atomically (package atomicfile), so a
+// crash leaves either the old state or the new one. The folder is made
+// when missing (the example config's path under the shipped systemd unit,
+// a fresh volume).
 func saveState(dir string, files map[string]fileState) error {
 	if dir == "" {
 		return nil
@@ -77,24 +79,8 @@ func saveState(dir string, files map[string]fileState) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("write state %q: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dir, StateFile+".tmp*")
-	if err != nil {
+	if err := atomicfile.Write(path, b); err != nil {
 		return fmt.Errorf("write state %q: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write state %q: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync state %q: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write state %q: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("rename state %q: %w", path, err)
 	}
 	return nil
 }

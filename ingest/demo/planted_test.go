@@ -10,10 +10,12 @@ import (
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
-// TestDetectorFindsPlanted runs half a minute of the workload through the
-// sketches and the detector, as hotkeyd demo does, and checks every Plant:
-// its findings are there, and the quiet tables have none.
-func TestDetectorFindsPlanted(t *testing.T) {
+// TestDetectorDiagnosesPlanted runs half a minute of the workload through
+// the sketches and the detector, as hotkeyd analyze would, and checks every
+// Plant: its diagnosis is there with the cause, severity and fix promised,
+// it is the only diagnosis at warning or above on its table, and the quiet
+// tables have no diagnosis and no finding.
+func TestDetectorDiagnosesPlanted(t *testing.T) {
 	store, err := sketch.NewStore(sketch.Config{Window: 0, SubWindows: 1, Tracked: 100}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -26,9 +28,7 @@ func TestDetectorFindsPlanted(t *testing.T) {
 		}
 		evs = evs[n:]
 	}
-	snap := store.Snapshot()
-	rep := detect.Evaluate(snap, detect.DefaultSettings())
-
+	rep := detect.Evaluate(store.Snapshot(), detect.DefaultSettings())
 	find := func(table, index string) *report.TableReport {
 		for i := range rep.Tables {
 			if rep.Tables[i].Table == table && rep.Tables[i].Index == index {
@@ -37,68 +37,55 @@ func TestDetectorFindsPlanted(t *testing.T) {
 		}
 		return nil
 	}
-	sortKeysKnown := func(table, key string) bool {
-		for _, ts := range snap.Tables {
-			if ts.Table != table || ts.Index != "" {
-				continue
-			}
-			for _, cs := range ts.Classes {
-				for _, k := range cs.Top {
-					if k.Key == key && k.SortKeys > 0 {
-						return true
-					}
-				}
-			}
-		}
-		return false
-	}
 	for _, p := range Planted() {
 		tr := find(p.Table, p.Index)
 		if tr == nil {
 			t.Errorf("%s %s: not in the report", p.Table, p.Index)
 			continue
 		}
-		if len(p.Findings) == 0 {
-			for _, f := range tr.Findings {
-				t.Errorf("%s %s must be quiet, got %s on %q (%s)", p.Table, p.Index, f.Kind, f.Key, f.Class)
+		if p.Cause == "" {
+			if len(tr.Diagnoses) != 0 || len(tr.Findings) != 0 {
+				t.Errorf("%s %s must be quiet, got diagnoses %v and findings %v", p.Table, p.Index, causes(tr.Diagnoses), len(tr.Findings))
 			}
 			continue
 		}
-		for _, kind := range p.Findings {
-			i := slices.IndexFunc(tr.Findings, func(f report.Finding) bool {
-				return string(f.Kind) == kind && f.Class == p.Class.String() && (p.Key == "" || f.Key == p.Key)
-			})
-			if i < 0 {
-				t.Errorf("%s: no %s finding for %q %s; findings: %v", p.Table, kind, p.Key, p.Class, kinds(tr.Findings))
-				continue
+		i := slices.IndexFunc(tr.Diagnoses, func(d report.Diagnosis) bool {
+			return slices.Contains(p.Causes(), string(d.Cause)) && d.Class == p.Class.String() && (p.Key == "" || d.Key() == p.Key)
+		})
+		if i < 0 {
+			t.Errorf("%s: no %s diagnosis for %q %s; diagnoses: %v", p.Table, p.Cause, p.Key, p.Class, causes(tr.Diagnoses))
+			continue
+		}
+		d := tr.Diagnoses[i]
+		if string(d.Fix.Kind) != p.Fix {
+			t.Errorf("%s %s: fix %+v, want %s", p.Table, p.Cause, d.Fix, p.Fix)
+		}
+		switch p.Severity {
+		case "info":
+			if d.Severity != report.SeverityInfo || tr.Quiet == nil || tr.Quiet.Reason != report.QuietInfoOnly {
+				t.Errorf("%s: severity %s, quiet %+v; want info, quiet as info only", p.Table, d.Severity, tr.Quiet)
 			}
-			f := tr.Findings[i]
-			// Advice that depends on sort keys needs a store that counts them.
-			if p.Key != "" && (p.Recommendation == "calculated_suffix" || p.Recommendation == "cache") && !sortKeysKnown(p.Table, p.Key) {
-				continue
+		case "critical":
+			if d.Severity != report.SeverityCritical {
+				t.Errorf("%s: severity %s, want critical", p.Table, d.Severity)
 			}
-			if f.Recommendation == nil || string(f.Recommendation.Kind) != p.Recommendation {
-				t.Errorf("%s %s on %q: recommendation %+v, want %s", p.Table, kind, p.Key, f.Recommendation, p.Recommendation)
+		default:
+			if !d.Severity.Pages() {
+				t.Errorf("%s: severity %s, want warning or critical (peak %.0f of %.0f)", p.Table, d.Severity, d.PeakUnitsPerSecond, d.Limit)
 			}
 		}
-	}
-	// The telemetry device is near the ceiling without being hot by share.
-	if tr := find("telemetry", ""); tr != nil {
-		for _, f := range tr.Findings {
-			if f.Kind == "hot_key" {
-				t.Errorf("telemetry: unexpected hot_key on %q at %.3f", f.Key, f.Share)
-			}
-			if f.Kind == "partition_limit" && f.Severity != "critical" {
-				t.Errorf("telemetry partition_limit severity %q", f.Severity)
+		for j, o := range tr.Diagnoses {
+			if j != i && o.Severity.Pages() {
+				t.Errorf("%s: a second diagnosis at %s for one planted cause: %s %q", p.Table, o.Severity, o.Cause, o.Key())
 			}
 		}
 	}
 }
 
-func kinds(fs []report.Finding) []string {
+func causes(ds []report.Diagnosis) []string {
 	var out []string
-	for _, f := range fs {
-		out = append(out, string(f.Kind)+":"+f.Class+":"+f.Key)
+	for _, d := range ds {
+		out = append(out, string(d.Cause)+":"+d.Class+":"+d.Key()+":"+string(d.Severity))
 	}
 	return out
 }

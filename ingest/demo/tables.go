@@ -6,26 +6,44 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
-// The planted keys and the sizes of the tables.
+// The planted keys and the sizes of the tables. The rates are those of
+// DefaultRate, chosen so that each planted cause is a warning or critical
+// against one partition's ceiling (1000 WCU/s, 3000 RCU/s) with room for a
+// second's noise, and the trivial one stays info.
 const (
-	// CelebrityUser is the orders key carrying CelebrityShare of its writes.
+	// CelebrityUser is the orders key carrying CelebrityShare of its writes,
+	// each of OrderUnits WCU: 150 writes/s, 600 WCU/s, a warning.
 	CelebrityUser  = "USER#42"
-	CelebrityShare = 0.25
+	CelebrityShare = 0.30
+	OrderUnits     = 4
 	Users          = 100_000
 
 	// HotProduct is the single item carrying HotProductShare of the
-	// products table's reads.
+	// products table's reads, each of ProductUnits RCU: 90 reads/s,
+	// 1800 RCU/s, a warning.
 	HotProduct      = "PRODUCT#7"
 	HotProductShare = 0.30
+	ProductUnits    = 20
 	Products        = 50_000
 
 	// HotDevice is the telemetry key near one partition's write ceiling
 	// with a small share: HotDeviceShare of telemetry writes of
-	// TelemetryUnits WCU each, HotDeviceWCU WCU/s at DefaultRate.
+	// TelemetryUnits WCU each, HotDeviceWCU WCU/s at DefaultRate, critical.
 	HotDevice      = "DEVICE#7781"
 	HotDeviceShare = 0.07
 	TelemetryUnits = 44
 	Devices        = 10_000
+
+	// TicketUnits is the WCU of a ticket write: STATUS#OPEN takes half of
+	// 160 writes/s, 560 WCU/s, a warning.
+	TicketUnits = 7
+	// EventUnits is the WCU of an event write: today's key takes all
+	// 140 writes/s, 560 WCU/s, a warning.
+	EventUnits = 4
+
+	// TrivialKey is the settings key with a third of its table's 20 WCU/s:
+	// hot by share, at 0.7 % of the ceiling: info, never paged.
+	TrivialKey = "CONFIG#global"
 
 	// Sessions is the key space of the uniform sessions table.
 	Sessions = 1_000_000
@@ -39,9 +57,10 @@ const (
 	wOrdersRead     = 50
 	wOrdersGSI      = 50
 	wTickets        = 80
-	wEvents         = 80
+	wEvents         = 70
 	wProducts       = 150
 	wTelemetry      = 150
+	wSettings       = 10
 	wSessionsRead   = 95
 	wSessionsWrite  = 94
 	wSessionsScan   = 1
@@ -59,61 +78,83 @@ var statuses = []struct {
 	key   string
 	share float64
 }{
-	{"STATUS#OPEN", 0.45},
+	{"STATUS#OPEN", 0.50},
 	{"STATUS#IN_PROGRESS", 0.25},
-	{"STATUS#RESOLVED", 0.16},
-	{"STATUS#CLOSED", 0.07},
-	{"STATUS#ESCALATED", 0.07},
+	{"STATUS#RESOLVED", 0.15},
+	{"STATUS#CLOSED", 0.05},
+	{"STATUS#ESCALATED", 0.05},
 }
 
-// Plant is a table, index or key the workload shapes on purpose, and what
-// the detector is expected to say about it at DefaultRate over a window of
-// 60 s.
+// Plant is a table, index or key the workload shapes on purpose, and the
+// diagnosis the detector is expected to make of it at DefaultRate over a
+// window of 30 to 60 s.
 type Plant struct {
 	Table string
 	// Index is the secondary index, empty for the base table.
 	Index string
-	// Key is the planted partition key, empty for a table-wide pattern.
+	// Key is the diagnosis's first key: the planted partition key, or for a
+	// table-wide cause its hottest value.
 	Key   string
 	Class ingest.Class
-	// Findings are the finding kinds expected at least; empty means the
-	// table must produce no finding at all.
-	Findings []string
-	// Recommendation is the expected recommendation kind of the finding.
-	Recommendation string
+	// Cause is the expected diagnosis's cause (a finding kind); empty means
+	// the table must have no diagnosis and no finding at all.
+	Cause string
+	// Severity is the expected severity: "warning" means warning or
+	// critical (a second's noise may tip a peak over 80 %), "critical"
+	// means critical, "info" means info and never more.
+	Severity string
+	// Fix is the expected fix kind of the diagnosis.
+	Fix string
 	// Why describes the traffic.
 	Why string
 }
 
+// Causes lists the causes the detector may give the plant's diagnosis: its
+// Cause, and for a hot key at warning also partition_limit, the same
+// diagnosis once a second's noise (a burst of late events on a loaded
+// machine) tips its busiest second over 80 % of the ceiling.
+func (p Plant) Causes() []string {
+	if p.Cause == "hot_key" && p.Severity == "warning" {
+		return []string{p.Cause, "partition_limit"}
+	}
+	return []string{p.Cause}
+}
+
 // Planted lists what the workload plants, for tests and documentation:
 //
-//   - orders: USER#42 carries 25% of the writes, over many sort keys →
-//     hot_key with calculated_suffix.
-//   - tickets: five STATUS# values carry all writes → low_cardinality
-//     (its biggest statuses are hot keys too).
-//   - events: the partition key is the event's date, EVENTS#2026-11-23 →
-//     time_ordered_key (one key takes every write: a hot key as well).
-//   - products: PRODUCT#7, one item with one sort key, takes 30% of reads →
-//     hot_key with cache.
+//   - orders: USER#42 carries 30% of the writes, 600 WCU/s, over many sort
+//     keys → hot_key (warning) with calculated_suffix;
+//   - tickets: five STATUS# values carry all writes, STATUS#OPEN half of
+//     them at 560 WCU/s → one low_cardinality (warning) with gsi, which
+//     explains its hot values;
+//   - events: the partition key is the event's date, EVENTS#2026-11-23,
+//     560 WCU/s → one time_ordered_key (warning) with rekey, which explains
+//     today's hot key;
+//   - products: PRODUCT#7, one item with one sort key, takes 30% of reads,
+//     1800 RCU/s → hot_key (warning) with cache;
 //   - telemetry: DEVICE#7781 takes 7% of writes of 44 WCU each, about 924
 //     WCU/s, every write under its own timestamp sort key → partition_limit
-//     (critical) with calculated_suffix, and no hot_key.
+//     (critical) with calculated_suffix;
+//   - settings: CONFIG#global has a third of 20 WCU/s → hot_key at info
+//     (write_sharding), never paged, and a quiet that says so;
 //   - sessions: uniform over a million keys, plus an occasional keyless
-//     Scan → nothing.
+//     Scan → nothing;
 //   - orders index GSI1: uniform Queries over 20 000 SKUs → nothing (it
 //     shows as its own entry in reports).
 func Planted() []Plant {
 	return []Plant{
-		{Table: "orders", Key: CelebrityUser, Class: ingest.Write, Findings: []string{"hot_key"}, Recommendation: "calculated_suffix",
-			Why: "a celebrity user with 25% of the order writes, each order its own sort key"},
-		{Table: "tickets", Class: ingest.Write, Findings: []string{"low_cardinality"}, Recommendation: "gsi",
+		{Table: "orders", Key: CelebrityUser, Class: ingest.Write, Cause: "hot_key", Severity: "warning", Fix: "calculated_suffix",
+			Why: "a celebrity user with 30% of the order writes, each order its own sort key"},
+		{Table: "tickets", Key: statuses[0].key, Class: ingest.Write, Cause: "low_cardinality", Severity: "warning", Fix: "gsi",
 			Why: "tickets keyed by their status: five values carry every write"},
-		{Table: "events", Class: ingest.Write, Findings: []string{"time_ordered_key"}, Recommendation: "rekey",
+		{Table: "events", Key: "", Class: ingest.Write, Cause: "time_ordered_key", Severity: "warning", Fix: "rekey",
 			Why: "events keyed by the date they happened: today's key takes every write"},
-		{Table: "products", Key: HotProduct, Class: ingest.Read, Findings: []string{"hot_key"}, Recommendation: "cache",
+		{Table: "products", Key: HotProduct, Class: ingest.Read, Cause: "hot_key", Severity: "warning", Fix: "cache",
 			Why: "one product page read far more than the others, a single item"},
-		{Table: "telemetry", Key: HotDevice, Class: ingest.Write, Findings: []string{"partition_limit"}, Recommendation: "calculated_suffix",
+		{Table: "telemetry", Key: HotDevice, Class: ingest.Write, Cause: "partition_limit", Severity: "critical", Fix: "calculated_suffix",
 			Why: "a chatty device with 7% of a big table's writes, near 1000 WCU/s"},
+		{Table: "settings", Key: TrivialKey, Class: ingest.Write, Cause: "hot_key", Severity: "info", Fix: "write_sharding",
+			Why: "a small settings table where one item takes a third of 20 WCU/s: hot by share, far from any ceiling"},
 		{Table: "sessions", Why: "uniform reads and writes over a million sessions, and a Scan now and then"},
 		{Table: "orders", Index: "GSI1", Class: ingest.Read, Why: "uniform Queries by SKU on a global secondary index"},
 	}
@@ -122,7 +163,7 @@ func Planted() []Plant {
 func mix() []kind {
 	return []kind{
 		{wOrdersWrite, func(w *Workload, ev *ingest.Event) {
-			ev.Table, ev.Class = "orders", ingest.Write
+			ev.Table, ev.Class, ev.Units = "orders", ingest.Write, OrderUnits
 			if w.chance(CelebrityShare) {
 				ev.PK = CelebrityUser
 			} else {
@@ -139,7 +180,7 @@ func mix() []kind {
 			ev.PK = w.key("SKU#", w.rng.Uint64N(SKUs))
 		}},
 		{wTickets, func(w *Workload, ev *ingest.Event) {
-			ev.Table, ev.Class = "tickets", ingest.Write
+			ev.Table, ev.Class, ev.Units = "tickets", ingest.Write, TicketUnits
 			r := w.rng.Float64()
 			ev.PK = statuses[len(statuses)-1].key
 			for _, s := range statuses {
@@ -152,12 +193,12 @@ func mix() []kind {
 			ev.SK = w.key("TICKET#", w.rng.Uint64N(1_000_000))
 		}},
 		{wEvents, func(w *Workload, ev *ingest.Event) {
-			ev.Table, ev.Class = "events", ingest.Write
+			ev.Table, ev.Class, ev.Units = "events", ingest.Write, EventUnits
 			ev.PK = "EVENTS#" + ev.Time.UTC().Format("2006-01-02")
 			ev.SK = w.key(ev.Time.UTC().Format(time.RFC3339Nano)+"#", w.seq)
 		}},
 		{wProducts, func(w *Workload, ev *ingest.Event) {
-			ev.Table, ev.Class, ev.Units, ev.SK = "products", ingest.Read, 0.5, "DETAILS"
+			ev.Table, ev.Class, ev.Units, ev.SK = "products", ingest.Read, ProductUnits, "DETAILS"
 			if w.chance(HotProductShare) {
 				ev.PK = HotProduct
 			} else {
@@ -172,6 +213,14 @@ func mix() []kind {
 				ev.PK = w.key("DEVICE#", w.rng.Uint64N(Devices))
 			}
 			ev.SK = w.key("T#", uint64(ev.Time.UnixMilli()))
+		}},
+		{wSettings, func(w *Workload, ev *ingest.Event) {
+			ev.Table, ev.Class = "settings", ingest.Write
+			if w.chance(1.0 / 3) {
+				ev.PK = TrivialKey
+			} else {
+				ev.PK = w.key("CONFIG#user-", w.rng.Uint64N(200))
+			}
 		}},
 		{wSessionsRead, func(w *Workload, ev *ingest.Event) {
 			ev.Table, ev.Class, ev.Units = "sessions", ingest.Read, 0.5

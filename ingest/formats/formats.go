@@ -10,6 +10,7 @@
 package formats
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -22,12 +23,13 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/ingest/streams"
 )
 
 // Decoder reads whole inputs of one format. Decode may be called for
 // several inputs at once.
 type Decoder interface {
-	// Format names the format: "cloudtrail", "jsonl".
+	// Format names the format: "stream-records", "cloudtrail", "jsonl".
 	Format() string
 	// Sniff reports whether head, the first bytes of an input's content
 	// (decompressed, up to input.SniffLen, fewer for a short input), is of
@@ -49,8 +51,12 @@ type noter interface {
 // Config is what the decoders need.
 type Config struct {
 	// Schemas are the key schemas of tables whose records do not say which
-	// attribute is the partition key (CloudTrail).
+	// attribute is the partition key (CloudTrail, stream records).
 	Schemas map[string]ingest.KeySchema
+	// Table is the table of stream records that name none (the output of
+	// aws dynamodbstreams get-records); stream records of any other table
+	// are then rejected.
+	Table string
 	// Fields are the JSON-lines member names.
 	Fields jsonl.Fields
 	// Log is for hints a person should see (a table without a key
@@ -76,8 +82,11 @@ func New(cfg Config) *Set {
 		cfg.Reporter = ingest.NopReporter{}
 	}
 	return &Set{decoders: []Decoder{
+		&streamRecords{dec: streams.NewDumpDecoder(streams.DumpConfig{
+			Schemas: cfg.Schemas, Table: cfg.Table, Log: cfg.Log, Reporter: cfg.Reporter,
+		})},
 		&cloudTrail{dec: cloudtrail.NewDecoder(cfg.Schemas, cfg.Log, cfg.Reporter)},
-		jsonLines{opts: jsonl.Options{Fields: cfg.Fields, Reporter: cfg.Reporter}},
+		&jsonLines{opts: jsonl.Options{Fields: cfg.Fields, Reporter: cfg.Reporter}},
 	}}
 }
 
@@ -117,6 +126,97 @@ func (s *Set) ReadFile(ctx context.Context, name string, stdin io.Reader, sink i
 	return s.Read(ctx, in, counted)
 }
 
+// tally is what the inputs of one format held, for Verdict.
+type tally struct {
+	// inputs counts the inputs read; empty those without content, unknown
+	// those of no format hotkeyd reads.
+	inputs, empty, unknown int
+	// records counts the records (lines) read; events those turned into
+	// Events; omitted those left out on purpose, which a note explains
+	// (CloudTrail management events, Time to Live deletes); rejected those
+	// that could not be used, and inputs cut short.
+	records, events, omitted, rejected uint64
+}
+
+// tallier is a Decoder that counts what its inputs held.
+type tallier interface {
+	tally() tally
+}
+
+// total adds up the tallies of every format.
+func (s *Set) total() tally {
+	var t tally
+	for _, d := range s.decoders {
+		if tl, ok := d.(tallier); ok {
+			x := tl.tally()
+			t.inputs += x.inputs
+			t.empty += x.empty
+			t.unknown += x.unknown
+			t.records += x.records
+			t.events += x.events
+			t.omitted += x.omitted
+			t.rejected += x.rejected
+		}
+	}
+	return t
+}
+
+// Decoded returns the Events the readers handed on, and the records they
+// left out on purpose (which a note explains), so far. A caller whose
+// sink refuses Events (ingest.Checked) tells from it whether any input
+// was usable though Verdict is "".
+func (s *Set) Decoded() (events, omitted uint64) {
+	t := s.total()
+	return t.events, t.omitted
+}
+
+// Verdict returns, once the inputs were read, why none of them held
+// anything usable, in a few words naming what they held ("the input is
+// empty", "every one of its 3 records was rejected"), or "" when some
+// record was usable, or was left out on purpose (a CloudTrail file of
+// management events: its notes say so). A reader of whole inputs
+// (hotkeyd analyze) fails on a non-empty Verdict, so that a script does
+// not take an input it could not read for one without hot keys.
+func (s *Set) Verdict() string {
+	t := s.total()
+	if t.events > 0 || t.omitted > 0 {
+		return ""
+	}
+	var parts []string
+	switch {
+	case t.inputs == 0:
+		return "no input was read"
+	case t.empty == t.inputs && t.inputs == 1:
+		return "the input is empty"
+	case t.empty == t.inputs:
+		return "every input is empty"
+	case t.empty > 0:
+		parts = append(parts, plural(t.empty, "empty input"))
+	}
+	const known = "JSON lines, CloudTrail, DynamoDB stream records"
+	switch {
+	case t.unknown > 0 && t.unknown == t.inputs-t.empty && t.inputs == 1:
+		return "not in a format hotkeyd reads (" + known + ")"
+	case t.unknown > 0:
+		parts = append(parts, plural(t.unknown, "input")+" in no format hotkeyd reads ("+known+")")
+	}
+	if n := t.rejected; n > 0 && t.unknown == 0 {
+		parts = append(parts, fmt.Sprintf("every one of its %s was rejected", plural(int(n), "record")))
+	}
+	if len(parts) == 0 {
+		return "no record in the input"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// plural returns "1 input", "2 inputs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // Notes returns what a report should say about how the inputs read so far
 // were counted (CloudTrail counts items, not capacity units).
 func (s *Set) Notes() []string {
@@ -130,17 +230,44 @@ func (s *Set) Notes() []string {
 }
 
 // jsonLines reads JSON-lines access logs (the access-log contract).
-type jsonLines struct{ opts jsonl.Options }
+type jsonLines struct {
+	opts jsonl.Options
 
-func (jsonLines) Format() string { return "jsonl" }
+	mu sync.Mutex
+	t  tally
+}
+
+func (*jsonLines) Format() string { return "jsonl" }
 
 // Sniff accepts anything: JSON lines is the format of last resort, whose
 // reader says line by line what it could not use.
-func (jsonLines) Sniff([]byte) bool { return true }
+func (*jsonLines) Sniff([]byte) bool { return true }
 
-func (j jsonLines) Decode(ctx context.Context, in *input.Input, sink ingest.Sink) error {
-	_, err := jsonl.ReadAll(ctx, in, in.Name, sink, j.opts)
+func (j *jsonLines) Decode(ctx context.Context, in *input.Input, sink ingest.Sink) error {
+	head := bytes.TrimLeft(in.Head(), " \t\r\n")
+	// What no format claims and does not even start like a JSON line is
+	// not a format hotkeyd reads (a binary file, a document).
+	unknown := len(head) > 0 && head[0] != '{'
+	c, err := jsonl.ReadAll(ctx, in, in.Name, sink, j.opts)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.t.inputs++
+	switch {
+	case len(head) == 0 && c.Events == 0 && c.Rejected == 0:
+		j.t.empty++
+	case unknown && c.Events == 0:
+		j.t.unknown++
+	}
+	j.t.records += uint64(c.Events + c.Rejected)
+	j.t.events += uint64(c.Events)
+	j.t.rejected += uint64(c.Rejected)
 	return err
+}
+
+func (j *jsonLines) tally() tally {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.t
 }
 
 // cloudTrail reads CloudTrail log files: {"Records":[...]} objects,
@@ -168,6 +295,14 @@ func (c *cloudTrail) Decode(ctx context.Context, in *input.Input, sink ingest.Si
 	return err
 }
 
+func (c *cloudTrail) tally() tally {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.stats
+	return tally{inputs: c.inputs, records: st.Records, events: st.Events + st.Throttled,
+		omitted: st.Ignored + st.Failed, rejected: st.Rejected}
+}
+
 // Notes says how CloudTrail inputs were counted, once any was read.
 func (c *cloudTrail) Notes() []string {
 	c.mu.Lock()
@@ -182,6 +317,67 @@ func (c *cloudTrail) Notes() []string {
 	}
 	if len(st.NoSchema) > 0 {
 		notes = append(notes, fmt.Sprintf("CloudTrail: no key schema for %s, so keys were counted whole (all attributes); give one with --key-schema TABLE=PK[,SK] or the config's tables section.", strings.Join(st.NoSchema, ", ")))
+	}
+	return notes
+}
+
+// streamRecords reads dumps of DynamoDB stream records: Lambda events,
+// get-records output, Kinesis Data Streams for DynamoDB payloads and
+// their envelopes, one per line or not (package streams). One decoder
+// serves every input, so that a record found in two inputs counts once and
+// a missing key schema is said once.
+type streamRecords struct {
+	dec *streams.DumpDecoder
+
+	mu     sync.Mutex
+	inputs int
+	stats  streams.DumpStats
+}
+
+func (*streamRecords) Format() string { return "stream-records" }
+
+func (*streamRecords) Sniff(head []byte) bool { return streams.SniffDump(head) }
+
+func (s *streamRecords) Decode(ctx context.Context, in *input.Input, sink ingest.Sink) error {
+	st, err := s.dec.Decode(ctx, in, in.Name, sink)
+	s.mu.Lock()
+	s.inputs++
+	s.stats.Add(st)
+	s.mu.Unlock()
+	return err
+}
+
+func (s *streamRecords) tally() tally {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	return tally{inputs: s.inputs, records: st.Records, events: st.Events,
+		omitted: st.TTLDeletes + st.Duplicates, rejected: st.Rejected}
+}
+
+// Notes says how stream records were counted, once any input was read.
+func (s *streamRecords) Notes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inputs == 0 {
+		return nil
+	}
+	st := s.stats
+	var notes []string
+	if st.Unsized > 0 {
+		notes = append(notes, fmt.Sprintf("Stream records: %d of %d writes carry no SizeBytes and count 1 unit each; the others count one WCU per started KB of SizeBytes (keys and images: an estimate of the item size).", st.Unsized, st.Events))
+	}
+	if st.TTLDeletes > 0 {
+		notes = append(notes, fmt.Sprintf("Stream records: %d deletes by Time to Live (userIdentity dynamodb.amazonaws.com) are not client writes and are not counted.", st.TTLDeletes))
+	}
+	if st.Duplicates > 0 {
+		notes = append(notes, fmt.Sprintf("Stream records: %d records read twice (same table, eventID and sequence number) counted once.", st.Duplicates))
+	}
+	if st.NoTable > 0 {
+		notes = append(notes, fmt.Sprintf("Stream records: %d records name no table (get-records output carries none); give it with --table NAME.", st.NoTable))
+	}
+	if len(st.NoSchema) > 0 {
+		notes = append(notes, fmt.Sprintf("Stream records: no key schema for %s, so keys were counted whole (all attributes); give one with --key-schema TABLE=PK[,SK] or the config's tables section.", strings.Join(st.NoSchema, ", ")))
 	}
 	return notes
 }

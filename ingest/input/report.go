@@ -65,6 +65,23 @@ func (r *TextReporter) Error(source, reason string, err error) {
 // Rejected returns the number of rejected records so far.
 func (r *TextReporter) Rejected() uint64 { return r.rejected.Load() }
 
+// Reasons returns the rejected records per reason, "bad_json 2,
+// missing_pk 1", or "" when none was rejected.
+func (r *TextReporter) Reasons() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reasonList()
+}
+
+func (r *TextReporter) reasonList() string {
+	reasons := make([]string, 0, len(r.reasons))
+	for reason, c := range r.reasons {
+		reasons = append(reasons, fmt.Sprintf("%s %d", reason, c))
+	}
+	sort.Strings(reasons)
+	return strings.Join(reasons, ", ")
+}
+
 // Summary prints the rejected records per reason when some were not
 // described one by one.
 func (r *TextReporter) Summary() {
@@ -74,10 +91,5 @@ func (r *TextReporter) Summary() {
 	if n <= uint64(r.printed) {
 		return
 	}
-	reasons := make([]string, 0, len(r.reasons))
-	for reason, c := range r.reasons {
-		reasons = append(reasons, fmt.Sprintf("%s %d", reason, c))
-	}
-	sort.Strings(reasons)
-	fmt.Fprintf(r.w, "hotkeyd: skipped %d records in all: %s\n", n, strings.Join(reasons, ", "))
+	fmt.Fprintf(r.w, "hotkeyd: skipped %d records in all: %s\n", n, r.reasonList())
 }

@@ -16,6 +16,10 @@
 // ingest.Reporter with a reason constant of package ingest and skipped; the
 // lines around it are read as usual.
 //
+// With Options.Records, an input whose first line that reader recognises
+// is read with it instead, line by line: files of DynamoDB stream records
+// (package streams) followed beside the access logs.
+//
 // Files that exist when a Source starts are read from their end, so that a
 // restart does not count their lines twice (Config.FromStart reads them
 // whole); files that appear later are read from their beginning.

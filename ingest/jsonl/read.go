@@ -38,6 +38,21 @@ type Options struct {
 	Reporter ingest.Reporter
 	// Source is the source label of the Events and the rejections ("jsonl" when empty).
 	Source string
+	// Records, when set, reads the inputs whose first line it recognises
+	// instead of the access-log parser: files of DynamoDB stream records,
+	// one record or one Lambda event per line (package streams).
+	Records RecordLines
+}
+
+// RecordLines reads the lines of a format other than the access log's,
+// each line one record or one batch of records.
+type RecordLines interface {
+	// Sniff reports whether the first line of an input is of its format.
+	Sniff(line []byte) bool
+	// DecodeLine appends the Events of one line (lineNo of input name) to
+	// dst, reports what it cannot use, and returns how many records it
+	// rejected.
+	DecodeLine(line []byte, name string, lineNo int64, dst []ingest.Event) ([]ingest.Event, int)
 }
 
 func (o Options) withDefaults() Options {
@@ -91,13 +106,16 @@ type Counts struct {
 // stream turns lines into batches of Events. One stream reads one input at
 // a time; it is not safe for concurrent use.
 type stream struct {
-	opts    Options
-	name    string
-	parser  *Parser
-	lines   *lineReader
-	batch   []ingest.Event
-	counts  Counts
-	onError func(*LineError) // besides the Reporter; may be nil
+	opts   Options
+	name   string
+	parser *Parser
+	lines  *lineReader
+	batch  []ingest.Event
+	counts Counts
+	// records is set once the first line was found to be of
+	// opts.Records' format; decided tells that the first line was seen.
+	records, decided bool
+	onError          func(*LineError) // besides the Reporter; may be nil
 }
 
 func newStream(opts Options, name string) *stream {
@@ -119,6 +137,18 @@ func (s *stream) line(b []byte) {
 	}
 	if s.batch == nil {
 		s.batch = make([]ingest.Event, 0, s.opts.BatchSize)
+	}
+	if !s.decided {
+		s.decided = true
+		s.records = s.opts.Records != nil && s.opts.Records.Sniff(b)
+	}
+	if s.records {
+		n := len(s.batch)
+		var rejected int
+		s.batch, rejected = s.opts.Records.DecodeLine(b, s.name, s.lines.lines, s.batch)
+		s.counts.Events += int64(len(s.batch) - n)
+		s.counts.Rejected += int64(rejected)
+		return
 	}
 	s.batch = append(s.batch, ingest.Event{})
 	if err := s.parser.Parse(b, &s.batch[len(s.batch)-1]); err != nil {

@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/follow"
+	"github.com/hotkeyd/hotkeyd/ingest/streams"
 )
 
 // DefaultPoll is how often the follower looks for new lines, rotated and
@@ -48,10 +50,17 @@ func (c *Config) Validate() error {
 }
 
 // NewSource builds the reader of a sources entry of type jsonl, with the
-// daemon's Reporter and standard input.
+// daemon's Reporter and standard input. A file whose first line is a
+// DynamoDB stream record (Firehose's files of Kinesis payloads, logged
+// Lambda events) is read as such, with the config file's key schemas.
 func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
 	cfg := *c
 	cfg.Reporter, cfg.Stdin = env.Reporter, env.Stdin
+	if cfg.Records == nil {
+		cfg.Records = streams.NewDumpDecoder(streams.DumpConfig{
+			Schemas: env.Tables, Source: cmp.Or(cfg.Source, SourceName), Log: env.Log, Reporter: env.Reporter,
+		})
+	}
 	return New(cfg, env.Log)
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,110 @@ func TestDynamoDBLocal(t *testing.T) {
 	t.Run("BadItems", func(t *testing.T) { testBadItems(t, d) })
 	t.Run("LostRace", func(t *testing.T) { testLostRace(t, d) })
 	t.Run("TableDeleted", func(t *testing.T) { testTableDeleted(t, d) })
+	t.Run("WriteBackAnswerLost", func(t *testing.T) { testWriteBackAnswerLost(t, d) })
+	t.Run("RetriedWrite", func(t *testing.T) { testRetriedWrite(t, d) })
+}
+
+// resender sends every UpdateItem twice while on is set, and answers with
+// the second attempt: what the SDK's retryer does when the answer to an
+// applied write is lost on the way back. DynamoDB Local cannot lose an
+// answer, so this wraps the real client.
+type resender struct {
+	DynamoDBAPI
+	on atomic.Bool
+}
+
+func (r *resender) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if r.on.Load() {
+		if _, err := r.DynamoDBAPI.UpdateItem(ctx, in, opts...); err != nil {
+			return nil, err
+		}
+	}
+	return r.DynamoDBAPI.UpdateItem(ctx, in, opts...)
+}
+
+// A renewal, checkpoint or release applied once and sent again finds its
+// own counter: the lease is neither lost nor taken from this worker.
+func testRetriedWrite(t *testing.T, d *testenv.DDBLocal) {
+	const table = "leases_retried"
+	ctx := context.Background()
+	db := &resender{DynamoDBAPI: d.DB}
+	l := &staticLister{}
+	l.set(shards(1, "s")...)
+	w := startWorker(t, db, table, "w", l)
+	waitFor(t, 10*time.Second, "the lease", func() bool { return len(w.held()) == 1 })
+	key := w.held()[0]
+	db.on.Store(true)
+	if err := w.c.Lease(key).Checkpoint(ctx, "12345"); err != nil {
+		t.Fatalf("checkpoint sent twice: %v", err)
+	}
+	time.Sleep(2 * testFailover) // renewals, each sent twice
+	if got := w.held(); len(got) != 1 {
+		t.Fatalf("holds %v after writes sent twice, want %s", got, key)
+	}
+	if got := testutil.ToFloat64(w.c.m.losses.WithLabelValues(table)); got != 0 {
+		t.Errorf("%v leases lost", got)
+	}
+	w.crash()
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	w.c.ReleaseAll(rctx)
+	item := getItem(t, d.DB, table, key)
+	if got := attr(item, "leaseOwner"); got != "-" {
+		t.Errorf("owner %s after a release sent twice, want none", got)
+	}
+	if got := attr(item, "checkpoint"); got != "S:12345" {
+		t.Errorf("checkpoint %s, want S:12345", got)
+	}
+	if w.logged("lost lease") != 0 {
+		t.Errorf("a write sent twice was taken for another worker's")
+	}
+}
+
+// answerLoser applies every PutItem and then, while lose is set, answers
+// with an error, as a connection that drops after the request arrived
+// does. DynamoDB Local cannot drop an answer, so this wraps the real client.
+type answerLoser struct {
+	DynamoDBAPI
+	lose atomic.Bool
+}
+
+var errAnswerLost = errors.New("read tcp: connection reset by peer")
+
+func (a *answerLoser) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := a.DynamoDBAPI.PutItem(ctx, in, opts...)
+	if err == nil && a.lose.Load() {
+		return nil, errAnswerLost
+	}
+	return out, err
+}
+
+// A held lease whose item vanished is written back; when the answer to
+// that write is lost although the write went through, the next scan finds
+// this worker's own counter there, which is no reason to give the lease up.
+func testWriteBackAnswerLost(t *testing.T, d *testenv.DDBLocal) {
+	const table = "leases_answer_lost"
+	ctx := context.Background()
+	db := &answerLoser{DynamoDBAPI: d.DB}
+	l := &staticLister{}
+	l.set(shards(1, "s")...)
+	w := startWorker(t, db, table, "w", l)
+	waitFor(t, 10*time.Second, "the lease", func() bool { return len(w.held()) == 1 })
+	key := w.held()[0]
+	db.lose.Store(true)
+	if _, err := d.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"leaseKey": s(key)}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the item written back", func() bool { return attr(getItem(t, d.DB, table, key), "leaseOwner") == "S:w" })
+	db.lose.Store(false)
+	// Two more rounds see the item this worker wrote.
+	time.Sleep(2 * testFailover)
+	if got := w.held(); len(got) != 1 {
+		t.Errorf("holds %v after its write-back's answer was lost, want %s", got, key)
+	}
+	if got := testutil.ToFloat64(w.c.m.losses.WithLabelValues(table)); got != 0 {
+		t.Errorf("%v leases lost", got)
+	}
 }
 
 // disjoint fails unless the workers' leases are pairwise disjoint and

@@ -161,7 +161,11 @@ func (l *Lease) write(ctx context.Context, set map[string]types.AttributeValue, 
 			if l.adoptLocked(conflict.old) {
 				continue
 			}
-			out, err = l.recover(ctx, conflict, set, release)
+			if l.retriedLocked(conflict.old, set, release) {
+				out, err = conflict.old, nil
+			} else {
+				out, err = l.recover(ctx, conflict, set, release)
+			}
 		}
 		if err != nil {
 			switch {
@@ -202,6 +206,31 @@ func (l *Lease) adoptLocked(av map[string]types.AttributeValue) bool {
 	if l.maybeRelease {
 		l.ended.Store(endReleased)
 		l.c.drop(l, false, "")
+	}
+	return true
+}
+
+// retriedLocked reports whether the item a conditional write found is that
+// very write, applied: the SDK sent it again after an answer was lost (a
+// connection reset after the request arrived), and the second attempt
+// failed its condition on the first one's counter. The KCL checks for the
+// same spurious retry when a renewal fails. Called with l.mu held.
+func (l *Lease) retriedLocked(av map[string]types.AttributeValue, set map[string]types.AttributeValue, release bool) bool {
+	if av == nil {
+		return false
+	}
+	it, _ := parseItem(av)
+	owner := l.c.cfg.WorkerID
+	if release {
+		owner = ""
+	}
+	if it.count != l.count+1 || it.owner != owner {
+		return false
+	}
+	for name, v := range set {
+		if !sameValue(av[name], v) {
+			return false
+		}
 	}
 	return true
 }
@@ -318,6 +347,11 @@ func (l *Lease) restore(ctx context.Context) (bool, error) {
 	ok, err := l.c.db.put(ctx, av)
 	if ok {
 		l.applyLocked(av, sent)
+	}
+	if err != nil && !isTableGone(err) {
+		// The write may have happened with its answer lost: finding this
+		// worker's own counter later is not another worker's write.
+		l.maybe, l.maybeSent, l.maybeRelease = l.count+1, sent, false
 	}
 	return ok, err
 }

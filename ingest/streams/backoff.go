@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jpillora/backoff"
+
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 )
 
 // newBackoff returns the exponential backoff of a retry loop: the first
@@ -18,16 +20,4 @@ func newBackoff(base, max time.Duration) *backoff.Backoff {
 
 // sleep waits for d or until ctx is done, and reports whether the whole
 // wait elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func sleep(ctx context.Context, d time.Duration) bool { return shards.Sleep(ctx, d) }

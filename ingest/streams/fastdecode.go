@@ -165,6 +165,11 @@ type decoder struct {
 	intern []interned
 	// text and name hold unescaped string values and member names.
 	text, name []byte
+	// dump, when set, reads records as users keep them (see dump.go)
+	// rather than as GetRecords answers them, into cur.
+	dump *dumpRecord
+	// payload is the record a dump's base64 envelope holds.
+	payload types.Record
 }
 
 // strArena copies the strings of an answer into shared blocks, as the
@@ -404,6 +409,9 @@ func (d *decoder) record(r *types.Record) error {
 					id.Type = b.str(s)
 					return err
 				}
+				if d.dump != nil {
+					return d.dumpIdentity(k, id)
+				}
 				return d.skip()
 			})
 		case "dynamodb":
@@ -418,6 +426,9 @@ func (d *decoder) record(r *types.Record) error {
 			r.Dynamodb = sr
 			return d.streamRecord(sr)
 		}
+		if d.dump != nil {
+			return d.dumpMember(key, r)
+		}
 		return d.skip()
 	})
 }
@@ -427,6 +438,9 @@ func (d *decoder) streamRecord(sr *types.StreamRecord) error {
 	return d.object(func(key []byte) error {
 		switch string(key) {
 		case "ApproximateCreationDateTime":
+			if d.dump != nil {
+				return d.dumpTime(sr)
+			}
 			num, err := d.number()
 			if err != nil {
 				return err
@@ -474,6 +488,9 @@ func (d *decoder) streamRecord(sr *types.StreamRecord) error {
 			return d.object(func(name []byte) error {
 				n := d.internBytes(name)
 				v, err := d.keyValue()
+				if err != nil && d.dump != nil {
+					return badKey(n, err)
+				}
 				sr.Keys[n] = v
 				return err
 			})

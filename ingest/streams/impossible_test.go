@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
@@ -47,11 +48,11 @@ func testImpossibleCheckpoint(t *testing.T, d *testenv.DDBLocal, table, seq stri
 	putItems(t, d.DB, table, "pk", "k", 0, 20)
 	arn, shard, _ := readShard(t, d, table)
 	dir := t.TempDir()
-	cps := newCheckpoints(dir)
-	if err := cps.save(checkpoint{StreamARN: arn, ShardID: shard, Sequence: seq, Updated: time.Now().UTC()}); err != nil {
+	cps := shards.NewStore(dir)
+	if err := cps.Save(checkpoint{StreamARN: arn, ShardID: shard, Sequence: seq, Updated: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
-	file := cps.path(arn, shard)
+	file := cps.Path(arn, shard)
 
 	cfg := fastConfig()
 	cfg.Tables = []string{table}

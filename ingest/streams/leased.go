@@ -3,9 +3,6 @@ package streams
 import (
 	"context"
 	"errors"
-	"maps"
-	"slices"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"go.uber.org/zap"
@@ -13,50 +10,17 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
-// shardBook keeps each stream's latest listing for the lease coordinator:
-// it lists shards from what the stream readers found, without calling
-// DescribeStream again. Safe for concurrent use.
-type shardBook struct {
-	mu       sync.Mutex
-	byStream map[string][]lease.Shard
-}
-
-var _ lease.ShardLister = (*shardBook)(nil)
-
-func newShardBook() *shardBook { return &shardBook{byStream: map[string][]lease.Shard{}} }
-
-// set records a stream's listing.
-func (b *shardBook) set(arn string, infos []shardInfo) {
-	shards := make([]lease.Shard, 0, len(infos))
+// leaseShards returns a listing as the lease coordinator takes it.
+func leaseShards(arn string, infos []shardInfo) []lease.Shard {
+	out := make([]lease.Shard, 0, len(infos))
 	for _, si := range infos {
 		s := lease.Shard{Stream: arn, ID: si.id}
 		if si.parent != "" {
 			s.Parents = []string{si.parent}
 		}
-		shards = append(shards, s)
+		out = append(out, s)
 	}
-	b.mu.Lock()
-	b.byStream[arn] = shards
-	b.mu.Unlock()
-}
-
-// remove forgets a stream no longer read (disabled and read to its end, or
-// gone): its leases are left alone.
-func (b *shardBook) remove(arn string) {
-	b.mu.Lock()
-	delete(b.byStream, arn)
-	b.mu.Unlock()
-}
-
-// ListShards implements lease.ShardLister.
-func (b *shardBook) ListShards(context.Context) ([]lease.Shard, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []lease.Shard
-	for _, arn := range slices.Sorted(maps.Keys(b.byStream)) {
-		out = append(out, b.byStream[arn]...)
-	}
-	return out, nil
+	return out
 }
 
 // leaseKey is the lease table's key of a shard of this stream.
@@ -79,7 +43,7 @@ func (sr *streamReader) listed(infos []shardInfo) {
 	if sr.s.coord == nil {
 		return
 	}
-	sr.s.book.set(sr.arn, infos)
+	sr.s.book.Set(sr.arn, leaseShards(sr.arn, infos))
 	sr.s.coord.Refresh()
 }
 

@@ -1,6 +1,10 @@
 package streams
 
-import "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+import (
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
+)
 
 // shardInfo is what the reader keeps of a DescribeStream shard.
 type shardInfo struct {
@@ -34,20 +38,7 @@ func shardInfos(shards []types.Shard) []shardInfo {
 // (trimmed away after 24 hours). A child therefore starts only once every
 // record of its parent was read, so that a key's writes are counted in the
 // order DynamoDB made them, as the Kinesis Client Library does.
-func readyShards(shards []shardInfo, finished func(id string) bool, running map[string]bool) []shardInfo {
-	listed := make(map[string]bool, len(shards))
-	for _, s := range shards {
-		listed[s.id] = true
-	}
-	var out []shardInfo
-	for _, s := range shards {
-		if running[s.id] || finished(s.id) {
-			continue
-		}
-		if s.parent != "" && listed[s.parent] && !finished(s.parent) {
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
+func readyShards(list []shardInfo, finished func(id string) bool, running map[string]bool) []shardInfo {
+	return shards.Ready(list, func(s shardInfo) string { return s.id },
+		func(s shardInfo) []string { return []string{s.parent} }, finished, running)
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 )
 
 const (
@@ -157,7 +159,7 @@ func TestLineageOrder(t *testing.T) {
 	}
 	for _, id := range []string{rootShard, closedChild} {
 		var cp checkpoint
-		b, err := os.ReadFile(filepath.Join(cfg.CheckpointDir, safeName(cfg.StreamARNs[0]), id+".json"))
+		b, err := os.ReadFile(shards.NewStore(cfg.CheckpointDir).Path(cfg.StreamARNs[0], id))
 		if err == nil {
 			err = json.Unmarshal(b, &cp)
 		}

@@ -69,6 +69,10 @@ func mapRecord(r *types.Record, table, shard string, ks keySchema, ev *ingest.Ev
 	if err != nil {
 		return kindRejected, ingest.ReasonBadType, fmt.Errorf("partition key %q: %w", hash, err)
 	}
+	if pk == "" {
+		// DynamoDB refuses empty key values: the record is broken.
+		return kindRejected, ingest.ReasonMissingPK, fmt.Errorf("partition key %q is empty", hash)
+	}
 	var sk string
 	if rng != "" {
 		if skv, ok := sr.Keys[rng]; ok {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
@@ -119,11 +120,11 @@ func (r *shardReader) start(ctx context.Context) bool {
 	if r.lease != nil {
 		return r.startLeased(ctx)
 	}
-	cp, ok, err := r.s.cps.load(r.sr.arn, r.shard.id)
+	cp, ok, err := r.s.cps.Load(r.sr.arn, r.shard.id)
 	if err != nil {
 		r.s.rep.Error(SourceName, ReasonCheckpoint, err)
 		r.log.Error("unusable checkpoint, moved aside; reading the shard from its first record", zap.Error(err))
-		if qerr := r.s.cps.quarantine(r.sr.arn, r.shard.id); qerr != nil {
+		if qerr := r.s.cps.Quarantine(r.sr.arn, r.shard.id); qerr != nil {
 			r.s.rep.Error(SourceName, ReasonCheckpoint, qerr)
 		}
 		ok = false
@@ -248,9 +249,9 @@ func (r *shardReader) impossible(ctx context.Context, err error) bool {
 // shard's retained records are counted again.
 func (r *shardReader) dropCheckpoint(ctx context.Context, err error) {
 	seq := r.lastSeq
-	cerr := fmt.Errorf("%w in lease %q: sequence number %q is no position of the shard: %w", errCorruptCheckpoint, r.sr.leaseKey(r.shard.id), seq, err)
+	cerr := fmt.Errorf("%w in lease %q: sequence number %q is no position of the shard: %w", shards.ErrCorrupt, r.sr.leaseKey(r.shard.id), seq, err)
 	if r.lease == nil {
-		cerr = fmt.Errorf("%w %q: sequence number %q is no position of the shard: %w", errCorruptCheckpoint, r.s.cps.path(r.sr.arn, r.shard.id), seq, err)
+		cerr = fmt.Errorf("%w %q: sequence number %q is no position of the shard: %w", shards.ErrCorrupt, r.s.cps.Path(r.sr.arn, r.shard.id), seq, err)
 	}
 	r.s.rep.Error(SourceName, ReasonCheckpoint, cerr)
 	r.log.Error("unusable checkpoint, moved aside; reading the shard from its first record", zap.Error(cerr))
@@ -260,7 +261,7 @@ func (r *shardReader) dropCheckpoint(ctx context.Context, err error) {
 		r.saveLeased(ctx, lease.TrimHorizon)
 		return
 	}
-	if qerr := r.s.cps.quarantine(r.sr.arn, r.shard.id); qerr != nil {
+	if qerr := r.s.cps.Quarantine(r.sr.arn, r.shard.id); qerr != nil {
 		r.s.rep.Error(SourceName, ReasonCheckpoint, qerr)
 	}
 }
@@ -412,7 +413,7 @@ func (r *shardReader) checkpoint(ctx context.Context, now bool) bool {
 }
 
 func (r *shardReader) save(cp checkpoint) {
-	if err := r.s.cps.save(cp); err != nil {
+	if err := r.s.cps.Save(cp); err != nil {
 		r.s.rep.Error(SourceName, ReasonCheckpoint, err)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
@@ -23,14 +24,14 @@ type Source struct {
 	m       *metrics
 	streams StreamsAPI
 	tables  TablesAPI
-	cps     *checkpoints
+	cps     *shards.Store
 	limit   *limiter
 	health  *health
 	now     func() time.Time
 
 	// With a lease table: the coordinator, and the listings it splits.
 	coord *lease.Coordinator
-	book  *shardBook
+	book  *shards.Book
 }
 
 var (
@@ -81,7 +82,7 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 		m:       m,
 		streams: streams,
 		tables:  tables,
-		cps:     newCheckpoints(cfg.CheckpointDir),
+		cps:     shards.NewStore(cfg.CheckpointDir),
 		// DescribeStream allows 10 calls per second per account.
 		limit:  &limiter{every: 100 * time.Millisecond},
 		health: newHealth(),
@@ -99,7 +100,7 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 		if !ok {
 			return nil, errors.New("lease_table: the DynamoDB client cannot write the lease table")
 		}
-		s.book = newShardBook()
+		s.book = shards.NewBook()
 		if s.coord, err = lease.New(cfg.leaseConfig(), db, s.book, log, rep, reg); err != nil {
 			return nil, err
 		}
@@ -120,7 +121,7 @@ func (s *Source) Ready() error {
 	if err := s.health.ready(); err != nil {
 		return err
 	}
-	if err := s.cps.ready(); err != nil {
+	if err := s.cps.Ready(); err != nil {
 		return fmt.Errorf("checkpoints cannot be written: %w", err)
 	}
 	if s.coord != nil {
@@ -169,7 +170,7 @@ const probeEvery = 5 * time.Second
 // a shard has a checkpoint to write and clears once it can be.
 func (s *Source) probeCheckpoints(ctx context.Context) {
 	for reported := false; ; reported = true {
-		err := s.cps.probe()
+		err := s.cps.Probe()
 		if err == nil {
 			return
 		}

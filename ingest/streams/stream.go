@@ -132,7 +132,7 @@ func (sr *streamReader) run(ctx context.Context) {
 	bo := newBackoff(time.Second, s.cfg.MaxBackoff)
 	shardBo := newBackoff(time.Second, s.cfg.MaxBackoff)
 	if s.coord != nil {
-		defer s.book.remove(sr.arn)
+		defer s.book.Remove(sr.arn)
 	}
 	listed := false
 	var infos []shardInfo // the latest listing
@@ -256,7 +256,7 @@ func (sr *streamReader) first(ctx context.Context, d *types.StreamDescription) {
 	if sr.ks.hash == "" && sr.s.tables != nil && sr.table != "" {
 		sr.ks = sr.s.tableKeySchema(ctx, sr.table)
 	}
-	sr.fresh = !sr.s.cps.hasAny(sr.arn)
+	sr.fresh = !sr.s.cps.HasAny(sr.arn)
 	sr.initial = map[string]bool{}
 	for _, sh := range d.Shards {
 		sr.initial[aws.ToString(sh.ShardId)] = true
@@ -301,7 +301,7 @@ func (sr *streamReader) isFinished(id string) bool {
 	if sr.s.coord != nil {
 		return sr.s.coord.Finished(sr.leaseKey(id))
 	}
-	cp, ok, err := sr.s.cps.load(sr.arn, id)
+	cp, ok, err := sr.s.cps.Load(sr.arn, id)
 	if err == nil && ok && cp.Finished {
 		sr.finished[id] = true
 		return true

@@ -1,5 +1,5 @@
 // Package analyze is hotkeyd analyze: it reads whole inputs (JSON lines,
-// CloudTrail, compressed or not; package formats) into one window that
+// CloudTrail, DynamoDB stream records, compressed or not; package formats) into one window that
 // never expires, evaluates it once (detect.Evaluate) and writes one report,
 // as JSON or as text. It is the offline twin of the daemon's pipeline, with
 // the same numbers.
@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -32,8 +33,11 @@ type Config struct {
 	Files []string
 	// Settings are the detector's; Settings.Top keys per class are listed.
 	Settings detect.Settings
-	// Schemas are the key schemas of CloudTrail tables.
+	// Schemas are the key schemas of CloudTrail tables and of stream
+	// records' tables.
 	Schemas map[string]ingest.KeySchema
+	// Table is the table of stream records that name none (formats.Config).
+	Table string
 	// Fields are the JSON-lines member names.
 	Fields jsonl.Fields
 	// Masker masks the keys of the report, and the input quoted on
@@ -54,7 +58,8 @@ type Config struct {
 
 // Run reads every file and writes the report. A file that cannot be read
 // is named on Stderr and the others are still reported; Run then returns
-// an error saying how many could not be read.
+// ErrUnreadable. When every input was read but nothing in them was usable,
+// it says so on Stderr and returns ErrNothingUsable.
 func Run(ctx context.Context, cfg Config) error {
 	scfg := sketch.DefaultConfig()
 	scfg.Window = 0
@@ -69,10 +74,14 @@ func Run(ctx context.Context, cfg Config) error {
 		mask = cfg.Masker
 	}
 	rep := input.NewTextReporter(cfg.Stderr, mask)
-	inputs := formats.New(formats.Config{Schemas: cfg.Schemas, Fields: cfg.Fields, Log: cfg.Log, Reporter: rep})
+	inputs := formats.New(formats.Config{Schemas: cfg.Schemas, Table: cfg.Table, Fields: cfg.Fields, Log: cfg.Log, Reporter: rep})
 	// Every Event is checked once more before it is counted, as in the
-	// daemon (ingest.Checked).
-	sink := ingest.Checked(store, rep)
+	// daemon (ingest.Checked); passed counts the Events that got through.
+	var passed atomic.Uint64
+	sink := ingest.Checked(ingest.SinkFunc(func(ctx context.Context, batch []ingest.Event) error {
+		passed.Add(uint64(len(batch)))
+		return store.Put(ctx, batch)
+	}), rep)
 	failed := 0
 	for _, name := range cfg.Files {
 		if err := inputs.ReadFile(ctx, name, cfg.Stdin, sink, cfg.Stderr); err != nil {
@@ -81,6 +90,20 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	rep.Summary()
+	nothing := ""
+	if failed == 0 {
+		nothing = inputs.Verdict()
+		if events, omitted := inputs.Decoded(); nothing == "" && events > 0 && omitted == 0 && passed.Load() == 0 {
+			// The readers made events, and the check refused every one.
+			nothing = "every event it held was rejected"
+		}
+		if nothing != "" {
+			if reasons := rep.Reasons(); reasons != "" {
+				nothing += "; skipped: " + reasons
+			}
+			fmt.Fprintf(cfg.Stderr, "hotkeyd: nothing usable in %s: %s\n", strings.Join(cfg.Files, ", "), nothing)
+		}
+	}
 
 	report := detect.Evaluate(store.Snapshot(), cfg.Settings)
 	report.Rejected = rep.Rejected()
@@ -98,8 +121,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if failed > 0 {
+	switch {
+	case failed > 0:
 		return ErrUnreadable
+	case nothing != "":
+		return ErrNothingUsable
 	}
 	return nil
 }
@@ -107,6 +133,14 @@ func Run(ctx context.Context, cfg Config) error {
 // ErrUnreadable is Run's error when some inputs could not be read; each was
 // named on Stderr already.
 var ErrUnreadable = errors.New("some inputs could not be read")
+
+// ErrNothingUsable is Run's error when nothing in the inputs was usable
+// (empty, in no format hotkeyd reads, every record rejected); one line on
+// Stderr said what they held. A script must not take such an input for one
+// without hot keys. Records left out on purpose (a CloudTrail file of
+// management events, Time to Live deletes) are not this: the report's
+// notes say why they were not counted.
+var ErrNothingUsable = errors.New("nothing in the input was usable")
 
 // bareError drops the file name an *fs.PathError repeats: every file error
 // is printed as "hotkeyd: NAME: error".

@@ -35,8 +35,8 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-table-no-pk.yml":                    "tables.Music.partition_key: required",
 		"invalid-table-name.yml":                     "tables.Music/by artist: table or index name holds a character other than A-Z, a-z, 0-9, '_', '-' and '.'",
 		"invalid-max-tables.yml":                     "max_tables: must be 1 to 100000, got 0",
-		"invalid-source-no-type.yml":                 "sources[0].type: required (dynamodb-streams, cloudtrail or jsonl)",
-		"invalid-source-type.yml":                    `sources[0].type: unknown source type "kinesis" (want dynamodb-streams, cloudtrail or jsonl)`,
+		"invalid-source-no-type.yml":                 "sources[0].type: required (dynamodb-streams, kinesis, cloudtrail or jsonl)",
+		"invalid-source-type.yml":                    `sources[0].type: unknown source type "kafka" (want dynamodb-streams, kinesis, cloudtrail or jsonl)`,
 		"invalid-source-no-paths.yml":                "sources[1].paths: at least one path is required",
 		"invalid-source-empty-path.yml":              "sources[0].paths[1]: empty path",
 		"invalid-cloudtrail-stdin.yml":               "sources[0].paths[0]: stdin is not supported by this source",
@@ -60,6 +60,7 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-detector-clear.yml":                 "detector.clear_threshold: 0.3 is above threshold 0.2",
 		"invalid-detector-key.yml":                   "detector.hold_for: unknown key (did you mean hold_evaluations?)",
 		"invalid-detector-hold.yml":                  "detector.hold_evaluations: 0 must be at least 1",
+		"invalid-detector-warn.yml":                  "detector.warn_fraction: 0.9 is above limit_fraction 0.8",
 		"invalid-two-documents.yml":                  "more than one YAML document",
 		"invalid-sources-not-list.yml":               "sources: want a list, got a mapping",
 		"invalid-threshold-typo.yml":                 "threshhold: unknown key (did you mean threshold?)",
@@ -71,6 +72,13 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-streams-poll.yml":                   "sources[0].idle_poll_interval: must be positive, got -1s",
 		"invalid-jsonl-poll.yml":                     "sources[0].poll_interval: must be positive, got -1s",
 		"invalid-source-key-twice.yml":               "sources[0].paths: given twice",
+		"invalid-kinesis-arn.yml":                    `sources[0].stream_arns[0]: not a Kinesis stream ARN (arn:aws:kinesis:REGION:ACCOUNT:stream/NAME): "arn:aws:dynamodb:us-east-1:111122223333:table/orders/stream/2026-01-01T00:00:00.000"`,
+		"invalid-kinesis-no-streams.yml":             "sources[0].stream_arns: one of stream_arns or streams is required",
+		"invalid-kinesis-lease-checkpoint.yml":       "sources[0].checkpoint_dir: not used with lease_table, which keeps the checkpoints",
+		"invalid-kinesis-paths.yml":                  "sources[0].paths: not used by type kinesis",
+		"invalid-cloudtrail-s3-paths.yml":            "sources[0].paths: not used with s3 (one cloudtrail source reads a folder or a bucket)",
+		"invalid-cloudtrail-s3-bucket.yml":           `sources[0].s3.bucket: "s3://trail-bucket/AWSLogs/" is a bucket name, not a path or URL (put the folder in prefix)`,
+		"invalid-cloudtrail-s3-key.yml":              "sources[0].s3.prefx: unknown key (did you mean prefix?)",
 	} {
 		t.Run(file, func(t *testing.T) {
 			path := filepath.Join("testdata", file)

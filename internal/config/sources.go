@@ -12,6 +12,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
+	"github.com/hotkeyd/hotkeyd/ingest/kinesis"
 	"github.com/hotkeyd/hotkeyd/ingest/streams"
 	"github.com/hotkeyd/hotkeyd/internal/strictyaml"
 )
@@ -24,6 +25,7 @@ var sourceTypes = []struct {
 	settings func() SourceSettings
 }{
 	{"dynamodb-streams", func() SourceSettings { c := streams.DefaultConfig(); return &c }},
+	{"kinesis", func() SourceSettings { c := kinesis.DefaultConfig(); return &c }},
 	{"cloudtrail", func() SourceSettings { c := cloudtrail.DefaultConfig(); return &c }},
 	{"jsonl", func() SourceSettings { c := jsonl.DefaultConfig(); return &c }},
 }

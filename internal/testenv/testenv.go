@@ -1,7 +1,7 @@
 // Package testenv starts the real components hotkeyd's integration tests
 // run against, and stops them when the test ends: DynamoDB Local (AWS's
-// emulator, with Streams), a Prometheus server, and the hotkeyd binary
-// itself. When a component is missing, its helper fails the test under CI
+// emulator, with Streams), kinesalite (Kinesis Data Streams) and s3rver
+// (S3) on Node, a Prometheus server, and the hotkeyd binary itself. When a component is missing, its helper fails the test under CI
 // (the CI environment variable is set) and skips it with a message naming
 // `make test-deps` otherwise, so a missing install never passes silently.
 package testenv

@@ -1,0 +1,74 @@
+package kinesis
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hotkeyd/hotkeyd/internal/promutil"
+)
+
+// metrics are the reader's own series, labelled by stream name. Per-shard
+// series are deleted when the shard is finished, so the label sets stay
+// bounded while shards are split and merged.
+type metrics struct {
+	behind     *prometheus.GaugeVec   // stream, shard
+	shards     *prometheus.GaugeVec   // stream, state
+	records    *prometheus.CounterVec // stream
+	ttlDeletes *prometheus.CounterVec // stream
+	duplicates *prometheus.CounterVec // stream
+	calls      *prometheus.CounterVec // stream
+}
+
+// Shard states of hotkeyd_kinesis_shards.
+const (
+	stateOpen     = "open"
+	stateClosed   = "closed"
+	stateFinished = "finished"
+)
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		behind: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotkeyd_kinesis_millis_behind_latest",
+			Help: "How far the last GetRecords answer of the shard was behind its newest record (MillisBehindLatest), in milliseconds.",
+		}, []string{"stream", "shard"}),
+		shards: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotkeyd_kinesis_shards",
+			Help: "Kinesis shards by state: open, closed (split or merged, records left to read), finished (read to the end).",
+		}, []string{"stream", "state"}),
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotkeyd_kinesis_records_total",
+			Help: "Kinesis records read, duplicates, Time to Live deletes and rejected records included.",
+		}, []string{"stream"}),
+		ttlDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotkeyd_kinesis_ttl_deletes_total",
+			Help: "Records of items deleted by Time to Live; not counted as client writes.",
+		}, []string{"stream"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotkeyd_kinesis_duplicate_records_total",
+			Help: "Records delivered again (same table and eventID as one read lately); counted once.",
+		}, []string{"stream"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotkeyd_kinesis_get_records_calls_total",
+			Help: "GetRecords calls made, successful or not.",
+		}, []string{"stream"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	m.behind = promutil.Register(reg, m.behind, &err)
+	m.shards = promutil.Register(reg, m.shards, &err)
+	m.records = promutil.Register(reg, m.records, &err)
+	m.ttlDeletes = promutil.Register(reg, m.ttlDeletes, &err)
+	m.duplicates = promutil.Register(reg, m.duplicates, &err)
+	m.calls = promutil.Register(reg, m.calls, &err)
+	return m, err
+}
+
+// initStream creates a stream's counters at zero.
+func (m *metrics) initStream(stream string) {
+	m.records.WithLabelValues(stream)
+	m.ttlDeletes.WithLabelValues(stream)
+	m.duplicates.WithLabelValues(stream)
+	m.calls.WithLabelValues(stream)
+}

@@ -1,0 +1,207 @@
+package kinesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
+	"github.com/hotkeyd/hotkeyd/ingest/lease"
+	"github.com/hotkeyd/hotkeyd/ingest/streams"
+)
+
+// Source reads Kinesis Data Streams for DynamoDB. It implements
+// ingest.Source and ingest.Readier.
+type Source struct {
+	cfg     Config
+	log     *zap.Logger
+	rep     ingest.Reporter
+	m       *metrics
+	api     API
+	cps     *shards.Store
+	records *streams.DumpDecoder
+	now     func() time.Time
+
+	// With a lease table: the coordinator, and the listings it splits.
+	coord *lease.Coordinator
+	book  *shards.Book
+
+	mu     sync.Mutex
+	health map[string]error // by configured stream: the last error, nil once working
+}
+
+var (
+	_ ingest.Source  = (*Source)(nil)
+	_ ingest.Readier = (*Source)(nil)
+)
+
+// New returns a Source for cfg with SDK clients built from the default
+// credential chain, cfg.Region and the endpoints. Its metrics are
+// registered on reg (nil registers nothing); errors go to rep.
+func New(cfg Config, log *zap.Logger, rep ingest.Reporter, reg prometheus.Registerer) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	kc, dc, err := newClients(context.Background(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	var db lease.DynamoDBAPI
+	if dc != nil {
+		db = dc
+	}
+	return NewWithClients(cfg, kc, db, log, rep, reg)
+}
+
+// NewWithClients is New with the clients given: db serves the lease table
+// and is needed only with cfg.LeaseTable.
+func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, rep ingest.Reporter, reg prometheus.Registerer) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if rep == nil {
+		rep = ingest.NopReporter{}
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("register kinesis metrics: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	log = log.Named("kinesis")
+	s := &Source{
+		cfg: cfg, log: log, rep: rep, m: m, api: api,
+		cps: shards.NewStore(cfg.CheckpointDir),
+		records: streams.NewDumpDecoder(streams.DumpConfig{
+			Schemas: cfg.Tables, Source: SourceName, Log: log, Reporter: rep,
+		}),
+		now:    time.Now,
+		health: map[string]error{},
+	}
+	for _, n := range s.configured() {
+		s.health[n] = errStarting
+	}
+	if cfg.LeaseTable != "" {
+		if db == nil {
+			return nil, errors.New("lease_table: no DynamoDB client for the lease table")
+		}
+		s.book = shards.NewBook()
+		if s.coord, err = lease.New(cfg.leaseConfig(), db, s.book, log, rep, reg); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// configured lists the streams of the configuration, ARNs and names.
+func (s *Source) configured() []string {
+	return append(slices.Clone(s.cfg.StreamARNs), s.cfg.Streams...)
+}
+
+// Name returns "kinesis".
+func (s *Source) Name() string { return SourceName }
+
+var errStarting = errors.New("not read yet")
+
+// Ready returns nil while the reader works: not before its first
+// successful call, not while the endpoint cannot be reached, not while
+// every configured stream fails (one failing stream among working ones is
+// counted in hotkeyd_source_errors_total only); with a lease table, not
+// while the coordinator cannot read it or renew a lease.
+func (s *Source) Ready() error {
+	s.mu.Lock()
+	var errs []error
+	for _, key := range slices.Sorted(maps.Keys(s.health)) {
+		err := s.health[key]
+		if err == nil {
+			continue
+		}
+		if isNetwork(err) {
+			s.mu.Unlock()
+			return fmt.Errorf("kinesis endpoint unreachable (%s): %w", key, err)
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", key, err))
+	}
+	all := len(errs) > 0 && len(errs) == len(s.health)
+	s.mu.Unlock()
+	if all {
+		return errors.Join(errs...)
+	}
+	if s.coord != nil {
+		return s.coord.Ready()
+	}
+	return nil
+}
+
+func (s *Source) setHealth(key string, err error) {
+	s.mu.Lock()
+	s.health[key] = err
+	s.mu.Unlock()
+}
+
+// Run reads every configured stream until ctx is done. It returns nil when
+// ctx is done; AWS errors are retried, never returned.
+func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
+	if s.coord != nil {
+		coordDone := make(chan struct{})
+		go func() { _ = s.coord.Run(ctx); close(coordDone) }()
+		defer func() {
+			<-coordDone
+			rctx, cancel := context.WithTimeout(context.Background(), s.cfg.CallTimeout)
+			defer cancel()
+			s.coord.ReleaseAll(rctx)
+		}()
+	}
+	var wg sync.WaitGroup
+	for _, arn := range s.cfg.StreamARNs {
+		name, _ := streamName(arn)
+		wg.Go(func() { s.newStreamReader(arn, name, arn, sink).run(ctx) })
+	}
+	for _, name := range s.cfg.Streams {
+		wg.Go(func() {
+			if arn, ok := s.streamARN(ctx, name); ok {
+				s.newStreamReader(arn, name, name, sink).run(ctx)
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// streamARN finds the ARN of a stream configured by name, retrying until
+// it succeeds or ctx is done: checkpoints and leases are kept by ARN.
+func (s *Source) streamARN(ctx context.Context, name string) (string, bool) {
+	bo := shards.NewBackoff(time.Second, s.cfg.MaxBackoff)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+		out, err := s.api.DescribeStreamSummary(cctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(name)})
+		cancel()
+		if err == nil && out.StreamDescriptionSummary != nil && out.StreamDescriptionSummary.StreamARN != nil {
+			return *out.StreamDescriptionSummary.StreamARN, true
+		}
+		if ctx.Err() != nil {
+			return "", false
+		}
+		if err == nil {
+			err = errors.New("no stream ARN in the answer")
+		}
+		err = fmt.Errorf("describe stream %q: %w", name, err)
+		s.rep.Error(SourceName, classify(err), err)
+		s.setHealth(name, err)
+		if !shards.Sleep(ctx, bo.Duration()) {
+			return "", false
+		}
+	}
+}
