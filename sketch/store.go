@@ -68,9 +68,11 @@
 // shrink and the sketch and sets are given back (TestFootprintSizes,
 // TestFootprintShrinks). Per-second counts cost 76 bytes a candidate, 58 KB
 // of a full table. The number of tables is bounded by Config.MaxTables
-// (1000 by default, so at most about 1 GiB); past it, a table is tracked
+// (300 by default, so at most about 300 MiB); past it, a table is tracked
 // only in place of an idle or less busy one (evict.go), and the events of
-// tables not tracked are dropped and counted by Store.Dropped.
+// tables not tracked are dropped and counted by Store.Dropped. The
+// process's memory as a function of its tables and their keys is
+// Config.MemoryFor, bounded by Config.MemoryBudget (docs/limits.md).
 //
 // # Windows
 //

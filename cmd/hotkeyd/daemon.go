@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -113,6 +115,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	if d.store, err = sketch.NewStore(scfg, time.Now); err != nil {
 		return nil, fmt.Errorf("sketch store: %w", err)
 	}
+	logMemoryBudget(log, scfg)
 	if d.reporter, err = export.NewReporter(log.Named("ingest"), reg, export.ReporterConfig{Masker: d.masker}); err != nil {
 		return nil, err
 	}
@@ -277,4 +280,24 @@ func browsable(addr net.Addr) string {
 		return "http://" + addr.String()
 	}
 	return "http://" + net.JoinHostPort(tcp.IP.String(), fmt.Sprint(tcp.Port))
+}
+
+// logMemoryBudget says how much memory the tables can take (the memory
+// model of docs/limits.md), and warns when GOMEMLIMIT leaves the Go
+// collector less than a quarter of it for garbage: under that limit the
+// process collects all the time, or is killed by a memory limit above it.
+func logMemoryBudget(log *zap.Logger, c sketch.Config) {
+	budget := int64(c.MemoryBudget())
+	limit := debug.SetMemoryLimit(-1)
+	fields := []zap.Field{zap.Int("max_tables", c.MaxTables), zap.Int64("memory_budget_mib", budget>>20)}
+	if limit == math.MaxInt64 {
+		log.Info("memory budget", fields...)
+		return
+	}
+	fields = append(fields, zap.Int64("gomemlimit_mib", limit>>20))
+	if limit < budget+budget/4 {
+		log.Warn("GOMEMLIMIT is under 1.25 × the memory budget of max_tables tables: lower max_tables or raise GOMEMLIMIT and the memory limit (docs/limits.md)", fields...)
+		return
+	}
+	log.Info("memory budget", fields...)
 }
