@@ -7,12 +7,12 @@
 #   scripts/bench-memory.sh                        # 3 runs a profile, default max_tables, GOMEMLIMIT 460MiB
 #   COUNT=5 scripts/bench-memory.sh                # more runs
 #   MAX_TABLES=1000 GOMEMLIMIT= scripts/bench-memory.sh   # another bound, no GOMEMLIMIT
-#   PROFILES='issue full' scripts/bench-memory.sh  # some profiles only
+#   PROFILES='large full' scripts/bench-memory.sh  # some profiles only
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 count=${COUNT:-3}
-profiles=${PROFILES:-empty small mixed issue full}
+profiles=${PROFILES:-empty small mixed large full}
 limit=${GOMEMLIMIT-460MiB}
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT

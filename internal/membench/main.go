@@ -6,7 +6,7 @@
 // next to what the memory model predicts (sketch.Config.MemoryFor).
 // scripts/bench-memory.sh runs it; the figures are in docs/limits.md.
 //
-//	membench -bin ./hotkeyd -profile issue [-max-tables N] [-gomemlimit 460MiB]
+//	membench -bin ./hotkeyd -profile large [-max-tables N] [-gomemlimit 460MiB]
 package main
 
 import (
@@ -38,7 +38,7 @@ type group struct{ tables, keys int }
 var profiles = map[string][]group{
 	// 1 000 tables of 2 500 keys each: every table past the exact
 	// candidates, in the sketch.
-	"issue": {{1000, 2500}},
+	"large": {{1000, 2500}},
 	// 1 000 tables of 200 keys each: every table counted exactly.
 	"small": {{1000, 200}},
 	// 300 tables of 20 000 keys each: every table at its full sketch.
@@ -51,7 +51,7 @@ var profiles = map[string][]group{
 
 func main() {
 	bin := flag.String("bin", "./hotkeyd", "hotkeyd binary")
-	profile := flag.String("profile", "issue", "issue, small, full, mixed or empty")
+	profile := flag.String("profile", "large", "large, small, full, mixed or empty")
 	maxTables := flag.Int("max-tables", 0, "max_tables of the daemon's config (0: the default)")
 	memLimit := flag.String("gomemlimit", "", "GOMEMLIMIT of the daemon (empty: none)")
 	tsv := flag.Bool("tsv", false, "print one tab-separated line")
