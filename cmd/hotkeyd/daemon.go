@@ -7,6 +7,8 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -180,6 +182,13 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 // their in-flight batches drain into the store (for at most drainTimeout),
 // the HTTP server stops. A signal is a clean stop: run returns nil.
 func (d *daemon) run(ctx context.Context) error {
+	// Signals are caught from here on, before the address is announced
+	// and readiness set: a SIGTERM sent as soon as the process is up is a
+	// clean stop too, not the default action's kill.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
 	// Listen here rather than in the server, so that the address actually
 	// bound (":0" in tests) can be logged and announced.
 	listener, err := net.Listen("tcp", d.cfg.Listen)
@@ -190,8 +199,17 @@ func (d *daemon) run(ctx context.Context) error {
 
 	// Signals and the caller's context: either ends the group.
 	{
-		execute, interrupt := oklog.SignalHandler(ctx, syscall.SIGINT, syscall.SIGTERM)
-		g.Add(execute, interrupt)
+		quit := make(chan struct{})
+		g.Add(func() error {
+			select {
+			case s := <-sigs:
+				return &oklog.SignalError{Signal: s}
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-quit:
+				return nil
+			}
+		}, func(error) { close(quit) })
 	}
 
 	// Sources: each reads until told to stop; what it holds then still
