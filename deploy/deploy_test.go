@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,6 +22,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
+	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
 func TestPromtoolCheckRules(t *testing.T) {
@@ -902,4 +905,109 @@ func TestRunbookSectionsExist(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestMemoryLimitsFitBudget checks the shipped memory limits against the
+// memory model (sketch.Config.MemoryBudget at the max_tables the shipped
+// config sets, or the default): GOMEMLIMIT leaves the collector a quarter
+// of the budget for garbage, and the hard limit (the container's, the
+// unit's MemoryMax) is a tenth above GOMEMLIMIT, for what the Go heap does
+// not count (stacks, runtime, buffers in the kernel's accounting).
+func TestMemoryLimitsFitBudget(t *testing.T) {
+	type shipped struct {
+		where           string
+		maxTables       int
+		goMemLimit, max int64
+	}
+	var all []shipped
+	for _, dir := range []string{"kubernetes", "kubernetes-replicas"} {
+		s := shipped{where: dir}
+		var dep any
+		for _, m := range readManifests(t, dir) {
+			switch m.kind() {
+			case "ConfigMap":
+				var conf struct {
+					MaxTables int `yaml:"max_tables"`
+				}
+				text, _ := dig(m.obj, "data", "hotkeyd.yaml").(string)
+				if err := yaml.Unmarshal([]byte(text), &conf); err != nil {
+					t.Fatalf("%s: %v", m.file, err)
+				}
+				s.maxTables = conf.MaxTables
+			case "Deployment":
+				dep = m.obj
+			}
+		}
+		c := dig(dep, "spec", "template", "spec", "containers", 0)
+		if c == nil {
+			if dir == "kubernetes" {
+				t.Fatalf("%s: no Deployment container", dir)
+			}
+			// An overlay patching the base's Deployment but not its
+			// container: the base's limits hold with the overlay's
+			// max_tables.
+			base := all[0]
+			base.where, base.maxTables = dir, s.maxTables
+			all = append(all, base)
+			continue
+		}
+		s.max = quantity(t, dir+" limits.memory", fmt.Sprint(dig(c, "resources", "limits", "memory")))
+		envs, _ := dig(c, "env").([]any)
+		for _, e := range envs {
+			if dig(e, "name") == "GOMEMLIMIT" {
+				s.goMemLimit = quantity(t, dir+" GOMEMLIMIT", fmt.Sprint(dig(e, "value")))
+			}
+		}
+		all = append(all, s)
+	}
+	unit := unitSettings(t, "systemd/hotkeyd.service")
+	u := shipped{where: "systemd"}
+	for _, e := range unit["Service.Environment"] {
+		if v, ok := strings.CutPrefix(e, "GOMEMLIMIT="); ok {
+			u.goMemLimit = quantity(t, "systemd GOMEMLIMIT", v)
+		}
+	}
+	if m := unit["Service.MemoryMax"]; len(m) == 1 {
+		u.max = quantity(t, "systemd MemoryMax", m[0])
+	}
+	all = append(all, u)
+
+	for _, s := range all {
+		c := sketch.DefaultConfig()
+		if s.maxTables > 0 {
+			c.MaxTables = s.maxTables
+		}
+		budget := int64(c.MemoryBudget())
+		if s.goMemLimit == 0 || s.max == 0 {
+			t.Errorf("%s: GOMEMLIMIT %d and a memory limit %d must both be set", s.where, s.goMemLimit, s.max)
+			continue
+		}
+		if s.goMemLimit < budget+budget/4 {
+			t.Errorf("%s: GOMEMLIMIT %d MiB is under 1.25 × the memory budget of %d tables, %d MiB", s.where, s.goMemLimit>>20, c.MaxTables, budget>>20)
+		}
+		if s.max < s.goMemLimit+s.goMemLimit/10 {
+			t.Errorf("%s: memory limit %d MiB is under 1.1 × GOMEMLIMIT %d MiB", s.where, s.max>>20, s.goMemLimit>>20)
+		}
+	}
+}
+
+// quantity parses a memory size as Kubernetes, systemd and GOMEMLIMIT
+// write it: a number and a binary suffix (Ki, Mi, Gi, KiB, MiB, GiB, or
+// systemd's K, M, G, which are binary too).
+func quantity(t *testing.T, what, s string) int64 {
+	t.Helper()
+	m := regexp.MustCompile(`^(\d+)(|K|M|G|Ki|Mi|Gi|KiB|MiB|GiB)$`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("%s: %q is not a memory size", what, s)
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	switch strings.TrimSuffix(strings.TrimSuffix(m[2], "B"), "i") {
+	case "K":
+		n <<= 10
+	case "M":
+		n <<= 20
+	case "G":
+		n <<= 30
+	}
+	return n
 }

@@ -239,7 +239,7 @@ func TestCardinalityBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		reg := prometheus.NewRegistry()
-		sink, err := NewCountingSink(store, reg, func() time.Time { return t0 })
+		sink, err := NewCountingSink(store, reg, func() time.Time { return t0 }, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

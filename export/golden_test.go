@@ -76,7 +76,7 @@ func scrapeGolden(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := NewCountingSink(store, reg, clock)
+	sink, err := NewCountingSink(store, reg, clock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,9 @@ type ReporterConfig struct {
 	Interval time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Masker masks the input the readers quote in their errors (the
+	// Reporter is their ingest.Masker); nil shows it as it is.
+	Masker *KeyMasker
 }
 
 // Reporter is the ingest.Reporter of the daemon: it counts every rejected
@@ -27,9 +30,12 @@ type ReporterConfig struct {
 // (hotkeyd_source_errors_total{source,reason}) and logs them at a bounded
 // rate: the first Burst per source, reason and kind in each Interval, then,
 // with the next one after the Interval, one line saying how many were
-// suppressed. It is safe for concurrent use.
+// suppressed. It is safe for concurrent use. It is the readers'
+// ingest.Masker too (ingest.MaskerOf), so that what they quote of their
+// input in the errors it logs is masked as keys are.
 type Reporter struct {
 	log      *zap.Logger
+	masker   *KeyMasker
 	now      func() time.Time
 	burst    int
 	interval time.Duration
@@ -42,7 +48,10 @@ type Reporter struct {
 	limits map[limitKey]*limitState
 }
 
-var _ ingest.Reporter = (*Reporter)(nil)
+var (
+	_ ingest.Reporter = (*Reporter)(nil)
+	_ ingest.Masker   = (*Reporter)(nil)
+)
 
 type limitKey struct {
 	reject         bool
@@ -69,12 +78,13 @@ func NewReporter(log *zap.Logger, reg prometheus.Registerer, cfg ReporterConfig)
 	}
 	r := &Reporter{
 		log:      log,
+		masker:   cfg.Masker,
 		now:      cfg.Now,
 		burst:    cfg.Burst,
 		interval: cfg.Interval,
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotkeyd_input_rejected_total",
-			Help: "Input lines or records a source could not use and skipped, by source and reason (bad_json, too_long, bad_utf8, missing_table, missing_pk, bad_type, bad_units, bad_time, bad_op, bad_record, bad_file).",
+			Help: "Input lines or records a source could not use and skipped, by source and reason (bad_json, too_long, bad_utf8, missing_table, bad_table, missing_pk, bad_type, bad_units, bad_time, bad_op, bad_record, bad_file).",
 		}, []string{"source", "reason"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotkeyd_source_errors_total",
@@ -93,7 +103,7 @@ func NewReporter(log *zap.Logger, reg prometheus.Registerer, cfg ReporterConfig)
 // rejectReasons are the ingest package's reasons, pre-initialised per source.
 var rejectReasons = []string{
 	ingest.ReasonBadJSON, ingest.ReasonTooLong, ingest.ReasonBadUTF8,
-	ingest.ReasonMissingTable, ingest.ReasonMissingPK, ingest.ReasonBadType,
+	ingest.ReasonMissingTable, ingest.ReasonBadTable, ingest.ReasonMissingPK, ingest.ReasonBadType,
 	ingest.ReasonBadUnits, ingest.ReasonBadTime, ingest.ReasonBadOp,
 	ingest.ReasonBadRecord, ingest.ReasonBadFile,
 }
@@ -106,6 +116,9 @@ func (r *Reporter) InitSource(source string) {
 		r.rejected.WithLabelValues(source, reason)
 	}
 }
+
+// Mask implements ingest.Masker with the configured KeyMasker.
+func (r *Reporter) Mask(s string) string { return r.masker.Mask(s) }
 
 // Rejected returns the number of rejected inputs so far, for the report's
 // "rejected" field.

@@ -216,7 +216,7 @@ func TestServerHotkeysAPI(t *testing.T) {
 
 func TestServerEventsEndpoint(t *testing.T) {
 	off := startServer(t, ServerConfig{}, "")
-	code, _, body := off.do(t, "POST", "/api/v1/events", `{"table":"t","pk":"k"}`, nil)
+	code, _, body := off.do(t, "POST", "/api/v1/events", `{"table":"tbl","pk":"k"}`, nil)
 	if code != 404 || !strings.Contains(body, "disabled") || !strings.Contains(body, "enable") {
 		t.Errorf("disabled ingest: %d %q, want 404 saying how to enable it", code, body)
 	}

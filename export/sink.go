@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
@@ -20,17 +21,61 @@ import (
 // vector per event: a batch is first summed per (table, index, class,
 // source), usually one or two groups, and each group then adds to counters
 // cached by label set.
+//
+// When the next Sink tracks a bounded set of tables (a TableSet: the
+// sketch.Store), the per-table series follow it: a table that is not
+// tracked gets no series, and a table the store stops tracking loses
+// them, so that any number of table names in the input costs a bounded
+// number of series. Its events are counted in
+// hotkeyd_untracked_events_total instead, and said in the log at most once
+// a minute.
 type CountingSink struct {
 	next ingest.Sink
 	now  func() time.Time
+	log  *zap.Logger
 
 	events      *prometheus.CounterVec
 	units       *prometheus.CounterVec
 	throttled   *prometheus.CounterVec
 	lastBatch   *prometheus.GaugeVec
+	untracked   *prometheus.CounterVec
 	children    sync.Map // sinkKey → *sinkChildren
 	sourceGauge sync.Map // source → prometheus.Gauge
+
+	tables   TableSet // nil: every table has series
+	childMu  sync.Mutex
+	byTable  map[tableKey][]sinkKey // guarded by childMu
+	dropMu   sync.Mutex
+	drops    dropLog // guarded by dropMu
+	interval time.Duration
 }
+
+// TableSet is what the CountingSink needs of a Sink that tracks a bounded
+// set of tables (sketch.Store).
+type TableSet interface {
+	// Tracked reports whether the table (or index) is tracked now.
+	Tracked(table, index string) bool
+	// Tables returns the number of tables and indexes tracked.
+	Tables() int
+	// Evicted returns how many tables were dropped from tracking.
+	Evicted() uint64
+	// OnEvict sets the function called with each table dropped.
+	OnEvict(f func(table, index string))
+}
+
+type tableKey struct{ table, index string }
+
+// dropLog is what was dropped since the last log line about it.
+type dropLog struct {
+	last    time.Time // of the last line; zero before the first
+	events  uint64
+	evicted uint64
+	example string // a table not tracked
+}
+
+// dropLogInterval is the least time between two log lines about tables
+// that are not tracked.
+const dropLogInterval = time.Minute
 
 type sinkKey struct {
 	table, index, source string
@@ -50,15 +95,21 @@ type sinkGroup struct {
 }
 
 // NewCountingSink returns a CountingSink that hands batches to next and
-// registers its metrics with reg. now stamps the last-batch gauge; nil means
-// time.Now.
-func NewCountingSink(next ingest.Sink, reg prometheus.Registerer, now func() time.Time) (*CountingSink, error) {
+// registers its metrics with reg. now stamps the last-batch gauge and
+// spaces the log lines; nil means time.Now. log takes the lines about
+// tables not tracked; nil logs nothing.
+func NewCountingSink(next ingest.Sink, reg prometheus.Registerer, now func() time.Time, log *zap.Logger) (*CountingSink, error) {
 	if now == nil {
 		now = time.Now
 	}
+	if log == nil {
+		log = zap.NewNop()
+	}
 	s := &CountingSink{
-		next: next,
-		now:  now,
+		next:     next,
+		now:      now,
+		log:      log,
+		interval: dropLogInterval,
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotkeyd_events_total",
 			Help: "Accesses (reads or writes of an item or item collection) counted, by table (an index as table/index), class and source. Throttled calls are not counted.",
@@ -76,12 +127,39 @@ func NewCountingSink(next ingest.Sink, reg prometheus.Registerer, now func() tim
 			Help: "Unix time at which a source last handed over a batch of events that was accepted.",
 		}, []string{"source"}),
 	}
-	for _, c := range []prometheus.Collector{s.events, s.units, s.throttled, s.lastBatch} {
+	cs := []prometheus.Collector{s.events, s.units, s.throttled, s.lastBatch}
+	if ts, ok := next.(TableSet); ok {
+		s.tables = ts
+		s.byTable = map[tableKey][]sinkKey{}
+		ts.OnEvict(s.evict)
+		s.untracked = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotkeyd_untracked_events_total",
+			Help: "Events not counted because their table was not tracked: more tables had traffic than max_tables, and theirs was among the least.",
+		}, []string{"source"})
+		cs = append(cs, s.untracked,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "hotkeyd_tables_tracked",
+				Help: "Tables and indexes tracked now (at most max_tables).",
+			}, func() float64 { return float64(ts.Tables()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "hotkeyd_tables_evicted_total",
+				Help: "Tables and indexes dropped from tracking to make room for a busier one.",
+			}, func() float64 { return float64(ts.Evicted()) }))
+	}
+	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// InitSource creates the source's hotkeyd_untracked_events_total series at
+// zero, so that rate() and increase() see the first one.
+func (s *CountingSink) InitSource(source string) {
+	if s.untracked != nil {
+		s.untracked.WithLabelValues(source)
+	}
 }
 
 // Put passes batch to the next Sink and, once it was accepted, counts it.
@@ -122,6 +200,10 @@ func (s *CountingSink) Put(ctx context.Context, batch []ingest.Event) error {
 	for i := range groups {
 		g := &groups[i]
 		c := s.childrenFor(g.key)
+		if c == nil {
+			s.dropped(g)
+			continue
+		}
 		if g.events > 0 {
 			c.events.Add(float64(g.events))
 			c.units.Add(g.units)
@@ -148,11 +230,27 @@ func sameString(a, b string) bool {
 	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
+// childrenFor returns the counters of a group, made on its first batch;
+// nil when its table is not tracked.
 func (s *CountingSink) childrenFor(k sinkKey) *sinkChildren {
 	if c, ok := s.children.Load(k); ok {
 		return c.(*sinkChildren)
 	}
 	table, class := TableLabel(k.table, k.index), k.class.String()
+	if s.tables != nil {
+		// Made under childMu and only while tracked: evict, which runs
+		// once the store dropped the table, then finds them to delete.
+		s.childMu.Lock()
+		defer s.childMu.Unlock()
+		if c, ok := s.children.Load(k); ok {
+			return c.(*sinkChildren)
+		}
+		if !s.tables.Tracked(k.table, k.index) {
+			return nil
+		}
+		tk := tableKey{k.table, k.index}
+		s.byTable[tk] = append(s.byTable[tk], k)
+	}
 	c := &sinkChildren{
 		events:    s.events.WithLabelValues(table, class, k.source),
 		units:     s.units.WithLabelValues(table, class),
@@ -160,6 +258,51 @@ func (s *CountingSink) childrenFor(k sinkKey) *sinkChildren {
 	}
 	actual, _ := s.children.LoadOrStore(k, c)
 	return actual.(*sinkChildren)
+}
+
+// evict deletes the series of a table the store stopped tracking.
+func (s *CountingSink) evict(table, index string) {
+	s.childMu.Lock()
+	tk := tableKey{table, index}
+	keys := s.byTable[tk]
+	delete(s.byTable, tk)
+	label := TableLabel(table, index)
+	for _, k := range keys {
+		s.children.Delete(k)
+		class := k.class.String()
+		s.events.DeleteLabelValues(label, class, k.source)
+		s.units.DeleteLabelValues(label, class)
+		s.throttled.DeleteLabelValues(label, class)
+	}
+	s.childMu.Unlock()
+	s.dropMu.Lock()
+	s.drops.evicted++
+	s.dropMu.Unlock()
+}
+
+// dropped counts a group of a table that is not tracked, and says so in
+// the log at most once every interval: the first time at once, then with
+// what was dropped since.
+func (s *CountingSink) dropped(g *sinkGroup) {
+	n := g.events + g.throttled
+	s.untracked.WithLabelValues(g.key.source).Add(float64(n))
+	now := s.now()
+	s.dropMu.Lock()
+	d := &s.drops
+	d.events += n
+	if d.example == "" {
+		d.example = TableLabel(g.key.table, g.key.index)
+	}
+	if !d.last.IsZero() && now.Sub(d.last) < s.interval {
+		s.dropMu.Unlock()
+		return
+	}
+	out := *d
+	*d = dropLog{last: now}
+	s.dropMu.Unlock()
+	s.log.Warn("table limit reached: the tables with the least traffic are not tracked; raise max_tables (and the memory limit) if they matter",
+		zap.Int("tracked", s.tables.Tables()), zap.Uint64("untracked_events", out.events),
+		zap.Uint64("evicted_tables", out.evicted), zap.String("untracked_table", out.example))
 }
 
 func (s *CountingSink) gaugeFor(source string) prometheus.Gauge {

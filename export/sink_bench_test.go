@@ -46,7 +46,7 @@ func BenchmarkCountingSink(b *testing.B) {
 		report(b)
 	})
 	b.Run("counting", func(b *testing.B) {
-		s, err := NewCountingSink(nop, prometheus.NewRegistry(), nil)
+		s, err := NewCountingSink(nop, prometheus.NewRegistry(), nil, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func BenchmarkCountingSink(b *testing.B) {
 		for i := range one {
 			one[i].Table, one[i].Class = "orders", ingest.Write
 		}
-		s, err := NewCountingSink(nop, prometheus.NewRegistry(), nil)
+		s, err := NewCountingSink(nop, prometheus.NewRegistry(), nil, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -10,8 +10,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
 // recordingSink keeps what it was given, or refuses with err.
@@ -35,7 +39,7 @@ func TestCountingSink(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	next := &recordingSink{}
 	at := time.Unix(1_800_000_000, 0)
-	s, err := NewCountingSink(next, reg, func() time.Time { return at })
+	s, err := NewCountingSink(next, reg, func() time.Time { return at }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +100,7 @@ hotkeyd_source_last_batch_timestamp_seconds{source="jsonl"} 1.8e+09
 
 func TestCountingSinkConcurrent(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	s, err := NewCountingSink(&recordingSink{}, reg, nil)
+	s, err := NewCountingSink(&recordingSink{}, reg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,5 +122,75 @@ func TestCountingSinkConcurrent(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(s.events.WithLabelValues("t", "read", "a")); got != 1000 {
 		t.Errorf("read events from a = %v, want 1000", got)
+	}
+}
+
+// TestCountingSinkFollowsTrackedTables puts more tables than the store
+// tracks: tables that are not tracked get no series and are counted in
+// hotkeyd_untracked_events_total, a table the store drops loses its
+// series, and the log says so once per interval.
+func TestCountingSinkFollowsTrackedTables(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { return now }
+	store, err := sketch.NewStore(sketch.Config{Window: time.Minute, MaxTables: 2}, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	core, logs := observer.New(zapcore.InfoLevel)
+	s, err := NewCountingSink(store, reg, clock, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.InitSource("http")
+	put := func(table string, n int) {
+		t.Helper()
+		var batch []ingest.Event
+		for range n {
+			batch = append(batch, ingest.Event{Table: table, PK: "K", Class: ingest.Write, Units: 1, Source: "http"})
+		}
+		if err := s.Put(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("orders", 5)
+	put("junk-1", 1)
+	put("junk-2", 1) // refused: as busy as junk-1
+	put("junk-3", 1)
+	now = now.Add(2 * time.Minute) // every table idle
+	put("orders", 5)
+	put("sessions", 2) // takes the place of idle junk-1
+	want := `
+# HELP hotkeyd_events_total Accesses (reads or writes of an item or item collection) counted, by table (an index as table/index), class and source. Throttled calls are not counted.
+# TYPE hotkeyd_events_total counter
+hotkeyd_events_total{class="write",source="http",table="orders"} 10
+hotkeyd_events_total{class="write",source="http",table="sessions"} 2
+# HELP hotkeyd_tables_evicted_total Tables and indexes dropped from tracking to make room for a busier one.
+# TYPE hotkeyd_tables_evicted_total counter
+hotkeyd_tables_evicted_total 1
+# HELP hotkeyd_tables_tracked Tables and indexes tracked now (at most max_tables).
+# TYPE hotkeyd_tables_tracked gauge
+hotkeyd_tables_tracked 2
+# HELP hotkeyd_untracked_events_total Events not counted because their table was not tracked: more tables had traffic than max_tables, and theirs was among the least.
+# TYPE hotkeyd_untracked_events_total counter
+hotkeyd_untracked_events_total{source="http"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hotkeyd_events_total", "hotkeyd_tables_evicted_total",
+		"hotkeyd_tables_tracked", "hotkeyd_untracked_events_total"); err != nil {
+		t.Error(err)
+	}
+	lines := logs.FilterMessageSnippet("table limit reached").All()
+	if len(lines) != 1 || lines[0].ContextMap()["untracked_table"] != "junk-2" {
+		t.Errorf("log lines: %v, want one naming junk-2", lines)
+	}
+	// An interval later the next drop is logged with what was dropped
+	// since.
+	s.interval = 10 * time.Second
+	now = now.Add(20 * time.Second)
+	put("junk-4", 1)
+	put("junk-5", 1)
+	lines = logs.FilterMessageSnippet("table limit reached").All()
+	if len(lines) != 2 || lines[1].ContextMap()["untracked_events"] != uint64(2) || lines[1].ContextMap()["evicted_tables"] != uint64(1) {
+		t.Errorf("log lines: %v", lines)
 	}
 }

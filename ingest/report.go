@@ -1,5 +1,10 @@
 package ingest
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Reporter is told about input a source could not use and about failures
 // reading its input. Implementations are safe for concurrent use, count
 // every call (hotkeyd_input_rejected_total, hotkeyd_source_errors_total) and
@@ -20,9 +25,10 @@ const (
 	ReasonTooLong      = "too_long"      // a line or record over the size limit
 	ReasonBadUTF8      = "bad_utf8"      // invalid UTF-8 in a string
 	ReasonMissingTable = "missing_table" // no table name
+	ReasonBadTable     = "bad_table"     // a table or index name DynamoDB would refuse (ValidName)
 	ReasonMissingPK    = "missing_pk"    // no partition key where one is required
 	ReasonBadType      = "bad_type"      // a field of the wrong JSON type
-	ReasonBadUnits     = "bad_units"     // negative, non-finite or non-numeric units
+	ReasonBadUnits     = "bad_units"     // negative, non-finite or non-numeric units, or more than one call consumes (MaxUnits)
 	ReasonBadTime      = "bad_time"      // a timestamp that cannot be parsed
 	ReasonBadOp        = "bad_op"        // an operation that is neither read nor write
 	ReasonBadRecord    = "bad_record"    // a record of a known format with a broken shape
@@ -37,3 +43,42 @@ func (NopReporter) Reject(string, string, error) {}
 
 // Error does nothing.
 func (NopReporter) Error(string, string, error) {}
+
+// Masker masks partition keys the way the keys setting says (hash or
+// redact), for everything that leaves the process. A Reporter that shows
+// keys masked implements it too (MaskerOf), so that the readers, which
+// all hold a Reporter, quote their input through it (Quote): a line that
+// cannot be parsed may hold a key anywhere.
+type Masker interface {
+	// Mask returns the form of s shown outside the process.
+	Mask(s string) string
+}
+
+// MaskerOf returns rep as a Masker when it masks keys, nil when it shows
+// them as they are.
+func MaskerOf(rep Reporter) Masker {
+	m, _ := rep.(Masker)
+	return m
+}
+
+// quoteMax is how much of a piece of input an error message quotes.
+const quoteMax = 64
+
+// Quote returns a piece of input b as an error message quotes it: at most
+// its first 64 bytes, as valid UTF-8, in double quotes, masked whole by m
+// when m is not nil. Every reader quotes input through it, never with %q
+// of its own: under keys: hash or redact nothing a line holds (a key in a
+// PartiQL statement, a key in a field of the wrong name) reaches a log
+// line, an error or an HTTP answer.
+func Quote(m Masker, b []byte) string {
+	s := string(b)
+	more := ""
+	if len(s) > quoteMax {
+		s, more = s[:quoteMax], "..."
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if m != nil {
+		s = m.Mask(s)
+	}
+	return strconv.Quote(s) + more
+}

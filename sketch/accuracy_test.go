@@ -180,7 +180,8 @@ func TestUpperBoundEveryKey(t *testing.T) {
 					now = now.Add(8 * time.Second) // 48 s in all: nothing leaves the window
 				}
 			}
-			tb := (*s.tables.Load())[tableID{"t", ""}]
+			v, _ := s.tables.Load(tableID{"t", ""})
+			tb := v.(*table)
 			checkUpperBounds(t, &tb.classes[ingest.Read], window == 0, exact)
 		})
 	}

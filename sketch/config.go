@@ -27,8 +27,11 @@ const (
 	// 1.04/√16384 ≈ 0.81 %.
 	DefaultHLLPrecision = 14
 	// DefaultMaxTables bounds the tables and indexes tracked, so that input
-	// with random table names cannot exhaust memory: 1000 × at most 1 MiB.
-	DefaultMaxTables = 1000
+	// with random table names cannot exhaust memory: its MemoryBudget,
+	// 300 × at most 1 MiB plus the process, fits the shipped 512 MiB
+	// memory limit (GOMEMLIMIT 460 MiB) with room for garbage
+	// (docs/limits.md).
+	DefaultMaxTables = 300
 	// DefaultMaxShards bounds the stream shards counted per table.
 	DefaultMaxShards = 1024
 	// DefaultMaxThrottledKeys bounds the throttled keys counted per table.
@@ -75,9 +78,10 @@ type Config struct {
 	// HLLPrecision is the HyperLogLog precision (4 to 18) of the distinct
 	// key count. Zero means DefaultHLLPrecision.
 	HLLPrecision int
-	// MaxTables bounds the tables and indexes tracked. Events of further
-	// tables are dropped and counted (Store.Dropped). Zero means
-	// DefaultMaxTables.
+	// MaxTables bounds the tables and indexes tracked. Past it a table is
+	// tracked only in place of an idle or less busy one (evict.go); the
+	// events of tables not tracked are dropped and counted
+	// (Store.Dropped). Zero means DefaultMaxTables.
 	MaxTables int
 	// MaxShards bounds the stream shards counted per table; records of
 	// further shards count in the totals but for no shard. Zero means
@@ -95,7 +99,7 @@ type Config struct {
 // DefaultConfig returns the defaults: a 60 s window of 12 × 5 s slots, 100
 // keys reported and 384 counted per table and class, count-min 5 × 4096
 // (ε ≈ 0.066 %, δ ≈ 0.67 %), HyperLogLog precision 14 (0.81 %), at most
-// 1000 tables. A table costs at most Footprint() bytes, under 1 MiB.
+// 300 tables. A table costs at most Footprint() bytes, under 1 MiB.
 func DefaultConfig() Config {
 	return Config{
 		Window:           DefaultWindow,
@@ -272,6 +276,44 @@ func (c Config) FootprintFor(keys int) int {
 		sum += c.SubWindows * perSlot
 	}
 	return sum + sum/25
+}
+
+// The process around the tables, measured with the daemon
+// (internal/membench, docs/limits.md): what it holds without any table,
+// and what each tracked table costs besides its sketch (its metric
+// series, its share of a snapshot and of the detector's state).
+const (
+	// ProcessBaseBytes is the live heap and runtime of a daemon that
+	// tracks no table (measured: 27 MiB resident, 5 MiB of heap).
+	ProcessBaseBytes = 32 << 20
+	// TableOverheadBytes is what a tracked table costs outside its
+	// sketch (measured: about 35 KiB a table with 1 000 tables).
+	TableOverheadBytes = 48 << 10
+)
+
+// MemoryFor returns the live memory, in bytes, of a daemon whose tables
+// hold the given numbers of distinct partition keys (one entry a table or
+// index; past MaxTables only the first MaxTables count, as only that many
+// are tracked): ProcessBaseBytes, plus per table FootprintFor its keys and
+// TableOverheadBytes. Go's collector lets the resident memory grow past
+// the live memory by up to GOGC percent (100 %) unless GOMEMLIMIT holds
+// it down; docs/limits.md says how to size a limit from it.
+func (c Config) MemoryFor(keys []int) int {
+	c = c.withDefaults()
+	sum := ProcessBaseBytes
+	for _, k := range keys[:min(len(keys), c.MaxTables)] {
+		sum += c.FootprintFor(k) + TableOverheadBytes
+	}
+	return sum
+}
+
+// MemoryBudget returns the most live memory the daemon holds under c:
+// ProcessBaseBytes plus MaxTables tables at Footprint and
+// TableOverheadBytes each, whatever the input. At DefaultConfig it is
+// 360 MB (343 MiB).
+func (c Config) MemoryBudget() int {
+	c = c.withDefaults()
+	return ProcessBaseBytes + c.MaxTables*(c.Footprint()+TableOverheadBytes)
 }
 
 // grownCapacity is the capacity a candidate set has grown to for keys keys:

@@ -215,3 +215,32 @@ func fillTables(t *testing.T, cfg Config, n, keys int) (int64, *Store) {
 	}
 	return used, s
 }
+
+// TestMemoryBudget checks the process memory model: it grows with the
+// tables and their keys, counts only the tables tracked, and never passes
+// MemoryBudget, which DefaultMaxTables keeps within the shipped limits
+// (deploy's tests compare it with them).
+func TestMemoryBudget(t *testing.T) {
+	c := DefaultConfig()
+	small := c.MemoryFor([]int{200})
+	if small >= c.MemoryFor([]int{2500}) || c.MemoryFor(nil) != ProcessBaseBytes {
+		t.Errorf("MemoryFor does not grow with the keys: base %d, 200 keys %d, 2500 keys %d", c.MemoryFor(nil), small, c.MemoryFor([]int{2500}))
+	}
+	if got, want := small-ProcessBaseBytes, c.FootprintFor(200)+TableOverheadBytes; got != want {
+		t.Errorf("one table of 200 keys costs %d, want %d", got, want)
+	}
+	many := make([]int, 3*c.MaxTables)
+	for i := range many {
+		many[i] = 1 << 20
+	}
+	if got, want := c.MemoryFor(many), c.MemoryFor(many[:c.MaxTables]); got != want {
+		t.Errorf("MemoryFor counts tables past MaxTables: %d, want %d", got, want)
+	}
+	if got, budget := c.MemoryFor(many), c.MemoryBudget(); got > budget {
+		t.Errorf("MemoryFor of MaxTables full tables = %d, over MemoryBudget %d", got, budget)
+	}
+	if got, want := c.MemoryBudget(), ProcessBaseBytes+DefaultMaxTables*(c.Footprint()+TableOverheadBytes); got != want {
+		t.Errorf("MemoryBudget = %d, want %d", got, want)
+	}
+	t.Logf("MemoryBudget at the defaults: %d bytes (%.1f MiB)", c.MemoryBudget(), float64(c.MemoryBudget())/(1<<20))
+}

@@ -39,7 +39,8 @@ import (
 //     crowd the candidates) merges a busiest second that may be lower
 //     than one store reading everything would keep, never higher.
 //
-// Tables beyond Config.MaxTables are dropped and counted, as by Put.
+// Tables beyond Config.MaxTables are admitted or dropped and counted, as by
+// Put, with their events as their weight.
 func (s *Store) Merge(other *Store) error {
 	if s == other {
 		return errors.New("merge a store into itself")
@@ -51,21 +52,30 @@ func (s *Store) Merge(other *Store) error {
 	if o := other.clockAt(other.now()); o.epoch > at.epoch || (o.epoch == at.epoch && o.sec > at.sec) {
 		at = o
 	}
-	for id, ot := range *other.tables.Load() {
+	other.each(func(id tableID, ot *table) {
 		ot.mu.Lock()
+		if ot.evicted {
+			ot.mu.Unlock()
+			return
+		}
 		ot.advance(at.epoch, at.sec)
 		b := ot.clone()
 		ot.mu.Unlock()
-		t := s.table(id, at)
+		t := s.table(id, at, b.events())
 		if t == nil {
 			s.dropped.Add(b.events())
-			continue
+			return
 		}
 		t.mu.Lock()
+		if t.evicted {
+			t.mu.Unlock()
+			s.dropped.Add(b.events())
+			return
+		}
 		t.advance(at.epoch, at.sec)
 		t.merge(b)
 		t.mu.Unlock()
-	}
+	})
 	s.dropped.Add(other.dropped.Load())
 	return nil
 }

@@ -268,7 +268,8 @@ func TestMergeUpperBound(t *testing.T) {
 				exact[g][k] += 2
 				put(t, stores[0], ev("t", k, ingest.Write, 0.5))
 			}
-			tb := (*stores[0].tables.Load())[tableID{"t", ""}]
+			v, _ := stores[0].tables.Load(tableID{"t", ""})
+			tb := v.(*table)
 			checkUpperBounds(t, &tb.classes[ingest.Write], window == 0, exact)
 		})
 	}

@@ -68,8 +68,11 @@
 // shrink and the sketch and sets are given back (TestFootprintSizes,
 // TestFootprintShrinks). Per-second counts cost 76 bytes a candidate, 58 KB
 // of a full table. The number of tables is bounded by Config.MaxTables
-// (1000 by default, so at most about 1 GiB); events of further tables are
-// dropped and counted by Store.Dropped.
+// (300 by default, so at most about 300 MiB); past it, a table is tracked
+// only in place of an idle or less busy one (evict.go), and the events of
+// tables not tracked are dropped and counted by Store.Dropped. The
+// process's memory as a function of its tables and their keys is
+// Config.MemoryFor, bounded by Config.MemoryBudget (docs/limits.md).
 //
 // # Windows
 //
@@ -118,8 +121,8 @@ import (
 // Store holds the sketches of every table. It implements ingest.Sink; Put
 // and Snapshot are safe for concurrent use.
 //
-// The table index is an immutable map swapped on the rare insertion of a
-// new table, so looking a table up takes no lock.
+// The table index is a sync.Map: looking up a table takes no lock, and a
+// table that comes or goes (evict.go) does not copy the index.
 type Store struct {
 	cfg  Config
 	now  func() time.Time
@@ -129,9 +132,13 @@ type Store struct {
 	// must not dilute its rates over the first window.
 	started time.Time
 
-	tables  atomic.Pointer[map[tableID]*table]
-	addMu   sync.Mutex // serialises insertions into tables
+	tables  sync.Map // tableID → *table
+	ntables atomic.Int64
+	addMu   sync.Mutex // serialises insertions into and evictions from tables
+	adm     admission  // guarded by addMu
+	putSeq  atomic.Uint64
 	dropped atomic.Uint64
+	evicted atomic.Uint64
 	hashes  sync.Pool // *[]uint64, key hashes of a run
 }
 
@@ -152,8 +159,6 @@ func NewStore(cfg Config, now func() time.Time) (*Store, error) {
 		s.slot = cfg.Window / time.Duration(cfg.SubWindows)
 		s.started = now()
 	}
-	m := map[tableID]*table{}
-	s.tables.Store(&m)
 	return s, nil
 }
 
@@ -161,12 +166,22 @@ func NewStore(cfg Config, now func() time.Time) (*Store, error) {
 func (s *Store) Config() Config { return s.cfg }
 
 // Dropped returns the number of events not counted since the Store was
-// made: events of tables beyond Config.MaxTables and events with an
-// unknown class.
+// made: events of tables that could not be tracked (Config.MaxTables),
+// events with an unknown class and units that are not a number.
 func (s *Store) Dropped() uint64 { return s.dropped.Load() }
 
 // Tables returns the number of tables and indexes tracked.
-func (s *Store) Tables() int { return len(*s.tables.Load()) }
+func (s *Store) Tables() int { return int(s.ntables.Load()) }
+
+// Tracked reports whether the table (or index) is tracked now.
+func (s *Store) Tracked(table, index string) bool {
+	_, ok := s.tables.Load(tableID{table, index})
+	return ok
+}
+
+// Evicted returns the number of tables (or indexes) dropped from tracking
+// to make room for a busier one.
+func (s *Store) Evicted() uint64 { return s.evicted.Load() }
 
 func (s *Store) epoch(now time.Time) int64 {
 	if s.slot == 0 {
@@ -246,7 +261,7 @@ func (s *Store) putRun(id tableID, events []ingest.Event, idx []int32, at clock)
 	if idx != nil {
 		n = len(idx)
 	}
-	t := s.table(id, at)
+	t := s.table(id, at, uint64(n))
 	if t == nil {
 		s.dropped.Add(uint64(n))
 		return
@@ -265,6 +280,14 @@ func (s *Store) putRun(id tableID, events []ingest.Event, idx []int32, at clock)
 		}
 	}
 	t.mu.Lock()
+	if t.evicted {
+		// Evicted since it was looked up: these events go with it.
+		t.mu.Unlock()
+		s.dropped.Add(uint64(n))
+		s.hashes.Put(hp)
+		return
+	}
+	t.active = s.putSeq.Add(1)
 	t.advance(at.epoch, at.sec)
 	bad := t.addEvents(events, idx, hs, at.sec)
 	t.mu.Unlock()
@@ -335,28 +358,38 @@ func (s *Store) putGrouped(batch []ingest.Event, at clock) {
 	}
 }
 
-// table returns the table id, creating it unless MaxTables are tracked.
-func (s *Store) table(id tableID, at clock) *table {
-	if t := (*s.tables.Load())[id]; t != nil {
-		return t
+// table returns the table id, creating it while fewer than MaxTables are
+// tracked and otherwise in place of a less busy one (admit); nil when the
+// table is not tracked. weight is the number of events it brings.
+func (s *Store) table(id tableID, at clock, weight uint64) *table {
+	if t, ok := s.tables.Load(id); ok {
+		return t.(*table)
 	}
 	s.addMu.Lock()
 	defer s.addMu.Unlock()
-	old := *s.tables.Load()
-	if t := old[id]; t != nil {
-		return t
+	if t, ok := s.tables.Load(id); ok {
+		return t.(*table)
 	}
-	if len(old) >= s.cfg.MaxTables {
-		return nil
-	}
-	m := make(map[tableID]*table, len(old)+1)
-	for k, v := range old {
-		m[k] = v
+	var credit uint64
+	if int(s.ntables.Load()) >= s.cfg.MaxTables {
+		ok := false
+		if ok, credit = s.admit(id, at, weight); !ok {
+			return nil
+		}
 	}
 	t := newTable(id, &s.cfg, at.epoch, at.sec, s.slot)
-	m[id] = t
-	s.tables.Store(&m)
+	t.credit, t.creditEpoch = credit, at.epoch
+	s.tables.Store(id, t)
+	s.ntables.Add(1)
 	return t
+}
+
+// each calls f with every table tracked.
+func (s *Store) each(f func(id tableID, t *table)) {
+	s.tables.Range(func(k, v any) bool {
+		f(k.(tableID), v.(*table))
+		return true
+	})
 }
 
 // Snapshot returns the current picture of every table: immutable, sharing
@@ -371,8 +404,7 @@ func (s *Store) Snapshot() Snapshot {
 func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 	now := s.now()
 	at := s.clockAt(now)
-	tables := *s.tables.Load()
-	snap := Snapshot{Tables: make([]TableSnapshot, 0, len(tables))}
+	snap := Snapshot{Tables: make([]TableSnapshot, 0, s.Tables())}
 	var tps []TablePart
 	var sw secWindow
 	if s.slot > 0 {
@@ -384,11 +416,15 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 		sw = liveSeconds(snap.Start, at.sec, s.cfg.RecentSeconds)
 	}
 	var scratch []keyStat
-	for _, t := range tables {
+	s.each(func(_ tableID, t *table) {
 		var ts TableSnapshot
 		var first, last time.Time
 		var tp TablePart
 		t.mu.Lock()
+		if t.evicted {
+			t.mu.Unlock()
+			return
+		}
 		t.advance(at.epoch, at.sec)
 		if s.slot == 0 {
 			sw = t.analyzeSeconds(s.cfg.RecentSeconds)
@@ -425,7 +461,7 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 		if parts {
 			tps = append(tps, tp)
 		}
-	}
+	})
 	less := func(a, b *TableSnapshot) int {
 		if c := strings.Compare(a.Table, b.Table); c != 0 {
 			return c

@@ -53,6 +53,15 @@ type table struct {
 	// first and last are the earliest and latest event times, kept in
 	// analyze mode only (live windows are bounded by the clock).
 	first, last time.Time
+
+	// active is the Store's sequence number of the last Put that counted
+	// here; evicted is set once the Store dropped the table; credit is
+	// the events it had refused before it got in, at creditEpoch
+	// (evict.go).
+	active      uint64
+	evicted     bool
+	credit      uint64
+	creditEpoch int64
 }
 
 // classSketch is one class's window in one table.
@@ -74,6 +83,11 @@ type classSketch struct {
 	noiseCur, noisePrev uint32
 	sinceNoise          int
 }
+
+// maxEventUnits is the most units an event may carry: the most one
+// DynamoDB call consumes of one table (ingest.MaxUnits). Totals of such
+// events stay far from the float limit.
+const maxEventUnits = max(ingest.MaxBatchGetUnits, ingest.MaxBatchWriteUnits)
 
 // noiseEvery is how many updates of a class pass between refreshes of its
 // noise floor (62 probes of 4 cells each: well under 0.1 ns per update).
@@ -219,9 +233,12 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, sec i
 			es = t.eventSecond(e)
 		}
 		u := e.Units
-		if e.Throttled || e.Shard != "" || !(u >= 0 && u <= math.MaxFloat64) {
+		if e.Throttled || e.Shard != "" || !(u >= 0 && u <= maxEventUnits) {
 			var traffic bool
 			if u, traffic = t.addSpecial(e); !traffic {
+				if !e.Throttled {
+					bad++
+				}
 				continue
 			}
 		}
@@ -287,9 +304,11 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, sec i
 }
 
 // addSpecial counts what an event has besides its units and key: a
-// throttled call (never traffic), a stream shard's record, units that are
-// not a number of units. It returns the units to count and whether the
-// event is traffic.
+// throttled call (never traffic), a stream shard's record. It returns the
+// units to count and whether the event is traffic: an event whose units
+// are not a number one call can consume is not (readers and the daemon
+// check them, ingest.CheckEvent; here a NaN or a 1e308 must not reach
+// the totals all the same).
 //
 //go:noinline
 func (t *table) addSpecial(e *ingest.Event) (units float64, traffic bool) {
@@ -299,8 +318,8 @@ func (t *table) addSpecial(e *ingest.Event) (units float64, traffic bool) {
 		return 0, false
 	}
 	units = e.Units
-	if !(units >= 0) || units > math.MaxFloat64 {
-		units = 0 // readers validate; a NaN must not poison the totals
+	if !(units >= 0 && units <= maxEventUnits) {
+		return 0, false
 	}
 	if e.Shard != "" {
 		t.addShard(e.Shard, s)

@@ -365,7 +365,7 @@ func TestAnalyzeCompressedAndCloudTrail(t *testing.T) {
 
 	// JSON lines alone need no note.
 	jl := filepath.Join(dir, "access.jsonl")
-	if err := os.WriteFile(jl, []byte(`{"table":"t","pk":"a","op":"GetItem"}`+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(jl, []byte(`{"table":"tbl","pk":"a","op":"GetItem"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut = runAnalyzeCmd(t, "", "analyze", "--format", "json", jl)

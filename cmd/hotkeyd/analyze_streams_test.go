@@ -127,7 +127,7 @@ func TestAnalyzeNothingUsable(t *testing.T) {
 		{"empty.json", "", 1, "the input is empty"},
 		{"blank.log", "\n\n  \n", 1, "the input is empty"},
 		{"binary.dat", string(binary), 1, "not in a format hotkeyd reads (JSON lines, CloudTrail, DynamoDB stream records); skipped: bad_json"},
-		{"rejected.jsonl", `{"table":"t","op":"PutItem"}` + "\n" + `{"pk":"k","op":"GetItem"}` + "\n", 1, "every one of its 2 records was rejected; skipped: missing_pk 1, missing_table 1"},
+		{"rejected.jsonl", `{"table":"orders","op":"PutItem"}` + "\n" + `{"pk":"k","op":"GetItem"}` + "\n", 1, "every one of its 2 records was rejected; skipped: missing_pk 1, missing_table 1"},
 		{"no-table.json", `{"Records":[{"eventID":"1","eventName":"INSERT","dynamodb":{"Keys":{"id":{"S":"a"}},"SizeBytes":10}}]}`, 1,
 			"every one of its 1 record was rejected; skipped: missing_table 1"},
 		{"truncated.json", `{"Records":[{"eventID":"1","eventName":"INSERT","eventSource":"aws:dynamodb","dynamodb":{"Keys":{"id":{"S":"a"`, 1,

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -113,15 +117,22 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	scfg := sketch.DefaultConfig()
 	scfg.Window = cfg.Window
 	scfg.Tracked = max(scfg.Tracked, settings.Top)
+	scfg.MaxTables = cfg.MaxTables
 	if d.store, err = sketch.NewStore(scfg, time.Now); err != nil {
 		return nil, fmt.Errorf("sketch store: %w", err)
 	}
-	if d.reporter, err = export.NewReporter(log.Named("ingest"), reg, export.ReporterConfig{}); err != nil {
+	logMemoryBudget(log, scfg)
+	if d.reporter, err = export.NewReporter(log.Named("ingest"), reg, export.ReporterConfig{Masker: d.masker}); err != nil {
 		return nil, err
 	}
-	if d.sink, err = export.NewCountingSink(d.store, reg, time.Now); err != nil {
+	counting, err := export.NewCountingSink(d.store, reg, time.Now, log.Named("ingest"))
+	if err != nil {
 		return nil, err
 	}
+	// Every Event is checked once more before it is counted, whatever
+	// reader made it: names DynamoDB would refuse and units no call
+	// consumes never reach a total or a series.
+	d.sink = ingest.Checked(counting, d.reporter)
 
 	env := ingest.Env{Log: log, Reporter: d.reporter, Registerer: reg, Tables: cfg.Tables, Stdin: io.stdin}
 	sourceConfigs := cfg.Sources
@@ -137,6 +148,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	}
 	for _, src := range d.sources {
 		d.reporter.InitSource(src.Name())
+		counting.InitSource(src.Name())
 	}
 	var events http.Handler
 	if f.enableIngest {
@@ -146,6 +158,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 		}
 		events = jsonl.NewHandler(d.sink, d.reporter, jsonl.HandlerConfig{RequestsPerSecond: rate, Burst: f.ingestBurst}, log)
 		d.reporter.InitSource(jsonl.HTTPSourceName)
+		counting.InitSource(jsonl.HTTPSourceName)
 	}
 	if len(d.sources) == 0 && events == nil {
 		return nil, errors.New("no sources: list some under sources: in the config file, or pass --web.enable-ingest")
@@ -180,6 +193,13 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 // their in-flight batches drain into the store (for at most drainTimeout),
 // the HTTP server stops. A signal is a clean stop: run returns nil.
 func (d *daemon) run(ctx context.Context) error {
+	// Signals are caught from here on, before the address is announced
+	// and readiness set: a SIGTERM sent as soon as the process is up is a
+	// clean stop too, not the default action's kill.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
 	// Listen here rather than in the server, so that the address actually
 	// bound (":0" in tests) can be logged and announced.
 	listener, err := net.Listen("tcp", d.cfg.Listen)
@@ -190,8 +210,17 @@ func (d *daemon) run(ctx context.Context) error {
 
 	// Signals and the caller's context: either ends the group.
 	{
-		execute, interrupt := oklog.SignalHandler(ctx, syscall.SIGINT, syscall.SIGTERM)
-		g.Add(execute, interrupt)
+		quit := make(chan struct{})
+		g.Add(func() error {
+			select {
+			case s := <-sigs:
+				return &oklog.SignalError{Signal: s}
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-quit:
+				return nil
+			}
+		}, func(error) { close(quit) })
 	}
 
 	// Sources: each reads until told to stop; what it holds then still
@@ -292,4 +321,24 @@ func browsable(addr net.Addr) string {
 		return "http://" + addr.String()
 	}
 	return "http://" + net.JoinHostPort(tcp.IP.String(), fmt.Sprint(tcp.Port))
+}
+
+// logMemoryBudget says how much memory the tables can take (the memory
+// model of docs/limits.md), and warns when GOMEMLIMIT leaves the Go
+// collector less than a quarter of it for garbage: under that limit the
+// process collects all the time, or is killed by a memory limit above it.
+func logMemoryBudget(log *zap.Logger, c sketch.Config) {
+	budget := int64(c.MemoryBudget())
+	limit := debug.SetMemoryLimit(-1)
+	fields := []zap.Field{zap.Int("max_tables", c.MaxTables), zap.Int64("memory_budget_mib", budget>>20)}
+	if limit == math.MaxInt64 {
+		log.Info("memory budget", fields...)
+		return
+	}
+	fields = append(fields, zap.Int64("gomemlimit_mib", limit>>20))
+	if limit < budget+budget/4 {
+		log.Warn("GOMEMLIMIT is under 1.25 × the memory budget of max_tables tables: lower max_tables or raise GOMEMLIMIT and the memory limit (docs/limits.md)", fields...)
+		return
+	}
+	log.Info("memory budget", fields...)
 }

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/valyala/fastjson"
 	"go.uber.org/zap"
@@ -93,6 +95,7 @@ type Decoder struct {
 	schemas *schemas
 	log     *zap.Logger
 	rep     ingest.Reporter
+	mask    ingest.Masker // of rep: input quoted in errors is masked as keys are
 	// maxRecord is the record size limit (tests lower it).
 	maxRecord int
 }
@@ -108,7 +111,7 @@ func NewDecoder(tables map[string]ingest.KeySchema, log *zap.Logger, rep ingest.
 	if rep == nil {
 		rep = ingest.NopReporter{}
 	}
-	return &Decoder{schemas: newSchemas(tables, log), log: log, rep: rep, maxRecord: maxRecord}
+	return &Decoder{schemas: newSchemas(tables, log), log: log, rep: rep, mask: ingest.MaskerOf(rep), maxRecord: maxRecord}
 }
 
 // Decode reads one whole input with a new Decoder. See Decoder.Decode.
@@ -196,7 +199,7 @@ func (st *stream) Record(raw []byte, top bool) error {
 	st.n++
 	v, err := st.p.ParseBytes(raw)
 	if err != nil {
-		st.reject(ingest.ReasonBadJSON, err)
+		st.reject(ingest.ReasonBadJSON, parseError(err, st.d.mask))
 		return nil
 	}
 	st.object(v, top)
@@ -304,4 +307,19 @@ func (st *stream) reject(reason string, err error) {
 func (st *stream) rejectFile(err error) {
 	st.stats.Rejected++
 	st.d.rep.Reject(SourceName, ingest.ReasonBadFile, fmt.Errorf("%s: %w", st.name, err))
+}
+
+// parseError is fastjson's error with the piece of input it quotes (its
+// "unparsed tail") quoted through ingest.Quote, so that it is masked as
+// keys are.
+func parseError(err error, m ingest.Masker) error {
+	const tailMark = "; unparsed tail: "
+	msg, tail, ok := strings.Cut(err.Error(), tailMark)
+	if !ok {
+		return err
+	}
+	if t, uerr := strconv.Unquote(tail); uerr == nil {
+		tail = t
+	}
+	return errors.New(msg + tailMark + ingest.Quote(m, []byte(tail)))
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/valyala/fastjson"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -156,11 +157,11 @@ func TestDecodeCalls(t *testing.T) {
 			in: records(
 				`{"eventTime":"2026-11-22T10:00:00Z","eventSource":"s3.amazonaws.com","eventName":"GetObject","requestParameters":{}}`,
 				ev("CreateTable", `{"tableName":"New","keySchema":[{"attributeName":"h","keyType":"HASH"},{"attributeName":"r","keyType":"RANGE"}],
-					"globalSecondaryIndexes":[{"indexName":"g","keySchema":[{"attributeName":"r","keyType":"HASH"}]}]}`),
+					"globalSecondaryIndexes":[{"indexName":"gsi","keySchema":[{"attributeName":"r","keyType":"HASH"}]}]}`),
 				ev("DescribeTable", `{"tableName":"New"}`),
 				ev("GetItem", `{"tableName":"New","key":{"r":"R1","h":"H1"}}`),
-				ev("Query", `{"tableName":"New","indexName":"g","key":{"r":"R1","h":"H1"}}`)),
-			want: []string{"New||H1|R1|read", "New|g|R1||read"},
+				ev("Query", `{"tableName":"New","indexName":"gsi","key":{"r":"R1","h":"H1"}}`)),
+			want: []string{"New||H1|R1|read", "New|gsi|R1||read"},
 		},
 		{
 			name: "PartiQL",
@@ -192,6 +193,21 @@ func TestDecodeCalls(t *testing.T) {
 				ev("GetItem", `{"tableName":"Orders","key":{"order":"ok"}}`)),
 			want:     []string{"Orders||ok||read"},
 			rejected: []string{"missing_pk", "missing_table", "missing_pk", "bad_type", "bad_record", "bad_op", "bad_record", "bad_time", "missing_pk", "missing_pk"},
+		},
+		{
+			// A call naming such a table would have failed: the record
+			// is not one CloudTrail wrote.
+			name: "table names DynamoDB would refuse are rejected, ARNs are names",
+			in: records(
+				ev("GetItem", `{"tableName":"ab","key":{"order":"o-1"}}`),
+				ev("GetItem", `{"tableName":"my table","key":{"order":"o-1"}}`),
+				ev("Query", `{"tableName":"Orders","indexName":"by customer","key":{"customer":"C-1"}}`),
+				ev("BatchGetItem", `{"requestItems":{"Orders":{"keys":[{"order":"o-2"}]},"x":{"keys":[{"order":"o-3"}]}}}`),
+				ev("ExecuteStatement", `{"statement":"SELECT * FROM \"a\" WHERE order = 'o-4'"}`),
+				ev("GetItem", `{"tableName":"arn:aws:dynamodb:us-east-1:111122223333:table/Orders","key":{"order":"o-5"}}`),
+				ev("BatchWriteItem", `{"requestItems":{"arn:aws:dynamodb:us-east-1:111122223333:table/Orders":[{"deleteRequest":{"key":{"order":"o-6"}}}]}}`)),
+			want:     []string{"Orders||o-5||read", "Orders||o-6||write"},
+			rejected: []string{"bad_table", "bad_table", "bad_table", "bad_table", "bad_table"},
 		},
 	}
 	for _, c := range cases {
@@ -225,10 +241,10 @@ func TestDecodeWholeKeyWithoutSchema(t *testing.T) {
 	d := NewDecoder(nil, zap.New(core), nil)
 	col := &collector{}
 	in := records(
-		ev("GetItem", `{"tableName":"T","key":{"z":"1","a":"x"}}`),
-		ev("GetItem", `{"tableName":"T","key":{"a":"x","z":"1"}}`),
-		ev("GetItem", `{"tableName":"U","key":{"k":"v","n":2}}`),
-		ev("Query", `{"tableName":"T","indexName":"i","key":{"g":"G"}}`))
+		ev("GetItem", `{"tableName":"Tbl","key":{"z":"1","a":"x"}}`),
+		ev("GetItem", `{"tableName":"Tbl","key":{"a":"x","z":"1"}}`),
+		ev("GetItem", `{"tableName":"Ubl","key":{"k":"v","n":2}}`),
+		ev("Query", `{"tableName":"Tbl","indexName":"idx","key":{"g":"G"}}`))
 	for i := 0; i < 2; i++ {
 		if _, err := d.Decode(context.Background(), strings.NewReader(in), "f", col); err != nil {
 			t.Fatal(err)
@@ -238,13 +254,13 @@ func TestDecodeWholeKeyWithoutSchema(t *testing.T) {
 	for _, e := range col.events[:4] {
 		got = append(got, short(e))
 	}
-	want := []string{"T||a=x,z=1||read", "T||a=x,z=1||read", "U||k=v,n=2||read", "T|i|G||read"}
+	want := []string{"Tbl||a=x,z=1||read", "Tbl||a=x,z=1||read", "Ubl||k=v,n=2||read", "Tbl|idx|G||read"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	st, err := d.Decode(context.Background(), strings.NewReader(in), "f", col)
-	if err != nil || strings.Join(st.NoSchema, " ") != "T U" {
-		t.Errorf("NoSchema %q (%v), want T and U", st.NoSchema, err)
+	if err != nil || strings.Join(st.NoSchema, " ") != "Tbl Ubl" {
+		t.Errorf("NoSchema %q (%v), want Tbl and Ubl", st.NoSchema, err)
 	}
 	if n := logs.FilterMessageSnippet("no key schema").Len(); n != 2 {
 		t.Errorf("%d missing-schema warnings over two inputs, want 2 (one per table): %v", n, logs.All())
@@ -264,7 +280,7 @@ func gz(t testing.TB, s string) []byte {
 	return b.Bytes()
 }
 
-func getItem(pk string) string { return ev("GetItem", `{"tableName":"T","key":{"id":"`+pk+`"}}`) }
+func getItem(pk string) string { return ev("GetItem", `{"tableName":"Tbl","key":{"id":"`+pk+`"}}`) }
 
 func envelope(rec string) string {
 	return `{"version":"0","detail-type":"AWS API Call via CloudTrail","source":"aws.dynamodb","detail":` + rec + `}`
@@ -343,7 +359,7 @@ func TestDecodeTooLong(t *testing.T) {
 	col := &collector{}
 	d := NewDecoder(nil, nil, col)
 	d.maxRecord = 4096
-	big := ev("GetItem", `{"tableName":"T","key":{"id":"x"},"pad":"`+strings.Repeat("x", d.maxRecord)+`"}`)
+	big := ev("GetItem", `{"tableName":"Tbl","key":{"id":"x"},"pad":"`+strings.Repeat("x", d.maxRecord)+`"}`)
 	in := records(getItem("a"), big, getItem("b")) + "\n" + envelope(big) + "\n" + envelope(getItem("c"))
 	st, err := d.Decode(context.Background(), strings.NewReader(in), "f", col)
 	if err != nil {
@@ -438,8 +454,41 @@ var _ io.Reader = (*failingReader)(nil)
 func truncatedGzip(t testing.TB) []byte {
 	var recs []string
 	for i := 0; i < 500; i++ {
-		recs = append(recs, ev("GetItem", fmt.Sprintf(`{"tableName":"T","key":{"id":"c"},"n":%d,"pad":%q}`, i, strings.Repeat(fmt.Sprint(i*7919%1000), i%13))))
+		recs = append(recs, ev("GetItem", fmt.Sprintf(`{"tableName":"Tbl","key":{"id":"c"},"n":%d,"pad":%q}`, i, strings.Repeat(fmt.Sprint(i*7919%1000), i%13))))
 	}
 	b := gz(t, records(getItem("a"), getItem("b"), strings.Join(recs, ","), getItem("d")))
 	return b[:len(b)/2]
+}
+
+// maskingCollector is a collector whose Reporter masks input as the
+// daemon's does under keys: redact.
+type maskingCollector struct{ collector }
+
+func (*maskingCollector) Mask(string) string { return "<redacted>" }
+
+// TestRejectionsMaskQuotedInput checks every rejection that quotes a
+// record's content: under a masking Reporter the content is masked.
+func TestRejectionsMaskQuotedInput(t *testing.T) {
+	const key = "SECRETKEY4242"
+	col := &maskingCollector{}
+	in := records(
+		ev("ExecuteStatement", `{"statement":"UPSERT 'USER#`+key+`' INTO orders"}`),
+		`{"eventTime":"`+key+`","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"id":"a"}}}`)
+	if _, err := Decode(context.Background(), strings.NewReader(in), "f", nil, col, col); err != nil {
+		t.Fatal(err)
+	}
+	if len(col.rejected) != 2 {
+		t.Fatalf("rejected %q, want 2", col.rejected)
+	}
+	for _, r := range col.rejected {
+		if strings.Contains(r, key) || !strings.Contains(r, `"<redacted>"`) {
+			t.Errorf("rejection %q: want the input masked", r)
+		}
+	}
+	// fastjson quotes the input it could not parse.
+	var p fastjson.Parser
+	_, err := p.Parse(`{"key":{"id":"` + key + `"}, x}`)
+	if got := parseError(err, col).Error(); strings.Contains(got, key) || !strings.Contains(got, `unparsed tail: "<redacted>"`) {
+		t.Errorf("parse error %q: want its tail masked", got)
+	}
 }

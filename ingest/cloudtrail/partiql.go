@@ -2,7 +2,6 @@ package cloudtrail
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/valyala/fastjson"
@@ -160,7 +159,8 @@ func parsePartiQL(s string) (statement, error) {
 		st.class = ingest.Write
 		rest = toks[1:]
 	default:
-		return statement{}, fmt.Errorf("statement verb %q is not SELECT, INSERT, UPDATE or DELETE", toks[0].text)
+		// The word is not quoted: it may be anything, a key included.
+		return statement{}, errors.New("the first word is not SELECT, INSERT, UPDATE or DELETE")
 	}
 	if len(rest) == 0 || !rest[0].name() {
 		return statement{}, errors.New("no table name in statement")
@@ -298,7 +298,7 @@ func (st *stream) statement(v *fastjson.Value) error {
 	}
 	s, err := parsePartiQL(string(b))
 	if err != nil {
-		return rerr(ingest.ReasonBadOp, "statement %q: %v", truncate(b), err)
+		return rerr(ingest.ReasonBadOp, "statement %s: %v", ingest.Quote(st.d.mask, b), err)
 	}
 	table, err := st.intern([]byte(s.table))
 	if err != nil {

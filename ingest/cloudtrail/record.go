@@ -115,7 +115,7 @@ func (st *stream) record(v *fastjson.Value) {
 		st.stats.Ignored++
 		return
 	}
-	ts, err := eventTime(v)
+	ts, err := eventTime(v, st.d.mask)
 	if err != nil {
 		st.reject(ingest.ReasonBadTime, err)
 		return
@@ -175,23 +175,16 @@ func (st *stream) record(v *fastjson.Value) {
 }
 
 // eventTime parses eventTime (RFC 3339, always UTC in CloudTrail).
-func eventTime(v *fastjson.Value) (time.Time, error) {
+func eventTime(v *fastjson.Value, m ingest.Masker) (time.Time, error) {
 	b := v.GetStringBytes("eventTime")
 	if len(b) == 0 {
 		return time.Time{}, errors.New("no eventTime")
 	}
 	t, err := time.Parse(time.RFC3339Nano, string(b))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("eventTime %q: %w", truncate(b), err)
+		return time.Time{}, fmt.Errorf("eventTime %s is not an RFC 3339 time", ingest.Quote(m, b))
 	}
 	return t, nil
-}
-
-func truncate(b []byte) string {
-	if len(b) > 64 {
-		return string(b[:64]) + "..."
-	}
-	return string(b)
 }
 
 // add appends one item access to the record's Events.
@@ -441,14 +434,22 @@ func (st *stream) batchWriteTable(table string, class ingest.Class, tv *fastjson
 	return nil
 }
 
-// intern returns b as a string, sharing one copy per distinct table or
-// index name so that Events of one table do not each allocate it.
+// intern returns the table or index name b as a string, sharing one copy
+// per distinct name so that Events of one table do not each allocate it.
+// A table's ARN, which the API takes as its name too, is its name. A name
+// DynamoDB would refuse is an error (bad_table): a call naming it would
+// have failed, so the record is not one CloudTrail wrote.
 func (st *stream) intern(b []byte) (string, error) {
 	if s, ok := st.names[string(b)]; ok {
 		return s, nil
 	}
-	if !validUTF8(b) {
-		return "", rerr(ingest.ReasonBadUTF8, "name is not valid UTF-8")
+	b = tableOfARN(b)
+	if !ingest.ValidName(string(b)) {
+		if !validUTF8(b) {
+			return "", rerr(ingest.ReasonBadUTF8, "name is not valid UTF-8")
+		}
+		e := ingest.CheckName("table or index", string(b))
+		return "", &recordError{reason: e.Reason, err: errors.New(e.Detail)}
 	}
 	if st.names == nil || len(st.names) > 4096 {
 		st.names = make(map[string]string)
@@ -456,4 +457,21 @@ func (st *stream) intern(b []byte) (string, error) {
 	s := string(b)
 	st.names[s] = s
 	return s, nil
+}
+
+// tableOfARN returns the table name of a table ARN
+// (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME, maybe followed by /index/...
+// or /stream/...), and b itself when it is not one.
+func tableOfARN(b []byte) []byte {
+	if !bytes.HasPrefix(b, []byte("arn:")) {
+		return b
+	}
+	_, name, ok := bytes.Cut(b, []byte(":table/"))
+	if !ok {
+		return b
+	}
+	if i := bytes.IndexByte(name, '/'); i >= 0 {
+		name = name[:i]
+	}
+	return name
 }

@@ -120,15 +120,27 @@ type Source struct {
 	follow *follow.Follower
 
 	mu    sync.Mutex
-	saved error // the last error saving the state
+	saved error // the last error saving the state, until a save succeeds
 
 	// Owned by Run.
 	sink     ingest.Sink
 	done     map[string]fileState
 	changed  bool
+	unsaved  int // files read since the last save
 	skipped  int // files older than MaxAge, in this poll
 	lastSave time.Time
 }
+
+// SaveEveryFiles and SaveEvery bound what a crash (SIGKILL, power loss)
+// makes the reader read again: the state is saved once this many files
+// were read since the last save, or this long after it, whichever comes
+// first, and on every stop. A save rewrites the whole list, so saving
+// after every file would cost quadratic time on a first start over
+// thousands of files.
+const (
+	SaveEveryFiles = 64
+	SaveEvery      = time.Second
+)
 
 // New returns a Source reading cfg.Paths. It checks the patterns and reads
 // the state file, and starts nothing: Run does the work.
@@ -189,12 +201,30 @@ func (s *Source) Ready() error {
 
 // Run reads the matched files, oldest first, then polls for new ones until
 // ctx is done. It returns nil when ctx is done and an error only when sink
-// fails otherwise.
+// fails otherwise. A file being read when ctx ends is read to its end, and
+// the state is saved on the way out, so that a restart reads no file
+// twice.
 func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
 	s.log.Info("following CloudTrail files", zap.Strings("paths", s.cfg.Paths),
 		zap.String("checkpoint_dir", s.cfg.CheckpointDir), zap.Int("files_read_before", len(s.done)))
 	s.sink = sink
-	return s.follow.Run(ctx)
+	if s.cfg.CheckpointDir != "" {
+		// Say at once when the state cannot be saved, not at the first
+		// file, which may be hours away.
+		s.changed = true
+		s.save()
+	}
+	err := s.follow.Run(ctx)
+	if s.changed {
+		s.save()
+	}
+	st := s.Stats()
+	s.cmu.Lock()
+	files := s.files
+	s.cmu.Unlock()
+	s.log.Info("stopped reading CloudTrail files", zap.Uint64("files_read", files), zap.Uint64("events", st.Events),
+		zap.Uint64("throttled", st.Throttled), zap.Uint64("rejected", st.Rejected))
+	return err
 }
 
 // deliveries is the Source as the follow.Handler of its files.
@@ -218,7 +248,7 @@ func (h *deliveries) Open(f follow.File) follow.Consumer {
 
 // Polled implements follow.Handler: the files that are gone are
 // forgotten, so that the state does not grow forever, and the state is
-// saved if it changed.
+// saved if it changed or could not be saved last time.
 func (h *deliveries) Polled(files []follow.File) {
 	s := (*Source)(h)
 	if s.skipped > 0 {
@@ -246,19 +276,26 @@ func (h *deliveries) Polled(files []follow.File) {
 func (s *Source) markDone(f follow.File) {
 	s.done[f.Path] = fileState{Size: f.Size, ModTime: f.ModTime.UnixNano()}
 	s.changed = true
+	s.unsaved++
 }
 
-// save writes the state file and keeps the outcome for Ready.
+// save writes the state file and keeps the outcome for Ready. A state
+// that could not be saved stays to save: every poll tries again, and the
+// source is not ready until it succeeds.
 func (s *Source) save() {
 	s.lastSave = time.Now()
-	s.changed = false
 	err := saveState(s.cfg.CheckpointDir, s.done)
-	if err != nil {
-		s.rep.Error(SourceName, "checkpoint", err)
-	}
 	s.mu.Lock()
+	again := s.saved != nil && err != nil && s.saved.Error() == err.Error()
 	s.saved = err
 	s.mu.Unlock()
+	if err != nil {
+		if !again {
+			s.rep.Error(SourceName, "checkpoint", err)
+		}
+		return
+	}
+	s.changed, s.unsaved = false, 0
 }
 
 // delivery decodes one file.
@@ -267,7 +304,9 @@ type delivery struct {
 	f follow.File
 }
 
-// Read decodes the whole file into the sink.
+// Read decodes the whole file into the sink. The follower hands a
+// delivered file over whole even while stopping (follow.Config.Whole), so
+// a file is never counted in part.
 func (d *delivery) Read(ctx context.Context, r io.Reader) error {
 	return d.s.read(ctx, r, d.f.Path, d.s.sink)
 }
@@ -275,13 +314,13 @@ func (d *delivery) Read(ctx context.Context, r io.Reader) error {
 // Reset is not called: a delivered file is read in one piece.
 func (d *delivery) Reset() {}
 
-// Close records the file as read, and saves the state at most once a
-// second: a first start on a folder of thousands of files must not rewrite
-// it for each.
+// Close records the file as read, and saves the state every
+// SaveEveryFiles files or SaveEvery, whichever comes first.
 func (d *delivery) Close(context.Context) error {
-	d.s.markDone(d.f)
-	if time.Since(d.s.lastSave) >= time.Second {
-		d.s.save()
+	s := d.s
+	s.markDone(d.f)
+	if s.unsaved >= SaveEveryFiles || time.Since(s.lastSave) >= SaveEvery {
+		s.save()
 	}
 	return nil
 }

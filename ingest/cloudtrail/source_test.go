@@ -169,8 +169,8 @@ func TestSourceBadFilesDoNotStopIt(t *testing.T) {
 	writeAtomic(t, filepath.Join(dir, "1-truncated.json.gz"), whole[:len(whole)-20])
 	writeAtomic(t, filepath.Join(dir, "2-hostile.json"), []byte(`{"Records":[{"eventSource":1},"x",`+getItem("b")+`]}`))
 	writeAtomic(t, filepath.Join(dir, "3-good.json"), []byte(records(getItem("c"),
-		ev("PutItem", `{"tableName":"T","key":{"id":"f"}}`, `"errorCode":"ConditionalCheckFailedException"`),
-		ev("Scan", `{"tableName":"T"}`))))
+		ev("PutItem", `{"tableName":"Tbl","key":{"id":"f"}}`, `"errorCode":"ConditionalCheckFailedException"`),
+		ev("Scan", `{"tableName":"Tbl"}`))))
 	r := start(t, Config{Paths: []string{filepath.Join(dir, "*.json*")}, PollInterval: 10 * time.Millisecond})
 	deadline := time.Now().Add(10 * time.Second)
 	for (r.src.Stats().Rejected < 2 || !strings.Contains(strings.Join(r.keys(), " "), "b c")) && time.Now().Before(deadline) {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/hotkeyd/hotkeyd/internal/atomicfile"
 )
@@ -41,7 +42,9 @@ func loadState(dir string) (map[string]fileState, error) {
 	}
 	path := filepath.Join(dir, StateFile)
 	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// No state yet; a folder that cannot be made is said when the
+		// state is saved (Source.Ready).
 		return files, nil
 	}
 	if err != nil {
@@ -61,7 +64,9 @@ func loadState(dir string) (map[string]fileState, error) {
 }
 
 // saveState writes the state file atomically (package atomicfile), so a
-// crash leaves either the old state or the new one.
+// crash leaves either the old state or the new one. The folder is made
+// when missing (the example config's path under the shipped systemd unit,
+// a fresh volume).
 func saveState(dir string, files map[string]fileState) error {
 	if dir == "" {
 		return nil
@@ -71,6 +76,9 @@ func saveState(dir string, files map[string]fileState) error {
 		return err
 	}
 	path := filepath.Join(dir, StateFile)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("write state %q: %w", path, err)
+	}
 	if err := atomicfile.Write(path, b); err != nil {
 		return fmt.Errorf("write state %q: %w", path, err)
 	}

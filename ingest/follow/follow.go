@@ -52,8 +52,14 @@ type Config struct {
 	Poll time.Duration
 	// Whole makes every file a finished one, read once, whole, when it has
 	// settled: the files of a delivery folder (CloudTrail), which are never
-	// appended to.
+	// appended to. A file begun is read on for up to Finish once the
+	// context of Run is done, so that a stop does not leave it counted in
+	// part.
 	Whole bool
+	// Finish bounds how long a whole file begun is still read once the
+	// context of Run is done (with Whole); zero means DefaultFinish. It
+	// must stay below the daemon's drain (10 s).
+	Finish time.Duration
 	// FromStart reads the files there at the first poll from their start.
 	// By default a growing file there at the first poll is read from its
 	// end and a finished one (a compressed archive) not at all, so that a
@@ -377,6 +383,11 @@ func (fl *Follower) settled(path string, fi os.FileInfo) bool {
 // readWhole reads a finished file whole and records it as done. fh is
 // the file opened already, or nil.
 func (fl *Follower) readWhole(ctx context.Context, m match, f File, fh *os.File) error {
+	if fl.cfg.Whole {
+		var done func()
+		ctx, done = finishing(ctx, fl.cfg.Finish)
+		defer done()
+	}
 	c := fl.h.Open(f)
 	if c == nil {
 		fl.done[m.path] = done{stamp{f.Size, f.ModTime}, m.id}
@@ -424,6 +435,29 @@ func (fl *Follower) readWhole(ctx context.Context, m match, f File, fh *os.File)
 	}
 	fl.done[m.path] = done{stamp{f.Size, f.ModTime}, m.id}
 	return nil
+}
+
+// DefaultFinish is Config.Finish's default: a CloudTrail file of a few
+// megabytes is read in well under a second.
+const DefaultFinish = 5 * time.Second
+
+// finishing returns a context that ends grace after ctx does (DefaultFinish
+// when grace is 0), and the function that releases it.
+func finishing(ctx context.Context, grace time.Duration) (context.Context, func()) {
+	if grace <= 0 {
+		grace = DefaultFinish
+	}
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-fctx.Done():
+		}
+	})
+	return fctx, func() { stop(); cancel() }
 }
 
 // doneID reports whether the file of identity id was read as a finished

@@ -422,7 +422,8 @@ func TestSpecialFilesNeverBlock(t *testing.T) {
 }
 
 // TestRunReturnsWhenCancelledMidFile cancels a Follower reading a big file
-// through a slow consumer: the read stops at the next piece.
+// through a slow consumer: the read stops at the next piece once Finish has
+// passed.
 func TestRunReturnsWhenCancelledMidFile(t *testing.T) {
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.json")
@@ -440,7 +441,7 @@ func TestRunReturnsWhenCancelledMidFile(t *testing.T) {
 	}
 	started := make(chan struct{})
 	h := &slowHandler{started: started}
-	fl, err := New(Config{Paths: []string{big}, Poll: time.Hour, Whole: true}, h)
+	fl, err := New(Config{Paths: []string{big}, Poll: time.Hour, Whole: true, Finish: 100 * time.Millisecond}, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,22 +480,54 @@ func start(t *testing.T, fl *Follower) (stop func()) {
 type slowHandler struct {
 	started chan struct{}
 	err     error
+	read    int
+	closed  bool
 }
 
 func (h *slowHandler) Open(File) Consumer { return h }
 func (h *slowHandler) Polled([]File)      {}
 func (h *slowHandler) Reset()             {}
 
-func (h *slowHandler) Close(context.Context) error { return nil }
+func (h *slowHandler) Close(context.Context) error { h.closed = true; return nil }
 
 func (h *slowHandler) Read(ctx context.Context, r io.Reader) error {
 	buf := make([]byte, 4096)
 	close(h.started)
 	for {
-		if _, err := r.Read(buf); err != nil {
+		n, err := r.Read(buf)
+		h.read += n
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
 			h.err = err
 			return ctx.Err()
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestStopFinishesAWholeFile stops a Follower of whole files while it reads
+// one: the file is read to its end and closed (recorded as read), so that
+// a stop never leaves a delivered file counted in part.
+func TestStopFinishesAWholeFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "delivery.json")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("x"), 400<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	h := &slowHandler{started: make(chan struct{})}
+	fl, err := New(Config{Paths: []string{path}, Poll: time.Hour, Whole: true}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, fl)
+	<-h.started
+	stop()
+	if h.read != 400<<10 || !h.closed || h.err != nil {
+		t.Errorf("read %d bytes of %d, closed %v, error %v; want the whole file, closed", h.read, 400<<10, h.closed, h.err)
 	}
 }

@@ -189,14 +189,8 @@ type tallier interface {
 	tally() tally
 }
 
-// Verdict returns, once the inputs were read, why none of them held
-// anything usable, in a few words naming what they held ("the input is
-// empty", "every one of its 3 records was rejected"), or "" when some
-// record was usable, or was left out on purpose (a CloudTrail file of
-// management events: its notes say so). A reader of whole inputs
-// (hotkeyd analyze) fails on a non-empty Verdict, so that a script does
-// not take an input it could not read for one without hot keys.
-func (s *Set) Verdict() string {
+// total adds up the tallies of every format.
+func (s *Set) total() tally {
 	var t tally
 	for _, d := range s.decoders {
 		if tl, ok := d.(tallier); ok {
@@ -210,6 +204,27 @@ func (s *Set) Verdict() string {
 			t.rejected += x.rejected
 		}
 	}
+	return t
+}
+
+// Decoded returns the Events the readers handed on, and the records they
+// left out on purpose (which a note explains), so far. A caller whose
+// sink refuses Events (ingest.Checked) tells from it whether any input
+// was usable though Verdict is "".
+func (s *Set) Decoded() (events, omitted uint64) {
+	t := s.total()
+	return t.events, t.omitted
+}
+
+// Verdict returns, once the inputs were read, why none of them held
+// anything usable, in a few words naming what they held ("the input is
+// empty", "every one of its 3 records was rejected"), or "" when some
+// record was usable, or was left out on purpose (a CloudTrail file of
+// management events: its notes say so). A reader of whole inputs
+// (hotkeyd analyze) fails on a non-empty Verdict, so that a script does
+// not take an input it could not read for one without hot keys.
+func (s *Set) Verdict() string {
+	t := s.total()
 	if t.events > 0 || t.omitted > 0 {
 		return ""
 	}

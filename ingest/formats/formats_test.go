@@ -47,9 +47,9 @@ func TestReadNotes(t *testing.T) {
 	if n := s.Notes(); len(n) != 0 || len(events) != 1 {
 		t.Fatalf("after JSON lines: notes %q, %d events", n, len(events))
 	}
-	read(`{"Records":[{"eventVersion":"1.08","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","eventTime":"2026-11-22T10:00:00Z","requestParameters":{"tableName":"t","key":{"id":"a","sk":"b"}}}]}`)
+	read(`{"Records":[{"eventVersion":"1.08","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","eventTime":"2026-11-22T10:00:00Z","requestParameters":{"tableName":"tbl","key":{"id":"a","sk":"b"}}}]}`)
 	notes := strings.Join(s.Notes(), "\n")
-	if len(events) != 2 || !strings.Contains(notes, "1 per item") || !strings.Contains(notes, "no key schema for t") {
+	if len(events) != 2 || !strings.Contains(notes, "1 per item") || !strings.Contains(notes, "no key schema for tbl") {
 		t.Errorf("after CloudTrail: %d events, notes %q", len(events), notes)
 	}
 }

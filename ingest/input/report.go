@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
 // MaxRejectLines is how many rejected records a TextReporter describes;
@@ -17,9 +19,11 @@ const MaxRejectLines = 5
 // a terminal (hotkeyd analyze): it counts rejected input, describes the
 // first few rejections on a writer, and sums up the rest per reason, so
 // that a person sees why lines were skipped without the terminal flooding.
-// It is safe for concurrent use.
+// It is safe for concurrent use. It is the readers' ingest.Masker too:
+// the input they quote is masked as the report's keys are.
 type TextReporter struct {
 	w        io.Writer
+	mask     ingest.Masker
 	rejected atomic.Uint64
 
 	mu      sync.Mutex
@@ -27,9 +31,18 @@ type TextReporter struct {
 	reasons map[string]uint64
 }
 
-// NewTextReporter returns a TextReporter writing to w.
-func NewTextReporter(w io.Writer) *TextReporter {
-	return &TextReporter{w: w, reasons: map[string]uint64{}}
+// NewTextReporter returns a TextReporter writing to w; m masks the input
+// the readers quote (nil shows it as it is).
+func NewTextReporter(w io.Writer, m ingest.Masker) *TextReporter {
+	return &TextReporter{w: w, mask: m, reasons: map[string]uint64{}}
+}
+
+// Mask implements ingest.Masker with the masker given to NewTextReporter.
+func (r *TextReporter) Mask(s string) string {
+	if r.mask == nil {
+		return s
+	}
+	return r.mask.Mask(s)
 }
 
 // Reject implements ingest.Reporter.

@@ -88,7 +88,7 @@ func (h *followHarness) waitPKs(want ...string) {
 func lines(pks ...string) string {
 	var b strings.Builder
 	for _, pk := range pks {
-		fmt.Fprintf(&b, `{"table":"t","pk":%q,"op":"read"}`+"\n", pk)
+		fmt.Fprintf(&b, `{"table":"tbl","pk":%q,"op":"read"}`+"\n", pk)
 	}
 	return b.String()
 }

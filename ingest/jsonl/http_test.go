@@ -63,7 +63,7 @@ func TestHandler(t *testing.T) {
 	}{
 		{name: "all good", body: []byte(good), status: 200, accepted: 2, put: 2},
 		{name: "last line without newline", body: []byte(strings.TrimSuffix(good, "\n")), status: 200, accepted: 2, put: 2},
-		{name: "partly bad", body: []byte(lines("a") + "{nope\n" + lines("b") + `{"table":"t","op":"read"}` + "\n"), status: 200, accepted: 2, rejected: 2, put: 2,
+		{name: "partly bad", body: []byte(lines("a") + "{nope\n" + lines("b") + `{"table":"tbl","op":"read"}` + "\n"), status: 200, accepted: 2, rejected: 2, put: 2,
 			errors: []string{"line 2: bad_json: expected a member name", "line 4: missing_pk: no partition key"}},
 		{name: "all bad", body: []byte("x\ny\n"), status: 400, rejected: 2, errors: []string{"line 1: bad_json: not a JSON object", "line 2: bad_json: not a JSON object"}},
 		{name: "empty", body: nil, status: 400},

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -115,6 +114,7 @@ type Parser struct {
 	vals    [numFields]jsonscan.Span // the members known, by field
 	minute  minuteCache
 	keys    []byte // arena the key strings are cut from
+	mask    ingest.Masker
 }
 
 // keyChunk is the size of the arena chunks key strings are copied into.
@@ -314,7 +314,9 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 	if len(tb) == 0 {
 		return errMissingTable
 	}
-	ev.Table = p.internBytes(tb)
+	if ev.Table = p.internBytes(tb); !ingest.ValidName(ev.Table) {
+		return p.invalid(ingest.CheckName("table", ev.Table))
+	}
 
 	// op, before pk: a Scan has no key.
 	switch {
@@ -323,11 +325,12 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 	case v[fOp].Kind != jsonscan.String:
 		return p.wrongType(fOp, "a string")
 	}
-	class, keyless, ok := opClass(p.bytesOf(line, v[fOp]))
+	op, ok := ingest.LookupOperation(unsafeString(p.bytesOf(line, v[fOp])))
 	if !ok {
-		return &ParseError{Reason: ingest.ReasonBadOp, Detail: fmt.Sprintf("unknown operation %q", truncate(p.bytesOf(line, v[fOp])))}
+		return &ParseError{Reason: ingest.ReasonBadOp, Detail: "unknown operation " + p.quote(p.bytesOf(line, v[fOp]))}
 	}
-	ev.Class = class
+	ev.Class = op.Class
+	keyless := op.Keyless
 
 	// pk
 	switch {
@@ -352,7 +355,9 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 		return p.wrongType(fIndex, "a string")
 	default:
 		if ix := p.bytesOf(line, v[fIndex]); len(ix) > 0 {
-			ev.Index = p.internBytes(ix)
+			if ev.Index = p.internBytes(ix); !ingest.ValidName(ev.Index) {
+				return p.invalid(ingest.CheckName("index", ev.Index))
+			}
 		}
 	}
 	switch {
@@ -373,11 +378,15 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 		return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("%q is %s, want a number", p.names[fUnits], aKind(u.Kind))}
 	default:
 		f, err := strconv.ParseFloat(unsafeString(line[u.Start:u.End]), 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("units %s out of range", truncate(line[u.Start:u.End]))}
-		}
-		if f < 0 {
-			return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("negative units %s", truncate(line[u.Start:u.End]))}
+		switch {
+		case err != nil || math.IsInf(f, 0) || math.IsNaN(f):
+			return &ParseError{Reason: ingest.ReasonBadUnits, Detail: "units " + p.quote(line[u.Start:u.End]) + " out of range"}
+		case f < 0:
+			return &ParseError{Reason: ingest.ReasonBadUnits, Detail: "negative units " + p.quote(line[u.Start:u.End])}
+		case f > op.MaxUnits:
+			// No call of this kind consumes that much (ingest.MaxUnits).
+			return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("%s units for %s: one call consumes at most %g",
+				p.quote(line[u.Start:u.End]), p.quote(p.bytesOf(line, v[fOp])), op.MaxUnits)}
 		}
 		ev.Units = f
 	}
@@ -390,13 +399,13 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 		s := p.bytesOf(line, t)
 		tm, ok := p.parseTime(s)
 		if !ok {
-			return &ParseError{Reason: ingest.ReasonBadTime, Detail: fmt.Sprintf("%q is not an RFC 3339 time", truncate(s))}
+			return &ParseError{Reason: ingest.ReasonBadTime, Detail: p.quote(s) + " is not an RFC 3339 time"}
 		}
 		ev.Time = tm
 	case t.Kind == jsonscan.Number:
 		ms, err := strconv.ParseFloat(unsafeString(line[t.Start:t.End]), 64)
 		if err != nil || ms < 0 || ms > maxEpochMillis {
-			return &ParseError{Reason: ingest.ReasonBadTime, Detail: fmt.Sprintf("epoch milliseconds %s out of range", truncate(line[t.Start:t.End]))}
+			return &ParseError{Reason: ingest.ReasonBadTime, Detail: "epoch milliseconds " + p.quote(line[t.Start:t.End]) + " out of range"}
 		}
 		whole := math.Floor(ms)
 		ev.Time = time.UnixMilli(int64(whole)).Add(time.Duration((ms - whole) * 1e6)).UTC()
@@ -453,28 +462,13 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 // write.
 const maxEpochMillis = 253402300799999
 
-// opClass maps an operation name to its class. keyless is true for Scan,
-// the one operation that reads no particular key.
-func opClass(op []byte) (c ingest.Class, keyless, ok bool) {
-	switch string(op) {
-	case "GetItem", "BatchGetItem", "Query", "TransactGetItems", "read":
-		return ingest.Read, false, true
-	case "Scan":
-		return ingest.Read, true, true
-	case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "write":
-		return ingest.Write, false, true
-	}
-	return ingest.Read, false, false
-}
+// quote cites a piece of the line in an error, masked as keys are
+// (ingest.Quote).
+func (p *Parser) quote(b []byte) string { return ingest.Quote(p.mask, b) }
 
-// truncate copies at most 64 bytes of b for an error message (b may live in
-// a reused buffer).
-func truncate(b []byte) string {
-	const max = 64
-	if len(b) > max {
-		return strings.ToValidUTF8(string(b[:max]), "\uFFFD") + "..."
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
+// invalid turns a check's refusal into the line's rejection.
+func (*Parser) invalid(e *ingest.Invalid) *ParseError {
+	return &ParseError{Reason: e.Reason, Detail: e.Detail}
 }
 
 func unsafeString(b []byte) string {

@@ -136,10 +136,12 @@ type stream struct {
 
 func newStream(opts Options, name string) *stream {
 	opts = opts.withDefaults()
+	p := NewParser(opts.Fields, opts.Source, opts.Now)
+	p.mask = ingest.MaskerOf(opts.Reporter)
 	return &stream{
 		opts:   opts,
 		name:   name,
-		parser: NewParser(opts.Fields, opts.Source, opts.Now),
+		parser: p,
 		lines:  newLineReader(opts.MaxLineBytes),
 		before: -1,
 	}

@@ -188,14 +188,14 @@ func TestReadAllGolden(t *testing.T) {
 // TestReadAllHostile puts each hostile line between two valid ones and
 // checks that it is rejected with its reason and both neighbours count.
 func TestReadAllHostile(t *testing.T) {
-	good := `{"table":"t","pk":"k","op":"read"}`
+	good := `{"table":"tbl","pk":"k","op":"read"}`
 	const maxLine = 4096
 	cases := []struct {
 		name, line, reason string
 	}{
-		{"3 MB line", `{"table":"t","pk":"` + strings.Repeat("x", 3<<20) + `","op":"read"}`, ingest.ReasonTooLong},
+		{"3 MB line", `{"table":"tbl","pk":"` + strings.Repeat("x", 3<<20) + `","op":"read"}`, ingest.ReasonTooLong},
 		{"3 MB of one byte", strings.Repeat("\x00", 3<<20), ingest.ReasonTooLong},
-		{"line one byte over", `{"table":"t","op":"read","pk":"` + strings.Repeat("y", maxLine-30) + `"}`, ingest.ReasonTooLong},
+		{"line one byte over", `{"table":"tbl","op":"read","pk":"` + strings.Repeat("y", maxLine-30) + `"}`, ingest.ReasonTooLong},
 		{"10 000 nested braces", strings.Repeat("{", 10000)[:maxLine-1], ingest.ReasonBadJSON},
 		{"nested values", strings.Repeat(`{"a":`, 500) + "1" + strings.Repeat("}", 500), ingest.ReasonBadJSON},
 		{"truncated", good[:20], ingest.ReasonBadJSON},
@@ -203,10 +203,10 @@ func TestReadAllHostile(t *testing.T) {
 		{"invalid UTF-8", "{\"table\":\"t\xc0\xaf\",\"pk\":\"k\",\"op\":\"read\"}", ingest.ReasonBadUTF8},
 		{"wrong type", `{"table":["t"],"pk":"k","op":"read"}`, ingest.ReasonBadType},
 		{"missing table", `{"pk":"k","op":"read"}`, ingest.ReasonMissingTable},
-		{"missing pk", `{"table":"t","op":"read"}`, ingest.ReasonMissingPK},
-		{"negative units", `{"table":"t","pk":"k","op":"read","units":-0.5}`, ingest.ReasonBadUnits},
-		{"non-numeric units", `{"table":"t","pk":"k","op":"read","units":"NaN"}`, ingest.ReasonBadUnits},
-		{"unparseable ts", `{"table":"t","pk":"k","op":"read","ts":"2026-13-01T00:00:00Z"}`, ingest.ReasonBadTime},
+		{"missing pk", `{"table":"tbl","op":"read"}`, ingest.ReasonMissingPK},
+		{"negative units", `{"table":"tbl","pk":"k","op":"read","units":-0.5}`, ingest.ReasonBadUnits},
+		{"non-numeric units", `{"table":"tbl","pk":"k","op":"read","units":"NaN"}`, ingest.ReasonBadUnits},
+		{"unparseable ts", `{"table":"tbl","pk":"k","op":"read","ts":"2026-13-01T00:00:00Z"}`, ingest.ReasonBadTime},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -246,7 +246,7 @@ func TestReadAllStopsWithContext(t *testing.T) {
 	}()
 	// A short write is flushed at once: the reader does not sit on Events
 	// while the writer is idle.
-	if _, err := pw.Write([]byte(`{"table":"t","pk":"k","op":"read"}` + "\n")); err != nil {
+	if _, err := pw.Write([]byte(`{"table":"tbl","pk":"k","op":"read"}` + "\n")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return sink.len() == 1 })

@@ -143,6 +143,9 @@ func (s *Source) Ready() error {
 	if all {
 		return errors.Join(errs...)
 	}
+	if err := s.cps.Ready(); err != nil {
+		return fmt.Errorf("checkpoints cannot be written: %w", err)
+	}
 	if s.coord != nil {
 		return s.coord.Ready()
 	}

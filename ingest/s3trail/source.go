@@ -66,6 +66,7 @@ type Lister struct {
 	skipped  uint64
 	calls    map[string]uint64
 	notReady error
+	saved    error // the last error saving the checkpoint, until a save succeeds
 
 	// Owned by Run.
 	last map[string]string // region folder -> last key read
@@ -152,7 +153,7 @@ func NewWithClient(cfg Config, opts Options, api API, h Handler, log *zap.Logger
 func (s *Lister) Ready() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.notReady
+	return errors.Join(s.notReady, s.saved)
 }
 
 // Run lists the bucket and hands the new objects to the Handler every
@@ -174,6 +175,12 @@ func (s *Lister) Run(ctx context.Context) error {
 			s.setReady(err)
 		default:
 			s.setReady(nil)
+		}
+		s.mu.Lock()
+		unsaved := s.saved != nil
+		s.mu.Unlock()
+		if unsaved {
+			s.save() // try again every poll until it succeeds
 		}
 		t := time.NewTimer(s.opts.Poll)
 		select {
@@ -276,12 +283,16 @@ func (s *Lister) readObject(ctx context.Context, key string) error {
 	return nil
 }
 
-// save writes the checkpoint; a failure is counted and makes the source
-// unready until a save succeeds.
+// save writes the checkpoint; a failure is counted (once while it lasts)
+// and makes the source unready until a save succeeds.
 func (s *Lister) save() {
-	if err := saveState(s.opts.CheckpointDir, s.cfg.Bucket, s.last); err != nil {
+	err := saveState(s.opts.CheckpointDir, s.cfg.Bucket, s.last)
+	s.mu.Lock()
+	again := err != nil && s.saved != nil && s.saved.Error() == err.Error()
+	s.saved = err
+	s.mu.Unlock()
+	if err != nil && !again {
 		s.rep.Error(s.opts.Source, "checkpoint", err)
-		s.setReady(err)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -233,5 +235,62 @@ func TestConfigValidate(t *testing.T) {
 		if (want == "") != (err == nil) || (err != nil && !strings.HasPrefix(err.Error(), want)) {
 			t.Errorf("%+v: %v, want %q", cfg, err, want)
 		}
+	}
+}
+
+// TestStateFolder checks the checkpoint's folder: one that is missing is
+// made at the first save, so that a restart reads nothing again; one
+// that cannot be made keeps the source not ready for as long as it
+// lasts, across polls that list the bucket fine, and is reported once.
+func TestStateFolder(t *testing.T) {
+	srv := testenv.StartS3rver(t)
+	ctx := context.Background()
+	const bucket = "state-bucket"
+	if _, err := srv.Client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	key := "AWSLogs/111122223333/CloudTrail/us-east-1/2026/11/22/111122223333_CloudTrail_us-east-1_20261122T1000Z_x.json.gz"
+	if _, err := srv.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(trailFile(t, "a1"))}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Bucket: bucket, Endpoint: srv.Endpoint}
+	start := func(dir string) (*Lister, *sink) {
+		t.Helper()
+		got := &sink{rep: &rejects{}}
+		src, err := NewWithClient(cfg, Options{CheckpointDir: dir, Poll: 50 * time.Millisecond}, srv.Client, got.handle, zaptest.NewLogger(t), got.rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src, got
+	}
+
+	missing := filepath.Join(t.TempDir(), "var", "lib", "hotkeyd")
+	src, got := start(missing)
+	run(t, src, got, 1)
+	if err := src.Ready(); err != nil {
+		t.Errorf("Ready with a missing folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(missing, StateFile)); err != nil {
+		t.Errorf("the state was not saved in the missing folder: %v", err)
+	}
+	again, got2 := start(missing)
+	run(t, again, got2, 0)
+	if n := len(got2.sorted()); n != 0 {
+		t.Errorf("a restart read %d records again", n)
+	}
+
+	// A regular file where the folder should be, put there once the
+	// source started without a state.
+	blocked := filepath.Join(t.TempDir(), "state")
+	src, got = start(blocked)
+	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(t, src, got, 1)
+	if err := src.Ready(); err == nil || !strings.Contains(err.Error(), "write state") {
+		t.Errorf("Ready = %v after polls that listed the bucket, want the state that cannot be written", err)
+	}
+	if errs := got.rep.list(); len(errs) != 1 || !strings.HasPrefix(errs[0], "error checkpoint") {
+		t.Errorf("reported %q, want the checkpoint error once", errs)
 	}
 }

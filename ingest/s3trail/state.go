@@ -57,7 +57,8 @@ func loadState(dir, bucket string) (map[string]string, error) {
 	return last, nil
 }
 
-// saveState writes the checkpoint file atomically.
+// saveState writes the checkpoint file atomically, in a folder made when
+// missing.
 func saveState(dir, bucket string, last map[string]string) error {
 	if dir == "" {
 		return nil
@@ -67,6 +68,9 @@ func saveState(dir, bucket string, last map[string]string) error {
 		return err
 	}
 	path := filepath.Join(dir, StateFile)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("write state %q: %w", path, err)
+	}
 	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("write state %q: %w", path, err)
 	}

@@ -83,3 +83,10 @@ func isNetwork(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, context.DeadlineExceeded)
 }
+
+// isValidation reports whether DynamoDB refused the request's parameters
+// (ValidationException): retrying the same request cannot succeed.
+func isValidation(err error) bool {
+	var apiErr smithy.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode() == "ValidationException"
+}

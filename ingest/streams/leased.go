@@ -75,6 +75,7 @@ func (r *shardReader) startLeased(ctx context.Context) bool {
 		r.startType = types.ShardIteratorTypeTrimHorizon
 	default:
 		r.lastSeq, r.savedSeq, r.savedAt = cp, cp, r.s.now()
+		r.unproven = true
 		r.log.Debug("resuming after the lease's checkpoint", zap.String("sequence", cp))
 	}
 	r.log.Info("reading leased shard", zap.String("checkpoint", r.lease.Start()))

@@ -99,6 +99,11 @@ func mapRecord(r *types.Record, table, shard string, ks keySchema, ev *ingest.Ev
 		Source: SourceName,
 		Shard:  shard,
 	}
+	if inv := ingest.CheckUnits(ingest.Write, ev.Units); inv != nil {
+		// A record size no item can have (a record holds at most the
+		// keys and two images of 400 KB).
+		return kindRejected, inv.Reason, fmt.Errorf("size %d bytes: %w", size, inv)
+	}
 	return kindWrite, "", nil
 }
 
@@ -120,11 +125,30 @@ func keyText(v types.AttributeValue) (string, error) {
 	case *types.AttributeValueMemberN:
 		n, ok := canonicalNumber(v.Value)
 		if !ok {
-			return "", fmt.Errorf("%w: %q", errBadNumber, v.Value)
+			return "", &badNumber{v.Value}
 		}
 		return n, nil
 	case *types.AttributeValueMemberB:
 		return base64.StdEncoding.EncodeToString(v.Value), nil
 	}
 	return "", errBadKeyType
+}
+
+// badNumber is a key attribute of type N whose value is not a number. Its
+// text leaves the value out: it is a key, quoted (masked) by the reporter
+// of the record (quoteBadNumber).
+type badNumber struct{ value string }
+
+func (e *badNumber) Error() string { return errBadNumber.Error() }
+
+func (e *badNumber) Unwrap() error { return errBadNumber }
+
+// quoteBadNumber adds the value of a badNumber in err to its text, masked
+// by m as keys are.
+func quoteBadNumber(err error, m ingest.Masker) error {
+	var bn *badNumber
+	if errors.As(err, &bn) {
+		return fmt.Errorf("%w: %s", err, ingest.Quote(m, []byte(bn.value)))
+	}
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,5 +201,24 @@ func TestMapRecord(t *testing.T) {
 		if ev != want {
 			t.Errorf("%s: event %+v, want %+v", tc.name, ev, want)
 		}
+	}
+}
+
+type redactAll struct{}
+
+func (redactAll) Mask(string) string { return "<redacted>" }
+
+// TestBadNumberKeyIsQuotedMasked checks that a key attribute of type N that
+// is not a number is named in the rejection masked as keys are, and as it
+// is without a masker.
+func TestBadNumberKeyIsQuotedMasked(t *testing.T) {
+	rec := &types.Record{Dynamodb: &types.StreamRecord{Keys: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberN{Value: "4242-SECRET"}}}}
+	var ev ingest.Event
+	_, _, err := mapRecord(rec, "orders", "shard-1", keySchema{hash: "pk"}, &ev)
+	if got := quoteBadNumber(err, redactAll{}).Error(); strings.Contains(got, "4242") || !strings.HasSuffix(got, `: "<redacted>"`) {
+		t.Errorf("masked: %q", got)
+	}
+	if got := quoteBadNumber(err, nil).Error(); !strings.HasSuffix(got, `: "4242-SECRET"`) {
+		t.Errorf("plain: %q", got)
 	}
 }

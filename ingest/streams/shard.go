@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
@@ -34,6 +35,10 @@ type shardReader struct {
 	idleWait  time.Duration
 	callAt    time.Time
 	bo        *backoff.Backoff
+	// unproven is set while the position is a checkpoint no iterator was
+	// taken at yet: an error there may be the checkpoint's (impossible).
+	unproven bool
+	failures int // GetShardIterator errors in a row at an unproven position
 
 	// With a lease table: the shard's lease; lost once another worker took
 	// it, ended once the shard was finished.
@@ -131,6 +136,7 @@ func (r *shardReader) start(ctx context.Context) bool {
 		return false
 	case ok:
 		r.lastSeq, r.savedSeq, r.savedAt = cp.Sequence, cp.Sequence, r.s.now()
+		r.unproven = true
 		r.log.Debug("resuming after checkpoint", zap.String("sequence", cp.Sequence))
 	case r.sr.fresh && r.sr.initial[r.shard.id] && r.s.cfg.Start == StartLatest:
 		r.startType = types.ShardIteratorTypeLatest
@@ -159,6 +165,7 @@ func (r *shardReader) position(ctx context.Context) bool {
 		cancel()
 		if err == nil && out.ShardIterator != nil {
 			r.iter = out.ShardIterator
+			r.unproven, r.failures = false, 0
 			return true
 		}
 		if ctx.Err() != nil {
@@ -168,6 +175,10 @@ func (r *shardReader) position(ctx context.Context) bool {
 			err = errors.New("no shard iterator in the answer")
 		}
 		err = fmt.Errorf("get %s iterator for shard %q of stream %q: %w", in.ShardIteratorType, r.shard.id, r.sr.arn, err)
+		if r.unproven && r.impossible(ctx, err) {
+			r.dropCheckpoint(ctx, err)
+			continue
+		}
 		reason := classify(err)
 		if reason == ReasonTrimmed && r.atHorizon() {
 			if !sleep(ctx, r.bo.Duration()) {
@@ -189,6 +200,69 @@ func (r *shardReader) position(ctx context.Context) bool {
 		if !sleep(ctx, r.bo.Duration()) {
 			return false
 		}
+	}
+}
+
+// impossibleAfter is how many answers of the service refusing an
+// iterator at a checkpoint, other than a ValidationException, make the
+// reader ask whether the shard answers at its start (impossible).
+const impossibleAfter = 3
+
+// impossible reports whether err, the failure to take an iterator at the
+// checkpoint's position, is the checkpoint's: DynamoDB refused the
+// sequence number (ValidationException: not a sequence number, or not one
+// of this shard), or it answered with an error impossibleAfter times
+// while the same shard answers at its first record (DynamoDB Local fails
+// a sequence number past the shard's end with InternalFailure). A
+// checkpoint valid as JSON but impossible as a position is then corrupt,
+// as an unparsable file is, rather than retried forever.
+//
+// Failures that are not an answer about the request (the endpoint out of
+// reach, throttling, a stream gone) are never taken for the checkpoint's:
+// reading a shard again from its first record counts up to a day of its
+// records once more, so that is done only on the service's word.
+func (r *shardReader) impossible(ctx context.Context, err error) bool {
+	if isValidation(err) {
+		return true
+	}
+	if classify(err) != ReasonAPI {
+		return false
+	}
+	if r.failures++; r.failures < impossibleAfter {
+		return false
+	}
+	r.failures = 0
+	cctx, cancel := context.WithTimeout(ctx, r.s.cfg.CallTimeout)
+	defer cancel()
+	out, herr := r.s.streams.GetShardIterator(cctx, &dynamodbstreams.GetShardIteratorInput{
+		StreamArn:         aws.String(r.sr.arn),
+		ShardId:           aws.String(r.shard.id),
+		ShardIteratorType: types.ShardIteratorTypeTrimHorizon,
+	})
+	return herr == nil && out.ShardIterator != nil
+}
+
+// dropCheckpoint gives up a checkpoint that is no position of the shard:
+// it is reported and logged, the file moved aside as a corrupt one is
+// (or the lease's checkpoint set back to the shard's start), and the shard
+// is read from its first record, so that nothing is lost and at most the
+// shard's retained records are counted again.
+func (r *shardReader) dropCheckpoint(ctx context.Context, err error) {
+	seq := r.lastSeq
+	cerr := fmt.Errorf("%w in lease %q: sequence number %q is no position of the shard: %w", shards.ErrCorrupt, r.sr.leaseKey(r.shard.id), seq, err)
+	if r.lease == nil {
+		cerr = fmt.Errorf("%w %q: sequence number %q is no position of the shard: %w", shards.ErrCorrupt, r.s.cps.Path(r.sr.arn, r.shard.id), seq, err)
+	}
+	r.s.rep.Error(SourceName, ReasonCheckpoint, cerr)
+	r.log.Error("unusable checkpoint, moved aside; reading the shard from its first record", zap.Error(cerr))
+	r.lastSeq, r.savedSeq, r.unproven = "", "", false
+	r.startType = types.ShardIteratorTypeTrimHorizon
+	if r.lease != nil {
+		r.saveLeased(ctx, lease.TrimHorizon)
+		return
+	}
+	if qerr := r.s.cps.Quarantine(r.sr.arn, r.shard.id); qerr != nil {
+		r.s.rep.Error(SourceName, ReasonCheckpoint, qerr)
 	}
 }
 
@@ -294,6 +368,7 @@ func (r *shardReader) emit(ctx context.Context, recs []types.Record) bool {
 		case kindTTLDelete:
 			ttl++
 		case kindRejected:
+			err = quoteBadNumber(err, ingest.MaskerOf(r.s.rep))
 			r.s.rep.Reject(SourceName, reason, fmt.Errorf("record %s of shard %q: %w", aws.ToString(recs[i].EventID), r.shard.id, err))
 		}
 	}

@@ -125,6 +125,9 @@ func (s *Source) Ready() error {
 	if err := s.health.ready(); err != nil {
 		return err
 	}
+	if err := s.cps.Ready(); err != nil {
+		return fmt.Errorf("checkpoints cannot be written: %w", err)
+	}
 	if s.coord != nil {
 		return s.coord.Ready()
 	}
@@ -149,6 +152,9 @@ func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
 		}()
 	}
 	var wg sync.WaitGroup
+	if s.cfg.CheckpointDir != "" {
+		wg.Go(func() { s.probeCheckpoints(ctx) })
+	}
 	for _, t := range s.cfg.Tables {
 		wg.Go(func() { s.watchTable(ctx, sink, t) })
 	}
@@ -157,6 +163,28 @@ func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// probeEvery is how often a checkpoint folder that could not be written
+// is tried again.
+const probeEvery = 5 * time.Second
+
+// probeCheckpoints checks the checkpoint folder at start, and again every
+// probeEvery while it cannot be written, so that readiness says so before
+// a shard has a checkpoint to write and clears once it can be.
+func (s *Source) probeCheckpoints(ctx context.Context) {
+	for reported := false; ; reported = true {
+		err := s.cps.Probe()
+		if err == nil {
+			return
+		}
+		if !reported {
+			s.rep.Error(SourceName, ReasonCheckpoint, err)
+		}
+		if !sleep(ctx, probeEvery) {
+			return
+		}
+	}
 }
 
 // limiter spaces calls at least every apart, across goroutines.

@@ -14,6 +14,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -41,8 +42,12 @@ type Config struct {
 	Table string
 	// Fields are the JSON-lines member names.
 	Fields jsonl.Fields
-	// Masker masks the keys of the report; nil shows them as they are.
+	// Masker masks the keys of the report, and the input quoted on
+	// Stderr; nil shows them as they are.
 	Masker *export.KeyMasker
+	// MaxTables bounds the tables and indexes counted (the config's
+	// max_tables); zero means sketch.DefaultMaxTables.
+	MaxTables int
 	// Format is "json" or "text".
 	Format string
 	// Log receives the readers' hints (a table without a key schema).
@@ -64,15 +69,33 @@ func Run(ctx context.Context, cfg Config) error {
 	scfg := sketch.DefaultConfig()
 	scfg.Window = 0
 	scfg.Tracked = max(scfg.Tracked, cfg.Settings.Top)
-	rep := input.NewTextReporter(cfg.Stderr)
+	scfg.MaxTables = cfg.MaxTables
+	var mask ingest.Masker
+	if cfg.Masker != nil {
+		mask = cfg.Masker
+	}
+	rep := input.NewTextReporter(cfg.Stderr, mask)
 	// A sketch.Store keeps nothing of a batch once Put returns: decoders
 	// recycle theirs.
 	inputs := formats.New(formats.Config{Schemas: cfg.Schemas, Table: cfg.Table, Fields: cfg.Fields, Log: cfg.Log, Reporter: rep, Recycle: true})
+	// Every Event is checked once more before it is counted, as in the
+	// daemon (ingest.Checked); passed counts the Events that got through.
+	var passed atomic.Uint64
+	newPart := func() (*checkedStore, error) {
+		store, err := sketch.NewStore(scfg, time.Now)
+		if err != nil {
+			return nil, err
+		}
+		return &checkedStore{store: store, check: ingest.Checked(ingest.SinkFunc(func(ctx context.Context, batch []ingest.Event) error {
+			passed.Add(uint64(len(batch)))
+			return store.Put(ctx, batch)
+		}), rep)}, nil
+	}
 	failed := 0
-	store, err := parallel.Read(ctx, parallel.Config[*sketch.Store]{
+	result, err := parallel.Read(ctx, parallel.Config[*checkedStore]{
 		Formats: inputs, Stdin: cfg.Stdin, Progress: cfg.Stderr, Reorder: scfg.RecentSeconds, Workers: cfg.Workers,
-		New:   func() (*sketch.Store, error) { return sketch.NewStore(scfg, time.Now) },
-		Merge: (*sketch.Store).Merge,
+		New:   newPart,
+		Merge: func(dst, src *checkedStore) error { return dst.store.Merge(src.store) },
 		Failed: func(name string, err error) {
 			fmt.Fprintf(cfg.Stderr, "hotkeyd: %s: %v\n", name, bareError(err))
 			failed++
@@ -84,7 +107,12 @@ func Run(ctx context.Context, cfg Config) error {
 	rep.Summary()
 	nothing := ""
 	if failed == 0 {
-		if nothing = inputs.Verdict(); nothing != "" {
+		nothing = inputs.Verdict()
+		if events, omitted := inputs.Decoded(); nothing == "" && events > 0 && omitted == 0 && passed.Load() == 0 {
+			// The readers made events, and the check refused every one.
+			nothing = "every event it held was rejected"
+		}
+		if nothing != "" {
 			if reasons := rep.Reasons(); reasons != "" {
 				nothing += "; skipped: " + reasons
 			}
@@ -92,7 +120,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 
-	report := detect.Evaluate(store.Snapshot(), cfg.Settings)
+	report := detect.Evaluate(result.store.Snapshot(), cfg.Settings)
 	report.Rejected = rep.Rejected()
 	report.Notes = inputs.Notes()
 	if cfg.Masker != nil {
@@ -115,6 +143,18 @@ func Run(ctx context.Context, cfg Config) error {
 		return ErrNothingUsable
 	}
 	return nil
+}
+
+// checkedStore is the store of one part of the inputs (package parallel),
+// behind the daemon's last check of every Event (ingest.Checked).
+type checkedStore struct {
+	store *sketch.Store
+	check ingest.Sink
+}
+
+// Put checks the batch's Events and counts those that pass.
+func (c *checkedStore) Put(ctx context.Context, batch []ingest.Event) error {
+	return c.check.Put(ctx, batch)
 }
 
 // ErrUnreadable is Run's error when some inputs could not be read; each was

@@ -23,6 +23,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/internal/strictyaml"
+	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
 // Config is the domain configuration read from the YAML file
@@ -47,6 +48,10 @@ type Config struct {
 	// Tables names key schemas for sources whose records do not say which
 	// attribute is the partition key (CloudTrail).
 	Tables map[string]ingest.KeySchema `yaml:"tables"`
+	// MaxTables bounds the tables and indexes tracked at once; when more
+	// have traffic, the idle and least busy are dropped (sketch.Store).
+	// The default fits the shipped memory limits (docs/limits.md).
+	MaxTables int `yaml:"max_tables"`
 	// Sources lists the readers the daemon runs.
 	Sources []Source `yaml:"sources"`
 	// Detector tunes the detector (hysteresis, traffic floor, partition
@@ -62,6 +67,7 @@ func Default() Config {
 		Window:    60 * time.Second,
 		Threshold: 0.10,
 		Keys:      export.KeysPlain,
+		MaxTables: sketch.DefaultMaxTables,
 		Detector:  DefaultDetector(),
 	}
 }
@@ -173,9 +179,21 @@ func (c *Config) Validate() error {
 		if name == "" {
 			return errors.New("tables: empty table name")
 		}
+		table, index, _ := strings.Cut(name, "/")
+		for _, n := range []string{table, index} {
+			if n == index && !strings.Contains(name, "/") {
+				continue
+			}
+			if err := ingest.CheckName("table or index", n); err != nil {
+				return fmt.Errorf("tables.%s: %s", name, err.Detail)
+			}
+		}
 		if c.Tables[name].PartitionKey == "" {
 			return fmt.Errorf("tables.%s.partition_key: required", name)
 		}
+	}
+	if c.MaxTables < 1 || c.MaxTables > MaxMaxTables {
+		return fmt.Errorf("max_tables: must be 1 to %d, got %d", MaxMaxTables, c.MaxTables)
 	}
 	if err := c.DetectSettings().Validate(); err != nil {
 		return fmt.Errorf("detector.%w", err)
@@ -195,6 +213,10 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+// MaxMaxTables is the largest max_tables: a table costs up to about 1 MiB
+// (docs/limits.md), so more would be a typo rather than a plan.
+const MaxMaxTables = 100_000
 
 func validateListen(addr string) error {
 	if addr == "" {

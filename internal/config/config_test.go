@@ -15,6 +15,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/ingest/streams"
+	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
 func TestLoadConfigInvalid(t *testing.T) {
@@ -32,6 +33,8 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-secret-both.yml":                    "key_hash_secret_file: set key_hash_secret or key_hash_secret_file, not both",
 		"invalid-secret-file-plain.yml":              "key_hash_secret_file: only used with keys: hash",
 		"invalid-table-no-pk.yml":                    "tables.Music.partition_key: required",
+		"invalid-table-name.yml":                     "tables.Music/by artist: table or index name holds a character other than A-Z, a-z, 0-9, '_', '-' and '.'",
+		"invalid-max-tables.yml":                     "max_tables: must be 1 to 100000, got 0",
 		"invalid-source-no-type.yml":                 "sources[0].type: required (dynamodb-streams, kinesis, cloudtrail or jsonl)",
 		"invalid-source-type.yml":                    `sources[0].type: unknown source type "kafka" (want dynamodb-streams, kinesis, cloudtrail or jsonl)`,
 		"invalid-source-no-paths.yml":                "sources[1].paths: at least one path is required",
@@ -112,7 +115,7 @@ func TestLoadConfigValid(t *testing.T) {
 	for file, want := range map[string]Config{
 		"valid-empty.yml": Default(),
 		"valid-design.yml": {
-			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, Detector: DefaultDetector(),
+			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables, Detector: DefaultDetector(),
 			Tables: map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
 			Sources: []Source{
 				streamsSource(func(c *streams.Config) {
@@ -123,7 +126,7 @@ func TestLoadConfigValid(t *testing.T) {
 			},
 		},
 		"valid-full.yml": {
-			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Threshold: 0.2, Keys: export.KeysHash, KeyHashSecret: "s3cret",
+			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Threshold: 0.2, Keys: export.KeysHash, KeyHashSecret: "s3cret", MaxTables: 500,
 			Detector: func() detect.Settings { s := DefaultDetector(); s.HoldEvaluations = 5; s.MinEvents = 10; return s }(),
 			Tables:   map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
 			Sources: []Source{
@@ -140,14 +143,14 @@ func TestLoadConfigValid(t *testing.T) {
 			},
 		},
 		"valid-leases.yml": {
-			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, Detector: DefaultDetector(),
+			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables, Detector: DefaultDetector(),
 			Sources: []Source{streamsSource(func(c *streams.Config) {
 				c.Tables, c.Region, c.Start = []string{"orders", "sessions"}, "us-east-1", "trim_horizon"
 				c.LeaseTable, c.WorkerID, c.FailoverTime = "hotkeyd-leases", "replica-a", 20*time.Second
 			})},
 		},
 		"valid-tuning.yml": {
-			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, Detector: DefaultDetector(),
+			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables, Detector: DefaultDetector(),
 			Sources: []Source{
 				streamsSource(func(c *streams.Config) {
 					c.StreamARNs, c.Region = []string{"arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2026-11-22T10:00:00.000"}, "us-east-1"

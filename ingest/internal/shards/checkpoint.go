@@ -38,14 +38,64 @@ var ErrCorrupt = errors.New("corrupt checkpoint")
 // Store reads and writes checkpoint files. With an empty dir it keeps
 // them in memory only (nothing survives a restart). Safe for concurrent use.
 type Store struct {
-	dir string
-	mu  sync.Mutex
-	mem map[[2]string]Checkpoint
+	dir    string
+	mu     sync.Mutex
+	mem    map[[2]string]Checkpoint
+	failed map[[2]string]error // the last write error, by shard ({"", ""}: the folder probe)
 }
 
 // NewStore returns the Store of the folder dir ("" for memory only).
 func NewStore(dir string) *Store {
-	return &Store{dir: dir, mem: map[[2]string]Checkpoint{}}
+	return &Store{dir: dir, mem: map[[2]string]Checkpoint{}, failed: map[[2]string]error{}}
+}
+
+// Ready returns why checkpoints cannot be written: the error of the
+// folder probe or of a shard's last save, until a later one succeeds.
+func (c *Store) Ready() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var first error
+	for _, err := range c.failed {
+		if first == nil || err.Error() < first.Error() {
+			first = err
+		}
+	}
+	if first != nil && len(c.failed) > 1 {
+		return fmt.Errorf("%w (and %d more)", first, len(c.failed)-1)
+	}
+	return first
+}
+
+func (c *Store) setFailed(key [2]string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		delete(c.failed, key)
+		return
+	}
+	c.failed[key] = err
+}
+
+// Probe checks that a checkpoint can be written in the folder (made when
+// missing), before any shard has one to write, so that a folder that
+// cannot be written shows in Ready at once.
+func (c *Store) Probe() error {
+	if c.dir == "" {
+		return nil
+	}
+	err := func() error {
+		if err := os.MkdirAll(c.dir, 0o755); err != nil {
+			return fmt.Errorf("create checkpoint folder: %w", err)
+		}
+		f, err := os.CreateTemp(c.dir, ".probe-*.tmp")
+		if err != nil {
+			return fmt.Errorf("write in checkpoint folder: %w", err)
+		}
+		f.Close()
+		return os.Remove(f.Name())
+	}()
+	c.setFailed([2]string{}, err)
+	return err
 }
 
 // streamDir is the folder of one stream's checkpoints.
@@ -123,7 +173,8 @@ func (c *Store) HasAny(arn string) bool {
 
 // Save writes cp atomically: a temporary file in the same folder, fsync,
 // rename over the old file, fsync of the folder. A crash leaves either the
-// old or the new checkpoint, never a torn one.
+// old or the new checkpoint, never a torn one. A failed write shows in
+// Ready until a later one of the same shard succeeds.
 func (c *Store) Save(cp Checkpoint) error {
 	c.mu.Lock()
 	c.mem[[2]string{cp.StreamARN, cp.ShardID}] = cp
@@ -131,6 +182,12 @@ func (c *Store) Save(cp Checkpoint) error {
 	if c.dir == "" {
 		return nil
 	}
+	err := c.write(cp)
+	c.setFailed([2]string{cp.StreamARN, cp.ShardID}, err)
+	return err
+}
+
+func (c *Store) write(cp Checkpoint) error {
 	dir := c.streamDir(cp.StreamARN)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create checkpoint folder: %w", err)

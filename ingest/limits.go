@@ -1,0 +1,316 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"unsafe"
+)
+
+// Table and index names, as DynamoDB allows them: 3 to 255 characters of
+// A-Z, a-z, 0-9, '_', '-' and '.' (the CreateTable API's TableName and
+// IndexName). A name outside that set cannot be a table of the account,
+// and counting it would give any writer of the input a label value and a
+// tracked table of its choosing.
+const (
+	MinNameLen = 3
+	MaxNameLen = 255
+)
+
+// ValidName reports whether s is a table or index name DynamoDB accepts.
+func ValidName(s string) bool {
+	if len(s) < MinNameLen || len(s) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !nameByte[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// nameByte marks the bytes a table or index name may hold.
+var nameByte = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	t['_'], t['-'], t['.'] = true, true, true
+	return t
+}()
+
+// DynamoDB's documented limits that bound the capacity one call can
+// consume (the Developer Guide's "Service, account, and table quotas" and
+// the API reference of each call). All sizes are binary: 1 KB = 1024
+// bytes.
+const (
+	// itemKB: an item, attribute names and values, is at most 400 KB.
+	itemKB = 400
+	// readUnitKB, writeUnitKB: a read capacity unit reads 4 KB strongly
+	// consistent (half a unit eventually consistent), a write capacity
+	// unit writes 1 KB, each item rounded up to the next unit.
+	readUnitKB  = 4
+	writeUnitKB = 1
+	// transactional: a transactional read or write costs twice the units.
+	transactional = 2
+	// maxLocalIndexes: a table has at most 5 local secondary indexes. They
+	// share the table's capacity: a write that moves an item in one of
+	// them costs a delete and a put of the index entry (each at most the
+	// item's size) on top of the table's write.
+	maxLocalIndexes = 5
+	// batchWriteItems: BatchWriteItem (and BatchExecuteStatement) takes at
+	// most 25 items.
+	batchWriteItems = 25
+	// batchGetItems, batchGetKB: BatchGetItem returns at most 100 items and
+	// 16 MB.
+	batchGetItems = 100
+	batchGetKB    = 16 * 1024
+	// transactItems, transactKB: a transaction (TransactWriteItems,
+	// TransactGetItems, ExecuteTransaction) holds at most 100 items of at
+	// most 4 MB together.
+	transactItems = 100
+	transactKB    = 4 * 1024
+	// pageKB: a Query or Scan reads at most 1 MB per call; the item that
+	// crosses the mark is read whole.
+	pageKB = 1024
+)
+
+// Units of one item written to a table with every local secondary index
+// rewritten: the table's write and a delete and a put in each index.
+const itemWriteUnits = itemKB / writeUnitKB * (1 + 2*maxLocalIndexes) // 4 400 WCU
+
+// The most units each kind of call can consume of one table's (or one
+// index's) capacity, derived from the limits above. The per-item rounding
+// of a batch or transaction adds at most one unit per item.
+const (
+	// GetItem reads one item: 400 KB / 4 KB.
+	MaxGetItemUnits = itemKB / readUnitKB // 100 RCU
+	// Query and Scan read a 1 MB page and the item that crosses it.
+	MaxQueryUnits = (pageKB + itemKB) / readUnitKB // 356 RCU
+	// BatchGetItem reads 16 MB, at most 100 items each rounded up.
+	MaxBatchGetUnits = batchGetKB/readUnitKB + batchGetItems // 4 196 RCU
+	// TransactGetItems reads 4 MB in at most 100 items, at twice the units.
+	MaxTransactGetUnits = (transactKB/readUnitKB + transactItems) * transactional // 2 248 RCU
+	// PutItem, UpdateItem and DeleteItem write one item and its local
+	// indexes.
+	MaxWriteItemUnits = itemWriteUnits // 4 400 WCU
+	// BatchWriteItem writes 25 items and their local indexes.
+	MaxBatchWriteUnits = batchWriteItems * itemWriteUnits // 110 000 WCU
+	// TransactWriteItems writes 4 MB in at most 100 items, with their local
+	// indexes, at twice the units.
+	MaxTransactWriteUnits = (transactKB/writeUnitKB + transactItems) * (1 + 2*maxLocalIndexes) * transactional // 92 312 WCU
+)
+
+// MaxUnits returns the most units of class c one call can consume of one
+// table or index: the largest of the calls of that class (BatchGetItem for
+// reads, BatchWriteItem for writes). An access that says it consumed more
+// is not a DynamoDB call; CheckEvent rejects it as bad_units, so that no
+// input can push a total towards the float limit.
+//
+// A Query of a local secondary index that fetches attributes the index
+// does not project also reads each fetched item from the table, rounded
+// up per item; DynamoDB documents no ceiling for those fetches beyond the
+// 1 MB page, so they are bounded like any read.
+func MaxUnits(c Class) float64 {
+	if c == Write {
+		return MaxBatchWriteUnits
+	}
+	return MaxBatchGetUnits
+}
+
+// Operation is a DynamoDB call as an access log names it.
+type Operation struct {
+	// Class is the capacity the call consumes.
+	Class Class
+	// Keyless marks a call that reads no particular key (Scan).
+	Keyless bool
+	// MaxUnits is the most units the call can consume of one table or
+	// index (the Max*Units constants).
+	MaxUnits float64
+}
+
+// operations are the calls an access log may name, and the class names
+// themselves for logs that only know read or write.
+var operations = map[string]Operation{
+	"GetItem":            {Class: Read, MaxUnits: MaxGetItemUnits},
+	"BatchGetItem":       {Class: Read, MaxUnits: MaxBatchGetUnits},
+	"Query":              {Class: Read, MaxUnits: MaxQueryUnits},
+	"Scan":               {Class: Read, Keyless: true, MaxUnits: MaxQueryUnits},
+	"TransactGetItems":   {Class: Read, MaxUnits: MaxTransactGetUnits},
+	"read":               {Class: Read, MaxUnits: MaxBatchGetUnits},
+	"PutItem":            {Class: Write, MaxUnits: MaxWriteItemUnits},
+	"UpdateItem":         {Class: Write, MaxUnits: MaxWriteItemUnits},
+	"DeleteItem":         {Class: Write, MaxUnits: MaxWriteItemUnits},
+	"BatchWriteItem":     {Class: Write, MaxUnits: MaxBatchWriteUnits},
+	"TransactWriteItems": {Class: Write, MaxUnits: MaxTransactWriteUnits},
+	"write":              {Class: Write, MaxUnits: MaxBatchWriteUnits},
+}
+
+// LookupOperation returns the Operation named name: a DynamoDB item call
+// (GetItem, BatchGetItem, Query, Scan, TransactGetItems, PutItem,
+// UpdateItem, DeleteItem, BatchWriteItem, TransactWriteItems) or "read" or
+// "write".
+func LookupOperation(name string) (Operation, bool) {
+	op, ok := operations[name]
+	return op, ok
+}
+
+// Invalid says why an Event cannot be counted: Reason is one of the
+// Reason* constants, Detail what was wrong.
+type Invalid struct {
+	Reason string
+	Detail string
+}
+
+func (e *Invalid) Error() string { return e.Reason + ": " + e.Detail }
+
+// CheckUnits returns nil when u is a number of units one call of class c
+// can consume: finite, not negative, at most MaxUnits(c).
+func CheckUnits(c Class, u float64) *Invalid {
+	switch {
+	case math.IsNaN(u) || math.IsInf(u, 0):
+		return &Invalid{ReasonBadUnits, fmt.Sprintf("units %v are not a number", u)}
+	case u < 0:
+		return &Invalid{ReasonBadUnits, fmt.Sprintf("negative units %v", u)}
+	case u > MaxUnits(c):
+		return &Invalid{ReasonBadUnits, fmt.Sprintf("%g %s units: one call consumes at most %g", u, unitName(c), MaxUnits(c))}
+	}
+	return nil
+}
+
+func unitName(c Class) string {
+	if c == Write {
+		return "write"
+	}
+	return "read"
+}
+
+// CheckName returns nil when name is a table or index name DynamoDB
+// accepts; what names it ("table", "index") starts the detail. The name is
+// not quoted: it may be anything, a partition key included.
+func CheckName(what, name string) *Invalid {
+	if ValidName(name) {
+		return nil
+	}
+	if len(name) < MinNameLen || len(name) > MaxNameLen {
+		return &Invalid{ReasonBadTable, fmt.Sprintf("%s name of %d bytes: DynamoDB names are %d to %d characters", what, len(name), MinNameLen, MaxNameLen)}
+	}
+	return &Invalid{ReasonBadTable, fmt.Sprintf("%s name holds a character other than A-Z, a-z, 0-9, '_', '-' and '.'", what)}
+}
+
+// CheckEvent returns nil when e can be counted: its table and index
+// names are names DynamoDB accepts (ReasonBadTable), its class is read or
+// write (ReasonBadOp) and its units are a number one call can consume
+// (ReasonBadUnits; throttled calls count no units and are not checked).
+// Every reader checks the Events it makes with it (or through a parser
+// that does) before handing them to a Sink, and rejects those it refuses
+// with the reason it gives; the daemon checks every batch once more
+// (Checked), so that no reader can let such an Event through.
+func CheckEvent(e *Event) *Invalid {
+	if e.Table == "" {
+		return &Invalid{ReasonMissingTable, "no table name"}
+	}
+	if err := CheckName("table", e.Table); err != nil {
+		return err
+	}
+	if e.Index != "" {
+		if err := CheckName("index", e.Index); err != nil {
+			return err
+		}
+	}
+	if e.Class >= NumClasses {
+		return &Invalid{ReasonBadOp, fmt.Sprintf("class %d is neither read nor write", e.Class)}
+	}
+	if e.Throttled {
+		return nil
+	}
+	return CheckUnits(e.Class, e.Units)
+}
+
+// Checked returns a Sink that hands next every Event of a batch that
+// CheckEvent accepts and rejects the others to rep, under their Source.
+// It is the daemon's last line in front of the counting: a reader that
+// forgot to check cannot push a total to +Inf or track a table DynamoDB
+// could not have. A batch whose Events all pass (the usual case) is
+// handed on as it is; the names of a run of Events of one table are
+// checked once.
+func Checked(next Sink, rep Reporter) Sink {
+	if rep == nil {
+		rep = NopReporter{}
+	}
+	return checkedSink{next: next, rep: rep}
+}
+
+type checkedSink struct {
+	next Sink
+	rep  Reporter
+}
+
+// Put implements Sink.
+func (s checkedSink) Put(ctx context.Context, batch []Event) error {
+	var names nameCache
+	bad := -1
+	for i := range batch {
+		if !names.check(&batch[i]) {
+			bad = i
+			break
+		}
+	}
+	if bad < 0 {
+		return s.next.Put(ctx, batch)
+	}
+	// Drop the bad ones in place: the batch is this Sink's now.
+	kept := batch[:bad]
+	for i := bad; i < len(batch); i++ {
+		e := &batch[i]
+		if names.check(e) {
+			kept = append(kept, *e)
+			continue
+		}
+		if inv := CheckEvent(e); inv != nil {
+			s.rep.Reject(e.Source, inv.Reason, inv)
+		}
+	}
+	clear(batch[len(kept):])
+	if len(kept) == 0 {
+		return nil
+	}
+	return s.next.Put(ctx, kept)
+}
+
+// nameCache remembers the last table and index names found valid, by
+// their bytes' address: a reader's Events of one table share the name's
+// string, so most Events cost two pointer comparisons.
+type nameCache struct {
+	table, index string
+}
+
+// check reports whether CheckEvent accepts e.
+func (c *nameCache) check(e *Event) bool {
+	if e.Class >= NumClasses {
+		return false
+	}
+	if !e.Throttled && !(e.Units >= 0 && e.Units <= MaxUnits(e.Class)) {
+		return false
+	}
+	if !c.same(e.Table, c.table) {
+		if !ValidName(e.Table) {
+			return false
+		}
+		c.table = e.Table
+	}
+	if e.Index != "" && !c.same(e.Index, c.index) {
+		if !ValidName(e.Index) {
+			return false
+		}
+		c.index = e.Index
+	}
+	return true
+}
+
+func (*nameCache) same(a, b string) bool {
+	return len(a) == len(b) && len(a) > 0 && unsafe.StringData(a) == unsafe.StringData(b)
+}

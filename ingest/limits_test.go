@@ -1,0 +1,137 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestCheckEvent(t *testing.T) {
+	ok := func(e Event) Event {
+		if e.Table == "" {
+			e.Table = "orders"
+		}
+		return e
+	}
+	for _, c := range []struct {
+		name   string
+		e      Event
+		reason string // "" for accepted
+	}{
+		{"plain read", ok(Event{Units: 1}), ""},
+		{"names at both bounds", Event{Table: "abc", Index: strings.Repeat("x", 255), Units: 1}, ""},
+		{"every allowed character", Event{Table: "Az09_.-", Units: 1}, ""},
+		{"the largest read", ok(Event{Units: MaxBatchGetUnits}), ""},
+		{"the largest write", ok(Event{Class: Write, Units: MaxBatchWriteUnits}), ""},
+		{"throttled units are not checked", ok(Event{Units: math.Inf(1), Throttled: true}), ""},
+		{"no table", Event{Units: 1}, ReasonMissingTable},
+		{"short table", Event{Table: "ab", Units: 1}, ReasonBadTable},
+		{"long table", Event{Table: strings.Repeat("x", 256), Units: 1}, ReasonBadTable},
+		{"space", Event{Table: "my table", Units: 1}, ReasonBadTable},
+		{"slash", Event{Table: "orders/GSI1", Units: 1}, ReasonBadTable},
+		{"non-ASCII", Event{Table: "tablé", Units: 1}, ReasonBadTable},
+		{"short index", ok(Event{Index: "ix", Units: 1}), ReasonBadTable},
+		{"unknown class", ok(Event{Class: 7, Units: 1}), ReasonBadOp},
+		{"NaN", ok(Event{Units: math.NaN()}), ReasonBadUnits},
+		{"+Inf", ok(Event{Class: Write, Units: math.Inf(1)}), ReasonBadUnits},
+		{"negative", ok(Event{Units: -0.5}), ReasonBadUnits},
+		{"near the float limit", ok(Event{Class: Write, Units: 1.7e308}), ReasonBadUnits},
+		{"more than any read", ok(Event{Units: MaxBatchGetUnits + 0.5}), ReasonBadUnits},
+		{"more than any write", ok(Event{Class: Write, Units: MaxBatchWriteUnits + 1}), ReasonBadUnits},
+	} {
+		inv := CheckEvent(&c.e)
+		switch {
+		case c.reason == "" && inv != nil:
+			t.Errorf("%s: refused: %v", c.name, inv)
+		case c.reason != "" && (inv == nil || inv.Reason != c.reason):
+			t.Errorf("%s: %v, want %s", c.name, inv, c.reason)
+		}
+		// The Sink's fast path agrees with CheckEvent.
+		var nc nameCache
+		if got := nc.check(&c.e); got != (c.reason == "") {
+			t.Errorf("%s: fast check %v, CheckEvent %v", c.name, got, inv)
+		}
+	}
+}
+
+// TestUnitBounds checks the derivation of each call's bound from
+// DynamoDB's documented limits.
+func TestUnitBounds(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"GetItem: 400 KB at 4 KB a unit", MaxGetItemUnits, 100},
+		{"Query: 1 MB page and a 400 KB item", MaxQueryUnits, 356},
+		{"BatchGetItem: 16 MB, 100 items rounded up", MaxBatchGetUnits, 4196},
+		{"TransactGetItems: (4 MB + 100 items) × 2", MaxTransactGetUnits, 2248},
+		{"PutItem: 400 KB, 5 LSIs moved", MaxWriteItemUnits, 4400},
+		{"BatchWriteItem: 25 such items", MaxBatchWriteUnits, 110000},
+		{"TransactWriteItems: (4 MB + 100 items) × 11 × 2", MaxTransactWriteUnits, 92312},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	for name, op := range operations {
+		if op.MaxUnits > MaxUnits(op.Class) {
+			t.Errorf("%s: %v units above its class's bound %v", name, op.MaxUnits, MaxUnits(op.Class))
+		}
+	}
+}
+
+type rejections struct{ reasons []string }
+
+func (r *rejections) Reject(source, reason string, err error) {
+	r.reasons = append(r.reasons, source+":"+reason)
+}
+func (r *rejections) Error(string, string, error) {}
+
+func TestChecked(t *testing.T) {
+	var got []Event
+	next := SinkFunc(func(_ context.Context, b []Event) error { got = append(got, b...); return nil })
+	rep := &rejections{}
+	s := Checked(next, rep)
+	orders := "orders"
+	good := Event{Table: orders, Units: 1, Source: "kinesis"}
+	batch := []Event{good, good, {Table: "x", Units: 1, Source: "kinesis"}, good, {Table: orders, Units: math.Inf(1), Source: "http"}, good}
+	if err := s.Put(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || strings.Join(rep.reasons, ",") != "kinesis:bad_table,http:bad_units" {
+		t.Errorf("%d events passed, rejections %v; want 4 and kinesis:bad_table,http:bad_units", len(got), rep.reasons)
+	}
+	// A batch of bad events only is not handed on.
+	got = nil
+	refuse := errors.New("not called")
+	s = Checked(SinkFunc(func(context.Context, []Event) error { return refuse }), rep)
+	if err := s.Put(context.Background(), []Event{{Table: "x"}}); err != nil {
+		t.Errorf("Put of bad events only = %v, want nil without calling next", err)
+	}
+}
+
+type upper struct{}
+
+func (upper) Mask(s string) string { return "<" + strings.ToUpper(s) + ">" }
+
+func TestQuote(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		m    Masker
+		want string
+	}{
+		{"USER#1", nil, `"USER#1"`},
+		{"USER#1", upper{}, `"<USER#1>"`},
+		{strings.Repeat("k", 70), nil, `"` + strings.Repeat("k", 64) + `"...`},
+		{"a\xffb\n", nil, `"a` + "\uFFFD" + `b\n"`},
+	} {
+		if got := Quote(c.m, []byte(c.in)); got != c.want {
+			t.Errorf("Quote(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	if MaskerOf(NopReporter{}) != nil {
+		t.Error("NopReporter masks")
+	}
+}

@@ -1,0 +1,325 @@
+// Command membench measures the memory of the real daemon holding a given
+// set of tables and keys in its window: it starts the hotkeyd binary with
+// HTTP ingest, posts every key of every table (reads and writes), waits
+// until all of it is counted and a few evaluations ran, then reads the
+// process's resident memory (VmRSS, VmHWM) and the Go heap from /metrics,
+// next to what the memory model predicts (sketch.Config.MemoryFor).
+// scripts/bench-memory.sh runs it; the figures are in docs/limits.md.
+//
+//	membench -bin ./hotkeyd -profile large [-max-tables N] [-gomemlimit 460MiB]
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+// group is n tables of keys partition keys each.
+type group struct{ tables, keys int }
+
+// profiles are the accounts measured.
+var profiles = map[string][]group{
+	// 1 000 tables of 2 500 keys each: every table past the exact
+	// candidates, in the sketch.
+	"large": {{1000, 2500}},
+	// 1 000 tables of 200 keys each: every table counted exactly.
+	"small": {{1000, 200}},
+	// 300 tables of 20 000 keys each: every table at its full sketch.
+	"full": {{300, 20000}},
+	// A mixed account: most tables small, a few large.
+	"mixed": {{200, 50}, {80, 500}, {20, 5000}},
+	// No table: the process's base.
+	"empty": {},
+}
+
+func main() {
+	bin := flag.String("bin", "./hotkeyd", "hotkeyd binary")
+	profile := flag.String("profile", "large", "large, small, full, mixed or empty")
+	maxTables := flag.Int("max-tables", 0, "max_tables of the daemon's config (0: the default)")
+	memLimit := flag.String("gomemlimit", "", "GOMEMLIMIT of the daemon (empty: none)")
+	tsv := flag.Bool("tsv", false, "print one tab-separated line")
+	flag.Parse()
+	groups, ok := profiles[*profile]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "membench: unknown profile %q\n", *profile)
+		os.Exit(2)
+	}
+	if err := run(*bin, *profile, groups, *maxTables, *memLimit, *tsv); err != nil {
+		fmt.Fprintf(os.Stderr, "membench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin, profile string, groups []group, maxTables int, memLimit string, tsv bool) error {
+	dir, err := os.MkdirTemp("", "membench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg := "window: 60s\n"
+	if maxTables > 0 {
+		cfg += fmt.Sprintf("max_tables: %d\n", maxTables)
+	}
+	cfgPath := filepath.Join(dir, "hotkeyd.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "run", "--config.file", cfgPath, "--web.listen-address=127.0.0.1:0",
+		"--web.enable-ingest", "--web.ingest.rate-limit=0")
+	// gctrace's lines give the live heap after each collection, the
+	// figure the tables' memory is compared with.
+	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
+	if memLimit != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+memLimit)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	url, err := address(stderr)
+	if err != nil {
+		return err
+	}
+	var live liveHeap
+	go live.follow(stderr)
+
+	start := time.Now()
+	events, err := feed(url, groups)
+	if err != nil {
+		return err
+	}
+	fed := time.Since(start)
+	// Every POST is answered once its events are counted; the series of a
+	// table evicted on the way are gone, so wait for the counts to settle
+	// rather than for a sum.
+	deadline := time.Now().Add(2 * time.Minute)
+	for last := -1.0; ; {
+		m, err := scrape(url)
+		if err != nil {
+			return err
+		}
+		counted := m.sum("hotkeyd_events_total") + m.sum("hotkeyd_untracked_events_total")
+		if counted == last {
+			break
+		}
+		if time.Now().After(deadline) {
+			return errors.New("counts did not settle in time")
+		}
+		last = counted
+		time.Sleep(500 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second) // a few evaluations: snapshots allocate too
+	m, err := scrape(url)
+	if err != nil {
+		return err
+	}
+	rss, hwm, err := procMemory(cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	c := sketch.DefaultConfig()
+	if maxTables > 0 {
+		c.MaxTables = maxTables
+	}
+	var keys []int
+	for _, g := range groups {
+		for range g.tables {
+			keys = append(keys, g.keys)
+		}
+	}
+	model := c.MemoryFor(keys)
+	tracked := m.sum("hotkeyd_tables_tracked")
+	heap := m.sum("go_memstats_heap_inuse_bytes")
+	liveMB := live.last()
+	if tsv {
+		fmt.Printf("%s\t%d\t%s\t%.0f\t%d\t%d\t%d\t%.0f\t%d\t%d\t%.1f\n", profile, c.MaxTables, memLimit, tracked, events, rss, hwm, heap, liveMB<<20, model, fed.Seconds())
+		return nil
+	}
+	fmt.Printf("profile %s, max_tables %d, GOMEMLIMIT %q: %.0f tables tracked (%.0f evicted), %d events fed in %.1fs, %.0f of them not tracked\n",
+		profile, c.MaxTables, memLimit, tracked, m.sum("hotkeyd_tables_evicted_total"), events, fed.Seconds(), m.sum("hotkeyd_untracked_events_total"))
+	fmt.Printf("  RSS %.1f MiB (peak %.1f MiB), Go heap in use %.1f MiB, live heap after the last GC %d MiB; model (sketch.Config.MemoryFor) %.1f MiB\n",
+		mib(rss), mib(hwm), heap/(1<<20), liveMB, mib(model))
+	return nil
+}
+
+// liveHeap keeps the live heap of the last collection gctrace reported
+// ("gc 12 @1.2s 3%: ... 450->460->230 MB, ...": 230).
+type liveHeap struct {
+	mu sync.Mutex
+	mb int
+}
+
+var gcRE = regexp.MustCompile(`\d+->\d+->(\d+) MB`)
+
+func (l *liveHeap) follow(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if m := gcRE.FindStringSubmatch(sc.Text()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			l.mu.Lock()
+			l.mb = n
+			l.mu.Unlock()
+		}
+	}
+}
+
+func (l *liveHeap) last() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mb
+}
+
+func mib(n int) float64 { return float64(n) / (1 << 20) }
+
+var addrRE = regexp.MustCompile(`hotkeyd started.*?address=(\S+)`)
+
+// address reads the log until the "hotkeyd started" line and returns the
+// base URL it names.
+func address(r io.Reader) (string, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
+			return "http://" + m[1], nil
+		}
+	}
+	return "", errors.New("hotkeyd exited before it listened")
+}
+
+// feed posts every key of every table once as a read and once as a write,
+// in bodies of at most 3 MiB, from two connections, and returns the
+// number of events.
+func feed(url string, groups []group) (int, error) {
+	bodies := make(chan []byte, 4)
+	var events int
+	go func() {
+		defer close(bodies)
+		var b bytes.Buffer
+		t := 0
+		for _, g := range groups {
+			for range g.tables {
+				for k := range g.keys {
+					for _, op := range []string{"GetItem", "PutItem"} {
+						fmt.Fprintf(&b, `{"table":"table-%04d","pk":"KEY#%06d","op":%q}`+"\n", t, k, op)
+						events++
+						if b.Len() > 3<<20 {
+							bodies <- bytes.Clone(b.Bytes())
+							b.Reset()
+						}
+					}
+				}
+				t++
+			}
+		}
+		if b.Len() > 0 {
+			bodies <- b.Bytes()
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	client := &http.Client{Timeout: time.Minute}
+	for range 2 {
+		wg.Go(func() {
+			for body := range bodies {
+				resp, err := client.Post(url+"/api/v1/events", "application/x-ndjson", bytes.NewReader(body))
+				if err != nil {
+					errs <- err
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					errs <- fmt.Errorf("POST: %s", resp.Status)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return events, <-errs
+}
+
+// metrics is a scraped /metrics page: series as exposed, and values.
+type metrics map[string]float64
+
+func (m metrics) sum(name string) float64 {
+	var s float64
+	for k, v := range m {
+		if k == name || strings.HasPrefix(k, name+"{") {
+			s += v
+		}
+	}
+	return s
+}
+
+func scrape(url string) (metrics, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	m := metrics{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err == nil {
+			m[line[:i]] = v
+		}
+	}
+	return m, sc.Err()
+}
+
+// procMemory returns the process's resident memory and its peak, in bytes.
+func procMemory(pid int) (rss, hwm int, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		n, _ := strconv.Atoi(f[1])
+		switch f[0] {
+		case "VmRSS:":
+			rss = n << 10
+		case "VmHWM:":
+			hwm = n << 10
+		}
+	}
+	return rss, hwm, nil
+}

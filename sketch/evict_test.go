@@ -1,0 +1,229 @@
+package sketch
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// tableNames returns the tables of a snapshot, sorted.
+func tableNames(snap Snapshot) []string {
+	var out []string
+	for _, ts := range snap.Tables {
+		out = append(out, ts.Table)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestJunkDoesNotCrowdOutActiveTables fills the table bound with a busy
+// table and junk, then floods it with thousands of names that come once:
+// the busy table keeps its place, the flood costs no churn among names
+// seen once in the window, and a real table that arrives in the middle of
+// the flood is tracked from its second event.
+func TestJunkDoesNotCrowdOutActiveTables(t *testing.T) {
+	now := t0
+	s := newTestStore(t, Config{MaxTables: 10, Window: time.Minute}, func() time.Time { return now })
+	var evicted []string
+	s.OnEvict(func(table, index string) { evicted = append(evicted, table) })
+	busy := make([]ingest.Event, 50)
+	for i := range busy {
+		busy[i] = ev("orders", fmt.Sprintf("USER#%d", i%5), ingest.Write, 1)
+	}
+	put(t, s, busy...)
+	for i := range 5000 {
+		put(t, s, ev(fmt.Sprintf("junk-%05d", i), "K", ingest.Read, 1))
+	}
+	if !s.Tracked("orders", "") {
+		t.Fatal("orders was evicted by names that come once")
+	}
+	if s.Tables() != 10 || len(s.Snapshot().Tables) != 10 {
+		t.Errorf("%d tables tracked (%d in the snapshot), want the bound 10", s.Tables(), len(s.Snapshot().Tables))
+	}
+	if len(evicted) != 0 || s.Evicted() != 0 {
+		t.Errorf("%d evictions among names seen once each: %v", s.Evicted(), evicted)
+	}
+	if got := s.Dropped(); got != 5000-9 {
+		t.Errorf("dropped = %d, want %d (the flood past the bound)", got, 5000-9)
+	}
+	// A real table's first event competes with a junk table's one and
+	// stays out; its second gets it in, in place of the oldest junk.
+	put(t, s, ev("sessions", "S#1", ingest.Read, 1))
+	if s.Tracked("sessions", "") {
+		t.Fatal("a table with one event took the place of one with as many")
+	}
+	put(t, s, ev("sessions", "S#2", ingest.Read, 1))
+	if !s.Tracked("sessions", "") {
+		t.Fatal("a table with two events in the window is not tracked in place of one with one")
+	}
+	if len(evicted) != 1 || evicted[0] != "junk-00000" {
+		t.Errorf("evicted %v, want the least recent junk table", evicted)
+	}
+	if ts := findTable(t, s.Snapshot(), "sessions", ""); ts.Events != 1 {
+		t.Errorf("sessions counts %d events, want the 1 of the Put that got it in", ts.Events)
+	}
+}
+
+// TestIdleTablesLeaveFirst runs a live window past the traffic of most
+// tables: a newcomer takes the place of an idle table, never of the one
+// still busy, and an evicted table that comes back competes with the
+// traffic it had.
+func TestIdleTablesLeaveFirst(t *testing.T) {
+	now := t0
+	s := newTestStore(t, Config{MaxTables: 3, Window: time.Minute}, func() time.Time { return now })
+	put(t, s, ev("a-table", "K", ingest.Read, 1), ev("a-table", "K", ingest.Read, 1))
+	put(t, s, ev("b-table", "K", ingest.Read, 1))
+	put(t, s, ev("c-table", "K", ingest.Read, 1))
+	now = now.Add(2 * time.Minute) // a, b and c are idle
+	for range 5 {
+		put(t, s, ev("c-table", "K", ingest.Read, 1))
+	}
+	put(t, s, ev("d-table", "K", ingest.Read, 1))
+	put(t, s, ev("e-table", "K", ingest.Read, 1))
+	if got := tableNames(s.Snapshot()); fmt.Sprint(got) != "[c-table d-table e-table]" {
+		t.Fatalf("tables %v, want c (busy), d and e in place of the idle a and b", got)
+	}
+	if s.Evicted() != 2 {
+		t.Errorf("evicted = %d, want 2", s.Evicted())
+	}
+	// A table that was never idle and a busier one: f, with as many
+	// events as d and e, stays out.
+	put(t, s, ev("f-table", "K", ingest.Read, 1))
+	if s.Tracked("f-table", "") {
+		t.Error("f took the place of a table as busy as itself")
+	}
+}
+
+// TestTableBoundInWholeFiles checks the bound without a clock (analyze):
+// the busiest tables of the input are the ones counted.
+func TestTableBoundInWholeFiles(t *testing.T) {
+	s := newTestStore(t, Config{MaxTables: 4}, nil)
+	var batch []ingest.Event
+	for i := range 200 {
+		batch = append(batch, ev(fmt.Sprintf("junk-%03d", i), "K", ingest.Read, 1))
+	}
+	put(t, s, batch...)
+	for _, name := range []string{"orders", "sessions"} {
+		var run []ingest.Event
+		for i := range 100 {
+			run = append(run, ev(name, fmt.Sprint(i), ingest.Write, 1))
+		}
+		put(t, s, run...)
+	}
+	snap := s.Snapshot()
+	if names := tableNames(snap); !slices.Contains(names, "orders") || !slices.Contains(names, "sessions") || len(names) != 4 {
+		t.Errorf("tables %v, want orders, sessions and two junk tables", names)
+	}
+	if ts := findTable(t, snap, "orders", ""); ts.Events != 100 {
+		t.Errorf("orders counts %d events, want 100", ts.Events)
+	}
+}
+
+// TestEvictionRaces puts a flood of names, a busy table, snapshots and
+// merges at once (run with -race): the busy table stays, every table
+// counted is tracked, and no event is counted in a table that was
+// dropped.
+func TestEvictionRaces(t *testing.T) {
+	now := t0
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s := newTestStore(t, Config{MaxTables: 16, Window: time.Minute}, clock)
+	var tracked sync.Map
+	s.OnEvict(func(table, index string) { tracked.Delete(table) })
+	put(t, s, ev("orders", "K", ingest.Write, 1))
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 2000 {
+				name := fmt.Sprintf("junk-%d-%d", w, i%300)
+				_ = s.Put(context.Background(), []ingest.Event{ev(name, "K", ingest.Read, 1), ev("orders", "K", ingest.Write, 1)})
+				if s.Tracked(name, "") {
+					tracked.Store(name, true)
+				}
+				if i%500 == 0 {
+					mu.Lock()
+					now = now.Add(20 * time.Second)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 50 {
+			s.Snapshot()
+		}
+	})
+	wg.Wait()
+	snap := s.Snapshot()
+	if len(snap.Tables) > 16 || s.Tables() != len(snap.Tables) {
+		t.Errorf("%d tables in the snapshot, %d counted, bound 16", len(snap.Tables), s.Tables())
+	}
+	if !s.Tracked("orders", "") {
+		t.Error("the busiest table was evicted")
+	}
+	for _, ts := range snap.Tables {
+		if !s.Tracked(ts.Table, ts.Index) {
+			t.Errorf("%s is in the snapshot but not tracked", ts.Table)
+		}
+	}
+}
+
+// TestUnitsNoCallConsumes puts events whose units no DynamoDB call can
+// consume, as a reader that forgot to check would: they are dropped and
+// counted, and every total stays a finite number.
+func TestUnitsNoCallConsumes(t *testing.T) {
+	for _, window := range []time.Duration{0, time.Minute} {
+		s := newTestStore(t, Config{Window: window}, nil)
+		put(t, s,
+			ev("orders", "USER#1", ingest.Write, 1.7e308), ev("orders", "USER#1", ingest.Write, 1.7e308),
+			ev("orders", "USER#2", ingest.Write, math.NaN()), ev("orders", "USER#2", ingest.Write, math.Inf(1)),
+			ev("orders", "USER#3", ingest.Write, -1), ev("orders", "USER#3", ingest.Read, ingest.MaxBatchWriteUnits+1),
+			ev("orders", "USER#4", ingest.Write, ingest.MaxBatchWriteUnits), ev("orders", "USER#4", ingest.Read, 0.5))
+		ts := findTable(t, s.Snapshot(), "orders", "")
+		w, r := ts.Classes[ingest.Write], ts.Classes[ingest.Read]
+		if w.Units != ingest.MaxBatchWriteUnits || r.Units != 0.5 || ts.Events != 2 || s.Dropped() != 6 {
+			t.Errorf("window %v: write units %v, read units %v, events %d, dropped %d; want %v, 0.5, 2, 6",
+				window, w.Units, r.Units, ts.Events, s.Dropped(), float64(ingest.MaxBatchWriteUnits))
+		}
+		for _, k := range append(w.Top, r.Top...) {
+			if math.IsInf(k.Units, 0) || math.IsNaN(k.Units) || k.Key == "USER#1" || k.Key == "USER#2" {
+				t.Errorf("window %v: key %+v", window, k)
+			}
+		}
+	}
+}
+
+// TestNewcomerKeepsItsPlace checks that a table that won its place with
+// events refused before weighs them for the rest of the window: another
+// name as busy as it was does not take its place at once, so names that
+// come twice do not churn through the places of one another.
+func TestNewcomerKeepsItsPlace(t *testing.T) {
+	now := t0
+	s := newTestStore(t, Config{MaxTables: 3, Window: time.Minute}, func() time.Time { return now })
+	for _, name := range []string{"a-table", "b-table", "c-table"} {
+		put(t, s, ev(name, "K", ingest.Read, 1))
+	}
+	for _, name := range []string{"d-table", "e-table", "f-table", "g-table"} {
+		put(t, s, ev(name, "K", ingest.Read, 1))
+		put(t, s, ev(name, "K", ingest.Read, 1))
+	}
+	if got := tableNames(s.Snapshot()); fmt.Sprint(got) != "[d-table e-table f-table]" {
+		t.Errorf("tables %v, want d, e and f, each in with two events, g refused with as many", got)
+	}
+	if s.Evicted() != 3 {
+		t.Errorf("evicted = %d, want 3 (a, b and c)", s.Evicted())
+	}
+	// A window later the credit is spent: g's two events beat an idle table.
+	now = now.Add(2 * time.Minute)
+	put(t, s, ev("g-table", "K", ingest.Read, 1))
+	put(t, s, ev("g-table", "K", ingest.Read, 1))
+	if !s.Tracked("g-table", "") {
+		t.Error("g is not tracked in place of an idle table a window later")
+	}
+}
