@@ -193,9 +193,7 @@ func (sr *streamReader[B]) isFinished(id string) bool {
 func (sr *streamReader[B]) startReady(ctx context.Context, wg *sync.WaitGroup, list []Shard) {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
-	ready := Ready(list, func(s Shard) string { return s.ID }, func(s Shard) []string { return s.Parents },
-		sr.isFinished, sr.running)
-	for _, sh := range ready {
+	for _, sh := range ReadyShards(list, sr.isFinished, sr.running) {
 		var l *lease.Lease
 		if sr.e.Coord != nil {
 			if l = sr.e.Coord.Lease(leaseKey(sr.spec.ARN, sh.ID)); l == nil {
@@ -256,4 +254,9 @@ func (sr *streamReader[B]) reportShards(list []Shard) {
 	}
 	sr.mu.Unlock()
 	sr.api.ShardStates(open, closed, finished)
+}
+
+// ReadyShards is Ready for listed shards.
+func ReadyShards(list []Shard, finished func(id string) bool, running map[string]bool) []Shard {
+	return Ready(list, func(s Shard) string { return s.ID }, func(s Shard) []string { return s.Parents }, finished, running)
 }
