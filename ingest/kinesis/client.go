@@ -3,11 +3,9 @@ package kinesis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
@@ -26,22 +24,13 @@ type API interface {
 }
 
 // newClients builds the Kinesis client, and with a lease table the
-// DynamoDB client, from the default credential chain. The SDK's retries are
-// off: the reader retries every call itself, so that throttling and an
-// unreachable endpoint show at once in its metrics and readiness.
+// DynamoDB client, from the default credential chain, with the SDK's
+// retries off (shards.AWSConfig).
 func newClients(ctx context.Context, cfg Config) (*kinesis.Client, *dynamodb.Client, error) {
-	var opts []func(*awsconfig.LoadOptions) error
-	if cfg.Region != "" {
-		opts = append(opts, awsconfig.WithRegion(cfg.Region))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := shards.AWSConfig(ctx, cfg.Region)
 	if err != nil {
-		return nil, nil, fmt.Errorf("load AWS config: %w", err)
+		return nil, nil, err
 	}
-	if awsCfg.Region == "" {
-		return nil, nil, errors.New("region: not set in the source nor in AWS_REGION or the shared AWS config")
-	}
-	awsCfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
 	kc := kinesis.NewFromConfig(awsCfg, func(o *kinesis.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)

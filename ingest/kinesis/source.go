@@ -82,11 +82,8 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 		}),
 	}
 	s.e = &shards.Engine{
-		Settings: shards.Settings{
-			Source: SourceName, StartLatest: cfg.Start == StartLatest, ListInterval: cfg.ListInterval,
-			CheckpointInterval: cfg.CheckpointInterval, MaxBackoff: cfg.MaxBackoff, CallTimeout: cfg.CallTimeout,
-		},
-		Log: log, Reporter: rep,
+		Settings: cfg.Settings(SourceName, cfg.ListInterval),
+		Log:      log, Reporter: rep,
 		Checkpoints: shards.NewStore(cfg.CheckpointDir),
 		Health:      shards.NewHealth("kinesis", isNetwork),
 		Classify:    classify,
@@ -101,7 +98,7 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 			return nil, errors.New("lease_table: no DynamoDB client for the lease table")
 		}
 		s.e.Book = shards.NewBook()
-		if s.coord, err = lease.New(cfg.leaseConfig(), db, s.e.Book, log, rep, reg); err != nil {
+		if s.coord, err = lease.New(cfg.Lease(SourceName), db, s.e.Book, log, rep, reg); err != nil {
 			return nil, err
 		}
 		s.e.Coord = s.coord

@@ -13,11 +13,9 @@ func newHealth() *shards.Health { return shards.NewHealth("dynamodb streams", is
 func (s *Source) newEngine() *shards.Engine {
 	cfg := s.cfg
 	return &shards.Engine{
-		Settings: shards.Settings{
-			Source: SourceName, StartLatest: cfg.Start == StartLatest, ListInterval: cfg.DescribeInterval,
-			CheckpointInterval: cfg.CheckpointInterval, MaxBackoff: cfg.MaxBackoff, CallTimeout: cfg.CallTimeout,
-		},
-		Log: s.log, Reporter: s.rep,
+		Settings:    cfg.Settings(SourceName, cfg.DescribeInterval),
+		Log:         s.log,
+		Reporter:    s.rep,
 		Checkpoints: s.cps,
 		Coord:       s.coord,
 		Book:        s.book,
