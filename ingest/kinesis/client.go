@@ -2,13 +2,11 @@ package kinesis
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 )
@@ -58,23 +56,9 @@ const (
 	ReasonAPI             = shards.ReasonAPI             // any other AWS error (validation, access denied, internal)
 )
 
-// classify maps an AWS error to one of the Reason* values: by type first,
-// then by error code.
+// classify maps an AWS error to one of the Reason* values, by its error
+// code (the SDK's exception types carry theirs): a KMS code is ReasonKMS.
 func classify(err error) string {
-	var (
-		expired    *types.ExpiredIteratorException
-		throughput *types.ProvisionedThroughputExceededException
-		limit      *types.LimitExceededException
-		notFound   *types.ResourceNotFoundException
-	)
-	switch {
-	case errors.As(err, &expired):
-		return ReasonExpiredIterator
-	case errors.As(err, &throughput), errors.As(err, &limit):
-		return ReasonThrottled
-	case errors.As(err, &notFound):
-		return ReasonNotFound
-	}
 	return shards.ByCode(err, isNetwork, func(code string) string {
 		if len(code) > 3 && strings.HasPrefix(code, "KMS") {
 			return ReasonKMS

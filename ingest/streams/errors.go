@@ -4,8 +4,6 @@ import (
 	"errors"
 	"io"
 
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
@@ -24,28 +22,10 @@ const (
 	ReasonAPI             = shards.ReasonAPI             // any other AWS error (validation, access denied, internal)
 )
 
-// classify maps an AWS SDK error to one of the Reason* values. Errors are
-// matched by type first (errors.As on the generated exception types), then
-// by the API error code, which is what throttling errors without a
-// modelled type carry.
+// classify maps an AWS SDK error to one of the Reason* values, by its API
+// error code: the SDK's exception types carry theirs, and throttling
+// errors without a modelled type carry one too.
 func classify(err error) string {
-	var (
-		expired   *types.ExpiredIteratorException
-		trimmed   *types.TrimmedDataAccessException
-		limit     *types.LimitExceededException
-		notFound  *types.ResourceNotFoundException
-		tNotFound *ddbtypes.ResourceNotFoundException
-	)
-	switch {
-	case errors.As(err, &expired):
-		return ReasonExpiredIterator
-	case errors.As(err, &trimmed):
-		return ReasonTrimmed
-	case errors.As(err, &limit):
-		return ReasonThrottled
-	case errors.As(err, &notFound), errors.As(err, &tNotFound):
-		return ReasonNotFound
-	}
 	return shards.ByCode(err, isNetwork, func(code string) string {
 		if code == "TrimmedDataAccessException" {
 			return ReasonTrimmed

@@ -26,12 +26,11 @@ const (
 	ReasonAPI             = "api"              // any other answer of the service
 )
 
-// ByCode classifies an AWS error by its API error code, for errors the
-// SDK's generated exception types did not match: the SDK's throttling
-// codes and throttles first, then the codes the engine acts on, then
-// other (a reader's own codes, "" for none); an error that is no answer
-// of the service is ReasonNetwork when network says so. Anything else is
-// ReasonAPI.
+// ByCode classifies an AWS error by its API error code (the SDK's
+// generated exception types carry theirs): the SDK's throttling codes
+// first, then the codes the engine acts on, then other (a reader's own
+// codes, "" for none); an error that is no answer of the service is
+// ReasonNetwork when network says so. Anything else is ReasonAPI.
 func ByCode(err error, network func(error) bool, other func(code string) string) string {
 	var apiErr smithy.APIError
 	switch {
