@@ -82,8 +82,8 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 		}),
 	}
 	s.e = &shards.Engine{
-		Settings: cfg.Settings(SourceName, cfg.ListInterval),
-		Log:      log, Reporter: rep,
+		Settings:    cfg.Settings(SourceName, cfg.ListInterval),
+		Reporter:    rep,
 		Checkpoints: shards.NewStore(cfg.CheckpointDir),
 		Health:      shards.NewHealth("kinesis", isNetwork),
 		Classify:    classify,

@@ -14,7 +14,6 @@ func (s *Source) newEngine() *shards.Engine {
 	cfg := s.cfg
 	return &shards.Engine{
 		Settings:    cfg.Settings(SourceName, cfg.DescribeInterval),
-		Log:         s.log,
 		Reporter:    s.rep,
 		Checkpoints: s.cps,
 		Coord:       s.coord,

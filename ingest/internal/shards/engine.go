@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
@@ -110,7 +108,6 @@ type Settings struct {
 // once a stream runs.
 type Engine struct {
 	Settings
-	Log      *zap.Logger
 	Reporter ingest.Reporter
 	// Checkpoints keeps the checkpoint files (without a lease table).
 	Checkpoints *Store
