@@ -81,9 +81,8 @@ func BenchmarkKinesisReader(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sr := src.newStreamReader("arn:aws:kinesis:us-east-1:1:stream/s", "s", "s", sink)
-	r := sr.newShardReader(shardInfo{id: "shardId-000000000000"}, nil)
-	r.iter = aws.String("it")
+	st := src.newStream("arn:aws:kinesis:us-east-1:1:stream/s", "s", sink)
+	const shard = "shardId-000000000000"
 	ctx := context.Background()
 	b.ReportAllocs()
 	cpu0 := processCPU()
@@ -93,9 +92,12 @@ func BenchmarkKinesisReader(b *testing.B) {
 		if next == 0 {
 			src.records = streams.NewDumpDecoder(streams.DumpConfig{Schemas: schemas, Source: SourceName})
 		}
-		out, err := r.fetch(ctx)
-		if err != nil || !r.emit(ctx, out) {
+		out, err := st.Records(ctx, shard, "it")
+		if err != nil {
 			b.Fatal(err)
+		}
+		if _, ok := st.Emit(ctx, shard, out); !ok {
+			b.Fatal("sink refused the batch")
 		}
 	}
 	if events != b.N*n {

@@ -2,20 +2,13 @@ package kinesis
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"net"
-	"syscall"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 )
 
 // API is the part of the Kinesis client the reader uses. *kinesis.Client
@@ -29,22 +22,13 @@ type API interface {
 }
 
 // newClients builds the Kinesis client, and with a lease table the
-// DynamoDB client, from the default credential chain. The SDK's retries are
-// off: the reader retries every call itself, so that throttling and an
-// unreachable endpoint show at once in its metrics and readiness.
+// DynamoDB client, from the default credential chain, with the SDK's
+// retries off (shards.AWSConfig).
 func newClients(ctx context.Context, cfg Config) (*kinesis.Client, *dynamodb.Client, error) {
-	var opts []func(*awsconfig.LoadOptions) error
-	if cfg.Region != "" {
-		opts = append(opts, awsconfig.WithRegion(cfg.Region))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := shards.AWSConfig(ctx, cfg.Region)
 	if err != nil {
-		return nil, nil, fmt.Errorf("load AWS config: %w", err)
+		return nil, nil, err
 	}
-	if awsCfg.Region == "" {
-		return nil, nil, errors.New("region: not set in the source nor in AWS_REGION or the shared AWS config")
-	}
-	awsCfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
 	kc := kinesis.NewFromConfig(awsCfg, func(o *kinesis.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
@@ -63,61 +47,26 @@ func newClients(ctx context.Context, cfg Config) (*kinesis.Client, *dynamodb.Cli
 
 // Reasons for hotkeyd_source_errors_total{source="kinesis"}: few and fixed.
 const (
-	ReasonExpiredIterator = "expired_iterator" // an iterator older than 5 minutes; re-acquired
-	ReasonThrottled       = "throttled"        // ProvisionedThroughputExceeded, LimitExceeded; backed off
-	ReasonNotFound        = "not_found"        // stream deleted, unknown shard
-	ReasonNetwork         = "network"          // endpoint unreachable, connection reset, timeout
-	ReasonKMS             = "kms"              // the stream's KMS key cannot be used
-	ReasonCheckpoint      = "checkpoint"       // a checkpoint file could not be read or written
-	ReasonAPI             = "api"              // any other AWS error (validation, access denied, internal)
+	ReasonExpiredIterator = shards.ReasonExpiredIterator // an iterator older than 5 minutes; re-acquired
+	ReasonThrottled       = shards.ReasonThrottled       // ProvisionedThroughputExceeded, LimitExceeded; backed off
+	ReasonNotFound        = shards.ReasonNotFound        // stream deleted, unknown shard
+	ReasonNetwork         = shards.ReasonNetwork         // endpoint unreachable, connection reset, timeout
+	ReasonKMS             = "kms"                        // the stream's KMS key cannot be used
+	ReasonCheckpoint      = shards.ReasonCheckpoint      // a checkpoint file could not be read or written
+	ReasonAPI             = shards.ReasonAPI             // any other AWS error (validation, access denied, internal)
 )
 
-// classify maps an AWS error to one of the Reason* values: by type first,
-// then by error code.
+// classify maps an AWS error to one of the Reason* values, by its error
+// code (the SDK's exception types carry theirs): a KMS code is ReasonKMS.
 func classify(err error) string {
-	var (
-		expired    *types.ExpiredIteratorException
-		throughput *types.ProvisionedThroughputExceededException
-		limit      *types.LimitExceededException
-		notFound   *types.ResourceNotFoundException
-		apiErr     smithy.APIError
-	)
-	switch {
-	case errors.As(err, &expired):
-		return ReasonExpiredIterator
-	case errors.As(err, &throughput), errors.As(err, &limit):
-		return ReasonThrottled
-	case errors.As(err, &notFound):
-		return ReasonNotFound
-	case errors.As(err, &apiErr):
-		if retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err).Bool() {
-			return ReasonThrottled
-		}
-		switch code := apiErr.ErrorCode(); {
-		case code == "ExpiredIteratorException":
-			return ReasonExpiredIterator
-		case code == "ResourceNotFoundException":
-			return ReasonNotFound
-		case code == "ProvisionedThroughputExceededException", code == "LimitExceededException", code == "ThrottlingException":
-			return ReasonThrottled
-		case len(code) > 3 && code[:3] == "KMS":
+	return shards.ByCode(err, isNetwork, func(code string) string {
+		if len(code) > 3 && strings.HasPrefix(code, "KMS") {
 			return ReasonKMS
 		}
-		return ReasonAPI
-	case isNetwork(err):
-		return ReasonNetwork
-	}
-	return ReasonAPI
+		return ""
+	})
 }
 
 // isNetwork reports whether err means the endpoint could not be reached or
 // the connection broke, as opposed to an answer from the service.
-func isNetwork(err error) bool {
-	var (
-		sendErr *smithyhttp.RequestSendError
-		netErr  net.Error
-	)
-	return errors.As(err, &sendErr) || errors.As(err, &netErr) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded)
-}
+func isNetwork(err error) bool { return shards.IsNetwork(err) }

@@ -24,9 +24,10 @@ func TestLeases(t *testing.T) {
 	ddb := testenv.DynamoDBLocal(t)
 	arn := createStream(t, k, "leased", 4)
 	cfg := func(worker string) Config {
-		return Config{Streams: []string{"leased"}, Endpoint: k.Endpoint, Start: StartTrimHorizon,
-			LeaseTable: "hotkeyd-kinesis-leases", WorkerID: worker, FailoverTime: 2 * time.Second,
-			PollInterval: 20 * time.Millisecond, ListInterval: 200 * time.Millisecond}
+		c := Config{Streams: []string{"leased"}, PollInterval: 20 * time.Millisecond, ListInterval: 200 * time.Millisecond}
+		c.Endpoint, c.Start = k.Endpoint, StartTrimHorizon
+		c.LeaseTable, c.WorkerID, c.FailoverTime = "hotkeyd-kinesis-leases", worker, 2*time.Second
+		return c
 	}
 	newSource := func(worker string) *Source {
 		src, err := NewWithClients(cfg(worker), k.Client, ddb.DB, zaptest.NewLogger(t), nil, nil)

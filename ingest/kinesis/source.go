@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -28,16 +27,11 @@ type Source struct {
 	rep     ingest.Reporter
 	m       *metrics
 	api     API
-	cps     *shards.Store
 	records *streams.DumpDecoder
-	now     func() time.Time
-
-	// With a lease table: the coordinator, and the listings it splits.
+	// e runs the streams' and shards' loops; coord is its lease
+	// coordinator, with a lease table.
+	e     *shards.Engine
 	coord *lease.Coordinator
-	book  *shards.Book
-
-	mu     sync.Mutex
-	health map[string]error // by configured stream: the last error, nil once working
 }
 
 var (
@@ -83,24 +77,31 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 	log = log.Named("kinesis")
 	s := &Source{
 		cfg: cfg, log: log, rep: rep, m: m, api: api,
-		cps: shards.NewStore(cfg.CheckpointDir),
 		records: streams.NewDumpDecoder(streams.DumpConfig{
 			Schemas: cfg.Tables, Source: SourceName, Log: log, Reporter: rep,
 		}),
-		now:    time.Now,
-		health: map[string]error{},
+	}
+	s.e = &shards.Engine{
+		Settings:    cfg.Settings(SourceName, cfg.ListInterval),
+		Reporter:    rep,
+		Checkpoints: shards.NewStore(cfg.CheckpointDir),
+		Health:      shards.NewHealth("kinesis", isNetwork),
+		Classify:    classify,
+		NewPacer:    func() shards.Pacer { return pacer{poll: cfg.PollInterval, full: int(cfg.BatchLimit)} },
+		Now:         time.Now,
 	}
 	for _, n := range s.configured() {
-		s.health[n] = errStarting
+		s.e.Health.Set(n, shards.ErrStarting)
 	}
 	if cfg.LeaseTable != "" {
 		if db == nil {
 			return nil, errors.New("lease_table: no DynamoDB client for the lease table")
 		}
-		s.book = shards.NewBook()
-		if s.coord, err = lease.New(cfg.leaseConfig(), db, s.book, log, rep, reg); err != nil {
+		s.e.Book = shards.NewBook()
+		if s.coord, err = lease.New(cfg.Lease(SourceName), db, s.e.Book, log, rep, reg); err != nil {
 			return nil, err
 		}
+		s.e.Coord = s.coord
 	}
 	return s, nil
 }
@@ -117,33 +118,16 @@ func (s *Source) Coordinator() *lease.Coordinator { return s.coord }
 // Name returns "kinesis".
 func (s *Source) Name() string { return SourceName }
 
-var errStarting = errors.New("not read yet")
-
 // Ready returns nil while the reader works: not before its first
 // successful call, not while the endpoint cannot be reached, not while
 // every configured stream fails (one failing stream among working ones is
 // counted in hotkeyd_source_errors_total only); with a lease table, not
 // while the coordinator cannot read it or renew a lease.
 func (s *Source) Ready() error {
-	s.mu.Lock()
-	var errs []error
-	for _, key := range slices.Sorted(maps.Keys(s.health)) {
-		err := s.health[key]
-		if err == nil {
-			continue
-		}
-		if isNetwork(err) {
-			s.mu.Unlock()
-			return fmt.Errorf("kinesis endpoint unreachable (%s): %w", key, err)
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", key, err))
+	if err := s.e.Health.Ready(); err != nil {
+		return err
 	}
-	all := len(errs) > 0 && len(errs) == len(s.health)
-	s.mu.Unlock()
-	if all {
-		return errors.Join(errs...)
-	}
-	if err := s.cps.Ready(); err != nil {
+	if err := s.e.Checkpoints.Ready(); err != nil {
 		return fmt.Errorf("checkpoints cannot be written: %w", err)
 	}
 	if s.coord != nil {
@@ -152,38 +136,27 @@ func (s *Source) Ready() error {
 	return nil
 }
 
-func (s *Source) setHealth(key string, err error) {
-	s.mu.Lock()
-	s.health[key] = err
-	s.mu.Unlock()
-}
-
 // Run reads every configured stream until ctx is done. It returns nil when
 // ctx is done; AWS errors are retried, never returned.
 func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
-	if s.coord != nil {
-		coordDone := make(chan struct{})
-		go func() { _ = s.coord.Run(ctx); close(coordDone) }()
-		defer func() {
-			<-coordDone
-			rctx, cancel := context.WithTimeout(context.Background(), s.cfg.CallTimeout)
-			defer cancel()
-			s.coord.ReleaseAll(rctx)
-		}()
-	}
-	var wg sync.WaitGroup
-	for _, arn := range s.cfg.StreamARNs {
-		name, _ := streamName(arn)
-		wg.Go(func() { s.newStreamReader(arn, name, arn, sink).run(ctx) })
-	}
-	for _, name := range s.cfg.Streams {
-		wg.Go(func() {
-			if arn, ok := s.streamARN(ctx, name); ok {
-				s.newStreamReader(arn, name, name, sink).run(ctx)
-			}
-		})
-	}
-	wg.Wait()
+	s.e.Run(ctx, func() {
+		var wg sync.WaitGroup
+		if s.cfg.CheckpointDir != "" {
+			wg.Go(func() { s.e.ProbeCheckpoints(ctx) })
+		}
+		for _, arn := range s.cfg.StreamARNs {
+			name, _ := streamName(arn)
+			wg.Go(func() { s.newStream(arn, name, sink).read(ctx, arn) })
+		}
+		for _, name := range s.cfg.Streams {
+			wg.Go(func() {
+				if arn, ok := s.streamARN(ctx, name); ok {
+					s.newStream(arn, name, sink).read(ctx, name)
+				}
+			})
+		}
+		wg.Wait()
+	})
 	return nil
 }
 
@@ -206,7 +179,7 @@ func (s *Source) streamARN(ctx context.Context, name string) (string, bool) {
 		}
 		err = fmt.Errorf("describe stream %q: %w", name, err)
 		s.rep.Error(SourceName, classify(err), err)
-		s.setHealth(name, err)
+		s.e.Health.Set(name, err)
 		if !shards.Sleep(ctx, bo.Duration()) {
 			return "", false
 		}

@@ -3,7 +3,7 @@ package kinesis
 import (
 	"context"
 	"fmt"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,233 +13,157 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
-	"github.com/hotkeyd/hotkeyd/ingest/lease"
+	"github.com/hotkeyd/hotkeyd/ingest/streams"
 )
 
-// shardInfo is what the reader keeps of a listed shard.
-type shardInfo struct {
-	id string
-	// parents are the shard it was split from, or the two it was merged
-	// from (parent and adjacent parent).
-	parents []string
-	// closed is set once the shard has an ending sequence number: it was
-	// split or merged and takes no more records.
-	closed bool
-}
-
-func shardInfos(list []types.Shard) []shardInfo {
-	out := make([]shardInfo, 0, len(list))
-	for _, sh := range list {
-		if sh.ShardId == nil {
-			continue
-		}
-		si := shardInfo{id: *sh.ShardId}
-		for _, p := range []*string{sh.ParentShardId, sh.AdjacentParentShardId} {
-			if p != nil && *p != "" {
-				si.parents = append(si.parents, *p)
-			}
-		}
-		si.closed = sh.SequenceNumberRange != nil && sh.SequenceNumberRange.EndingSequenceNumber != nil
-		out = append(out, si)
-	}
-	return out
-}
-
-// streamReader lists one stream's shards and runs a shardReader for every
-// shard that may start.
-type streamReader struct {
+// stream is one Kinesis stream as the shard engine reads it: its calls to
+// the Kinesis API, its records' decoding and its series.
+type stream struct {
 	s    *Source
 	arn  string
 	name string // the stream's name: API calls, metrics
-	key  string // health key: the stream as configured
 	sink ingest.Sink
 	log  *zap.Logger
-
-	// Set by the first listing.
-	fresh   bool            // no checkpoint of the stream existed
-	initial map[string]bool // shards listed at the first listing
-
-	mu       sync.Mutex
-	running  map[string]bool
-	finished map[string]bool
-	changed  chan struct{} // a shard reader ended
 }
 
-func (s *Source) newStreamReader(arn, name, key string, sink ingest.Sink) *streamReader {
+var _ shards.Stream[*kinesis.GetRecordsOutput] = (*stream)(nil)
+
+func (s *Source) newStream(arn, name string, sink ingest.Sink) *stream {
 	s.m.initStream(name)
-	return &streamReader{
-		s: s, arn: arn, name: name, key: key, sink: sink,
-		log:      s.log.With(zap.String("stream", name)),
-		running:  map[string]bool{},
-		finished: map[string]bool{},
-		changed:  make(chan struct{}, 1),
-	}
+	return &stream{s: s, arn: arn, name: name, sink: sink, log: s.log.With(zap.String("stream", name))}
 }
 
-// run lists the shards and starts their readers until ctx is done.
-func (sr *streamReader) run(ctx context.Context) {
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	s := sr.s
-	bo := shards.NewBackoff(time.Second, s.cfg.MaxBackoff)
-	if s.coord != nil {
-		defer s.book.Remove(sr.arn)
-	}
-	var infos []shardInfo
-	listed := false
-	for {
-		var changed <-chan struct{}
-		if s.coord != nil {
-			changed = s.coord.Changed()
-		}
-		list, err := sr.list(ctx)
-		wait := s.cfg.ListInterval
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			s.rep.Error(SourceName, classify(err), err)
-			s.setHealth(sr.key, err)
-			wait = bo.Duration()
-		default:
-			bo.Reset()
-			s.setHealth(sr.key, nil)
-			infos = list
-			if !listed {
-				listed = true
-				sr.first(infos)
-			}
-			if s.coord != nil {
-				list := make([]lease.Shard, 0, len(infos))
-				for _, si := range infos {
-					list = append(list, lease.Shard{Stream: sr.arn, ID: si.id, Parents: si.parents})
-				}
-				s.book.Set(sr.arn, list)
-				s.coord.Refresh()
-			}
-		}
-		sr.startReady(ctx, &wg, infos)
-		sr.reportShards(infos)
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-			// A lease taken or lost: start the readers it allows from the
-			// listing there is.
-			sr.startReady(ctx, &wg, infos)
-		case <-sr.changed:
-			// A shard ended: list again, so that its children start.
-		case <-time.After(wait):
-		}
-	}
+// read reads the stream until ctx is done; key is its health key.
+func (st *stream) read(ctx context.Context, key string) {
+	shards.ReadStream(ctx, st.s.e, shards.StreamSpec{ARN: st.arn, Name: st.name, Key: key, Log: st.log}, st)
 }
 
-// list lists every shard of the stream, one ListShards page after the
+// List lists every shard of the stream, one ListShards page after the
 // other.
-func (sr *streamReader) list(ctx context.Context) ([]shardInfo, error) {
-	in := &kinesis.ListShardsInput{StreamName: aws.String(sr.name)}
+func (st *stream) List(ctx context.Context) (shards.Listing, error) {
+	in := &kinesis.ListShardsInput{StreamName: aws.String(st.name)}
 	var all []types.Shard
 	for {
-		cctx, cancel := context.WithTimeout(ctx, sr.s.cfg.CallTimeout)
-		out, err := sr.s.api.ListShards(cctx, in)
+		cctx, cancel := context.WithTimeout(ctx, st.s.cfg.CallTimeout)
+		out, err := st.s.api.ListShards(cctx, in)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("list shards of stream %q: %w", sr.name, err)
+			return shards.Listing{}, fmt.Errorf("list shards of stream %q: %w", st.name, err)
 		}
 		all = append(all, out.Shards...)
 		if out.NextToken == nil || *out.NextToken == "" {
-			return shardInfos(all), nil
+			return shards.Listing{Shards: shardList(all)}, nil
 		}
 		// With a NextToken, ListShards takes no stream name.
 		in = &kinesis.ListShardsInput{NextToken: out.NextToken}
 	}
 }
 
-// first records which shards existed when reading began.
-func (sr *streamReader) first(infos []shardInfo) {
-	sr.fresh = !sr.s.cps.HasAny(sr.arn)
-	sr.initial = map[string]bool{}
-	for _, si := range infos {
-		sr.initial[si.id] = true
-	}
-	sr.log.Info("listed stream", zap.String("arn", sr.arn), zap.Int("shards", len(infos)), zap.Bool("new", sr.fresh))
-}
-
-// leaseKey is the lease table's key of a shard of this stream.
-func (sr *streamReader) leaseKey(shard string) string {
-	return lease.Shard{Stream: sr.arn, ID: shard}.Key()
-}
-
-// isFinished reports whether a shard was read to its end, here or (from
-// its checkpoint or lease) before. Called with sr.mu held.
-func (sr *streamReader) isFinished(id string) bool {
-	if sr.finished[id] {
-		return true
-	}
-	if sr.s.coord != nil {
-		return sr.s.coord.Finished(sr.leaseKey(id))
-	}
-	cp, ok, err := sr.s.cps.Load(sr.arn, id)
-	if err == nil && ok && cp.Finished {
-		sr.finished[id] = true
-		return true
-	}
-	return false
-}
-
-// startReady starts a reader for every shard that may start: with a lease
-// table those whose lease this worker holds (the coordinator takes a
-// child's lease only once its parents are done), else those whose parents
-// are finished.
-func (sr *streamReader) startReady(ctx context.Context, wg *sync.WaitGroup, infos []shardInfo) {
-	sr.mu.Lock()
-	defer sr.mu.Unlock()
-	ready := shards.Ready(infos, func(si shardInfo) string { return si.id },
-		func(si shardInfo) []string { return si.parents }, sr.isFinished, sr.running)
-	for _, si := range ready {
-		var l *lease.Lease
-		if sr.s.coord != nil {
-			if l = sr.s.coord.Lease(sr.leaseKey(si.id)); l == nil {
-				continue
+// shardList returns the shards of a listing: a split's child has one
+// parent, a merge's two (parent and adjacent parent).
+func shardList(list []types.Shard) []shards.Shard {
+	out := make([]shards.Shard, 0, len(list))
+	for _, sh := range list {
+		if sh.ShardId == nil {
+			continue
+		}
+		si := shards.Shard{ID: *sh.ShardId}
+		for _, p := range []*string{sh.ParentShardId, sh.AdjacentParentShardId} {
+			if p != nil && *p != "" {
+				si.Parents = append(si.Parents, *p)
 			}
 		}
-		sr.running[si.id] = true
-		r := sr.newShardReader(si, l)
-		wg.Go(func() {
-			finished := r.run(ctx)
-			sr.mu.Lock()
-			delete(sr.running, si.id)
-			if finished {
-				sr.finished[si.id] = true
-			}
-			sr.mu.Unlock()
-			select {
-			case sr.changed <- struct{}{}:
-			default:
-			}
-		})
+		si.Closed = sh.SequenceNumberRange != nil && sh.SequenceNumberRange.EndingSequenceNumber != nil
+		out = append(out, si)
 	}
+	return out
 }
 
-// reportShards sets hotkeyd_kinesis_shards for the stream.
-func (sr *streamReader) reportShards(infos []shardInfo) {
-	var open, closed, finished int
-	sr.mu.Lock()
-	for _, si := range infos {
-		switch {
-		case sr.isFinished(si.id):
-			finished++
-		case si.closed:
-			closed++
-		default:
-			open++
+// First logs the first listing.
+func (st *stream) First(_ context.Context, l shards.Listing, fresh bool) {
+	st.log.Info("listed stream", zap.String("arn", st.arn), zap.Int("shards", len(l.Shards)), zap.Bool("new", fresh))
+}
+
+// Iterator calls GetShardIterator.
+func (st *stream) Iterator(ctx context.Context, shard string, pos shards.Position, seq string) (string, error) {
+	in := &kinesis.GetShardIteratorInput{
+		StreamName:        aws.String(st.name),
+		ShardId:           aws.String(shard),
+		ShardIteratorType: types.ShardIteratorType(pos),
+	}
+	if seq != "" {
+		in.StartingSequenceNumber = aws.String(seq)
+	}
+	out, err := st.s.api.GetShardIterator(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.ShardIterator), nil
+}
+
+// Records calls GetRecords once.
+func (st *stream) Records(ctx context.Context, _, iter string) (*kinesis.GetRecordsOutput, error) {
+	st.s.m.calls.WithLabelValues(st.name).Inc()
+	return st.s.api.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String(iter), Limit: aws.Int32(st.s.cfg.BatchLimit)})
+}
+
+// Emit decodes the batch's records and hands their writes to the sink.
+func (st *stream) Emit(ctx context.Context, shard string, out *kinesis.GetRecordsOutput) (shards.Emitted, bool) {
+	m := st.s.m
+	e := shards.Emitted{Records: len(out.Records), Next: aws.ToString(out.NextShardIterator), End: out.NextShardIterator == nil}
+	if out.MillisBehindLatest != nil {
+		m.behind.WithLabelValues(st.name, shard).Set(float64(*out.MillisBehindLatest))
+	}
+	if len(out.Records) == 0 {
+		return e, true
+	}
+	batch := make([]ingest.Event, 0, len(out.Records))
+	var ttl, dup uint64
+	where := "stream " + st.name + " shard " + shard + " sequence "
+	for i := range out.Records {
+		rec := &out.Records[i]
+		// Events carry no shard: a Kinesis shard holds a hash range of
+		// the records, not one of the table's partitions.
+		var ds streams.DumpStats
+		batch, ds = st.s.records.DecodeRecord(rec.Data, where+aws.ToString(rec.SequenceNumber), batch)
+		ttl += ds.TTLDeletes
+		dup += ds.Duplicates
+	}
+	if len(batch) > 0 {
+		if err := st.sink.Put(ctx, batch); err != nil {
+			return e, false
 		}
 	}
-	sr.mu.Unlock()
-	g := sr.s.m.shards
-	g.WithLabelValues(sr.name, stateOpen).Set(float64(open))
-	g.WithLabelValues(sr.name, stateClosed).Set(float64(closed))
-	g.WithLabelValues(sr.name, stateFinished).Set(float64(finished))
+	m.records.WithLabelValues(st.name).Add(float64(len(out.Records)))
+	m.ttlDeletes.WithLabelValues(st.name).Add(float64(ttl))
+	m.duplicates.WithLabelValues(st.name).Add(float64(dup))
+	// A copy: the record's strings live as long as the batch.
+	e.Last = strings.Clone(aws.ToString(out.Records[len(out.Records)-1].SequenceNumber))
+	return e, true
+}
+
+// ShardStates sets hotkeyd_kinesis_shards for the stream.
+func (st *stream) ShardStates(open, closed, finished int) {
+	g := st.s.m.shards
+	g.WithLabelValues(st.name, stateOpen).Set(float64(open))
+	g.WithLabelValues(st.name, stateClosed).Set(float64(closed))
+	g.WithLabelValues(st.name, stateFinished).Set(float64(finished))
+}
+
+// Forget drops the shard's hotkeyd_kinesis_millis_behind_latest.
+func (st *stream) Forget(shard string) { st.s.m.behind.DeleteLabelValues(st.name, shard) }
+
+// pacer waits PollInterval after the last GetRecords call began, but not
+// at all after a full batch (a backlog).
+type pacer struct {
+	poll time.Duration
+	full int
+}
+
+// Wait implements shards.Pacer.
+func (p pacer) Wait(records int, sinceCall time.Duration, _ bool) time.Duration {
+	if records >= p.full {
+		return 0
+	}
+	return p.poll - sinceCall
 }

@@ -28,29 +28,29 @@ func TestBackoff(t *testing.T) {
 
 func TestHealth(t *testing.T) {
 	h := newHealth()
-	h.set("a", errStarting)
-	h.set("b", errStarting)
-	if h.ready() == nil {
+	h.Set("a", errStarting)
+	h.Set("b", errStarting)
+	if h.Ready() == nil {
 		t.Error("ready before any call")
 	}
-	h.set("a", nil)
-	if err := h.ready(); err != nil {
+	h.Set("a", nil)
+	if err := h.Ready(); err != nil {
 		t.Errorf("one table working, one failing: %v", err)
 	}
-	h.set("b", &os.SyscallError{Syscall: "connect", Err: errors.New("refused")})
-	h.set("b", errors.New("access denied"))
-	if err := h.ready(); err != nil {
+	h.Set("b", &os.SyscallError{Syscall: "connect", Err: errors.New("refused")})
+	h.Set("b", errors.New("access denied"))
+	if err := h.Ready(); err != nil {
 		t.Errorf("one table denied: %v", err)
 	}
-	h.set("a", errors.New("access denied"))
-	if err := h.ready(); err == nil {
+	h.Set("a", errors.New("access denied"))
+	if err := h.Ready(); err == nil {
 		t.Error("ready with every table failing")
 	}
 	// An unreachable endpoint makes the source unready even while another
 	// table's last call succeeded.
-	h.set("b", nil)
-	h.set("a", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")})
-	if err := h.ready(); err == nil || !strings.Contains(err.Error(), "unreachable") {
+	h.Set("b", nil)
+	h.Set("a", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")})
+	if err := h.Ready(); err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("endpoint unreachable: ready() = %v", err)
 	}
 }

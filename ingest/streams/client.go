@@ -2,7 +2,6 @@ package streams
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -10,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"go.uber.org/zap"
 
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/internal/awslog"
 )
 
@@ -35,18 +35,10 @@ type TablesAPI interface {
 //
 // The SDK's own log lines go to log at debug level (package awslog).
 func newClients(ctx context.Context, cfg Config, log *zap.Logger) (*dynamodbstreams.Client, *dynamodb.Client, error) {
-	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithLogger(awslog.New(log))}
-	if cfg.Region != "" {
-		opts = append(opts, awsconfig.WithRegion(cfg.Region))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := shards.AWSConfig(ctx, cfg.Region, awsconfig.WithLogger(awslog.New(log)))
 	if err != nil {
-		return nil, nil, fmt.Errorf("load AWS config: %w", err)
+		return nil, nil, err
 	}
-	if awsCfg.Region == "" {
-		return nil, nil, fmt.Errorf("region: not set in the source nor in AWS_REGION or the shared AWS config")
-	}
-	awsCfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
 	sc := dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)

@@ -6,27 +6,22 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 )
 
-// shardInfo is what the reader keeps of a DescribeStream shard.
-type shardInfo struct {
-	id     string
-	parent string
-	// closed is true when the shard has an EndingSequenceNumber: DynamoDB
-	// writes no more records to it, and reading reaches its end.
-	closed bool
-}
-
-func shardInfos(shards []types.Shard) []shardInfo {
-	out := make([]shardInfo, 0, len(shards))
-	for _, s := range shards {
+// shardInfos returns the shards of a DescribeStream listing. A DynamoDB
+// Streams shard has one parent at most; it is closed once it has an
+// EndingSequenceNumber: DynamoDB writes no more records to it, and
+// reading reaches its end.
+func shardInfos(list []types.Shard) []shards.Shard {
+	out := make([]shards.Shard, 0, len(list))
+	for _, s := range list {
 		if s.ShardId == nil {
 			continue
 		}
-		si := shardInfo{id: *s.ShardId}
-		if s.ParentShardId != nil {
-			si.parent = *s.ParentShardId
+		si := shards.Shard{ID: *s.ShardId}
+		if s.ParentShardId != nil && *s.ParentShardId != "" {
+			si.Parents = []string{*s.ParentShardId}
 		}
 		if r := s.SequenceNumberRange; r != nil && r.EndingSequenceNumber != nil {
-			si.closed = true
+			si.Closed = true
 		}
 		out = append(out, si)
 	}
@@ -35,10 +30,7 @@ func shardInfos(shards []types.Shard) []shardInfo {
 
 // readyShards returns, in listing order, the shards that may start now: not
 // finished, not running, and whose parent is finished or no longer listed
-// (trimmed away after 24 hours). A child therefore starts only once every
-// record of its parent was read, so that a key's writes are counted in the
-// order DynamoDB made them, as the Kinesis Client Library does.
-func readyShards(list []shardInfo, finished func(id string) bool, running map[string]bool) []shardInfo {
-	return shards.Ready(list, func(s shardInfo) string { return s.id },
-		func(s shardInfo) []string { return []string{s.parent} }, finished, running)
+// (trimmed away after 24 hours); see shards.Ready.
+func readyShards(list []shards.Shard, finished func(id string) bool, running map[string]bool) []shards.Shard {
+	return shards.ReadyShards(list, finished, running)
 }

@@ -33,7 +33,7 @@ func readTestdata(t testing.TB, name string) []byte {
 }
 
 // describeSplit decodes the recorded two-page listing with the SDK client.
-func describeSplit(t *testing.T) []shardInfo {
+func describeSplit(t *testing.T) []shards.Shard {
 	rs := newReplayServer(t)
 	rs.describe = map[string][]byte{
 		"":          readTestdata(t, "describe/split-page1.json"),
@@ -81,7 +81,7 @@ func TestReadyShards(t *testing.T) {
 		}
 		var got []string
 		for _, s := range readyShards(shards, func(id string) bool { return fin[id] }, run) {
-			got = append(got, s.id)
+			got = append(got, s.ID)
 		}
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: ready %v, want %v", tc.name, got, tc.want)
@@ -89,7 +89,7 @@ func TestReadyShards(t *testing.T) {
 	}
 	closed := map[string]bool{}
 	for _, s := range shards {
-		closed[s.id] = s.closed
+		closed[s.ID] = s.Closed
 	}
 	if !closed[rootShard] || !closed[closedChild] || closed[openChild] || closed[grandchild] {
 		t.Errorf("closed flags %v, want the root and the first child closed", closed)

@@ -26,8 +26,9 @@ type Source struct {
 	tables  TablesAPI
 	cps     *shards.Store
 	limit   *limiter
-	health  *health
+	health  *shards.Health
 	now     func() time.Time
+	e       *shards.Engine // runs the streams' and shards' loops
 
 	// With a lease table: the coordinator, and the listings it splits.
 	coord *lease.Coordinator
@@ -89,11 +90,11 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 		now:    time.Now,
 	}
 	for _, t := range cfg.Tables {
-		s.health.set(t, errStarting)
+		s.health.Set(t, errStarting)
 		m.initTable(t)
 	}
 	for _, a := range cfg.StreamARNs {
-		s.health.set(a, errStarting)
+		s.health.Set(a, errStarting)
 	}
 	if cfg.LeaseTable != "" {
 		db, ok := tables.(lease.DynamoDBAPI)
@@ -105,6 +106,7 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 			return nil, err
 		}
 	}
+	s.e = s.newEngine()
 	return s, nil
 }
 
@@ -122,7 +124,7 @@ func (s *Source) Name() string { return SourceName }
 // hotkeyd_source_errors_total). With a lease table it is also not ready
 // while it cannot read the lease table or renew a lease it holds.
 func (s *Source) Ready() error {
-	if err := s.health.ready(); err != nil {
+	if err := s.health.Ready(); err != nil {
 		return err
 	}
 	if err := s.cps.Ready(); err != nil {
@@ -138,22 +140,15 @@ func (s *Source) Ready() error {
 // Events per GetRecords response to sink. It returns nil when ctx is done;
 // AWS errors are retried, never returned.
 func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
-	if s.coord != nil {
-		// The coordinator stops with the readers; each reader releases its
-		// lease with its last position as it stops, and ReleaseAll the
-		// leases no reader had started on.
-		coordDone := make(chan struct{})
-		go func() { _ = s.coord.Run(ctx); close(coordDone) }()
-		defer func() {
-			<-coordDone
-			rctx, cancel := context.WithTimeout(context.Background(), s.cfg.CallTimeout)
-			defer cancel()
-			s.coord.ReleaseAll(rctx)
-		}()
-	}
+	s.e.Run(ctx, func() { s.read(ctx, sink) })
+	return nil
+}
+
+// read runs a reader of every configured table and stream.
+func (s *Source) read(ctx context.Context, sink ingest.Sink) {
 	var wg sync.WaitGroup
 	if s.cfg.CheckpointDir != "" {
-		wg.Go(func() { s.probeCheckpoints(ctx) })
+		wg.Go(func() { s.e.ProbeCheckpoints(ctx) })
 	}
 	for _, t := range s.cfg.Tables {
 		wg.Go(func() { s.watchTable(ctx, sink, t) })
@@ -162,29 +157,6 @@ func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
 		wg.Go(func() { s.newStreamReader(a, a, "", sink, nil).run(ctx) })
 	}
 	wg.Wait()
-	return nil
-}
-
-// probeEvery is how often a checkpoint folder that could not be written
-// is tried again.
-const probeEvery = 5 * time.Second
-
-// probeCheckpoints checks the checkpoint folder at start, and again every
-// probeEvery while it cannot be written, so that readiness says so before
-// a shard has a checkpoint to write and clears once it can be.
-func (s *Source) probeCheckpoints(ctx context.Context) {
-	for reported := false; ; reported = true {
-		err := s.cps.Probe()
-		if err == nil {
-			return
-		}
-		if !reported {
-			s.rep.Error(SourceName, ReasonCheckpoint, err)
-		}
-		if !sleep(ctx, probeEvery) {
-			return
-		}
-	}
 }
 
 // limiter spaces calls at least every apart, across goroutines.
@@ -209,38 +181,6 @@ func (l *limiter) wait(ctx context.Context) error {
 	return nil
 }
 
-var errStarting = errors.New("not read yet")
-
-// health keeps the last error of each configured table or stream (nil when
-// its last call succeeded).
-type health struct {
-	mu    sync.Mutex
-	state map[string]error
-}
-
-func newHealth() *health { return &health{state: map[string]error{}} }
-
-func (h *health) set(key string, err error) {
-	h.mu.Lock()
-	h.state[key] = err
-	h.mu.Unlock()
-}
-
-func (h *health) ready() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var errs []error
-	for key, err := range h.state {
-		if err == nil {
-			continue
-		}
-		if isNetwork(err) {
-			return fmt.Errorf("dynamodb streams endpoint unreachable (%s): %w", key, err)
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", key, err))
-	}
-	if len(errs) > 0 && len(errs) == len(h.state) {
-		return errors.Join(errs...)
-	}
-	return nil
-}
+// errStarting is the health of a table or stream before its first
+// successful call.
+var errStarting = shards.ErrStarting

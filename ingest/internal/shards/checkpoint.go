@@ -1,7 +1,11 @@
-// Package shards holds what the readers of sharded streams (DynamoDB
-// Streams, Kinesis Data Streams) share besides the lease coordinator: the
-// checkpoint files of the shards read, the lineage rule that reads parents
-// before children, and a context-aware wait.
+// Package shards is the engine of the readers of sharded streams (DynamoDB
+// Streams, Kinesis Data Streams): per stream, the listing of its shards,
+// the lineage rule that reads parents before children and the lease
+// coordinator's assignments (package lease); per shard, the iterator,
+// polling, backoff, checkpoints (files, or the lease) and the recovery of
+// each error. A reader implements Stream for its service's API (list,
+// iterator, records, decoding, series) and a Pacer for its polling; the
+// keys both readers' configs share are Config.
 package shards
 
 import (

@@ -1,0 +1,178 @@
+package shards
+
+import (
+	"context"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/lease"
+)
+
+// Position is where a shard iterator points. The values are the
+// ShardIteratorType of both APIs.
+type Position string
+
+// Positions of an iterator.
+const (
+	AtTrimHorizon       Position = "TRIM_HORIZON"          // the oldest record the shard holds
+	AtLatest            Position = "LATEST"                // after the newest record
+	AfterSequenceNumber Position = "AFTER_SEQUENCE_NUMBER" // after a record read
+)
+
+// Shard is what the engine keeps of a listed shard.
+type Shard struct {
+	ID string
+	// Parents are the shard it was split from, or the two it was merged
+	// from.
+	Parents []string
+	// Closed is set once the shard has an ending sequence number: it takes
+	// no more records, and reading reaches its end.
+	Closed bool
+}
+
+// Listing is one listing of a stream's shards.
+type Listing struct {
+	Shards []Shard
+	// Disabled is set when the stream takes no more records: once every
+	// shard is read to its end, the stream's loop ends.
+	Disabled bool
+}
+
+// Emitted is what a reader tells of a batch it handed on.
+type Emitted struct {
+	Records int    // records in the answer, rejected and duplicates included
+	Last    string // the sequence number of the last record, "" when none
+	Next    string // the next iterator
+	End     bool   // no next iterator: the shard was read to its end
+}
+
+// Stream is the part of a reader that speaks its service's API, for one
+// stream: the engine calls it from the stream's loop (List, First,
+// ShardStates) and from every shard's loop (the rest), concurrently. B is
+// the answer of one GetRecords call.
+type Stream[B any] interface {
+	// List lists every shard of the stream.
+	List(ctx context.Context) (Listing, error)
+	// First is called once, after the first listing, with whether hotkeyd
+	// never read the stream before (no checkpoint of it).
+	First(ctx context.Context, l Listing, fresh bool)
+	// Iterator takes an iterator of a shard at pos; seq is the sequence
+	// number of AfterSequenceNumber. The engine bounds ctx by the call
+	// timeout and wraps the error.
+	Iterator(ctx context.Context, shard string, pos Position, seq string) (string, error)
+	// Records calls GetRecords once (the engine bounds ctx and wraps the
+	// error).
+	Records(ctx context.Context, shard, iter string) (B, error)
+	// Emit decodes an answer and hands its events to the sink. It returns
+	// false when the sink refused them (the pipeline is stopping).
+	Emit(ctx context.Context, shard string, b B) (Emitted, bool)
+	// ShardStates reports how many listed shards are open, closed and
+	// finished.
+	ShardStates(open, closed, finished int)
+	// Forget drops a shard's own series: it was read to its end, or is
+	// read elsewhere now.
+	Forget(shard string)
+}
+
+// Pacer says how long one shard's reader waits before its next GetRecords
+// call, from the records the last call returned and the time since it
+// began. Each shard reader has its own.
+type Pacer interface {
+	Wait(records int, sinceCall time.Duration, leased bool) time.Duration
+}
+
+// Settings are the engine's tunables, from the reader's config.
+type Settings struct {
+	// Source is the source label of the errors reported.
+	Source string
+	// StartLatest reads the shards of a stream hotkeyd never read, as
+	// listed at first, from their newest record; else from their oldest.
+	// Shards that appear later are read from their oldest record.
+	StartLatest bool
+	// ListInterval is how often each stream's shards are listed again.
+	ListInterval time.Duration
+	// CheckpointInterval is the least time between two checkpoint file
+	// writes of a shard while records flow.
+	CheckpointInterval time.Duration
+	// MaxBackoff caps the backoff after errors.
+	MaxBackoff time.Duration
+	// CallTimeout bounds each call.
+	CallTimeout time.Duration
+}
+
+// Engine runs the loops of a reader of sharded streams: per stream,
+// listing the shards and starting a reader for each shard that may start
+// (parents before children, or as the lease coordinator assigns them); per
+// shard, the iterator, polling, backoff, checkpoints and the recovery of
+// each error. The reader fills in its parts; the fields are not changed
+// once a stream runs.
+type Engine struct {
+	Settings
+	Reporter ingest.Reporter
+	// Checkpoints keeps the checkpoint files (without a lease table).
+	Checkpoints *Store
+	// Coord and Book are set with a lease table: the coordinator, and the
+	// listings it splits.
+	Coord *lease.Coordinator
+	Book  *Book
+	// Health keeps each configured stream's last error.
+	Health *Health
+	// Classify maps an error of the reader's API to a reason.
+	Classify func(error) string
+	// Refused, when set, reports whether the service refused a request's
+	// parameters: a checkpoint no iterator could be taken at yet is then
+	// checked, and dropped as corrupt when the service refuses it (see
+	// shardReader.impossible). Nil: checkpoints are taken as they are.
+	Refused func(error) bool
+	// NewPacer returns the pacer of a shard reader.
+	NewPacer func() Pacer
+	// Now is the clock of the checkpoints.
+	Now func() time.Time
+}
+
+// Run runs the lease coordinator, when there is one, while read runs;
+// once read returns, the coordinator has stopped and the leases no reader
+// released are released.
+func (e *Engine) Run(ctx context.Context, read func()) {
+	if e.Coord != nil {
+		// The coordinator stops with the readers; each reader releases its
+		// lease with its last position as it stops, and ReleaseAll the
+		// leases no reader had started on.
+		coordDone := make(chan struct{})
+		go func() { _ = e.Coord.Run(ctx); close(coordDone) }()
+		defer func() {
+			<-coordDone
+			rctx, cancel := context.WithTimeout(context.Background(), e.CallTimeout)
+			defer cancel()
+			e.Coord.ReleaseAll(rctx)
+		}()
+	}
+	read()
+}
+
+// probeEvery is how often a checkpoint folder that could not be written
+// is tried again.
+const probeEvery = 5 * time.Second
+
+// ProbeCheckpoints checks the checkpoint folder at start, and again every
+// probeEvery while it cannot be written, so that the Store's Ready says so
+// before a shard has a checkpoint to write and clears once it can be.
+func (e *Engine) ProbeCheckpoints(ctx context.Context) {
+	for reported := false; ; reported = true {
+		err := e.Checkpoints.Probe()
+		if err == nil {
+			return
+		}
+		if !reported {
+			e.Reporter.Error(e.Source, ReasonCheckpoint, err)
+		}
+		if !Sleep(ctx, probeEvery) {
+			return
+		}
+	}
+}
+
+// leaseKey is the lease table's key of a shard.
+func leaseKey(arn, shard string) string {
+	return lease.Shard{Stream: arn, ID: shard}.Key()
+}
