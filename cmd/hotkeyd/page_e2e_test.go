@@ -1,0 +1,398 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/export"
+	"github.com/hotkeyd/hotkeyd/ingest/demo"
+	"github.com/hotkeyd/hotkeyd/internal/testenv"
+)
+
+// The live page, in Debian's chromium driven by chromedp, against a real
+// `hotkeyd demo`: the planted diagnoses appear within seconds, the numbers
+// the page shows are the API's, nothing goes wrong in the console, and it
+// keeps its credentials, its masking and its footing through a restart.
+// Screenshots of each view go to the folder each test logs
+// (testenv.ArtifactDir: $TEST_ARTIFACTS/<test>, or
+// $TMPDIR/hotkeyd-test-artifacts/<test>).
+func TestLivePage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs hotkeyd demo and a browser")
+	}
+	for _, c := range []struct {
+		name    string
+		auth    bool
+		keys    export.KeyMode
+		restart bool
+	}{
+		{name: "plain", keys: export.KeysPlain, restart: true},
+		{name: "basic_auth", auth: true, keys: export.KeysPlain},
+		{name: "redact", keys: export.KeysRedact},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // a process of its own, on a port of its own
+			args := []string{"demo", "--keys", string(c.keys)}
+			api := pageAPI{}
+			if c.auth {
+				args = append(args, "--web.config.file", writeBasicAuthConfig(t))
+				api.user, api.password = "prometheus", "s3cret"
+			}
+			h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{NoWaitReady: c.auth}, args...)
+			api.base = h.URL
+			// Until the first report the API answers 503, which the
+			// browser logs as an error: open the page once there is one.
+			api.waitReport(t, 30*time.Second)
+			masker, err := export.NewKeyMasker(c.keys, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			tab := testenv.NewTab(t)
+			if c.auth {
+				// The person types the password once, for the page; the
+				// page's own requests then carry what the browser kept.
+				tab.SignIn(t, api.user, api.password)
+			}
+			tab.Run(t, 20*time.Second, chromedp.Navigate(h.URL+"/"))
+			if c.auth {
+				tab.SignedIn(t)
+			}
+			waitPlanted(t, tab, masker, 40*time.Second)
+			compareWithAPI(t, tab, api)
+			tab.Screenshot(t, "overview.png")
+
+			// A table's page: its history chart and every top key.
+			tab.Run(t, 10*time.Second, chromedp.Evaluate(`location.hash = '#/table/orders'`, nil))
+			tab.WaitFor(t, `document.getElementById('app').dataset.view === 'table' && document.querySelector('tr.topkey[data-table="orders"]') && document.querySelector('[data-chart^="history:"] canvas')`, 10*time.Second, "the orders table's page")
+			compareWithAPI(t, tab, api.table("orders", ""))
+			tab.Screenshot(t, "table-orders.png")
+
+			// A phone: the page fits its width.
+			tab.Run(t, 10*time.Second, chromedp.Evaluate(`location.hash = '#/'`, nil), chromedp.EmulateViewport(390, 844))
+			tab.WaitFor(t, `document.getElementById('app').dataset.view === 'overview' && document.querySelector('article.diag')`, 10*time.Second, "the overview on a phone")
+			time.Sleep(300 * time.Millisecond) // the page redraws its charts 150 ms after a resize
+			var widths []float64
+			tab.Eval(t, `[document.documentElement.scrollWidth, window.innerWidth]`, &widths)
+			if len(widths) != 2 || widths[0] > widths[1] {
+				t.Errorf("on a 390 px wide phone the page is %v px wide (scroll width, window width): it scrolls sideways", widths)
+			}
+			tab.Screenshot(t, "phone.png")
+			tab.Run(t, 10*time.Second, chromedp.EmulateViewport(1280, 900))
+
+			if c.keys == export.KeysRedact {
+				noRawKeys(t, tab)
+			}
+			if errs := tab.Errors(); len(errs) > 0 {
+				t.Errorf("errors in the page: %q", errs)
+			}
+			if c.restart {
+				restartUnderThePage(t, tab, h, args)
+			}
+		})
+	}
+}
+
+// pageAPI fetches the daemon's API as the test, with the page's
+// credentials when it has some.
+type pageAPI struct {
+	base, user, password string
+	query                string // of /api/v1/hotkeys, for a table's page
+}
+
+func (a pageAPI) table(name, index string) pageAPI {
+	a.query = "?table=" + name + "&index=" + index
+	return a
+}
+
+// get fetches path, failing the test on a transport error.
+func (a pageAPI) get(t *testing.T, path string) (int, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.user != "" {
+		req.SetBasicAuth(a.user, a.password)
+	}
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return resp.StatusCode, body
+}
+
+// waitReport waits until the API has a report.
+func (a pageAPI) waitReport(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		code, body := a.get(t, "/api/v1/hotkeys")
+		if code == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/api/v1/hotkeys: %d %s after %s", code, body, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (a pageAPI) report(t *testing.T) report.Report {
+	t.Helper()
+	code, body := a.get(t, "/api/v1/hotkeys"+a.query)
+	if code != http.StatusOK {
+		t.Fatalf("GET /api/v1/hotkeys%s: %d %s", a.query, code, body)
+	}
+	var rep report.Report
+	if err := json.Unmarshal(body, &rep); err != nil {
+		t.Fatalf("/api/v1/hotkeys is not a report: %v", err)
+	}
+	return rep
+}
+
+// waitPlanted waits until the page shows every planted diagnosis of the
+// demo, at its severity, with its fix and its key as the API shows it.
+func waitPlanted(t *testing.T, tab *testenv.Tab, masker *export.KeyMasker, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for _, p := range demo.Planted() {
+		if p.Cause == "" {
+			continue
+		}
+		severities := []string{"warning", "critical"}
+		if p.Severity != "warning" {
+			severities = []string{p.Severity}
+		}
+		spec, _ := json.Marshal(map[string]any{
+			"table": p.Table, "index": p.Index, "causes": p.Causes(), "class": p.Class.String(),
+			"severities": severities, "fix": p.Fix, "key": masker.Mask(p.Key),
+		})
+		expr := fmt.Sprintf(`((p) => Array.from(document.querySelectorAll('article.diag')).some((e) =>
+			e.dataset.table === p.table && e.dataset.index === p.index && p.causes.includes(e.dataset.cause) &&
+			e.dataset.class === p.class && p.severities.includes(e.dataset.severity) && e.dataset.fix === p.fix &&
+			(p.key === '' || JSON.parse(e.dataset.keys)[0] === p.key) && e.textContent.includes('Fix:')))(%s)`, spec)
+		tab.WaitFor(t, expr, time.Until(deadline), fmt.Sprintf("%v diagnosis of %s %s %s", p.Causes(), p.Table, p.Index, p.Key))
+	}
+}
+
+// pageView is what the page shows, read from its DOM.
+type pageView struct {
+	End     string `json:"end"`
+	TopKeys []struct {
+		Table, Index, Class, Key string
+		Rank                     int
+		Units, Share, Peak       float64
+		ShareText                string
+	} `json:"topKeys"`
+	Diagnoses []struct {
+		Table, Index, Cause, Class, Severity, Fix string
+		Keys                                      []string
+		Share, Peak                               float64
+		ShareText                                 string
+	} `json:"diagnoses"`
+	Classes []struct {
+		Table, Index, Class string
+		Ups, Peak           float64
+		UpsText             string
+	} `json:"classes"`
+}
+
+const readPageView = `(() => {
+	const tr = (e) => ({Table: e.closest('[data-table]').dataset.table, Index: e.closest('[data-table]').dataset.index});
+	return {
+		end: document.getElementById('app').dataset.end || '',
+		topKeys: Array.from(document.querySelectorAll('tr.topkey')).map((e) => ({
+			Table: e.dataset.table, Index: e.dataset.index, Class: e.dataset.class, Key: e.dataset.key, Rank: +e.dataset.rank,
+			Units: +e.dataset.units, Share: +e.dataset.share, Peak: +e.dataset.peak,
+			ShareText: e.querySelector('.pct.share').textContent })),
+		diagnoses: Array.from(document.querySelectorAll('article.diag')).map((e) => ({
+			Table: e.dataset.table, Index: e.dataset.index, Cause: e.dataset.cause, Class: e.dataset.class,
+			Severity: e.dataset.severity, Fix: e.dataset.fix, Keys: JSON.parse(e.dataset.keys),
+			Share: +e.dataset.share, Peak: +e.dataset.peak, ShareText: e.querySelector('.nums b').textContent })),
+		classes: Array.from(document.querySelectorAll('b.cls-ups')).map((e) => Object.assign(tr(e), {
+			Class: e.dataset.class, Ups: +e.dataset.ups, Peak: +e.dataset.peak, UpsText: e.textContent })),
+	};
+})()`
+
+// compareWithAPI reads the page and the API's report of the same moment
+// (the report's end is the page's) and checks that every key, share, rate
+// and diagnosis the page shows is the API's, and that it shows them all
+// (the overview the first five keys per class).
+func compareWithAPI(t *testing.T, tab *testenv.Tab, api pageAPI) {
+	t.Helper()
+	var view pageView
+	var rep report.Report
+	matched := false
+	for try := 0; try < 40 && !matched; try++ {
+		before := api.report(t)
+		tab.Eval(t, readPageView, &view)
+		after := api.report(t)
+		for _, r := range []report.Report{before, after} {
+			if end, err := time.Parse(time.RFC3339Nano, view.End); err == nil && end.Equal(r.End) {
+				rep, matched = r, true
+			}
+		}
+		if !matched {
+			time.Sleep(150 * time.Millisecond)
+		}
+	}
+	if !matched {
+		t.Fatalf("the page never showed a report the API served (page's end %s)", view.End)
+	}
+	perTable := 0 // keys the view lists per class; 0 is all
+	if api.query == "" {
+		perTable = 5
+	}
+	type tableKey struct{ table, index string }
+	var wantKeys, wantDiags, wantClasses int
+	for _, tr := range rep.Tables {
+		if api.query != "" && tr.Table != "orders" {
+			continue
+		}
+		ranks := map[string]int{}
+		for _, k := range tr.TopKeys {
+			ranks[k.Class]++
+			if perTable > 0 && ranks[k.Class] > perTable {
+				continue
+			}
+			wantKeys++
+			found := false
+			for _, v := range view.TopKeys {
+				if v.Table != tr.Table || v.Index != tr.Index || v.Class != k.Class || v.Rank != ranks[k.Class] {
+					continue
+				}
+				found = true
+				if v.Key != k.Key || v.Units != k.Units || v.Share != k.Share || v.Peak != k.PeakUnitsPerSecond ||
+					v.ShareText != fmt.Sprintf("%.1f%%", k.Share*100) {
+					t.Errorf("%s %s %s key #%d: the page shows %+v, the API %+v", tr.Table, tr.Index, k.Class, v.Rank, v, k)
+				}
+			}
+			if !found {
+				t.Errorf("%s %s: the page does not show %s key #%d %s", tr.Table, tr.Index, k.Class, ranks[k.Class], k.Key)
+			}
+		}
+		for _, d := range tr.Diagnoses {
+			wantDiags++
+			found := false
+			for _, v := range view.Diagnoses {
+				if v.Table != tr.Table || v.Index != tr.Index || v.Cause != string(d.Cause) || v.Class != d.Class || strings.Join(v.Keys, "\x00") != strings.Join(d.Keys, "\x00") {
+					continue
+				}
+				found = true
+				if v.Severity != string(d.Severity) || v.Fix != string(d.Fix.Kind) || v.Share != d.Share || v.Peak != d.PeakUnitsPerSecond ||
+					v.ShareText != fmt.Sprintf("%.1f%%", d.Share*100) {
+					t.Errorf("%s %s %s diagnosis: the page shows %+v, the API %+v", tr.Table, tr.Index, d.Cause, v, d)
+				}
+			}
+			if !found {
+				t.Errorf("%s %s: the page does not show the %s diagnosis of %v", tr.Table, tr.Index, d.Cause, d.Keys)
+			}
+		}
+		for _, c := range tr.Classes {
+			wantClasses++
+			found := false
+			for _, v := range view.Classes {
+				if v.Table == tr.Table && v.Index == tr.Index && v.Class == c.Class {
+					found = true
+					if v.Ups != c.UnitsPerSecond || v.Peak != c.PeakUnitsPerSecond {
+						t.Errorf("%s %s %ss: the page shows %+v, the API %+v", tr.Table, tr.Index, c.Class, v, c)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("%s %s: the page does not show its %ss", tr.Table, tr.Index, c.Class)
+			}
+		}
+	}
+	if len(view.TopKeys) != wantKeys || len(view.Diagnoses) != wantDiags || len(view.Classes) != wantClasses {
+		t.Errorf("the page shows %d keys, %d diagnoses and %d class rates; the API's report has %d, %d and %d",
+			len(view.TopKeys), len(view.Diagnoses), len(view.Classes), wantKeys, wantDiags, wantClasses)
+	}
+	if wantKeys == 0 || wantDiags == 0 {
+		t.Errorf("nothing to compare: the API's report has %d keys and %d diagnoses", wantKeys, wantDiags)
+	}
+}
+
+// noRawKeys checks that no planted key, as it is, is anywhere in the page:
+// its HTML, its text, or the answers it received.
+func noRawKeys(t *testing.T, tab *testenv.Tab) {
+	t.Helper()
+	var html string
+	tab.Eval(t, `document.documentElement.outerHTML + '\n' + document.body.innerText`, &html)
+	var redacted int
+	tab.Eval(t, `Array.from(document.querySelectorAll('tr.topkey')).filter((e) => e.dataset.key.endsWith('<redacted>')).length`, &redacted)
+	if redacted == 0 {
+		t.Errorf("the page shows no redacted key")
+	}
+	for _, p := range demo.Planted() {
+		if p.Key == "" {
+			continue
+		}
+		if strings.Contains(html, p.Key) {
+			t.Errorf("the page shows the raw key %s", p.Key)
+		}
+		for _, a := range tab.Answers(regexp.MustCompile(`/api/`)) {
+			if strings.Contains(string(a.Body), p.Key) {
+				t.Errorf("%s answered the page the raw key %s", a.URL, p.Key)
+			}
+		}
+	}
+	// The date-keyed events table's key, and the demo's other families.
+	if m := regexp.MustCompile(`(EVENTS|USER|DEVICE|PRODUCT|STATUS|SKU|SESSION)#[^<"&]`).FindString(html); m != "" {
+		t.Errorf("the page shows a raw key starting %q", m)
+	}
+}
+
+// restartUnderThePage stops the daemon and starts it again on the same
+// address: the page says it is reconnecting, keeps what it had, and
+// recovers without a reload.
+func restartUnderThePage(t *testing.T, tab *testenv.Tab, h *testenv.Hotkeyd, args []string) {
+	t.Helper()
+	var before string
+	tab.Eval(t, `(window.hotkeydTestMark = 'kept', document.getElementById('app').dataset.end)`, &before)
+	if code := h.Stop(t); code != 0 {
+		t.Fatalf("hotkeyd exited %d on SIGTERM", code)
+	}
+	tab.WaitFor(t, `document.getElementById('app').dataset.status === 'down' && document.getElementById('banner') && document.querySelector('article.diag')`, 10*time.Second, "the reconnecting banner over the last report")
+	tab.Screenshot(t, "reconnecting.png")
+
+	addr := strings.TrimPrefix(h.URL, "http://")
+	h2 := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, append(args, "--web.listen-address="+addr)...)
+	if h2.URL != h.URL {
+		t.Fatalf("restarted on %s, want %s", h2.URL, h.URL)
+	}
+	tab.WaitFor(t, fmt.Sprintf(`document.getElementById('app').dataset.status === 'live' && document.getElementById('app').dataset.end > %q && !document.getElementById('banner') && document.querySelector('tr.topkey')`, before),
+		20*time.Second, "the page live again after the restart")
+	var mark string
+	tab.Eval(t, `window.hotkeydTestMark || ''`, &mark)
+	if mark != "kept" {
+		t.Errorf("the page was reloaded during the restart")
+	}
+	// While the daemon was away the browser logged the refused
+	// connections and the new daemon's 503 before its first report: those
+	// and nothing else.
+	expected := regexp.MustCompile(`ERR_CONNECTION_REFUSED|status of 503`)
+	for _, e := range tab.Errors() {
+		if !expected.MatchString(e) {
+			t.Errorf("error in the page through the restart: %s", e)
+		}
+	}
+}
