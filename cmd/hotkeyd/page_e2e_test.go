@@ -5,8 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -233,9 +238,8 @@ const readPageView = `(() => {
 })()`
 
 // compareWithAPI reads the page and the API's report of the same moment
-// (the report's end is the page's) and checks that every key, share, rate
-// and diagnosis the page shows is the API's, and that it shows them all
-// (the overview the first five keys per class).
+// (the report's end is the page's) and checks that the page shows that
+// report (compareView).
 func compareWithAPI(t *testing.T, tab *testenv.Tab, api pageAPI) {
 	t.Helper()
 	var view pageView
@@ -257,20 +261,28 @@ func compareWithAPI(t *testing.T, tab *testenv.Tab, api pageAPI) {
 	if !matched {
 		t.Fatalf("the page never showed a report the API served (page's end %s)", view.End)
 	}
-	perTable := 0 // keys the view lists per class; 0 is all
 	if api.query == "" {
-		perTable = 5
+		compareView(t, view, rep, 5, "")
+	} else {
+		compareView(t, view, rep, 0, "orders")
 	}
-	type tableKey struct{ table, index string }
+}
+
+// compareView checks that every key, share, rate and diagnosis the page
+// shows is the report's, and that it shows them all: perClass keys per
+// table and class (0: all), of every table and index or of the base table
+// named.
+func compareView(t *testing.T, view pageView, rep report.Report, perClass int, table string) {
+	t.Helper()
 	var wantKeys, wantDiags, wantClasses int
 	for _, tr := range rep.Tables {
-		if api.query != "" && tr.Table != "orders" {
+		if table != "" && (tr.Table != table || tr.Index != "") {
 			continue
 		}
 		ranks := map[string]int{}
 		for _, k := range tr.TopKeys {
 			ranks[k.Class]++
-			if perTable > 0 && ranks[k.Class] > perTable {
+			if perClass > 0 && ranks[k.Class] > perClass {
 				continue
 			}
 			wantKeys++
@@ -280,30 +292,25 @@ func compareWithAPI(t *testing.T, tab *testenv.Tab, api pageAPI) {
 					continue
 				}
 				found = true
-				if v.Key != k.Key || v.Units != k.Units || v.Share != k.Share || v.Peak != k.PeakUnitsPerSecond ||
-					v.ShareText != fmt.Sprintf("%.1f%%", k.Share*100) {
-					t.Errorf("%s %s %s key #%d: the page shows %+v, the API %+v", tr.Table, tr.Index, k.Class, v.Rank, v, k)
+				if v.Key != k.Key || v.Units != k.Units || v.Share != k.Share || v.Peak != k.PeakUnitsPerSecond || !sameShare(v.ShareText, k.Share) {
+					t.Errorf("%s %s %s key #%d: the page shows %+v, the report %+v", tr.Table, tr.Index, k.Class, v.Rank, v, k)
 				}
 			}
 			if !found {
 				t.Errorf("%s %s: the page does not show %s key #%d %s", tr.Table, tr.Index, k.Class, ranks[k.Class], k.Key)
 			}
 		}
+		// Diagnoses are matched whole: masked keys may repeat.
 		for _, d := range tr.Diagnoses {
 			wantDiags++
 			found := false
 			for _, v := range view.Diagnoses {
-				if v.Table != tr.Table || v.Index != tr.Index || v.Cause != string(d.Cause) || v.Class != d.Class || strings.Join(v.Keys, "\x00") != strings.Join(d.Keys, "\x00") {
-					continue
-				}
-				found = true
-				if v.Severity != string(d.Severity) || v.Fix != string(d.Fix.Kind) || v.Share != d.Share || v.Peak != d.PeakUnitsPerSecond ||
-					v.ShareText != fmt.Sprintf("%.1f%%", d.Share*100) {
-					t.Errorf("%s %s %s diagnosis: the page shows %+v, the API %+v", tr.Table, tr.Index, d.Cause, v, d)
-				}
+				found = found || v.Table == tr.Table && v.Index == tr.Index && v.Cause == string(d.Cause) && v.Class == d.Class &&
+					slices.Equal(v.Keys, d.Keys) && v.Severity == string(d.Severity) && v.Fix == string(d.Fix.Kind) &&
+					v.Share == d.Share && v.Peak == d.PeakUnitsPerSecond && sameShare(v.ShareText, d.Share)
 			}
 			if !found {
-				t.Errorf("%s %s: the page does not show the %s diagnosis of %v", tr.Table, tr.Index, d.Cause, d.Keys)
+				t.Errorf("%s %s: the page does not show the %s diagnosis of %v as the report has it: %+v\nthe page's: %+v", tr.Table, tr.Index, d.Cause, d.Keys, d, view.Diagnoses)
 			}
 		}
 		for _, c := range tr.Classes {
@@ -313,7 +320,7 @@ func compareWithAPI(t *testing.T, tab *testenv.Tab, api pageAPI) {
 				if v.Table == tr.Table && v.Index == tr.Index && v.Class == c.Class {
 					found = true
 					if v.Ups != c.UnitsPerSecond || v.Peak != c.PeakUnitsPerSecond {
-						t.Errorf("%s %s %ss: the page shows %+v, the API %+v", tr.Table, tr.Index, c.Class, v, c)
+						t.Errorf("%s %s %ss: the page shows %+v, the report %+v", tr.Table, tr.Index, c.Class, v, c)
 					}
 				}
 			}
@@ -323,12 +330,19 @@ func compareWithAPI(t *testing.T, tab *testenv.Tab, api pageAPI) {
 		}
 	}
 	if len(view.TopKeys) != wantKeys || len(view.Diagnoses) != wantDiags || len(view.Classes) != wantClasses {
-		t.Errorf("the page shows %d keys, %d diagnoses and %d class rates; the API's report has %d, %d and %d",
+		t.Errorf("the page shows %d keys, %d diagnoses and %d class rates; the report has %d, %d and %d",
 			len(view.TopKeys), len(view.Diagnoses), len(view.Classes), wantKeys, wantDiags, wantClasses)
 	}
 	if wantKeys == 0 || wantDiags == 0 {
-		t.Errorf("nothing to compare: the API's report has %d keys and %d diagnoses", wantKeys, wantDiags)
+		t.Errorf("nothing to compare: the report has %d keys and %d diagnoses", wantKeys, wantDiags)
 	}
+}
+
+// sameShare tells whether text, a percentage with one decimal, is share
+// (JavaScript's toFixed and Go round halves apart: either is fine).
+func sameShare(text string, share float64) bool {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(text, "%"), 64)
+	return err == nil && strings.HasSuffix(text, "%") && math.Abs(v-share*100) <= 0.05+1e-9
 }
 
 // noRawKeys checks that no planted key, as it is, is anywhere in the page:
@@ -393,6 +407,136 @@ func restartUnderThePage(t *testing.T, tab *testenv.Tab, h *testenv.Hotkeyd, arg
 	for _, e := range tab.Errors() {
 		if !expected.MatchString(e) {
 			t.Errorf("error in the page through the restart: %s", e)
+		}
+	}
+}
+
+// The HTML report of analyze, opened from a file in the browser: one
+// self-contained page (nothing fetched) with the same diagnoses, keys and
+// numbers as analyze --format json on the same input, charts over the
+// whole input, no console errors, and a screenshot of each view.
+func TestAnalyzeHTMLReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	generated := writeWorkload(t, t.TempDir(), 200)
+	for _, c := range []struct {
+		name, input string
+		keys        export.KeyMode
+	}{
+		{"access_log", "testdata/access.jsonl", export.KeysPlain},
+		{"five_minutes", generated.path, export.KeysPlain},
+		{"five_minutes_redact", generated.path, export.KeysRedact},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"analyze", "--keys", string(c.keys), c.input}
+			code, out, stderr := runAnalyzeCmd(t, "", append(args, "--format", "json")...)
+			if code != 0 {
+				t.Fatalf("analyze --format json: exit %d: %s", code, stderr)
+			}
+			var rep report.Report
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			code, page, stderr := runAnalyzeCmd(t, "", append(args, "--format", "html")...)
+			if code != 0 {
+				t.Fatalf("analyze --format html: exit %d: %s", code, stderr)
+			}
+			path := filepath.Join(testenv.ArtifactDir(t), "report.html")
+			if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("report: %s", path)
+			checkSeries(t, page, rep)
+
+			tab := testenv.NewTab(t)
+			tab.Run(t, 20*time.Second, chromedp.Navigate("file://"+path))
+			tab.WaitFor(t, `document.getElementById('app').dataset.status === 'report' && document.querySelector('tr.topkey') && document.querySelector('[data-chart^="traffic:"] canvas')`, 10*time.Second, "the report")
+			var view pageView
+			tab.Eval(t, readPageView, &view)
+			if end, err := time.Parse(time.RFC3339Nano, view.End); err != nil || !end.Equal(rep.End) {
+				t.Errorf("the page's report ends at %s, analyze's at %s", view.End, rep.End)
+			}
+			compareView(t, view, rep, 5, "")
+			tab.Screenshot(t, "overview.png")
+
+			tab.Run(t, 10*time.Second, chromedp.Evaluate(`location.hash = '#/table/orders'`, nil))
+			tab.WaitFor(t, `document.getElementById('app').dataset.view === 'table' && document.querySelector('[data-chart^="history:"] canvas')`, 10*time.Second, "the orders table's page")
+			tab.Eval(t, readPageView, &view)
+			compareView(t, view, rep, 0, "orders")
+			tab.Screenshot(t, "table-orders.png")
+
+			for _, a := range tab.Answers(nil) {
+				if !strings.HasPrefix(a.URL, "file://") {
+					t.Errorf("the report fetched %s", a.URL)
+				}
+			}
+			if c.keys == export.KeysRedact && regexp.MustCompile(`USER#\d`).MatchString(page) {
+				t.Errorf("the redacted report holds a raw key: %s", regexp.MustCompile(`USER#\d+`).FindString(page))
+			}
+			if errs := tab.Errors(); len(errs) > 0 {
+				t.Errorf("errors in the page: %q", errs)
+			}
+		})
+	}
+}
+
+// checkSeries reads the data the report page holds and checks its charts
+// against the report: every table has a series over the whole input, its
+// classes add up to the table's units, and each top key's points to its
+// units where the points are all known.
+func checkSeries(t *testing.T, page string, rep report.Report) {
+	t.Helper()
+	m := regexp.MustCompile(`(?s)<script id="hotkeyd-data" type="application/json">(.*?)</script>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("the page holds no data")
+	}
+	var data export.HTMLReport
+	if err := json.Unmarshal([]byte(m[1]), &data); err != nil {
+		t.Fatalf("the page's data: %v", err)
+	}
+	if len(data.Series.Tables) != len(rep.Tables) {
+		t.Fatalf("%d series for %d tables", len(data.Series.Tables), len(rep.Tables))
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+	for i, ts := range data.Series.Tables {
+		tr := rep.Tables[i]
+		if ts.Table != tr.Table || ts.Index != tr.Index || len(ts.Classes) != 2 {
+			t.Fatalf("series %d is of %s %s with %d classes, want %s %s's two", i, ts.Table, ts.Index, len(ts.Classes), tr.Table, tr.Index)
+		}
+		n := len(ts.Classes[0].UnitsPerSecond)
+		end := ts.Start.Add(time.Duration(int64(n)*ts.Step) * time.Second)
+		if n == 0 || n > 300 || ts.Start.After(rep.Start) || end.Before(rep.End) && tr.Events > 0 {
+			t.Errorf("%s %s: %d points of %d s from %s to %s, want at most 300 over the input (%s to %s)", tr.Table, tr.Index, n, ts.Step, ts.Start, end, rep.Start, rep.End)
+		}
+		sum := func(p report.Points) (s float64, known bool) {
+			for _, v := range p {
+				if math.IsNaN(v) {
+					return 0, false
+				}
+				s += v * float64(ts.Step)
+			}
+			return s, true
+		}
+		if r, _ := sum(ts.Classes[0].UnitsPerSecond); !near(r, tr.ReadUnits) {
+			t.Errorf("%s %s: the read points add up to %g units, the report has %g", tr.Table, tr.Index, r, tr.ReadUnits)
+		}
+		if w, _ := sum(ts.Classes[1].UnitsPerSecond); !near(w, tr.WriteUnits) {
+			t.Errorf("%s %s: the write points add up to %g units, the report has %g", tr.Table, tr.Index, w, tr.WriteUnits)
+		}
+		if len(ts.Keys) != len(tr.TopKeys) {
+			t.Errorf("%s %s: %d key series for %d top keys", tr.Table, tr.Index, len(ts.Keys), len(tr.TopKeys))
+			continue
+		}
+		for j, k := range tr.TopKeys {
+			ks := ts.Keys[j]
+			if ks.Key != k.Key || ks.Class != k.Class || len(ks.UnitsPerSecond) != n {
+				t.Errorf("%s %s key series %d: %s %s of %d points, want %s %s", tr.Table, tr.Index, j, ks.Key, ks.Class, len(ks.UnitsPerSecond), k.Key, k.Class)
+				continue
+			}
+			if u, known := sum(ks.UnitsPerSecond); known && !near(u, k.Units) {
+				t.Errorf("%s %s %s key %s: the points add up to %g units, the report has %g", tr.Table, tr.Index, k.Class, k.Key, u, k.Units)
+			}
 		}
 	}
 }

@@ -1,7 +1,8 @@
 // Package analyze is hotkeyd analyze: it reads whole inputs (JSON lines,
 // CloudTrail, DynamoDB stream records, compressed or not; package formats) into one window that
 // never expires, evaluates it once (detect.Evaluate) and writes one report,
-// as JSON or as text. It is the offline twin of the daemon's pipeline, with
+// as text, as JSON, or as one self-contained HTML page with charts of the
+// traffic across the input. It is the offline twin of the daemon's pipeline, with
 // the same numbers.
 package analyze
 
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/formats"
@@ -41,8 +43,11 @@ type Config struct {
 	Fields jsonl.Fields
 	// Masker masks the keys of the report; nil shows them as they are.
 	Masker *export.KeyMasker
-	// Format is "json" or "text".
+	// Format is "text", "json" or "html" (one self-contained page with
+	// the live page's views and charts, export.WriteHTMLReport).
 	Format string
+	// Version is written into the HTML report.
+	Version string
 	// Log receives the readers' hints (a table without a key schema).
 	Log *zap.Logger
 	// Stdin, Stdout and Stderr are the process's streams: the report goes
@@ -65,9 +70,16 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	rep := input.NewTextReporter(cfg.Stderr)
 	inputs := formats.New(formats.Config{Schemas: cfg.Schemas, Table: cfg.Table, Fields: cfg.Fields, Log: cfg.Log, Reporter: rep})
+	var sink ingest.Sink = store
+	var rec *recorder
+	if cfg.Format == "html" {
+		// The charts' points, recorded on the way to the store.
+		rec = newRecorder(store, max(2*cfg.Settings.Top, 20), min(scfg.MaxTables, maxSeriesTables))
+		sink = rec
+	}
 	failed := 0
 	for _, name := range cfg.Files {
-		if err := inputs.ReadFile(ctx, name, cfg.Stdin, store, cfg.Stderr); err != nil {
+		if err := inputs.ReadFile(ctx, name, cfg.Stdin, sink, cfg.Stderr); err != nil {
 			fmt.Fprintf(cfg.Stderr, "hotkeyd: %s: %v\n", name, bareError(err))
 			failed++
 		}
@@ -83,18 +95,27 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 
-	report := detect.Evaluate(store.Snapshot(), cfg.Settings)
-	report.Rejected = rep.Rejected()
-	report.Notes = inputs.Notes()
-	if cfg.Masker != nil {
-		report = cfg.Masker.MaskReport(report)
+	result := detect.Evaluate(store.Snapshot(), cfg.Settings)
+	result.Rejected = rep.Rejected()
+	result.Notes = inputs.Notes()
+	var series report.Series
+	if rec != nil {
+		series = rec.series(result, cfg.Settings.Threshold)
 	}
-	if cfg.Format == "json" {
+	if cfg.Masker != nil {
+		result = cfg.Masker.MaskReport(result)
+		series = cfg.Masker.MaskSeries(series)
+	}
+	switch cfg.Format {
+	case "json":
 		enc := json.NewEncoder(cfg.Stdout)
 		enc.SetIndent("", "  ")
-		err = enc.Encode(report)
-	} else {
-		err = export.WriteTextReport(cfg.Stdout, report, cfg.Settings.Threshold)
+		err = enc.Encode(result)
+	case "html":
+		err = export.WriteHTMLReport(cfg.Stdout, export.HTMLReport{Report: result, Series: series},
+			"hotkeyd analyze: "+strings.Join(cfg.Files, ", "), cfg.Version)
+	default:
+		err = export.WriteTextReport(cfg.Stdout, result, cfg.Settings.Threshold)
 	}
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
@@ -107,6 +128,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	return nil
 }
+
+// maxSeriesTables bounds the tables the HTML report has charts of; the
+// report lists the others without.
+const maxSeriesTables = 100
 
 // ErrUnreadable is Run's error when some inputs could not be read; each was
 // named on Stderr already.
