@@ -24,4 +24,4 @@ fi
 mkdir -p "$dest"
 cp "$tmp/package/dist/uPlot.iife.min.js" "$tmp/package/dist/uPlot.min.css" "$tmp/package/LICENSE" "$dest/"
 echo "$version" >"$dest/VERSION"
-echo "update-uplot: uplot $version in ${dest#"$root"/}; run go test ./export/ and the browser tests (go test -run Browser ./cmd/hotkeyd/)" >&2
+echo "update-uplot: uplot $version in ${dest#"$root"/}; run go test ./export/ and the browser tests (go test -run 'TestLivePage|TestAnalyzeHTMLReport' ./cmd/hotkeyd/)" >&2

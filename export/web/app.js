@@ -274,7 +274,7 @@
       '<span class="cause">' + esc(CAUSE[d.cause] || d.cause) + '</span> on <a href="' + tableHref(t) + '">' + esc(tableName(t)) + '</a>' +
       ' · ' + esc(d.class) + 's' + (keys.length ? ' · ' + keyLabel + ' ' + keys.map(function (k) { return '<code class="key">' + esc(k) + '</code>'; }).join(', ') : '') + '</div>';
     html += '<div class="nums"><span>share <b>' + pct(d.share) + '</b></span><span>busiest second <b>' + fmt(d.peak_units_per_second) + '</b> ' +
-      UNIT[d.class] + '/s</span><span><b>' + (ceiling * 100).toFixed(0) + '%</b> of one partition\'s ' + fmt(d.limit) + ' ' + UNIT[d.class] + '/s</span>' +
+      UNIT[d.class] + '/s</span><span><b>' + trim((ceiling * 100).toFixed(ceiling < 0.1 ? 1 : 0)) + '%</b> of one partition\'s ' + fmt(d.limit) + ' ' + UNIT[d.class] + '/s</span>' +
       (d.throttled ? '<span>throttled <b>' + fmt(d.throttled) + '</b></span>' : '') + '</div>';
     html += '<p class="summary">' + esc(d.summary) + '</p>';
     html += '<div class="fix"><span class="label">Fix: ' + esc(FIX[d.fix.kind] || d.fix.kind) +
@@ -312,7 +312,7 @@
   // (the key charts of one table share it, so they compare at a glance).
   function chartSlot(id, kind, data, colors, yMax) {
     pending.set(id, { kind: kind, data: data, colors: colors, yMax: yMax });
-    return '<div class="' + (kind === 'wide' ? 'chart-wide' : 'spark') + '" data-chart="' + esc(id) + '"></div>';
+    return '<div class="' + (kind === 'spark' ? 'spark' : 'chart-wide') + '" data-chart="' + esc(id) + '"></div>';
   }
 
   function keysTable(t, cls, limit, ts) {
@@ -333,7 +333,7 @@
       return '<tr class="topkey"' + attrs({
         table: t.table, index: t.index || '', class: k.class, key: k.key, rank: i + 1,
         units: k.units, share: k.share, ups: k.units_per_second || 0, peak: k.peak_units_per_second,
-      }) + '><td class="key">' + esc(k.key) + '</td>' +
+      }) + '><td class="key" title="' + esc(k.key) + '">' + esc(k.key) + '</td>' +
         '<td class="num opt units">' + fmt(k.units) + '</td>' +
         '<td class="sharecell"><div class="bar"><div class="fill' + (hot ? ' hot' : '') + '" style="width:' + Math.min(100, k.share * 100).toFixed(2) + '%"></div>' +
         (threshold ? '<div class="thr" style="left:' + (threshold * 100).toFixed(2) + '%" title="threshold ' + pct(threshold) + '"></div>' : '') +

@@ -57,7 +57,11 @@ func chromiumPath() (string, error) {
 	return "", fmt.Errorf("no chromium, chromium-browser or google-chrome on the PATH")
 }
 
-func startBrowser() (context.Context, func(), error) {
+// StartBrowser starts a headless Chromium (HOTKEYD_CHROMIUM, else Debian's
+// chromium on the PATH) with a 1280 × 900 window, and returns the context
+// to open tabs from (chromedp.NewContext) and the function that stops it.
+// Tests use NewTab; StartBrowser is for tools (scripts/screenshots.sh).
+func StartBrowser() (context.Context, func(), error) {
 	path, err := chromiumPath()
 	if err != nil {
 		return nil, nil, err
@@ -169,7 +173,7 @@ const maxAnswers = 400
 // otherwise.
 func NewTab(t testing.TB) *Tab {
 	t.Helper()
-	browser.once.Do(func() { browser.ctx, browser.cancel, browser.err = startBrowser() })
+	browser.once.Do(func() { browser.ctx, browser.cancel, browser.err = StartBrowser() })
 	if browser.err != nil {
 		msg := fmt.Sprintf("Chromium is not available (%v): run `make test-deps` (or set %s)", browser.err, ChromiumEnv)
 		if os.Getenv("CI") != "" {
