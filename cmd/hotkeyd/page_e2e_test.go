@@ -42,7 +42,7 @@ func TestLivePage(t *testing.T) {
 		restart bool
 	}{
 		{name: "plain", keys: export.KeysPlain, restart: true},
-		{name: "basic_auth", auth: true, keys: export.KeysPlain},
+		{name: "basic_auth", auth: true, keys: export.KeysPlain, restart: true},
 		{name: "redact", keys: export.KeysRedact},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -53,7 +53,7 @@ func TestLivePage(t *testing.T) {
 				args = append(args, "--web.config.file", writeBasicAuthConfig(t))
 				api.user, api.password = "prometheus", "s3cret"
 			}
-			h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{NoWaitReady: c.auth}, args...)
+			h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, args...)
 			api.base = h.URL
 			// Until the first report the API answers 503, which the
 			// browser logs as an error: open the page once there is one.
@@ -97,6 +97,19 @@ func TestLivePage(t *testing.T) {
 
 			if c.keys == export.KeysRedact {
 				noRawKeys(t, tab)
+			}
+			if c.auth {
+				// Every answer the page had from the API came with its
+				// credentials: none refused.
+				answers := tab.Answers(regexp.MustCompile(`/api/v1/hotkeys`))
+				for _, a := range answers {
+					if a.Status != http.StatusOK {
+						t.Errorf("%s answered the page %d", a.URL, a.Status)
+					}
+				}
+				if len(answers) < 10 {
+					t.Errorf("the page had %d answers from the API, want one a second", len(answers))
+				}
 			}
 			if errs := tab.Errors(); len(errs) > 0 {
 				t.Errorf("errors in the page: %q", errs)
