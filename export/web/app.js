@@ -181,8 +181,16 @@
 
   // ---- live polling ----
 
+  // FETCH_TIMEOUT_MS bounds one request: a daemon that accepts and never
+  // answers (stopped, or a network that drops packets) must not stop the
+  // polling.
+  var FETCH_TIMEOUT_MS = 5000;
+
   function getJSON(path) {
-    return fetch(path, { cache: 'no-store', credentials: 'same-origin' }).then(
+    var ctl = typeof AbortController === 'function' ? new AbortController() : null;
+    var timer = ctl ? setTimeout(function () { ctl.abort(); }, FETCH_TIMEOUT_MS) : null;
+    var done = function () { clearTimeout(timer); };
+    return fetch(path, { cache: 'no-store', credentials: 'same-origin', signal: ctl ? ctl.signal : undefined }).then(
       function (resp) {
         if (resp.status === 401) {
           throw { kind: 'auth', message: 'the server refused the page\'s credentials (401): reload the page to sign in again' };
@@ -197,7 +205,9 @@
       },
       function () {
         throw { kind: 'down', message: 'hotkeyd does not answer' };
-      });
+      }).then(
+      function (v) { done(); return v; },
+      function (e) { done(); throw e; });
   }
 
   var generation = 0, timer = null;

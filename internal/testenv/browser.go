@@ -307,8 +307,11 @@ func (tab *Tab) SignIn(t testing.TB, user, password string) {
 	tab.mu.Lock()
 	tab.authUser, tab.authPass = user, password
 	tab.mu.Unlock()
+	// Only documents (the navigation) are held for the challenge: the
+	// page's own requests must carry the credentials the browser kept,
+	// and none may be left held when SignedIn lets go.
 	if err := chromedp.Run(tab.Ctx, fetch.Enable().WithHandleAuthRequests(true).
-		WithPatterns([]*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest}})); err != nil {
+		WithPatterns([]*fetch.RequestPattern{{URLPattern: "*", ResourceType: network.ResourceTypeDocument, RequestStage: fetch.RequestStageRequest}})); err != nil {
 		t.Fatalf("enable basic-auth answers: %v", err)
 	}
 }
