@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func historyReport(tables ...string) report.Report {
 	return rep
 }
 
-// points writes NaN as -1, to compare with ==.
+// points writes NaN as -1, to compare with slices.Equal.
 func points(p report.Points) []float64 {
 	out := make([]float64, len(p))
 	for i, v := range p {
@@ -51,18 +52,6 @@ func points(p report.Points) []float64 {
 		}
 	}
 	return out
-}
-
-func equal(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestHistorySeries(t *testing.T) {
@@ -98,7 +87,7 @@ func TestHistorySeries(t *testing.T) {
 		{"bob's writes", ts.Keys[2].UnitsPerSecond, []float64{1, 1, -1, 1, 1}},
 		{"alice's reads (not among the read keys)", ts.Keys[3].UnitsPerSecond, []float64{-1, -1, -1, -1, -1}},
 	} {
-		if !equal(points(c.got), c.want) {
+		if !slices.Equal(points(c.got), c.want) {
 			t.Errorf("%s: %v, want %v (-1 for null)", c.name, points(c.got), c.want)
 		}
 	}
@@ -107,7 +96,7 @@ func TestHistorySeries(t *testing.T) {
 	// unknown and the older ones out.
 	h.Record(secondSnap(110, 50))
 	ts = h.Series(historyReport("orders"), 0).Tables[0]
-	if w := points(ts.Classes[ingest.Write].UnitsPerSecond); !ts.Start.Equal(time.Unix(106, 0)) || !equal(w, []float64{-1, -1, -1, -1, 50}) {
+	if w := points(ts.Classes[ingest.Write].UnitsPerSecond); !ts.Start.Equal(time.Unix(106, 0)) || !slices.Equal(w, []float64{-1, -1, -1, -1, 50}) {
 		t.Errorf("after a gap: start %s, writes %v", ts.Start, w)
 	}
 
@@ -158,7 +147,7 @@ func TestServerHistoryAPI(t *testing.T) {
 	if len(s.Tables) != 1 || s.Tables[0].Table != "users" || len(s.Tables[0].Keys) != 3 || s.Tables[0].Keys[0].Key != m.Mask("USER#alice") {
 		t.Errorf("series %+v, want users' with 3 keys, alice masked first", s)
 	}
-	if got := points(s.Tables[0].Keys[0].UnitsPerSecond); !equal(got, []float64{5}) {
+	if got := points(s.Tables[0].Keys[0].UnitsPerSecond); !slices.Equal(got, []float64{5}) {
 		t.Errorf("alice's points %v, want [5]", got)
 	}
 }
