@@ -23,7 +23,7 @@ type CollectorConfig struct {
 	Masker *KeyMasker
 	// Replica is, with replicas sharing a lease table, this replica's
 	// worker id: it then exports only the series it is the source of (see
-	// Raisers): its tables' table-wide series, the keys its shards carry,
+	// detect.Raisers): its tables' table-wide series, the keys its shards carry,
 	// the diagnoses it raises and their findings. Empty exports everything.
 	Replica string
 }

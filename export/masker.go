@@ -162,6 +162,24 @@ func (m *KeyMasker) MaskReport(r report.Report) report.Report {
 	return out
 }
 
+// MaskSeries returns a copy of s with its keys masked, as MaskReport masks
+// the report they come with. In plain mode s itself is returned.
+func (m *KeyMasker) MaskSeries(s report.Series) report.Series {
+	if m == nil || m.mode == KeysPlain {
+		return s
+	}
+	out := s
+	out.Tables = make([]report.TableSeries, len(s.Tables))
+	for i, t := range s.Tables {
+		t.Keys = slices.Clone(t.Keys)
+		for j := range t.Keys {
+			t.Keys[j].Key = m.Mask(t.Keys[j].Key)
+		}
+		out.Tables[i] = t
+	}
+	return out
+}
+
 // MaskTable is MaskReport for one table's entry.
 func (m *KeyMasker) MaskTable(t report.TableReport) report.TableReport {
 	if m == nil || m.mode == KeysPlain {

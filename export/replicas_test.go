@@ -56,7 +56,7 @@ func TestRaisers(t *testing.T) {
 		tr := detect.NewTracker(detect.DefaultSettings())
 		var rep report.Report
 		var changes []report.Change
-		r := NewRaisers(self.Worker)
+		r := detect.NewRaisers(self.Worker)
 		for range detect.DefaultSettings().HoldEvaluations + 1 {
 			var ch []report.Change
 			rep, ch = tr.Evaluate(c.Snapshot)
@@ -89,7 +89,7 @@ func TestRaisers(t *testing.T) {
 	}
 	// b is gone and c reads its shard now: the diagnosis, still flagged,
 	// moves to c rather than staying with a replica nobody hears from.
-	r := NewRaisers("a")
+	r := detect.NewRaisers("a")
 	tr := detect.NewTracker(detect.DefaultSettings())
 	var rep report.Report
 	for i := range detect.DefaultSettings().HoldEvaluations + 2 {

@@ -31,6 +31,9 @@ type ServerConfig struct {
 	Registerer prometheus.Registerer
 	// Live is the state served at /api/v1/hotkeys. Required.
 	Live *Live
+	// History is the per-second traffic served at /api/v1/hotkeys/history;
+	// nil serves series without points.
+	History *History
 	// Masker masks the keys of the API; nil shows them as they are.
 	Masker *KeyMasker
 	// Readiness answers /-/ready. Required.
@@ -44,7 +47,7 @@ type ServerConfig struct {
 	// Web holds the listen addresses and the web config file (TLS, basic
 	// auth), as kingpinflag.AddFlags makes them. Required by Run only.
 	Web *web.FlagConfig
-	// Version is shown on the landing page.
+	// Version is written into the page.
 	Version string
 	// ShutdownTimeout bounds the graceful shutdown; zero means 5 s.
 	ShutdownTimeout time.Duration
@@ -82,7 +85,8 @@ var probePaths = []string{"/-/healthy", "/-/ready"}
 func ProbePaths() []string { return slices.Clone(probePaths) }
 
 // Server is hotkeyd's HTTP surface: /metrics, /-/healthy, /-/ready,
-// /api/v1/hotkeys, /api/v1/events and a landing page at /.
+// /api/v1/hotkeys, /api/v1/hotkeys/history, /api/v1/events and the live
+// page at /.
 type Server struct {
 	log     *zap.Logger
 	cfg     ServerConfig
@@ -94,6 +98,9 @@ type Server struct {
 func NewServer(log *zap.Logger, cfg ServerConfig) (*Server, error) {
 	if cfg.Gatherer == nil || cfg.Live == nil || cfg.Readiness == nil {
 		return nil, errors.New("web server: Gatherer, Live and Readiness are required")
+	}
+	if cfg.History == nil {
+		cfg.History = NewHistory(HistoryConfig{})
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 5 * time.Second
@@ -156,6 +163,7 @@ func (s *Server) routes() (http.Handler, error) {
 	})
 
 	mux.Handle("GET /api/v1/hotkeys", hotkeysHandler{live: s.cfg.Live, masker: s.cfg.Masker, log: s.log})
+	mux.Handle("GET /api/v1/hotkeys/history", historyHandler{live: s.cfg.Live, history: s.cfg.History, masker: s.cfg.Masker, log: s.log})
 
 	if s.cfg.Events != nil {
 		// Other methods get 405 with "Allow: POST" from the mux.
@@ -167,21 +175,18 @@ func (s *Server) routes() (http.Handler, error) {
 		})
 	}
 
-	landing, err := web.NewLandingPage(web.LandingConfig{
-		Name:        "hotkeyd",
-		Description: "Hot partition keys in Amazon DynamoDB tables, and how to fix the key design",
-		Version:     s.cfg.Version,
-		Links: []web.LandingLinks{
-			{Address: "metrics", Text: "Metrics"},
-			{Address: "api/v1/hotkeys", Text: "Hot keys", Description: "the live report (JSON)"},
-			{Address: "-/healthy", Text: "Health"},
-			{Address: "-/ready", Text: "Readiness"},
-		},
-	})
+	page, err := livePage(s.cfg.Version)
 	if err != nil {
-		return nil, fmt.Errorf("build landing page: %w", err)
+		return nil, fmt.Errorf("build the page: %w", err)
 	}
-	mux.Handle("GET /{$}", landing)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		// The page is the same for every request, but a new binary may
+		// serve another: ask the browser to check.
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		_, _ = w.Write(page)
+	})
 	return mux, nil
 }
 
@@ -310,7 +315,7 @@ var refusedCodes = map[int]bool{
 }
 
 // routes are the path label's values; any other path is "other".
-var routes = []string{"/", "/metrics", "/api/v1/hotkeys", "/api/v1/events", "/-/healthy", "/-/ready"}
+var routes = []string{"/", "/metrics", "/api/v1/hotkeys", "/api/v1/hotkeys/history", "/api/v1/events", "/-/healthy", "/-/ready"}
 
 func routeOf(path string) string {
 	if slices.Contains(routes, path) {

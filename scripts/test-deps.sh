@@ -7,6 +7,8 @@
 #     "amplify-dynamodb-simulator", under .tools/ in this repository
 #   - kinesalite (a Kinesis Data Streams emulator) and s3rver (an S3
 #     emulator), npm packages that run on Node, under .tools/ too
+#   - Chromium (Debian package "chromium"), the headless browser the page's
+#     tests drive with chromedp
 # Run as root or with sudo available. Safe to run again: it skips what is there.
 set -euo pipefail
 
@@ -34,6 +36,9 @@ if ! command -v java >/dev/null 2>&1; then
 fi
 if ! command -v npm >/dev/null 2>&1; then
 	apt_install nodejs npm
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+	apt_install chromium
 fi
 
 jar="$tools/node_modules/amplify-dynamodb-simulator/emulator/DynamoDBLocal.jar"
@@ -63,4 +68,4 @@ npm_tool() {
 }
 npm_tool kinesalite@3.3.3 "$tools/node_modules/kinesalite/cli.js"
 npm_tool s3rver@3.7.1 "$tools/node_modules/s3rver/bin/s3rver.js"
-echo "test-deps: prometheus $(prometheus --version 2>&1 | head -1 | awk '{print $3}'), DynamoDB Local at ${jar%/*}, kinesalite and s3rver under $tools/node_modules" >&2
+echo "test-deps: prometheus $(prometheus --version 2>&1 | head -1 | awk '{print $3}'), $(chromium --version 2>/dev/null | head -1), DynamoDB Local at ${jar%/*}, kinesalite and s3rver under $tools/node_modules" >&2

@@ -71,7 +71,7 @@ func TestCommandLine(t *testing.T) {
 		// Flags.
 		{[]string{"--version"}, nil, 0, version, ""},
 		{[]string{"--log.format", "yaml", "demo"}, nil, 2, "", "hotkeyd: --log.format: must be logfmt or json, got \"yaml\" (see --help)\n"},
-		{[]string{"analyze", "--format", "yaml", "x.jsonl"}, nil, 2, "", "hotkeyd: --format: must be text or json, got \"yaml\" (see --help)\n"},
+		{[]string{"analyze", "--format", "yaml", "x.jsonl"}, nil, 2, "", "hotkeyd: --format: must be text, json or html, got \"yaml\" (see --help)\n"},
 		{[]string{"demo", "--keys", "hash", "--config.check"}, nil, 1, "", noSecret},
 		{[]string{"demo", "--keys", "hash", "--config.check"}, []string{"HOTKEYD_KEY_HASH_SECRET=s3cret"}, 0, "defaults: valid\n", ""},
 		// YAML errors name the key as a path, without Go types.

@@ -86,6 +86,7 @@ type daemon struct {
 	sink     ingest.Sink
 	reporter *export.Reporter
 	live     *export.Live
+	history  *export.History
 	ready    *export.Readiness
 	masker   *export.KeyMasker
 	tracker  *detect.Tracker
@@ -172,6 +173,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 		ccfg.Replica = d.replicas.worker
 	}
 	d.live = export.NewLive(time.Now)
+	d.history = export.NewHistory(export.HistoryConfig{Window: cfg.Window, Top: settings.Top, Threshold: cfg.Threshold})
 	if err := reg.Register(export.NewCollector(d.live, ccfg)); err != nil {
 		return nil, fmt.Errorf("register collector: %w", err)
 	}
@@ -179,7 +181,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	d.ready.Watch(d.sources...)
 	systemd := false
 	d.server, err = export.NewServer(log.Named("web"), export.ServerConfig{
-		Gatherer: reg, Registerer: reg, Live: d.live, Masker: d.masker, Readiness: d.ready, Events: events,
+		Gatherer: reg, Registerer: reg, Live: d.live, History: d.history, Masker: d.masker, Readiness: d.ready, Events: events,
 		EventsHint:     "HTTP ingest is disabled; start hotkeyd with --web.enable-ingest to POST JSON lines to /api/v1/events",
 		Web:            &web.FlagConfig{WebListenAddresses: &[]string{cfg.Listen}, WebSystemdSocket: &systemd, WebConfigFile: &f.webConfig},
 		Version:        buildVersion(),
@@ -230,8 +232,8 @@ func (d *daemon) run(ctx context.Context) error {
 		g.Add(func() error { return sources.Run(i) }, func(error) { sources.Cancel() })
 	}
 
-	// Detector tick: snapshot → evaluate with hysteresis → publish → log
-	// what became hot or cooled.
+	// Detector tick: snapshot → evaluate with hysteresis → record the
+	// second for the page → publish → log what became hot or cooled.
 	{
 		tickCtx, stopTick := context.WithCancel(context.Background())
 		ann := export.NewAnnouncer(d.log.Named("detector"), d.masker)
@@ -243,13 +245,16 @@ func (d *daemon) run(ctx context.Context) error {
 				case <-tickCtx.Done():
 					return nil
 				case <-t.C:
+					var snap sketch.Snapshot
 					var rep report.Report
 					var changes []report.Change
 					if d.replicas != nil {
-						rep, changes = d.replicas.evaluate(d.store, d.tracker)
+						snap, rep, changes = d.replicas.evaluate(d.store, d.tracker)
 					} else {
-						rep, changes = d.tracker.Evaluate(d.store.Snapshot())
+						snap = d.store.Snapshot()
+						rep, changes = d.tracker.Evaluate(snap)
 					}
+					d.history.Record(detect.LastSeconds(snap, d.history.Keys()))
 					rep.Rejected = d.reporter.Rejected()
 					d.live.Update(rep)
 					ann.Announce(changes)
@@ -306,6 +311,7 @@ func (d *daemon) run(ctx context.Context) error {
 // demoHelp tells a newcomer where to look; %[1]s is the base URL.
 const demoHelp = `hotkeyd demo: synthetic traffic on several tables, with planted hot keys and key-design mistakes.
   metrics:   %[1]s/metrics   (try: curl -s %[1]s/metrics | grep hotkeyd_diagnosis)
+  the page:  %[1]s/   (tables, hot keys, diagnoses and fixes, live)
   hot keys:  %[1]s/api/v1/hotkeys
   and watch the log below for 'hot key' and other diagnosis lines; they appear within seconds. Ctrl-C stops.
 `

@@ -3,7 +3,7 @@
 //
 //	hotkeyd [run] --config.file hotkeyd.yaml   the daemon: sources → sketches → detector → /metrics, /api/v1/hotkeys
 //	hotkeyd demo                               the same daemon on a built-in synthetic workload
-//	hotkeyd analyze [--format json|text] FILE… one report over whole files (package analyze)
+//	hotkeyd analyze [--format text|json|html] FILE… one report over whole files (package analyze)
 //	hotkeyd version                            version, revision, Go version (also --version)
 //
 // main wires and nothing else: flags and config, then the components, then
@@ -121,7 +121,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	runCmd := app.Command("run", "Run the daemon on the configured sources (the default).").Default()
 	demoCmd := app.Command("demo", "Run the daemon on a built-in synthetic workload with planted hot keys.")
 	analyzeCmd := app.Command("analyze", "Read whole files (JSON lines, CloudTrail, DynamoDB stream records) as one window and print one report.")
-	enumFlag(analyzeCmd.Flag("format", "Report format: text or json."), &f.format, "text", "text", "json")
+	enumFlag(analyzeCmd.Flag("format", "Report format: text, json, or html (one self-contained page with charts of the traffic across the input, to open in a browser or attach to a ticket)."), &f.format, "text", "text", "json", "html")
 	analyzeCmd.Flag("top", "Keys listed per table and class.").Default("10").IntVar(&f.top)
 	analyzeCmd.Flag("key-schema", "Key schema of a table, TABLE=PK[,SK], for inputs that do not say which attribute is the key (CloudTrail, stream records). Repeatable.").
 		PlaceHolder("TABLE=PK[,SK]").StringsVar(&f.keySchemas)

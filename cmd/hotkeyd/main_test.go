@@ -8,10 +8,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hotkeyd/hotkeyd/export"
+	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(testenv.WithBrowserClosed(m))
 }
 
 func TestConfigCheck(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 	"github.com/hotkeyd/hotkeyd/sketch"
@@ -29,12 +28,12 @@ type leased interface {
 // replicas is what a daemon sharing its shards with other replicas adds to
 // the detector's tick: it publishes its window's summary in the lease
 // table, reads the others', judges on their sum and raises only its own
-// diagnoses (export.Raisers).
+// diagnoses (detect.Raisers).
 type replicas struct {
 	log     *zap.Logger
 	worker  string
 	board   *lease.Board
-	raisers *export.Raisers
+	raisers *detect.Raisers
 	tracked int
 	latest  atomic.Pointer[sketch.Summary]
 	shrunk  atomic.Int64 // what the last summary cut to fit (see payload), 0 if nothing
@@ -56,7 +55,7 @@ func newReplicas(sources []ingest.Source, tracked int, log *zap.Logger) (*replic
 			continue
 		}
 		c := l.Coordinator()
-		r := &replicas{log: log.Named("replicas"), worker: c.WorkerID(), raisers: export.NewRaisers(c.WorkerID()), tracked: tracked}
+		r := &replicas{log: log.Named("replicas"), worker: c.WorkerID(), raisers: detect.NewRaisers(c.WorkerID()), tracked: tracked}
 		b, err := c.Board(lease.BoardConfig{Publish: r.payload, Decode: func(p []byte) (any, error) { return sketch.DecodeSummary(p) }})
 		if err != nil {
 			return nil, err
@@ -97,9 +96,9 @@ func (r *replicas) payload() ([]byte, error) {
 }
 
 // evaluate judges on the sum of this replica's window and the live peers'
-// summaries, and returns the report, with who raises what, and the changes
-// this replica announces.
-func (r *replicas) evaluate(store *sketch.Store, tracker *detect.Tracker) (report.Report, []report.Change) {
+// summaries, and returns the combined snapshot it judged, the report, with
+// who raises what, and the changes this replica announces.
+func (r *replicas) evaluate(store *sketch.Store, tracker *detect.Tracker) (sketch.Snapshot, report.Report, []report.Change) {
 	due := time.Since(r.regsAt) >= r.board.Every()/2
 	sum := store.Summary(due)
 	if due {
@@ -123,5 +122,5 @@ func (r *replicas) evaluate(store *sketch.Store, tracker *detect.Tracker) (repor
 	}
 	c := r.combiner.Combine(sketch.Replica{Worker: r.worker, Summary: sum}, peers, r.tracked)
 	rep, changes := tracker.Evaluate(c.Snapshot)
-	return rep, r.raisers.Assign(&rep, changes, c)
+	return c.Snapshot, rep, r.raisers.Assign(&rep, changes, c)
 }

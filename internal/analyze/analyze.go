@@ -1,8 +1,9 @@
 // Package analyze is hotkeyd analyze: it reads whole inputs (JSON lines,
 // CloudTrail, DynamoDB stream records, compressed or not; package formats)
 // on every core (package parallel) into one window that never expires,
-// evaluates it once (detect.Evaluate) and writes one report, as JSON or as
-// text. It is the offline twin of the daemon's pipeline, with
+// evaluates it once (detect.Evaluate) and writes one report: as text, as
+// JSON, or as one self-contained HTML page with charts of the traffic
+// across the input. It is the offline twin of the daemon's pipeline, with
 // the same numbers.
 package analyze
 
@@ -20,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/formats"
@@ -48,8 +50,11 @@ type Config struct {
 	// MaxTables bounds the tables and indexes counted (the config's
 	// max_tables); zero means sketch.DefaultMaxTables.
 	MaxTables int
-	// Format is "json" or "text".
+	// Format is "text", "json" or "html" (one self-contained page with
+	// the live page's views and charts, export.WriteHTMLReport).
 	Format string
+	// Version is written into the HTML report.
+	Version string
 	// Log receives the readers' hints (a table without a key schema).
 	Log *zap.Logger
 	// Workers is the number of inputs' parts read side by side
@@ -75,34 +80,57 @@ func Run(ctx context.Context, cfg Config) error {
 		mask = cfg.Masker
 	}
 	rep := input.NewTextReporter(cfg.Stderr, mask)
+	html := cfg.Format == "html"
 	// A sketch.Store keeps nothing of a batch once Put returns: decoders
-	// recycle theirs.
-	inputs := formats.New(formats.Config{Schemas: cfg.Schemas, Table: cfg.Table, Fields: cfg.Fields, Log: cfg.Log, Reporter: rep, Recycle: true})
+	// recycle theirs, but for the HTML report, whose recorder keeps keys.
+	inputs := formats.New(formats.Config{Schemas: cfg.Schemas, Table: cfg.Table, Fields: cfg.Fields, Log: cfg.Log, Reporter: rep, Recycle: !html})
 	// Every Event is checked once more before it is counted, as in the
 	// daemon (ingest.Checked); passed counts the Events that got through.
 	var passed atomic.Uint64
-	newPart := func() (*checkedStore, error) {
-		store, err := sketch.NewStore(scfg, time.Now)
-		if err != nil {
-			return nil, err
-		}
+	checked := func(store *sketch.Store, next ingest.Sink) *checkedStore {
 		return &checkedStore{store: store, check: ingest.Checked(ingest.SinkFunc(func(ctx context.Context, batch []ingest.Event) error {
 			passed.Add(uint64(len(batch)))
-			return store.Put(ctx, batch)
-		}), rep)}, nil
+			return next.Put(ctx, batch)
+		}), rep)}
 	}
 	failed := 0
-	result, err := parallel.Read(ctx, parallel.Config[*checkedStore]{
-		Formats: inputs, Stdin: cfg.Stdin, Progress: cfg.Stderr, Reorder: scfg.RecentSeconds, Workers: cfg.Workers,
-		New:   newPart,
-		Merge: func(dst, src *checkedStore) error { return dst.store.Merge(src.store) },
-		Failed: func(name string, err error) {
-			fmt.Fprintf(cfg.Stderr, "hotkeyd: %s: %v\n", name, bareError(err))
-			failed++
-		},
-	}, cfg.Files...)
-	if err != nil {
-		return err
+	fail := func(name string, err error) {
+		fmt.Fprintf(cfg.Stderr, "hotkeyd: %s: %v\n", name, bareError(err))
+		failed++
+	}
+	var checkedResult *checkedStore
+	var rec *recorder
+	if html {
+		// The charts' points are recorded by event time on the way to one
+		// store: the HTML report reads its inputs one after the other.
+		store, err := sketch.NewStore(scfg, time.Now)
+		if err != nil {
+			return err
+		}
+		rec = newRecorder(store, max(2*cfg.Settings.Top, 20), min(scfg.MaxTables, maxSeriesTables))
+		checkedResult = checked(store, rec)
+		for _, name := range cfg.Files {
+			if err := inputs.ReadFile(ctx, name, cfg.Stdin, checkedResult, cfg.Stderr); err != nil {
+				fail(name, err)
+			}
+		}
+	} else {
+		var err error
+		checkedResult, err = parallel.Read(ctx, parallel.Config[*checkedStore]{
+			Formats: inputs, Stdin: cfg.Stdin, Progress: cfg.Stderr, Reorder: scfg.RecentSeconds, Workers: cfg.Workers,
+			New: func() (*checkedStore, error) {
+				store, err := sketch.NewStore(scfg, time.Now)
+				if err != nil {
+					return nil, err
+				}
+				return checked(store, store), nil
+			},
+			Merge:  func(dst, src *checkedStore) error { return dst.store.Merge(src.store) },
+			Failed: fail,
+		}, cfg.Files...)
+		if err != nil {
+			return err
+		}
 	}
 	rep.Summary()
 	nothing := ""
@@ -120,18 +148,28 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 
-	report := detect.Evaluate(result.store.Snapshot(), cfg.Settings)
-	report.Rejected = rep.Rejected()
-	report.Notes = inputs.Notes()
-	if cfg.Masker != nil {
-		report = cfg.Masker.MaskReport(report)
+	result := detect.Evaluate(checkedResult.store.Snapshot(), cfg.Settings)
+	result.Rejected = rep.Rejected()
+	result.Notes = inputs.Notes()
+	var series report.Series
+	if rec != nil {
+		series = rec.series(result, cfg.Settings.Threshold)
 	}
-	if cfg.Format == "json" {
+	if cfg.Masker != nil {
+		result = cfg.Masker.MaskReport(result)
+		series = cfg.Masker.MaskSeries(series)
+	}
+	var err error
+	switch cfg.Format {
+	case "json":
 		enc := json.NewEncoder(cfg.Stdout)
 		enc.SetIndent("", "  ")
-		err = enc.Encode(report)
-	} else {
-		err = export.WriteTextReport(cfg.Stdout, report, cfg.Settings.Threshold)
+		err = enc.Encode(result)
+	case "html":
+		err = export.WriteHTMLReport(cfg.Stdout, export.HTMLReport{Report: result, Series: series},
+			"hotkeyd analyze: "+strings.Join(cfg.Files, ", "), cfg.Version)
+	default:
+		err = export.WriteTextReport(cfg.Stdout, result, cfg.Settings.Threshold)
 	}
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
@@ -156,6 +194,10 @@ type checkedStore struct {
 func (c *checkedStore) Put(ctx context.Context, batch []ingest.Event) error {
 	return c.check.Put(ctx, batch)
 }
+
+// maxSeriesTables bounds the tables the HTML report has charts of; the
+// report lists the others without.
+const maxSeriesTables = 100
 
 // ErrUnreadable is Run's error when some inputs could not be read; each was
 // named on Stderr already.

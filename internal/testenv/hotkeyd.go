@@ -234,6 +234,15 @@ func (h *Hotkeyd) Kill(t testing.TB) {
 	})
 }
 
+// Signal sends sig to the process: SIGSTOP freezes it (its listening
+// socket still accepts connections, nothing answers them) until SIGCONT.
+func (h *Hotkeyd) Signal(t testing.TB, sig os.Signal) {
+	t.Helper()
+	if err := h.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal hotkeyd: %v", err)
+	}
+}
+
 // Exited is closed when the process has exited, whatever the reason.
 func (h *Hotkeyd) Exited() <-chan struct{} { return h.exited }
 

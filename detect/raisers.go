@@ -1,4 +1,4 @@
-package export
+package detect
 
 import (
 	"github.com/hotkeyd/hotkeyd/detect/report"

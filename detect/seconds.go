@@ -1,0 +1,33 @@
+package detect
+
+import (
+	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+// LastSeconds returns every table's last complete second of snap, with
+// the units of at most keys of the heaviest keys of each class: what a
+// history of the last seconds records (export.History). Tables without a
+// complete second have a zero At.
+func LastSeconds(snap sketch.Snapshot, keys int) []report.TableSecond {
+	out := make([]report.TableSecond, len(snap.Tables))
+	for i := range snap.Tables {
+		ts := &snap.Tables[i]
+		t := report.TableSecond{Table: ts.Table, Index: ts.Index, Classes: make([]report.ClassSecond, ingest.NumClasses)}
+		if !ts.LastSecond.IsZero() {
+			t.At = ts.LastSecond
+		}
+		for c := range ingest.Class(ingest.NumClasses) {
+			cs := &ts.Classes[c]
+			top := cs.Top[:min(len(cs.Top), max(keys, 0))]
+			ks := make([]report.KeySecond, len(top))
+			for j, k := range top {
+				ks[j] = report.KeySecond{Key: k.Key, Units: k.LastSecondUnits}
+			}
+			t.Classes[c] = report.ClassSecond{Class: c.String(), Units: cs.LastSecondUnits, Keys: ks}
+		}
+		out[i] = t
+	}
+	return out
+}

@@ -1,0 +1,208 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+// secondSnap is a snapshot whose last complete second is sec: orders'
+// writes of units, alice's half of them and bob's 1.
+func secondSnap(sec int64, units float64, tables ...string) []report.TableSecond {
+	if len(tables) == 0 {
+		tables = []string{"orders"}
+	}
+	var snap sketch.Snapshot
+	for _, name := range tables {
+		ts := sketch.TableSnapshot{Table: name, LastSecond: time.Unix(sec, 0)}
+		ts.Classes[ingest.Write].LastSecondUnits = units
+		ts.Classes[ingest.Write].Top = []sketch.KeyStat{{Key: "USER#alice", LastSecondUnits: units / 2}, {Key: "USER#bob", LastSecondUnits: 1}}
+		ts.Classes[ingest.Read].LastSecondUnits = 3
+		snap.Tables = append(snap.Tables, ts)
+	}
+	return detect.LastSeconds(snap, 20)
+}
+
+func historyReport(tables ...string) report.Report {
+	var rep report.Report
+	for _, name := range tables {
+		rep.Tables = append(rep.Tables, report.TableReport{Table: name, TopKeys: []report.TopKey{
+			{Key: "USER#alice", Class: "write"}, {Key: "USER#carol", Class: "write"}, {Key: "USER#bob", Class: "write"}, {Key: "USER#alice", Class: "read"},
+		}})
+	}
+	return rep
+}
+
+// points writes NaN as -1, to compare with slices.Equal.
+func points(p report.Points) []float64 {
+	out := make([]float64, len(p))
+	for i, v := range p {
+		out[i] = v
+		if math.IsNaN(v) {
+			out[i] = -1
+		}
+	}
+	return out
+}
+
+func TestHistorySeries(t *testing.T) {
+	h := NewHistory(HistoryConfig{Window: 5 * time.Second, Top: 10, Threshold: 0.1})
+	for _, s := range []struct {
+		sec   int64
+		units float64
+	}{
+		{100, 10}, {101, 4}, {101, 20}, // a second seen twice: the later wins
+		{103, 30}, // 102 unknown
+		{99, 500}, // older than the newest: dropped
+		{104, 40},
+	} {
+		h.Record(secondSnap(s.sec, s.units))
+	}
+	got := h.Series(historyReport("orders"), 0)
+	if got.Threshold != 0.1 || len(got.Tables) != 1 {
+		t.Fatalf("series %+v", got)
+	}
+	ts := got.Tables[0]
+	if !ts.Start.Equal(time.Unix(100, 0)) || ts.Step != 1 {
+		t.Errorf("start %s step %d, want %s and 1", ts.Start, ts.Step, time.Unix(100, 0))
+	}
+	for _, c := range []struct {
+		name string
+		got  report.Points
+		want []float64
+	}{
+		{"reads", ts.Classes[ingest.Read].UnitsPerSecond, []float64{3, 3, -1, 3, 3}},
+		{"writes", ts.Classes[ingest.Write].UnitsPerSecond, []float64{10, 20, -1, 30, 40}},
+		{"alice's writes", ts.Keys[0].UnitsPerSecond, []float64{5, 10, -1, 15, 20}},
+		{"carol's writes (never recorded)", ts.Keys[1].UnitsPerSecond, []float64{-1, -1, -1, -1, -1}},
+		{"bob's writes", ts.Keys[2].UnitsPerSecond, []float64{1, 1, -1, 1, 1}},
+		{"alice's reads (not among the read keys)", ts.Keys[3].UnitsPerSecond, []float64{-1, -1, -1, -1, -1}},
+	} {
+		if !slices.Equal(points(c.got), c.want) {
+			t.Errorf("%s: %v, want %v (-1 for null)", c.name, points(c.got), c.want)
+		}
+	}
+
+	// The window is 5 s: a second 6 s later leaves the seconds between
+	// unknown and the older ones out.
+	h.Record(secondSnap(110, 50))
+	ts = h.Series(historyReport("orders"), 0).Tables[0]
+	if w := points(ts.Classes[ingest.Write].UnitsPerSecond); !ts.Start.Equal(time.Unix(106, 0)) || !slices.Equal(w, []float64{-1, -1, -1, -1, 50}) {
+		t.Errorf("after a gap: start %s, writes %v", ts.Start, w)
+	}
+
+	// ?top=1 keeps the first key of each class.
+	ts = h.Series(historyReport("orders"), 1).Tables[0]
+	if len(ts.Keys) != 2 || ts.Keys[0].Key != "USER#alice" || ts.Keys[0].Class != "write" || ts.Keys[1].Class != "read" {
+		t.Errorf("top 1: %+v", ts.Keys)
+	}
+
+	// A table the snapshot no longer has is forgotten.
+	h.Record(secondSnap(111, 5, "users"))
+	s := h.Series(historyReport("orders", "users"), 0)
+	if n := len(s.Tables[0].Classes[ingest.Write].UnitsPerSecond); n != 0 {
+		t.Errorf("orders, gone from the snapshot, has %d points", n)
+	}
+	if n := len(s.Tables[1].Classes[ingest.Write].UnitsPerSecond); n != 1 {
+		t.Errorf("users has %d points, want 1", n)
+	}
+}
+
+func TestServerHistoryAPI(t *testing.T) {
+	live := NewLive(nil)
+	hist := NewHistory(HistoryConfig{Window: time.Minute, Top: 10, Threshold: 0.1})
+	m := mustMasker(t, KeysHash, "k")
+	ts := startServer(t, ServerConfig{Live: live, History: hist, Masker: m}, "")
+
+	if code, _, body := ts.do(t, "GET", "/api/v1/hotkeys/history", "", nil); code != 503 || !strings.Contains(body, "no report yet") {
+		t.Errorf("before the first report: %d %s", code, body)
+	}
+	hist.Record(secondSnap(100, 10, "orders", "users"))
+	live.Update(historyReport("orders", "users"))
+	for _, q := range []string{"?top=0", "?top=x", "?top=-1"} {
+		if code, _, body := ts.do(t, "GET", "/api/v1/hotkeys/history"+q, "", nil); code != 400 || !strings.Contains(body, "top: want a positive number") {
+			t.Errorf("%s: %d %s, want 400", q, code, body)
+		}
+	}
+	code, hdr, body := ts.do(t, "GET", "/api/v1/hotkeys/history?table=users&top=2", "", nil)
+	if code != 200 || hdr.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /api/v1/hotkeys/history: %d %s %s", code, hdr.Get("Content-Type"), body)
+	}
+	if strings.Contains(body, "alice") || strings.Contains(body, "bob") {
+		t.Errorf("the series show a key in the clear: %s", body)
+	}
+	var s report.Series
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Tables) != 1 || s.Tables[0].Table != "users" || len(s.Tables[0].Keys) != 3 || s.Tables[0].Keys[0].Key != m.Mask("USER#alice") {
+		t.Errorf("series %+v, want users' with 3 keys, alice masked first", s)
+	}
+	if got := points(s.Tables[0].Keys[0].UnitsPerSecond); !slices.Equal(got, []float64{5}) {
+		t.Errorf("alice's points %v, want [5]", got)
+	}
+}
+
+// The HTML report is one page: its data, script and style inline, and no
+// key, whatever it holds, can end the element it is written in.
+func TestHTMLReportIsSelfContained(t *testing.T) {
+	evil := `USER#</script><img src=x onerror=alert(1)>`
+	rep := report.Report{Tables: []report.TableReport{{Table: "orders", TopKeys: []report.TopKey{{Key: evil, Class: "write", Share: 0.5}}}}}
+	series := report.Series{Threshold: 0.1, Tables: []report.TableSeries{{Table: "orders", Step: 1, Start: time.Unix(100, 0).UTC(),
+		Classes: []report.ClassSeries{{Class: "read", UnitsPerSecond: report.Points{0}}, {Class: "write", UnitsPerSecond: report.Points{2}}},
+		Keys:    []report.KeySeries{{Key: evil, Class: "write", UnitsPerSecond: report.Points{math.NaN()}}}}}}
+	var b bytes.Buffer
+	if err := WriteHTMLReport(&b, HTMLReport{Report: rep, Series: series}, "hotkeyd analyze: <x>", "v1"); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if strings.Contains(page, "<img") || strings.Contains(page, "<x>") {
+		t.Errorf("a key or the title broke out of its element")
+	}
+	if n := strings.Count(page, "<script"); n != 3 {
+		t.Errorf("%d script elements, want 3 (data, uPlot, the page's)", n)
+	}
+	if regexp.MustCompile(`<(script|img|link)[^>]+(src|href)="(https?:)?//`).MatchString(page) || strings.Contains(page, `rel="stylesheet"`) {
+		t.Errorf("the page loads something from elsewhere")
+	}
+	m := regexp.MustCompile(`(?s)<script id="hotkeyd-data" type="application/json">(.*?)</script>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no data element")
+	}
+	var back HTMLReport
+	if err := json.Unmarshal([]byte(m[1]), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Report.Tables[0].TopKeys[0].Key != evil || back.Series.Tables[0].Keys[0].Key != evil || !math.IsNaN(back.Series.Tables[0].Keys[0].UnitsPerSecond[0]) {
+		t.Errorf("the data read back: %+v", back)
+	}
+	if !strings.Contains(page, `data-mode="report"`) {
+		t.Errorf("the page is not in report mode")
+	}
+}
+
+func TestServerLivePage(t *testing.T) {
+	ts := startServer(t, ServerConfig{Live: NewLive(nil), Version: "v9.9"}, "")
+	code, hdr, body := ts.do(t, "GET", "/", "", nil)
+	if code != 200 || hdr.Get("Content-Type") != "text/html; charset=utf-8" || hdr.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("GET /: %d %v", code, hdr)
+	}
+	for _, want := range []string{`data-mode="live"`, "hotkeyd v9.9", "uPlot"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page has no %q", want)
+		}
+	}
+	if code, _, _ := ts.do(t, "GET", "/nothing", "", nil); code != 404 {
+		t.Errorf("GET /nothing: %d, want 404", code)
+	}
+}

@@ -1,0 +1,560 @@
+// hotkeyd's page. Live (data-mode="live"), it asks the daemon's API for the
+// report and the per-second series once a second, with the page's own
+// credentials (same origin), and keeps what it had while the daemon is
+// away. As a report (data-mode="report", hotkeyd analyze --format html),
+// it draws the data written into the page. Plain JavaScript, no build
+// step; charts are uPlot's.
+(function () {
+  'use strict';
+
+  var root = document.getElementById('app');
+  var mode = root.getAttribute('data-mode');
+  var embedded = JSON.parse(document.getElementById('hotkeyd-data').textContent || 'null');
+
+  // HISTORY_SECONDS bounds what the page keeps of each table's traffic
+  // since it opened: one hour of seconds.
+  var HISTORY_SECONDS = 3600;
+  var POLL_MS = 1000;
+
+  var state = {
+    report: null,
+    series: null,
+    status: mode === 'live' ? 'waiting' : 'report',
+    message: '',
+    downSince: null,
+    hist: new Map(), // table id -> Map(second -> [read, write])
+  };
+  var charts = new Map(); // chart id -> uPlot
+  var pending = new Map(); // chart id -> {kind, data, colors}
+
+  var COLORS = { read: '#2f6fdf', write: '#d9622b' };
+  var UNIT = { read: 'RCU', write: 'WCU' };
+  var CAUSE = {
+    hot_key: 'hot key',
+    partition_limit: 'key near the partition limit',
+    low_cardinality: 'low partition key cardinality',
+    time_ordered_key: 'time-ordered partition key',
+    hot_partition: 'hot partition',
+  };
+  var FIX = {
+    write_sharding: 'write sharding',
+    calculated_suffix: 'calculated suffix',
+    gsi: 'a GSI re-keyed',
+    rekey: 're-key',
+    cache: 'cache',
+  };
+
+  // ---- formatting ----
+
+  function esc(s) {
+    return String(s == null ? '' : s).replace(/[&<>"']/g, function (c) {
+      return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c];
+    });
+  }
+  function trim(s) {
+    return s.indexOf('.') >= 0 ? s.replace(/\.?0+$/, '') : s;
+  }
+  function fmt(v) {
+    if (v == null || isNaN(v)) return '–';
+    var a = Math.abs(v);
+    if (a >= 1000) return Math.round(v).toLocaleString('en-US');
+    if (a >= 100) return v.toFixed(0);
+    if (a >= 10) return trim(v.toFixed(1));
+    return trim(v.toFixed(2));
+  }
+  function pct(share) {
+    return (share * 100).toFixed(1) + '%';
+  }
+  function clock(iso) {
+    var d = new Date(iso);
+    return isNaN(d) ? '' : d.toISOString().slice(11, 19) + ' UTC';
+  }
+  function stamp(iso) {
+    var d = new Date(iso);
+    return isNaN(d) ? '' : d.toISOString().slice(0, 19).replace('T', ' ') + ' UTC';
+  }
+  function span(seconds) {
+    if (seconds < 120) return Math.round(seconds) + ' s';
+    if (seconds < 7200) return Math.round(seconds / 60) + ' min';
+    if (seconds < 172800) return (seconds / 3600).toFixed(1).replace(/\.0$/, '') + ' h';
+    return (seconds / 86400).toFixed(1).replace(/\.0$/, '') + ' days';
+  }
+  function tableName(t) {
+    return t.index ? t.table + ' / ' + t.index : t.table;
+  }
+  // tableID names a table or index: DynamoDB names cannot hold "/".
+  function tableID(t) {
+    return t.table + '/' + (t.index || '');
+  }
+  function tableHref(t) {
+    return '#/table/' + encodeURIComponent(t.table) + (t.index ? '/' + encodeURIComponent(t.index) : '');
+  }
+  function attrs(o) {
+    var s = '';
+    for (var k in o) s += ' data-' + k + '="' + esc(o[k]) + '"';
+    return s;
+  }
+  function severityRank(s) {
+    return s === 'critical' ? 0 : s === 'warning' ? 1 : 2;
+  }
+
+  // ---- routing ----
+
+  function route() {
+    var m = location.hash.match(/^#\/table\/([^/]+)(?:\/([^/]+))?$/);
+    if (!m) return null;
+    return { table: decodeURIComponent(m[1]), index: m[2] ? decodeURIComponent(m[2]) : '' };
+  }
+
+  // ---- data ----
+
+  function seriesOf(t) {
+    if (!state.series) return null;
+    var id = tableID(t);
+    for (var i = 0; i < state.series.tables.length; i++) {
+      if (tableID(state.series.tables[i]) === id) return state.series.tables[i];
+    }
+    return null;
+  }
+
+  // keySeriesIndex maps a table's key series by class, key and occurrence
+  // (masked keys may repeat: two redacted keys of one entity type).
+  function keyIdentity(cls, key, seen) {
+    var base = JSON.stringify([cls, key]);
+    var n = seen[base] || 0;
+    seen[base] = n + 1;
+    return JSON.stringify([cls, key, n]);
+  }
+  function keySeriesIndex(ts) {
+    var out = {}, seen = {};
+    if (!ts) return out;
+    ts.keys.forEach(function (k) {
+      out[keyIdentity(k.class, k.key, seen)] = k.units_per_second;
+    });
+    return out;
+  }
+  function xs(ts) {
+    var start = Date.parse(ts.start) / 1000, step = ts.step_seconds || 1, n = ts.classes.length ? ts.classes[0].units_per_second.length : 0;
+    var x = new Array(n);
+    for (var i = 0; i < n; i++) x[i] = start + i * step;
+    return x;
+  }
+
+  // mergeHistory adds the answer's seconds to what the page has kept of
+  // each table since it opened.
+  function mergeHistory(series) {
+    series.tables.forEach(function (ts) {
+      var id = tableID(ts), h = state.hist.get(id);
+      if (!h) {
+        h = new Map();
+        state.hist.set(id, h);
+      }
+      var x = xs(ts);
+      for (var i = 0; i < x.length; i++) {
+        var r = ts.classes[0].units_per_second[i], w = ts.classes[1].units_per_second[i];
+        if (r == null && w == null) continue;
+        h.set(x[i], [r, w]);
+      }
+      if (h.size > HISTORY_SECONDS) {
+        var keys = Array.from(h.keys()).sort(function (a, b) { return a - b; });
+        for (var j = 0; j < keys.length - HISTORY_SECONDS; j++) h.delete(keys[j]);
+      }
+    });
+  }
+
+  // historyData is a table's seconds since the page opened, one x per
+  // second with gaps (null) where the page has none.
+  function historyData(t) {
+    var h = state.hist.get(tableID(t));
+    if (!h || h.size === 0) return [[], [], []];
+    var keys = Array.from(h.keys()).sort(function (a, b) { return a - b; });
+    var first = keys[0], last = keys[keys.length - 1];
+    var x = [], r = [], w = [];
+    for (var s = first; s <= last; s++) {
+      var v = h.get(s);
+      x.push(s);
+      r.push(v ? v[0] : null);
+      w.push(v ? v[1] : null);
+    }
+    return [x, r, w];
+  }
+
+  // ---- live polling ----
+
+  // FETCH_TIMEOUT_MS bounds one request: a daemon that accepts and never
+  // answers (stopped, or a network that drops packets) must not stop the
+  // polling.
+  var FETCH_TIMEOUT_MS = 5000;
+
+  function getJSON(path) {
+    var ctl = typeof AbortController === 'function' ? new AbortController() : null;
+    var timer = ctl ? setTimeout(function () { ctl.abort(); }, FETCH_TIMEOUT_MS) : null;
+    var done = function () { clearTimeout(timer); };
+    return fetch(path, { cache: 'no-store', credentials: 'same-origin', signal: ctl ? ctl.signal : undefined }).then(
+      function (resp) {
+        if (resp.status === 401) {
+          throw { kind: 'auth', message: 'the server refused the page\'s credentials (401): reload the page to sign in again' };
+        }
+        if (resp.status === 503) {
+          return resp.json().catch(function () { return {}; }).then(function (b) {
+            throw { kind: 'waiting', message: b.error || 'hotkeyd has no report yet' };
+          });
+        }
+        if (!resp.ok) throw { kind: 'down', message: path + ' answered ' + resp.status };
+        return resp.json();
+      },
+      function () {
+        throw { kind: 'down', message: 'hotkeyd does not answer' };
+      }).then(
+      function (v) { done(); return v; },
+      function (e) { done(); throw e; });
+  }
+
+  var generation = 0, timer = null;
+
+  function poll() {
+    var gen = ++generation;
+    clearTimeout(timer);
+    var r = route(), q = '', hq = '?top=5';
+    if (r) {
+      q = '?table=' + encodeURIComponent(r.table) + '&index=' + encodeURIComponent(r.index);
+      hq = q;
+    }
+    Promise.all([getJSON('api/v1/hotkeys' + q), getJSON('api/v1/hotkeys/history' + hq)]).then(
+      function (answers) {
+        if (gen !== generation) return;
+        state.report = answers[0];
+        state.series = answers[1];
+        mergeHistory(answers[1]);
+        state.status = 'live';
+        state.message = '';
+        state.downSince = null;
+      },
+      function (e) {
+        if (gen !== generation) return;
+        state.status = e.kind || 'down';
+        state.message = e.message || String(e);
+        if (state.status === 'down' && !state.downSince) state.downSince = new Date();
+      }).then(function () {
+        if (gen !== generation) return;
+        render();
+        timer = setTimeout(poll, POLL_MS);
+      });
+  }
+
+  // ---- views ----
+
+  function header() {
+    var rep = state.report, meta = [];
+    var label = { live: 'live', waiting: 'waiting', down: 'reconnecting', auth: 'signed out', report: 'report' }[state.status];
+    if (rep && mode === 'live') {
+      meta.push('window ' + span((Date.parse(rep.end) - Date.parse(rep.start)) / 1000));
+      meta.push('updated ' + clock(rep.end));
+    }
+    if (rep && mode === 'report') {
+      meta.push(fmt(rep.events) + ' events from ' + stamp(rep.start) + ' to ' + stamp(rep.end));
+    }
+    if (state.series) meta.push('a key is hot at ' + pct(state.series.threshold).replace('.0%', '%') + ' of its table\'s units of a class');
+    return '<header class="top"><h1><a href="#/">hotkeyd</a></h1>' +
+      '<span class="status ' + esc(state.status) + '" id="status">' + esc(label) + '</span>' +
+      '<span class="meta">' + esc(meta.join(' · ')) + '</span></header>';
+  }
+
+  function banner() {
+    if (mode !== 'live' || state.status === 'live') return '';
+    var text = state.message;
+    if (state.status === 'down') {
+      text = 'hotkeyd is unreachable since ' + state.downSince.toLocaleTimeString() + ' (' + state.message +
+        '); the page keeps what it has and tries again every second.';
+    }
+    return '<div class="banner' + (state.status === 'waiting' ? '' : ' error') + '" id="banner">' + esc(text) + '</div>';
+  }
+
+  function diagnosisCard(t, d) {
+    var keys = d.keys || [];
+    var keyLabel = d.cause === 'hot_partition' ? 'shard' : (keys.length > 1 ? 'keys' : 'key');
+    var ceiling = d.limit ? (d.peak_units_per_second / d.limit) : 0;
+    var html = '<article class="card diag ' + esc(d.severity) + '"' + attrs({
+      table: t.table, index: t.index || '', cause: d.cause, class: d.class, severity: d.severity,
+      keys: JSON.stringify(keys), fix: d.fix.kind, 'suffix-count': d.fix.suffix_count || 0,
+      share: d.share, peak: d.peak_units_per_second,
+      'after-severity': d.after ? d.after.severity : '',
+    }) + '>';
+    html += '<div><span class="sev ' + esc(d.severity) + '">' + esc(d.severity) + '</span> ' +
+      '<span class="cause">' + esc(CAUSE[d.cause] || d.cause) + '</span> on <a href="' + tableHref(t) + '">' + esc(tableName(t)) + '</a>' +
+      ' · ' + esc(d.class) + 's' + (keys.length ? ' · ' + keyLabel + ' ' + keys.map(function (k) { return '<code class="key">' + esc(k) + '</code>'; }).join(', ') : '') + '</div>';
+    html += '<div class="nums"><span>share <b>' + pct(d.share) + '</b></span><span>busiest second <b>' + fmt(d.peak_units_per_second) + '</b> ' +
+      UNIT[d.class] + '/s</span><span><b>' + trim((ceiling * 100).toFixed(ceiling < 0.1 ? 1 : 0)) + '%</b> of one partition\'s ' + fmt(d.limit) + ' ' + UNIT[d.class] + '/s</span>' +
+      (d.throttled ? '<span>throttled <b>' + fmt(d.throttled) + '</b></span>' : '') + '</div>';
+    html += '<p class="summary">' + esc(d.summary) + '</p>';
+    html += '<div class="fix"><span class="label">Fix: ' + esc(FIX[d.fix.kind] || d.fix.kind) +
+      (d.fix.suffix_count ? ', ' + d.fix.suffix_count + ' keys' : '') + '.</span>' + esc(d.fix.text) +
+      (d.fix.example ? ' <span class="example">e.g. <code>' + esc(d.fix.example) + '</code></span>' : '') + '</div>';
+    if (d.after) {
+      var good = d.after.under_threshold && d.after.under_ceiling;
+      html += '<div class="after' + (d.after.under_ceiling ? '' : ' bad') + (good ? ' good' : '') + '"><span class="label">After the fix:</span>' +
+        esc(d.after.summary) + ' <span class="sev ' + esc(d.after.severity) + '">' + esc(d.after.severity) + '</span></div>';
+    }
+    if (d.explains && d.explains.length) {
+      html += '<div class="explains">explains: ' + d.explains.map(function (e) {
+        return esc(e.kind) + (e.key ? ' ' + esc(e.key) : '') + (e.class ? ' (' + esc(e.class) + ')' : '');
+      }).join('; ') + '</div>';
+    }
+    return html + '</article>';
+  }
+
+  function diagnosesSection(tables) {
+    var all = [];
+    tables.forEach(function (t) {
+      (t.diagnoses || []).forEach(function (d) { all.push([t, d]); });
+    });
+    all.sort(function (a, b) {
+      var da = a[1], db = b[1];
+      return severityRank(da.severity) - severityRank(db.severity) ||
+        (db.peak_units_per_second / db.limit) - (da.peak_units_per_second / da.limit);
+    });
+    var html = '<h2>Diagnoses</h2>';
+    if (!all.length) return html + '<p class="none" id="no-diagnoses">No diagnosis: no key is hot or near a partition\'s ceiling.</p>';
+    return html + all.map(function (p) { return diagnosisCard(p[0], p[1]); }).join('');
+  }
+
+  // chartSlot places a chart; yMax, when given, is the top of its scale
+  // (the key charts of one table share it, so they compare at a glance).
+  function chartSlot(id, kind, data, colors, yMax) {
+    pending.set(id, { kind: kind, data: data, colors: colors, yMax: yMax });
+    return '<div class="' + (kind === 'spark' ? 'spark' : 'chart-wide') + '" data-chart="' + esc(id) + '"></div>';
+  }
+
+  function keysTable(t, cls, limit, ts) {
+    var keys = (t.top_keys || []).filter(function (k) { return k.class === cls; });
+    if (limit) keys = keys.slice(0, limit);
+    if (!keys.length) return '';
+    var threshold = state.series ? state.series.threshold : 0;
+    var index = keySeriesIndex(ts), seen = {}, x = ts ? xs(ts) : [];
+    var unit = UNIT[cls], yMax = 1;
+    Object.keys(index).forEach(function (id) {
+      if (JSON.parse(id)[0] !== cls) return;
+      index[id].forEach(function (v) { if (v != null && v > yMax) yMax = v; });
+    });
+    var rows = keys.map(function (k, i) {
+      var id = keyIdentity(k.class, k.key, seen);
+      var pts = index[id];
+      var hot = threshold && k.share >= threshold;
+      return '<tr class="topkey"' + attrs({
+        table: t.table, index: t.index || '', class: k.class, key: k.key, rank: i + 1,
+        units: k.units, share: k.share, ups: k.units_per_second || 0, peak: k.peak_units_per_second,
+      }) + '><td class="key" title="' + esc(k.key) + '">' + esc(k.key) + '</td>' +
+        '<td class="num opt units">' + fmt(k.units) + '</td>' +
+        '<td class="sharecell"><div class="bar"><div class="fill' + (hot ? ' hot' : '') + '" style="width:' + Math.min(100, k.share * 100).toFixed(2) + '%"></div>' +
+        (threshold ? '<div class="thr" style="left:' + (threshold * 100).toFixed(2) + '%" title="threshold ' + pct(threshold) + '"></div>' : '') +
+        '<span class="pct share">' + pct(k.share) + '</span></div></td>' +
+        '<td class="num opt ups">' + fmt(k.units_per_second || 0) + '</td>' +
+        '<td class="num peak">' + fmt(k.peak_units_per_second) + '</td>' +
+        '<td>' + (pts ? chartSlot('key:' + tableID(t) + ':' + id, 'spark', [x, pts], [COLORS[cls]], yMax) : '') + '</td></tr>';
+    }).join('');
+    return '<div><table class="keys ' + cls + '"><thead><tr><th>' + cls + ' key</th><th class="opt num">' + unit + '</th>' +
+      '<th>share (threshold ┆)</th><th class="opt">' + unit + '/s</th><th>peak/s</th><th>per second</th></tr></thead><tbody>' +
+      rows + '</tbody></table></div>';
+  }
+
+  function classNums(t) {
+    var out = '<span>events <b>' + fmt(t.events) + '</b></span>';
+    (t.classes || []).forEach(function (c) {
+      out += '<span class="' + (c.class === 'read' ? 'r' : 'w') + '">' + c.class + 's <b class="cls-ups"' +
+        attrs({ class: c.class, ups: c.units_per_second, peak: c.peak_units_per_second }) + '>' + fmt(c.units_per_second) + '</b> ' +
+        UNIT[c.class] + '/s, peak <b>' + fmt(c.peak_units_per_second) + '</b></span>';
+    });
+    return out + '<span>~<b>' + fmt(t.distinct_partition_keys) + '</b> distinct partition keys</span>';
+  }
+
+  function classData(ts) {
+    if (!ts) return [[], [], []];
+    return [xs(ts), ts.classes[0].units_per_second, ts.classes[1].units_per_second];
+  }
+
+  function tableCard(t, limit) {
+    var ts = seriesOf(t);
+    var counts = {};
+    (t.diagnoses || []).forEach(function (d) { counts[d.severity] = (counts[d.severity] || 0) + 1; });
+    var sev = ['critical', 'warning', 'info'].filter(function (s) { return counts[s]; }).map(function (s) {
+      return '<span class="sev ' + s + '">' + counts[s] + ' ' + s + '</span>';
+    }).join(' ');
+    var html = '<section class="card tbl"' + attrs({ table: t.table, index: t.index || '', events: t.events }) + '>' +
+      '<h3><a href="' + tableHref(t) + '">' + esc(t.table) + '</a>' + (t.index ? '<span class="idx">index ' + esc(t.index) + '</span>' : '') + sev + '</h3>' +
+      '<div class="nums">' + classNums(t) + '</div>' +
+      chartSlot('traffic:' + tableID(t), 'wide-small', classData(ts), [COLORS.read, COLORS.write]);
+    var parts = ['read', 'write'].map(function (c) { return keysTable(t, c, limit, ts); }).filter(Boolean);
+    html += '<div class="split' + (parts.length > 1 ? ' two' : '') + '">' + parts.join('') + '</div>';
+    if (t.quiet) html += '<p class="quiet">quiet (' + esc(t.quiet.reason) + '): ' + esc(t.quiet.text) + '</p>';
+    return html + '</section>';
+  }
+
+  function overview() {
+    var tables = state.report.tables || [];
+    var html = diagnosesSection(tables) + '<h2>Tables and indexes</h2>';
+    if (!tables.length) html += '<p class="none">No traffic yet.</p>';
+    return html + tables.map(function (t) { return tableCard(t, 5); }).join('');
+  }
+
+  function tablePage(r) {
+    var tables = (state.report.tables || []).filter(function (t) {
+      return t.table === r.table && (t.index || '') === r.index;
+    });
+    var html = '<p><a href="#/">← all tables</a></p>';
+    if (!tables.length) {
+      return html + '<p class="none">' + esc(tableName(r)) + ' has no traffic in the window' + (mode === 'live' ? ' (yet)' : '') + '.</p>';
+    }
+    var t = tables[0], ts = seriesOf(t);
+    html += '<section class="card tbl"' + attrs({ table: t.table, index: t.index || '', events: t.events }) + '>' +
+      '<h3>' + esc(t.table) + (t.index ? '<span class="idx">index ' + esc(t.index) + '</span>' : '') + '</h3>' +
+      '<div class="nums">' + classNums(t) + '</div>';
+    if (mode === 'live') {
+      html += chartSlot('history:' + tableID(t), 'wide', historyData(t), [COLORS.read, COLORS.write]) +
+        '<div class="legend-note">units per second since the page opened (and the window before it)</div>';
+    } else {
+      html += chartSlot('history:' + tableID(t), 'wide', classData(ts), [COLORS.read, COLORS.write]) +
+        '<div class="legend-note">units per second across the input' + (ts && ts.step_seconds > 1 ? ', each point the mean of ' + span(ts.step_seconds) : '') + '</div>';
+    }
+    html += '</section>';
+    html += diagnosesSection([t]);
+    html += '<h2>Top keys</h2><section class="card">';
+    var parts = ['read', 'write'].map(function (c) { return keysTable(t, c, 0, ts); }).filter(Boolean);
+    html += parts.length ? parts.join('') : '<p class="none">No keys.</p>';
+    if (t.quiet) html += '<p class="quiet">quiet (' + esc(t.quiet.reason) + '): ' + esc(t.quiet.text) + '</p>';
+    html += '</section>';
+    if (t.throttled_keys && t.throttled_keys.length) {
+      html += '<h2>Throttled keys</h2><section class="card"><ul class="findings">' + t.throttled_keys.map(function (k) {
+        return '<li><code class="key">' + esc(k.key) + '</code> ' + fmt(k.count) + ' calls</li>';
+      }).join('') + '</ul></section>';
+    }
+    if (t.findings && t.findings.length) {
+      html += '<details data-id="findings"><summary>Evidence: ' + t.findings.length + ' findings</summary><ul class="findings">' +
+        t.findings.map(function (f) {
+          return '<li><span class="sev ' + esc(f.severity || 'info') + '">' + esc(f.severity || 'info') + '</span> ' + esc(f.kind) +
+            (f.key ? ' <code class="key">' + esc(f.key) + '</code>' : '') + (f.class ? ' (' + esc(f.class) + ')' : '') +
+            (f.evidence ? ': ' + esc(f.evidence.summary) : '') + '</li>';
+        }).join('') + '</ul></details>';
+    }
+    return html;
+  }
+
+  function footer() {
+    var links = mode === 'live'
+      ? '<a href="api/v1/hotkeys">report (JSON)</a><a href="api/v1/hotkeys/history">series (JSON)</a><a href="metrics">metrics</a><a href="-/ready">readiness</a>'
+      : '';
+    var notes = state.report && state.report.notes ? state.report.notes.map(function (n) { return '<p>note: ' + esc(n) + '</p>'; }).join('') : '';
+    return '<footer>' + notes + links + '<span>charts by uPlot</span></footer>';
+  }
+
+  // ---- charts ----
+
+  function timeOfDay(u, splits) {
+    return splits.map(function (s) { return new Date(s * 1000).toISOString().slice(11, 19); });
+  }
+
+  // chartOptions returns a chart's options; ref.v is the top of its scale,
+  // changed in place when new data come.
+  function chartOptions(kind, width, colors, ref) {
+    var small = kind !== 'wide';
+    var series = [{ value: function (u, v) { return v == null ? '–' : stamp(new Date(v * 1000).toISOString()); } }];
+    colors.forEach(function (c, i) {
+      series.push({
+        label: colors.length > 1 ? (i === 0 ? 'reads' : 'writes') : 'units/s',
+        stroke: c, width: small ? 1.25 : 1.75, fill: c + '1f', spanGaps: false,
+        points: { show: !small },
+        value: function (u, v) { return v == null ? '–' : fmt(v); },
+      });
+    });
+    return {
+      width: width,
+      height: kind === 'spark' ? 34 : kind === 'wide-small' ? 70 : 200,
+      series: series,
+      legend: { show: kind === 'wide' },
+      cursor: { show: kind === 'wide', drag: { x: false, y: false } },
+      select: { show: false },
+      scales: { x: { time: true }, y: { range: function (u, lo, hi) { return [0, Math.max(ref.v || 0, hi || 0, 1) * 1.05]; } } },
+      axes: kind === 'wide'
+        ? [{ stroke: '#5d6575', grid: { stroke: '#eef0f4' }, space: 90, values: timeOfDay },
+          { stroke: '#5d6575', grid: { stroke: '#eef0f4' }, size: 56, label: 'units / s' }]
+        : [{ show: false }, { show: false }],
+      padding: small ? [2, 0, 2, 0] : undefined,
+    };
+  }
+
+  function attachCharts() {
+    var used = new Set();
+    root.querySelectorAll('[data-chart]').forEach(function (el) {
+      var id = el.getAttribute('data-chart'), spec = pending.get(id);
+      if (!spec) return;
+      used.add(id);
+      var width = Math.max(60, el.clientWidth || 140);
+      var u = charts.get(id);
+      if (u && u._kind === spec.kind && u.series.length === spec.data.length) {
+        u._ref.v = spec.yMax;
+        el.appendChild(u.root);
+        if (Math.abs(u.width - width) > 1) u.setSize({ width: width, height: u.height });
+        u.setData(spec.data);
+        return;
+      }
+      if (u) u.destroy();
+      var ref = { v: spec.yMax };
+      u = new uPlot(chartOptions(spec.kind, width, spec.colors, ref), spec.data, el);
+      u._kind = spec.kind;
+      u._ref = ref;
+      charts.set(id, u);
+    });
+    charts.forEach(function (u, id) {
+      if (!used.has(id)) {
+        u.destroy();
+        charts.delete(id);
+      }
+    });
+    pending.clear();
+  }
+
+  // ---- render ----
+
+  function render() {
+    var open = new Set();
+    root.querySelectorAll('details[open]').forEach(function (d) { open.add(d.getAttribute('data-id')); });
+    var r = route(), html = header() + '<main>' + banner();
+    if (!state.report) {
+      html += '<p class="none" id="waiting">Waiting for the first report…</p>';
+    } else if (r) {
+      html += tablePage(r);
+    } else {
+      html += overview();
+    }
+    html += footer() + '</main>';
+    // Keep the charts' elements out of the way while the page is rebuilt.
+    charts.forEach(function (u) { if (u.root.parentNode) u.root.parentNode.removeChild(u.root); });
+    root.innerHTML = html;
+    root.querySelectorAll('details').forEach(function (d) {
+      if (open.has(d.getAttribute('data-id'))) d.open = true;
+    });
+    root.setAttribute('data-status', state.status);
+    root.setAttribute('data-view', r ? 'table' : 'overview');
+    if (state.report) root.setAttribute('data-end', state.report.end);
+    attachCharts();
+  }
+
+  window.addEventListener('hashchange', function () {
+    window.scrollTo(0, 0);
+    render();
+    if (mode === 'live') poll();
+  });
+  var resizeTimer = null;
+  window.addEventListener('resize', function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(render, 150);
+  });
+
+  if (mode === 'live') {
+    render();
+    poll();
+  } else {
+    state.report = embedded.report;
+    state.series = embedded.series;
+    render();
+  }
+})();

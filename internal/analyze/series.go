@@ -1,0 +1,242 @@
+package analyze
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// MaxPoints bounds the points of each table's series in the HTML report:
+// the whole input in at most this many, each the mean units per second of
+// a step of 1, 2, 4, … seconds.
+const MaxPoints = 300
+
+// recorder is the sink in front of the store that keeps, table by table,
+// what the HTML report draws: the units of each class and of the heaviest
+// keys of each step of the input, by event time. The report's top keys are
+// known only at the end, so every step keeps its own heaviest keys.
+//
+// Memory is bounded: per table (at most maxTables) at most MaxPoints
+// steps, each holding at most 2 × keep keys per class; when a step holds
+// more, it keeps the keep heaviest of each class and remembers the most a dropped key had, so a
+// key missing from a step is unknown there (null) rather than zero.
+// A key's point is then the units counted while it was kept: under its
+// true units by at most that remembered amount.
+type recorder struct {
+	next      ingest.Sink
+	keep      int
+	maxTables int
+
+	mu     sync.Mutex
+	tables map[entryKey]*tableSteps
+}
+
+type entryKey struct{ table, index string }
+
+type stepKey struct {
+	key   string
+	class ingest.Class
+}
+
+// tableSteps is one table's steps: first and last are the step numbers
+// (seconds / step) of the earliest and latest events.
+type tableSteps struct {
+	step        int64
+	first, last int64
+	newest      int64 // newest event second, for events without a time
+	steps       map[int64]*stepUnits
+}
+
+type stepUnits struct {
+	classes [ingest.NumClasses]float64
+	keys    map[stepKey]float64
+	// dropped is, per class, the most units a key dropped from keys had
+	// (summed when steps merge): a key not in keys had at most that.
+	dropped [ingest.NumClasses]float64
+}
+
+// newRecorder returns a recorder that passes every batch on to next;
+// keep is the keys each step keeps per class.
+func newRecorder(next ingest.Sink, keep, maxTables int) *recorder {
+	return &recorder{next: next, keep: keep, maxTables: maxTables, tables: map[entryKey]*tableSteps{}}
+}
+
+// Put records batch and passes it on.
+func (r *recorder) Put(ctx context.Context, batch []ingest.Event) error {
+	r.mu.Lock()
+	for i := range batch {
+		r.add(&batch[i])
+	}
+	r.mu.Unlock()
+	return r.next.Put(ctx, batch)
+}
+
+// add counts one event as the store does: traffic of a known class, not a
+// throttled call, units that are a number (else 0); an event without a
+// time counts in its table's newest second.
+func (r *recorder) add(e *ingest.Event) {
+	if e.Class >= ingest.NumClasses || e.Throttled || e.Table == "" {
+		return
+	}
+	id := entryKey{e.Table, e.Index}
+	t := r.tables[id]
+	if t == nil {
+		if len(r.tables) >= r.maxTables || e.Time.IsZero() {
+			return
+		}
+		t = &tableSteps{step: 1, steps: map[int64]*stepUnits{}}
+		t.first, t.last, t.newest = e.Time.Unix(), e.Time.Unix(), e.Time.Unix()
+		r.tables[id] = t
+	}
+	sec := t.newest
+	if !e.Time.IsZero() {
+		sec = e.Time.Unix()
+		t.newest = max(t.newest, sec)
+	}
+	units := e.Units
+	if !(units >= 0) || units > math.MaxFloat64 {
+		units = 0
+	}
+	n := floorDiv(sec, t.step)
+	t.first, t.last = min(t.first, n), max(t.last, n)
+	for t.last-t.first+1 > MaxPoints {
+		t.coarsen(r.keep)
+		n = floorDiv(sec, t.step)
+	}
+	s := t.steps[n]
+	if s == nil {
+		s = &stepUnits{keys: map[stepKey]float64{}}
+		t.steps[n] = s
+	}
+	s.classes[e.Class] += units
+	if e.PK == "" {
+		return
+	}
+	s.keys[stepKey{e.PK, e.Class}] += units
+	if len(s.keys) > 2*ingest.NumClasses*r.keep {
+		s.prune(r.keep)
+	}
+}
+
+// coarsen doubles the table's step, adding up the steps that merge.
+func (t *tableSteps) coarsen(keep int) {
+	t.step *= 2
+	t.first, t.last = floorDiv(t.first, 2), floorDiv(t.last, 2)
+	merged := make(map[int64]*stepUnits, len(t.steps)/2+1)
+	for n, s := range t.steps {
+		m := merged[floorDiv(n, 2)]
+		if m == nil {
+			merged[floorDiv(n, 2)] = s
+			continue
+		}
+		for c := range m.classes {
+			m.classes[c] += s.classes[c]
+			m.dropped[c] += s.dropped[c]
+		}
+		for k, v := range s.keys {
+			m.keys[k] += v
+		}
+		if len(m.keys) > 2*ingest.NumClasses*keep {
+			m.prune(keep)
+		}
+	}
+	t.steps = merged
+}
+
+// prune keeps the keep heaviest keys of each class of the step.
+func (s *stepUnits) prune(keep int) {
+	type kv struct {
+		k stepKey
+		v float64
+	}
+	all := make([]kv, 0, len(s.keys))
+	for k, v := range s.keys {
+		all = append(all, kv{k, v})
+	}
+	slices.SortFunc(all, func(a, b kv) int {
+		if a.v != b.v {
+			if a.v > b.v {
+				return -1
+			}
+			return 1
+		}
+		if a.k.key != b.k.key {
+			if a.k.key < b.k.key {
+				return -1
+			}
+			return 1
+		}
+		return int(a.k.class) - int(b.k.class)
+	})
+	var kept [ingest.NumClasses]int
+	for _, e := range all {
+		if kept[e.k.class] < keep {
+			kept[e.k.class]++
+			continue
+		}
+		s.dropped[e.k.class] = max(s.dropped[e.k.class], e.v)
+		delete(s.keys, e.k)
+	}
+}
+
+// series returns the series that go with rep: for each of its tables, its
+// classes' and its top keys' mean units per second, step by step from the
+// step of the earliest event to that of the latest. Keys are as in rep.
+func (r *recorder) series(rep report.Report, threshold float64) report.Series {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := report.Series{End: rep.End, Threshold: threshold, Tables: make([]report.TableSeries, 0, len(rep.Tables))}
+	for _, tr := range rep.Tables {
+		ts := report.TableSeries{Table: tr.Table, Index: tr.Index, Step: 1, Classes: []report.ClassSeries{}, Keys: []report.KeySeries{}}
+		t := r.tables[entryKey{tr.Table, tr.Index}]
+		n := 0
+		if t != nil {
+			n = int(t.last - t.first + 1)
+			ts.Step = t.step
+			ts.Start = time.Unix(t.first*t.step, 0).UTC()
+		}
+		for c := range ingest.Class(ingest.NumClasses) {
+			p := make(report.Points, n)
+			for i := range p {
+				if s := t.steps[t.first+int64(i)]; s != nil {
+					p[i] = s.classes[c] / float64(t.step)
+				}
+			}
+			ts.Classes = append(ts.Classes, report.ClassSeries{Class: c.String(), UnitsPerSecond: p})
+		}
+		for _, k := range tr.TopKeys {
+			c, ok := ingest.ParseClass(k.Class)
+			if !ok {
+				continue
+			}
+			p := make(report.Points, n)
+			for i := range p {
+				s := t.steps[t.first+int64(i)]
+				switch {
+				case s == nil:
+				case s.keys[stepKey{k.Key, c}] > 0:
+					p[i] = s.keys[stepKey{k.Key, c}] / float64(t.step)
+				case s.dropped[c] > 0:
+					p[i] = math.NaN()
+				}
+			}
+			ts.Keys = append(ts.Keys, report.KeySeries{Key: k.Key, Class: k.Class, UnitsPerSecond: p})
+		}
+		out.Tables = append(out.Tables, ts)
+	}
+	return out
+}
+
+// floorDiv divides rounding towards minus infinity.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}

@@ -1,0 +1,202 @@
+// Command screenshots takes the README's pictures from the real program:
+// the live page of `hotkeyd demo` once every planted diagnosis is on it,
+// and the HTML report of `hotkeyd analyze --format html` over a sample
+// log. It builds hotkeyd, runs it, and drives a headless Chromium (Debian's
+// chromium, as the browser tests do). Run it from the repository's root:
+//
+//	scripts/screenshots.sh            # or: go run ./internal/cmd/screenshots -out docs/img
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/ingest/demo"
+	"github.com/hotkeyd/hotkeyd/internal/testenv"
+)
+
+func main() {
+	out := flag.String("out", "docs/img", "folder the PNGs are written to")
+	input := flag.String("input", "cmd/hotkeyd/testdata/access.jsonl", "log the HTML report analyzes")
+	width := flag.Int("width", 1280, "viewport width, in CSS pixels")
+	height := flag.Int("height", 800, "viewport height, in CSS pixels")
+	flag.Parse()
+	if err := run(*out, *input, *width, *height); err != nil {
+		fmt.Fprintf(os.Stderr, "screenshots: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(out, input string, width, height int) error {
+	tmp, err := os.MkdirTemp("", "hotkeyd-screenshots-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	bin := filepath.Join(tmp, "hotkeyd")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/hotkeyd")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build hotkeyd: %w", err)
+	}
+
+	// The report first: it needs no daemon.
+	report := filepath.Join(tmp, "report.html")
+	f, err := os.Create(report)
+	if err != nil {
+		return err
+	}
+	analyze := exec.Command(bin, "analyze", "--format", "html", input)
+	analyze.Stdout, analyze.Stderr = f, io.Discard
+	err = analyze.Run()
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("hotkeyd analyze %s: %w", input, err)
+	}
+
+	bctx, stop, err := testenv.StartBrowser()
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	// The live page, once the demo's planted diagnoses are all in the report
+	// and its charts hold some seconds.
+	base, stopDemo, err := startDemo(bin)
+	if err != nil {
+		return err
+	}
+	defer stopDemo()
+	if err := waitPlanted(base, 60*time.Second); err != nil {
+		return err
+	}
+	time.Sleep(10 * time.Second)
+	// The overview from its tables: the diagnoses above them are in the
+	// report's picture.
+	if err := shoot(bctx, base+"/", `document.querySelector('article.diag') && document.querySelector('[data-chart^="key:"] canvas') &&
+		(document.querySelector('section.tbl').previousElementSibling.scrollIntoView(), window.scrollBy(0, -56), true)`,
+		width, height, filepath.Join(out, "live-page.png")); err != nil {
+		return err
+	}
+	return shoot(bctx, "file://"+report+"#/table/orders", `document.querySelector('[data-chart^="history:"] canvas')`,
+		width, height, filepath.Join(out, "analyze-report.png"))
+}
+
+// startDemo runs hotkeyd demo on a free port and returns its base URL and
+// the function that stops it.
+func startDemo(bin string) (string, func(), error) {
+	cmd := exec.Command(bin, "demo", "--web.listen-address=127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("start hotkeyd demo: %w", err)
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+	started := regexp.MustCompile(`msg="hotkeyd started" address=(\S+)`)
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		if m := started.FindStringSubmatch(lines.Text()); m != nil {
+			go func() { _, _ = io.Copy(io.Discard, stderr) }()
+			return "http://" + m[1], stop, nil
+		}
+	}
+	stop()
+	return "", nil, errors.New("hotkeyd demo exited before it listened")
+}
+
+// waitPlanted waits until the demo's report holds as many diagnoses as
+// the demo plants causes.
+func waitPlanted(base string, timeout time.Duration) error {
+	want := 0
+	for _, p := range demo.Planted() {
+		if p.Cause != "" {
+			want++
+		}
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(timeout)
+	got := 0
+	for time.Now().Before(deadline) {
+		if resp, err := client.Get(base + "/api/v1/hotkeys"); err == nil {
+			var rep report.Report
+			if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&rep) == nil {
+				got = 0
+				for _, t := range rep.Tables {
+					got += len(t.Diagnoses)
+				}
+			}
+			resp.Body.Close()
+			if got >= want {
+				return nil
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("the demo's report has %d diagnoses after %s, want %d", got, timeout, want)
+}
+
+// shoot opens url in a new tab of the browser, waits until ready (a
+// JavaScript expression) is true and the charts have settled, and writes
+// a PNG of the viewport to path.
+func shoot(bctx context.Context, url, ready string, width, height int, path string) error {
+	// The view is chosen after the load: a navigation within the page.
+	doc, hash, _ := strings.Cut(url, "#")
+	tab, cancel := chromedp.NewContext(bctx)
+	defer cancel()
+	// Open the tab with its own context: the first Run ties the tab's life
+	// to the context it is given.
+	if err := chromedp.Run(tab); err != nil {
+		return fmt.Errorf("open a tab: %w", err)
+	}
+	var png []byte
+	for _, step := range []struct {
+		what   string
+		action chromedp.Action
+	}{
+		// A tab in the background draws no frames to capture.
+		{"bring the tab to the front", page.BringToFront()},
+		{"size the viewport", chromedp.EmulateViewport(int64(width), int64(height))},
+		{"load", chromedp.Navigate(doc)},
+		{"choose the view", chromedp.Evaluate(fmt.Sprintf("location.hash = %q", hash), nil)},
+		{"wait for " + ready, chromedp.Poll("!!("+ready+")", nil, chromedp.WithPollingInterval(100*time.Millisecond))},
+		{"let the charts settle", chromedp.Sleep(1500 * time.Millisecond)},
+		{"capture", chromedp.CaptureScreenshot(&png)},
+	} {
+		ctx, cancelStep := context.WithTimeout(tab, 20*time.Second)
+		err := chromedp.Run(ctx, step.action)
+		cancelStep()
+		if err != nil {
+			return fmt.Errorf("screenshot of %s: %s: %w", url, step.what, err)
+		}
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "screenshots: %s (%d KB)\n", path, len(png)/1024)
+	return nil
+}
