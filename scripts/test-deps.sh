@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the tests need and nothing else, idempotently:
+#   - a C compiler for the race detector (cgo), when missing (Debian "gcc", "libc6-dev")
 #   - Prometheus and promtool (Debian package "prometheus")
 #   - Java 17 for DynamoDB Local, when missing (Debian "openjdk-17-jre-headless")
 #   - Node.js and npm for the npm packages below, when missing (Debian "nodejs", "npm")
@@ -28,6 +29,10 @@ apt_install() {
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "$@" >/dev/null
 }
 
+# go test -race needs cgo, which Go turns off when it finds no C compiler.
+if ! command -v gcc >/dev/null 2>&1; then
+	apt_install gcc libc6-dev
+fi
 if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
 	apt_install prometheus
 fi
