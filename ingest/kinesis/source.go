@@ -123,27 +123,13 @@ func (s *Source) Name() string { return SourceName }
 // every configured stream fails (one failing stream among working ones is
 // counted in hotkeyd_source_errors_total only); with a lease table, not
 // while the coordinator cannot read it or renew a lease.
-func (s *Source) Ready() error {
-	if err := s.e.Health.Ready(); err != nil {
-		return err
-	}
-	if err := s.e.Checkpoints.Ready(); err != nil {
-		return fmt.Errorf("checkpoints cannot be written: %w", err)
-	}
-	if s.coord != nil {
-		return s.coord.Ready()
-	}
-	return nil
-}
+func (s *Source) Ready() error { return s.e.Ready() }
 
 // Run reads every configured stream until ctx is done. It returns nil when
 // ctx is done; AWS errors are retried, never returned.
 func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
 	s.e.Run(ctx, func() {
 		var wg sync.WaitGroup
-		if s.cfg.CheckpointDir != "" {
-			wg.Go(func() { s.e.ProbeCheckpoints(ctx) })
-		}
 		for _, arn := range s.cfg.StreamARNs {
 			name, _ := streamName(arn)
 			wg.Go(func() { s.newStream(arn, name, sink).read(ctx, arn) })

@@ -24,15 +24,12 @@ type Source struct {
 	m       *metrics
 	streams StreamsAPI
 	tables  TablesAPI
-	cps     *shards.Store
 	limit   *limiter
-	health  *shards.Health
 	now     func() time.Time
-	e       *shards.Engine // runs the streams' and shards' loops
-
-	// With a lease table: the coordinator, and the listings it splits.
+	// e runs the streams' and shards' loops and keeps their health and
+	// checkpoints; coord is its lease coordinator, with a lease table.
+	e     *shards.Engine
 	coord *lease.Coordinator
-	book  *shards.Book
 }
 
 var (
@@ -83,30 +80,29 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 		m:       m,
 		streams: streams,
 		tables:  tables,
-		cps:     shards.NewStore(cfg.CheckpointDir),
 		// DescribeStream allows 10 calls per second per account.
-		limit:  &limiter{every: 100 * time.Millisecond},
-		health: newHealth(),
-		now:    time.Now,
+		limit: &limiter{every: 100 * time.Millisecond},
+		now:   time.Now,
 	}
+	s.e = s.newEngine()
 	for _, t := range cfg.Tables {
-		s.health.Set(t, errStarting)
+		s.e.Health.Set(t, errStarting)
 		m.initTable(t)
 	}
 	for _, a := range cfg.StreamARNs {
-		s.health.Set(a, errStarting)
+		s.e.Health.Set(a, errStarting)
 	}
 	if cfg.LeaseTable != "" {
 		db, ok := tables.(lease.DynamoDBAPI)
 		if !ok {
 			return nil, errors.New("lease_table: the DynamoDB client cannot write the lease table")
 		}
-		s.book = shards.NewBook()
-		if s.coord, err = lease.New(cfg.leaseConfig(), db, s.book, log, rep, reg); err != nil {
+		s.e.Book = shards.NewBook()
+		if s.coord, err = lease.New(cfg.leaseConfig(), db, s.e.Book, log, rep, reg); err != nil {
 			return nil, err
 		}
+		s.e.Coord = s.coord
 	}
-	s.e = s.newEngine()
 	return s, nil
 }
 
@@ -121,20 +117,10 @@ func (s *Source) Name() string { return SourceName }
 // first successful call, while the endpoint cannot be reached, and while
 // every configured table or stream is failing. One failing table among
 // working ones does not make the reader unready (its errors are counted in
-// hotkeyd_source_errors_total). With a lease table it is also not ready
-// while it cannot read the lease table or renew a lease it holds.
-func (s *Source) Ready() error {
-	if err := s.health.Ready(); err != nil {
-		return err
-	}
-	if err := s.cps.Ready(); err != nil {
-		return fmt.Errorf("checkpoints cannot be written: %w", err)
-	}
-	if s.coord != nil {
-		return s.coord.Ready()
-	}
-	return nil
-}
+// hotkeyd_source_errors_total), nor while the checkpoint folder cannot be
+// written. With a lease table it is also not ready while it cannot read
+// the lease table or renew a lease it holds.
+func (s *Source) Ready() error { return s.e.Ready() }
 
 // Run reads every configured stream until ctx is done, handing one batch of
 // Events per GetRecords response to sink. It returns nil when ctx is done;
@@ -147,9 +133,6 @@ func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
 // read runs a reader of every configured table and stream.
 func (s *Source) read(ctx context.Context, sink ingest.Sink) {
 	var wg sync.WaitGroup
-	if s.cfg.CheckpointDir != "" {
-		wg.Go(func() { s.e.ProbeCheckpoints(ctx) })
-	}
 	for _, t := range s.cfg.Tables {
 		wg.Go(func() { s.watchTable(ctx, sink, t) })
 	}

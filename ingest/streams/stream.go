@@ -43,12 +43,12 @@ func (s *Source) watchTable(ctx context.Context, sink ingest.Sink, table string)
 			return
 		case err != nil:
 			s.rep.Error(SourceName, classify(err), err)
-			s.health.Set(table, err)
+			s.e.Health.Set(table, err)
 			wait = bo.Duration()
 		case arn == "":
 			err := fmt.Errorf("table %q has no stream enabled", table)
 			s.rep.Error(SourceName, ReasonNoStream, err)
-			s.health.Set(table, err)
+			s.e.Health.Set(table, err)
 			wait = min(bo.Duration(), s.cfg.DescribeInterval)
 		default:
 			bo.Reset()

@@ -2,6 +2,7 @@ package shards
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
@@ -130,9 +131,10 @@ type Engine struct {
 	Now func() time.Time
 }
 
-// Run runs the lease coordinator, when there is one, while read runs;
-// once read returns, the coordinator has stopped and the leases no reader
-// released are released.
+// Run runs the lease coordinator, when there is one, and the checkpoint
+// folder's probe (ProbeCheckpoints) while read runs; once read returns,
+// the coordinator has stopped and the leases no reader released are
+// released.
 func (e *Engine) Run(ctx context.Context, read func()) {
 	if e.Coord != nil {
 		// The coordinator stops with the readers; each reader releases its
@@ -147,7 +149,31 @@ func (e *Engine) Run(ctx context.Context, read func()) {
 			e.Coord.ReleaseAll(rctx)
 		}()
 	}
+	if e.Checkpoints != nil {
+		probed := make(chan struct{})
+		go func() { defer close(probed); e.ProbeCheckpoints(ctx) }()
+		defer func() { <-probed }()
+	}
 	read()
+}
+
+// Ready returns nil while the reader works: not while every configured
+// stream fails (Health), not while the checkpoint folder cannot be
+// written, and with a lease table not while the coordinator cannot read
+// it or renew a lease it holds.
+func (e *Engine) Ready() error {
+	if err := e.Health.Ready(); err != nil {
+		return err
+	}
+	if e.Checkpoints != nil {
+		if err := e.Checkpoints.Ready(); err != nil {
+			return fmt.Errorf("checkpoints cannot be written: %w", err)
+		}
+	}
+	if e.Coord != nil {
+		return e.Coord.Ready()
+	}
+	return nil
 }
 
 // probeEvery is how often a checkpoint folder that could not be written
