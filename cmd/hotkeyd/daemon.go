@@ -176,7 +176,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 		ccfg.Replica, d.judge = d.replicas.Worker(), d.replicas
 	}
 	d.live = export.NewLive(time.Now)
-	d.history = export.NewHistory(export.HistoryConfig{Window: cfg.Window, Top: settings.Top, Threshold: cfg.Threshold})
+	d.history = export.NewHistory(export.HistoryConfig{Window: cfg.Window, Top: settings.Top})
 	if err := reg.Register(export.NewCollector(d.live, ccfg)); err != nil {
 		return nil, fmt.Errorf("register collector: %w", err)
 	}
