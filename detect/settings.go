@@ -9,7 +9,7 @@ import (
 // Settings are the detector's thresholds. The zero value is not useful; start
 // from DefaultSettings and override. YAML names are those of the config file,
 // where they sit under detector:, but for Threshold, which the file sets at
-// its top level (internal/config takes its default and check from here).
+// its top level (internal/app/config takes its default and check from here).
 // Each is declared, defaulted and checked here only; a report carries those
 // its renderings need (Report, report.Settings).
 type Settings struct {
