@@ -22,7 +22,7 @@ func Evaluate(snap sketch.Snapshot, s Settings) report.Report {
 // evaluate is Evaluate; live also judges each key on the last few seconds
 // (see recentShare), which only means something on a live window.
 func evaluate(snap sketch.Snapshot, s Settings, live bool) report.Report {
-	r := report.Report{Start: snap.Start, End: snap.End, Tables: make([]report.TableReport, 0, len(snap.Tables))}
+	r := report.Report{Start: snap.Start, End: snap.End, Tables: make([]report.TableReport, 0, len(snap.Tables)), Settings: s.Report()}
 	for i := range snap.Tables {
 		t := newTable(&snap.Tables[i], s, live)
 		r.Events += t.Events

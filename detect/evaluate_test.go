@@ -101,8 +101,9 @@ func TestSettingsValidate(t *testing.T) {
 		mod  func(*Settings)
 		want string
 	}{
-		{func(s *Settings) { s.Threshold = 0 }, "threshold: 0 is outside (0, 1]"},
-		{func(s *Settings) { s.Threshold = 1.5 }, "threshold: 1.5 is outside (0, 1]"},
+		{func(s *Settings) { s.Threshold = 0 }, "threshold: must be above 0 and below 1, got 0"},
+		{func(s *Settings) { s.Threshold = 1.5 }, "threshold: must be above 0 and below 1, got 1.5"},
+		{func(s *Settings) { s.Threshold = 1 }, "threshold: must be above 0 and below 1, got 1"},
 		{func(s *Settings) { s.ClearThreshold = 0.2 }, "clear_threshold: 0.2 is above threshold 0.1"},
 		{func(s *Settings) { s.HoldEvaluations = 0 }, "hold_evaluations: 0 must be at least 1"},
 		{func(s *Settings) { s.WriteLimit = -1 }, "write_limit: -1 must be positive"},

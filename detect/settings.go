@@ -1,9 +1,17 @@
 package detect
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/hotkeyd/hotkeyd/detect/report"
+)
 
 // Settings are the detector's thresholds. The zero value is not useful; start
-// from DefaultSettings and override. YAML names are those of the config file.
+// from DefaultSettings and override. YAML names are those of the config file,
+// where they sit under detector:, but for Threshold, which the file sets at
+// its top level (internal/app/config takes its default and check from here).
+// Each is declared, defaulted and checked here only; a report carries those
+// its renderings need (Report, report.Settings).
 type Settings struct {
 	// Threshold is the share of a table's units of one class that makes a
 	// partition key hot (hot_key), and the share of a stream's records that
@@ -95,6 +103,23 @@ func DefaultSettings() Settings {
 	}
 }
 
+// Report returns the settings a report was judged by, as it carries them.
+func (s Settings) Report() report.Settings {
+	return report.Settings{
+		Threshold: s.Threshold, WarnFraction: s.WarnFraction, LimitFraction: s.LimitFraction,
+		ReadLimit: s.ReadLimit, WriteLimit: s.WriteLimit, Top: s.Top,
+	}
+}
+
+// ValidThreshold returns an error, starting with the setting's name, when
+// v cannot be the threshold: a share strictly between 0 and 1.
+func ValidThreshold(v float64) error {
+	if !(v > 0 && v < 1) {
+		return fmt.Errorf("threshold: must be above 0 and below 1, got %g", v)
+	}
+	return nil
+}
+
 // Validate returns an error naming the first setting out of range, by its
 // YAML name.
 func (s Settings) Validate() error {
@@ -117,7 +142,7 @@ func (s Settings) Validate() error {
 		return nil
 	}
 	errs := []error{
-		frac("threshold", s.Threshold, false),
+		ValidThreshold(s.Threshold),
 		frac("clear_threshold", s.ClearThreshold, false),
 		frac("limit_fraction", s.LimitFraction, false),
 		frac("warn_fraction", s.WarnFraction, false),

@@ -22,8 +22,6 @@ type HistoryConfig struct {
 	// records twice as many each second (at least 20), so that a key that
 	// climbs into the top has its past seconds too.
 	Top int
-	// Threshold is the share that makes a key hot, passed on to the page.
-	Threshold float64
 }
 
 // History keeps the daemon's last seconds, table by table: each second's
@@ -64,12 +62,6 @@ type histSecond struct {
 	at      int64
 	classes [ingest.NumClasses]float64
 	keys    []histKey
-}
-
-// classKey names a key's series: the same key in the two classes is two.
-type classKey struct {
-	key   string
-	class ingest.Class
 }
 
 type histKey struct {
@@ -164,70 +156,39 @@ func (h *History) fill(s *histSecond, ts *report.TableSecond) {
 	}
 }
 
-// Series returns the series that go with rep: for each of its tables the
-// recorded seconds (oldest first) of the classes and of the top keys, in
-// the order of the table's top_keys. Keys are as in rep; mask them with
-// KeyMasker.MaskSeries. top > 0 keeps that many keys per class.
+// Series returns the series that go with rep (report.BuildSeries): for
+// each of its tables the recorded seconds (oldest first) of the classes
+// and of the top keys, in the order of the table's top_keys; a second no
+// evaluation saw, and a key's second it was not among the recorded keys,
+// are NaN. Keys are as in rep; mask them with KeyMasker.MaskSeries.
+// top > 0 keeps that many keys per class.
 func (h *History) Series(rep report.Report, top int) report.Series {
-	out := report.Series{Threshold: h.cfg.Threshold, Tables: make([]report.TableSeries, 0, len(rep.Tables))}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, t := range rep.Tables {
-		out.Tables = append(out.Tables, h.tableSeries(t, top))
-	}
-	return out
+	return report.BuildSeries(rep, top, func(table, index string) report.Steps {
+		if r := h.tables[entryID{table, index}]; r != nil {
+			return r
+		}
+		return nil
+	})
 }
 
-func (h *History) tableSeries(t report.TableReport, top int) report.TableSeries {
-	ts := report.TableSeries{Table: t.Table, Index: t.Index, Step: 1, Classes: []report.ClassSeries{}, Keys: []report.KeySeries{}}
-	r := h.tables[entryID{t.Table, t.Index}]
-	n := 0
-	if r != nil {
-		n = r.n
-		ts.Start = time.Unix(r.last-int64(n)+1, 0).UTC()
-	}
-	for c := range ingest.Class(ingest.NumClasses) {
-		ts.Classes = append(ts.Classes, report.ClassSeries{Class: c.String(), UnitsPerSecond: make(report.Points, n)})
-	}
-	// Which series a recorded key feeds: (class, key) to its index in Keys.
-	index := map[classKey]int{}
-	perClass := map[string]int{}
-	for _, k := range t.TopKeys {
-		if top > 0 && perClass[k.Class] >= top {
-			continue
-		}
-		perClass[k.Class]++
-		c, ok := ingest.ParseClass(k.Class)
-		if !ok {
-			continue
-		}
-		index[classKey{k.Key, c}] = len(ts.Keys)
-		ts.Keys = append(ts.Keys, report.KeySeries{Key: k.Key, Class: k.Class, UnitsPerSecond: nanPoints(n)})
-	}
-	for i := range n {
-		s := &r.secs[(r.next-n+i+len(r.secs))%len(r.secs)]
-		if s.at == 0 {
-			for c := range ts.Classes {
-				ts.Classes[c].UnitsPerSecond[i] = math.NaN()
-			}
-			continue
-		}
-		for c := range ts.Classes {
-			ts.Classes[c].UnitsPerSecond[i] = s.classes[c]
-		}
-		for _, k := range s.keys {
-			if j, ok := index[classKey{k.key, k.class}]; ok {
-				ts.Keys[j].UnitsPerSecond[i] = k.units
-			}
-		}
-	}
-	return ts
+// Span returns the ring's seconds: the first, one second a step, how many.
+func (r *secondRing) Span() (time.Time, int64, int) {
+	return time.Unix(r.last-int64(r.n)+1, 0), 1, r.n
 }
 
-func nanPoints(n int) report.Points {
-	p := make(report.Points, n)
-	for i := range p {
-		p[i] = math.NaN()
+// Step returns the ring's i-th second, oldest first: what an unknown
+// second holds, and a key's second when it was not among the recorded
+// keys, is NaN.
+func (r *secondRing) Step(i int, key func(key string, class int, units float64)) report.StepUnits {
+	nan := [ingest.NumClasses]float64{math.NaN(), math.NaN()}
+	s := &r.secs[(r.next-r.n+i+len(r.secs))%len(r.secs)]
+	if s.at == 0 {
+		return report.StepUnits{Classes: nan, Absent: nan}
 	}
-	return p
+	for _, k := range s.keys {
+		key(k.key, int(k.class), k.units)
+	}
+	return report.StepUnits{Classes: s.classes, Absent: nan}
 }

@@ -34,7 +34,7 @@ func secondSnap(sec int64, units float64, tables ...string) []report.TableSecond
 }
 
 func historyReport(tables ...string) report.Report {
-	var rep report.Report
+	rep := report.Report{End: time.Unix(200, 0).UTC()}
 	for _, name := range tables {
 		rep.Tables = append(rep.Tables, report.TableReport{Table: name, TopKeys: []report.TopKey{
 			{Key: "USER#alice", Class: "write"}, {Key: "USER#carol", Class: "write"}, {Key: "USER#bob", Class: "write"}, {Key: "USER#alice", Class: "read"},
@@ -55,8 +55,18 @@ func points(p report.Points) []float64 {
 	return out
 }
 
+// TestSeriesClasses: the series' classes are indexed as ingest's, which
+// History's seconds and analyze's steps count in.
+func TestSeriesClasses(t *testing.T) {
+	for c := range ingest.Class(ingest.NumClasses) {
+		if report.Classes[c] != c.String() {
+			t.Errorf("report.Classes[%d] is %q, ingest's class %d is %q", c, report.Classes[c], c, c)
+		}
+	}
+}
+
 func TestHistorySeries(t *testing.T) {
-	h := NewHistory(HistoryConfig{Window: 5 * time.Second, Top: 10, Threshold: 0.1})
+	h := NewHistory(HistoryConfig{Window: 5 * time.Second, Top: 10})
 	for _, s := range []struct {
 		sec   int64
 		units float64
@@ -68,8 +78,9 @@ func TestHistorySeries(t *testing.T) {
 	} {
 		h.Record(secondSnap(s.sec, s.units))
 	}
-	got := h.Series(historyReport("orders"), 0)
-	if got.Threshold != 0.1 || len(got.Tables) != 1 {
+	rep := historyReport("orders")
+	got := h.Series(rep, 0)
+	if !got.End.Equal(rep.End) || len(got.Tables) != 1 {
 		t.Fatalf("series %+v", got)
 	}
 	ts := got.Tables[0]
@@ -120,7 +131,7 @@ func TestHistorySeries(t *testing.T) {
 
 func TestServerHistoryAPI(t *testing.T) {
 	live := NewLive(nil)
-	hist := NewHistory(HistoryConfig{Window: time.Minute, Top: 10, Threshold: 0.1})
+	hist := NewHistory(HistoryConfig{Window: time.Minute, Top: 10})
 	m := mustMasker(t, KeysHash, "k")
 	ts := startServer(t, ServerConfig{Live: live, History: hist, Masker: m}, "")
 
@@ -158,7 +169,7 @@ func TestServerHistoryAPI(t *testing.T) {
 func TestHTMLReportIsSelfContained(t *testing.T) {
 	evil := `USER#</script><img src=x onerror=alert(1)>`
 	rep := report.Report{Tables: []report.TableReport{{Table: "orders", TopKeys: []report.TopKey{{Key: evil, Class: "write", Share: 0.5}}}}}
-	series := report.Series{Threshold: 0.1, Tables: []report.TableSeries{{Table: "orders", Step: 1, Start: time.Unix(100, 0).UTC(),
+	series := report.Series{Tables: []report.TableSeries{{Table: "orders", Step: 1, Start: time.Unix(100, 0).UTC(),
 		Classes: []report.ClassSeries{{Class: "read", UnitsPerSecond: report.Points{0}}, {Class: "write", UnitsPerSecond: report.Points{2}}},
 		Keys:    []report.KeySeries{{Key: evil, Class: "write", UnitsPerSecond: report.Points{math.NaN()}}}}}}
 	var b bytes.Buffer

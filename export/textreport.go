@@ -14,11 +14,12 @@ import (
 // header line, its classes' rates and peaks, an aligned table of its top
 // keys per class, then one block per diagnosis (cause, severity, why, the
 // one fix, its after-state and what it explains), why the table is quiet
-// when it is, and the evidence: the findings with what led to each.
-func WriteTextReport(w io.Writer, r report.Report, threshold float64) error {
+// when it is, and the evidence: the findings with what led to each. The
+// threshold is the one the report was judged by (its Settings).
+func WriteTextReport(w io.Writer, r report.Report) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "%s events (%s rejected) from %s to %s (%s); a key is hot at %.0f%% of its table's units of a class\n",
-		groupDigits(r.Events), groupDigits(r.Rejected), fmtTime(r.Start), fmtTime(r.End), fmtSpan(r.End.Sub(r.Start)), threshold*100)
+		groupDigits(r.Events), groupDigits(r.Rejected), fmtTime(r.Start), fmtTime(r.End), fmtSpan(r.End.Sub(r.Start)), r.Settings.Threshold*100)
 	for _, n := range r.Notes {
 		fmt.Fprintf(ew, "note: %s\n", n)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,12 +41,12 @@ func TestWriteTextReportGolden(t *testing.T) {
 	for name, rep := range map[string]func() report.Report{
 		"report.txt":        func() report.Report { return goldenReport(t) },
 		"report-redact.txt": func() report.Report { return mustMasker(t, KeysRedact, "").MaskReport(goldenReport(t)) },
-		"report-empty.txt":  func() report.Report { return report.Report{} },
+		"report-empty.txt":  func() report.Report { return report.Report{Settings: detect.DefaultSettings().Report()} },
 		"report-kinds.txt":  func() report.Report { return detect.Evaluate(privacySnapshot(), detect.DefaultSettings()) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := WriteTextReport(&b, rep(), 0.1); err != nil {
+			if err := WriteTextReport(&b, rep()); err != nil {
 				t.Fatal(err)
 			}
 			path := filepath.Join("testdata", name)
@@ -86,7 +87,19 @@ type failingWriter struct{}
 func (failingWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
 
 func TestWriteTextReportError(t *testing.T) {
-	if err := WriteTextReport(failingWriter{}, report.Report{}, 0.1); err == nil {
+	if err := WriteTextReport(failingWriter{}, report.Report{}); err == nil {
 		t.Error("a failing writer's error was dropped")
+	}
+}
+
+// TestWriteTextReportThreshold: the threshold printed is the one the
+// report was judged by.
+func TestWriteTextReportThreshold(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTextReport(&b, report.Report{Settings: report.Settings{Threshold: 0.25}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "a key is hot at 25% of its table's units of a class") {
+		t.Errorf("report judged at 25%%:\n%s", b.String())
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/ingest/parallel"
-	"github.com/hotkeyd/hotkeyd/internal/analyze"
-	"github.com/hotkeyd/hotkeyd/internal/config"
+	"github.com/hotkeyd/hotkeyd/internal/app/analyze"
+	"github.com/hotkeyd/hotkeyd/internal/app/config"
 	"github.com/hotkeyd/hotkeyd/internal/logging"
 )
 

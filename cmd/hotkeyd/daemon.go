@@ -18,13 +18,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/detect"
-	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	demosource "github.com/hotkeyd/hotkeyd/ingest/demo"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
-	"github.com/hotkeyd/hotkeyd/internal/config"
+	"github.com/hotkeyd/hotkeyd/internal/app/config"
 	"github.com/hotkeyd/hotkeyd/internal/logging"
+	"github.com/hotkeyd/hotkeyd/judge"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -92,9 +92,11 @@ type daemon struct {
 	tracker  *detect.Tracker
 	server   *export.Server
 	sources  []ingest.Source
-	// replicas is set when a source shares its shards through a lease
-	// table: the detector then judges on every replica's traffic.
-	replicas *replicas
+	// judge is what the detector's tick evaluates: this process's window,
+	// or, when a source shares its shards through a lease table (replicas
+	// is then set), every replica's.
+	judge    judge.Evaluator
+	replicas *judge.Replicas
 }
 
 // newDaemon builds every component, and so runs every check run makes
@@ -165,15 +167,16 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 		return nil, errors.New("no sources: list some under sources: in the config file, or pass --web.enable-ingest")
 	}
 
-	if d.replicas, err = newReplicas(d.sources, scfg.Tracked, log); err != nil {
+	if d.replicas, err = judge.NewReplicas(d.sources, d.store, d.tracker, scfg.Tracked, log); err != nil {
 		return nil, err
 	}
 	ccfg := export.CollectorConfig{TopN: settings.Top, Masker: d.masker}
+	d.judge = judge.Alone(d.store, d.tracker)
 	if d.replicas != nil {
-		ccfg.Replica = d.replicas.worker
+		ccfg.Replica, d.judge = d.replicas.Worker(), d.replicas
 	}
 	d.live = export.NewLive(time.Now)
-	d.history = export.NewHistory(export.HistoryConfig{Window: cfg.Window, Top: settings.Top, Threshold: cfg.Threshold})
+	d.history = export.NewHistory(export.HistoryConfig{Window: cfg.Window, Top: settings.Top})
 	if err := reg.Register(export.NewCollector(d.live, ccfg)); err != nil {
 		return nil, fmt.Errorf("register collector: %w", err)
 	}
@@ -245,19 +248,11 @@ func (d *daemon) run(ctx context.Context) error {
 				case <-tickCtx.Done():
 					return nil
 				case <-t.C:
-					var snap sketch.Snapshot
-					var rep report.Report
-					var changes []report.Change
-					if d.replicas != nil {
-						snap, rep, changes = d.replicas.evaluate(d.store, d.tracker)
-					} else {
-						snap = d.store.Snapshot()
-						rep, changes = d.tracker.Evaluate(snap)
-					}
-					d.history.Record(detect.LastSeconds(snap, d.history.Keys()))
-					rep.Rejected = d.reporter.Rejected()
-					d.live.Update(rep)
-					ann.Announce(changes)
+					j := d.judge.Evaluate()
+					d.history.Record(detect.LastSeconds(j.Snapshot, d.history.Keys()))
+					j.Report.Rejected = d.reporter.Rejected()
+					d.live.Update(j.Report)
+					ann.Announce(j.Changes)
 				}
 			}
 		}, func(error) { stopTick() })
@@ -266,7 +261,7 @@ func (d *daemon) run(ctx context.Context) error {
 	// Summaries shared with the other replicas, in the lease table.
 	if d.replicas != nil {
 		boardCtx, stopBoard := context.WithCancel(context.Background())
-		g.Add(func() error { return d.replicas.run(boardCtx) }, func(error) { stopBoard() })
+		g.Add(func() error { return d.replicas.Run(boardCtx) }, func(error) { stopBoard() })
 	}
 
 	// HTTP: /metrics, the API, health and readiness. Its interrupt runs the

@@ -11,7 +11,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
-	"github.com/hotkeyd/hotkeyd/internal/config"
+	"github.com/hotkeyd/hotkeyd/internal/app/config"
 	"github.com/hotkeyd/hotkeyd/internal/logging"
 )
 

@@ -25,7 +25,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
-	"github.com/hotkeyd/hotkeyd/internal/config"
+	"github.com/hotkeyd/hotkeyd/internal/app/config"
 )
 
 func main() {

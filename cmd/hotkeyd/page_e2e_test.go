@@ -220,8 +220,10 @@ func waitPlanted(t *testing.T, tab *testenv.Tab, masker *export.KeyMasker, timeo
 
 // pageView is what the page shows, read from its DOM.
 type pageView struct {
-	End     string `json:"end"`
-	TopKeys []struct {
+	End string `json:"end"`
+	// Thresholds are those the share bars are drawn against.
+	Thresholds []float64 `json:"thresholds"`
+	TopKeys    []struct {
 		Table, Index, Class, Key string
 		Rank                     int
 		Units, Share, Peak       float64
@@ -244,6 +246,7 @@ const readPageView = `(() => {
 	const tr = (e) => ({Table: e.closest('[data-table]').dataset.table, Index: e.closest('[data-table]').dataset.index});
 	return {
 		end: document.getElementById('app').dataset.end || '',
+		thresholds: Array.from(document.querySelectorAll('tr.topkey .thr')).map((e) => +e.dataset.threshold),
 		topKeys: Array.from(document.querySelectorAll('tr.topkey')).map((e) => ({
 			Table: e.dataset.table, Index: e.dataset.index, Class: e.dataset.class, Key: e.dataset.key, Rank: +e.dataset.rank,
 			Units: +e.dataset.units, Share: +e.dataset.share, Peak: +e.dataset.peak,
@@ -365,6 +368,17 @@ func compareView(t *testing.T, view pageView, rep report.Report, perClass int, t
 	}
 	if wantKeys == 0 || wantDiags == 0 {
 		t.Errorf("nothing to compare: the report has %d keys and %d diagnoses", wantKeys, wantDiags)
+	}
+	// The share bars are drawn against the threshold the report was
+	// judged by, which only the report carries.
+	if len(view.Thresholds) != wantKeys {
+		t.Errorf("the page draws the threshold on %d share bars, want %d", len(view.Thresholds), wantKeys)
+	}
+	for _, th := range view.Thresholds {
+		if th != rep.Settings.Threshold || th == 0 {
+			t.Errorf("the page draws the threshold at %v, the report was judged at %v", th, rep.Settings.Threshold)
+			break
+		}
 	}
 }
 

@@ -4,7 +4,8 @@ import "time"
 
 // Report is the analysis of one snapshot: the JSON document printed by
 // `hotkeyd analyze --format json` and served at /api/v1/hotkeys. Its shape
-// is a contract (see DESIGN.md); change it only on purpose and everywhere.
+// is a contract (README.md, "The analyze report"); change
+// it only on purpose and everywhere.
 type Report struct {
 	Start    time.Time     `json:"start"`
 	End      time.Time     `json:"end"`
@@ -15,6 +16,29 @@ type Report struct {
 	// how its numbers were counted (for example that CloudTrail input counts
 	// one unit per item). Absent when there is nothing to say.
 	Notes []string `json:"notes,omitempty"`
+	// Settings are the detector settings the report was judged by: what
+	// every rendering draws against (the threshold on the share bars, the
+	// ceilings and fractions of the severities). The window it was judged
+	// over is Start to End.
+	Settings Settings `json:"settings"`
+}
+
+// Settings are the detector settings (detect.Settings) a report was judged
+// by, by their names in the config file.
+type Settings struct {
+	// Threshold is the share of a table's units of one class that makes a
+	// key hot.
+	Threshold float64 `json:"threshold"`
+	// WarnFraction and LimitFraction of a partition's ceiling are where a
+	// key's peak makes its diagnosis a warning and critical.
+	WarnFraction  float64 `json:"warn_fraction"`
+	LimitFraction float64 `json:"limit_fraction"`
+	// ReadLimit and WriteLimit are one partition's ceilings, in RCU/s and
+	// WCU/s.
+	ReadLimit  float64 `json:"read_limit"`
+	WriteLimit float64 `json:"write_limit"`
+	// Top is the number of keys per class listed in a table's top_keys.
+	Top int `json:"top"`
 }
 
 // TableReport is one table's, or one index's, part of a Report.

@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// contractReport is the analyze report of DESIGN.md ("Diagnoses and
-// peaks"), with the fields this implementation adds to a diagnosis (share,
-// peak_units_per_second, limit, summary) and to its after-state.
+// contractReport is the analyze report of README.md ("The analyze
+// report"): the diagnoses and peaks, with the fields this implementation
+// adds to a diagnosis (share, peak_units_per_second, limit, summary) and
+// to its after-state, and the settings the report was judged by.
 const contractReport = `{
   "start": "2026-11-22T10:00:00Z",
   "end": "2026-11-22T10:05:00Z",
@@ -58,7 +59,8 @@ const contractReport = `{
       ],
       "quiet": {"reason": "info_only", "key": "K", "class": "read", "share": 0.2, "peak_units_per_second": 20, "limit": 3000, "text": "one sentence"}
     }
-  ]
+  ],
+  "settings": {"threshold": 0.1, "warn_fraction": 0.5, "limit_fraction": 0.8, "read_limit": 3000, "write_limit": 1000, "top": 10}
 }`
 
 // TestReportMatchesContract marshals the contract's example from the Go
@@ -88,6 +90,7 @@ func TestReportMatchesContract(t *testing.T) {
 			}},
 			Quiet: &Quiet{Reason: QuietInfoOnly, Key: "K", Class: "read", Share: 0.2, PeakUnitsPerSecond: 20, Limit: 3000, Text: "one sentence"},
 		}},
+		Settings: Settings{Threshold: 0.1, WarnFraction: 0.5, LimitFraction: 0.8, ReadLimit: 3000, WriteLimit: 1000, Top: 10},
 	}
 	got, err := json.Marshal(r)
 	if err != nil {

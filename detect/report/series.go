@@ -3,18 +3,19 @@ package report
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 )
 
 // Series is the traffic of tables over time, point by point: what the live
 // page (/api/v1/hotkeys/history) and the HTML report of analyze draw. It
-// goes with a Report: its keys are that report's top keys.
+// goes with a Report: its keys are that report's top keys, and what they
+// are drawn against (the threshold, the ceilings) is the report's
+// Settings. BuildSeries makes it.
 type Series struct {
 	// End is the End of the Report the series go with.
 	End time.Time `json:"end"`
-	// Threshold is the share that makes a key hot, drawn on the share bars.
-	Threshold float64 `json:"threshold"`
 	// Tables holds one entry per table and index, as Report.Tables.
 	Tables []TableSeries `json:"tables"`
 }
@@ -120,4 +121,101 @@ type ClassSecond struct {
 type KeySecond struct {
 	Key   string
 	Units float64
+}
+
+// Classes are the classes of a TableSeries, in order: a Steps indexes its
+// classes the same way.
+var Classes = [2]string{"read", "write"}
+
+// StepUnits is what a Steps knows of one step's classes.
+type StepUnits struct {
+	// Classes holds the units of each class (indexed as Classes) in the
+	// step; NaN when nothing is known of the step.
+	Classes [2]float64
+	// Absent is, per class, the units of a top key the step did not keep:
+	// 0 when the step knows the key had none, NaN when it cannot tell.
+	Absent [2]float64
+}
+
+// Steps is one table's traffic, recorded step by step, as BuildSeries
+// reads it. The daemon's History (one-second steps from the snapshots)
+// and analyze's recorder (steps of the input's event times) each keep
+// their own and implement it; BuildSeries turns either into a
+// TableSeries.
+type Steps interface {
+	// Span returns the start of the first step, the length of a step in
+	// seconds (at least 1) and the number of steps.
+	Span() (start time.Time, step int64, n int)
+	// Step returns step i's units, 0 ≤ i < n, and calls key for every key
+	// the step kept, with its class (indexed as Classes) and its units.
+	Step(i int, key func(key string, class int, units float64)) StepUnits
+}
+
+// BuildSeries returns the series that go with rep: for each of its tables,
+// the mean units per second of its classes and of its top keys (in the
+// order of its top_keys), step by step, from steps(table, index) (nil:
+// none recorded). top > 0 keeps that many keys per class. Keys are as in
+// rep.
+func BuildSeries(rep Report, top int, steps func(table, index string) Steps) Series {
+	out := Series{End: rep.End, Tables: make([]TableSeries, 0, len(rep.Tables))}
+	for _, t := range rep.Tables {
+		out.Tables = append(out.Tables, tableSeries(t, top, steps(t.Table, t.Index)))
+	}
+	return out
+}
+
+// keyClass names a key's series: the same key in the two classes is two.
+type keyClass struct {
+	key   string
+	class int
+}
+
+func tableSeries(t TableReport, top int, st Steps) TableSeries {
+	ts := TableSeries{Table: t.Table, Index: t.Index, Step: 1, Classes: []ClassSeries{}, Keys: []KeySeries{}}
+	n := 0
+	if st != nil {
+		var start time.Time
+		start, ts.Step, n = st.Span()
+		ts.Start = start.UTC()
+	}
+	for _, c := range Classes {
+		ts.Classes = append(ts.Classes, ClassSeries{Class: c, UnitsPerSecond: make(Points, n)})
+	}
+	// Which series a kept key feeds: (key, class) to its index in Keys.
+	index := map[keyClass]int{}
+	var classOf []int
+	perClass := map[string]int{}
+	for _, k := range t.TopKeys {
+		if top > 0 && perClass[k.Class] >= top {
+			continue
+		}
+		perClass[k.Class]++
+		c := slices.Index(Classes[:], k.Class)
+		if c < 0 {
+			continue
+		}
+		index[keyClass{k.Key, c}] = len(ts.Keys)
+		classOf = append(classOf, c)
+		ts.Keys = append(ts.Keys, KeySeries{Key: k.Key, Class: k.Class, UnitsPerSecond: make(Points, n)})
+	}
+	step := float64(ts.Step)
+	kept := make([]bool, len(ts.Keys))
+	for i := range n {
+		clear(kept)
+		u := st.Step(i, func(key string, class int, units float64) {
+			if j, ok := index[keyClass{key, class}]; ok {
+				ts.Keys[j].UnitsPerSecond[i] = units / step
+				kept[j] = true
+			}
+		})
+		for c := range ts.Classes {
+			ts.Classes[c].UnitsPerSecond[i] = u.Classes[c] / step
+		}
+		for j := range ts.Keys {
+			if !kept[j] {
+				ts.Keys[j].UnitsPerSecond[i] = u.Absent[classOf[j]]
+			}
+		}
+	}
+	return ts
 }

@@ -244,6 +244,13 @@
 
   // ---- views ----
 
+  // judgedBy returns the settings the shown report was judged by (the
+  // report's settings: its threshold, ceilings and fractions), or an empty
+  // object before the first report.
+  function judgedBy() {
+    return (state.report && state.report.settings) || {};
+  }
+
   function header() {
     var rep = state.report, meta = [];
     var label = { live: 'live', waiting: 'waiting', down: 'reconnecting', auth: 'signed out', report: 'report' }[state.status];
@@ -254,7 +261,8 @@
     if (rep && mode === 'report') {
       meta.push(fmt(rep.events) + ' events from ' + stamp(rep.start) + ' to ' + stamp(rep.end));
     }
-    if (state.series) meta.push('a key is hot at ' + pct(state.series.threshold).replace('.0%', '%') + ' of its table\'s units of a class');
+    var threshold = judgedBy().threshold;
+    if (threshold) meta.push('a key is hot at ' + pct(threshold).replace('.0%', '%') + ' of its table\'s units of a class');
     return '<header class="top"><h1><a href="#/">hotkeyd</a></h1>' +
       '<span class="status ' + esc(state.status) + '" id="status">' + esc(label) + '</span>' +
       '<span class="meta">' + esc(meta.join(' · ')) + '</span></header>';
@@ -329,7 +337,7 @@
     var keys = (t.top_keys || []).filter(function (k) { return k.class === cls; });
     if (limit) keys = keys.slice(0, limit);
     if (!keys.length) return '';
-    var threshold = state.series ? state.series.threshold : 0;
+    var threshold = judgedBy().threshold || 0;
     var index = keySeriesIndex(ts), seen = {}, x = ts ? xs(ts) : [];
     var unit = UNIT[cls], yMax = 1;
     Object.keys(index).forEach(function (id) {
@@ -346,7 +354,7 @@
       }) + '><td class="key" title="' + esc(k.key) + '">' + esc(k.key) + '</td>' +
         '<td class="num opt units">' + fmt(k.units) + '</td>' +
         '<td class="sharecell"><div class="bar"><div class="fill' + (hot ? ' hot' : '') + '" style="width:' + Math.min(100, k.share * 100).toFixed(2) + '%"></div>' +
-        (threshold ? '<div class="thr" style="left:' + (threshold * 100).toFixed(2) + '%" title="threshold ' + pct(threshold) + '"></div>' : '') +
+        (threshold ? '<div class="thr" data-threshold="' + threshold + '" style="left:' + (threshold * 100).toFixed(2) + '%" title="threshold ' + pct(threshold) + '"></div>' : '') +
         '<span class="pct share">' + pct(k.share) + '</span></div></td>' +
         '<td class="num opt ups">' + fmt(k.units_per_second || 0) + '</td>' +
         '<td class="num peak">' + fmt(k.peak_units_per_second) + '</td>' +

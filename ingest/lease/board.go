@@ -45,8 +45,10 @@ const (
 // times, before a worker deletes it: its writer is long gone.
 const staleDeleteAfter = 30
 
-// BoardConfig says how a Board publishes and reads.
-type BoardConfig struct {
+// BoardConfig says how a Board publishes and reads, and what a peer's
+// payload decodes to: T (hotkeyd: *sketch.Summary, whose codec the caller
+// passes in, so that this package knows nothing of sketches).
+type BoardConfig[T any] struct {
 	// Every is the pace of publishing and reading (default FailoverTime/3,
 	// between one second and FailoverTime/2).
 	Every time.Duration
@@ -55,7 +57,7 @@ type BoardConfig struct {
 	Publish func() ([]byte, error)
 	// Decode turns a peer's payload into the value Peers returns; an error
 	// makes the summary ignored, logged once per worker and error.
-	Decode func([]byte) (any, error)
+	Decode func([]byte) (T, error)
 }
 
 // Board publishes this worker's summary in the lease table and reads the
@@ -63,36 +65,36 @@ type BoardConfig struct {
 // it goes stale once it has not moved for FailoverTime on this worker's
 // clock (at first sight, when its writer's clock says it was written more
 // than FailoverTime ago), the same rule as a lease's expiry.
-type Board struct {
+type Board[T any] struct {
 	c   *Coordinator
-	cfg BoardConfig
+	cfg BoardConfig[T]
 	key string
 	rnd *rand.Rand
 
 	mu       sync.Mutex
-	peers    map[string]*peerSummary // by worker
-	reported map[string]string       // item key → problem last reported
+	peers    map[string]*peerSummary[T] // by worker
+	reported map[string]string          // item key → problem last reported
 	seq      int64
 	failing  bool
 }
 
 // peerSummary is a peer's summary as last read.
-type peerSummary struct {
+type peerSummary[T any] struct {
 	seq     string
 	changed time.Time // when this worker saw seq move; zero: stale at first sight
-	value   any
-	bad     bool // the payload could not be decoded
+	value   T
+	decoded bool // value holds the payload decoded; false while it is being decoded, or when it cannot be
 }
 
 // Peer is a live peer's decoded summary and how long ago it last moved.
-type Peer struct {
+type Peer[T any] struct {
 	Worker string
-	Value  any
+	Value  T
 	Age    time.Duration
 }
 
-// Board returns a Board of this coordinator's worker in its lease table.
-func (c *Coordinator) Board(cfg BoardConfig) (*Board, error) {
+// NewBoard returns a Board of c's worker in its lease table.
+func NewBoard[T any](c *Coordinator, cfg BoardConfig[T]) (*Board[T], error) {
 	if cfg.Publish == nil || cfg.Decode == nil {
 		return nil, errors.New("summary board: Publish and Decode are required")
 	}
@@ -102,17 +104,17 @@ func (c *Coordinator) Board(cfg BoardConfig) (*Board, error) {
 	cfg.Every = min(max(cfg.Every, time.Second), max(c.cfg.FailoverTime/2, time.Second))
 	c.m.peerAge.WithLabelValues(c.cfg.Table)
 	c.m.peers.WithLabelValues(c.cfg.Table)
-	return &Board{
+	return &Board[T]{
 		c: c, cfg: cfg, key: SummaryKeyPrefix + c.cfg.WorkerID,
 		rnd:   rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
-		peers: map[string]*peerSummary{}, reported: map[string]string{},
+		peers: map[string]*peerSummary[T]{}, reported: map[string]string{},
 	}, nil
 }
 
 // Run publishes and reads every BoardConfig.Every (±10 %) until ctx is
 // done, then deletes this worker's summary so that the others stop counting
 // it at once.
-func (b *Board) Run(ctx context.Context) error {
+func (b *Board[T]) Run(ctx context.Context) error {
 	// The coordinator makes the table: publish once it has used it.
 	for !b.c.used() {
 		if !sleepCtx(ctx, 100*time.Millisecond) {
@@ -140,7 +142,7 @@ func (b *Board) Run(ctx context.Context) error {
 }
 
 // round publishes, then reads.
-func (b *Board) round(ctx context.Context) {
+func (b *Board[T]) round(ctx context.Context) {
 	err := b.publish(ctx)
 	if err == nil {
 		err = b.read(ctx)
@@ -164,7 +166,7 @@ func (b *Board) round(ctx context.Context) {
 	}
 }
 
-func (b *Board) publish(ctx context.Context) error {
+func (b *Board[T]) publish(ctx context.Context) error {
 	payload, err := b.cfg.Publish()
 	if err != nil {
 		return fmt.Errorf("make summary: %w", err)
@@ -201,7 +203,7 @@ func (b *Board) publish(ctx context.Context) error {
 }
 
 // read scans the table for the other workers' summaries.
-func (b *Board) read(ctx context.Context) error {
+func (b *Board[T]) read(ctx context.Context) error {
 	raw, err := b.c.db.scan(ctx)
 	if isTableGone(err) {
 		b.c.tableGone()
@@ -233,7 +235,7 @@ func (b *Board) read(ctx context.Context) error {
 		p := b.peers[worker]
 		switch {
 		case p == nil || p.seq != seq:
-			np := &peerSummary{seq: seq, changed: now}
+			np := &peerSummary[T]{seq: seq, changed: now}
 			if p == nil && wall.Sub(published) > b.c.cfg.FailoverTime {
 				np.changed = time.Time{} // written long ago: stale until it moves
 			}
@@ -243,12 +245,11 @@ func (b *Board) read(ctx context.Context) error {
 			v, derr := b.cfg.Decode(payload)
 			b.mu.Lock()
 			if derr != nil {
-				p.bad = true
 				b.mu.Unlock()
 				b.reportOnce(key.Value, "summary cannot be read: "+derr.Error())
 				continue
 			}
-			p.value = v
+			p.value, p.decoded = v, true
 			b.mu.Unlock()
 			b.reportOnce(key.Value, "")
 		default:
@@ -280,7 +281,7 @@ type staleItem struct {
 
 // deleteStale deletes a summary whose writer is long gone, if it has not
 // moved since it was read.
-func (b *Board) deleteStale(ctx context.Context, it staleItem) {
+func (b *Board[T]) deleteStale(ctx context.Context, it staleItem) {
 	cctx, cancel := b.c.db.call(ctx, "DeleteItem")
 	defer cancel()
 	_, err := b.c.db.api.DeleteItem(cctx, &dynamodb.DeleteItemInput{
@@ -336,7 +337,7 @@ func parseSummary(key string, av map[string]types.AttributeValue) (worker, seq s
 
 // reportOnce logs and counts a summary item's problem once, until it
 // changes; "" says the item is fine again.
-func (b *Board) reportOnce(key, problem string) {
+func (b *Board[T]) reportOnce(key, problem string) {
 	b.mu.Lock()
 	last, known := b.reported[key]
 	b.reported[key] = problem
@@ -349,27 +350,28 @@ func (b *Board) reportOnce(key, problem string) {
 }
 
 // Every returns the pace of publishing and reading.
-func (b *Board) Every() time.Duration { return b.cfg.Every }
+func (b *Board[T]) Every() time.Duration { return b.cfg.Every }
 
 // Peers returns the live peers' summaries, sorted by worker id; stale
-// ones and those that could not be decoded are left out.
-func (b *Board) Peers() []Peer {
+// ones, and those not decoded (yet, or because they cannot be), are left
+// out.
+func (b *Board[T]) Peers() []Peer[T] {
 	now := b.c.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []Peer
+	var out []Peer[T]
 	for _, w := range slices.Sorted(maps.Keys(b.peers)) {
 		p := b.peers[w]
-		if p.bad || p.changed.IsZero() || now.Sub(p.changed) > b.c.cfg.FailoverTime {
+		if !p.decoded || p.changed.IsZero() || now.Sub(p.changed) > b.c.cfg.FailoverTime {
 			continue
 		}
-		out = append(out, Peer{Worker: w, Value: p.value, Age: now.Sub(p.changed)})
+		out = append(out, Peer[T]{Worker: w, Value: p.value, Age: now.Sub(p.changed)})
 	}
 	return out
 }
 
 // updateMetrics sets the live peers and the age of the oldest.
-func (b *Board) updateMetrics() {
+func (b *Board[T]) updateMetrics() {
 	peers := b.Peers()
 	var oldest time.Duration
 	for _, p := range peers {

@@ -18,7 +18,7 @@ import (
 // boardWorker is a worker with a Board publishing "<id>#<n>" payloads.
 type boardWorker struct {
 	*worker
-	b      *Board
+	b      *Board[string]
 	quiet  atomic.Bool // publish nothing
 	n      atomic.Int64
 	cancel context.CancelFunc
@@ -28,16 +28,16 @@ type boardWorker struct {
 func startBoard(t *testing.T, d *testenv.DDBLocal, table, id string) *boardWorker {
 	t.Helper()
 	w := &boardWorker{worker: startWorker(t, d.DB, table, id, &staticLister{}), done: make(chan struct{})}
-	b, err := w.c.Board(BoardConfig{
+	b, err := NewBoard(w.c, BoardConfig[string]{
 		Publish: func() ([]byte, error) {
 			if w.quiet.Load() {
 				return nil, nil
 			}
 			return []byte(id + "#" + strconv.FormatInt(w.n.Add(1), 10)), nil
 		},
-		Decode: func(p []byte) (any, error) {
+		Decode: func(p []byte) (string, error) {
 			if !strings.Contains(string(p), "#") {
-				return nil, errors.New("no # in the payload")
+				return "", errors.New("no # in the payload")
 			}
 			return string(p), nil
 		},
@@ -58,7 +58,7 @@ func (w *boardWorker) stopBoard() {
 	<-w.done
 }
 
-func peerNames(ps []Peer) string {
+func peerNames(ps []Peer[string]) string {
 	var out []string
 	for _, p := range ps {
 		out = append(out, p.Worker)
@@ -78,7 +78,7 @@ func testBoard(t *testing.T, d *testenv.DDBLocal) {
 	waitFor(t, 10*time.Second, "a and b to see each other", func() bool {
 		return peerNames(a.b.Peers()) == "b" && peerNames(b.b.Peers()) == "a"
 	})
-	if v := a.b.Peers()[0].Value.(string); !strings.HasPrefix(v, "b#") {
+	if v := a.b.Peers()[0].Value; !strings.HasPrefix(v, "b#") {
 		t.Errorf("a reads b's payload as %q", v)
 	}
 	if got := testutil.ToFloat64(a.c.m.peers.WithLabelValues(table)); got != 1 {

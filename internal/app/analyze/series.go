@@ -184,52 +184,47 @@ func (s *stepUnits) prune(keep int) {
 	}
 }
 
-// series returns the series that go with rep: for each of its tables, its
-// classes' and its top keys' mean units per second, step by step from the
-// step of the earliest event to that of the latest. Keys are as in rep.
-func (r *recorder) series(rep report.Report, threshold float64) report.Series {
+// series returns the series that go with rep (report.BuildSeries): for
+// each of its tables, its classes' and its top keys' mean units per
+// second, step by step from the step of the earliest event to that of the
+// latest. Keys are as in rep.
+func (r *recorder) series(rep report.Report) report.Series {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := report.Series{End: rep.End, Threshold: threshold, Tables: make([]report.TableSeries, 0, len(rep.Tables))}
-	for _, tr := range rep.Tables {
-		ts := report.TableSeries{Table: tr.Table, Index: tr.Index, Step: 1, Classes: []report.ClassSeries{}, Keys: []report.KeySeries{}}
-		t := r.tables[entryKey{tr.Table, tr.Index}]
-		n := 0
-		if t != nil {
-			n = int(t.last - t.first + 1)
-			ts.Step = t.step
-			ts.Start = time.Unix(t.first*t.step, 0).UTC()
+	return report.BuildSeries(rep, 0, func(table, index string) report.Steps {
+		if t := r.tables[entryKey{table, index}]; t != nil {
+			return t
 		}
-		for c := range ingest.Class(ingest.NumClasses) {
-			p := make(report.Points, n)
-			for i := range p {
-				if s := t.steps[t.first+int64(i)]; s != nil {
-					p[i] = s.classes[c] / float64(t.step)
-				}
-			}
-			ts.Classes = append(ts.Classes, report.ClassSeries{Class: c.String(), UnitsPerSecond: p})
-		}
-		for _, k := range tr.TopKeys {
-			c, ok := ingest.ParseClass(k.Class)
-			if !ok {
-				continue
-			}
-			p := make(report.Points, n)
-			for i := range p {
-				s := t.steps[t.first+int64(i)]
-				switch {
-				case s == nil:
-				case s.keys[stepKey{k.Key, c}] > 0:
-					p[i] = s.keys[stepKey{k.Key, c}] / float64(t.step)
-				case s.dropped[c] > 0:
-					p[i] = math.NaN()
-				}
-			}
-			ts.Keys = append(ts.Keys, report.KeySeries{Key: k.Key, Class: k.Class, UnitsPerSecond: p})
-		}
-		out.Tables = append(out.Tables, ts)
+		return nil
+	})
+}
+
+// Span returns the table's steps: from that of the earliest event to that
+// of the latest.
+func (t *tableSteps) Span() (time.Time, int64, int) {
+	return time.Unix(t.first*t.step, 0), t.step, int(t.last - t.first + 1)
+}
+
+// Step returns the i-th step's units: a step without events had none; a
+// key the step did not keep had none unless the step dropped keys of its
+// class, and then the counting cannot tell (NaN).
+func (t *tableSteps) Step(i int, key func(key string, class int, units float64)) report.StepUnits {
+	s := t.steps[t.first+int64(i)]
+	if s == nil {
+		return report.StepUnits{}
 	}
-	return out
+	for k, v := range s.keys {
+		if v > 0 {
+			key(k.key, int(k.class), v)
+		}
+	}
+	u := report.StepUnits{Classes: s.classes}
+	for c, d := range s.dropped {
+		if d > 0 {
+			u.Absent[c] = math.NaN()
+		}
+	}
+	return u
 }
 
 // floorDiv divides rounding towards minus infinity.

@@ -28,7 +28,7 @@ func record(t *testing.T, keep int, events []ingest.Event, keys ...report.TopKey
 	if passed != len(events) {
 		t.Fatalf("passed on %d events of %d", passed, len(events))
 	}
-	s := r.series(report.Report{Tables: []report.TableReport{{Table: "orders", TopKeys: keys}}}, 0.1)
+	s := r.series(report.Report{Tables: []report.TableReport{{Table: "orders", TopKeys: keys}}})
 	return s.Tables[0]
 }
 
@@ -139,7 +139,7 @@ func TestRecorderBoundsItsTables(t *testing.T) {
 	if err := r.Put(context.Background(), batch); err != nil {
 		t.Fatal(err)
 	}
-	s := r.series(report.Report{Tables: []report.TableReport{{Table: "a"}, {Table: "b"}, {Table: "c"}}}, 0.1)
+	s := r.series(report.Report{Tables: []report.TableReport{{Table: "a"}, {Table: "b"}, {Table: "c"}}})
 	for i, want := range []int{1, 1, 0} {
 		if got := len(s.Tables[i].Classes[ingest.Read].UnitsPerSecond); got != want {
 			t.Errorf("table %s: %d points, want %d", s.Tables[i].Table, got, want)

@@ -33,7 +33,9 @@ type Config struct {
 	Listen string `yaml:"listen"`
 	// Window is the sliding window shares are computed over.
 	Window time.Duration `yaml:"window"`
-	// Threshold is the traffic share that makes a key hot.
+	// Threshold is the detector's threshold (detect.Settings.Threshold:
+	// its meaning, default and check are there), which the file sets at
+	// its top level rather than under detector:.
 	Threshold float64 `yaml:"threshold"`
 	// Keys says how key values are shown in metrics, the API and logs:
 	// plain, hash (a stable keyed hash) or redact.
@@ -65,7 +67,7 @@ func Default() Config {
 	return Config{
 		Listen:    ":9529",
 		Window:    60 * time.Second,
-		Threshold: 0.10,
+		Threshold: detect.DefaultSettings().Threshold,
 		Keys:      export.KeysPlain,
 		MaxTables: sketch.DefaultMaxTables,
 		Detector:  DefaultDetector(),
@@ -154,8 +156,8 @@ func (c *Config) Validate() error {
 	if c.Window <= 0 {
 		return fmt.Errorf("window: must be positive, got %s", c.Window)
 	}
-	if !(c.Threshold > 0 && c.Threshold < 1) {
-		return fmt.Errorf("threshold: must be above 0 and below 1, got %g", c.Threshold)
+	if err := detect.ValidThreshold(c.Threshold); err != nil {
+		return err
 	}
 	if !c.Keys.Valid() {
 		return fmt.Errorf("keys: must be plain, hash or redact, got %q", c.Keys)

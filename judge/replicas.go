@@ -1,4 +1,4 @@
-package main
+package judge
 
 import (
 	"context"
@@ -8,16 +8,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/detect"
-	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
-// summaryKeys is the most top keys per table and class a replica
+// SummaryKeys is the most top keys per table and class a replica
 // publishes: far more than a key above any sensible threshold needs to be
 // among on the replica that reads it.
-const summaryKeys = 64
+const SummaryKeys = 64
 
 // leased is a source that splits its shards with other replicas through a
 // lease table (dynamodb-streams and kinesis with lease_table).
@@ -25,14 +24,17 @@ type leased interface {
 	Coordinator() *lease.Coordinator
 }
 
-// replicas is what a daemon sharing its shards with other replicas adds to
-// the detector's tick: it publishes its window's summary in the lease
-// table, reads the others', judges on their sum and raises only its own
-// diagnoses (detect.Raisers).
-type replicas struct {
+// Replicas is the Evaluator of a daemon sharing its shards with other
+// replicas: it publishes its window's summary in the lease table, reads
+// the others', judges on their sum and announces only the diagnoses it
+// raises (detect.Raisers). Run exchanges the summaries; Evaluate is
+// called by the tick.
+type Replicas struct {
 	log     *zap.Logger
 	worker  string
-	board   *lease.Board
+	store   *sketch.Store
+	tracker *detect.Tracker
+	board   *lease.Board[*sketch.Summary]
 	raisers *detect.Raisers
 	tracked int
 	latest  atomic.Pointer[sketch.Summary]
@@ -46,17 +48,21 @@ type replicas struct {
 	combiner sketch.Combiner
 }
 
-// newReplicas returns the replicas of the first source with a lease table,
-// or nil when no source has one.
-func newReplicas(sources []ingest.Source, tracked int, log *zap.Logger) (*replicas, error) {
+// NewReplicas returns the Replicas of the first source with a lease
+// table, judging on store's window with tracker, or nil when no source
+// has one. tracked is the top keys per table and class the store keeps.
+func NewReplicas(sources []ingest.Source, store *sketch.Store, tracker *detect.Tracker, tracked int, log *zap.Logger) (*Replicas, error) {
 	for _, src := range sources {
 		l, ok := src.(leased)
 		if !ok || l.Coordinator() == nil {
 			continue
 		}
 		c := l.Coordinator()
-		r := &replicas{log: log.Named("replicas"), worker: c.WorkerID(), raisers: detect.NewRaisers(c.WorkerID()), tracked: tracked}
-		b, err := c.Board(lease.BoardConfig{Publish: r.payload, Decode: func(p []byte) (any, error) { return sketch.DecodeSummary(p) }})
+		r := &Replicas{
+			log: log.Named("replicas"), worker: c.WorkerID(), store: store, tracker: tracker,
+			raisers: detect.NewRaisers(c.WorkerID()), tracked: tracked,
+		}
+		b, err := lease.NewBoard(c, lease.BoardConfig[*sketch.Summary]{Publish: r.payload, Decode: sketch.DecodeSummary})
 		if err != nil {
 			return nil, err
 		}
@@ -66,19 +72,22 @@ func newReplicas(sources []ingest.Source, tracked int, log *zap.Logger) (*replic
 	return nil, nil
 }
 
-// run publishes and reads summaries until ctx is done.
-func (r *replicas) run(ctx context.Context) error {
+// Worker returns this replica's worker id in the lease table.
+func (r *Replicas) Worker() string { return r.worker }
+
+// Run publishes and reads summaries until ctx is done.
+func (r *Replicas) Run(ctx context.Context) error {
 	r.log.Info("sharing window summaries with the other replicas", zap.String("worker", r.worker))
 	return r.board.Run(ctx)
 }
 
 // payload encodes the latest local summary for the board.
-func (r *replicas) payload() ([]byte, error) {
+func (r *Replicas) payload() ([]byte, error) {
 	s := r.latest.Load()
 	if s == nil {
 		return nil, nil
 	}
-	b, keys, regs, err := sketch.EncodeSummary(s, summaryKeys, lease.MaxSummaryBytes)
+	b, keys, regs, err := sketch.EncodeSummary(s, SummaryKeys, lease.MaxSummaryBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -95,12 +104,12 @@ func (r *replicas) payload() ([]byte, error) {
 	return b, nil
 }
 
-// evaluate judges on the sum of this replica's window and the live peers'
-// summaries, and returns the combined snapshot it judged, the report, with
-// who raises what, and the changes this replica announces.
-func (r *replicas) evaluate(store *sketch.Store, tracker *detect.Tracker) (sketch.Snapshot, report.Report, []report.Change) {
+// Evaluate judges on the sum of this replica's window and the live peers'
+// summaries: the combined snapshot it judged, the report, with who raises
+// what, and the changes this replica announces.
+func (r *Replicas) Evaluate() Judgement {
 	due := time.Since(r.regsAt) >= r.board.Every()/2
-	sum := store.Summary(due)
+	sum := r.store.Summary(due)
 	if due {
 		r.regsAt = time.Now()
 		r.regs = make(map[[2]string][]byte, len(sum.Tables))
@@ -116,11 +125,9 @@ func (r *replicas) evaluate(store *sketch.Store, tracker *detect.Tracker) (sketc
 	r.latest.Store(sum)
 	var peers []sketch.Replica
 	for _, p := range r.board.Peers() {
-		if s, ok := p.Value.(*sketch.Summary); ok {
-			peers = append(peers, sketch.Replica{Worker: p.Worker, Summary: s})
-		}
+		peers = append(peers, sketch.Replica{Worker: p.Worker, Summary: p.Value})
 	}
 	c := r.combiner.Combine(sketch.Replica{Worker: r.worker, Summary: sum}, peers, r.tracked)
-	rep, changes := tracker.Evaluate(c.Snapshot)
-	return c.Snapshot, rep, r.raisers.Assign(&rep, changes, c)
+	rep, changes := r.tracker.Evaluate(c.Snapshot)
+	return Judgement{Snapshot: c.Snapshot, Report: rep, Changes: r.raisers.Assign(&rep, changes, c)}
 }

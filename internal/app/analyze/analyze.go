@@ -153,7 +153,7 @@ func Run(ctx context.Context, cfg Config) error {
 	result.Notes = inputs.Notes()
 	var series report.Series
 	if rec != nil {
-		series = rec.series(result, cfg.Settings.Threshold)
+		series = rec.series(result)
 	}
 	if cfg.Masker != nil {
 		result = cfg.Masker.MaskReport(result)
@@ -169,7 +169,7 @@ func Run(ctx context.Context, cfg Config) error {
 		err = export.WriteHTMLReport(cfg.Stdout, export.HTMLReport{Report: result, Series: series},
 			"hotkeyd analyze: "+strings.Join(cfg.Files, ", "), cfg.Version)
 	default:
-		err = export.WriteTextReport(cfg.Stdout, result, cfg.Settings.Threshold)
+		err = export.WriteTextReport(cfg.Stdout, result)
 	}
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
