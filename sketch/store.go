@@ -31,7 +31,12 @@
 // units each with probability 1-δ, δ = e^-Depth (ε ≈ 0.066 %, δ ≈ 0.67 % at
 // defaults); a key that has been a candidate for a whole window, or whose
 // class never had more keys than Candidates, is exact. Units are counted in
-// quarter units (0.5 RCU is exact). Distinct keys are exact below 1000 and
+// quarter units (0.5 RCU is exact). A key's units and accesses in a slot
+// are 32-bit counters that carry into 64 bits when full (a whole log is
+// one slot in analyze mode), so no key's count saturates however long
+// the window; its units in one second, and a count-min cell, hold up to
+// 2^30 units, more than any table serves in a second or than the keys
+// outside the candidates bring to one cell (TestCountersDoNotSaturate). Distinct keys are exact below 1000 and
 // within about 0.81 % (one standard error) above.
 //
 // # Seconds
