@@ -424,13 +424,13 @@ func (m *genCMS) absorb(o *genCMS) {
 // the count-min sketch bounds (est) and those only the entry counted
 // (exact), with the rest of its counts.
 type entryView struct {
-	hash             uint64
-	key              string
+	hash               uint64
+	key                string
 	est, exact, events []uint64
 	sk, peak           []uint32
-	sec, headSec     int64
-	ring             []uint32
-	headUnits        uint32
+	sec, headSec       int64
+	ring               []uint32
+	headUnits          uint32
 	// folds are the complete seconds the merge added up, for the peaks of
 	// their slots.
 	folds []secPoint[uint32]
