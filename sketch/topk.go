@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // candidates counts a bounded set of partition keys exactly, per slot,
@@ -155,6 +156,40 @@ func (c *candidates) dropOver(id int) {
 	}
 }
 
+// heldKey returns the copy of key, hashed to h, that a table holds: key
+// itself up to MaxKeyBytes, or its first bytes (cut at a character
+// boundary), "…" and h in hex, MaxKeyBytes at most.
+func heldKey(key string, h uint64) string {
+	if len(key) <= MaxKeyBytes {
+		return strings.Clone(key)
+	}
+	cut := MaxKeyBytes - heldTail
+	for cut > 0 && !utf8.RuneStart(key[cut]) {
+		cut--
+	}
+	b := make([]byte, 0, cut+heldTail)
+	b = append(b, key[:cut]...)
+	b = append(b, "…"...)
+	for i := 60; i >= 0; i -= 4 {
+		b = append(b, "0123456789abcdef"[h>>i&15])
+	}
+	return string(b)
+}
+
+// heldTail is the length of what heldKey puts after a long key's first
+// bytes: "…" and 16 hex digits.
+const heldTail = len("…") + 16
+
+// sameKey reports whether held, a key heldKey returned, is key's, given
+// that their hashes are equal: a long key is known by its first bytes and
+// its hash.
+func sameKey(held, key string) bool {
+	if len(key) <= MaxKeyBytes {
+		return held == key
+	}
+	return len(held) > heldTail && strings.HasPrefix(key, held[:len(held)-heldTail])
+}
+
 // minCapacity is the capacity a candidate set starts with.
 const minCapacity = 8
 
@@ -209,7 +244,7 @@ func (c *candidates) find(h uint64, key string) int {
 		}
 		if v&^0xffffffff == tag {
 			id := int(uint32(v)) - 1
-			if r := &c.rec[id]; r.hash == h && r.key == key {
+			if r := &c.rec[id]; r.hash == h && sameKey(r.key, key) {
 				return id
 			}
 		}
@@ -333,7 +368,7 @@ func (c *candidates) admit(h uint64, key string, s int, q, skBit, curEst, prevEs
 	}
 	r := &c.rec[id]
 	r.hash = h
-	r.key = strings.Clone(key)
+	r.key = heldKey(key, h)
 	r.estMask = 0
 	r.sec = sec
 	row := c.cnt[id*c.slots : (id+1)*c.slots]
