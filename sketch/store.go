@@ -60,14 +60,14 @@
 //
 // # Memory
 //
-// A table (or index) costs at most Config.Footprint bytes: 1 098 839 bytes
-// (1.05 MiB) at DefaultConfig, both classes and the whole window, whatever
-// the keys (count-min 320 KiB, candidates 328 KiB with keys of up to
+// A table (or index) costs at most Config.Footprint bytes: 1 069 020 bytes
+// (1.02 MiB) at DefaultConfig, both classes and the whole window, whatever
+// the keys (count-min 320 KiB, candidates 304 KiB with keys of up to
 // MaxKeyBytes, distinct keys 208 KiB, 1024 shards 144 KiB, throttled keys
-// 27 KiB, plus 4 % allocator overhead; TestFootprint fills tables to every
+// 23 KiB, plus 4 % allocator overhead; TestFootprint fills tables to every
 // bound and checks the heap against it). A partition key longer than
-// MaxKeyBytes (128) is held, counted and reported as its first bytes, "…"
-// and its 64-bit hash in hex, 128 bytes in all, so that the 2 KiB keys
+// MaxKeyBytes (96) is held, counted and reported as its first bytes, "…"
+// and its 64-bit hash in hex, 96 bytes in all, so that the 2 KiB keys
 // DynamoDB allows cost what short ones do (a table of 400 keys of 2 KiB:
 // 0.75 MB, 2.2 MB before; TestLongKeysFootprint); keys DynamoDB would
 // refuse are refused before (ingest.CheckEvent, key_too_long). A table's memory
