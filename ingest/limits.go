@@ -42,6 +42,29 @@ var nameByte = func() (t [256]bool) {
 	return t
 }()
 
+// Key lengths, as DynamoDB bounds them: a partition key value is at most
+// 2048 bytes, a sort key value at most 1024 (string keys in UTF-8, binary
+// keys in bytes). Events carry keys in text form, binary keys in padded
+// base64, so the bounds on the text are those of a binary key's base64:
+// a longer key cannot be an item's key, and counting it would let any
+// writer of the input fill the candidates' memory with key bytes.
+const (
+	MaxPKLen = (2048 + 2) / 3 * 4 // 2 732: base64 of 2048 bytes
+	MaxSKLen = (1024 + 2) / 3 * 4 // 1 368: base64 of 1024 bytes
+)
+
+// CheckKeys returns nil when e's partition and sort keys are no longer
+// than a DynamoDB key can be (MaxPKLen, MaxSKLen).
+func CheckKeys(e *Event) *Invalid {
+	switch {
+	case len(e.PK) > MaxPKLen:
+		return &Invalid{ReasonKeyTooLong, fmt.Sprintf("partition key of %d bytes: DynamoDB allows 2048 (%d in base64)", len(e.PK), MaxPKLen)}
+	case len(e.SK) > MaxSKLen:
+		return &Invalid{ReasonKeyTooLong, fmt.Sprintf("sort key of %d bytes: DynamoDB allows 1024 (%d in base64)", len(e.SK), MaxSKLen)}
+	}
+	return nil
+}
+
 // DynamoDB's documented limits that bound the capacity one call can
 // consume (the Developer Guide's "Service, account, and table quotas" and
 // the API reference of each call). All sizes are binary: 1 KB = 1024
@@ -203,7 +226,8 @@ func CheckName(what, name string) *Invalid {
 
 // CheckEvent returns nil when e can be counted: its table and index
 // names are names DynamoDB accepts (ReasonBadTable), its class is read or
-// write (ReasonBadOp) and its units are a number one call can consume
+// write (ReasonBadOp), its keys are no longer than DynamoDB allows
+// (ReasonKeyTooLong) and its units are a number one call can consume
 // (ReasonBadUnits; throttled calls count no units and are not checked).
 // Every reader checks the Events it makes with it (or through a parser
 // that does) before handing them to a Sink, and rejects those it refuses
@@ -223,6 +247,9 @@ func CheckEvent(e *Event) *Invalid {
 	}
 	if e.Class >= NumClasses {
 		return &Invalid{ReasonBadOp, fmt.Sprintf("class %d is neither read nor write", e.Class)}
+	}
+	if err := CheckKeys(e); err != nil {
+		return err
 	}
 	if e.Throttled {
 		return nil
@@ -290,7 +317,7 @@ type nameCache struct {
 
 // check reports whether CheckEvent accepts e.
 func (c *nameCache) check(e *Event) bool {
-	if e.Class >= NumClasses {
+	if e.Class >= NumClasses || len(e.PK) > MaxPKLen || len(e.SK) > MaxSKLen {
 		return false
 	}
 	if !e.Throttled && !(e.Units >= 0 && e.Units <= MaxUnits(e.Class)) {

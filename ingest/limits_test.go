@@ -40,6 +40,12 @@ func TestCheckEvent(t *testing.T) {
 		{"near the float limit", ok(Event{Class: Write, Units: 1.7e308}), ReasonBadUnits},
 		{"more than any read", ok(Event{Units: MaxBatchGetUnits + 0.5}), ReasonBadUnits},
 		{"more than any write", ok(Event{Class: Write, Units: MaxBatchWriteUnits + 1}), ReasonBadUnits},
+		{"keys at both bounds", ok(Event{PK: strings.Repeat("k", MaxPKLen), SK: strings.Repeat("s", MaxSKLen), Units: 1}), ""},
+		{"2 KiB string key", ok(Event{PK: strings.Repeat("k", 2048), SK: strings.Repeat("s", 1024), Units: 1}), ""},
+		{"60 KB partition key", ok(Event{PK: strings.Repeat("k", 60_000), Units: 1}), ReasonKeyTooLong},
+		{"partition key one byte over", ok(Event{PK: strings.Repeat("k", MaxPKLen+1), Units: 1}), ReasonKeyTooLong},
+		{"sort key one byte over", ok(Event{PK: "k", SK: strings.Repeat("s", MaxSKLen+1), Units: 1}), ReasonKeyTooLong},
+		{"throttled long key", ok(Event{PK: strings.Repeat("k", MaxPKLen+1), Throttled: true}), ReasonKeyTooLong},
 	} {
 		inv := CheckEvent(&c.e)
 		switch {

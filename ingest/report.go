@@ -33,6 +33,7 @@ const (
 	ReasonBadOp        = "bad_op"        // an operation that is neither read nor write
 	ReasonBadRecord    = "bad_record"    // a record of a known format with a broken shape
 	ReasonBadFile      = "bad_file"      // a file that is truncated or not of a known format
+	ReasonKeyTooLong   = "key_too_long"  // a partition or sort key longer than DynamoDB allows (MaxPKLen, MaxSKLen)
 )
 
 // NopReporter discards everything. Useful in tests and benchmarks.

@@ -28,7 +28,7 @@ const (
 	DefaultHLLPrecision = 14
 	// DefaultMaxTables bounds the tables and indexes tracked, so that input
 	// with random table names cannot exhaust memory: its MemoryBudget,
-	// 300 × at most 1 MiB plus the process, fits the shipped 512 MiB
+	// 300 × at most 1.02 MiB plus the process, fits the shipped 512 MiB
 	// memory limit (GOMEMLIMIT 460 MiB) with room for garbage
 	// (docs/limits.md).
 	DefaultMaxTables = 300
@@ -99,7 +99,7 @@ type Config struct {
 // DefaultConfig returns the defaults: a 60 s window of 12 × 5 s slots, 100
 // keys reported and 384 counted per table and class, count-min 5 × 4096
 // (ε ≈ 0.066 %, δ ≈ 0.67 %), HyperLogLog precision 14 (0.81 %), at most
-// 300 tables. A table costs at most Footprint() bytes, under 1 MiB.
+// 300 tables. A table costs at most Footprint() bytes, 1.02 MiB.
 func DefaultConfig() Config {
 	return Config{
 		Window:           DefaultWindow,
@@ -196,10 +196,19 @@ func (c Config) Epsilon() float64 { return math.E / float64(c.withDefaults().Wid
 // Delta is the probability that a key's estimate misses the Epsilon bound.
 func (c Config) Delta() float64 { return math.Exp(-float64(c.withDefaults().Depth)) }
 
-// Sizes assumed by Footprint for the parts whose size depends on the key
-// strings: DynamoDB allows 2048-byte partition keys, real ones are short.
+// Sizes assumed for the parts whose size depends on the key strings:
+// DynamoDB allows 2048-byte partition keys, real ones are short. A table
+// holds no key longer than MaxKeyBytes (a longer one is held shortened,
+// heldKey), so that Footprint bounds its key bytes whatever the keys;
+// FootprintFor assumes keys of typical length.
 const (
-	// footprintKeyBytes is the key length Footprint assumes for stored keys.
+	// MaxKeyBytes is the longest key a table holds as it is: a longer
+	// partition key is held, counted and reported as its first bytes, "…"
+	// and its 64-bit hash in hex, MaxKeyBytes in all, so that 2 KiB keys
+	// cost no more than short ones (the hash keeps keys that share their
+	// first bytes apart).
+	MaxKeyBytes = 96
+	// footprintKeyBytes is the key length FootprintFor assumes.
 	footprintKeyBytes = 64
 	// footprintShardBytes is the length of a stream shard id
 	// ("shardId-00000001700000000000-0123abcd").
@@ -207,14 +216,15 @@ const (
 )
 
 // Footprint returns the bytes one table (or index) costs at most under c,
-// both classes and the whole window, with partition keys of up to 64 bytes.
-// It is fixed by the configuration and does not grow with the number of
-// distinct keys. The parts:
+// both classes and the whole window, whatever the keys (a table holds
+// none longer than MaxKeyBytes). It is fixed by the configuration and does
+// not grow with the number of distinct keys. The parts:
 //
 //   - count-min: 2 classes × 2 generations × Depth × Width × 4 B;
 //   - candidates: 2 × Candidates keys, each a 64-byte record, per-slot
 //     units, accesses, sort-key bitmaps and per-second peaks (16 B a slot),
-//     a per-second ring, the key bytes and its hash index slots;
+//     a per-second ring, the key bytes (MaxKeyBytes) and its hash index
+//     slots;
 //   - distinct keys: per slot the larger of the exact small set (1000
 //     hashes in a 2048-slot table) and a dense HyperLogLog (2^p bytes), plus
 //     one merge buffer;
@@ -226,12 +236,12 @@ func (c Config) Footprint() int {
 	c = c.withDefaults()
 	s := c.SubWindows
 	cms := ingest2 * 2 * c.Depth * c.Width * 4
-	cand := ingest2 * candidateBytes(c, c.Candidates)
+	cand := ingest2 * candidateBytes(c, c.Candidates, MaxKeyBytes)
 	hll := 1 << c.HLLPrecision
 	exact := exactTableSize * 8
 	distinct := s*max(hll, exact) + hll
 	shards := c.MaxShards * (footprintShardBytes + 16 + 8 + s*4 + 16)
-	throttled := c.MaxThrottledKeys * (footprintKeyBytes + 16 + 8 + s*4 + 16)
+	throttled := c.MaxThrottledKeys * (MaxKeyBytes + 16 + 8 + s*4 + 16)
 	sum := cms + cand + distinct + shards + throttled + classBytes(c) + headerBytes
 	// Allocator size classes and map growth add a few percent: measured at
 	// the defaults, a table filled to every bound holds about 3 % more heap
@@ -261,7 +271,7 @@ func (c Config) FootprintFor(keys int) int {
 	c = c.withDefaults()
 	sum := headerBytes + classBytes(c) + c.SubWindows*8
 	if keys > 0 {
-		sum += ingest2 * candidateBytes(c, grownCapacity(keys, c.Candidates))
+		sum += ingest2 * candidateBytes(c, grownCapacity(keys, c.Candidates), footprintKeyBytes)
 	}
 	if keys > c.Candidates {
 		sum += ingest2 * 2 * c.Depth * c.Width * 4
@@ -310,7 +320,7 @@ func (c Config) MemoryFor(keys []int) int {
 // MemoryBudget returns the most live memory the daemon holds under c:
 // ProcessBaseBytes plus MaxTables tables at Footprint and
 // TableOverheadBytes each, whatever the input. At DefaultConfig it is
-// 360 MB (343 MiB).
+// 369 MB (352 MiB).
 func (c Config) MemoryBudget() int {
 	c = c.withDefaults()
 	return ProcessBaseBytes + c.MaxTables*(c.Footprint()+TableOverheadBytes)
@@ -338,8 +348,8 @@ func classBytes(c Config) int {
 // candidateBytes is the memory of one class's candidate set of the given
 // capacity: per entry the record, the per-slot counts, the per-second ring
 // and first second, the heap slot and the key bytes, plus the index.
-func candidateBytes(c Config, capacity int) int {
-	perKey := candRecBytes + c.SubWindows*slotCountBytes + ringLen(c.RecentSeconds)*4 + 8 + 4 + 4 + footprintKeyBytes
+func candidateBytes(c Config, capacity, keyBytes int) int {
+	perKey := candRecBytes + c.SubWindows*slotCountBytes + ringLen(c.RecentSeconds)*4 + 8 + 4 + 4 + keyBytes
 	return capacity*perKey + indexSize(capacity)*8
 }
 

@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/zeebo/xxh3"
 )
 
 // namedCounts counts events per name (a stream shard, a throttled key) per
@@ -32,8 +34,12 @@ func newNamedCounts(maxNames, slots int, takeOver bool) *namedCounts {
 	return &namedCounts{max: maxNames, slots: slots, takeOver: takeOver, index: map[string]int32{}, lastID: -1}
 }
 
-// add counts one event of name in slot s.
+// add counts one event of name in slot s. A name longer than MaxKeyBytes
+// is counted under its shortened form (heldKey).
 func (n *namedCounts) add(name string, s int) {
+	if len(name) > MaxKeyBytes {
+		name = heldKey(name, xxh3.HashString(name))
+	}
 	id := n.lastID
 	if id < 0 || n.lastName != name {
 		var ok bool

@@ -424,13 +424,13 @@ func (m *genCMS) absorb(o *genCMS) {
 // the count-min sketch bounds (est) and those only the entry counted
 // (exact), with the rest of its counts.
 type entryView struct {
-	hash             uint64
-	key              string
-	est, exact       []uint32
-	events, sk, peak []uint32
-	sec, headSec     int64
-	ring             []uint32
-	headUnits        uint32
+	hash               uint64
+	key                string
+	est, exact, events []uint64
+	sk, peak           []uint32
+	sec, headSec       int64
+	ring               []uint32
+	headUnits          uint32
 	// folds are the complete seconds the merge added up, for the peaks of
 	// their slots.
 	folds []secPoint[uint32]
@@ -450,21 +450,21 @@ func (c *candidates) view(id int) entryView {
 	r := &c.rec[id]
 	v := entryView{
 		hash: r.hash, key: r.key,
-		est: make([]uint32, c.slots), exact: make([]uint32, c.slots),
-		events: make([]uint32, c.slots), sk: make([]uint32, c.slots), peak: make([]uint32, c.slots),
+		est: make([]uint64, c.slots), exact: make([]uint64, c.slots),
+		events: make([]uint64, c.slots), sk: make([]uint32, c.slots), peak: make([]uint32, c.slots),
 		sec: r.sec, ring: slices.Clone(c.ring[id*rl : (id+1)*rl]),
 		headSec: c.headSec[id], headUnits: c.headUnits[id],
 	}
 	for j, k := range c.cnt[id*c.slots : (id+1)*c.slots] {
-		e := uint32(0)
+		u, e := c.unitsAt(id, j), uint64(0)
 		switch {
 		case r.estMask&(1<<j) != 0:
-			e = k.units
+			e = u
 		case int(r.entry) == j:
-			e = min(r.entryQ, k.units)
+			e = min(uint64(r.entryQ), u)
 		}
-		v.est[j], v.exact[j] = e, k.units-e
-		v.events[j], v.sk[j], v.peak[j] = k.events, k.sk, k.peak
+		v.est[j], v.exact[j] = e, u-e
+		v.events[j], v.sk[j], v.peak[j] = c.eventsAt(id, j), k.sk, k.peak
 	}
 	return v
 }
@@ -472,7 +472,7 @@ func (c *candidates) view(id int) entryView {
 func (v *entryView) total() uint64 {
 	var n uint64
 	for j := range v.est {
-		n += uint64(v.est[j]) + uint64(v.exact[j])
+		n += v.est[j] + v.exact[j]
 	}
 	return n
 }
@@ -480,9 +480,9 @@ func (v *entryView) total() uint64 {
 // add adds o, the same key's entry in the other input.
 func (v *entryView) add(o *entryView) {
 	for j := range v.est {
-		v.est[j] = satAdd(v.est[j], o.est[j])
-		v.exact[j] = satAdd(v.exact[j], o.exact[j])
-		v.events[j] = satAdd(v.events[j], o.events[j])
+		v.est[j] += o.est[j]
+		v.exact[j] += o.exact[j]
+		v.events[j] += o.events[j]
 		v.sk[j] |= o.sk[j]
 		v.peak[j] = max(v.peak[j], o.peak[j])
 	}
@@ -495,9 +495,9 @@ func (v *entryView) add(o *entryView) {
 // it overlaps the window (as on admission).
 func (v *entryView) addEstimates(m *genCMS, cur, slots int) {
 	c, p := m.estimates(v.hash)
-	v.est[cur] = satAdd(v.est[cur], c)
+	v.est[cur] += uint64(c)
 	if last := slots - 1; cur != last {
-		v.est[last] = satAdd(v.est[last], p)
+		v.est[last] += uint64(p)
 	}
 }
 
@@ -507,9 +507,9 @@ func (v *entryView) exactParts(cur int) (curQ, prevQ uint32) {
 	var sums [2]uint64
 	for j, x := range v.exact {
 		if j <= cur {
-			sums[0] += uint64(x)
+			sums[0] += x
 		} else {
-			sums[1] += uint64(x)
+			sums[1] += x
 		}
 	}
 	return uint32(min(sums[0], math.MaxUint32)), uint32(min(sums[1], math.MaxUint32))
@@ -534,17 +534,19 @@ func (c *candidates) insertView(v *entryView, m *genCMS, cur int, sc *secClock) 
 		case exact == 0:
 			r.estMask |= 1 << j
 		case r.entry < 0:
-			r.entry, r.entryQ = int8(j), est
+			r.entry, r.entryQ = int8(j), uint32(min(est, math.MaxUint32))
 		default:
+			x := uint32(min(exact, math.MaxUint32))
 			if j <= cur {
-				m.add(v.hash, exact)
+				m.add(v.hash, x)
 			} else {
-				m.addPrev(v.hash, exact)
+				m.addPrev(v.hash, x)
 			}
 			r.estMask |= 1 << j
 		}
-		row[j] = slotCount{units: satAdd(est, exact), events: v.events[j], sk: v.sk[j], peak: v.peak[j]}
-		r.total += uint64(row[j].units)
+		row[j] = slotCount{sk: v.sk[j], peak: v.peak[j]}
+		c.setCounts(id, j, est+exact, v.events[j])
+		r.total += est + exact
 	}
 	for _, f := range v.folds {
 		if s := sc.slotOf(f.sec); s >= 0 {

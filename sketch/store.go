@@ -31,7 +31,12 @@
 // units each with probability 1-δ, δ = e^-Depth (ε ≈ 0.066 %, δ ≈ 0.67 % at
 // defaults); a key that has been a candidate for a whole window, or whose
 // class never had more keys than Candidates, is exact. Units are counted in
-// quarter units (0.5 RCU is exact). Distinct keys are exact below 1000 and
+// quarter units (0.5 RCU is exact). A key's units and accesses in a slot
+// are 32-bit counters that carry into 64 bits when full (a whole log is
+// one slot in analyze mode), so no key's count saturates however long
+// the window; its units in one second, and a count-min cell, hold up to
+// 2^30 units, more than any table serves in a second or than the keys
+// outside the candidates bring to one cell (TestCountersDoNotSaturate). Distinct keys are exact below 1000 and
 // within about 0.81 % (one standard error) above.
 //
 // # Seconds
@@ -55,11 +60,17 @@
 //
 // # Memory
 //
-// A table (or index) costs at most Config.Footprint bytes: 1 039 201 bytes
-// (0.99 MiB) at DefaultConfig, both classes and the whole window (count-min
-// 320 KiB, candidates 280 KiB, distinct keys 208 KiB, 1024 shards 144 KiB,
-// throttled keys 19 KiB, plus 4 % allocator overhead; TestFootprint fills
-// tables to every bound and checks the heap against it). A table's memory
+// A table (or index) costs at most Config.Footprint bytes: 1 069 020 bytes
+// (1.02 MiB) at DefaultConfig, both classes and the whole window, whatever
+// the keys (count-min 320 KiB, candidates 304 KiB with keys of up to
+// MaxKeyBytes, distinct keys 208 KiB, 1024 shards 144 KiB, throttled keys
+// 23 KiB, plus 4 % allocator overhead; TestFootprint fills tables to every
+// bound and checks the heap against it). A partition key longer than
+// MaxKeyBytes (96) is held, counted and reported as its first bytes, "…"
+// and its 64-bit hash in hex, 96 bytes in all, so that the 2 KiB keys
+// DynamoDB allows cost what short ones do (a table of 400 keys of 2 KiB:
+// 0.75 MB, 2.2 MB before; TestLongKeysFootprint); keys DynamoDB would
+// refuse are refused before (ingest.CheckEvent, key_too_long). A table's memory
 // follows its keys (Config.FootprintFor): about 0.5 KiB per key and class
 // while its classes are counted exactly (6.8 KB for one key, 13 KB for 10,
 // 95 KB for 100, 283 KB for 300, measured with 64-byte keys in both classes
@@ -68,7 +79,7 @@
 // shrink and the sketch and sets are given back (TestFootprintSizes,
 // TestFootprintShrinks). Per-second counts cost 76 bytes a candidate, 58 KB
 // of a full table. The number of tables is bounded by Config.MaxTables
-// (300 by default, so at most about 300 MiB); past it, a table is tracked
+// (300 by default, so at most about 315 MiB); past it, a table is tracked
 // only in place of an idle or less busy one (evict.go), and the events of
 // tables not tracked are dropped and counted by Store.Dropped. The
 // process's memory as a function of its tables and their keys is

@@ -275,13 +275,17 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, sec i
 		r := &cand.rec[id]
 		kc := &cand.cnt[id*cand.slots+s]
 		first := kc.events == 0
-		n := kc.units + q
-		if n < q {
-			n = math.MaxUint32
+		r.total += uint64(q)
+		if n := kc.units + q; n >= q {
+			kc.units = n
+		} else {
+			cand.addOver(id, s, q)
 		}
-		r.total += uint64(n - kc.units)
-		kc.units = n
-		kc.events++
+		if kc.events != math.MaxUint32 {
+			kc.events++
+		} else {
+			cand.countOver(id, s)
+		}
 		kc.sk |= skBit
 		if r.sec == es {
 			p := &cand.ring[id*int(cand.ringMask+1)+int(es&cand.ringMask)]

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // candidates counts a bounded set of partition keys exactly, per slot,
@@ -51,7 +52,16 @@ type candidates struct {
 	headUnits []uint32
 	index     []uint64 // hash>>32<<32 | entry id+1; 0 is free
 	imask     uint64
+	// over holds what an entry's counts of one slot (index entry*slots +
+	// slot) hold past their 32 bits: a key's units or accesses in one
+	// slot can pass 2^32 quanta (2^30 units) when a slot is long (a whole
+	// log in analyze mode, one slot) and the key busy. Nil until a
+	// counter first overflows, so that it costs nothing otherwise.
+	over map[int]overCount
 }
+
+// overCount is what a slotCount's counters hold past their 32 bits.
+type overCount struct{ units, events uint64 }
 
 // candRec is one entry's hot fields, 64 bytes.
 type candRec struct {
@@ -71,6 +81,113 @@ type slotCount struct {
 	events uint32
 	sk     uint32 // sort-key bitmap
 	peak   uint32 // units of the busiest complete second of the slot, quanta
+}
+
+// unitsAt returns entry id's units in slot s, quanta, past 32 bits too.
+func (c *candidates) unitsAt(id, s int) uint64 {
+	u := uint64(c.cnt[id*c.slots+s].units)
+	if c.over != nil {
+		u += c.over[id*c.slots+s].units
+	}
+	return u
+}
+
+// eventsAt returns entry id's accesses in slot s, past 32 bits too.
+func (c *candidates) eventsAt(id, s int) uint64 {
+	n := uint64(c.cnt[id*c.slots+s].events)
+	if c.over != nil {
+		n += c.over[id*c.slots+s].events
+	}
+	return n
+}
+
+// addOver adds q quanta to entry id's units in slot s, whose 32-bit
+// counter they would overflow: the counter's units move to over.
+//
+//go:noinline
+func (c *candidates) addOver(id, s int, q uint32) {
+	if c.over == nil {
+		c.over = map[int]overCount{}
+	}
+	k := &c.cnt[id*c.slots+s]
+	o := c.over[id*c.slots+s]
+	o.units += uint64(k.units)
+	c.over[id*c.slots+s] = o
+	k.units = q
+}
+
+// countOver counts one access of entry id in slot s, whose 32-bit counter
+// is full: the counter's accesses move to over.
+//
+//go:noinline
+func (c *candidates) countOver(id, s int) {
+	if c.over == nil {
+		c.over = map[int]overCount{}
+	}
+	k := &c.cnt[id*c.slots+s]
+	o := c.over[id*c.slots+s]
+	o.events += uint64(k.events)
+	c.over[id*c.slots+s] = o
+	k.events = 1 // this access
+}
+
+// setCounts sets entry id's units and accesses in slot s, which may be
+// past 32 bits.
+func (c *candidates) setCounts(id, s int, units, events uint64) {
+	k := &c.cnt[id*c.slots+s]
+	k.units, k.events = uint32(min(units, math.MaxUint32)), uint32(min(events, math.MaxUint32))
+	if units > math.MaxUint32 || events > math.MaxUint32 {
+		if c.over == nil {
+			c.over = map[int]overCount{}
+		}
+		c.over[id*c.slots+s] = overCount{units - uint64(k.units), events - uint64(k.events)}
+	} else if c.over != nil {
+		delete(c.over, id*c.slots+s)
+	}
+}
+
+// dropOver forgets what over holds of entry id.
+func (c *candidates) dropOver(id int) {
+	if c.over == nil {
+		return
+	}
+	for s := range c.slots {
+		delete(c.over, id*c.slots+s)
+	}
+}
+
+// heldKey returns the copy of key, hashed to h, that a table holds: key
+// itself up to MaxKeyBytes, or its first bytes (cut at a character
+// boundary), "…" and h in hex, MaxKeyBytes at most.
+func heldKey(key string, h uint64) string {
+	if len(key) <= MaxKeyBytes {
+		return strings.Clone(key)
+	}
+	cut := MaxKeyBytes - heldTail
+	for cut > 0 && !utf8.RuneStart(key[cut]) {
+		cut--
+	}
+	b := make([]byte, 0, cut+heldTail)
+	b = append(b, key[:cut]...)
+	b = append(b, "…"...)
+	for i := 60; i >= 0; i -= 4 {
+		b = append(b, "0123456789abcdef"[h>>i&15])
+	}
+	return string(b)
+}
+
+// heldTail is the length of what heldKey puts after a long key's first
+// bytes: "…" and 16 hex digits.
+const heldTail = len("…") + 16
+
+// sameKey reports whether held, a key heldKey returned, is key's, given
+// that their hashes are equal: a long key is known by its first bytes and
+// its hash.
+func sameKey(held, key string) bool {
+	if len(key) <= MaxKeyBytes {
+		return held == key
+	}
+	return len(held) > heldTail && strings.HasPrefix(key, held[:len(held)-heldTail])
 }
 
 // minCapacity is the capacity a candidate set starts with.
@@ -127,7 +244,7 @@ func (c *candidates) find(h uint64, key string) int {
 		}
 		if v&^0xffffffff == tag {
 			id := int(uint32(v)) - 1
-			if r := &c.rec[id]; r.hash == h && r.key == key {
+			if r := &c.rec[id]; r.hash == h && sameKey(r.key, key) {
 				return id
 			}
 		}
@@ -150,14 +267,13 @@ func (c *candidates) minID() int { return int(c.heap[0]) }
 func (c *candidates) exactParts(id, cur int) (h uint64, curQ, prevQ uint32) {
 	var sums [2]uint64
 	r := &c.rec[id]
-	row := c.cnt[id*c.slots : (id+1)*c.slots]
-	for j := range row {
+	for j := range c.slots {
 		if r.estMask&(1<<j) != 0 {
 			continue
 		}
-		v := uint64(row[j].units)
+		v := c.unitsAt(id, j)
 		if j == int(r.entry) {
-			v -= uint64(min(r.entryQ, row[j].units))
+			v -= min(uint64(r.entryQ), v)
 		}
 		if j <= cur {
 			sums[0] += v
@@ -252,11 +368,12 @@ func (c *candidates) admit(h uint64, key string, s int, q, skBit, curEst, prevEs
 	}
 	r := &c.rec[id]
 	r.hash = h
-	r.key = strings.Clone(key)
+	r.key = heldKey(key, h)
 	r.estMask = 0
 	r.sec = sec
 	row := c.cnt[id*c.slots : (id+1)*c.slots]
 	clear(row)
+	c.dropOver(id)
 	rl := int(c.ringMask + 1)
 	ring := c.ring[id*rl : (id+1)*rl]
 	clear(ring)
@@ -294,7 +411,7 @@ func (c *candidates) errorOf(id int) uint64 {
 	for m != 0 {
 		j := bits.TrailingZeros64(m)
 		m &= m - 1
-		e += uint64(c.cnt[id*c.slots+j].units)
+		e += c.unitsAt(id, j)
 	}
 	if r.entry >= 0 {
 		e += uint64(r.entryQ)
@@ -307,9 +424,11 @@ func (c *candidates) errorOf(id int) uint64 {
 func (c *candidates) expire(s int) {
 	for id := 0; id < c.n; id++ {
 		r := &c.rec[id]
-		k := &c.cnt[id*c.slots+s]
-		r.total -= uint64(k.units)
-		*k = slotCount{}
+		r.total -= c.unitsAt(id, s)
+		c.cnt[id*c.slots+s] = slotCount{}
+		if c.over != nil {
+			delete(c.over, id*c.slots+s)
+		}
 		r.estMask &^= 1 << s
 		if int(r.entry) == s {
 			r.entry = -1
@@ -323,6 +442,7 @@ func (c *candidates) expire(s int) {
 			continue
 		}
 		c.unindex(id)
+		c.dropOver(id)
 		last := c.n - 1
 		if id != last {
 			c.unindex(last)
@@ -357,6 +477,14 @@ func (c *candidates) anyEvents(id int) bool {
 func (c *candidates) move(from, to int) {
 	c.rec[to] = c.rec[from]
 	copy(c.cnt[to*c.slots:(to+1)*c.slots], c.cnt[from*c.slots:(from+1)*c.slots])
+	if c.over != nil {
+		for s := range c.slots {
+			if o, ok := c.over[from*c.slots+s]; ok {
+				c.over[to*c.slots+s] = o
+				delete(c.over, from*c.slots+s)
+			}
+		}
+	}
 	rl := int(c.ringMask + 1)
 	copy(c.ring[to*rl:(to+1)*rl], c.ring[from*rl:(from+1)*rl])
 	c.headSec[to], c.headUnits[to] = c.headSec[from], c.headUnits[from]
@@ -467,8 +595,8 @@ func (c *candidates) collect(dst []keyStat, sw *secWindow, tracked int) []keySta
 	for _, id := range rank[:min(len(rank), tracked)] {
 		var ev uint64
 		var sk, peak uint32
-		for _, k := range c.cnt[int(id)*c.slots : int(id+1)*c.slots] {
-			ev += uint64(k.events)
+		for j, k := range c.cnt[int(id)*c.slots : int(id+1)*c.slots] {
+			ev += c.eventsAt(int(id), j)
 			sk |= k.sk
 			peak = max(peak, k.peak)
 		}

@@ -7,6 +7,8 @@
 // scripts/bench-memory.sh runs it; the figures are in docs/limits.md.
 //
 //	membench -bin ./hotkeyd -profile large [-max-tables N] [-gomemlimit 460MiB]
+//
+// Profiles: empty, small, mixed, large, full, long (keys of 2 KiB).
 package main
 
 import (
@@ -31,27 +33,31 @@ import (
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
-// group is n tables of keys partition keys each.
-type group struct{ tables, keys int }
+// group is n tables of keys partition keys each, of keyBytes bytes each
+// (0: the short keys "KEY#000001").
+type group struct{ tables, keys, keyBytes int }
 
 // profiles are the accounts measured.
 var profiles = map[string][]group{
 	// 1 000 tables of 2 500 keys each: every table past the exact
 	// candidates, in the sketch.
-	"large": {{1000, 2500}},
+	"large": {{1000, 2500, 0}},
 	// 1 000 tables of 200 keys each: every table counted exactly.
-	"small": {{1000, 200}},
+	"small": {{1000, 200, 0}},
 	// 300 tables of 20 000 keys each: every table at its full sketch.
-	"full": {{300, 20000}},
+	"full": {{300, 20000, 0}},
 	// A mixed account: most tables small, a few large.
-	"mixed": {{200, 50}, {80, 500}, {20, 5000}},
+	"mixed": {{200, 50, 0}, {80, 500, 0}, {20, 5000, 0}},
+	// 300 tables of 400 keys of 2 KiB each, the longest string partition
+	// key DynamoDB allows: key bytes, not counters, take the memory.
+	"long": {{300, 400, 2048}},
 	// No table: the process's base.
 	"empty": {},
 }
 
 func main() {
 	bin := flag.String("bin", "./hotkeyd", "hotkeyd binary")
-	profile := flag.String("profile", "large", "large, small, full, mixed or empty")
+	profile := flag.String("profile", "large", "large, small, full, mixed, long or empty")
 	maxTables := flag.Int("max-tables", 0, "max_tables of the daemon's config (0: the default)")
 	memLimit := flag.String("gomemlimit", "", "GOMEMLIMIT of the daemon (empty: none)")
 	tsv := flag.Bool("tsv", false, "print one tab-separated line")
@@ -222,8 +228,12 @@ func feed(url string, groups []group) (int, error) {
 		for _, g := range groups {
 			for range g.tables {
 				for k := range g.keys {
+					key := fmt.Sprintf("KEY#%06d", k)
+					if g.keyBytes > len(key) {
+						key += strings.Repeat("x", g.keyBytes-len(key))
+					}
 					for _, op := range []string{"GetItem", "PutItem"} {
-						fmt.Fprintf(&b, `{"table":"table-%04d","pk":"KEY#%06d","op":%q}`+"\n", t, k, op)
+						fmt.Fprintf(&b, `{"table":"table-%04d","pk":%q,"op":%q}`+"\n", t, key, op)
 						events++
 						if b.Len() > 3<<20 {
 							bodies <- bytes.Clone(b.Bytes())
