@@ -140,6 +140,10 @@ type Store struct {
 	dropped atomic.Uint64
 	evicted atomic.Uint64
 	hashes  sync.Pool // *[]uint64, key hashes of a run
+
+	wm     Watermarks // nil: the clock judges (SetWatermarks)
+	lateMu sync.Mutex
+	late   map[string]uint64 // late events by source (LateEvents)
 }
 
 // NewStore returns a Store sized by cfg (zero fields take the defaults).
