@@ -374,6 +374,7 @@ func (t *table) place(es int64) (int, bool) {
 	if t.fresh {
 		t.begin(ep, es)
 	}
+	t.began = min(t.began, es)
 	t.advance(ep, es)
 	if ep <= t.epoch-int64(t.cfg.SubWindows) {
 		return 0, false
@@ -387,7 +388,6 @@ func (t *table) begin(ep, es int64) {
 	t.fresh = false
 	t.epoch, t.cur, t.sec = ep, slotIndex(ep, t.cfg.SubWindows), es
 	t.sc.epoch = ep
-	t.began = min(t.began, es)
 	for c := range t.classes {
 		t.classes[c].sec, t.classes[c].headSec = es, es
 	}
