@@ -49,8 +49,8 @@ type wireTable struct {
 	Shards     []ShardStat                  `json:"sh,omitempty"`
 	Throttled  []KeyCount                   `json:"th,omitempty"`
 	ThrEvents  uint64                       `json:"the,omitempty"`
-	RecentSpan int64                        `json:"rs"` // nanoseconds
-	LastSecond int64                        `json:"ls"` // Unix seconds, 0 for none
+	RecentSpan int64                        `json:"rs"`           // nanoseconds
+	LastSecond int64                        `json:"ls"`           // Unix seconds, 0 for none
 	Start      int64                        `json:"ts,omitempty"` // Unix nanoseconds: the table's window
 	End        int64                        `json:"te,omitempty"`
 	Slot       int64                        `json:"sl,omitempty"` // newest slot of the series, 0: the summary's
