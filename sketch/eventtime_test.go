@@ -152,7 +152,7 @@ func TestEventTimeWatermark(t *testing.T) {
 		ingest.Event{Table: "t", PK: "S", Class: ingest.Read, Units: 3, Time: now.Add(-22 * time.Second), Source: "slow"},
 	)
 	ts := findTable(t, s.Snapshot(), "t", "")
-	if want := time.Unix(unixSecond(wm["slow"])-1, 0); !ts.LastSecond.Equal(want) {
+	if want := time.Unix(wm["slow"].Unix()-1, 0); !ts.LastSecond.Equal(want) {
 		t.Errorf("last second %v, want %v: the slow source has not passed later seconds", ts.LastSecond, want)
 	}
 	if ts.Classes[ingest.Read].LastSecondUnits != 0 || ts.Classes[ingest.Read].Units != 10 {
@@ -242,5 +242,22 @@ func TestEventTimeReplicas(t *testing.T) {
 	}
 	if w := ts.Classes[ingest.Write]; w.PeakSecondUnits != 160 {
 		t.Errorf("combined busiest second %v, want 160 (A's 60 and B's 100 in the same second)", w.PeakSecondUnits)
+	}
+}
+
+// TestEventTimeFarAhead checks that a time far past the clock (a year
+// 9999 that got through) is dropped and does not move the window: the
+// traffic in it stays.
+func TestEventTimeFarAhead(t *testing.T) {
+	now := t0.Add(time.Hour)
+	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
+	put(t, s, ingest.Event{Table: "t", PK: "K", Class: ingest.Read, Units: 4, Time: now.Add(-time.Second), Source: "a"})
+	put(t, s, ingest.Event{Table: "t", PK: "J", Class: ingest.Read, Units: 4, Time: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), Source: "a"})
+	r := findTable(t, s.Snapshot(), "t", "").Classes[ingest.Read]
+	if r.Units != 4 || len(r.Top) != 1 || r.Top[0].Key != "K" {
+		t.Fatalf("read class %+v, want K's 4 units", r)
+	}
+	if s.Dropped() != 1 {
+		t.Errorf("%d dropped, want the one far ahead", s.Dropped())
 	}
 }

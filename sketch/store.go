@@ -399,7 +399,7 @@ func (s *Store) table(id tableID, at clock, weight uint64) *table {
 	}
 	t := newTable(id, &s.cfg, at.epoch, at.sec, s.slot)
 	if s.slot > 0 {
-		t.began = unixSecond(s.started)
+		t.began = s.started.Unix()
 	}
 	t.credit, t.creditEpoch = credit, at.epoch
 	s.tables.Store(id, t)
@@ -538,7 +538,7 @@ func analyzeRates(ts *TableSnapshot) {
 // with t.mu held.
 func (s *Store) head(t *table, now time.Time) (sw secWindow, start, end time.Time) {
 	j := s.judged(t.sources, now)
-	jSec := unixSecond(j)
+	jSec := j.Unix()
 	if t.fresh {
 		// No event yet: the window stands at the watermark.
 		if ep, ok := t.sc.epochOf(jSec); ok {
