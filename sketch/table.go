@@ -368,7 +368,6 @@ const noSecond = math.MinInt64
 // events are dropped and counted in Store.Dropped.
 const maxAheadSeconds = 24 * 60 * 60
 
-
 // place readies a live window to count an event of second es: it starts
 // the window there (the table's first event), moves the head ahead to it
 // when it is newer, and returns its slot, or false when es is older than
