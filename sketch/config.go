@@ -28,7 +28,7 @@ const (
 	DefaultHLLPrecision = 14
 	// DefaultMaxTables bounds the tables and indexes tracked, so that input
 	// with random table names cannot exhaust memory: its MemoryBudget,
-	// 300 × at most 1.02 MiB plus the process, fits the shipped 512 MiB
+	// 300 × at most 0.96 MiB plus the process, fits the shipped 512 MiB
 	// memory limit (GOMEMLIMIT 460 MiB) with room for garbage
 	// (docs/limits.md).
 	DefaultMaxTables = 300
@@ -99,7 +99,7 @@ type Config struct {
 // DefaultConfig returns the defaults: a 60 s window of 12 × 5 s slots, 100
 // keys reported and 384 counted per table and class, count-min 5 × 4096
 // (ε ≈ 0.066 %, δ ≈ 0.67 %), HyperLogLog precision 14 (0.81 %), at most
-// 300 tables. A table costs at most Footprint() bytes, 1.02 MiB.
+// 300 tables. A table costs at most Footprint() bytes, 0.96 MiB.
 func DefaultConfig() Config {
 	return Config{
 		Window:           DefaultWindow,
@@ -320,7 +320,7 @@ func (c Config) MemoryFor(keys []int) int {
 // MemoryBudget returns the most live memory the daemon holds under c:
 // ProcessBaseBytes plus MaxTables tables at Footprint and
 // TableOverheadBytes each, whatever the input. At DefaultConfig it is
-// 369 MB (352 MiB).
+// 350 MB (334 MiB).
 func (c Config) MemoryBudget() int {
 	c = c.withDefaults()
 	return ProcessBaseBytes + c.MaxTables*(c.Footprint()+TableOverheadBytes)

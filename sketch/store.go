@@ -63,11 +63,11 @@
 //
 // # Memory
 //
-// A table (or index) costs at most Config.Footprint bytes: 1 069 020 bytes
-// (1.02 MiB) at DefaultConfig, both classes and the whole window, whatever
-// the keys (count-min 320 KiB, candidates 304 KiB with keys of up to
-// MaxKeyBytes, distinct keys 208 KiB, 1024 shards 144 KiB, throttled keys
-// 23 KiB, plus 4 % allocator overhead; TestFootprint fills tables to every
+// A table (or index) costs at most Config.Footprint bytes: 1 007 185 bytes
+// (0.96 MiB) at DefaultConfig, both classes and the whole window, whatever
+// the keys (count-min 320 KiB, candidates 316 KiB with keys of up to
+// MaxKeyBytes and 8 seconds of per-second counts, distinct keys 208 KiB,
+// 512 shards 72 KiB, throttled keys 23 KiB, plus 4 % allocator overhead; TestFootprint fills tables to every
 // bound and checks the heap against it). A partition key longer than
 // MaxKeyBytes (96) is held, counted and reported as its first bytes, "…"
 // and its 64-bit hash in hex, 96 bytes in all, so that the 2 KiB keys
