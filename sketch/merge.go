@@ -123,6 +123,7 @@ func (t *table) clone() *table {
 		throttledSlots: slices.Clone(t.throttledSlots),
 		first:          t.first,
 		last:           t.last,
+		exact:          t.exact.clone(),
 	}
 	for i := range t.classes {
 		a, b := &t.classes[i], &c.classes[i]
@@ -195,6 +196,9 @@ func (t *table) merge(b *table) {
 	}
 	if b.last.After(t.last) {
 		t.last = b.last
+	}
+	if t.exact != nil {
+		t.exact.absorb(b.exact)
 	}
 	for s, n := range b.throttledSlots {
 		t.throttledSlots[s] += n

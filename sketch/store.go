@@ -488,7 +488,8 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 // analyzeRates sets PeakUnitsPerSecond over whole files: the units over the
 // covered duration, at least one second.
 func analyzeRates(ts *TableSnapshot) {
-	d := ts.End.Sub(ts.Start).Seconds()
+	// From the Unix seconds: Sub saturates at 292 years.
+	d := float64(ts.End.Unix()-ts.Start.Unix()) + float64(ts.End.Nanosecond()-ts.Start.Nanosecond())/1e9
 	if d < 1 {
 		d = 1
 	}
