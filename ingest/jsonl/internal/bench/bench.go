@@ -143,7 +143,7 @@ func Parallel(ctx context.Context, path string) (Result, error) {
 	cfg.Window = 0
 	rep := &countingReporter{}
 	var failed error
-	store, err := parallel.Read(ctx, parallel.Config[*sketch.Store]{
+	store, _, err := parallel.Read(ctx, parallel.Config[*sketch.Store]{
 		Formats: formats.New(formats.Config{Reporter: rep, Recycle: true}),
 		New:     func() (*sketch.Store, error) { return sketch.NewStore(cfg, time.Now) },
 		Merge:   (*sketch.Store).Merge,
