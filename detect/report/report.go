@@ -15,6 +15,28 @@ type Report struct {
 	// how its numbers were counted (for example that CloudTrail input counts
 	// one unit per item). Absent when there is nothing to say.
 	Notes []string `json:"notes,omitempty"`
+	// BadTime says which events were refused for their time (counted in
+	// Rejected as bad_time) and why. Absent when none was.
+	BadTime *BadTime `json:"bad_time,omitempty"`
+}
+
+// BadTime is the events refused for their time, by why: so that a few
+// times that make no sense never stretch the window the rates are taken
+// over.
+type BadTime struct {
+	// Events is every event refused for its time: the sum of the others.
+	Events uint64 `json:"events"`
+	// BeforeDynamoDB counts times before 2012, when DynamoDB did not
+	// exist yet.
+	BeforeDynamoDB uint64 `json:"before_dynamodb"`
+	// Future counts times more than a day after the clock.
+	Future uint64 `json:"future"`
+	// Outliers counts the few events far in time from the rest of the
+	// input (more than a day, and more than the rest spans), left out of
+	// the window; OutliersFrom and OutliersTo bound their hours.
+	Outliers     uint64     `json:"outliers"`
+	OutliersFrom *time.Time `json:"outliers_from,omitempty"`
+	OutliersTo   *time.Time `json:"outliers_to,omitempty"`
 }
 
 // TableReport is one table's, or one index's, part of a Report.

@@ -126,6 +126,7 @@ func (r *reader[S]) open(u *unit) []*part[S] {
 	if err != nil {
 		return []*part[S]{{unit: u, inOrder: true, last: true, openErr: err}}
 	}
+	in.Name = u.name
 	dec, ok := r.cfg.Formats.Detect(in).(formats.PartDecoder)
 	if !ok || !u.regular {
 		u.in = in
