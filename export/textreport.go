@@ -210,11 +210,8 @@ func fmtTime(t time.Time) string {
 // badTimeWhy says why events were refused for their time.
 func badTimeWhy(b *report.BadTime) string {
 	var why []string
-	if b.BeforeDynamoDB > 0 {
-		why = append(why, groupDigits(b.BeforeDynamoDB)+" before 2012, when DynamoDB did not exist")
-	}
-	if b.Future > 0 {
-		why = append(why, groupDigits(b.Future)+" over a day after the clock")
+	if b.Refused > 0 {
+		why = append(why, groupDigits(b.Refused)+" unreadable, before 2012 or over a day after the clock")
 	}
 	if b.Outliers > 0 {
 		o := groupDigits(b.Outliers) + " far from the rest of the input"

@@ -24,13 +24,12 @@ type Report struct {
 // times that make no sense never stretch the window the rates are taken
 // over.
 type BadTime struct {
-	// Events is every event refused for its time: the sum of the others.
+	// Events is every event refused for its time: Refused and Outliers.
 	Events uint64 `json:"events"`
-	// BeforeDynamoDB counts times before 2012, when DynamoDB did not
-	// exist yet.
-	BeforeDynamoDB uint64 `json:"before_dynamodb"`
-	// Future counts times more than a day after the clock.
-	Future uint64 `json:"future"`
+	// Refused counts times that make no sense on their own: that cannot
+	// be read, before 2012 (DynamoDB did not exist), or more than a day
+	// after the clock.
+	Refused uint64 `json:"refused"`
 	// Outliers counts the few events far in time from the rest of the
 	// input (more than a day, and more than the rest spans), left out of
 	// the window; OutliersFrom and OutliersTo bound their hours.

@@ -60,6 +60,9 @@ type Config struct {
 	// Workers is the number of inputs' parts read side by side
 	// (package parallel); 0 means GOMAXPROCS.
 	Workers int
+	// MinPart is the smallest part a plain file is cut into
+	// (parallel.Config.MinPart); 0 means parallel.DefaultMinPart.
+	MinPart int64
 	// Stdin, Stdout and Stderr are the process's streams: the report goes
 	// to Stdout; progress, rejected lines and file errors to Stderr.
 	Stdin          io.Reader
@@ -146,7 +149,7 @@ func Run(ctx context.Context, cfg Config) error {
 	result := detect.Evaluate(snap, cfg.Settings)
 	result.Rejected = rep.Rejected() + left
 	result.Notes = inputs.Notes()
-	result.BadTime = badTimes(all.early, all.late, left, first, last)
+	result.BadTime = badTimes(rep.Reason(ingest.ReasonBadTime), left, first, last)
 	var series report.Series
 	if c.rec != nil {
 		series = c.rec.series(result, cfg.Settings.Threshold)
@@ -257,7 +260,7 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		return counted{store: store, rec: rec, times: cs.times, passed: passed}, nil
 	}
 	cs, o, err := parallel.Read(ctx, parallel.Config[*checkedStore]{
-		Formats: how.formats, Stdin: cfg.Stdin, Paths: how.paths, Progress: progress, Reorder: scfg.RecentSeconds, Workers: cfg.Workers,
+		Formats: how.formats, Stdin: cfg.Stdin, Paths: how.paths, Progress: progress, Reorder: scfg.RecentSeconds, Workers: cfg.Workers, MinPart: cfg.MinPart,
 		New: func() (*checkedStore, error) {
 			store, err := sketch.NewStore(scfg, time.Now)
 			if err != nil {
@@ -285,7 +288,7 @@ func countKeys(ctx context.Context, cfg Config, paths map[string]string, want ma
 		keys *keyCounter
 	}
 	kp, _, err := parallel.Read(ctx, parallel.Config[*keyPart]{
-		Formats: cfg.formats(ingest.NopReporter{}, zap.NewNop(), true), Stdin: cfg.Stdin, Paths: paths, Workers: cfg.Workers,
+		Formats: cfg.formats(ingest.NopReporter{}, zap.NewNop(), true), Stdin: cfg.Stdin, Paths: paths, Workers: cfg.Workers, MinPart: cfg.MinPart,
 		New: func() (*keyPart, error) {
 			keys := newKeyCounter(want)
 			return &keyPart{Sink: ingest.Checked(newTimeCheck(keys, nil, valid, keep), nil), keys: keys}, nil

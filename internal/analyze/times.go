@@ -25,8 +25,6 @@ import (
 //     longer than what the others span, and holding at most a handful of
 //     the events (outlierShare, at least outlierMin), is left out, and the
 //     input counted again without it.
-var dynamoDBLaunch = time.Date(2012, 1, 1, 0, 0, 0, 0, time.UTC)
-
 const (
 	// maxAhead is how far past the clock an event's time may be.
 	maxAhead = 24 * time.Hour
@@ -46,7 +44,7 @@ type timeRange struct {
 // plausible is the range of times that make sense for DynamoDB traffic
 // read at now.
 func plausible(now time.Time) timeRange {
-	return timeRange{from: dynamoDBLaunch.Unix(), to: now.Add(maxAhead).Unix()}
+	return timeRange{from: ingest.DynamoDBLaunch.Unix(), to: now.Add(maxAhead).Unix()}
 }
 
 // timeCheck is the sink in front of a part's store that refuses events of
@@ -59,8 +57,6 @@ type timeCheck struct {
 	valid timeRange       // refused outside, as bad_time
 	keep  timeRange       // left out outside, silently (outliers)
 	hours map[int64]uint64
-	// early and late count the refused events.
-	early, late uint64
 }
 
 func newTimeCheck(next ingest.Sink, rep ingest.Reporter, valid, keep timeRange) *timeCheck {
@@ -79,11 +75,9 @@ func (c *timeCheck) Put(ctx context.Context, batch []ingest.Event) error {
 		sec := e.Time.Unix()
 		switch {
 		case sec < c.valid.from:
-			c.early++
 			c.refuse(e, "time %s is before 2012: DynamoDB did not exist yet", e.Time.UTC().Format(time.RFC3339))
 			continue
 		case sec >= c.valid.to:
-			c.late++
 			c.refuse(e, "time %s is more than %v after the clock", e.Time.UTC().Format(time.RFC3339), maxAhead)
 			continue
 		case sec < c.keep.from || sec >= c.keep.to:
@@ -110,8 +104,6 @@ func (c *timeCheck) absorb(o *timeCheck) {
 	for h, n := range o.hours {
 		c.hours[h] += n
 	}
-	c.early += o.early
-	c.late += o.late
 }
 
 // hourCount is the events of one hour.
@@ -186,11 +178,13 @@ func outliers(hours map[int64]uint64) (keep timeRange, left uint64, first, last 
 }
 
 // badTimes is what was refused for its time, for the report.
-func badTimes(early, late, left uint64, first, last int64) *report.BadTime {
-	if early+late+left == 0 {
+// refused counts every bad_time rejection: by the readers and by the
+// time check.
+func badTimes(refused, left uint64, first, last int64) *report.BadTime {
+	if refused+left == 0 {
 		return nil
 	}
-	bt := &report.BadTime{Events: early + late + left, BeforeDynamoDB: early, Future: late, Outliers: left}
+	bt := &report.BadTime{Events: refused + left, Refused: refused, Outliers: left}
 	if left > 0 {
 		from, to := time.Unix(first*3600, 0).UTC(), time.Unix((last+1)*3600-1, 0).UTC()
 		bt.OutliersFrom, bt.OutliersTo = &from, &to
