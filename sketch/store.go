@@ -47,11 +47,14 @@
 // otherwise count its traffic from when it became a candidate (never more
 // than the truth, at most Error less). Live windows count by arrival
 // second (the Store's clock, once per Put), so seconds arrive in order.
-// Whole files count by event time: events up to RecentSeconds out of order
-// are counted in their own second; an older one starts the ring over at
-// its second, so logs read one after another are each counted second by
-// second (two logs of the same seconds read one after the other are peaked
-// separately, not added up).
+// Whole files count by event time. A class keeps its units of every
+// second of the input (analyze.go), so its figures are exact whatever the
+// order of the events: logs of the same seconds add up. A key keeps its
+// ring: events up to RecentSeconds out of order are counted in their own
+// second; an older one starts the ring over at its second, so logs read
+// one after another are each counted second by second (hotkeyd analyze
+// counts its reported keys' seconds again when its input does not run in
+// time).
 //
 // # Memory
 //
