@@ -3,6 +3,7 @@ package export
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,7 +20,10 @@ import (
 func WriteTextReport(w io.Writer, r report.Report) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "%s events (%s rejected) from %s to %s (%s); a key is hot at %.0f%% of its table's units of a class\n",
-		groupDigits(r.Events), groupDigits(r.Rejected), fmtTime(r.Start), fmtTime(r.End), fmtSpan(r.End.Sub(r.Start)), r.Settings.Threshold*100)
+		groupDigits(r.Events), groupDigits(r.Rejected), fmtTime(r.Start), fmtTime(r.End), fmtSpanOf(r.Start, r.End), r.Settings.Threshold*100)
+	if b := r.BadTime; b != nil {
+		fmt.Fprintf(ew, "bad_time: %s events refused for their time%s\n", groupDigits(b.Events), badTimeWhy(b))
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(ew, "note: %s\n", n)
 	}
@@ -204,13 +208,46 @@ func fmtTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
+// badTimeWhy says why events were refused for their time.
+func badTimeWhy(b *report.BadTime) string {
+	var why []string
+	if b.Refused > 0 {
+		why = append(why, groupDigits(b.Refused)+" unreadable, before 2012 or over a day after the clock")
+	}
+	if b.Outliers > 0 {
+		o := groupDigits(b.Outliers) + " far from the rest of the input"
+		if b.OutliersFrom != nil && b.OutliersTo != nil {
+			o += " (" + fmtTime(*b.OutliersFrom) + " to " + fmtTime(*b.OutliersTo) + "), left out of the window"
+		}
+		why = append(why, o)
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(why, "; ")
+}
+
+// fmtSpanOf is fmtSpan of the time from start to end, which a
+// time.Duration holds only up to 292 years.
+func fmtSpanOf(start, end time.Time) string {
+	if d := end.Sub(start); d < 48*time.Hour {
+		return fmtSpan(d)
+	}
+	hours := (end.Unix() - start.Unix() + 1800) / 3600
+	return fmt.Sprintf("%dd %dh", hours/24, hours%24)
+}
+
 func fmtSpan(d time.Duration) string {
 	switch {
 	case d < time.Second:
 		return d.String()
 	case d >= 48*time.Hour:
-		days := d / (24 * time.Hour)
-		return fmt.Sprintf("%dd %dh", days, (d-days*24*time.Hour+30*time.Minute)/time.Hour)
+		// Rounded to the hour first: 2d 23h 45m is 3d 0h, not 2d 24h.
+		hours := (d + 30*time.Minute) / time.Hour
+		if d > math.MaxInt64-30*time.Minute {
+			hours = d / time.Hour
+		}
+		return fmt.Sprintf("%dd %dh", hours/24, hours%24)
 	}
 	return d.Round(time.Second).String()
 }

@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,6 +75,13 @@ func TestHumanNumbers(t *testing.T) {
 		{groupDigits(12), "12"},
 		{fmtSpan(774*24*time.Hour + 8*time.Hour + 40*time.Minute), "774d 9h"},
 		{fmtSpan(90 * time.Second), "1m30s"},
+		// Rounded to the hour before it is split into days.
+		{fmtSpan(2*24*time.Hour + 23*time.Hour + 45*time.Minute), "3d 0h"},
+		{fmtSpan(math.MaxInt64), "106751d 23h"},
+		// Wider than a time.Duration holds: Sub would saturate at 292 years.
+		{fmtSpanOf(time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)), "3652059d 0h"},
+		{fmtSpanOf(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), time.Date(2026, 11, 22, 10, 1, 0, 0, time.UTC)), "1m0s"},
+		{fmtSpanOf(time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 22, 10, 31, 0, 0, time.UTC)), "2d 11h"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)

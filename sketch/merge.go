@@ -29,15 +29,17 @@ import (
 //     exact, so the keys reported are exact wherever they were;
 //   - distinct keys merge slot by slot: exact sets unite, HyperLogLog
 //     registers take the maximum;
-//   - per-second counts merge by second: the seconds still in either ring,
-//     and each input's first second, add up; seconds that only one input
-//     still holds keep their peak. So inputs that split time between them
-//     (byte ranges of one log) merge exactly, and inputs of the same
+//   - over whole files (analyze mode) a class's seconds add up second by
+//     second, whatever the inputs' times: exact;
+//   - keys' per-second rings merge by second: the seconds still in either
+//     ring, and each input's first second, add up; seconds that only one
+//     input still holds keep their peak. So inputs that split time between
+//     them (byte ranges of one log) merge exactly, and inputs of the same
 //     seconds keep the larger peak of the two. A key's seconds are
-//     counted from when it became a candidate of its input: one that
-//     became one late in an input (a part read cold, whose first keys
-//     crowd the candidates) merges a busiest second that may be lower
-//     than one store reading everything would keep, never higher.
+//     counted from when it became a candidate of its input. hotkeyd
+//     analyze counts the seconds of the keys it reports again, exactly,
+//     when its inputs did not run in time or a key's count started from
+//     an estimate (parallel.Outcome).
 //
 // Tables beyond Config.MaxTables are admitted or dropped and counted, as by
 // Put, with their events as their weight.
@@ -123,6 +125,7 @@ func (t *table) clone() *table {
 		throttledSlots: slices.Clone(t.throttledSlots),
 		first:          t.first,
 		last:           t.last,
+		exact:          t.exact.clone(),
 	}
 	for i := range t.classes {
 		a, b := &t.classes[i], &c.classes[i]
@@ -195,6 +198,9 @@ func (t *table) merge(b *table) {
 	}
 	if b.last.After(t.last) {
 		t.last = b.last
+	}
+	if t.exact != nil {
+		t.exact.absorb(b.exact)
 	}
 	for s, n := range b.throttledSlots {
 		t.throttledSlots[s] += n

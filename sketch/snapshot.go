@@ -65,7 +65,7 @@ type ClassStats struct {
 	PeakUnitsPerSecond float64
 	// PeakSecondUnits is the class's units in its busiest second of the
 	// window (live mode, arrival time) or of the whole input (whole files,
-	// event time): exact, see the package doc for events out of order.
+	// event time, exact whatever the order of the events).
 	PeakSecondUnits float64
 	// RecentUnits is the class's units over TableSnapshot.RecentSpan, and
 	// LastSecondUnits its units in TableSnapshot.LastSecond.

@@ -57,9 +57,13 @@
 // second by second; a key keeps 8 seconds, so its events may come up to 7
 // seconds out of order (a key lives in one stream shard, read in order; a
 // key logged by several hosts comes as late as the slowest log) and an
-// older one counts in its slot but in no second. Whole files: events up
-// to RecentSeconds out of order are counted in their own second; an older
-// one starts the ring over at its second.
+// older one counts in its slot but in no second. Whole files: a class
+// keeps its units of every second of the input (analyze.go), so its
+// figures are exact whatever the order of the events: logs of the same
+// seconds add up. A key keeps its ring: events up to RecentSeconds out of
+// order are counted in their own second; an older one starts the ring
+// over at its second (hotkeyd analyze counts its reported keys' seconds
+// again when its input does not run in time).
 //
 // # Memory
 //
@@ -529,7 +533,8 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 // analyzeRates sets PeakUnitsPerSecond over whole files: the units over the
 // covered duration, at least one second.
 func analyzeRates(ts *TableSnapshot) {
-	d := ts.End.Sub(ts.Start).Seconds()
+	// From the Unix seconds: Sub saturates at 292 years.
+	d := float64(ts.End.Unix()-ts.Start.Unix()) + float64(ts.End.Nanosecond()-ts.Start.Nanosecond())/1e9
 	if d < 1 {
 		d = 1
 	}

@@ -63,6 +63,9 @@ type table struct {
 	// first and last are the earliest and latest event times, kept in
 	// analyze mode only (live windows are bounded by the clock).
 	first, last time.Time
+	// exact is each class's units of every second, in analyze mode
+	// (analyze.go).
+	exact *exactSeconds
 
 	// active is the Store's sequence number of the last Put that counted
 	// here; evicted is set once the Store dropped the table; credit is
@@ -133,6 +136,9 @@ func newTable(id tableID, cfg *Config, epoch, sec int64, slot time.Duration) *ta
 		// A live window's seconds start with the table's; whole files' with
 		// the first event's.
 		cs.headSec, cs.seen = sec, cfg.Window > 0
+	}
+	if cfg.Window == 0 {
+		t.exact = newExactSeconds()
 	}
 	return t
 }
@@ -300,6 +306,9 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, now i
 		}
 		if analyze {
 			t.classes[c].addSecond(es, u, &t.sc)
+			if !e.Time.IsZero() {
+				t.exact.add(c, es, u)
+			}
 		}
 		units[c] += u
 		counts[c]++
@@ -720,6 +729,9 @@ func (t *table) snapshot(tracked int, sw *secWindow, scratch []keyStat) (TableSn
 		st.Top = topOf(scratch, tracked)
 	}
 	ts.DistinctKeys = t.distinctCache
+	if t.exact != nil {
+		t.exact.fill(&ts, sw)
+	}
 	if t.shards != nil {
 		for _, kc := range t.shards.collect() {
 			ts.Shards = append(ts.Shards, ShardStat{Shard: kc.Key, Records: kc.Count})

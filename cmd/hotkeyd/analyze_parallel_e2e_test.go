@@ -67,8 +67,7 @@ func writeBusyLog(t *testing.T, path string, start time.Time, size int64) time.T
 }
 
 // TestAnalyzeOnEveryCore checks that analyze gives on four workers the
-// report it gives on one (keys' busiest seconds within the bounds
-// sameReport says): of a log cut into parts (more than one part's
+// report it gives on one, busiest seconds of keys included: of a log cut into parts (more than one part's
 // worth of bytes, its seconds and its keys' seconds cut between parts), a
 // file before it, a compressed CloudTrail file after it and stdin.
 func TestAnalyzeOnEveryCore(t *testing.T) {
@@ -94,7 +93,7 @@ func TestAnalyzeOnEveryCore(t *testing.T) {
 		names = append(names, gz)
 	}
 	names = append(names, "-")
-	stdin := `{"ts":"2027-01-01T00:00:00Z","table":"orders","pk":"USER#stdin","op":"PutItem"}` + "\n"
+	stdin := `{"ts":"2026-11-22T11:00:00Z","table":"orders","pk":"USER#stdin","op":"PutItem"}` + "\n"
 
 	report := func(procs int) string {
 		t.Helper()
@@ -116,16 +115,13 @@ func TestAnalyzeOnEveryCore(t *testing.T) {
 	if diffs := sameReport("", a, b); len(diffs) > 0 {
 		t.Fatalf("the report on 4 workers differs from the one on 1:\n%s", strings.Join(diffs, "\n"))
 	}
-	if !strings.Contains(one, `"USER#burst"`) || !strings.Contains(one, `"end": "2027-01-01T00:00:00Z"`) {
+	if !strings.Contains(one, `"USER#burst"`) || !strings.Contains(one, `"end": "2026-11-22T11:00:00Z"`) {
 		t.Errorf("report lacks the busy log's burst key or stdin's event:\n%s", one)
 	}
 }
 
-// sameReport lists where report b (read in parts) differs from report a
-// (read by one reader). Every figure must be equal but a key's busiest
-// second: a part counts a key second by second from when it became a
-// candidate in that part (sketch.Store.Merge), so b's may be lower than
-// a's, never higher, and never below the key's mean rate.
+// sameReport lists where report b differs from report a: every figure
+// must be equal, keys' busiest seconds too.
 func sameReport(path string, a, b any) []string {
 	switch x := a.(type) {
 	case map[string]any:
@@ -138,15 +134,6 @@ func sameReport(path string, a, b any) []string {
 			bv, ok := y[k]
 			if !ok {
 				diffs = append(diffs, fmt.Sprintf("%s.%s: missing", path, k))
-				continue
-			}
-			if _, isKey := x["key"]; isKey && k == "peak_units_per_second" {
-				ap, _ := av.(float64)
-				bp, _ := bv.(float64)
-				mean, _ := y["units_per_second"].(float64)
-				if bp > ap || bp < mean {
-					diffs = append(diffs, fmt.Sprintf("%s.%s: %v, want at most %v and at least the mean %v", path, k, bp, ap, mean))
-				}
 				continue
 			}
 			diffs = append(diffs, sameReport(path+"."+k, av, bv)...)

@@ -16,6 +16,9 @@ type Report struct {
 	// how its numbers were counted (for example that CloudTrail input counts
 	// one unit per item). Absent when there is nothing to say.
 	Notes []string `json:"notes,omitempty"`
+	// BadTime says which events were refused for their time (counted in
+	// Rejected as bad_time) and why. Absent when none was.
+	BadTime *BadTime `json:"bad_time,omitempty"`
 	// Settings are the detector settings the report was judged by: what
 	// every rendering draws against (the threshold on the share bars, the
 	// ceilings and fractions of the severities). The window it was judged
@@ -39,6 +42,24 @@ type Settings struct {
 	WriteLimit float64 `json:"write_limit"`
 	// Top is the number of keys per class listed in a table's top_keys.
 	Top int `json:"top"`
+}
+
+// BadTime is the events refused for their time, by why: so that a few
+// times that make no sense never stretch the window the rates are taken
+// over.
+type BadTime struct {
+	// Events is every event refused for its time: Refused and Outliers.
+	Events uint64 `json:"events"`
+	// Refused counts times that make no sense on their own: that cannot
+	// be read, before 2012 (DynamoDB did not exist), or more than a day
+	// after the clock.
+	Refused uint64 `json:"refused"`
+	// Outliers counts the few events far in time from the rest of the
+	// input (more than a day, and more than the rest spans), left out of
+	// the window; OutliersFrom and OutliersTo bound their hours.
+	Outliers     uint64     `json:"outliers"`
+	OutliersFrom *time.Time `json:"outliers_from,omitempty"`
+	OutliersTo   *time.Time `json:"outliers_to,omitempty"`
 }
 
 // TableReport is one table's, or one index's, part of a Report.

@@ -65,6 +65,13 @@ func (r *TextReporter) Error(source, reason string, err error) {
 // Rejected returns the number of rejected records so far.
 func (r *TextReporter) Rejected() uint64 { return r.rejected.Load() }
 
+// Reason returns the records rejected for reason.
+func (r *TextReporter) Reason(reason string) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reasons[reason]
+}
+
 // Reasons returns the rejected records per reason, "bad_json 2,
 // missing_pk 1", or "" when none was rejected.
 func (r *TextReporter) Reasons() string {

@@ -412,6 +412,10 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 	default:
 		return p.wrongType(fTime, "an RFC 3339 string or epoch milliseconds")
 	}
+	if ev.Time.Before(ingest.DynamoDBLaunch) {
+		// Year 0001 would be the zero time: no time at all.
+		return &ParseError{Reason: ingest.ReasonBadTime, Detail: p.quote(line[v[fTime].Start:v[fTime].End]) + " is before 2012, when DynamoDB did not exist"}
+	}
 	return nil
 }
 

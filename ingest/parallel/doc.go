@@ -21,17 +21,16 @@
 // # Exact
 //
 // Merging adds what the parts counted, and per-second counts second by
-// second (see sketch.Store.Merge): that gives the counts of one reader
-// when a part's events are no older than the events before it, which is
-// how logs are written. A part merges only when it is so: its earliest
-// second is later than the latest second before it, or the same second
-// and the part never goes further back than Config.Reorder seconds behind
-// its newest; and it has no event without a time (those count in the
-// newest second their table saw before them). A part that is not is
-// dropped and read again, straight into the result, as one reader would
-// have read it (its rejected records are reported once). Inputs of the
-// same hours read side by side are so read one after the other: exact,
-// at the speed of one core.
+// second (see sketch.Store.Merge): a table's seconds are kept whole over
+// whole files, so parts merge exactly whatever the order of their lines,
+// and every part merges, at once, on every core: four hosts' logs of the
+// same hour, the `cat` of them or a shuffled file are read side by side
+// like a log in time order. What a sink keeps for the last few seconds
+// only (a key's per-second ring) merges exactly when the inputs run in
+// time, as logs are written: Read says whether they did (Outcome.InOrder;
+// Config.Reorder is how far back an event may run), and hotkeyd analyze
+// counts the busiest seconds of the keys it reports in a second read when
+// they did not.
 //
 // A read error (a corrupt compressed file) ends its input where one
 // reader would have stopped: the parts after it in that input are not

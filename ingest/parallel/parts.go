@@ -16,6 +16,9 @@ import (
 // unit is one input.
 type unit struct {
 	name string
+	// path is the file the input is read from: its name, or where
+	// Config.Paths copied it.
+	path string
 	// regular and size are the file's, from before it was opened.
 	regular bool
 	size    int64
@@ -95,9 +98,12 @@ func (p *part[S]) bytesRead() int64 {
 func (r *reader[S]) plan(names []string) {
 	var total int64
 	for _, name := range names {
-		u := &unit{name: name}
-		if name != "-" {
-			if fi, err := os.Stat(name); err == nil && fi.Mode().IsRegular() {
+		u := &unit{name: name, path: name}
+		if p, ok := r.cfg.Paths[name]; ok {
+			u.path = p
+		}
+		if u.path != "-" {
+			if fi, err := os.Stat(u.path); err == nil && fi.Mode().IsRegular() {
 				u.regular, u.size = true, fi.Size()
 				total += u.size
 			}
@@ -116,10 +122,11 @@ func (r *reader[S]) open(u *unit) []*part[S] {
 			return parts
 		}
 	}
-	in, err := input.Open(u.name, r.cfg.Stdin)
+	in, err := input.Open(u.path, r.cfg.Stdin)
 	if err != nil {
 		return []*part[S]{{unit: u, inOrder: true, last: true, openErr: err}}
 	}
+	in.Name = u.name
 	dec, ok := r.cfg.Formats.Detect(in).(formats.PartDecoder)
 	if !ok || !u.regular {
 		u.in = in
@@ -136,7 +143,7 @@ func (r *reader[S]) openLines(u *unit) (parts []*part[S], done bool) {
 	fail := func(err error) ([]*part[S], bool) {
 		return []*part[S]{{unit: u, inOrder: true, last: true, openErr: err}}, true
 	}
-	f, err := os.Open(u.name)
+	f, err := os.Open(u.path)
 	if err != nil {
 		return fail(err)
 	}
@@ -209,14 +216,10 @@ func lineStart(f io.ReaderAt, at, size int64, buf []byte) (int64, error) {
 	return size, nil
 }
 
-// decode reads part p into sink, noting the time its events span in sp;
-// again says it was read before (nothing is reported or counted twice).
-func (r *reader[S]) decode(p *part[S], sp *span, sink ingest.Sink, again bool) error {
+// decode reads part p into sink, noting the time its events span in sp.
+func (r *reader[S]) decode(p *part[S], sp *span, sink ingest.Sink) error {
 	u := p.unit
-	t := &tally{next: sink, span: sp, reorder: int64(r.cfg.Reorder)}
-	if !again {
-		t.events = &r.events
-	}
+	t := &tally{next: sink, span: sp, reorder: int64(r.cfg.Reorder), events: &r.events}
 	ctx := r.ctx
 	switch {
 	case p.openErr != nil:
@@ -225,25 +228,15 @@ func (r *reader[S]) decode(p *part[S], sp *span, sink ingest.Sink, again bool) e
 		defer u.close()
 		return r.cfg.Formats.Read(ctx, u.in, t)
 	case p.section:
-		var rd io.Reader = io.NewSectionReader(u.file, p.start, p.end-p.start)
-		if !again {
-			rd = &counter{r: rd, n: &p.bytes}
-		}
-		fp := formats.Part{Name: u.name, Again: again}
+		rd := &counter{r: io.NewSectionReader(u.file, p.start, p.end-p.start), n: &p.bytes}
+		fp := formats.Part{Name: u.name}
 		if p.index > 0 {
 			fp.LinesBefore = func() int64 { return r.linesBefore(p) }
 		}
 		return u.dec.DecodePart(ctx, rd, fp, t)
 	}
-	in := u.in
-	if again {
-		var err error
-		if in, err = input.Open(u.name, nil); err != nil {
-			return err
-		}
-	}
-	defer in.Close()
-	return u.dec.DecodePart(ctx, in, formats.Part{Name: u.name, Again: again}, t)
+	defer u.in.Close()
+	return u.dec.DecodePart(ctx, u.in, formats.Part{Name: u.name}, t)
 }
 
 // linesBefore counts the lines of p's input before p: the newlines of the
@@ -306,23 +299,18 @@ type span struct {
 	untimed bool
 }
 
-// follows reports whether a part whose events span s merges exactly after
-// events that span prefix: see the package doc.
-func (s span) follows(prefix span, reorder int) bool {
+// follows reports whether a part whose events span s runs in time after
+// events that span prefix (Outcome.InOrder): every event has a time, none
+// is earlier than the latest second before the part, and none runs more
+// than the reorder limit behind the newest of the part before it.
+func (s span) follows(prefix span) bool {
 	switch {
-	case s.untimed:
-		// Counted in the newest second their table saw: the part's own
-		// store has seen less than one reader would have.
-		return !prefix.any && !prefix.untimed
+	case s.untimed || s.back:
+		return false
 	case !s.any || !prefix.any:
-		// Events without a time before count in earlier seconds.
 		return true
-	case s.min > prefix.max:
-		return true
-	case s.min == prefix.max:
-		return !s.back
 	}
-	return false
+	return s.min >= prefix.max
 }
 
 // add widens s to cover o too.
@@ -344,7 +332,7 @@ type tally struct {
 	next    ingest.Sink
 	span    *span
 	reorder int64
-	events  *atomic.Int64 // nil when reading again
+	events  *atomic.Int64
 }
 
 func (t *tally) Put(ctx context.Context, batch []ingest.Event) error {
@@ -368,8 +356,6 @@ func (t *tally) Put(ctx context.Context, batch []ingest.Event) error {
 			}
 		}
 	}
-	if t.events != nil {
-		t.events.Add(int64(len(batch)))
-	}
+	t.events.Add(int64(len(batch)))
 	return t.next.Put(ctx, batch)
 }

@@ -39,8 +39,9 @@ type Config[S ingest.Sink] struct {
 	// events after its own. src is not used afterwards.
 	Merge func(dst, src S) error
 	// Reorder is how many seconds events may run behind the newest one
-	// and still count in their own second (sketch.Config.RecentSeconds): a
-	// part that goes back further is read again rather than merged.
+	// and still count in their own second in a sink's per-key rings
+	// (sketch.Config.RecentSeconds): an input that goes back further is
+	// not in order (Outcome.InOrder).
 	Reorder int
 	// Workers is the number of parts read at once; 0 means GOMAXPROCS.
 	Workers int
@@ -49,9 +50,13 @@ type Config[S ingest.Sink] struct {
 	MinPart int64
 	// Stdin is read for the input named "-".
 	Stdin io.Reader
+	// Paths maps an input's name to the file it is read from, for inputs
+	// copied to a file so that they can be read twice and in parts
+	// (standard input, a pipe); the name is still the one reported. Names
+	// not in it are read from themselves.
+	Paths map[string]string
 	// Progress, when set, gets a progress line every ProgressEvery while
-	// the inputs are read: the events and bytes of every part so far, the
-	// first reading of each (a part read again is not counted twice).
+	// the inputs are read: the events and bytes of every part so far.
 	Progress io.Writer
 	// ProgressEvery is the interval of the progress line; 0 means
 	// input.ProgressEvery.
@@ -62,12 +67,24 @@ type Config[S ingest.Sink] struct {
 	Failed func(name string, err error)
 }
 
+// Outcome says how the inputs of a Read ran in time.
+type Outcome struct {
+	// InOrder says that every event had a time and none ran more than
+	// Config.Reorder seconds behind the newest event read before it, in
+	// input order: the merged sink then holds what one sink reading the
+	// inputs one after the other holds, second by second, for keys too.
+	// Otherwise the sums are the same, and per-second counts the sink
+	// keeps by key (which a sink keeps for the last few seconds only)
+	// may be lower than the truth (see sketch.Store.Merge).
+	InOrder bool
+}
+
 // Read reads the inputs names ("-" for Config.Stdin) into one sink and
 // returns it: what reading them one after the other into one sink gives
 // (see the package doc for how). The error is ctx's, New's or Merge's;
 // errors of single inputs go to Config.Failed and the other inputs are
 // still read.
-func Read[S ingest.Sink](ctx context.Context, cfg Config[S], names ...string) (S, error) {
+func Read[S ingest.Sink](ctx context.Context, cfg Config[S], names ...string) (S, Outcome, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -80,7 +97,7 @@ func Read[S ingest.Sink](ctx context.Context, cfg Config[S], names ...string) (S
 	var zero S
 	result, err := cfg.New()
 	if err != nil {
-		return zero, err
+		return zero, Outcome{}, err
 	}
 	r := &reader[S]{cfg: cfg, ctx: ctx, result: result}
 	r.cond = sync.NewCond(&r.mu)
@@ -110,9 +127,9 @@ func Read[S ingest.Sink](ctx context.Context, cfg Config[S], names ...string) (S
 	}
 	wg.Wait()
 	if r.err != nil {
-		return zero, r.err
+		return zero, Outcome{}, r.err
 	}
-	return r.result, nil
+	return r.result, Outcome{InOrder: !r.unordered}, nil
 }
 
 // reader is one Read: its inputs, their parts and the merge frontier.
@@ -143,10 +160,9 @@ type reader[S ingest.Sink] struct {
 	pending int
 	// prefix is what the events merged so far span in time.
 	prefix span
-	// serial is set once a part had to be read again: the parts not
-	// started yet are then read in order, straight into the result,
-	// rather than read twice.
-	serial bool
+	// unordered is set once a part merged did not follow the prefix in
+	// time (Outcome.InOrder).
+	unordered bool
 }
 
 // state is where a part stands.
@@ -243,7 +259,7 @@ func (r *reader[S]) next() *part[S] {
 		if p.state != waiting || p.inOrder || p.unit.failed {
 			continue
 		}
-		if i > r.merged && (r.serial || r.pending >= 2*r.cfg.Workers) {
+		if i > r.merged && r.pending >= 2*r.cfg.Workers {
 			return nil
 		}
 		return p
@@ -273,12 +289,12 @@ func (r *reader[S]) read(p *part[S]) {
 		p.sink, p.own = s, true
 		sink = s
 	}
-	p.err = r.decode(p, &p.span, sink, false)
+	p.err = r.decode(p, &p.span, sink)
 }
 
 // mergeReady merges the parts at the frontier while it can: ended parts
-// are merged or read again, parts read in order are read into the result.
-// One worker at a time runs it.
+// are merged, parts read in order are read into the result. One worker at
+// a time runs it.
 func (r *reader[S]) mergeReady() error {
 	for {
 		r.mu.Lock()
@@ -291,13 +307,9 @@ func (r *reader[S]) mergeReady() error {
 		if p.state == waiting {
 			p.state = running // read in order, below
 		}
-		again := !skip && !p.inOrder && !p.direct && p.err == nil && !p.span.follows(r.prefix, r.cfg.Reorder)
-		if again {
-			r.serial = true
-		}
 		r.mu.Unlock()
 
-		err := r.mergePart(p, skip, again)
+		err := r.mergePart(p, skip)
 
 		r.mu.Lock()
 		if p.own {
@@ -308,6 +320,9 @@ func (r *reader[S]) mergeReady() error {
 		p.state = merged
 		r.merged++
 		if !skip {
+			if !p.span.follows(r.prefix) {
+				r.unordered = true
+			}
 			r.prefix.add(p.span)
 			if p.err != nil {
 				p.unit.failed = true
@@ -331,16 +346,12 @@ func (r *reader[S]) mergeReady() error {
 }
 
 // mergePart brings the part at the frontier into the result: skip drops
-// it (an earlier part of its input failed), again reads it again straight
-// into the result rather than merging its sink.
-func (r *reader[S]) mergePart(p *part[S], skip, again bool) error {
+// it (an earlier part of its input failed).
+func (r *reader[S]) mergePart(p *part[S], skip bool) error {
 	switch {
 	case skip || p.direct:
 	case p.inOrder:
-		p.err = r.decode(p, &p.span, r.result, false)
-	case again:
-		p.span = span{}
-		p.err = r.decode(p, &p.span, r.result, true)
+		p.err = r.decode(p, &p.span, r.result)
 	case p.own:
 		if err := r.cfg.Merge(r.result, p.sink); err != nil {
 			return fmt.Errorf("merge %s: %w", p.unit.name, err)

@@ -60,6 +60,9 @@ type Config struct {
 	// Workers is the number of inputs' parts read side by side
 	// (package parallel); 0 means GOMAXPROCS.
 	Workers int
+	// MinPart is the smallest part a plain file is cut into
+	// (parallel.Config.MinPart); 0 means parallel.DefaultMinPart.
+	MinPart int64
 	// Stdin, Stdout and Stderr are the process's streams: the report goes
 	// to Stdout; progress, rejected lines and file errors to Stderr.
 	Stdin          io.Reader
@@ -70,73 +73,58 @@ type Config struct {
 // is named on Stderr and the others are still reported; Run then returns
 // ErrUnreadable. When every input was read but nothing in them was usable,
 // it says so on Stderr and returns ErrNothingUsable.
+//
+// The report is the same whatever the order of the inputs' lines: a
+// table's seconds add up over whole files (package sketch), and the keys'
+// busiest seconds are counted in a second read when the inputs did not
+// run in time (keyseconds.go). Standard input and pipes are copied to a
+// temporary file first, so that they can be read twice and in parts
+// (spool). Times that make no sense are refused as bad_time (times.go).
 func Run(ctx context.Context, cfg Config) error {
-	scfg := sketch.DefaultConfig()
-	scfg.Window = 0
-	scfg.Tracked = max(scfg.Tracked, cfg.Settings.Top)
-	scfg.MaxTables = cfg.MaxTables
 	var mask ingest.Masker
 	if cfg.Masker != nil {
 		mask = cfg.Masker
 	}
 	rep := input.NewTextReporter(cfg.Stderr, mask)
-	html := cfg.Format == "html"
-	// A sketch.Store keeps nothing of a batch once Put returns: decoders
-	// recycle theirs, but for the HTML report, whose recorder keeps keys.
-	inputs := formats.New(formats.Config{Schemas: cfg.Schemas, Table: cfg.Table, Fields: cfg.Fields, Log: cfg.Log, Reporter: rep, Recycle: !html})
-	// Every Event is checked once more before it is counted, as in the
-	// daemon (ingest.Checked); passed counts the Events that got through.
-	var passed atomic.Uint64
-	checked := func(store *sketch.Store, next ingest.Sink) *checkedStore {
-		return &checkedStore{store: store, check: ingest.Checked(ingest.SinkFunc(func(ctx context.Context, batch []ingest.Event) error {
-			passed.Add(uint64(len(batch)))
-			return next.Put(ctx, batch)
-		}), rep)}
+	paths, cleanup, err := spool(cfg.Files, cfg.Stdin)
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	failed := 0
 	fail := func(name string, err error) {
 		fmt.Fprintf(cfg.Stderr, "hotkeyd: %s: %v\n", name, bareError(err))
 		failed++
 	}
-	var checkedResult *checkedStore
-	var rec *recorder
-	if html {
-		// The charts' points are recorded by event time on the way to one
-		// store: the HTML report reads its inputs one after the other.
-		store, err := sketch.NewStore(scfg, time.Now)
-		if err != nil {
+	valid := plausible(time.Now())
+	inputs := cfg.formats(rep, cfg.Log, cfg.Format != "html")
+	c, err := count(ctx, cfg, counting{formats: inputs, rep: rep, paths: paths, valid: valid, keep: valid, fail: fail})
+	if err != nil {
+		return err
+	}
+	passed := c.passed.Load()
+	all := c.times
+	keep := valid
+	var left uint64
+	var first, last int64
+	var ok bool
+	if keep, left, first, last, ok = outliers(all.hours); ok {
+		// Counted again without them: they must stretch nothing, and
+		// what they counted cannot be taken out of a sketch.
+		fmt.Fprintf(cfg.Stderr, "hotkeyd: skipped %d events far in time from the rest of the input (bad_time), from %s to %s\n",
+			left, time.Unix(first*3600, 0).UTC().Format(time.RFC3339), time.Unix((last+1)*3600-1, 0).UTC().Format(time.RFC3339))
+		quiet := cfg.formats(ingest.NopReporter{}, zap.NewNop(), cfg.Format != "html")
+		if c, err = count(ctx, cfg, counting{formats: quiet, paths: paths, valid: valid, keep: keep}); err != nil {
 			return err
-		}
-		rec = newRecorder(store, max(2*cfg.Settings.Top, 20), min(scfg.MaxTables, maxSeriesTables))
-		checkedResult = checked(store, rec)
-		for _, name := range cfg.Files {
-			if err := inputs.ReadFile(ctx, name, cfg.Stdin, checkedResult, cfg.Stderr); err != nil {
-				fail(name, err)
-			}
 		}
 	} else {
-		var err error
-		checkedResult, err = parallel.Read(ctx, parallel.Config[*checkedStore]{
-			Formats: inputs, Stdin: cfg.Stdin, Progress: cfg.Stderr, Reorder: scfg.RecentSeconds, Workers: cfg.Workers,
-			New: func() (*checkedStore, error) {
-				store, err := sketch.NewStore(scfg, time.Now)
-				if err != nil {
-					return nil, err
-				}
-				return checked(store, store), nil
-			},
-			Merge:  func(dst, src *checkedStore) error { return dst.store.Merge(src.store) },
-			Failed: fail,
-		}, cfg.Files...)
-		if err != nil {
-			return err
-		}
+		keep = valid
 	}
 	rep.Summary()
 	nothing := ""
 	if failed == 0 {
 		nothing = inputs.Verdict()
-		if events, omitted := inputs.Decoded(); nothing == "" && events > 0 && omitted == 0 && passed.Load() == 0 {
+		if events, omitted := inputs.Decoded(); nothing == "" && events > 0 && omitted == 0 && passed == 0 {
 			// The readers made events, and the check refused every one.
 			nothing = "every event it held was rejected"
 		}
@@ -148,18 +136,28 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 
-	result := detect.Evaluate(checkedResult.store.Snapshot(), cfg.Settings)
-	result.Rejected = rep.Rejected()
+	snap := c.store.Snapshot()
+	// Keys counted exactly from their first event in inputs read in time
+	// are exact already; the others are counted again.
+	if want := rankedKeys(snap, c.inOrder); len(want) > 0 {
+		keys, err := countKeys(ctx, cfg, paths, want, valid, keep)
+		if err != nil {
+			return err
+		}
+		keys.apply(&snap)
+	}
+	result := detect.Evaluate(snap, cfg.Settings)
+	result.Rejected = rep.Rejected() + left
 	result.Notes = inputs.Notes()
+	result.BadTime = badTimes(rep.Reason(ingest.ReasonBadTime), left, first, last)
 	var series report.Series
-	if rec != nil {
-		series = rec.series(result)
+	if c.rec != nil {
+		series = c.rec.series(result)
 	}
 	if cfg.Masker != nil {
 		result = cfg.Masker.MaskReport(result)
 		series = cfg.Masker.MaskSeries(series)
 	}
-	var err error
 	switch cfg.Format {
 	case "json":
 		enc := json.NewEncoder(cfg.Stdout)
@@ -183,10 +181,156 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
+// formats returns the readers of the inputs, telling rep and log; recycle
+// says that nothing keeps an Event past Put (package formats).
+func (cfg *Config) formats(rep ingest.Reporter, log *zap.Logger, recycle bool) *formats.Set {
+	return formats.New(formats.Config{Schemas: cfg.Schemas, Table: cfg.Table, Fields: cfg.Fields, Log: log, Reporter: rep, Recycle: recycle})
+}
+
+// storeConfig is the sketches' configuration: one window over the whole
+// input.
+func (cfg *Config) storeConfig() sketch.Config {
+	scfg := sketch.DefaultConfig()
+	scfg.Window = 0
+	scfg.Tracked = max(scfg.Tracked, cfg.Settings.Top)
+	scfg.MaxTables = cfg.MaxTables
+	return scfg
+}
+
+// counting says how to count the inputs once.
+type counting struct {
+	formats *formats.Set
+	// rep is told about refused events; nil when counting again.
+	rep   ingest.Reporter
+	paths map[string]string
+	// valid is the range of plausible times, keep the range counted.
+	valid, keep timeRange
+	// fail is told about inputs that could not be read; nil when counting
+	// again (they were told the first time).
+	fail func(name string, err error)
+}
+
+// counted is what counting the inputs gave.
+type counted struct {
+	store *sketch.Store
+	// rec holds the HTML report's series; nil for the other formats.
+	rec   *recorder
+	times *timeCheck
+	// inOrder says the inputs ran in time (parallel.Outcome).
+	inOrder bool
+	// passed counts the Events that passed the checks.
+	passed *atomic.Uint64
+}
+
+// count reads every input into one store: on every core (package
+// parallel), or for the HTML report, whose recorder keeps the charts'
+// points by event time on the way to one store, one input after the
+// other.
+func count(ctx context.Context, cfg Config, how counting) (counted, error) {
+	scfg := cfg.storeConfig()
+	passed := new(atomic.Uint64)
+	// Every Event is checked once more before it is counted, as in the
+	// daemon (ingest.Checked), then for its time.
+	part := func(store *sketch.Store, next ingest.Sink) *checkedStore {
+		times := newTimeCheck(ingest.SinkFunc(func(ctx context.Context, batch []ingest.Event) error {
+			passed.Add(uint64(len(batch)))
+			return next.Put(ctx, batch)
+		}), how.rep, how.valid, how.keep)
+		return &checkedStore{store: store, times: times, check: ingest.Checked(times, how.rep)}
+	}
+	var progress io.Writer
+	if how.fail != nil {
+		progress = cfg.Stderr
+	}
+	if cfg.Format == "html" {
+		// A sketch.Store keeps nothing of a batch once Put returns:
+		// decoders recycle theirs, but for the HTML report, whose
+		// recorder keeps keys.
+		store, err := sketch.NewStore(scfg, time.Now)
+		if err != nil {
+			return counted{}, err
+		}
+		rec := newRecorder(store, max(2*cfg.Settings.Top, 20), min(scfg.MaxTables, maxSeriesTables))
+		cs := part(store, rec)
+		for _, name := range cfg.Files {
+			if err := readFile(ctx, how.formats, name, how.paths, cfg.Stdin, cs, progress); err != nil && how.fail != nil {
+				how.fail(name, err)
+			}
+		}
+		return counted{store: store, rec: rec, times: cs.times, passed: passed}, nil
+	}
+	cs, o, err := parallel.Read(ctx, parallel.Config[*checkedStore]{
+		Formats: how.formats, Stdin: cfg.Stdin, Paths: how.paths, Progress: progress, Reorder: scfg.RecentSeconds, Workers: cfg.Workers, MinPart: cfg.MinPart,
+		New: func() (*checkedStore, error) {
+			store, err := sketch.NewStore(scfg, time.Now)
+			if err != nil {
+				return nil, err
+			}
+			return part(store, store), nil
+		},
+		Merge: func(dst, src *checkedStore) error {
+			dst.times.absorb(src.times)
+			return dst.store.Merge(src.store)
+		},
+		Failed: how.fail,
+	}, cfg.Files...)
+	if err != nil {
+		return counted{}, err
+	}
+	return counted{store: cs.store, times: cs.times, inOrder: o.InOrder, passed: passed}, nil
+}
+
+// countKeys reads the inputs again and counts the seconds of the keys of
+// want, with the same checks as the first reading, told to no one.
+func countKeys(ctx context.Context, cfg Config, paths map[string]string, want map[rankedKey]struct{}, valid, keep timeRange) (*keyCounter, error) {
+	type keyPart struct {
+		ingest.Sink
+		keys *keyCounter
+	}
+	kp, _, err := parallel.Read(ctx, parallel.Config[*keyPart]{
+		Formats: cfg.formats(ingest.NopReporter{}, zap.NewNop(), true), Stdin: cfg.Stdin, Paths: paths, Workers: cfg.Workers, MinPart: cfg.MinPart,
+		New: func() (*keyPart, error) {
+			keys := newKeyCounter(want)
+			return &keyPart{Sink: ingest.Checked(newTimeCheck(keys, nil, valid, keep), nil), keys: keys}, nil
+		},
+		Merge: func(dst, src *keyPart) error {
+			dst.keys.absorb(src.keys)
+			return nil
+		},
+	}, cfg.Files...)
+	if err != nil {
+		return nil, err
+	}
+	return kp.keys, nil
+}
+
+// readFile reads the input name, from its copy in paths if it has one,
+// into sink, with a progress line on progress (formats.Set.ReadFile).
+func readFile(ctx context.Context, set *formats.Set, name string, paths map[string]string, stdin io.Reader, sink ingest.Sink, progress io.Writer) error {
+	path, ok := paths[name]
+	if !ok {
+		return set.ReadFile(ctx, name, stdin, sink, progress)
+	}
+	in, err := input.Open(path, nil)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	in.Name = name
+	counted := input.Count(sink)
+	if progress != nil {
+		stop := input.StartProgress(progress, name, in.BytesRead, counted.Events, input.ProgressEvery)
+		defer stop()
+	}
+	return set.Read(ctx, in, counted)
+}
+
 // checkedStore is the store of one part of the inputs (package parallel),
-// behind the daemon's last check of every Event (ingest.Checked).
+// behind the daemon's last check of every Event (ingest.Checked) and the
+// check of its time.
 type checkedStore struct {
 	store *sketch.Store
+	times *timeCheck
 	check ingest.Sink
 }
 

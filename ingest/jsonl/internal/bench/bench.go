@@ -7,6 +7,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,10 +18,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/formats"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/ingest/parallel"
+	"github.com/hotkeyd/hotkeyd/internal/app/analyze"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -143,7 +147,7 @@ func Parallel(ctx context.Context, path string) (Result, error) {
 	cfg.Window = 0
 	rep := &countingReporter{}
 	var failed error
-	store, err := parallel.Read(ctx, parallel.Config[*sketch.Store]{
+	store, _, err := parallel.Read(ctx, parallel.Config[*sketch.Store]{
 		Formats: formats.New(formats.Config{Reporter: rep, Recycle: true}),
 		New:     func() (*sketch.Store, error) { return sketch.NewStore(cfg, time.Now) },
 		Merge:   (*sketch.Store).Merge,
@@ -199,5 +203,39 @@ func Fast(ctx context.Context, r io.Reader) (Result, error) {
 	}
 	res := summary(store.Snapshot())
 	res.Events, res.Rejected = counts.Events, counts.Rejected
+	return res, nil
+}
+
+// Analyze reads the file path as hotkeyd analyze does, whole: on every
+// core through package parallel into stores merged into one, and, when
+// the file does not run in time, a second read that counts the busiest
+// seconds of the keys of the report (internal/analyze); the report is
+// made as JSON and decoded for the Result.
+func Analyze(ctx context.Context, path string) (Result, error) {
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(parallel.GCPercent))
+	}
+	var out bytes.Buffer
+	settings := detect.DefaultSettings()
+	err := analyze.Run(ctx, analyze.Config{Files: []string{path}, Settings: settings, Format: "json", Stdout: &out, Stderr: io.Discard})
+	if err != nil {
+		return Result{}, err
+	}
+	var rep report.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		return Result{}, err
+	}
+	res := Result{Events: int64(rep.Events), Rejected: int64(rep.Rejected), Tables: len(rep.Tables)}
+	for _, t := range rep.Tables {
+		res.DistinctKeys += t.DistinctPartitionKeys
+		if t.Table != "orders" || t.Index != "" {
+			continue
+		}
+		for _, k := range t.TopKeys {
+			if k.Class == "write" && k.Units > res.TopKeyUnits {
+				res.TopKey, res.TopKeyUnits = k.Key, k.Units
+			}
+		}
+	}
 	return res, nil
 }

@@ -4,7 +4,7 @@
 // own process: scripts/bench-jsonl.sh starts one per implementation and run.
 //
 //	benchcmd -generate FILE [-events N]   write the benchmark file
-//	benchcmd -impl exact|fast|parallel [-tsv] FILE  count it, print the figures
+//	benchcmd -impl exact|fast|parallel|analyze [-tsv] FILE  count it, print the figures
 package main
 
 import (
@@ -45,7 +45,7 @@ type figures struct {
 func run() int {
 	gen := flag.String("generate", "", "write the benchmark file to this path and exit")
 	events := flag.Int("events", benchgen.DefaultEvents, "events to generate")
-	impl := flag.String("impl", "fast", "implementation to run: exact, fast or parallel")
+	impl := flag.String("impl", "fast", "implementation to run: exact, fast, parallel or analyze (the whole of hotkeyd analyze)")
 	tsv := flag.Bool("tsv", false, "print one tab-separated line (impl, events, bytes, seconds, max RSS bytes, CPU seconds) instead of JSON")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	memprofile := flag.String("memprofile", "", "write an allocation profile of the run to this file")
@@ -71,7 +71,7 @@ func run() int {
 		return 0
 	}
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: benchcmd -impl exact|fast|parallel FILE")
+		fmt.Fprintln(os.Stderr, "usage: benchcmd -impl exact|fast|parallel|analyze FILE")
 		return 2
 	}
 	f, err := os.Open(flag.Arg(0))
@@ -108,6 +108,8 @@ func run() int {
 		res, err = bench.Fast(context.Background(), r)
 	case "parallel":
 		res, err = bench.Parallel(context.Background(), flag.Arg(0))
+	case "analyze":
+		res, err = bench.Analyze(context.Background(), flag.Arg(0))
 	default:
 		fmt.Fprintf(os.Stderr, "benchcmd: unknown -impl %q\n", *impl)
 		return 2

@@ -1,0 +1,191 @@
+package analyze
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/sketch"
+)
+
+// The busiest second of a key (KeyStat.PeakUnitsPerSecond), its recent
+// units and its last second's are exact only for inputs read in time
+// order: a store keeps a key's units for its last few seconds only. So
+// when the inputs did not run in time (several hosts' logs, a shuffled
+// file, parts cut inside a burst) or a key was counted from estimates, the
+// inputs are read a second time and the units of the keys the report
+// ranks (ClassStats.Top of every table: at most Tracked a class) are
+// added up second by second. It costs 4 bytes a ranked key per second in
+// which it has traffic, in blocks of keyBlockLen seconds.
+
+const (
+	keyBlockBits = 6
+	keyBlockLen  = 1 << keyBlockBits
+	keyBlockMask = keyBlockLen - 1
+	// quantum is the sketch's resolution: a key's units are counted in
+	// quarter units there, so here too.
+	quantum = 4
+)
+
+// rankedKey names one key of one class of one table.
+type rankedKey struct {
+	table, index, key string
+	class             ingest.Class
+}
+
+// keySeconds is one key's units per second, in quarter units, in blocks
+// by second >> keyBlockBits.
+type keySeconds struct {
+	blocks map[int64]*[keyBlockLen]uint32
+}
+
+// add adds q quarter units in second sec.
+func (k *keySeconds) add(sec int64, q uint32) {
+	n := sec >> keyBlockBits
+	b := k.blocks[n]
+	if b == nil {
+		if k.blocks == nil {
+			k.blocks = map[int64]*[keyBlockLen]uint32{}
+		}
+		b = new([keyBlockLen]uint32)
+		k.blocks[n] = b
+	}
+	p := &b[sec&keyBlockMask]
+	*p = satAdd(*p, q)
+}
+
+func (k *keySeconds) at(sec int64) uint32 {
+	if b := k.blocks[sec>>keyBlockBits]; b != nil {
+		return b[sec&keyBlockMask]
+	}
+	return 0
+}
+
+// keyCounter counts the ranked keys' seconds of a part of the inputs
+// (package parallel's sink).
+type keyCounter struct {
+	// keys are the ranked keys. Their entries are made up front and
+	// never assigned again: the events' strings are the decoders' buffers,
+	// and assigning to a map entry stores the key given.
+	keys map[rankedKey]*keySeconds
+}
+
+// newKeyCounter returns a counter of the keys of want (shared, read only).
+func newKeyCounter(want map[rankedKey]struct{}) *keyCounter {
+	k := &keyCounter{keys: make(map[rankedKey]*keySeconds, len(want))}
+	for id := range want {
+		k.keys[id] = &keySeconds{}
+	}
+	return k
+}
+
+// Put counts the batch's events of ranked keys, each in its second; an
+// event without a time counts in none. The events come checked, as the
+// store got them.
+func (k *keyCounter) Put(_ context.Context, batch []ingest.Event) error {
+	for i := range batch {
+		e := &batch[i]
+		if e.Throttled || e.PK == "" || e.Time.IsZero() || !(e.Units >= 0 && e.Units <= math.MaxFloat64) {
+			continue
+		}
+		id := rankedKey{e.Table, e.Index, e.PK, e.Class}
+		if ks := k.keys[id]; ks != nil {
+			ks.add(e.Time.Unix(), toQuanta(e.Units))
+		}
+	}
+	return nil
+}
+
+// absorb adds o's seconds.
+func (k *keyCounter) absorb(o *keyCounter) {
+	for id, os := range o.keys {
+		ks := k.keys[id]
+		for n, ob := range os.blocks {
+			b := ks.blocks[n]
+			if b == nil {
+				if ks.blocks == nil {
+					ks.blocks = map[int64]*[keyBlockLen]uint32{}
+				}
+				ks.blocks[n] = ob
+				continue
+			}
+			for i, v := range ob {
+				b[i] = satAdd(b[i], v)
+			}
+		}
+	}
+}
+
+// apply sets the per-second figures of every ranked key of snap from the
+// counts: its busiest second, its units over its table's RecentSpan and
+// in its LastSecond. Keys the counter does not know keep theirs.
+func (k *keyCounter) apply(snap *sketch.Snapshot) {
+	for i := range snap.Tables {
+		ts := &snap.Tables[i]
+		last := ts.LastSecond.Unix()
+		recent := int64(ts.RecentSpan / time.Second)
+		for c := range ts.Classes {
+			top := ts.Classes[c].Top
+			for j := range top {
+				ks := k.keys[rankedKey{ts.Table, ts.Index, top[j].Key, ingest.Class(c)}]
+				if ks == nil {
+					continue
+				}
+				var peak uint32
+				for _, b := range ks.blocks {
+					for _, v := range b {
+						peak = max(peak, v)
+					}
+				}
+				var sum uint64
+				var lastQ uint32
+				if recent > 0 {
+					for s := last - recent + 1; s <= last; s++ {
+						sum += uint64(ks.at(s))
+					}
+					lastQ = ks.at(last)
+				}
+				top[j].PeakUnitsPerSecond = float64(peak) / quantum
+				top[j].RecentUnits = float64(sum) / quantum
+				top[j].LastSecondUnits = float64(lastQ) / quantum
+			}
+		}
+	}
+}
+
+// rankedKeys returns the keys of snap's classes to count again: every
+// ranked key, or with estimatedOnly those whose counts started from
+// estimates (Error > 0), the others being exact already.
+func rankedKeys(snap sketch.Snapshot, estimatedOnly bool) map[rankedKey]struct{} {
+	want := map[rankedKey]struct{}{}
+	for _, ts := range snap.Tables {
+		for c, cs := range ts.Classes {
+			for _, ks := range cs.Top {
+				if estimatedOnly && ks.Error == 0 {
+					continue
+				}
+				want[rankedKey{ts.Table, ts.Index, ks.Key, ingest.Class(c)}] = struct{}{}
+			}
+		}
+	}
+	return want
+}
+
+// toQuanta converts units to quarter units as the sketch does, rounding
+// to the nearest and saturating.
+func toQuanta(units float64) uint32 {
+	q := units*quantum + 0.5
+	if q >= math.MaxUint32 {
+		return math.MaxUint32
+	}
+	return uint32(q)
+}
+
+// satAdd adds without wrapping.
+func satAdd(a, b uint32) uint32 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint32
+}
