@@ -387,14 +387,17 @@ func (tab *Tab) Screenshot(t testing.TB, name string) string {
 
 // ArtifactDir returns the folder for what the test leaves for a person to
 // look at: $TEST_ARTIFACTS/<test name>, or <temp>/hotkeyd-test-artifacts/<test
-// name>; it outlives the test, and the test logs it.
+// name>-<process id> (two checkouts testing on one machine must not load
+// each other's files); it outlives the test, and the test logs it.
 func ArtifactDir(t testing.TB) string {
 	t.Helper()
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
 	base := os.Getenv(ArtifactsEnv)
 	if base == "" {
 		base = filepath.Join(os.TempDir(), "hotkeyd-test-artifacts")
+		name = fmt.Sprintf("%s-%d", name, os.Getpid())
 	}
-	dir := filepath.Join(base, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
+	dir := filepath.Join(base, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("artifacts folder: %v", err)
 	}
