@@ -12,9 +12,12 @@ import (
 	"github.com/ulikunitz/xz"
 )
 
-// MaxWindow bounds the memory a zstd stream may ask for (its window):
-// enough for every level of the zstd tool without --long, and a bound on
-// what a hostile stream can make the reader allocate.
+// MaxWindow bounds the memory a compressed stream may ask for: a zstd
+// window, an xz (LZMA2) dictionary. 64 MiB is enough for every level of
+// the zstd tool without --long and of the xz tool (xz -9 uses a 64 MiB
+// dictionary), and a bound on what a hostile stream can make the reader
+// allocate. gzip's window is 32 KiB by its format. Past it, reading fails
+// with a *CorruptError holding a *LimitError.
 const MaxWindow = 64 << 20
 
 // codec is a compression format, recognised by its magic number.
@@ -44,7 +47,7 @@ var codecs = []codec{
 		return zr, zr.Close, nil
 	}},
 	{name: "xz", magic: []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}, open: func(r io.Reader) (io.Reader, func(), error) {
-		zr, err := xz.NewReader(r)
+		zr, err := xz.NewReader(newXZGuard(r, MaxWindow))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -101,6 +104,10 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
+	var le *LimitError
+	if errors.As(e.Err, &le) {
+		return le.Error()
+	}
 	return "truncated or corrupt " + e.Codec + ": " + e.Err.Error()
 }
 
@@ -181,6 +188,9 @@ func open(c *codec, src *source, r io.Reader) (*Reader, error) {
 		if src.err != nil {
 			return nil, src.err
 		}
+		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
+			return nil, ce
+		}
 		return nil, &CorruptError{Codec: c.name, Err: err}
 	}
 	return &Reader{codec: c.name, src: src, r: zr, close: closeFn}, nil
@@ -195,7 +205,11 @@ func (r *Reader) Read(p []byte) (int, error) {
 			return n, r.src.err
 		}
 		var ce *CorruptError
-		if !errors.As(err, &ce) {
+		switch {
+		case errors.As(err, &ce):
+		case errors.Is(err, zstd.ErrWindowSizeExceeded):
+			err = &CorruptError{Codec: r.codec, Err: &LimitError{Codec: r.codec, What: "window", Limit: MaxWindow}}
+		default:
 			err = &CorruptError{Codec: r.codec, Err: err}
 		}
 	}
