@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -58,5 +60,54 @@ func TestAnalyzeTextEscapesKeysEverywhere(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("report:\n%s", strings.NewReplacer("\x1b", "<ESC>", "\a", "<BEL>", "\r", "<CR>").Replace(out))
+	}
+}
+
+// TestAnalyzeSkipsByteOrderMark runs analyze on files that start with a
+// UTF-8 byte order mark, as Windows tools write them, in each format and
+// compressed: the mark is left out, and the first record counts.
+func TestAnalyzeSkipsByteOrderMark(t *testing.T) {
+	const bom = "\ufeff"
+	jsonl := `{"ts":"2026-11-22T10:00:00Z","table":"orders","pk":"USER#1","op":"PutItem"}` + "\n" +
+		`{"ts":"2026-11-22T10:00:01Z","table":"orders","pk":"USER#2","op":"PutItem"}` + "\n"
+	trail := `{"Records":[{"eventTime":"2026-11-22T10:00:00Z","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"customer":"C-1"}}},` +
+		`{"eventTime":"2026-11-22T10:00:01Z","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"customer":"C-2"}}}]}`
+	for _, c := range []struct {
+		name, content string
+		gz            bool
+		args          []string
+	}{
+		{"access.jsonl", jsonl, false, nil},
+		{"access.jsonl.gz", jsonl, true, nil},
+		{"cloudtrail.json", trail, false, []string{"--key-schema", "orders=customer"}},
+		{"cloudtrail.json.gz", trail, true, []string{"--key-schema", "orders=customer"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), c.name)
+			b := []byte(bom + c.content)
+			if c.gz {
+				var buf bytes.Buffer
+				zw := gzip.NewWriter(&buf)
+				zw.Write(b)
+				zw.Close()
+				b = buf.Bytes()
+			}
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runAnalyzeCmd(t, "", append(append([]string{"analyze", "--format", "json"}, c.args...), path)...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, errOut)
+			}
+			var rep struct {
+				Events, Rejected int
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Events != 2 || rep.Rejected != 0 {
+				t.Errorf("%d events, %d rejected; want 2 and 0\n%s", rep.Events, rep.Rejected, errOut)
+			}
+		})
 	}
 }
