@@ -111,3 +111,12 @@ func TestAnalyzeSkipsByteOrderMark(t *testing.T) {
 		})
 	}
 }
+
+// TestAnalyzeTopBound: --top past the keys a table counts exactly is a
+// flag error that names the flag and its bound, not a sketch error.
+func TestAnalyzeTopBound(t *testing.T) {
+	code, _, errOut := runAnalyzeCmd(t, "", "analyze", "--top", "100000000", "testdata/access.jsonl")
+	if want := "hotkeyd: --top: must be 1 to 384, got 100000000\n"; code != 2 || errOut != want {
+		t.Errorf("exit %d, stderr %q; want 2, %q", code, errOut, want)
+	}
+}
