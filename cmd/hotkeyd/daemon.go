@@ -197,9 +197,12 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 func (d *daemon) run(ctx context.Context) error {
 	// Signals are caught from here on, before the address is announced
 	// and readiness set: a SIGTERM sent as soon as the process is up is a
-	// clean stop too, not the default action's kill.
+	// clean stop too, not the default action's kill. SIGHUP, which asks
+	// Prometheus and many daemons to reload, stops hotkeyd as cleanly
+	// (drained, checkpoints written, exit 0): it does not reload its
+	// configuration, and its default action would kill it mid-batch.
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
 	// Listen here rather than in the server, so that the address actually

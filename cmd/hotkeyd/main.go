@@ -72,7 +72,7 @@ type stdio struct {
 }
 
 // run parses args and runs the chosen subcommand. It returns the process
-// exit status: 0 on success (and on SIGTERM/SIGINT after a clean drain), 1
+// exit status: 0 on success (and on SIGTERM/SIGINT/SIGHUP after a clean drain), 1
 // on any error, 2 on a command-line error.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runContext(context.Background(), args, stdin, stdout, stderr)
