@@ -55,6 +55,10 @@ type ServerConfig struct {
 	// the kernel's listen queue until one closes. Zero means
 	// DefaultMaxConnections.
 	MaxConnections int
+	// MaxConnectionsPerClient caps the connections one client address
+	// holds at once; more are closed as soon as they are accepted. Zero
+	// means DefaultMaxConnectionsPerClient, negative no cap.
+	MaxConnectionsPerClient int
 	// ReadTimeout, WriteTimeout and IdleTimeout bound the reading of a
 	// whole request, the writing of its answer and an idle keep-alive
 	// connection; zero means DefaultReadTimeout, DefaultWriteTimeout and
@@ -110,6 +114,9 @@ func NewServer(log *zap.Logger, cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.MaxConnections <= 0 {
 		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.MaxConnectionsPerClient == 0 {
+		cfg.MaxConnectionsPerClient = DefaultMaxConnectionsPerClient
 	}
 	for _, d := range []struct {
 		v   *time.Duration
@@ -207,7 +214,8 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve is Run on a listener the caller opened (the daemon, tests, socket
 // handover); the web config file of the web flags still applies. At most
-// MaxConnections of the listener's connections are served at once.
+// MaxConnections of the listener's connections are served at once, at
+// most MaxConnectionsPerClient of them from one client address.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	flags := s.cfg.Web
 	if flags == nil {
@@ -226,6 +234,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	// accepts; the first Accept, in the same goroutine and before any
 	// request is served, puts the probes and the refusal count around it.
 	var once sync.Once
+	if s.cfg.MaxConnectionsPerClient > 0 {
+		l = newPerClientListener(l, s.cfg.MaxConnectionsPerClient, s.log)
+	}
 	l = acceptHook{Listener: netutil.LimitListener(l, s.cfg.MaxConnections), first: func() {
 		once.Do(func() { srv.Handler = s.outer(srv.Handler) })
 	}}

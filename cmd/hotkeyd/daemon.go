@@ -185,7 +185,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 		EventsHint:     "HTTP ingest is disabled; start hotkeyd with --web.enable-ingest to POST JSON lines to /api/v1/events",
 		Web:            &web.FlagConfig{WebListenAddresses: &[]string{cfg.Listen}, WebSystemdSocket: &systemd, WebConfigFile: &f.webConfig},
 		Version:        buildVersion(),
-		MaxConnections: f.maxConns, ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout, IdleTimeout: f.idle,
+		MaxConnections: f.maxConns, MaxConnectionsPerClient: perClient(f.maxConnsPerClient), ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout, IdleTimeout: f.idle,
 	})
 	return d, err
 }
@@ -350,4 +350,13 @@ func logMemoryBudget(log *zap.Logger, c sketch.Config) {
 		return
 	}
 	log.Info("memory budget", fields...)
+}
+
+// perClient turns the --web.max-connections-per-client flag, where 0 means
+// no cap, into export.ServerConfig's, where 0 means the default.
+func perClient(flag int) int {
+	if flag <= 0 {
+		return -1
+	}
+	return flag
 }
