@@ -182,7 +182,7 @@ func (s *Server) routes() (http.Handler, error) {
 		})
 	}
 
-	page, err := livePage(s.cfg.Version)
+	page, csp, err := livePage(s.cfg.Version)
 	if err != nil {
 		return nil, fmt.Errorf("build the page: %w", err)
 	}
@@ -191,10 +191,27 @@ func (s *Server) routes() (http.Handler, error) {
 		// The page is the same for every request, but a new binary may
 		// serve another: ask the browser to check.
 		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Security-Policy", csp+"; frame-ancestors 'none'")
 		_, _ = w.Write(page)
 	})
-	return mux, nil
+	return securityHeaders(mux), nil
+}
+
+// securityHeaders sets on every answer the headers that keep a browser
+// from misreading it or showing it inside another site: no sniffing of
+// the content type (the JSON API is never taken for HTML), no framing
+// (X-Frame-Options for browsers without CSP frame-ancestors), and no
+// Referer leaving the page. Answers other than the page, which sets its
+// own, get a policy that runs and loads nothing.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Run listens on the first address of the web flags and serves until ctx
