@@ -64,6 +64,10 @@ type ServerConfig struct {
 	// connection; zero means DefaultReadTimeout, DefaultWriteTimeout and
 	// DefaultIdleTimeout.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// Reload, when set, serves POST /-/reload (--web.enable-lifecycle): it
+	// reloads the configuration, or returns why the running one is kept.
+	// When nil the path answers 403, as Prometheus's does.
+	Reload func() error
 }
 
 // Limits of the HTTP server. A request's headers must arrive within
@@ -169,6 +173,22 @@ func (s *Server) routes() (http.Handler, error) {
 		fmt.Fprintln(w, "hotkeyd is ready.")
 	})
 
+	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		switch {
+		case s.cfg.Reload == nil:
+			http.Error(w, "lifecycle API is not enabled: start hotkeyd with --web.enable-lifecycle, or send it SIGHUP", http.StatusForbidden)
+		case r.Method != http.MethodPost && r.Method != http.MethodPut:
+			w.Header().Set("Allow", "POST, PUT")
+			http.Error(w, "reload with POST", http.StatusMethodNotAllowed)
+		default:
+			if err := s.cfg.Reload(); err != nil {
+				http.Error(w, "configuration reload failed, the running configuration is kept: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+			fmt.Fprintln(w, "reloading the configuration.")
+		}
+	})
 	mux.Handle("GET /api/v1/hotkeys", hotkeysHandler{live: s.cfg.Live, masker: s.cfg.Masker, log: s.log})
 	mux.Handle("GET /api/v1/hotkeys/history", historyHandler{live: s.cfg.Live, history: s.cfg.History, masker: s.cfg.Masker, log: s.log})
 
@@ -343,7 +363,7 @@ var refusedCodes = map[int]bool{
 }
 
 // routes are the path label's values; any other path is "other".
-var routes = []string{"/", "/metrics", "/api/v1/hotkeys", "/api/v1/hotkeys/history", "/api/v1/events", "/-/healthy", "/-/ready"}
+var routes = []string{"/", "/metrics", "/api/v1/hotkeys", "/api/v1/hotkeys/history", "/api/v1/events", "/-/healthy", "/-/ready", "/-/reload"}
 
 func routeOf(path string) string {
 	if slices.Contains(routes, path) {

@@ -2,8 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,75 +16,149 @@ import (
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
-// TestRunStopsCleanlyOnSIGHUP sends SIGHUP to the daemon reading a
-// CloudTrail folder: it stops as on SIGTERM (sources stopped and drained
-// before the HTTP server, exit 0, the files read written down), rather than
-// dying of the signal's default action (exit 129, nothing written). A
-// second daemon on the same checkpoints does not read the file again.
-func TestRunStopsCleanlyOnSIGHUP(t *testing.T) {
+// TestRunReloadsConfiguration runs the daemon on a CloudTrail folder and
+// changes its configuration file under it, as an operator would:
+//
+//   - a file that does not load, then SIGHUP: the daemon keeps running on
+//     the configuration it has, says so in the log and in
+//     hotkeyd_config_last_reload_successful 0 (before, SIGHUP killed it:
+//     exit 129, nothing drained, no checkpoint written);
+//   - a good file, then SIGHUP: the pipeline stops as cleanly as on
+//     SIGTERM (sources drained and checkpoints written before the HTTP
+//     server stops) and starts again from the new file, in the same
+//     process, on the same address; the file read before is not read
+//     again, and the gauge is 1;
+//   - POST /-/reload (--web.enable-lifecycle) does the same.
+func TestRunReloadsConfiguration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the hotkeyd binary")
 	}
 	dir, ckpt := t.TempDir(), t.TempDir()
 	day := filepath.Join(dir, "AWSLogs", ctAccount, "CloudTrail", "us-east-1", "2026", "11", "22")
 	record := func(key string) string {
-		return `{"Records":[{"eventTime":"2026-11-22T11:00:00Z","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"customer":"` + key + `"}}}]}`
+		return `{"Records":[{"eventTime":"` + time.Now().UTC().Format(time.RFC3339) + `","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"customer":"` + key + `"}}}]}`
 	}
 	ctWriteGz(t, filepath.Join(day, "first.json.gz"), record("C-1"))
 	cfg := filepath.Join(t.TempDir(), "hotkeyd.yaml")
-	yaml := fmt.Sprintf("window: 10m\ntables:\n  orders: {partition_key: customer}\nsources:\n  - type: cloudtrail\n    paths: [%q]\n    checkpoint_dir: %q\n",
-		filepath.Join(dir, "**", "*.json.gz"), ckpt)
-	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+	writeCfg := func(window string) {
+		t.Helper()
+		yaml := fmt.Sprintf("window: %s\ntables:\n  orders: {partition_key: customer}\nsources:\n  - type: cloudtrail\n    paths: [%q]\n    checkpoint_dir: %q\n",
+			window, filepath.Join(dir, "**", "*.json.gz"), ckpt)
+		if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metric := func(h *testenv.Hotkeyd, name string, labels ...string) float64 {
+		t.Helper()
+		_, body := h.Get(t, "/metrics")
+		if len(labels) == 0 {
+			m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindSubmatch(body)
+			if m == nil {
+				return -1
+			}
+			v, _ := strconv.ParseFloat(string(m[1]), 64)
+			return v
+		}
+		v, _ := ctMetric(string(body), name, labels...)
+		return v
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not happen within 30 s", what)
+			}
+		}
+	}
+	started := func(h *testenv.Hotkeyd) int { return strings.Count(h.Stderr(), `msg="hotkeyd started"`) }
+	events := func(h *testenv.Hotkeyd) float64 {
+		return metric(h, "hotkeyd_events_total", `table="orders"`, `source="cloudtrail"`)
+	}
+
+	writeCfg("10m")
+	addr := freeAddr(t)
+	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "run", "--config.file", cfg, "--web.listen-address", addr, "--web.enable-lifecycle")
+	waitFor("the first file read", func() bool { return events(h) == 1 })
+	if v := metric(h, "hotkeyd_config_last_reload_successful"); v != 1 {
+		t.Errorf("hotkeyd_config_last_reload_successful %g at start, want 1", v)
+	}
+
+	// A file that does not load: kept running as it was.
+	if err := os.WriteFile(cfg, []byte("window: 1ns\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	events := func(h *testenv.Hotkeyd, want float64) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			_, body := h.Get(t, "/metrics")
-			if v, _ := ctMetric(string(body), "hotkeyd_events_total", `table="orders"`, `source="cloudtrail"`); v == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("hotkeyd_events_total never reached %g", want)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-
-	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "run", "--config.file", cfg)
-	events(h, 1)
 	h.Signal(t, syscall.SIGHUP)
-	select {
-	case <-h.Exited():
-	case <-time.After(15 * time.Second):
-		t.Fatal("hotkeyd did not exit within 15 s of SIGHUP")
+	h.WaitLog(t, "configuration reload failed; keeping the running configuration", 10*time.Second)
+	if v := metric(h, "hotkeyd_config_last_reload_successful"); v != 0 {
+		t.Errorf("hotkeyd_config_last_reload_successful %g after a failed reload, want 0", v)
 	}
-	if code := h.Stop(t); code != 0 {
-		t.Fatalf("exit status %d after SIGHUP, want 0\n%s", code, h.Stderr())
-	}
-	stderr := h.Stderr()
-	stopped, served := strings.Index(stderr, `msg="stopped reading CloudTrail files"`), strings.Index(stderr, `msg="http server stopped"`)
-	if stopped < 0 || served < 0 || stopped > served {
-		t.Errorf("the source must stop before the HTTP server:\n%s", stderr)
-	}
-	if !strings.Contains(stderr, "msg=stopped signal=hangup") {
-		t.Errorf("no clean stop in the log:\n%s", stderr)
+	if !strings.Contains(h.Stderr(), "window: must be at least 12ms") || started(h) != 1 || events(h) != 1 {
+		t.Errorf("after a failed reload: the error must be said, and the pipeline run on (started %d times, %g events)", started(h), events(h))
 	}
 
-	// The file read before SIGHUP was written down: a new daemon reads only
-	// the file that came since.
-	ctWriteGz(t, filepath.Join(day, "second.json.gz"), record("C-2"))
-	h = testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "run", "--config.file", cfg)
-	events(h, 1)
-	var body []byte
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		var code int
-		if code, body = h.Get(t, "/api/v1/hotkeys"); code == 200 || time.Now().After(deadline) {
-			break // the first report, made at the first detector tick
-		}
+	// A good file: the pipeline stops cleanly and starts again from it.
+	writeCfg("5m")
+	h.Signal(t, syscall.SIGHUP)
+	waitFor("the second start", func() bool { return started(h) == 2 })
+	stderr := h.Stderr()
+	if i := strings.Index(stderr, "stopped to reload the configuration"); i < 0 ||
+		strings.Index(stderr, `msg="stopped reading CloudTrail files"`) > strings.Index(stderr, `msg="http server stopped"`) {
+		t.Errorf("the reload must stop the source before the HTTP server, and say so:\n%s", stderr)
 	}
-	if !strings.Contains(string(body), `"C-2"`) || strings.Contains(string(body), `"C-1"`) {
-		t.Errorf("the file read before SIGHUP was read again:\n%s", body)
+	if !strings.Contains(stderr[strings.LastIndex(stderr, `msg="hotkeyd started"`):], "window=5m0s") {
+		t.Errorf("the new configuration (window 5m) is not the one running:\n%s", stderr)
+	}
+	waitFor("readiness after the reload", func() bool { code, _ := h.Get(t, "/-/ready"); return code == http.StatusOK })
+	if v := metric(h, "hotkeyd_config_last_reload_successful"); v != 1 {
+		t.Errorf("hotkeyd_config_last_reload_successful %g after a reload, want 1", v)
+	}
+	// The file read before the reload was written down: only the new one
+	// is read.
+	ctWriteGz(t, filepath.Join(day, "second.json.gz"), record("C-2"))
+	waitFor("the second file read", func() bool { return events(h) == 1 })
+	var body []byte
+	waitFor("a report with the new file's key", func() bool {
+		_, body = h.Get(t, "/api/v1/hotkeys")
+		return strings.Contains(string(body), `"C-2"`)
+	})
+	if strings.Contains(string(body), `"C-1"`) {
+		t.Errorf("the file read before the reload was read again:\n%s", body)
+	}
+
+	// POST /-/reload: the same.
+	writeCfg("7m")
+	resp, err := http.Post(h.URL+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /-/reload: %d", resp.StatusCode)
+	}
+	waitFor("the third start", func() bool { return started(h) == 3 })
+	if s := h.Stderr(); !strings.Contains(s[strings.LastIndex(s, `msg="hotkeyd started"`):], "window=7m0s") {
+		t.Errorf("POST /-/reload did not start the new configuration (window 7m)")
+	}
+	waitFor("readiness after the second reload", func() bool { code, _ := h.Get(t, "/-/ready"); return code == http.StatusOK })
+}
+
+// TestReloadNeedsLifecycle: without --web.enable-lifecycle, POST
+// /-/reload is refused with 403 and a hint, and reloads nothing.
+func TestReloadNeedsLifecycle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the hotkeyd binary")
+	}
+	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "demo")
+	resp, err := http.Post(h.URL+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "--web.enable-lifecycle") {
+		t.Errorf("POST /-/reload: %d %s, want 403 naming --web.enable-lifecycle", resp.StatusCode, b)
+	}
+	if strings.Contains(h.Stderr(), "reload") {
+		t.Errorf("a reload was tried:\n%s", h.Stderr())
 	}
 }
