@@ -2,11 +2,14 @@ package export
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
@@ -28,6 +31,9 @@ type pageData struct {
 	// Data is the JSON the page starts from: null for the live page, the
 	// report and its series for a report.
 	Data template.JS
+	// CSP, when set, is written as the page's Content-Security-Policy
+	// meta element (the HTML report: a file has no headers).
+	CSP string
 }
 
 // pageAssets are the embedded files, read once.
@@ -77,7 +83,7 @@ func loadPageAssets() (pageAssets, error) {
 // render writes the page in mode ("live" or "report") with data, a value
 // encoded as JSON (json.Marshal escapes <, > and &, so it cannot end its
 // script element).
-func (a pageAssets) render(w io.Writer, title, version, mode string, data any) error {
+func (a pageAssets) render(w io.Writer, title, version, mode string, data any, csp string) error {
 	js, err := json.Marshal(data)
 	if err != nil {
 		return fmt.Errorf("encode page data: %w", err)
@@ -86,21 +92,60 @@ func (a pageAssets) render(w io.Writer, title, version, mode string, data any) e
 		Title: title, Version: version, Mode: mode, UplotVersion: a.ver,
 		UplotCSS: template.CSS(a.uplotCSS), AppCSS: template.CSS(a.appCSS),
 		UplotJS: template.JS(a.uplotJS), AppJS: template.JS(a.appJS), Data: template.JS(js),
+		CSP: csp,
 	})
 }
 
+// inlineRE finds the page's inline scripts and style sheets (the data
+// script, application/json, is never run and needs no hash).
+var inlineRE = regexp.MustCompile(`(?s)<(script|style)>(.*?)</(?:script|style)>`)
+
+// pagePolicy returns the Content-Security-Policy of a rendered page: only
+// its own inline scripts and style sheets run, by their SHA-256 hashes;
+// nothing is loaded from anywhere (the favicon is a data: URL); the live
+// page fetches its API from its own origin (connect 'self'), the report
+// nothing. Style attributes stay allowed: the page sets its bars' widths
+// with them. frame-ancestors, which only a header can carry, is added by
+// the server.
+func pagePolicy(page []byte, live bool) string {
+	var scripts, styles []string
+	for _, m := range inlineRE.FindAllSubmatch(page, -1) {
+		sum := sha256.Sum256(m[2])
+		h := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+		if string(m[1]) == "script" {
+			scripts = append(scripts, h)
+		} else {
+			styles = append(styles, h)
+		}
+	}
+	connect := "'none'"
+	if live {
+		connect = "'self'"
+	}
+	return "default-src 'none'; script-src " + strings.Join(scripts, " ") +
+		"; style-src-elem " + strings.Join(styles, " ") +
+		"; style-src-attr 'unsafe-inline'; img-src data:; connect-src " + connect +
+		"; base-uri 'none'; form-action 'none'"
+}
+
+// renderWithPolicy renders the page, then computes its policy.
+func (a pageAssets) renderWithPolicy(title, version, mode string, data any, live bool) ([]byte, string, error) {
+	var b bytes.Buffer
+	if err := a.render(&b, title, version, mode, data, ""); err != nil {
+		return nil, "", err
+	}
+	return b.Bytes(), pagePolicy(b.Bytes(), live), nil
+}
+
 // livePage returns the daemon's page at /, rendered once: it fetches
-// everything it shows from the API.
-func livePage(version string) ([]byte, error) {
+// everything it shows from the API. csp is its Content-Security-Policy,
+// for the header.
+func livePage(version string) (page []byte, csp string, err error) {
 	a, err := loadPageAssets()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	var b bytes.Buffer
-	if err := a.render(&b, "hotkeyd", version, "live", nil); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return a.renderWithPolicy("hotkeyd", version, "live", nil, true)
 }
 
 // HTMLReport is what `hotkeyd analyze --format html` shows: the report and
@@ -127,7 +172,13 @@ func WriteHTMLReport(w io.Writer, r HTMLReport, title, version string) error {
 		tables[i] = withArrays(t)
 	}
 	r.Report.Tables = tables
-	if err := a.render(w, title, version, "report", r); err != nil {
+	// Rendered twice: the policy, in a meta element of the page, holds
+	// the hashes of the page's inline scripts and styles.
+	_, csp, err := a.renderWithPolicy(title, version, "report", r, false)
+	if err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	if err := a.render(w, title, version, "report", r, csp); err != nil {
 		return fmt.Errorf("write html report: %w", err)
 	}
 	return nil

@@ -55,11 +55,19 @@ type ServerConfig struct {
 	// the kernel's listen queue until one closes. Zero means
 	// DefaultMaxConnections.
 	MaxConnections int
+	// MaxConnectionsPerClient caps the connections one client address
+	// holds at once; more are closed as soon as they are accepted. Zero
+	// means DefaultMaxConnectionsPerClient, negative no cap.
+	MaxConnectionsPerClient int
 	// ReadTimeout, WriteTimeout and IdleTimeout bound the reading of a
 	// whole request, the writing of its answer and an idle keep-alive
 	// connection; zero means DefaultReadTimeout, DefaultWriteTimeout and
 	// DefaultIdleTimeout.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// Reload, when set, serves POST /-/reload (--web.enable-lifecycle): it
+	// reloads the configuration, or returns why the running one is kept.
+	// When nil the path answers 403, as Prometheus's does.
+	Reload func() error
 }
 
 // Limits of the HTTP server. A request's headers must arrive within
@@ -110,6 +118,9 @@ func NewServer(log *zap.Logger, cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.MaxConnections <= 0 {
 		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.MaxConnectionsPerClient == 0 {
+		cfg.MaxConnectionsPerClient = DefaultMaxConnectionsPerClient
 	}
 	for _, d := range []struct {
 		v   *time.Duration
@@ -162,6 +173,22 @@ func (s *Server) routes() (http.Handler, error) {
 		fmt.Fprintln(w, "hotkeyd is ready.")
 	})
 
+	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		switch {
+		case s.cfg.Reload == nil:
+			http.Error(w, "lifecycle API is not enabled: start hotkeyd with --web.enable-lifecycle, or send it SIGHUP", http.StatusForbidden)
+		case r.Method != http.MethodPost && r.Method != http.MethodPut:
+			w.Header().Set("Allow", "POST, PUT")
+			http.Error(w, "reload with POST", http.StatusMethodNotAllowed)
+		default:
+			if err := s.cfg.Reload(); err != nil {
+				http.Error(w, "configuration reload failed, the running configuration is kept: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+			fmt.Fprintln(w, "reloading the configuration.")
+		}
+	})
 	mux.Handle("GET /api/v1/hotkeys", hotkeysHandler{live: s.cfg.Live, masker: s.cfg.Masker, log: s.log})
 	mux.Handle("GET /api/v1/hotkeys/history", historyHandler{live: s.cfg.Live, history: s.cfg.History, masker: s.cfg.Masker, log: s.log})
 
@@ -175,7 +202,7 @@ func (s *Server) routes() (http.Handler, error) {
 		})
 	}
 
-	page, err := livePage(s.cfg.Version)
+	page, csp, err := livePage(s.cfg.Version)
 	if err != nil {
 		return nil, fmt.Errorf("build the page: %w", err)
 	}
@@ -184,10 +211,27 @@ func (s *Server) routes() (http.Handler, error) {
 		// The page is the same for every request, but a new binary may
 		// serve another: ask the browser to check.
 		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Security-Policy", csp+"; frame-ancestors 'none'")
 		_, _ = w.Write(page)
 	})
-	return mux, nil
+	return securityHeaders(mux), nil
+}
+
+// securityHeaders sets on every answer the headers that keep a browser
+// from misreading it or showing it inside another site: no sniffing of
+// the content type (the JSON API is never taken for HTML), no framing
+// (X-Frame-Options for browsers without CSP frame-ancestors), and no
+// Referer leaving the page. Answers other than the page, which sets its
+// own, get a policy that runs and loads nothing.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Run listens on the first address of the web flags and serves until ctx
@@ -207,7 +251,8 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve is Run on a listener the caller opened (the daemon, tests, socket
 // handover); the web config file of the web flags still applies. At most
-// MaxConnections of the listener's connections are served at once.
+// MaxConnections of the listener's connections are served at once, at
+// most MaxConnectionsPerClient of them from one client address.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	flags := s.cfg.Web
 	if flags == nil {
@@ -226,6 +271,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	// accepts; the first Accept, in the same goroutine and before any
 	// request is served, puts the probes and the refusal count around it.
 	var once sync.Once
+	if s.cfg.MaxConnectionsPerClient > 0 {
+		l = newPerClientListener(l, s.cfg.MaxConnectionsPerClient, s.log)
+	}
 	l = acceptHook{Listener: netutil.LimitListener(l, s.cfg.MaxConnections), first: func() {
 		once.Do(func() { srv.Handler = s.outer(srv.Handler) })
 	}}
@@ -315,7 +363,7 @@ var refusedCodes = map[int]bool{
 }
 
 // routes are the path label's values; any other path is "other".
-var routes = []string{"/", "/metrics", "/api/v1/hotkeys", "/api/v1/hotkeys/history", "/api/v1/events", "/-/healthy", "/-/ready"}
+var routes = []string{"/", "/metrics", "/api/v1/hotkeys", "/api/v1/hotkeys/history", "/api/v1/events", "/-/healthy", "/-/ready", "/-/reload"}
 
 func routeOf(path string) string {
 	if slices.Contains(routes, path) {

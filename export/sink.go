@@ -202,6 +202,9 @@ func (s *CountingSink) Put(ctx context.Context, batch []ingest.Event) error {
 		c := s.childrenFor(g.key)
 		if c == nil {
 			s.dropped(g)
+			if o := ingest.OutcomeOf(ctx); o != nil {
+				o.Untracked.Add(int64(g.events + g.throttled))
+			}
 			continue
 		}
 		if g.events > 0 {

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
 )
@@ -168,10 +170,11 @@ func unitOf(class string) string {
 }
 
 // printable quotes a key that would garble the table (spaces, control
-// characters), and leaves the usual ones (USER#42) alone.
+// characters, bidirectional overrides), and leaves the usual ones
+// (USER#42) alone.
 func printable(s string) string {
 	for _, r := range s {
-		if r <= ' ' || r == 0x7f || r == '\uFFFD' {
+		if r <= ' ' || r == 0x7f || r == '\uFFFD' || !strconv.IsPrint(r) {
 			return fmt.Sprintf("%q", s)
 		}
 	}
@@ -253,17 +256,72 @@ func fmtSpan(d time.Duration) string {
 }
 
 // errWriter keeps the first write error so the report code can print
-// without checking every call.
+// without checking every call. It also escapes what a terminal would act
+// on rather than print, wherever it comes from: keys sit in the key
+// column (quoted by printable) but also inside the diagnoses' sentences,
+// fixes and examples, and a key holding ESC, BEL, CR or U+202E must not
+// clear the screen, retitle the terminal or reverse a line. Control
+// characters but the newline, invalid UTF-8 and the characters Go does
+// not call printable (format characters such as bidirectional overrides)
+// are written as Go escapes (\x1b, \r, \u202e), as %q writes them.
 type errWriter struct {
 	w   io.Writer
 	err error
+	buf []byte
 }
 
 func (e *errWriter) Write(p []byte) (int, error) {
 	if e.err != nil {
 		return len(p), nil
 	}
-	n, err := e.w.Write(p)
+	out := p
+	if i := firstUnsafe(p); i >= 0 {
+		e.buf = escapeUnsafe(append(e.buf[:0], p[:i]...), p[i:])
+		out = e.buf
+	}
+	_, err := e.w.Write(out)
 	e.err = err
-	return n, err
+	return len(p), err
+}
+
+// firstUnsafe returns the index of the first byte of p that escapeUnsafe
+// would change, or -1.
+func firstUnsafe(p []byte) int {
+	for i := 0; i < len(p); {
+		c := p[i]
+		if c < utf8.RuneSelf {
+			if (c < ' ' && c != '\n') || c == 0x7f {
+				return i
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(p[i:])
+		if (r == utf8.RuneError && size == 1) || !strconv.IsPrint(r) {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// escapeUnsafe appends p to dst with every control character but the
+// newline, invalid byte and unprintable character escaped.
+func escapeUnsafe(dst, p []byte) []byte {
+	for len(p) > 0 {
+		r, size := utf8.DecodeRune(p)
+		switch {
+		case r == '\n':
+			dst = append(dst, '\n')
+		case r == utf8.RuneError && size == 1:
+			dst = fmt.Appendf(dst, `\x%02x`, p[0])
+		case r < ' ' || r == 0x7f || !strconv.IsPrint(r):
+			q := strconv.QuoteRune(r)
+			dst = append(dst, q[1:len(q)-1]...)
+		default:
+			dst = append(dst, p[:size]...)
+		}
+		p = p[size:]
+	}
+	return dst
 }

@@ -301,6 +301,9 @@ func (s checkedSink) Put(ctx context.Context, batch []Event) error {
 			s.rep.Reject(e.Source, inv.Reason, inv)
 		}
 	}
+	if o := OutcomeOf(ctx); o != nil {
+		o.Refused.Add(int64(len(batch) - len(kept)))
+	}
 	clear(batch[len(kept):])
 	if len(kept) == 0 {
 		return nil

@@ -30,8 +30,8 @@ func runAnalyze(f *flags, io stdio) int {
 		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
 		return 1
 	}
-	if f.top <= 0 {
-		fmt.Fprintf(io.stderr, "hotkeyd: --top: must be positive, got %d\n", f.top)
+	if f.top <= 0 || f.top > config.MaxTop {
+		fmt.Fprintf(io.stderr, "hotkeyd: --top: must be 1 to %d, got %d\n", config.MaxTop, f.top)
 		return 2
 	}
 	schemas, err := analyze.KeySchemas(cfg.Tables, f.keySchemas)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	oklog "github.com/oklog/run"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
 
@@ -43,15 +44,27 @@ const drainTimeout = 10 * time.Second
 // workload (demo), until ctx is done or SIGINT/SIGTERM arrives. With
 // --config.check it builds everything, starts nothing and says so.
 func runDaemon(ctx context.Context, f *flags, demo bool, io stdio) int {
+	for {
+		code, reload := runDaemonOnce(ctx, f, demo, io)
+		if !reload {
+			return code
+		}
+	}
+}
+
+// runDaemonOnce builds the daemon from the configuration file and runs it
+// until it stops (the exit status) or stops to reload: then it returns
+// reload, and runDaemon builds it again from the file.
+func runDaemonOnce(ctx context.Context, f *flags, demo bool, io stdio) (code int, reload bool) {
 	cfg, err := loadConfig(f, !demo)
 	if err != nil {
 		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
-		return 1
+		return 1, false
 	}
 	log, err := logging.New(io.stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
-		return 1
+		return 1, false
 	}
 	defer func() { _ = log.Sync() }()
 	if f.check {
@@ -61,18 +74,22 @@ func runDaemon(ctx context.Context, f *flags, demo bool, io stdio) int {
 	switch {
 	case err != nil && f.check:
 		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
-		return 1
+		return 1, false
 	case err != nil:
 		log.Error("cannot start", zap.Error(err))
-		return 1
+		return 1, false
 	case f.check:
-		return printValid(f, !demo, io)
+		return printValid(f, !demo, io), false
 	}
-	if err := d.run(ctx); err != nil {
+	err = d.run(ctx)
+	switch {
+	case errors.Is(err, errReload):
+		return 0, true
+	case err != nil:
 		log.Error("stopped on error", zap.Error(err))
-		return 1
+		return 1, false
 	}
-	return 0
+	return 0, false
 }
 
 // daemon is the wired pipeline: sources → counting sink → store; detector
@@ -97,12 +114,20 @@ type daemon struct {
 	// is then set), every replica's.
 	judge    judge.Evaluator
 	replicas *judge.Replicas
+	// flags are the command line's, to load the configuration again.
+	flags *flags
+	// reloads carries a reload asked over HTTP (POST /-/reload) to the
+	// signal actor, with where to answer.
+	reloads chan chan error
+	// reloadOK and reloadAt are hotkeyd_config_last_reload_successful and
+	// hotkeyd_config_last_reload_success_timestamp_seconds.
+	reloadOK, reloadAt prometheus.Gauge
 }
 
 // newDaemon builds every component, and so runs every check run makes
 // before it reads anything; it starts nothing.
 func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger) (*daemon, error) {
-	d := &daemon{log: log, cfg: cfg, demo: demo, io: io}
+	d := &daemon{log: log, cfg: cfg, demo: demo, io: io, flags: f, reloads: make(chan chan error)}
 	if f.webConfig != "" {
 		if err := web.Validate(f.webConfig); err != nil {
 			return nil, fmt.Errorf("web config %s: %w", f.webConfig, err)
@@ -110,6 +135,17 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	}
 	reg, err := export.NewRegistry(export.BuildInfo{Version: buildVersion()})
 	if err != nil {
+		return nil, err
+	}
+	// As Prometheus's own: a start is a successful load.
+	d.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hotkeyd_config_last_reload_successful", Help: "Whether the last configuration reload (SIGHUP, POST /-/reload) succeeded: 1, or 0 while the running configuration is kept after a failed one."})
+	d.reloadAt = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hotkeyd_config_last_reload_success_timestamp_seconds", Help: "When the configuration was last loaded, at start or by a reload (Unix seconds)."})
+	d.reloadOK.Set(1)
+	d.reloadAt.SetToCurrentTime()
+	if err := reg.Register(d.reloadOK); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(d.reloadAt); err != nil {
 		return nil, err
 	}
 	if d.masker, err = export.NewKeyMasker(cfg.Keys, cfg.KeyHashSecret); err != nil {
@@ -188,9 +224,50 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 		EventsHint:     "HTTP ingest is disabled; start hotkeyd with --web.enable-ingest to POST JSON lines to /api/v1/events",
 		Web:            &web.FlagConfig{WebListenAddresses: &[]string{cfg.Listen}, WebSystemdSocket: &systemd, WebConfigFile: &f.webConfig},
 		Version:        buildVersion(),
-		MaxConnections: f.maxConns, ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout, IdleTimeout: f.idle,
+		MaxConnections: f.maxConns, MaxConnectionsPerClient: perClient(f.maxConnsPerClient), ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout, IdleTimeout: f.idle,
+		Reload: d.reloadFunc(f.lifecycle),
 	})
 	return d, err
+}
+
+// errReload ends the run group when the configuration is to be loaded
+// again: runDaemon then builds the daemon anew.
+var errReload = errors.New("reloading the configuration")
+
+// reloadFunc returns what POST /-/reload calls, nil unless enabled
+// (--web.enable-lifecycle): it asks the signal actor to reload and
+// returns its answer.
+func (d *daemon) reloadFunc(enabled bool) func() error {
+	if !enabled {
+		return nil
+	}
+	return func() error {
+		answer := make(chan error, 1)
+		select {
+		case d.reloads <- answer:
+			return <-answer
+		case <-time.After(5 * time.Second):
+			return errors.New("the daemon is stopping or busy; try again")
+		}
+	}
+}
+
+// checkReload loads the configuration file again and builds every
+// component from it without starting any, as --config.check does: a
+// configuration that would not start is found while the running one is
+// still there. On failure the running configuration is kept, and said.
+func (d *daemon) checkReload() error {
+	cfg, err := loadConfig(d.flags, !d.demo)
+	if err == nil {
+		_, err = newDaemon(cfg, d.flags, d.demo, d.io, zap.NewNop())
+	}
+	if err != nil {
+		d.reloadOK.Set(0)
+		d.log.Error("configuration reload failed; keeping the running configuration", zap.Error(err))
+		return err
+	}
+	d.log.Info("reloading the configuration: stopping the pipeline to start it again from the file")
+	return nil
 }
 
 // run listens, then runs every actor in one group until a signal, ctx or
@@ -200,9 +277,11 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 func (d *daemon) run(ctx context.Context) error {
 	// Signals are caught from here on, before the address is announced
 	// and readiness set: a SIGTERM sent as soon as the process is up is a
-	// clean stop too, not the default action's kill.
+	// clean stop too, not the default action's kill. SIGHUP reloads the
+	// configuration, as Prometheus does (its default action would kill
+	// the daemon mid-batch).
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
 	// Listen here rather than in the server, so that the address actually
@@ -216,14 +295,30 @@ func (d *daemon) run(ctx context.Context) error {
 	// Signals and the caller's context: either ends the group.
 	{
 		quit := make(chan struct{})
+		// A reload (SIGHUP, POST /-/reload) that checks out stops the
+		// group as cleanly as SIGTERM, with errReload; one that does not
+		// keeps everything running.
 		g.Add(func() error {
-			select {
-			case s := <-sigs:
-				return &oklog.SignalError{Signal: s}
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-quit:
-				return nil
+			for {
+				select {
+				case s := <-sigs:
+					if s != syscall.SIGHUP {
+						return &oklog.SignalError{Signal: s}
+					}
+					if d.checkReload() == nil {
+						return errReload
+					}
+				case answer := <-d.reloads:
+					err := d.checkReload()
+					answer <- err
+					if err == nil {
+						return errReload
+					}
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-quit:
+					return nil
+				}
 			}
 		}, func(error) { close(quit) })
 	}
@@ -293,6 +388,9 @@ func (d *daemon) run(ctx context.Context) error {
 		// SignalError's own As method matches without filling the target,
 		// so ask for the pointer type.
 		d.log.Info("stopped", zap.String("signal", sig.Signal.String()))
+	case errors.Is(err, errReload):
+		d.log.Info("stopped to reload the configuration")
+		return errReload
 	case errors.Is(err, oklog.ErrSignal):
 		d.log.Info("stopped", zap.Error(err))
 	case err == nil || errors.Is(err, context.Canceled):
@@ -342,4 +440,13 @@ func logMemoryBudget(log *zap.Logger, c sketch.Config) {
 		return
 	}
 	log.Info("memory budget", fields...)
+}
+
+// perClient turns the --web.max-connections-per-client flag, where 0 means
+// no cap, into export.ServerConfig's, where 0 means the default.
+func perClient(flag int) int {
+	if flag <= 0 {
+		return -1
+	}
+	return flag
 }

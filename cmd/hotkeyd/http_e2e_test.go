@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -66,11 +67,11 @@ func TestIngestStatuses(t *testing.T) {
 	t.Parallel() // a process of its own, on a port of its own
 	h := startIngestOnly(t)
 	line := []byte(`{"table":"orders","pk":"USER#1","op":"PutItem"}` + "\n")
-	if code, _, body := post(t, h, line, nil); code != http.StatusOK || body != `{"accepted":1,"rejected":0}`+"\n" {
+	if code, _, body := post(t, h, line, nil); code != http.StatusOK || body != `{"accepted":1,"counted":1,"untracked":0,"rejected":0}`+"\n" {
 		t.Errorf("POST without Content-Type: %d %s", code, body)
 	}
 	code, _, body := post(t, h, line, map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
-	want := `{"accepted":0,"rejected":0,"error":"content type \"application/x-www-form-urlencoded\" is not JSON lines: send Content-Type: application/x-ndjson, or none"}` + "\n"
+	want := `{"accepted":0,"counted":0,"untracked":0,"rejected":0,"error":"content type \"application/x-www-form-urlencoded\" is not JSON lines: send Content-Type: application/x-ndjson, or none"}` + "\n"
 	if code != http.StatusUnsupportedMediaType || body != want {
 		t.Errorf("POST as a form: %d %s, want 415 %s", code, body, want)
 	}
@@ -225,4 +226,33 @@ func TestStuckSourceDoesNotBlockShutdown(t *testing.T) {
 	}
 	h.WaitLog(t, `level=warn msg="source did not stop in time; leaving it behind, its in-flight events are dropped" source=jsonl timeout=10s`, time.Second)
 	h.WaitLog(t, `msg="http server stopped"`, time.Second)
+}
+
+// TestIngestAnswerSaysWhatWasUntracked runs the daemon with max_tables: 1
+// and posts events of a second table while the first is busier: the
+// answer says the events were taken but not counted ("untracked"), as
+// hotkeyd_untracked_events_total does, rather than only "accepted".
+func TestIngestAnswerSaysWhatWasUntracked(t *testing.T) {
+	t.Parallel() // a process of its own, on a port of its own
+	cfgPath := filepath.Join(t.TempDir(), "hotkeyd.yaml")
+	if err := os.WriteFile(cfgPath, []byte("window: 1m\nmax_tables: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "--config.file", cfgPath, "--web.enable-ingest")
+	busy := []byte(strings.Repeat(`{"table":"orders","pk":"USER#1","op":"PutItem"}`+"\n", 5))
+	if code, _, body := post(t, h, busy, nil); code != http.StatusOK || body != `{"accepted":5,"counted":5,"untracked":0,"rejected":0}`+"\n" {
+		t.Errorf("the first table: %d %s", code, body)
+	}
+	other := []byte(`{"table":"sessions","pk":"S-1","op":"GetItem"}` + "\n" + `{"table":"orders","pk":"USER#2","op":"PutItem"}` + "\n" + `{"table":"orders","op":"PutItem"}` + "\n")
+	code, _, body := post(t, h, other, nil)
+	var resp struct {
+		Accepted, Counted, Untracked, Rejected int
+	}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil {
+		t.Fatalf("%d %s: %v", code, body, err)
+	}
+	if code != http.StatusOK || resp.Accepted != 2 || resp.Counted != 1 || resp.Untracked != 1 || resp.Rejected != 1 {
+		t.Errorf("a second table past max_tables: %d %s; want 2 accepted: 1 counted, 1 untracked; 1 rejected", code, body)
+	}
+	metricsHave(t, h, `hotkeyd_untracked_events_total{source="http"} 1`)
 }

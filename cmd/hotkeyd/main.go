@@ -44,6 +44,8 @@ type flags struct {
 	listen, webConfig                 string
 	listenSet, enableIngest           bool
 	maxConns, ingestBurst             int
+	maxConnsPerClient                 int
+	lifecycle                         bool
 	readTimeout, writeTimeout, idle   time.Duration
 	ingestRate                        float64
 	logLevel, logFormat, keys, format string
@@ -102,6 +104,8 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		Default(def.Listen).IsSetByUser(&f.listenSet).StringVar(&f.listen)
 	app.Flag("web.config.file", "exporter-toolkit web configuration file (TLS, basic auth).").Default("").StringVar(&f.webConfig)
 	app.Flag("web.max-connections", "Most HTTP connections served at once; more wait to be accepted.").Default(fmt.Sprint(export.DefaultMaxConnections)).IntVar(&f.maxConns)
+	app.Flag("web.enable-lifecycle", "Reload the configuration on POST /-/reload, as SIGHUP does.").BoolVar(&f.lifecycle)
+	app.Flag("web.max-connections-per-client", "Most HTTP connections one client address holds at once; more are closed when accepted (0: no cap).").Default(fmt.Sprint(export.DefaultMaxConnectionsPerClient)).IntVar(&f.maxConnsPerClient)
 	app.Flag("web.read-timeout", "Most time to read a whole request, headers and body.").Default(export.DefaultReadTimeout.String()).DurationVar(&f.readTimeout)
 	app.Flag("web.write-timeout", "Most time to write an answer.").Default(export.DefaultWriteTimeout.String()).DurationVar(&f.writeTimeout)
 	app.Flag("web.idle-timeout", "Most time a keep-alive connection stays open between requests.").Default(export.DefaultIdleTimeout.String()).DurationVar(&f.idle)

@@ -290,7 +290,7 @@
     }) + '>';
     html += '<div><span class="sev ' + esc(d.severity) + '">' + esc(d.severity) + '</span> ' +
       '<span class="cause">' + esc(CAUSE[d.cause] || d.cause) + '</span> on <a href="' + tableHref(t) + '">' + esc(tableName(t)) + '</a>' +
-      ' · ' + esc(d.class) + 's' + (keys.length ? ' · ' + keyLabel + ' ' + keys.map(function (k) { return '<code class="key">' + esc(k) + '</code>'; }).join(', ') : '') + '</div>';
+      ' · ' + esc(d.class) + 's' + (keys.length ? ' · ' + keyLabel + ' ' + keys.map(function (k) { return '<code class="key" title="' + esc(k) + '">' + esc(k) + '</code>'; }).join(', ') : '') + '</div>';
     html += '<div class="nums"><span>share <b>' + pct(d.share) + '</b></span><span>busiest second <b>' + fmt(d.peak_units_per_second) + '</b> ' +
       UNIT[d.class] + '/s</span><span><b>' + trim((ceiling * 100).toFixed(ceiling < 0.1 ? 1 : 0)) + '%</b> of one partition\'s ' + fmt(d.limit) + ' ' + UNIT[d.class] + '/s</span>' +
       (d.throttled ? '<span>throttled <b>' + fmt(d.throttled) + '</b></span>' : '') + '</div>';
@@ -351,7 +351,7 @@
       return '<tr class="topkey"' + attrs({
         table: t.table, index: t.index || '', class: k.class, key: k.key, rank: i + 1,
         units: k.units, share: k.share, ups: k.units_per_second || 0, peak: k.peak_units_per_second,
-      }) + '><td class="key" title="' + esc(k.key) + '">' + esc(k.key) + '</td>' +
+      }) + '><td class="key" title="' + esc(k.key) + '"><span>' + esc(k.key) + '</span></td>' +
         '<td class="num opt units">' + fmt(k.units) + '</td>' +
         '<td class="sharecell"><div class="bar"><div class="fill' + (hot ? ' hot' : '') + '" style="width:' + Math.min(100, k.share * 100).toFixed(2) + '%"></div>' +
         (threshold ? '<div class="thr" data-threshold="' + threshold + '" style="left:' + (threshold * 100).toFixed(2) + '%" title="threshold ' + pct(threshold) + '"></div>' : '') +
@@ -432,14 +432,14 @@
     html += '</section>';
     if (t.throttled_keys && t.throttled_keys.length) {
       html += '<h2>Throttled keys</h2><section class="card"><ul class="findings">' + t.throttled_keys.map(function (k) {
-        return '<li><code class="key">' + esc(k.key) + '</code> ' + fmt(k.count) + ' calls</li>';
+        return '<li><code class="key" title="' + esc(k.key) + '">' + esc(k.key) + '</code> ' + fmt(k.count) + ' calls</li>';
       }).join('') + '</ul></section>';
     }
     if (t.findings && t.findings.length) {
       html += '<details data-id="findings"><summary>Evidence: ' + t.findings.length + ' findings</summary><ul class="findings">' +
         t.findings.map(function (f) {
           return '<li><span class="sev ' + esc(f.severity || 'info') + '">' + esc(f.severity || 'info') + '</span> ' + esc(f.kind) +
-            (f.key ? ' <code class="key">' + esc(f.key) + '</code>' : '') + (f.class ? ' (' + esc(f.class) + ')' : '') +
+            (f.key ? ' <code class="key" title="' + esc(f.key) + '">' + esc(f.key) + '</code>' : '') + (f.class ? ' (' + esc(f.class) + ')' : '') +
             (f.evidence ? ': ' + esc(f.evidence.summary) : '') + '</li>';
         }).join('') + '</ul></details>';
     }

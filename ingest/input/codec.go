@@ -12,9 +12,12 @@ import (
 	"github.com/ulikunitz/xz"
 )
 
-// MaxWindow bounds the memory a zstd stream may ask for (its window):
-// enough for every level of the zstd tool without --long, and a bound on
-// what a hostile stream can make the reader allocate.
+// MaxWindow bounds the memory a compressed stream may ask for: a zstd
+// window, an xz (LZMA2) dictionary. 64 MiB is enough for every level of
+// the zstd tool without --long and of the xz tool (xz -9 uses a 64 MiB
+// dictionary), and a bound on what a hostile stream can make the reader
+// allocate. gzip's window is 32 KiB by its format. Past it, reading fails
+// with a *CorruptError holding a *LimitError.
 const MaxWindow = 64 << 20
 
 // codec is a compression format, recognised by its magic number.
@@ -44,7 +47,7 @@ var codecs = []codec{
 		return zr, zr.Close, nil
 	}},
 	{name: "xz", magic: []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}, open: func(r io.Reader) (io.Reader, func(), error) {
-		zr, err := xz.NewReader(r)
+		zr, err := xz.NewReader(newXZGuard(r, MaxWindow))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -101,6 +104,10 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
+	var le *LimitError
+	if errors.As(e.Err, &le) {
+		return le.Error()
+	}
 	return "truncated or corrupt " + e.Codec + ": " + e.Err.Error()
 }
 
@@ -150,7 +157,7 @@ func Decompress(r io.Reader) (*Reader, error) {
 	rest := io.MultiReader(bytes.NewReader(magic[:n]), src)
 	c := sniffCodec(magic[:n])
 	if c == nil {
-		return &Reader{src: src, r: rest, close: func() {}}, nil
+		return &Reader{src: src, r: &bomSkipper{r: rest}, close: func() {}}, nil
 	}
 	return open(c, src, rest)
 }
@@ -162,7 +169,7 @@ func DecompressAs(r io.Reader, name string) (rd *Reader, ok bool, err error) {
 	src := &source{r: r}
 	switch name {
 	case "", "identity":
-		return &Reader{src: src, r: src, close: func() {}}, true, nil
+		return &Reader{src: src, r: &bomSkipper{r: src}, close: func() {}}, true, nil
 	case "x-gzip":
 		name = "gzip"
 	}
@@ -181,9 +188,49 @@ func open(c *codec, src *source, r io.Reader) (*Reader, error) {
 		if src.err != nil {
 			return nil, src.err
 		}
+		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
+			return nil, ce
+		}
 		return nil, &CorruptError{Codec: c.name, Err: err}
 	}
-	return &Reader{codec: c.name, src: src, r: zr, close: closeFn}, nil
+	return &Reader{codec: c.name, src: src, r: &bomSkipper{r: zr}, close: closeFn}, nil
+}
+
+// utf8BOM is the byte order mark some Windows tools write at the start of
+// a UTF-8 file. JSON forbids it, so it is left out of the content.
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
+
+// bomSkipper leaves out a UTF-8 byte order mark at the start of r.
+type bomSkipper struct {
+	r    io.Reader
+	head []byte // the first bytes read, when they are not a BOM
+	err  error  // the error that came with them
+	done bool
+}
+
+func (b *bomSkipper) Read(p []byte) (int, error) {
+	if !b.done {
+		b.done = true
+		var h [3]byte
+		n := 0
+		for n < len(h) && b.err == nil {
+			var k int
+			k, b.err = b.r.Read(h[n:])
+			n += k
+		}
+		if n < 3 || !bytes.Equal(h[:], utf8BOM) {
+			b.head = append([]byte(nil), h[:n]...)
+		}
+	}
+	if len(b.head) > 0 {
+		n := copy(p, b.head)
+		b.head = b.head[n:]
+		return n, nil
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	return b.r.Read(p)
 }
 
 // Read reads decompressed content. Errors of the decompressor are
@@ -195,7 +242,11 @@ func (r *Reader) Read(p []byte) (int, error) {
 			return n, r.src.err
 		}
 		var ce *CorruptError
-		if !errors.As(err, &ce) {
+		switch {
+		case errors.As(err, &ce):
+		case errors.Is(err, zstd.ErrWindowSizeExceeded):
+			err = &CorruptError{Codec: r.codec, Err: &LimitError{Codec: r.codec, What: "window", Limit: MaxWindow}}
+		default:
 			err = &CorruptError{Codec: r.codec, Err: err}
 		}
 	}
@@ -226,7 +277,7 @@ func (r *Reader) Close() error {
 func DecompressHead(head []byte, max int) (plain []byte, codec string, err error) {
 	c := sniffCodec(head)
 	if c == nil {
-		return head, "", nil
+		return bytes.TrimPrefix(head, utf8BOM), "", nil
 	}
 	zr, closeFn, err := c.open(bytes.NewReader(head))
 	if err != nil {
@@ -238,5 +289,5 @@ func DecompressHead(head []byte, max int) (plain []byte, codec string, err error
 	defer closeFn()
 	buf := make([]byte, max)
 	n, _ := io.ReadFull(zr, buf)
-	return buf[:n], c.name, nil
+	return bytes.TrimPrefix(buf[:n], utf8BOM), c.name, nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -169,5 +170,34 @@ func TestOpen(t *testing.T) {
 	}
 	if _, err := Open(filepath.Join(dir, "missing"), nil); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// TestDecompressSkipsByteOrderMark: a UTF-8 byte order mark at the start
+// of the content, compressed or not, is left out, for readers and for
+// sniffers; content shorter than a mark is read as it is.
+func TestDecompressSkipsByteOrderMark(t *testing.T) {
+	for _, codec := range []string{"", "gzip", "zstd", "xz"} {
+		in := compress(t, codec, "\ufeff"+text)
+		r, err := Decompress(iotest.OneByteReader(bytes.NewReader(in)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r)
+		r.Close()
+		if err != nil || string(got) != text {
+			t.Errorf("codec %q: %q, %v", codec, got, err)
+		}
+		head, _, err := DecompressHead(in, 100)
+		if err != nil || !strings.HasPrefix(text, string(head)) {
+			t.Errorf("codec %q head: %q, %v", codec, head, err)
+		}
+	}
+	for _, s := range []string{"", "{", "\xef\xbb", "\ufeff"} {
+		r, _ := Decompress(strings.NewReader(s))
+		got, err := io.ReadAll(r)
+		if want := strings.TrimPrefix(s, "\ufeff"); err != nil || string(got) != want {
+			t.Errorf("%q: %q, %v; want %q", s, got, err, want)
+		}
 	}
 }

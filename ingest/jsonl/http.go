@@ -56,8 +56,10 @@ type HandlerConfig struct {
 // request is refused with 413 and nothing is counted. Within the limit,
 // each line stands alone: good lines are handed to the Sink, bad ones are
 // reported and listed. The response is JSON
-// {"accepted":N,"rejected":M,"errors":["line K: reason: detail",...]} with
-// status 200 when at least one line was accepted (check "rejected"), 400
+// {"accepted":N,"counted":C,"untracked":U,"rejected":M,"errors":["line K: reason: detail",...]}
+// (N = C + U: U events of tables the window does not track) with
+// status 200 when at least one line was accepted (check "rejected" and
+// "untracked"), 400
 // when no line was usable, 413 for a body over the limit, 415 for a content
 // type that is not JSON lines (no Content-Type at all is taken for JSON
 // lines) or an encoding other than gzip or zstd, 405
@@ -102,7 +104,16 @@ func NewHandler(sink ingest.Sink, rep ingest.Reporter, cfg HandlerConfig, log *z
 
 // Response is the body of every answer of the handler.
 type Response struct {
-	Accepted int64    `json:"accepted"`
+	// Accepted counts the events taken: Counted + Untracked.
+	Accepted int64 `json:"accepted"`
+	// Counted counts the events counted in the window.
+	Counted int64 `json:"counted"`
+	// Untracked counts the events of tables the window does not track
+	// (past max_tables): taken, counted only in
+	// hotkeyd_untracked_events_total.
+	Untracked int64 `json:"untracked"`
+	// Rejected counts the lines refused, by the reader or by the checks
+	// behind it.
 	Rejected int64    `json:"rejected"`
 	Errors   []string `json:"errors,omitempty"`
 	// Error says why the whole request was refused.
@@ -200,13 +211,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	resp.Accepted, resp.Rejected = st.counts.Events, st.counts.Rejected
+	var outcome ingest.Outcome
+	ctx := ingest.WithOutcome(r.Context(), &outcome)
 	for _, b := range batches {
-		if err := h.sink.Put(r.Context(), b); err != nil {
+		if err := h.sink.Put(ctx, b); err != nil {
 			h.log.Warn("events not delivered", zap.Error(err))
 			h.refuse(w, http.StatusServiceUnavailable, "not accepting events now: "+err.Error())
 			return
 		}
 	}
+	refused := outcome.Refused.Load()
+	resp.Accepted -= refused
+	resp.Rejected += refused
+	resp.Untracked = outcome.Untracked.Load()
+	resp.Counted = resp.Accepted - resp.Untracked
 	status := http.StatusOK
 	switch {
 	case resp.Accepted == 0 && resp.Rejected == 0:

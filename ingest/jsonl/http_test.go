@@ -168,7 +168,7 @@ func TestHandlerOverHTTP(t *testing.T) {
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
-	if res.StatusCode != 200 || strings.TrimSpace(string(body)) != `{"accepted":3,"rejected":0}` {
+	if res.StatusCode != 200 || strings.TrimSpace(string(body)) != `{"accepted":3,"counted":3,"untracked":0,"rejected":0}` {
 		t.Errorf("%d %s", res.StatusCode, body)
 	}
 	if sink.len() != 3 {

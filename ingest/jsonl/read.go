@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -116,6 +117,10 @@ type Counts struct {
 	Bytes int64
 }
 
+// utf8BOM is the byte order mark some Windows tools write at the start of
+// a UTF-8 file.
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
+
 // stream turns lines into batches of Events. One stream reads one input at
 // a time; it is not safe for concurrent use.
 type stream struct {
@@ -129,6 +134,8 @@ type stream struct {
 	// records is set once the first line was found to be of
 	// opts.Records' format; decided tells that the first line was seen.
 	records, decided bool
+	// started is set once the first line was seen.
+	started bool
 	// before is the number of lines ahead of the input (Options.LinesBefore),
 	// read at the first rejection; -1 until then.
 	before int64
@@ -149,6 +156,12 @@ func newStream(opts Options, name string) *stream {
 
 // line parses one complete line into the batch or reports it.
 func (s *stream) line(b []byte) {
+	if !s.started {
+		// A followed file is read line by line, not through
+		// input.Decompress: its byte order mark is left out here.
+		s.started = true
+		b = bytes.TrimPrefix(b, utf8BOM)
+	}
 	if len(b) == 0 || jsonscan.Space(b, 0) == len(b) {
 		return // blank lines carry nothing and are not errors
 	}

@@ -342,3 +342,23 @@ func TestReadAllLinesBefore(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAllSkipsByteOrderMark: a UTF-8 byte order mark at the start of
+// the input (Windows tools write one) is left out, and the first line
+// counts; one further in is still a bad line.
+func TestReadAllSkipsByteOrderMark(t *testing.T) {
+	good := `{"table":"tbl","pk":"k","op":"read"}`
+	rec := &recorder{}
+	sink := &collector{}
+	input := "\ufeff" + good + "\n\ufeff" + good + "\n" + good + "\n"
+	counts, err := ReadAll(context.Background(), strings.NewReader(input), "bom", sink, Options{Reporter: rec, Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts.Events != 2 || counts.Rejected != 1 {
+		t.Errorf("counts %+v, want 2 events and the second line rejected", counts)
+	}
+	if rs := rec.reasons(); len(rs) != 1 || rs[0].err.(*LineError).Line != 2 {
+		t.Errorf("rejections %v, want line 2", rs)
+	}
+}

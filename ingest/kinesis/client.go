@@ -2,11 +2,13 @@ package kinesis
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/smithy-go"
 
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 )
@@ -65,6 +67,23 @@ func classify(err error) string {
 		}
 		return ""
 	})
+}
+
+// isRefused reports whether Kinesis refused a request's parameters:
+// InvalidArgumentException (a sequence number of no shard of the stream)
+// or ValidationException (one that is not a sequence number). Retrying the
+// same request cannot succeed; for an iterator taken at a checkpoint, the
+// checkpoint is then moved aside and the shard read from its start.
+func isRefused(err error) bool {
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode() {
+	case "InvalidArgumentException", "ValidationException":
+		return true
+	}
+	return false
 }
 
 // isNetwork reports whether err means the endpoint could not be reached or

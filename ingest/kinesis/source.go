@@ -87,6 +87,7 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 		Checkpoints: shards.NewStore(cfg.CheckpointDir),
 		Health:      shards.NewHealth("kinesis", isNetwork),
 		Classify:    classify,
+		Refused:     isRefused,
 		NewPacer:    func() shards.Pacer { return pacer{poll: cfg.PollInterval, full: int(cfg.BatchLimit)} },
 		Now:         time.Now,
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -312,3 +313,24 @@ func hkHasFlag(args []string, name string) bool {
 }
 
 var hkHTTPClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+// PeakRSS returns the most resident memory the running process has had
+// (VmHWM in /proc/PID/status, Linux), in bytes.
+func (h *Hotkeyd) PeakRSS(t testing.TB) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", h.cmd.Process.Pid))
+	if err != nil {
+		t.Fatalf("peak resident memory: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("peak resident memory: %q: %v", line, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("peak resident memory: no VmHWM in /proc/%d/status", h.cmd.Process.Pid)
+	return 0
+}

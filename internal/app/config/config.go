@@ -149,12 +149,24 @@ func mappingValue(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// MinWindow is the shortest window: the window is cut into
+// sketch.DefaultSubWindows slots of at least 1 ms.
+const MinWindow = sketch.DefaultSubWindows * time.Millisecond
+
+// MaxTop is the most keys per class detector.top may list: the keys a
+// table counts exactly per class (sketch.DefaultCandidates), which bound
+// the heavy keys it can rank.
+const MaxTop = sketch.DefaultCandidates
+
 func (c *Config) Validate() error {
 	if err := validateListen(c.Listen); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	if c.Window <= 0 {
 		return fmt.Errorf("window: must be positive, got %s", c.Window)
+	}
+	if c.Window < MinWindow {
+		return fmt.Errorf("window: must be at least %s (%d slots of 1ms), got %s", MinWindow, sketch.DefaultSubWindows, c.Window)
 	}
 	if err := detect.ValidThreshold(c.Threshold); err != nil {
 		return err
@@ -199,6 +211,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.DetectSettings().Validate(); err != nil {
 		return fmt.Errorf("detector.%w", err)
+	}
+	if c.Detector.Top > MaxTop {
+		return fmt.Errorf("detector.top: must be at most %d (the keys counted exactly per table and class), got %d", MaxTop, c.Detector.Top)
 	}
 	leaseTables := map[string]int{}
 	for i, src := range c.Sources {

@@ -24,6 +24,8 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-unknown-source-key.yml":             "sources[0].path: unknown key (did you mean paths?)",
 		"invalid-window-syntax.yml":                  `window: "10 minutes" is not a duration such as 90s, 5m or 1h30m`,
 		"invalid-window-zero.yml":                    "window: must be positive, got 0s",
+		"invalid-window-short.yml":                   "window: must be at least 12ms (12 slots of 1ms), got 1ns",
+		"invalid-detector-top.yml":                   "detector.top: must be at most 384 (the keys counted exactly per table and class), got 100000000",
 		"invalid-threshold.yml":                      "threshold: must be above 0 and below 1, got 1.5",
 		"invalid-threshold-zero.yml":                 "threshold: must be above 0 and below 1, got 0",
 		"invalid-listen.yml":                         `listen: want host:port, got "9529"`,

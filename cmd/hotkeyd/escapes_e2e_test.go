@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAnalyzeTextEscapesKeysEverywhere runs analyze on hot keys holding
+// what a terminal acts on (ESC sequences that clear the screen and retitle
+// the window, BEL, CR, a right-to-left override, a C1 control): the text
+// report prints none of those characters raw — not in the key column, and
+// not in the diagnoses' sentences, fixes, examples and evidence, where the
+// key is part of the text — and names each key by its escapes.
+func TestAnalyzeTextEscapesKeysEverywhere(t *testing.T) {
+	keys := map[string]string{
+		"CLEAR\x1b[2J\x1b[H":  `CLEAR\x1b[2J\x1b[H`,
+		"TITLE\x1b]0;owned\a": `TITLE\x1b]0;owned\a`,
+		"CR\rOVERWRITE":       `CR\rOVERWRITE`,
+		"RTL\u202eUSER#1":     `RTL\u202eUSER#1`,
+		"C1\u009b31m":         `C1\u009b31m`,
+	}
+	var lines []string
+	i := 0
+	for k := range keys {
+		i++
+		table := fmt.Sprintf("table%d", i)
+		pk, _ := json.Marshal(k)
+		for n := 0; n < 50; n++ {
+			lines = append(lines, fmt.Sprintf(`{"ts":"2026-11-22T10:00:%02dZ","table":%q,"pk":%s,"op":"PutItem","units":1000}`, n%60, table, pk))
+		}
+		lines = append(lines, fmt.Sprintf(`{"ts":"2026-11-22T10:00:00Z","table":%q,"pk":"OTHER","op":"PutItem"}`, table))
+	}
+	path := filepath.Join(t.TempDir(), "hostile.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runAnalyzeCmd(t, "", "analyze", path)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	for _, c := range []string{"\x1b", "\a", "\r", "\u202e", "\u009b"} {
+		if strings.Contains(out, c) {
+			t.Errorf("the report holds %q raw", c)
+		}
+	}
+	if !strings.Contains(out, "diagnoses:") || !strings.Contains(out, "e.g. ") {
+		t.Fatalf("no diagnosis with an example to check:\n%s", out)
+	}
+	for _, want := range keys {
+		// The key column, a diagnosis line, the example and the evidence.
+		if n := strings.Count(out, want); n < 4 {
+			t.Errorf("%s is named %d times, want at least 4 (key column, diagnosis, example, evidence)", want, n)
+		}
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s", strings.NewReplacer("\x1b", "<ESC>", "\a", "<BEL>", "\r", "<CR>").Replace(out))
+	}
+}
+
+// TestAnalyzeSkipsByteOrderMark runs analyze on files that start with a
+// UTF-8 byte order mark, as Windows tools write them, in each format and
+// compressed: the mark is left out, and the first record counts.
+func TestAnalyzeSkipsByteOrderMark(t *testing.T) {
+	const bom = "\ufeff"
+	jsonl := `{"ts":"2026-11-22T10:00:00Z","table":"orders","pk":"USER#1","op":"PutItem"}` + "\n" +
+		`{"ts":"2026-11-22T10:00:01Z","table":"orders","pk":"USER#2","op":"PutItem"}` + "\n"
+	trail := `{"Records":[{"eventTime":"2026-11-22T10:00:00Z","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"customer":"C-1"}}},` +
+		`{"eventTime":"2026-11-22T10:00:01Z","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"customer":"C-2"}}}]}`
+	for _, c := range []struct {
+		name, content string
+		gz            bool
+		args          []string
+	}{
+		{"access.jsonl", jsonl, false, nil},
+		{"access.jsonl.gz", jsonl, true, nil},
+		{"cloudtrail.json", trail, false, []string{"--key-schema", "orders=customer"}},
+		{"cloudtrail.json.gz", trail, true, []string{"--key-schema", "orders=customer"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), c.name)
+			b := []byte(bom + c.content)
+			if c.gz {
+				var buf bytes.Buffer
+				zw := gzip.NewWriter(&buf)
+				zw.Write(b)
+				zw.Close()
+				b = buf.Bytes()
+			}
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runAnalyzeCmd(t, "", append(append([]string{"analyze", "--format", "json"}, c.args...), path)...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, errOut)
+			}
+			var rep struct {
+				Events, Rejected int
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Events != 2 || rep.Rejected != 0 {
+				t.Errorf("%d events, %d rejected; want 2 and 0\n%s", rep.Events, rep.Rejected, errOut)
+			}
+		})
+	}
+}
+
+// TestAnalyzeTopBound: --top past the keys a table counts exactly is a
+// flag error that names the flag and its bound, not a sketch error.
+func TestAnalyzeTopBound(t *testing.T) {
+	code, _, errOut := runAnalyzeCmd(t, "", "analyze", "--top", "100000000", "testdata/access.jsonl")
+	if want := "hotkeyd: --top: must be 1 to 384, got 100000000\n"; code != 2 || errOut != want {
+		t.Errorf("exit %d, stderr %q; want 2, %q", code, errOut, want)
+	}
+}

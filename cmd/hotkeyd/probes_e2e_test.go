@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/internal/testenv"
+)
+
+// slowClients opens n connections to the daemon at base from the loopback
+// address from (one client) and trickles request headers on each, a byte
+// every 200 ms, never finishing them, until ctx ends; a connection the
+// daemon closes is dialled again after a pause, as an attacker would. It
+// returns when every connection was dialled once, with a count of those
+// open.
+func slowClients(ctx context.Context, t testing.TB, base, from string, n int) (open *atomic.Int64, wait func()) {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: time.Second}
+	open = &atomic.Int64{}
+	var wg, dialled sync.WaitGroup
+	dialled.Add(n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			first := true
+			for ctx.Err() == nil {
+				c, err := d.DialContext(ctx, "tcp", u.Host)
+				if first {
+					first = false
+					dialled.Done()
+				}
+				if err != nil {
+					select {
+					case <-ctx.Done():
+					case <-time.After(100 * time.Millisecond):
+					}
+					continue
+				}
+				open.Add(1)
+				stop := context.AfterFunc(ctx, func() { c.Close() })
+				req := fmt.Sprintf("GET /metrics HTTP/1.1\r\nHost: %s\r\nX-Slow-%d: ", u.Host, i)
+				for j := 0; ctx.Err() == nil; j++ {
+					b := []byte{'a'}
+					if j < len(req) {
+						b = []byte{req[j]}
+					}
+					c.SetWriteDeadline(time.Now().Add(time.Second))
+					if _, err := c.Write(b); err != nil {
+						break
+					}
+					// A closed connection shows when the next write fails
+					// or a read returns: look without waiting.
+					c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+					if _, err := c.Read(make([]byte, 1)); err != nil && !isTimeout(err) {
+						break
+					}
+				}
+				stop()
+				c.Close()
+				open.Add(-1)
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}()
+	}
+	dialled.Wait()
+	return open, wg.Wait
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+// probe asks /-/healthy on a new connection, as the kubelet does, with
+// the shipped probe's timeout of 1 s. It returns the time the answer took.
+func probe(base string) (time.Duration, error) {
+	c := http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	start := time.Now()
+	resp, err := c.Get(base + "/-/healthy")
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return time.Since(start), nil
+}
+
+// slowConnections is how many connections one client trickles headers on.
+const slowConnections = 700
+
+// TestProbesAnswerUnderSlowConnections runs the daemon while one client
+// (127.0.0.2) holds 700 connections trickling request headers — more than
+// the 512 the daemon serves at once — and probes /-/healthy from another
+// (127.0.0.1) five times a second for 5 s with a 1 s timeout: every probe
+// is answered, because one client holds at most
+// --web.max-connections-per-client connections and the others are closed
+// when accepted.
+func TestProbesAnswerUnderSlowConnections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the hotkeyd binary")
+	}
+	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "demo")
+	ctx, cancel := context.WithCancel(context.Background())
+	open, wait := slowClients(ctx, t, h.URL, "127.0.0.2", slowConnections)
+	defer wait()
+	defer cancel()
+	h.WaitLog(t, "connections closed: too many from one client", 10*time.Second)
+
+	var failed []string
+	probes := 0
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		probes++
+		if _, err := probe(h.URL); err != nil {
+			failed = append(failed, err.Error())
+		}
+	}
+	t.Logf("%d probes, %d slow connections open at the end", probes, open.Load())
+	if len(failed) > 0 {
+		t.Errorf("%d of %d probes failed: %s", len(failed), probes, strings.Join(failed, "; "))
+	}
+}
+
+// BenchmarkProbeUnderSlowConnections measures how long /-/healthy takes
+// to answer, on a new connection, while one client holds 700 connections
+// trickling headers; it reports the median and the slowest probe.
+//
+//	go test ./cmd/hotkeyd -run '^$' -bench ProbeUnderSlowConnections -benchtime 50x
+func BenchmarkProbeUnderSlowConnections(b *testing.B) {
+	h := testenv.StartHotkeyd(b, testenv.HotkeydOptions{}, "demo")
+	ctx, cancel := context.WithCancel(context.Background())
+	_, wait := slowClients(ctx, b, h.URL, "127.0.0.2", slowConnections)
+	defer wait()
+	defer cancel()
+	h.WaitLog(b, "connections closed: too many from one client", 10*time.Second)
+	var took []time.Duration
+	failed := 0
+	b.ResetTimer()
+	for b.Loop() {
+		d, err := probe(h.URL)
+		if err != nil {
+			failed++
+			d = time.Second
+		}
+		took = append(took, d)
+	}
+	b.StopTimer()
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "median-ms")
+	b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "max-ms")
+	b.ReportMetric(float64(failed), "failed")
+}
