@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hotkeyd/hotkeyd/ingest/jsonl/internal/benchgen"
+	"github.com/hotkeyd/hotkeyd/internal/bench/benchgen"
 )
 
 var benchEvents = flag.Int("jsonl.events", benchgen.DefaultEvents, "events in the file of BenchmarkIngest")
@@ -18,7 +18,7 @@ var benchEvents = flag.Int("jsonl.events", benchgen.DefaultEvents, "events in th
 // analyze's on every core (parallel; -cpu 1,2 to see it scale). Peak
 // memory needs a process per implementation: see scripts/bench-jsonl.sh.
 //
-//	go test -run XXX -bench Ingest -benchtime 1x -count 3 -cpu 1,2 ./ingest/jsonl/internal/bench
+//	go test -run XXX -bench Ingest -benchtime 1x -count 3 -cpu 1,2 ./internal/bench
 func BenchmarkIngest(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "bench.jsonl")
 	f, err := os.Create(path)

@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest/jsonl/internal/bench"
-	"github.com/hotkeyd/hotkeyd/ingest/jsonl/internal/benchgen"
+	"github.com/hotkeyd/hotkeyd/internal/bench"
+	"github.com/hotkeyd/hotkeyd/internal/bench/benchgen"
 )
 
 func main() { os.Exit(run()) }
