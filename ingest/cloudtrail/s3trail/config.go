@@ -11,6 +11,10 @@
 // CloudTrail names a file after the minute it delivered it, so new files
 // sort after the ones before them within a folder: one ListObjectsV2 call
 // per region folder, starting after the checkpoint, finds them.
+//
+// It is a part of the CloudTrail reader, not a reader of its own: it
+// hands objects to a Handler and knows nothing of their content, so it
+// lives under the one reader that uses it.
 package s3trail
 
 import (
