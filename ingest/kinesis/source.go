@@ -16,7 +16,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
-	"github.com/hotkeyd/hotkeyd/ingest/streams"
+	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 )
 
 // Source reads Kinesis Data Streams for DynamoDB. It implements
@@ -27,7 +27,7 @@ type Source struct {
 	rep     ingest.Reporter
 	m       *metrics
 	api     API
-	records *streams.DumpDecoder
+	records *streamrecord.DumpDecoder
 	// e runs the streams' and shards' loops; coord is its lease
 	// coordinator, with a lease table.
 	e     *shards.Engine
@@ -77,7 +77,7 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 	log = log.Named("kinesis")
 	s := &Source{
 		cfg: cfg, log: log, rep: rep, m: m, api: api,
-		records: streams.NewDumpDecoder(streams.DumpConfig{
+		records: streamrecord.NewDumpDecoder(streamrecord.DumpConfig{
 			Schemas: cfg.Tables, Source: SourceName, Log: log, Reporter: rep,
 		}),
 	}

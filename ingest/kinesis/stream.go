@@ -13,7 +13,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
-	"github.com/hotkeyd/hotkeyd/ingest/streams"
+	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 )
 
 // stream is one Kinesis stream as the shard engine reads it: its calls to
@@ -124,7 +124,7 @@ func (st *stream) Emit(ctx context.Context, shard string, out *kinesis.GetRecord
 		rec := &out.Records[i]
 		// Events carry no shard: a Kinesis shard holds a hash range of
 		// the records, not one of the table's partitions.
-		var ds streams.DumpStats
+		var ds streamrecord.DumpStats
 		batch, ds = st.s.records.DecodeRecord(rec.Data, where+aws.ToString(rec.SequenceNumber), batch)
 		ttl += ds.TTLDeletes
 		dup += ds.Duplicates

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
+	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 )
 
 // Iterator calls GetShardIterator.
@@ -61,17 +62,17 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 	now := sr.s.now()
 	for i := range recs {
 		var ev ingest.Event
-		kind, reason, err := mapRecord(&recs[i], table, shard, sr.ks, &ev)
+		kind, reason, err := streamrecord.Map(&recs[i], table, shard, sr.ks, &ev)
 		switch kind {
-		case kindWrite:
+		case streamrecord.KindWrite:
 			if ev.Time.IsZero() {
 				ev.Time = now
 			}
 			batch = append(batch, ev)
-		case kindTTLDelete:
+		case streamrecord.KindTTLDelete:
 			ttl++
-		case kindRejected:
-			err = quoteBadNumber(err, ingest.MaskerOf(sr.s.rep))
+		case streamrecord.KindRejected:
+			err = streamrecord.QuoteBadNumber(err, ingest.MaskerOf(sr.s.rep))
 			sr.s.rep.Reject(SourceName, reason, fmt.Errorf("record %s of shard %q: %w", aws.ToString(recs[i].EventID), shard, err))
 		}
 	}

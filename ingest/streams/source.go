@@ -13,7 +13,12 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
+	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 )
+
+// SourceName is the value of the source label of the reader's Events and
+// errors: the label of the stream records it decodes.
+const SourceName = streamrecord.SourceName
 
 // Source reads DynamoDB Streams. It implements ingest.Source and
 // ingest.Readier.

@@ -102,7 +102,7 @@ type streamReader struct {
 
 	// Set by the first successful listing, read-only afterwards.
 	table string
-	ks    keySchema
+	ks    ingest.KeySchema
 }
 
 var _ shards.Stream[*dynamodbstreams.GetRecordsOutput] = (*streamReader)(nil)
@@ -177,26 +177,26 @@ func (sr *streamReader) First(ctx context.Context, _ shards.Listing, fresh bool)
 	for _, k := range d.KeySchema {
 		switch k.KeyType {
 		case types.KeyTypeHash:
-			sr.ks.hash = aws.ToString(k.AttributeName)
+			sr.ks.PartitionKey = aws.ToString(k.AttributeName)
 		case types.KeyTypeRange:
-			sr.ks.rng = aws.ToString(k.AttributeName)
+			sr.ks.SortKey = aws.ToString(k.AttributeName)
 		}
 	}
-	if sr.ks.hash == "" && sr.s.tables != nil && sr.table != "" {
+	if sr.ks.PartitionKey == "" && sr.s.tables != nil && sr.table != "" {
 		sr.ks = sr.s.tableKeySchema(ctx, sr.table)
 	}
 	sr.log.Info("listed stream", zap.String("table", sr.table), zap.Int("shards", len(d.Shards)),
-		zap.String("partition_key", sr.ks.hash), zap.String("sort_key", sr.ks.rng), zap.Bool("new", fresh))
+		zap.String("partition_key", sr.ks.PartitionKey), zap.String("sort_key", sr.ks.SortKey), zap.Bool("new", fresh))
 }
 
 // tableKeySchema asks DescribeTable for the key schema, for streams whose
 // description lacks it. Failure leaves it empty: records with one key
 // attribute are still mapped.
-func (s *Source) tableKeySchema(ctx context.Context, table string) keySchema {
+func (s *Source) tableKeySchema(ctx context.Context, table string) ingest.KeySchema {
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	out, err := s.tables.DescribeTable(cctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-	var ks keySchema
+	var ks ingest.KeySchema
 	if err != nil {
 		s.rep.Error(SourceName, classify(err), fmt.Errorf("describe table %q: %w", table, err))
 		return ks
@@ -207,9 +207,9 @@ func (s *Source) tableKeySchema(ctx context.Context, table string) keySchema {
 	for _, k := range out.Table.KeySchema {
 		switch k.KeyType {
 		case ddbtypes.KeyTypeHash:
-			ks.hash = aws.ToString(k.AttributeName)
+			ks.PartitionKey = aws.ToString(k.AttributeName)
 		case ddbtypes.KeyTypeRange:
-			ks.rng = aws.ToString(k.AttributeName)
+			ks.SortKey = aws.ToString(k.AttributeName)
 		}
 	}
 	return ks

@@ -1,127 +1,30 @@
-package streams
+package streamrecord
 
 import (
-	"bytes"
-	"context"
 	"encoding/base64"
 	"errors"
-	"io"
 	"math"
 	"strconv"
-	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
-	"github.com/aws/smithy-go/middleware"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
 )
 
-// The SDK's generic deserializer decodes every attribute of every image
-// into interface values: about 6 µs and 50 allocations per record on a
-// NEW_IMAGE stream, most of the reader's CPU. The reader needs only the
-// keys, the size, the time, the sequence number and the user identity, so
-// GetRecords answers are decoded by decodeGetRecords instead, which skips
-// the images (see docs/bench/streams.md for the figures). Error answers,
-// and any answer the fast decoder does not fully understand, still go
-// through the SDK, so the fast path can only be faster, never different:
-// TestFastDecodeMatchesSDK checks that both give identical Events.
+// ErrFallback tells the caller to let the SDK decode the answer.
+var ErrFallback = errors.New("answer not in the shape the fast decoder knows")
 
-// withFastGetRecords is a GetRecords option that installs the fast decoder
-// on that one call.
-func withFastGetRecords(o *dynamodbstreams.Options) {
-	o.APIOptions = append(o.APIOptions, addFastGetRecords)
-}
-
-// addFastGetRecords adds two middlewares sharing one result: the inner one,
-// next to the transport, decodes a 200 answer and leaves the SDK's
-// deserializer an empty object; the outer one returns the decoded output in
-// place of the SDK's.
-func addFastGetRecords(stack *middleware.Stack) error {
-	var decoded *dynamodbstreams.GetRecordsOutput
-	err := stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("HotkeydFastGetRecords",
-		func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
-			out, md, err := next.HandleDeserialize(ctx, in)
-			if err != nil {
-				return out, md, err
-			}
-			resp, ok := out.RawResponse.(*smithyhttp.Response)
-			if !ok || resp.StatusCode != 200 {
-				return out, md, err
-			}
-			body, rerr := readBody(resp)
-			_ = resp.Body.Close()
-			if rerr != nil {
-				return out, md, &smithyhttp.ResponseError{Response: resp, Err: rerr}
-			}
-			if dec, derr := decodeGetRecords(body); derr == nil {
-				// Nothing decoded points into body (strings are copies), so
-				// its buffer serves the next answer.
-				decoded = dec
-				putBody(body)
-				body = []byte("{}")
-			}
-			resp.Body = io.NopCloser(bytes.NewReader(body))
-			return out, md, nil
-		}), middleware.After)
-	if err != nil {
-		return err
-	}
-	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("HotkeydFastGetRecordsResult",
-		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			out, md, err := next.HandleInitialize(ctx, in)
-			if err == nil && decoded != nil {
-				out.Result = decoded
-			}
-			return out, md, err
-		}), middleware.Before)
-}
-
-// readBody reads the whole answer, in one allocation when its length is
-// known.
-func readBody(resp *smithyhttp.Response) ([]byte, error) {
-	if n := resp.ContentLength; n > 0 && n < 64<<20 {
-		buf := getBody(int(n))
-		if _, err := io.ReadFull(resp.Body, buf); err != nil {
-			return nil, err
-		}
-		return buf, nil
-	}
-	return io.ReadAll(resp.Body)
-}
-
-// bodies recycles answer buffers: a full answer is up to 1 MB, and
-// allocating (and zeroing, and collecting) one per call cost about a
-// quarter of the reader's CPU.
-var bodies sync.Pool
-
-func getBody(n int) []byte {
-	if p, ok := bodies.Get().(*[]byte); ok && cap(*p) >= n {
-		return (*p)[:n]
-	}
-	return make([]byte, n, max(n, 1<<20))
-}
-
-func putBody(b []byte) {
-	if cap(b) <= 8<<20 {
-		bodies.Put(&b)
-	}
-}
-
-// errFallback tells the caller to let the SDK decode the answer.
-var errFallback = errors.New("answer not in the shape the fast decoder knows")
-
-// decodeGetRecords decodes a GetRecords answer in one pass over the bytes,
-// keeping of each record what mapRecord reads: eventID, eventName,
+// DecodeGetRecords decodes a GetRecords answer in one pass over the bytes,
+// keeping of each record what Map reads: eventID, eventName,
 // userIdentity, and of "dynamodb" the Keys, SequenceNumber, SizeBytes,
 // ApproximateCreationDateTime and StreamViewType. Images and other members
 // are skipped without building values, but checked as JSON (the shared
 // scanner, ingest/jsonscan), so that an answer the SDK would refuse is left
-// to it. Anything unexpected returns errFallback.
-func decodeGetRecords(body []byte) (*dynamodbstreams.GetRecordsOutput, error) {
+// to it. Anything unexpected returns ErrFallback.
+func DecodeGetRecords(body []byte) (*dynamodbstreams.GetRecordsOutput, error) {
 	d := &decoder{b: body}
 	out := &dynamodbstreams.GetRecordsOutput{}
 	err := d.object(func(key []byte) error {
@@ -142,10 +45,10 @@ func decodeGetRecords(body []byte) (*dynamodbstreams.GetRecordsOutput, error) {
 		return d.skip()
 	})
 	if err != nil {
-		return nil, errFallback
+		return nil, ErrFallback
 	}
 	if jsonscan.Space(d.b, d.i) != len(d.b) {
-		return nil, errFallback
+		return nil, ErrFallback
 	}
 	return out, nil
 }
@@ -264,13 +167,13 @@ func (d *decoder) null() bool {
 // call); member must consume the value.
 func (d *decoder) object(member func(key []byte) error) error {
 	if !d.at('{') {
-		return errFallback
+		return ErrFallback
 	}
 	i := d.i + 1
 	for first := true; ; first = false {
 		key, esc, value, more, err := jsonscan.Member(d.b, i, first)
 		if err != nil {
-			return errFallback
+			return ErrFallback
 		}
 		if !more {
 			d.i = value
@@ -291,13 +194,13 @@ func (d *decoder) object(member func(key []byte) error) error {
 // array calls element for each element; element must consume it.
 func (d *decoder) array(element func() error) error {
 	if !d.at('[') {
-		return errFallback
+		return ErrFallback
 	}
 	i := d.i + 1
 	for first := true; ; first = false {
 		next, more, err := jsonscan.Element(d.b, i, first)
 		if err != nil {
-			return errFallback
+			return ErrFallback
 		}
 		d.i = next
 		if !more {
@@ -315,11 +218,11 @@ func (d *decoder) array(element func() error) error {
 // result is valid until *buf is used again.
 func (d *decoder) string(buf *[]byte) ([]byte, error) {
 	if !d.at('"') {
-		return nil, errFallback
+		return nil, ErrFallback
 	}
 	end, esc, err := jsonscan.ScanString(d.b, d.i)
 	if err != nil {
-		return nil, errFallback
+		return nil, ErrFallback
 	}
 	b := d.b[d.i+1 : end-1]
 	d.i = end
@@ -345,7 +248,7 @@ func (d *decoder) number() ([]byte, error) {
 	start := d.i
 	end, err := jsonscan.ScanNumber(d.b, d.i)
 	if err != nil {
-		return nil, errFallback
+		return nil, ErrFallback
 	}
 	d.i = end
 	return d.b[start:end], nil
@@ -355,7 +258,7 @@ func (d *decoder) number() ([]byte, error) {
 func (d *decoder) skip() error {
 	end, err := jsonscan.Skip(d.b, d.i, maxNesting)
 	if err != nil {
-		return errFallback
+		return ErrFallback
 	}
 	d.i = end
 	return nil
@@ -449,7 +352,7 @@ func (d *decoder) streamRecord(sr *types.StreamRecord) error {
 			if !ok {
 				f, err := strconv.ParseFloat(string(num), 64)
 				if err != nil {
-					return errFallback
+					return ErrFallback
 				}
 				ms = epochMillis(f)
 			}
@@ -469,7 +372,7 @@ func (d *decoder) streamRecord(sr *types.StreamRecord) error {
 			}
 			n, err := strconv.ParseInt(string(num), 10, 64)
 			if err != nil {
-				return errFallback
+				return ErrFallback
 			}
 			if len(b.sizes) == cap(b.sizes) {
 				b.sizes = make([]int64, 0, 64)
@@ -573,16 +476,16 @@ func (d *decoder) keyValue() (types.AttributeValue, error) {
 		case "B":
 			raw, err := base64.StdEncoding.DecodeString(s)
 			if err != nil {
-				return errFallback
+				return ErrFallback
 			}
 			v = &types.AttributeValueMemberB{Value: raw}
 		default:
-			return errFallback
+			return ErrFallback
 		}
 		return nil
 	})
 	if err != nil || count != 1 {
-		return nil, errFallback
+		return nil, ErrFallback
 	}
 	return v, nil
 }

@@ -1,4 +1,4 @@
-package streams
+package streamrecord
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // dynamodbstreams get-records` output), on the same records as
 // Kinesis Data Streams for DynamoDB payloads one per line (Firehose's
 // files), and in Lambda's Kinesis envelope (base64); the baseline is the
-// GetRecords fast decoder with mapRecord on the same answer, in the same
+// GetRecords fast decoder with Map on the same answer, in the same
 // run.
 func BenchmarkDumpDecode(b *testing.B) {
 	body := readTestdata(b, recordedResponse)
@@ -72,18 +72,18 @@ func BenchmarkDumpDecode(b *testing.B) {
 		})
 	}
 	b.Run("baseline-getrecords-fast-decode-map", func(b *testing.B) {
-		ks := keySchema{hash: "customer", rng: "order"}
+		ks := ingest.KeySchema{PartitionKey: "customer", SortKey: "order"}
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			out, err := decodeGetRecords(body)
+			out, err := DecodeGetRecords(body)
 			if err != nil {
 				b.Fatal(err)
 			}
 			batch := make([]ingest.Event, 0, len(out.Records))
 			for i := range out.Records {
 				var ev ingest.Event
-				if k, _, _ := mapRecord(&out.Records[i], "orders", "", ks, &ev); k == kindWrite {
+				if k, _, _ := Map(&out.Records[i], "orders", "", ks, &ev); k == KindWrite {
 					batch = append(batch, ev)
 				}
 			}

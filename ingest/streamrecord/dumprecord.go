@@ -1,4 +1,4 @@
-package streams
+package streamrecord
 
 import (
 	"encoding/base64"
@@ -15,7 +15,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
 )
 
-// The record decoder of fastdecode.go also reads stream records as users
+// The record decoder of decode.go also reads stream records as users
 // keep them, which differ from GetRecords answers in a few members:
 //
 //   - Lambda events spell userIdentity's members "type" and "principalId"
@@ -75,7 +75,7 @@ func (d *decoder) decodeDump(raw []byte, out *dumpRecord) error {
 	// to, so what an earlier record points into stays as it was.
 	err := d.record(&out.rec)
 	if err == nil && jsonscan.Space(d.b, d.i) != len(d.b) {
-		err = errFallback
+		err = ErrFallback
 	}
 	if err != nil {
 		return shapeError(raw, err, "stream record")
@@ -180,7 +180,7 @@ func (d *decoder) envelope() error {
 	d.payload = types.Record{}
 	err = d.record(&d.payload)
 	if err == nil && jsonscan.Space(d.b, d.i) != len(d.b) {
-		err = errFallback
+		err = ErrFallback
 	}
 	d.b, d.i = b, i
 	if err != nil {

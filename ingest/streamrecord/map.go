@@ -1,4 +1,4 @@
-package streams
+package streamrecord
 
 import (
 	"encoding/base64"
@@ -11,25 +11,21 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
-// SourceName is the value of the source label for Events and errors.
+// SourceName is the source label of the Events Map makes and of the
+// rejections the DumpDecoder reports when its config names none.
 const SourceName = "dynamodb-streams"
 
-// ttlPrincipal is the userIdentity.principalId of the REMOVE records that
+// TTLPrincipal is the userIdentity.principalId of the REMOVE records that
 // DynamoDB's Time to Live process writes; no client wrote them.
-const ttlPrincipal = "dynamodb.amazonaws.com"
+const TTLPrincipal = "dynamodb.amazonaws.com"
 
-// keySchema names the attributes of a table's primary key.
-type keySchema struct {
-	hash, rng string
-}
-
-// recordKind says what a stream record turned out to be.
-type recordKind uint8
+// Kind says what a stream record turned out to be.
+type Kind uint8
 
 const (
-	kindWrite     recordKind = iota // a client write: one Event
-	kindTTLDelete                   // an item deleted by Time to Live: counted apart
-	kindRejected                    // a record that could not be mapped
+	KindWrite     Kind = iota // a client write: one Event
+	KindTTLDelete             // an item deleted by Time to Live: counted apart
+	KindRejected              // a record that could not be mapped
 )
 
 var (
@@ -39,21 +35,21 @@ var (
 	errBadNumber   = errors.New("key attribute of type N is not a number")
 )
 
-// mapRecord turns one stream record into an Event for table and shard.
+// Map turns one stream record into an Event for table and shard.
 // Key values take their canonical text form (see keyText). Units estimate the
 // write capacity the write consumed: one WCU per started KB of the record's
 // SizeBytes, at least 1 (SizeBytes counts the key and the images the stream
 // view type carries, so it is an estimate of the item size, never exact).
 // When a rejected record is returned, reason is an ingest.Reason* value.
-func mapRecord(r *types.Record, table, shard string, ks keySchema, ev *ingest.Event) (kind recordKind, reason string, err error) {
-	if id := r.UserIdentity; id != nil && id.PrincipalId != nil && *id.PrincipalId == ttlPrincipal {
-		return kindTTLDelete, "", nil
+func Map(r *types.Record, table, shard string, ks ingest.KeySchema, ev *ingest.Event) (kind Kind, reason string, err error) {
+	if id := r.UserIdentity; id != nil && id.PrincipalId != nil && *id.PrincipalId == TTLPrincipal {
+		return KindTTLDelete, "", nil
 	}
 	sr := r.Dynamodb
 	if sr == nil || len(sr.Keys) == 0 {
-		return kindRejected, ingest.ReasonBadRecord, errNoKeys
+		return KindRejected, ingest.ReasonBadRecord, errNoKeys
 	}
-	hash, rng := ks.hash, ks.rng
+	hash, rng := ks.PartitionKey, ks.SortKey
 	if hash == "" && len(sr.Keys) == 1 {
 		// No key schema known yet: a single key attribute can only be the
 		// partition key.
@@ -63,21 +59,21 @@ func mapRecord(r *types.Record, table, shard string, ks keySchema, ev *ingest.Ev
 	}
 	pkv, ok := sr.Keys[hash]
 	if !ok {
-		return kindRejected, ingest.ReasonMissingPK, fmt.Errorf("%w %q", errMissingHash, hash)
+		return KindRejected, ingest.ReasonMissingPK, fmt.Errorf("%w %q", errMissingHash, hash)
 	}
 	pk, err := keyText(pkv)
 	if err != nil {
-		return kindRejected, ingest.ReasonBadType, fmt.Errorf("partition key %q: %w", hash, err)
+		return KindRejected, ingest.ReasonBadType, fmt.Errorf("partition key %q: %w", hash, err)
 	}
 	if pk == "" {
 		// DynamoDB refuses empty key values: the record is broken.
-		return kindRejected, ingest.ReasonMissingPK, fmt.Errorf("partition key %q is empty", hash)
+		return KindRejected, ingest.ReasonMissingPK, fmt.Errorf("partition key %q is empty", hash)
 	}
 	var sk string
 	if rng != "" {
 		if skv, ok := sr.Keys[rng]; ok {
 			if sk, err = keyText(skv); err != nil {
-				return kindRejected, ingest.ReasonBadType, fmt.Errorf("sort key %q: %w", rng, err)
+				return KindRejected, ingest.ReasonBadType, fmt.Errorf("sort key %q: %w", rng, err)
 			}
 		}
 	}
@@ -102,9 +98,9 @@ func mapRecord(r *types.Record, table, shard string, ks keySchema, ev *ingest.Ev
 	if inv := ingest.CheckUnits(ingest.Write, ev.Units); inv != nil {
 		// A record size no item can have (a record holds at most the
 		// keys and two images of 400 KB).
-		return kindRejected, inv.Reason, fmt.Errorf("size %d bytes: %w", size, inv)
+		return KindRejected, inv.Reason, fmt.Errorf("size %d bytes: %w", size, inv)
 	}
-	return kindWrite, "", nil
+	return KindWrite, "", nil
 }
 
 // writeUnits estimates the WCU of a write from the record size: ceil(size /
@@ -136,16 +132,16 @@ func keyText(v types.AttributeValue) (string, error) {
 
 // badNumber is a key attribute of type N whose value is not a number. Its
 // text leaves the value out: it is a key, quoted (masked) by the reporter
-// of the record (quoteBadNumber).
+// of the record (QuoteBadNumber).
 type badNumber struct{ value string }
 
 func (e *badNumber) Error() string { return errBadNumber.Error() }
 
 func (e *badNumber) Unwrap() error { return errBadNumber }
 
-// quoteBadNumber adds the value of a badNumber in err to its text, masked
+// QuoteBadNumber adds the value of a badNumber in err to its text, masked
 // by m as keys are.
-func quoteBadNumber(err error, m ingest.Masker) error {
+func QuoteBadNumber(err error, m ingest.Masker) error {
 	var bn *badNumber
 	if errors.As(err, &bn) {
 		return fmt.Errorf("%w: %s", err, ingest.Quote(m, []byte(bn.value)))

@@ -1,4 +1,4 @@
-package streams
+package streamrecord
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ import (
 // Kinesis Data Streams for DynamoDB payloads (plain, or in their base64
 // envelope), JSON arrays of any of them, and files of one per line (what
 // Firehose delivers to S3). Every record goes through the GetRecords
-// decoder (fastdecode.go, dumprecord.go) and mapRecord, as a record read
+// decoder (decode.go, dumprecord.go) and Map, as a record read
 // from a stream does.
 
 // Limits of a dump.
@@ -362,10 +362,10 @@ func (st *dumpStream) record(raw []byte) {
 	var ev ingest.Event
 	kind, reason, err := st.mapKeys(table, &dr.rec, &ev)
 	switch kind {
-	case kindTTLDelete:
+	case KindTTLDelete:
 		st.stats.TTLDeletes++
 		return
-	case kindRejected:
+	case KindRejected:
 		st.reject(reason, err)
 		return
 	}
@@ -388,22 +388,19 @@ func (st *dumpStream) record(raw []byte) {
 
 // mapKeys maps a record with the table's key schema, counting a key of
 // several attributes whole when the table has none.
-func (st *dumpStream) mapKeys(table string, r *types.Record, ev *ingest.Event) (recordKind, string, error) {
-	var ks keySchema
-	if s, ok := st.dd.cfg.Schemas[table]; ok {
-		ks = keySchema{hash: s.PartitionKey, rng: s.SortKey}
-	}
-	kind, reason, err := mapRecord(r, table, "", ks, ev)
-	if kind != kindRejected || ks.hash != "" || r.Dynamodb == nil || len(r.Dynamodb.Keys) < 2 {
+func (st *dumpStream) mapKeys(table string, r *types.Record, ev *ingest.Event) (Kind, string, error) {
+	ks := st.dd.cfg.Schemas[table]
+	kind, reason, err := Map(r, table, "", ks, ev)
+	if kind != KindRejected || ks.PartitionKey != "" || r.Dynamodb == nil || len(r.Dynamodb.Keys) < 2 {
 		return kind, reason, err
 	}
 	pk, first, err := wholeKey(r.Dynamodb.Keys)
 	if err != nil {
-		return kindRejected, ingest.ReasonBadType, err
+		return KindRejected, ingest.ReasonBadType, err
 	}
 	// Mapped with any attribute as the partition key, whose value the
 	// whole key replaces.
-	kind, reason, err = mapRecord(r, table, "", keySchema{hash: first}, ev)
+	kind, reason, err = Map(r, table, "", ingest.KeySchema{PartitionKey: first}, ev)
 	ev.PK, ev.SK = pk, ""
 	st.stats.noSchema(table)
 	st.dd.warnOnce(table, r.Dynamodb.Keys)
