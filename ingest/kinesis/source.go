@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
@@ -166,7 +167,7 @@ func (s *Source) streamARN(ctx context.Context, name string) (string, bool) {
 		err = fmt.Errorf("describe stream %q: %w", name, err)
 		s.rep.Error(SourceName, classify(err), err)
 		s.e.Health.Set(name, err)
-		if !shards.Sleep(ctx, bo.Duration()) {
+		if !pause.For(ctx, bo.Duration()) {
 			return "", false
 		}
 	}

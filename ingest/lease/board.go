@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 )
 
 // Summary items: one per worker, in the lease table beside the leases,
@@ -115,14 +117,14 @@ func (c *Coordinator) Board(cfg BoardConfig) (*Board, error) {
 func (b *Board) Run(ctx context.Context) error {
 	// The coordinator makes the table: publish once it has used it.
 	for !b.c.used() {
-		if !sleepCtx(ctx, 100*time.Millisecond) {
+		if !pause.For(ctx, 100*time.Millisecond) {
 			return nil
 		}
 	}
 	for {
 		b.round(ctx)
 		wait := b.cfg.Every - b.cfg.Every/10 + time.Duration(b.rnd.Int64N(int64(b.cfg.Every/5)+1))
-		if !sleepCtx(ctx, wait) {
+		if !pause.For(ctx, wait) {
 			break
 		}
 	}

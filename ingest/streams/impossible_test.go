@@ -49,7 +49,7 @@ func testImpossibleCheckpoint(t *testing.T, d *testenv.DDBLocal, table, seq stri
 	arn, shard, _ := readShard(t, d, table)
 	dir := t.TempDir()
 	cps := shards.NewStore(dir)
-	if err := cps.Save(checkpoint{StreamARN: arn, ShardID: shard, Sequence: seq, Updated: time.Now().UTC()}); err != nil {
+	if err := cps.Save(shards.Checkpoint{StreamARN: arn, ShardID: shard, Sequence: seq, Updated: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
 	file := cps.Path(arn, shard)
@@ -63,14 +63,14 @@ func testImpossibleCheckpoint(t *testing.T, d *testenv.DDBLocal, table, seq stri
 	waitFor(t, 60*time.Second, "the shard read from its first record", func() bool { return len(r.sink.snapshot()) >= 20 })
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, table), "k", 20)
-	if err := r.rep.lastErr(ReasonCheckpoint); err == nil || !strings.Contains(err.Error(), file) {
+	if err := r.rep.lastErr(shards.ReasonCheckpoint); err == nil || !strings.Contains(err.Error(), file) {
 		t.Errorf("checkpoint error %v does not name %s", err, file)
 	}
 	if _, err := os.Stat(file + ".corrupt"); err != nil {
 		t.Errorf("impossible checkpoint not kept aside: %v", err)
 	}
 	b, err := os.ReadFile(file)
-	var cp checkpoint
+	var cp shards.Checkpoint
 	if err != nil || json.Unmarshal(b, &cp) != nil || cp.Sequence == seq || cp.Sequence == "" {
 		t.Errorf("no new checkpoint written: %v, %s", err, b)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/time/rate"
 
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 )
@@ -39,7 +40,7 @@ func describeSplit(t *testing.T) []shards.Shard {
 		"":          readTestdata(t, "describe/split-page1.json"),
 		closedChild: readTestdata(t, "describe/split-page2.json"),
 	}
-	sr := &streamReader{s: &Source{streams: rs.client(), limit: &limiter{}, cfg: fastConfig()}, arn: "arn"}
+	sr := &streamReader{s: &Source{streams: rs.client(), limit: rate.NewLimiter(rate.Inf, 1), cfg: fastConfig()}, arn: "arn"}
 	d, err := sr.describe(context.Background())
 	if err != nil {
 		t.Fatalf("describe: %v", err)
@@ -51,9 +52,9 @@ func describeSplit(t *testing.T) []shards.Shard {
 }
 
 func TestReadyShards(t *testing.T) {
-	shards := describeSplit(t)
-	if len(shards) != 4 {
-		t.Fatalf("listed %d shards over two pages, want 4", len(shards))
+	list := describeSplit(t)
+	if len(list) != 4 {
+		t.Fatalf("listed %d shards over two pages, want 4", len(list))
 	}
 	for _, tc := range []struct {
 		name     string
@@ -80,7 +81,7 @@ func TestReadyShards(t *testing.T) {
 			run[id] = true
 		}
 		var got []string
-		for _, s := range readyShards(shards, func(id string) bool { return fin[id] }, run) {
+		for _, s := range shards.ReadyShards(list, func(id string) bool { return fin[id] }, run) {
 			got = append(got, s.ID)
 		}
 		if !reflect.DeepEqual(got, tc.want) {
@@ -88,7 +89,7 @@ func TestReadyShards(t *testing.T) {
 		}
 	}
 	closed := map[string]bool{}
-	for _, s := range shards {
+	for _, s := range list {
 		closed[s.ID] = s.Closed
 	}
 	if !closed[rootShard] || !closed[closedChild] || closed[openChild] || closed[grandchild] {
@@ -158,7 +159,7 @@ func TestLineageOrder(t *testing.T) {
 		}
 	}
 	for _, id := range []string{rootShard, closedChild} {
-		var cp checkpoint
+		var cp shards.Checkpoint
 		b, err := os.ReadFile(shards.NewStore(cfg.CheckpointDir).Path(cfg.StreamARNs[0], id))
 		if err == nil {
 			err = json.Unmarshal(b, &cp)

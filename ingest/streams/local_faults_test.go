@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
@@ -62,7 +63,7 @@ func testExpiredIterator(t *testing.T, d *testenv.DDBLocal) {
 	time.Sleep(200 * time.Millisecond) // a duplicate would show by now
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, "f_expired"), "k", 20)
-	if n := r.rep.errorCount(ReasonExpiredIterator); n != 1 {
+	if n := r.rep.errorCount(shards.ReasonExpiredIterator); n != 1 {
 		t.Errorf("expired_iterator errors = %d, want 1", n)
 	}
 }
@@ -105,7 +106,7 @@ func testThrottled(t *testing.T, d *testenv.DDBLocal) {
 	time.Sleep(200 * time.Millisecond)
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, "f_throttled"), "k", 10)
-	if n := r.rep.errorCount(ReasonThrottled); n != 3 {
+	if n := r.rep.errorCount(shards.ReasonThrottled); n != 3 {
 		t.Errorf("throttled errors = %d, want 3", n)
 	}
 
@@ -119,7 +120,7 @@ func testThrottled(t *testing.T, d *testenv.DDBLocal) {
 	fs2.failGetRecords(0, many...)
 	cfg.MaxBackoff = time.Hour
 	r2 := start(t, cfg, fs2, d.DB)
-	waitFor(t, 10*time.Second, "throttling", func() bool { return r2.rep.errorCount(ReasonThrottled) >= 3 })
+	waitFor(t, 10*time.Second, "throttling", func() bool { return r2.rep.errorCount(shards.ReasonThrottled) >= 3 })
 	began := time.Now()
 	r2.stop(t)
 	if took := time.Since(began); took > 2*time.Second {
@@ -181,7 +182,7 @@ func testResume(t *testing.T, d *testenv.DDBLocal) {
 	r3 := start(t, cfg, d.Streams, d.DB)
 	waitFor(t, 10*time.Second, "50 events", func() bool { return len(r3.sink.snapshot()) >= 50 })
 	r3.stop(t)
-	if err := r3.rep.lastErr(ReasonCheckpoint); err == nil || !strings.Contains(err.Error(), files[0]) {
+	if err := r3.rep.lastErr(shards.ReasonCheckpoint); err == nil || !strings.Contains(err.Error(), files[0]) {
 		t.Errorf("checkpoint error %v does not name %s", err, files[0])
 	}
 	if _, err := os.Stat(files[0] + ".corrupt"); err != nil {
@@ -224,7 +225,7 @@ func testStreamReenabled(t *testing.T, d *testenv.DDBLocal) {
 	if _, err := d.DB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String("f_deleted")}); err != nil {
 		t.Fatalf("delete table: %v", err)
 	}
-	waitFor(t, 10*time.Second, "not_found errors", func() bool { return r.rep.errorCount(ReasonNotFound) > 0 })
+	waitFor(t, 10*time.Second, "not_found errors", func() bool { return r.rep.errorCount(shards.ReasonNotFound) > 0 })
 	putItems(t, d.DB, "f_reenabled", "pk", "c", 0, 3)
 	waitFor(t, 10*time.Second, "events after the delete", func() bool {
 		return r.sink.countWhere(func(e ingest.Event) bool { return strings.HasPrefix(e.PK, "c") }) >= 3
@@ -262,7 +263,7 @@ func TestEndpointRestart(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, "restart"), "k", 10)
-	if r.rep.errorCount(ReasonNetwork) == 0 {
+	if r.rep.errorCount(shards.ReasonNetwork) == 0 {
 		t.Error("no network error counted while the endpoint was down")
 	}
 }

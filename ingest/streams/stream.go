@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 )
 
@@ -32,7 +33,7 @@ func (s *Source) watchTable(ctx context.Context, sink ingest.Sink, table string)
 		default:
 		}
 	}
-	bo := newBackoff(time.Second, s.cfg.MaxBackoff)
+	bo := shards.NewBackoff(time.Second, s.cfg.MaxBackoff)
 	current := ""
 	log := s.log.With(zap.String("table", table))
 	for {
@@ -64,7 +65,7 @@ func (s *Source) watchTable(ctx context.Context, sink ingest.Sink, table string)
 			return
 		case <-gone:
 			// Give a re-created table or stream a moment before looking.
-			if !sleep(ctx, bo.Duration()) {
+			if !pause.For(ctx, bo.Duration()) {
 				return
 			}
 		case <-time.After(wait):
@@ -139,7 +140,7 @@ func (sr *streamReader) describe(ctx context.Context) (*types.StreamDescription,
 	var all *types.StreamDescription
 	var start *string
 	for {
-		if err := sr.s.limit.wait(ctx); err != nil {
+		if err := sr.s.limit.Wait(ctx); err != nil {
 			return nil, err
 		}
 		cctx, cancel := context.WithTimeout(ctx, sr.s.cfg.CallTimeout)

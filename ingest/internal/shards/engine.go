@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
@@ -192,7 +193,7 @@ func (e *Engine) ProbeCheckpoints(ctx context.Context) {
 		if !reported {
 			e.Reporter.Error(e.Source, ReasonCheckpoint, err)
 		}
-		if !Sleep(ctx, probeEvery) {
+		if !pause.For(ctx, probeEvery) {
 			return
 		}
 	}

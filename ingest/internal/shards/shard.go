@@ -9,6 +9,7 @@ import (
 	"github.com/jpillora/backoff"
 	"go.uber.org/zap"
 
+	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
@@ -95,7 +96,7 @@ func (r *shardReader[B]) run(ctx context.Context) (finished bool) {
 		if !r.checkpoint(ctx, out.Records == 0) {
 			return false
 		}
-		Sleep(ctx, r.pacer.Wait(out.Records, time.Since(r.callAt), r.lease != nil))
+		pause.For(ctx, r.pacer.Wait(out.Records, time.Since(r.callAt), r.lease != nil))
 	}
 	return false
 }
@@ -204,7 +205,7 @@ func (r *shardReader[B]) position(ctx context.Context) bool {
 		}
 		reason := r.e.Classify(err)
 		if reason == ReasonTrimmed && r.atHorizon() {
-			if !Sleep(ctx, r.bo.Duration()) {
+			if !pause.For(ctx, r.bo.Duration()) {
 				return false
 			}
 			continue
@@ -220,7 +221,7 @@ func (r *shardReader[B]) position(ctx context.Context) bool {
 		case ReasonNetwork:
 			r.e.Health.Set(r.sr.spec.Key, err)
 		}
-		if !Sleep(ctx, r.bo.Duration()) {
+		if !pause.For(ctx, r.bo.Duration()) {
 			return false
 		}
 	}
@@ -346,17 +347,17 @@ func (r *shardReader[B]) recover(ctx context.Context, err error) bool {
 		return r.position(ctx)
 	case ReasonThrottled:
 		// Keep the iterator: it stays valid while we wait.
-		return Sleep(ctx, r.bo.Duration())
+		return pause.For(ctx, r.bo.Duration())
 	case ReasonNotFound:
 		r.e.Health.Set(r.sr.spec.Key, err)
 		return false
 	case ReasonNetwork:
 		r.e.Health.Set(r.sr.spec.Key, err)
-		return Sleep(ctx, r.bo.Duration())
+		return pause.For(ctx, r.bo.Duration())
 	}
 	// Anything else (e.g. an iterator the endpoint no longer knows after a
 	// restart): wait, then re-acquire from the last record read.
-	return Sleep(ctx, r.bo.Duration()) && r.position(ctx)
+	return pause.For(ctx, r.bo.Duration()) && r.position(ctx)
 }
 
 // checkpoint saves the position if it moved: into the lease after every
@@ -447,7 +448,7 @@ func (r *shardReader[B]) leaseWrite(ctx context.Context, write func(context.Cont
 			return false
 		}
 		r.report(lease.Reason, err)
-		if !Sleep(ctx, r.bo.Duration()) {
+		if !pause.For(ctx, r.bo.Duration()) {
 			return false
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
@@ -136,7 +137,7 @@ func (sr *streamReader[B]) run(ctx context.Context) {
 			sr.mu.Unlock()
 			if failed == 0 {
 				shardBo.Reset()
-			} else if !Sleep(ctx, shardBo.Duration()) {
+			} else if !pause.For(ctx, shardBo.Duration()) {
 				return
 			}
 		case <-time.After(time.Until(next)):

@@ -1,4 +1,4 @@
-package streams
+package shards
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 )
 
 func TestBackoff(t *testing.T) {
-	b := newBackoff(100*time.Millisecond, time.Second)
+	b := NewBackoff(100*time.Millisecond, time.Second)
 	for i := range 50 {
 		ceil := min(100*time.Millisecond<<i, time.Second)
 		if i > 30 {
@@ -27,9 +27,9 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
-	h := newHealth()
-	h.Set("a", errStarting)
-	h.Set("b", errStarting)
+	h := NewHealth("dynamodb streams", IsNetwork)
+	h.Set("a", ErrStarting)
+	h.Set("b", ErrStarting)
 	if h.Ready() == nil {
 		t.Error("ready before any call")
 	}
@@ -52,25 +52,5 @@ func TestHealth(t *testing.T) {
 	h.Set("a", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")})
 	if err := h.Ready(); err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("endpoint unreachable: ready() = %v", err)
-	}
-}
-
-// TestLimiter checks the DescribeStream pace: calls from many goroutines
-// are spaced at least `every` apart (10 per second in the reader).
-func TestLimiter(t *testing.T) {
-	l := &limiter{every: 20 * time.Millisecond}
-	began := time.Now()
-	done := make(chan struct{})
-	for range 6 {
-		go func() {
-			_ = l.wait(t.Context())
-			done <- struct{}{}
-		}()
-	}
-	for range 6 {
-		<-done
-	}
-	if took := time.Since(began); took < 100*time.Millisecond {
-		t.Errorf("6 calls took %v, want ≥ 100ms (5 gaps of 20ms)", took)
 	}
 }
