@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -71,12 +70,12 @@ type DumpConfig struct {
 	Now func() time.Time
 }
 
-// DumpStats counts what dump inputs held.
+// DumpStats counts what dump inputs held: the counts every decoder keeps
+// (Records: the stream records read, whatever became of them; Events: the
+// writes handed on; Rejected; NoSchema: the tables whose keys of several
+// attributes were counted whole for want of a key schema), and these.
 type DumpStats struct {
-	// Records counts the stream records read, whatever became of them.
-	Records uint64 `json:"records"`
-	// Events counts the writes handed on.
-	Events uint64 `json:"events"`
+	ingest.Stats
 	// TTLDeletes counts the items deleted by Time to Live: not writes.
 	TTLDeletes uint64 `json:"ttl_deletes"`
 	// Duplicates counts records read again (same table, eventID and
@@ -84,33 +83,17 @@ type DumpStats struct {
 	Duplicates uint64 `json:"duplicates"`
 	// Unsized counts the writes without SizeBytes, counted 1 unit each.
 	Unsized uint64 `json:"unsized"`
-	// Rejected counts the records, and the inputs, that could not be used.
-	Rejected uint64 `json:"rejected"`
 	// NoTable counts the records rejected for naming no table.
 	NoTable uint64 `json:"no_table"`
-	// NoSchema lists, sorted, the tables whose keys of several attributes
-	// were counted whole for want of a key schema.
-	NoSchema []string `json:"no_schema,omitempty"`
 }
 
 // Add adds o's counts to s.
 func (s *DumpStats) Add(o DumpStats) {
-	s.Records += o.Records
-	s.Events += o.Events
+	s.Stats.Add(o.Stats)
 	s.TTLDeletes += o.TTLDeletes
 	s.Duplicates += o.Duplicates
 	s.Unsized += o.Unsized
-	s.Rejected += o.Rejected
 	s.NoTable += o.NoTable
-	for _, n := range o.NoSchema {
-		s.noSchema(n)
-	}
-}
-
-func (s *DumpStats) noSchema(table string) {
-	if i, found := slices.BinarySearch(s.NoSchema, table); !found {
-		s.NoSchema = slices.Insert(s.NoSchema, i, table)
-	}
 }
 
 // DumpDecoder turns dumps of stream records into write Events. It keeps,
@@ -402,7 +385,7 @@ func (st *dumpStream) mapKeys(table string, r *types.Record, ev *ingest.Event) (
 	// whole key replaces.
 	kind, reason, err = Map(r, table, "", ingest.KeySchema{PartitionKey: first}, ev)
 	ev.PK, ev.SK = pk, ""
-	st.stats.noSchema(table)
+	st.stats.AddNoSchema(table)
 	st.dd.warnOnce(table, r.Dynamodb.Keys)
 	return kind, reason, err
 }

@@ -180,7 +180,7 @@ func TestDumpSchemasAndCounts(t *testing.T) {
 	if got := pks(r.events); got != "t:pk=a,sk=1.5 t:pk=AAEqQQ==,sk=x" {
 		t.Errorf("without a schema: %q", got)
 	}
-	want := DumpStats{Records: 4, Events: 2, TTLDeletes: 1, Duplicates: 1, Unsized: 2, NoSchema: []string{"t"}}
+	want := DumpStats{Stats: ingest.Stats{Records: 4, Events: 2, NoSchema: []string{"t"}}, TTLDeletes: 1, Duplicates: 1, Unsized: 2}
 	if fmt.Sprint(r.stats) != fmt.Sprint(want) {
 		t.Errorf("stats %+v, want %+v", r.stats, want)
 	}
