@@ -1,25 +1,25 @@
 package s3trail
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
+	"maps"
 	"path/filepath"
 
-	"github.com/hotkeyd/hotkeyd/internal/atomicfile"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/statefile"
 )
 
 // StateFile is the name of the checkpoint file in the checkpoint folder:
 // per region folder of the layout, the last key read.
 const StateFile = "cloudtrail-s3.json"
 
-const stateVersion = 1
+// stateFormat is the checkpoint file's: version 1 since it was first
+// written.
+var stateFormat = statefile.Format{What: "state", Version: 1}
 
 type stateDoc struct {
-	Version int    `json:"version"`
-	Bucket  string `json:"bucket"`
+	statefile.Header
+	Bucket string `json:"bucket"`
 	// Last maps a region folder ("AWSLogs/1111/CloudTrail/us-east-1/") to
 	// the last key read under it.
 	Last map[string]string `json:"last_key"`
@@ -34,26 +34,18 @@ func loadState(dir, bucket string) (map[string]string, error) {
 		return last, nil
 	}
 	path := filepath.Join(dir, StateFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return last, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read state %q: %w", path, err)
-	}
 	var doc stateDoc
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("decode state %q: %w (move it away to read every object again)", path, err)
+	found, err := stateFormat.Load(path, &doc)
+	if errors.Is(err, statefile.ErrCorrupt) {
+		return nil, fmt.Errorf("%w (move it away to read every object again)", err)
 	}
-	if doc.Version != stateVersion {
-		return nil, fmt.Errorf("decode state %q: unknown version %d", path, doc.Version)
+	if err != nil || !found {
+		return last, err
 	}
 	if doc.Bucket != bucket {
 		return nil, fmt.Errorf("state %q is of bucket %q, not %q: give each source its own checkpoint_dir", path, doc.Bucket, bucket)
 	}
-	for k, v := range doc.Last {
-		last[k] = v
-	}
+	maps.Copy(last, doc.Last)
 	return last, nil
 }
 
@@ -63,16 +55,5 @@ func saveState(dir, bucket string, last map[string]string) error {
 	if dir == "" {
 		return nil
 	}
-	b, err := json.Marshal(stateDoc{Version: stateVersion, Bucket: bucket, Last: last})
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(dir, StateFile)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("write state %q: %w", path, err)
-	}
-	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
-		return fmt.Errorf("write state %q: %w", path, err)
-	}
-	return nil
+	return stateFormat.Save(filepath.Join(dir, StateFile), &stateDoc{Bucket: bucket, Last: last})
 }
