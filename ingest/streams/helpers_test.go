@@ -233,3 +233,32 @@ func putItems(t testing.TB, db *dynamodb.Client, table, hash, prefix string, fro
 		}
 	}
 }
+
+// gauge returns the value of the gauge name whose labels are the given
+// name and value pairs, from the registry reg; -1 when there is none.
+func gauge(t testing.TB, reg prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if got[labels[i]] != labels[i+1] {
+					continue next
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
+}

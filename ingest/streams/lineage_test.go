@@ -171,11 +171,11 @@ func TestLineageOrder(t *testing.T) {
 
 	// Finished shards drop their iterator-age series; the listing's states
 	// are counted.
-	if n := testutil.CollectAndCount(r.src.m.iteratorAge); n != 2 {
+	if n, err := testutil.GatherAndCount(r.reg, "hotkeyd_stream_iterator_age_seconds"); err != nil || n != 2 {
 		t.Errorf("%d iterator age series, want 2 (the open shards only)", n)
 	}
-	for state, want := range map[string]float64{stateOpen: 2, stateClosed: 0, stateFinished: 2} {
-		if got := testutil.ToFloat64(r.src.m.shards.WithLabelValues("Forum", state)); got != want {
+	for state, want := range map[string]float64{shards.StateOpen: 2, shards.StateClosed: 0, shards.StateFinished: 2} {
+		if got := gauge(t, r.reg, "hotkeyd_stream_shards", "table", "Forum", "state", state); got != want {
 			t.Errorf("hotkeyd_stream_shards{state=%q} = %v, want %v", state, got, want)
 		}
 	}

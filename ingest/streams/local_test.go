@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
@@ -118,7 +119,7 @@ func testMultipleTables(t *testing.T, d *testenv.DDBLocal) {
 	if got := testutil.ToFloat64(r.src.m.records.WithLabelValues("mt_users")); got != 7 {
 		t.Errorf("hotkeyd_stream_records_total{table=mt_users} = %v, want 7", got)
 	}
-	if got := testutil.ToFloat64(r.src.m.shards.WithLabelValues("mt_orders", stateOpen)); got != 1 {
+	if got := gauge(t, r.reg, "hotkeyd_stream_shards", "table", "mt_orders", "state", shards.StateOpen); got != 1 {
 		t.Errorf("hotkeyd_stream_shards{table=mt_orders,state=open} = %v, want 1", got)
 	}
 }

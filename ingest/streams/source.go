@@ -158,6 +158,7 @@ func (s *Source) newEngine() *shards.Engine {
 		Reporter:    s.rep,
 		Checkpoints: shards.NewStore(cfg.CheckpointDir),
 		Health:      shards.NewHealth("dynamodb streams", isNetwork),
+		Metrics:     s.m.engine,
 		Classify:    classify,
 		Refused:     isValidation,
 		NewPacer:    func() shards.Pacer { return &pacer{cfg: &s.cfg} },

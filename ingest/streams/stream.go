@@ -119,7 +119,7 @@ func (s *Source) newStreamReader(arn, key, table string, sink ingest.Sink, onGon
 // gone: disabled and read to its end, or not found.
 func (sr *streamReader) run(ctx context.Context) {
 	shards.ReadStream(ctx, sr.s.e, shards.StreamSpec{
-		ARN: sr.arn, Name: sr.arn, Key: sr.key, Log: sr.log, OnGone: sr.onGone,
+		ARN: sr.arn, Name: sr.arn, Key: sr.key, Label: sr.table, Log: sr.log, OnGone: sr.onGone,
 		ShardFields: func() []zap.Field { return []zap.Field{zap.String("table", sr.table)} },
 	}, sr)
 }
@@ -214,12 +214,4 @@ func (s *Source) tableKeySchema(ctx context.Context, table string) ingest.KeySch
 		}
 	}
 	return ks
-}
-
-// ShardStates sets hotkeyd_stream_shards for the table.
-func (sr *streamReader) ShardStates(open, closed, finished int) {
-	g := sr.s.m.shards
-	g.WithLabelValues(sr.table, stateOpen).Set(float64(open))
-	g.WithLabelValues(sr.table, stateClosed).Set(float64(closed))
-	g.WithLabelValues(sr.table, stateFinished).Set(float64(finished))
 }

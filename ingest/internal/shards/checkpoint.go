@@ -3,9 +3,10 @@
 // the lineage rule that reads parents before children and the lease
 // coordinator's assignments (package lease); per shard, the iterator,
 // polling, backoff, checkpoints (files, or the lease) and the recovery of
-// each error. A reader implements Stream for its service's API (list,
-// iterator, records, decoding, series) and a Pacer for its polling; the
-// keys both readers' configs share are Config.
+// each error, and the shard series (Metrics: shards by state, each
+// shard's lag). A reader implements Stream for its service's API (list,
+// iterator, records, decoding), names its series (MetricOpts) and gives a
+// Pacer for its polling; the keys both readers' configs share are Config.
 package shards
 
 import (

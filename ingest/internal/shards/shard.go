@@ -83,6 +83,9 @@ func (r *shardReader[B]) run(ctx context.Context) (finished bool) {
 			return false
 		}
 		out, ok := r.api.Emit(ctx, r.shard.ID, b)
+		if out.LagSet {
+			r.e.Metrics.setLag(r.sr.spec.Label, r.shard.ID, out.Lag)
+		}
 		if !ok {
 			return false
 		}
@@ -117,7 +120,7 @@ func (r *shardReader[B]) stop() {
 	}
 	r.release()
 	// The shard is read elsewhere now (or after a restart).
-	r.api.Forget(r.shard.ID)
+	r.e.Metrics.forget(r.sr.spec.Label, r.shard.ID)
 }
 
 // start reads the checkpoint and decides where reading begins. A corrupt
@@ -399,7 +402,7 @@ func (r *shardReader[B]) finish(ctx context.Context) bool {
 		r.save(Checkpoint{StreamARN: r.sr.spec.ARN, ShardID: r.shard.ID, Sequence: r.lastSeq, Finished: true, Updated: r.e.Now().UTC()})
 	}
 	r.ended = true
-	r.api.Forget(r.shard.ID)
+	r.e.Metrics.forget(r.sr.spec.Label, r.shard.ID)
 	r.log.Info("shard finished")
 	return true
 }

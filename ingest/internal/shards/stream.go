@@ -20,6 +20,9 @@ type StreamSpec struct {
 	// Key is the stream's key in Health: the stream or table as
 	// configured.
 	Key string
+	// Label is the value of the stream label of the engine's series
+	// (MetricOpts.StreamLabel): the table, or the stream's name.
+	Label string
 	// Log carries the stream's fields.
 	Log *zap.Logger
 	// ShardFields, when set, gives the fields a shard reader's log adds to
@@ -254,7 +257,7 @@ func (sr *streamReader[B]) reportShards(list []Shard) {
 		}
 	}
 	sr.mu.Unlock()
-	sr.api.ShardStates(open, closed, finished)
+	sr.e.Metrics.states(sr.spec.Label, open, closed, finished)
 }
 
 // ReadyShards is Ready for listed shards.
