@@ -2,7 +2,6 @@ package cloudtrail
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 	"path/filepath"
 	"syscall"
@@ -17,7 +16,7 @@ import (
 const StateFile = "cloudtrail-files.json"
 
 // stateFormat is the state file's: version 1 since it was first written.
-var stateFormat = statefile.Format{What: "state", Version: 1}
+var stateFormat = statefile.Format{What: "state", Version: 1, Redo: "read every file again"}
 
 // fileState is what is remembered of a file read.
 type fileState struct {
@@ -44,9 +43,6 @@ func loadState(dir string) (map[string]fileState, error) {
 		// No state yet; a folder that cannot be made is said when the
 		// state is saved (Source.Ready).
 		return files, nil
-	}
-	if errors.Is(err, statefile.ErrCorrupt) {
-		return nil, fmt.Errorf("%w (move it away to read every file again)", err)
 	}
 	if err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
 package s3trail
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -15,7 +14,7 @@ const StateFile = "cloudtrail-s3.json"
 
 // stateFormat is the checkpoint file's: version 1 since it was first
 // written.
-var stateFormat = statefile.Format{What: "state", Version: 1}
+var stateFormat = statefile.Format{What: "state", Version: 1, Redo: "read every object again"}
 
 type stateDoc struct {
 	statefile.Header
@@ -36,9 +35,6 @@ func loadState(dir, bucket string) (map[string]string, error) {
 	path := filepath.Join(dir, StateFile)
 	var doc stateDoc
 	found, err := stateFormat.Load(path, &doc)
-	if errors.Is(err, statefile.ErrCorrupt) {
-		return nil, fmt.Errorf("%w (move it away to read every object again)", err)
-	}
 	if err != nil || !found {
 		return last, err
 	}

@@ -38,9 +38,16 @@ type DecodeError struct {
 	What string // "state", "checkpoint"
 	Path string
 	Err  error
+	Redo string // what moving the file away does (Format.Redo)
 }
 
-func (e *DecodeError) Error() string { return fmt.Sprintf("decode %s %q: %v", e.What, e.Path, e.Err) }
+func (e *DecodeError) Error() string {
+	msg := fmt.Sprintf("decode %s %q: %v", e.What, e.Path, e.Err)
+	if e.Redo != "" {
+		msg += " (move it away to " + e.Redo + ")"
+	}
+	return msg
+}
 
 // Unwrap returns the cause and ErrCorrupt.
 func (e *DecodeError) Unwrap() []error { return []error{e.Err, ErrCorrupt} }
@@ -57,6 +64,9 @@ type Format struct {
 	Older []int
 	// DirMode is the mode of a folder made by Save (0o700 when zero).
 	DirMode fs.FileMode
+	// Redo, when set, ends the error of a file that cannot be used: what
+	// moving it away does ("read every file again").
+	Redo string
 }
 
 // Load reads the file at path into doc. found is false, with no error,
@@ -71,10 +81,10 @@ func (f Format) Load(path string, doc Doc) (found bool, err error) {
 		return false, fmt.Errorf("read %s %q: %w", f.What, path, err)
 	}
 	if err := json.Unmarshal(b, doc); err != nil {
-		return false, &DecodeError{What: f.What, Path: path, Err: err}
+		return false, &DecodeError{What: f.What, Path: path, Err: err, Redo: f.Redo}
 	}
 	if v := doc.header().Version; !f.reads(v) {
-		return false, &DecodeError{What: f.What, Path: path, Err: fmt.Errorf("unknown version %d", v)}
+		return false, &DecodeError{What: f.What, Path: path, Err: fmt.Errorf("unknown version %d", v), Redo: f.Redo}
 	}
 	doc.header().Version = f.Version
 	return true, nil

@@ -16,7 +16,7 @@ type doc struct {
 // TestLoad reads the files of testdata/ as a format of version 2 that
 // still reads version 1 and unversioned files.
 func TestLoad(t *testing.T) {
-	f := Format{What: "state", Version: 2, Older: []int{0, 1}}
+	f := Format{What: "state", Version: 2, Older: []int{0, 1}, Redo: "start over"}
 	for _, tc := range []struct {
 		file    string
 		found   bool
@@ -46,8 +46,9 @@ func TestLoad(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.corrupt) || !strings.Contains(err.Error(), path) {
-			t.Errorf("%s: error %v, want ErrCorrupt naming the file and %q", tc.file, err, tc.corrupt)
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.corrupt) || !strings.Contains(err.Error(), path) ||
+			!strings.HasSuffix(err.Error(), " (move it away to start over)") {
+			t.Errorf("%s: error %v, want ErrCorrupt naming the file and %q, and what moving it away does", tc.file, err, tc.corrupt)
 		}
 	}
 }
