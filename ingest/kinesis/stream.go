@@ -35,7 +35,7 @@ func (s *Source) newStream(arn, name string, sink ingest.Sink) *stream {
 
 // read reads the stream until ctx is done; key is its health key.
 func (st *stream) read(ctx context.Context, key string) {
-	shards.ReadStream(ctx, st.s.e, shards.StreamSpec{ARN: st.arn, Name: st.name, Key: key, Label: st.name, Log: st.log}, st)
+	shards.ReadStream(ctx, st.s.e, shards.StreamSpec{ARN: st.arn, Name: st.name, Key: key, Label: func() string { return st.name }, Log: st.log}, st)
 }
 
 // List lists every shard of the stream, one ListShards page after the

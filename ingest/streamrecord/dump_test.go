@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/ingesttest"
 )
 
 // dumpRecordJSON is a Lambda-event record of table "orders".
@@ -35,21 +36,18 @@ type dumpResult struct {
 
 func decodeDumpText(t testing.TB, text string, cfg DumpConfig) dumpResult {
 	t.Helper()
-	rep := newCountingReporter()
+	rep := &ingesttest.Reporter{}
 	cfg.Reporter = rep
 	cfg.Now = func() time.Time { return time.Unix(1, 0) }
-	c := &collector{}
+	c := &ingesttest.Sink{}
 	st, err := NewDumpDecoder(cfg).Decode(context.Background(), strings.NewReader(text), "dump", c)
 	if err != nil {
 		t.Fatalf("decode: %v", err)
 	}
-	res := dumpResult{events: c.snapshot(), stats: st, rejects: map[string]int{}}
-	rep.mu.Lock()
-	for reason, n := range rep.rejects {
-		res.rejects[reason] = n
-		res.msgs = append(res.msgs, rep.last[reason].Error())
+	res := dumpResult{events: c.Events(), stats: st, rejects: rep.Rejects()}
+	for reason := range res.rejects {
+		res.msgs = append(res.msgs, rep.Last(reason).Error())
 	}
-	rep.mu.Unlock()
 	return res
 }
 

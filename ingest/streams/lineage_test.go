@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.org/x/time/rate"
 
+	"github.com/hotkeyd/hotkeyd/ingest/internal/ingesttest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 )
 
@@ -135,11 +136,11 @@ func TestLineageOrder(t *testing.T) {
 	cfg.StreamARNs = []string{"arn:aws:dynamodb:us-west-2:111122223333:table/Forum/stream/2015-05-20T20:51:10.252"}
 	cfg.CheckpointDir = t.TempDir()
 	r := start(t, cfg, rs.client(), nil)
-	waitFor(t, 10*time.Second, "12 events", func() bool { return len(r.sink.snapshot()) >= 12 })
+	ingesttest.WaitFor(t, 10*time.Second, "12 events", func() bool { return len(r.sink.Events()) >= 12 })
 	time.Sleep(100 * time.Millisecond)
 	r.stop(t)
 
-	events := r.sink.snapshot()
+	events := r.sink.Events()
 	if len(events) != 12 {
 		t.Fatalf("got %d events, want 12 (3 per shard)", len(events))
 	}
@@ -185,7 +186,7 @@ func TestLineageOrder(t *testing.T) {
 	r2 := start(t, cfg, rs.client(), nil)
 	time.Sleep(500 * time.Millisecond)
 	r2.stop(t)
-	if n := len(r2.sink.snapshot()); n != 0 {
+	if n := len(r2.sink.Events()); n != 0 {
 		t.Errorf("restart read %d events again, want 0", n)
 	}
 }

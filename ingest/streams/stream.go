@@ -119,7 +119,7 @@ func (s *Source) newStreamReader(arn, key, table string, sink ingest.Sink, onGon
 // gone: disabled and read to its end, or not found.
 func (sr *streamReader) run(ctx context.Context) {
 	shards.ReadStream(ctx, sr.s.e, shards.StreamSpec{
-		ARN: sr.arn, Name: sr.arn, Key: sr.key, Label: sr.table, Log: sr.log, OnGone: sr.onGone,
+		ARN: sr.arn, Name: sr.arn, Key: sr.key, Label: func() string { return sr.table }, Log: sr.log, OnGone: sr.onGone,
 		ShardFields: func() []zap.Field { return []zap.Field{zap.String("table", sr.table)} },
 	}, sr)
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/hotkeyd/hotkeyd/ingest/internal/ingesttest"
 )
 
 // fakeStream is a stream behind the engine's own Stream interface (not a
@@ -133,29 +135,6 @@ func (f *fakeStream) iterCalls() []string {
 	return slices.Clone(f.iters)
 }
 
-// reasons counts the errors reported, by reason.
-type reasons struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (r *reasons) Reject(string, string, error) {}
-
-func (r *reasons) Error(_, reason string, _ error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n == nil {
-		r.n = map[string]int{}
-	}
-	r.n[reason]++
-}
-
-func (r *reasons) count(reason string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.n[reason]
-}
-
 type instantPacer struct{}
 
 func (instantPacer) Wait(records int, _ time.Duration, _ bool) time.Duration {
@@ -169,7 +148,7 @@ func (instantPacer) Wait(records int, _ time.Duration, _ bool) time.Duration {
 type engineRun struct {
 	e    *Engine
 	reg  *prometheus.Registry
-	rep  *reasons
+	rep  *ingesttest.Reporter
 	stop func()
 }
 
@@ -184,7 +163,7 @@ func runEngine(t *testing.T, dir string, f *fakeStream) *engineRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := &reasons{}
+	rep := &ingesttest.Reporter{}
 	e := &Engine{
 		Settings: Settings{Source: "fake", ListInterval: 20 * time.Millisecond, CheckpointInterval: time.Hour,
 			MaxBackoff: 20 * time.Millisecond, CallTimeout: time.Second},
@@ -207,25 +186,13 @@ func runEngine(t *testing.T, dir string, f *fakeStream) *engineRun {
 	go func() {
 		defer close(done)
 		e.Run(ctx, func() {
-			ReadStream(ctx, e, StreamSpec{ARN: "arn:fake:orders", Name: "orders", Key: "orders", Label: "orders", Log: zaptest.NewLogger(t)}, f)
+			ReadStream(ctx, e, StreamSpec{ARN: "arn:fake:orders", Name: "orders", Key: "orders", Label: func() string { return "orders" }, Log: zaptest.NewLogger(t)}, f)
 		})
 	}()
 	r := &engineRun{e: e, reg: reg, rep: rep}
 	r.stop = sync.OnceFunc(func() { cancel(); <-done })
 	t.Cleanup(r.stop)
 	return r
-}
-
-// waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // TestEngineReadsParentsFirst reads a split shard and its two children:
@@ -243,8 +210,8 @@ func TestEngineReadsParentsFirst(t *testing.T) {
 	f.add("right", 4)
 	dir := t.TempDir()
 	r := runEngine(t, dir, f)
-	waitFor(t, "12 records", func() bool { return len(f.read()) == 12 })
-	waitFor(t, "the states of the listing", func() bool {
+	ingesttest.WaitFor(t, 10*time.Second, "12 records", func() bool { return len(f.read()) == 12 })
+	ingesttest.WaitFor(t, 10*time.Second, "the states of the listing", func() bool {
 		return testutil.ToFloat64(r.e.Metrics.shards.WithLabelValues("orders", StateFinished)) == 2
 	})
 
@@ -278,7 +245,7 @@ func TestEngineReadsParentsFirst(t *testing.T) {
 	if cp, ok, err := NewStore(dir).Load("arn:fake:orders", "right"); err != nil || !ok || cp.Finished || cp.Sequence != "right-004" {
 		t.Errorf("checkpoint of the open shard: %+v, %v, %v; want after right-004", cp, ok, err)
 	}
-	if n := r.rep.count(ReasonAPI) + r.rep.count(ReasonCheckpoint); n != 0 {
+	if n := r.rep.Errors(ReasonAPI) + r.rep.Errors(ReasonCheckpoint); n != 0 {
 		t.Errorf("%d errors reported reading a healthy stream", n)
 	}
 }
@@ -291,12 +258,12 @@ func TestEngineResumesAfterCheckpoint(t *testing.T) {
 	f.add("only", 3)
 	dir := t.TempDir()
 	r := runEngine(t, dir, f)
-	waitFor(t, "3 records", func() bool { return len(f.read()) == 3 })
+	ingesttest.WaitFor(t, 10*time.Second, "3 records", func() bool { return len(f.read()) == 3 })
 	r.stop()
 
 	f.add("only", 2)
 	r2 := runEngine(t, dir, f)
-	waitFor(t, "5 records", func() bool { return len(f.read()) == 5 })
+	ingesttest.WaitFor(t, 10*time.Second, "5 records", func() bool { return len(f.read()) == 5 })
 	r2.stop()
 	if got, want := f.read(), []string{"only/only-001", "only/only-002", "only/only-003", "only/only-004", "only/only-005"}; !slices.Equal(got, want) {
 		t.Errorf("read %v, want every record once: %v", got, want)
@@ -314,8 +281,8 @@ func TestEngineRecoversExpiredIterator(t *testing.T) {
 	f.add("only", 5)
 	f.failures["only"] = []error{errExpired}
 	r := runEngine(t, t.TempDir(), f)
-	waitFor(t, "5 records", func() bool { return len(f.read()) == 5 })
-	if n := r.rep.count(ReasonExpiredIterator); n != 1 {
+	ingesttest.WaitFor(t, 10*time.Second, "5 records", func() bool { return len(f.read()) == 5 })
+	if n := r.rep.Errors(ReasonExpiredIterator); n != 1 {
 		t.Errorf("%d expired iterators reported, want 1", n)
 	}
 	if got := f.read(); !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != 5 {

@@ -84,7 +84,7 @@ func (r *shardReader[B]) run(ctx context.Context) (finished bool) {
 		}
 		out, ok := r.api.Emit(ctx, r.shard.ID, b)
 		if out.LagSet {
-			r.e.Metrics.setLag(r.sr.spec.Label, r.shard.ID, out.Lag)
+			r.e.Metrics.setLag(r.sr.spec.label(), r.shard.ID, out.Lag)
 		}
 		if !ok {
 			return false
@@ -120,7 +120,7 @@ func (r *shardReader[B]) stop() {
 	}
 	r.release()
 	// The shard is read elsewhere now (or after a restart).
-	r.e.Metrics.forget(r.sr.spec.Label, r.shard.ID)
+	r.e.Metrics.forget(r.sr.spec.label(), r.shard.ID)
 }
 
 // start reads the checkpoint and decides where reading begins. A corrupt
@@ -402,7 +402,7 @@ func (r *shardReader[B]) finish(ctx context.Context) bool {
 		r.save(Checkpoint{StreamARN: r.sr.spec.ARN, ShardID: r.shard.ID, Sequence: r.lastSeq, Finished: true, Updated: r.e.Now().UTC()})
 	}
 	r.ended = true
-	r.e.Metrics.forget(r.sr.spec.Label, r.shard.ID)
+	r.e.Metrics.forget(r.sr.spec.label(), r.shard.ID)
 	r.log.Info("shard finished")
 	return true
 }
