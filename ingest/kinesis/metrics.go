@@ -7,9 +7,10 @@ import (
 	"github.com/hotkeyd/hotkeyd/internal/promutil"
 )
 
-// metrics are the reader's own series, labelled by stream name. Per-shard
-// series are deleted when the shard is finished, so the label sets stay
-// bounded while shards are split and merged.
+// metrics are the reader's series, labelled by stream name. The shard
+// engine writes the per-shard ones it names here (engine), and deletes a
+// shard's when the shard is finished, so the label sets stay bounded while
+// shards are split and merged.
 type metrics struct {
 	engine     *shards.Metrics        // millis behind latest (stream, shard), shards (stream, state)
 	records    *prometheus.CounterVec // stream

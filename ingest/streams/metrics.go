@@ -7,8 +7,9 @@ import (
 	"github.com/hotkeyd/hotkeyd/internal/promutil"
 )
 
-// metrics are the reader's own series. Per-shard series are deleted when the
-// shard is finished, so the label sets stay bounded while shards roll over
+// metrics are the reader's series. The shard engine writes the per-shard
+// ones it names here (engine), and deletes a shard's when the shard is
+// finished, so the label sets stay bounded while shards roll over
 // (DynamoDB replaces every shard about every four hours).
 type metrics struct {
 	engine     *shards.Metrics        // iterator age (table, shard), shards (table, state)
