@@ -16,5 +16,6 @@ import (
 func newSlogLogger(log *zap.Logger) *slog.Logger {
 	return slog.New(zapslog.NewHandler(log.Core(),
 		zapslog.WithName(log.Name()),
+		zapslog.WithCaller(true),
 		zapslog.AddStacktraceAt(slog.Level(math.MaxInt))))
 }

@@ -18,7 +18,7 @@ cores=$(nproc)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-go build -o "$tmp/benchcmd" ./ingest/jsonl/internal/benchcmd
+go build -o "$tmp/benchcmd" ./internal/bench/benchcmd
 "$tmp/benchcmd" -generate "$tmp/bench.jsonl" -events "$events"
 
 # The implementations, as label:impl:GOMAXPROCS; parallel at every power of

@@ -2,7 +2,7 @@
 # Runs every benchmark harness of the project, one after the other, and
 # prints their tables. Each area's harness can also be run on its own:
 #   scripts/bench-sketch.sh   counting core (sketch/)
-#   scripts/bench-jsonl.sh    JSON-lines ingest and analyze path (ingest/jsonl)
+#   scripts/bench-jsonl.sh    JSON-lines ingest and analyze path (internal/bench)
 # and `go test -run '^$' -bench . ./ingest/streams ./ingest/cloudtrail` for the readers;
 #   scripts/bench-decoders.sh REV   the JSON decoders against revision REV
 #                                   (for a change to ingest/jsonscan or a decoder)

@@ -39,7 +39,7 @@ func TestSDKLogsThroughTheLogger(t *testing.T) {
 		"AWS_EC2_METADATA_DISABLED=false", "AWS_EC2_METADATA_SERVICE_ENDPOINT=" + imds.URL,
 	}}, "--config.file", cfgPath, "--log.level", "debug")
 	line := h.WaitLog(t, `msg="falling back to IMDSv1`, 20*time.Second)
-	if !strings.Contains(line, "level=debug logger=aws ") || !strings.HasSuffix(line, " sdk_level=warn") {
+	if !strings.Contains(line, "level=debug ") || !strings.HasSuffix(line, " sdk_level=warn logger=aws") {
 		t.Errorf("SDK line not through the logger at debug: %s", line)
 	}
 	for _, l := range strings.Split(h.Stderr(), "\n") {

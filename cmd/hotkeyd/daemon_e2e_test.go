@@ -75,7 +75,7 @@ func TestDemoFlagsPlantedHotKeys(t *testing.T) {
 	for _, p := range hot {
 		// A second's noise may make a warning hot key a key near the limit.
 		line := h.WaitLog(t, fmt.Sprintf(`table=%s class=%s key=%s `, p.Table, p.Class, p.Key), 20*time.Second)
-		if !regexp.MustCompile(`level=(warn|error) logger=detector msg="(hot key|key near the partition limit)" `).MatchString(line) || !strings.Contains(line, "fix="+p.Fix) {
+		if !regexp.MustCompile(`level=(warn|error) caller=\S+ msg="(hot key|key near the partition limit)" .* logger=detector$`).MatchString(line) || !strings.Contains(line, "fix="+p.Fix) {
 			t.Errorf("hot key line for %s: %s, want level=warn or error and fix=%s", p.Key, line, p.Fix)
 		}
 	}
@@ -86,7 +86,10 @@ func TestDemoFlagsPlantedHotKeys(t *testing.T) {
 	// info table is slow: it passes the 100-event floor after 5 s.
 	for _, p := range demo.Planted() {
 		if p.Severity == "info" {
-			h.WaitLog(t, fmt.Sprintf(`level=info logger=detector msg="hot key" table=%s class=%s key=%s `, p.Table, p.Class, p.Key), 20*time.Second)
+			line := h.WaitLog(t, fmt.Sprintf(`msg="hot key" table=%s class=%s key=%s `, p.Table, p.Class, p.Key), 20*time.Second)
+			if !strings.Contains(line, " level=info ") || !strings.HasSuffix(line, " logger=detector") {
+				t.Errorf("info hot key line for %s: %s, want level=info from the detector", p.Key, line)
+			}
 		}
 	}
 	_, metrics := h.Get(t, "/metrics")
@@ -126,7 +129,7 @@ func TestDemoFlagsPlantedHotKeys(t *testing.T) {
 			if paging != 0 || tr.Quiet == nil || tr.Quiet.Reason != report.QuietInfoOnly {
 				t.Errorf("%s: %d diagnoses at warning or above, quiet %+v; want none, and quiet saying info only", p.Table, paging, tr.Quiet)
 			}
-			if regexp.MustCompile(`level=(warn|error) logger=detector msg="[^"]+" table=` + regexp.QuoteMeta(p.Table) + ` `).MatchString(h.Stderr()) {
+			if regexp.MustCompile(`(?m)level=(warn|error) caller=\S+ msg="[^"]+" table=` + regexp.QuoteMeta(p.Table) + ` .*logger=detector$`).MatchString(h.Stderr()) {
 				t.Errorf("the log pages for %s, whose diagnosis is info", p.Table)
 			}
 		} else if paging != 1 {
@@ -151,7 +154,7 @@ func TestDemoFlagsPlantedHotKeys(t *testing.T) {
 		if p.Index != "" {
 			label, where = p.Table+"/"+p.Index, where+"index="+p.Index+" "
 		}
-		if regexp.MustCompile(`logger=detector msg="[^"]+" ` + regexp.QuoteMeta(where)).MatchString(h.Stderr()) {
+		if regexp.MustCompile(`(?m)msg="[^"]+" ` + regexp.QuoteMeta(where) + `.*logger=detector$`).MatchString(h.Stderr()) {
 			t.Errorf("the log announces a diagnosis on uniform table %s", label)
 		}
 		if regexp.MustCompile(`(?m)^hotkeyd_(hot_key|diagnosis)\{[^}]*table="` + regexp.QuoteMeta(label) + `"\} 1$`).Match(metrics) {

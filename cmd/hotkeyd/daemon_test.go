@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -134,12 +135,12 @@ func TestAnnouncer(t *testing.T) {
 	if n := strings.Count(out, `msg="hot key"`); n != 1 {
 		t.Errorf("%d hot key lines, want 1:\n%s", n, out)
 	}
-	for _, want := range []string{
-		`level=warn msg="hot key" table=orders class=write key=USER#42 severity=warning share=0.25 peak_units_per_second=600 fix=write_sharding suffix_count=2`,
-		`level=info msg="hot key cleared" table=orders class=write key=USER#42`,
+	for _, want := range [][2]string{
+		{"warn", `msg="hot key" table=orders class=write key=USER#42 severity=warning share=0.25 peak_units_per_second=600 fix=write_sharding suffix_count=2`},
+		{"info", `msg="hot key cleared" table=orders class=write key=USER#42`},
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("log lacks %s:\n%s", want, out)
+		if !regexp.MustCompile(`level=` + want[0] + ` caller=\S+ ` + regexp.QuoteMeta(want[1])).MatchString(out) {
+			t.Errorf("log lacks level=%s ... %s:\n%s", want[0], want[1], out)
 		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -38,12 +37,13 @@ const maxRecord = 8 << 20
 // batchSize is how many Events are handed to the Sink at a time.
 const batchSize = 512
 
-// Stats counts what one or more inputs held.
+// Stats counts what one or more inputs held: the counts every decoder
+// keeps (Records: the CloudTrail records read, of any service; Events:
+// the Events produced as traffic, throttled ones excluded; Rejected;
+// NoSchema: the tables and "TABLE/INDEX" indexes whose keys of several
+// attributes were counted whole for want of a key schema), and these.
 type Stats struct {
-	// Records counts the CloudTrail records read, of any service.
-	Records uint64 `json:"records"`
-	// Events counts the Events produced as traffic (throttled ones excluded).
-	Events uint64 `json:"events"`
+	ingest.Stats
 	// Throttled counts the Events of calls that failed with a throttling
 	// error: counted per key as throttled, never as traffic.
 	Throttled uint64 `json:"throttled"`
@@ -57,34 +57,20 @@ type Stats struct {
 	// Keyless counts the Events produced without a partition key (Scan,
 	// PartiQL statements whose key could not be read).
 	Keyless uint64 `json:"keyless"`
-	// Rejected counts the records, and the files, that could not be used;
-	// each was reported to the Reporter with its reason.
-	Rejected uint64 `json:"rejected"`
 	// UnitsPerItem is true when Events count 1 unit per item rather than
 	// consumed capacity, which CloudTrail does not record. Always true for
 	// this package; reports should say so.
 	UnitsPerItem bool `json:"units_per_item"`
-	// NoSchema lists, sorted, the tables (and "TABLE/INDEX" indexes) whose
-	// keys of several attributes were counted whole for want of a key
-	// schema: reports should suggest adding one.
-	NoSchema []string `json:"no_schema,omitempty"`
 }
 
 // Add adds o's counts to s.
 func (s *Stats) Add(o Stats) {
-	s.Records += o.Records
-	s.Events += o.Events
+	s.Stats.Add(o.Stats)
 	s.Throttled += o.Throttled
 	s.Failed += o.Failed
 	s.Ignored += o.Ignored
 	s.Keyless += o.Keyless
-	s.Rejected += o.Rejected
 	s.UnitsPerItem = s.UnitsPerItem || o.UnitsPerItem
-	for _, n := range o.NoSchema {
-		if i, found := slices.BinarySearch(s.NoSchema, n); !found {
-			s.NoSchema = slices.Insert(s.NoSchema, i, n)
-		}
-	}
 }
 
 // Decoder turns CloudTrail inputs into Events. It keeps, across inputs, the

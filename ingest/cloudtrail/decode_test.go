@@ -492,3 +492,27 @@ func TestRejectionsMaskQuotedInput(t *testing.T) {
 		t.Errorf("parse error %q: want its tail masked", got)
 	}
 }
+
+// TestOperationsAgree holds the CloudTrail reader's table of data calls to
+// ingest's: every item call it reads has the class ingest gives it, and
+// every call ingest knows is read; only PartiQL calls (classed by their
+// statements' verbs) are the reader's own.
+func TestOperationsAgree(t *testing.T) {
+	statements := map[string]bool{"ExecuteStatement": true, "BatchExecuteStatement": true, "ExecuteTransaction": true}
+	for name := range shapes {
+		_, known := ingest.LookupOperation(name)
+		if known == statements[name] {
+			t.Errorf("%s: known to ingest %v, a PartiQL call %v", name, known, statements[name])
+		}
+	}
+	for _, name := range []string{"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"} {
+		op, _ := ingest.LookupOperation(name)
+		_, class, ok := operation([]byte(name))
+		if !ok || class != op.Class {
+			t.Errorf("%s: read %v as %v, ingest says %v", name, ok, class, op.Class)
+		}
+	}
+	if _, class, _ := operation([]byte("TransactWriteItems")); class != ingest.Write {
+		t.Errorf("TransactWriteItems read as %v, want a write", class)
+	}
+}

@@ -1,7 +1,6 @@
 package cloudtrail
 
 import (
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -252,7 +251,7 @@ func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool, query
 		attrs[i] = p.k
 	}
 	st.d.schemas.warnOnce(table, index, attrs)
-	st.noSchema(tableIndex(table, index))
+	st.stats.AddNoSchema(tableIndex(table, index))
 	return b.String(), "", nil
 }
 
@@ -316,11 +315,4 @@ func validUTF8(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// noSchema records in the stats that a table's keys were counted whole.
-func (st *stream) noSchema(name string) {
-	if i, found := slices.BinarySearch(st.stats.NoSchema, name); !found {
-		st.stats.NoSchema = slices.Insert(st.stats.NoSchema, i, name)
-	}
 }

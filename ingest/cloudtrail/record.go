@@ -25,34 +25,37 @@ const (
 	opStatements               // requestItems or transactStatements: [{statement}]
 )
 
+// shapes maps the eventName of a DynamoDB data call to where its request
+// keeps tables and keys. The class of an item call is the one ingest
+// knows for it (ingest.LookupOperation, shared with the access-log
+// reader); a PartiQL statement's comes from its verb.
+var shapes = map[string]opKind{
+	"GetItem":               opItem,
+	"PutItem":               opItem,
+	"UpdateItem":            opItem,
+	"DeleteItem":            opItem,
+	"Query":                 opQuery,
+	"Scan":                  opScan,
+	"BatchGetItem":          opBatchGet,
+	"BatchWriteItem":        opBatchWrite,
+	"TransactGetItems":      opTransact,
+	"TransactWriteItems":    opTransact,
+	"ExecuteStatement":      opStatement,
+	"BatchExecuteStatement": opStatements,
+	"ExecuteTransaction":    opStatements,
+}
+
 // operation maps a DynamoDB eventName to how it is read and its class.
-// Statement classes come from each statement's verb.
+// Statement classes come from each statement's verb (Read until then).
 func operation(name []byte) (opKind, ingest.Class, bool) {
-	switch string(name) {
-	case "GetItem":
-		return opItem, ingest.Read, true
-	case "PutItem", "UpdateItem", "DeleteItem":
-		return opItem, ingest.Write, true
-	case "Query":
-		return opQuery, ingest.Read, true
-	case "Scan":
-		return opScan, ingest.Read, true
-	case "BatchGetItem":
-		return opBatchGet, ingest.Read, true
-	case "BatchWriteItem":
-		return opBatchWrite, ingest.Write, true
-	case "TransactGetItems":
-		return opTransact, ingest.Read, true
-	case "TransactWriteItems":
-		// Every item of a write transaction, ConditionCheck included,
-		// consumes write capacity.
-		return opTransact, ingest.Write, true
-	case "ExecuteStatement":
-		return opStatement, ingest.Read, true
-	case "BatchExecuteStatement", "ExecuteTransaction":
-		return opStatements, ingest.Read, true
+	kind, ok := shapes[string(name)]
+	if !ok {
+		return 0, 0, false
 	}
-	return 0, 0, false
+	if op, ok := ingest.LookupOperation(string(name)); ok {
+		return kind, op.Class, true
+	}
+	return kind, ingest.Read, true
 }
 
 // recordError is a record that cannot be used, with its reason label.

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
-	"github.com/hotkeyd/hotkeyd/ingest/s3trail"
+	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail/s3trail"
 )
 
 // S3Source reads CloudTrail files straight from S3: package s3trail lists

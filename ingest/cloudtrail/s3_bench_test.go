@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
-	"github.com/hotkeyd/hotkeyd/ingest/s3trail"
+	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail/s3trail"
 )
 
 type s3Replay struct{ body []byte }

@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
-	"github.com/hotkeyd/hotkeyd/ingest/s3trail"
+	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail/s3trail"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail/s3trail"
 	"github.com/hotkeyd/hotkeyd/ingest/follow"
-	"github.com/hotkeyd/hotkeyd/ingest/s3trail"
 )
 
 // Config configures a Source. It is also a sources entry of type cloudtrail

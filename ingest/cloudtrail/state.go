@@ -1,15 +1,12 @@
 package cloudtrail
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io/fs"
-	"os"
+	"maps"
 	"path/filepath"
 	"syscall"
 
-	"github.com/hotkeyd/hotkeyd/internal/atomicfile"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/statefile"
 )
 
 // StateFile is the name of the file, in the checkpoint folder, that lists
@@ -18,8 +15,8 @@ import (
 // restart needs to skip it.
 const StateFile = "cloudtrail-files.json"
 
-// stateVersion is written in the file, for future changes of its shape.
-const stateVersion = 1
+// stateFormat is the state file's: version 1 since it was first written.
+var stateFormat = statefile.Format{What: "state", Version: 1, Redo: "read every file again"}
 
 // fileState is what is remembered of a file read.
 type fileState struct {
@@ -28,8 +25,8 @@ type fileState struct {
 }
 
 type stateDoc struct {
-	Version int                  `json:"version"`
-	Files   map[string]fileState `json:"files"`
+	statefile.Header
+	Files map[string]fileState `json:"files"`
 }
 
 // loadState reads the state file in dir. A missing file is an empty state;
@@ -40,47 +37,25 @@ func loadState(dir string) (map[string]fileState, error) {
 	if dir == "" {
 		return files, nil
 	}
-	path := filepath.Join(dir, StateFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+	var doc stateDoc
+	_, err := stateFormat.Load(filepath.Join(dir, StateFile), &doc)
+	if errors.Is(err, syscall.ENOTDIR) {
 		// No state yet; a folder that cannot be made is said when the
 		// state is saved (Source.Ready).
 		return files, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read state %q: %w", path, err)
+		return nil, err
 	}
-	var doc stateDoc
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("decode state %q: %w (move it away to read every file again)", path, err)
-	}
-	if doc.Version != stateVersion {
-		return nil, fmt.Errorf("decode state %q: unknown version %d", path, doc.Version)
-	}
-	for k, v := range doc.Files {
-		files[k] = v
-	}
+	maps.Copy(files, doc.Files)
 	return files, nil
 }
 
-// saveState writes the state file atomically (package atomicfile), so a
-// crash leaves either the old state or the new one. The folder is made
-// when missing (the example config's path under the shipped systemd unit,
-// a fresh volume).
+// saveState writes the state file atomically, so a crash leaves either
+// the old state or the new one, in a folder made when missing.
 func saveState(dir string, files map[string]fileState) error {
 	if dir == "" {
 		return nil
 	}
-	b, err := json.Marshal(stateDoc{Version: stateVersion, Files: files})
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(dir, StateFile)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("write state %q: %w", path, err)
-	}
-	if err := atomicfile.Write(path, b); err != nil {
-		return fmt.Errorf("write state %q: %w", path, err)
-	}
-	return nil
+	return stateFormat.Save(filepath.Join(dir, StateFile), &stateDoc{Files: files})
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
-	"github.com/hotkeyd/hotkeyd/ingest/streams"
+	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 )
 
 // Decoder reads whole inputs of one format. Decode may be called for
@@ -122,7 +122,7 @@ func New(cfg Config) *Set {
 		cfg.Reporter = ingest.NopReporter{}
 	}
 	return &Set{decoders: []Decoder{
-		&streamRecords{dec: streams.NewDumpDecoder(streams.DumpConfig{
+		&streamRecords{dec: streamrecord.NewDumpDecoder(streamrecord.DumpConfig{
 			Schemas: cfg.Schemas, Table: cfg.Table, Log: cfg.Log, Reporter: cfg.Reporter,
 		})},
 		&cloudTrail{dec: cloudtrail.NewDecoder(cfg.Schemas, cfg.Log, cfg.Reporter)},
@@ -400,16 +400,16 @@ func (c *cloudTrail) Notes() []string {
 // serves every input, so that a record found in two inputs counts once and
 // a missing key schema is said once.
 type streamRecords struct {
-	dec *streams.DumpDecoder
+	dec *streamrecord.DumpDecoder
 
 	mu     sync.Mutex
 	inputs int
-	stats  streams.DumpStats
+	stats  streamrecord.DumpStats
 }
 
 func (*streamRecords) Format() string { return "stream-records" }
 
-func (*streamRecords) Sniff(head []byte) bool { return streams.SniffDump(head) }
+func (*streamRecords) Sniff(head []byte) bool { return streamrecord.SniffDump(head) }
 
 func (s *streamRecords) Decode(ctx context.Context, in *input.Input, sink ingest.Sink) error {
 	st, err := s.dec.Decode(ctx, in, in.Name, sink)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
-	"github.com/hotkeyd/hotkeyd/ingest/jsonl/internal/benchgen"
+	"github.com/hotkeyd/hotkeyd/internal/bench/benchgen"
 )
 
 // benchLines returns lines of the benchmark file's shape.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
-	"github.com/hotkeyd/hotkeyd/ingest/streams"
+	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 )
 
 // kinesisLine is a Kinesis Data Streams for DynamoDB payload, as Firehose
@@ -23,7 +23,7 @@ func kinesisLine(id, pk string) string {
 func TestFollowStreamRecords(t *testing.T) {
 	dir := t.TempDir()
 	rec := &recorder{}
-	records := streams.NewDumpDecoder(streams.DumpConfig{Source: SourceName, Reporter: rec})
+	records := streamrecord.NewDumpDecoder(streamrecord.DumpConfig{Source: SourceName, Reporter: rec})
 	h := startFollow(t, dir, Config{Paths: []string{filepath.Join(dir, "*")}, Options: Options{Records: records}})
 	firehose := filepath.Join(dir, "firehose-1")
 	appendFile(t, firehose, kinesisLine("u1", "a")+kinesisLine("u2", "b"))

@@ -15,7 +15,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/follow"
-	"github.com/hotkeyd/hotkeyd/ingest/streams"
+	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 )
 
 // DefaultPoll is how often the follower looks for new lines, rotated and
@@ -57,7 +57,7 @@ func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
 	cfg := *c
 	cfg.Reporter, cfg.Stdin = env.Reporter, env.Stdin
 	if cfg.Records == nil {
-		cfg.Records = streams.NewDumpDecoder(streams.DumpConfig{
+		cfg.Records = streamrecord.NewDumpDecoder(streamrecord.DumpConfig{
 			Schemas: env.Tables, Source: cmp.Or(cfg.Source, SourceName), Log: env.Log, Reporter: env.Reporter,
 		})
 	}

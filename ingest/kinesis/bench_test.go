@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
-	"github.com/hotkeyd/hotkeyd/ingest/streams"
+	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 )
 
 // replay answers every request with the same body, from memory: the
@@ -90,7 +90,7 @@ func BenchmarkKinesisReader(b *testing.B) {
 		// A fresh window of recent records per answer set: the rounds
 		// repeat every 8 answers.
 		if next == 0 {
-			src.records = streams.NewDumpDecoder(streams.DumpConfig{Schemas: schemas, Source: SourceName})
+			src.records = streamrecord.NewDumpDecoder(streamrecord.DumpConfig{Schemas: schemas, Source: SourceName})
 		}
 		out, err := st.Records(ctx, shard, "it")
 		if err != nil {

@@ -3,38 +3,39 @@ package kinesis
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/internal/promutil"
 )
 
-// metrics are the reader's own series, labelled by stream name. Per-shard
-// series are deleted when the shard is finished, so the label sets stay
-// bounded while shards are split and merged.
+// metrics are the reader's series, labelled by stream name. The shard
+// engine writes the per-shard ones it names here (engine), and deletes a
+// shard's when the shard is finished, so the label sets stay bounded while
+// shards are split and merged.
 type metrics struct {
-	behind     *prometheus.GaugeVec   // stream, shard
-	shards     *prometheus.GaugeVec   // stream, state
+	engine     *shards.Metrics        // millis behind latest (stream, shard), shards (stream, state)
 	records    *prometheus.CounterVec // stream
 	ttlDeletes *prometheus.CounterVec // stream
 	duplicates *prometheus.CounterVec // stream
 	calls      *prometheus.CounterVec // stream
 }
 
-// Shard states of hotkeyd_kinesis_shards.
-const (
-	stateOpen     = "open"
-	stateClosed   = "closed"
-	stateFinished = "finished"
-)
-
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
-		behind: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	engine, err := shards.NewMetrics(reg, shards.MetricOpts{
+		StreamLabel: "stream",
+		Lag: prometheus.GaugeOpts{
 			Name: "hotkeyd_kinesis_millis_behind_latest",
 			Help: "How far the last GetRecords answer of the shard was behind its newest record (MillisBehindLatest), in milliseconds.",
-		}, []string{"stream", "shard"}),
-		shards: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		},
+		Shards: prometheus.GaugeOpts{
 			Name: "hotkeyd_kinesis_shards",
 			Help: "Kinesis shards by state: open, closed (split or merged, records left to read), finished (read to the end).",
-		}, []string{"stream", "state"}),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := &metrics{
+		engine: engine,
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotkeyd_kinesis_records_total",
 			Help: "Kinesis records read, duplicates, Time to Live deletes and rejected records included.",
@@ -55,9 +56,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	var err error
-	m.behind = promutil.Register(reg, m.behind, &err)
-	m.shards = promutil.Register(reg, m.shards, &err)
 	m.records = promutil.Register(reg, m.records, &err)
 	m.ttlDeletes = promutil.Register(reg, m.ttlDeletes, &err)
 	m.duplicates = promutil.Register(reg, m.duplicates, &err)

@@ -14,9 +14,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
-	"github.com/hotkeyd/hotkeyd/ingest/streams"
+	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 )
 
 // Source reads Kinesis Data Streams for DynamoDB. It implements
@@ -27,7 +28,7 @@ type Source struct {
 	rep     ingest.Reporter
 	m       *metrics
 	api     API
-	records *streams.DumpDecoder
+	records *streamrecord.DumpDecoder
 	// e runs the streams' and shards' loops; coord is its lease
 	// coordinator, with a lease table.
 	e     *shards.Engine
@@ -77,7 +78,7 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 	log = log.Named("kinesis")
 	s := &Source{
 		cfg: cfg, log: log, rep: rep, m: m, api: api,
-		records: streams.NewDumpDecoder(streams.DumpConfig{
+		records: streamrecord.NewDumpDecoder(streamrecord.DumpConfig{
 			Schemas: cfg.Tables, Source: SourceName, Log: log, Reporter: rep,
 		}),
 	}
@@ -86,6 +87,7 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 		Reporter:    rep,
 		Checkpoints: shards.NewStore(cfg.CheckpointDir),
 		Health:      shards.NewHealth("kinesis", isNetwork),
+		Metrics:     m.engine,
 		Classify:    classify,
 		Refused:     isRefused,
 		NewPacer:    func() shards.Pacer { return pacer{poll: cfg.PollInterval, full: int(cfg.BatchLimit)} },
@@ -167,7 +169,7 @@ func (s *Source) streamARN(ctx context.Context, name string) (string, bool) {
 		err = fmt.Errorf("describe stream %q: %w", name, err)
 		s.rep.Error(SourceName, classify(err), err)
 		s.e.Health.Set(name, err)
-		if !shards.Sleep(ctx, bo.Duration()) {
+		if !pause.For(ctx, bo.Duration()) {
 			return "", false
 		}
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
-	"github.com/hotkeyd/hotkeyd/ingest/streams"
+	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 )
 
 // stream is one Kinesis stream as the shard engine reads it: its calls to
@@ -35,7 +35,7 @@ func (s *Source) newStream(arn, name string, sink ingest.Sink) *stream {
 
 // read reads the stream until ctx is done; key is its health key.
 func (st *stream) read(ctx context.Context, key string) {
-	shards.ReadStream(ctx, st.s.e, shards.StreamSpec{ARN: st.arn, Name: st.name, Key: key, Log: st.log}, st)
+	shards.ReadStream(ctx, st.s.e, shards.StreamSpec{ARN: st.arn, Name: st.name, Key: key, Label: func() string { return st.name }, Log: st.log}, st)
 }
 
 // List lists every shard of the stream, one ListShards page after the
@@ -112,7 +112,7 @@ func (st *stream) Emit(ctx context.Context, shard string, out *kinesis.GetRecord
 	m := st.s.m
 	e := shards.Emitted{Records: len(out.Records), Next: aws.ToString(out.NextShardIterator), End: out.NextShardIterator == nil}
 	if out.MillisBehindLatest != nil {
-		m.behind.WithLabelValues(st.name, shard).Set(float64(*out.MillisBehindLatest))
+		e.Lag, e.LagSet = float64(*out.MillisBehindLatest), true
 	}
 	if len(out.Records) == 0 {
 		return e, true
@@ -124,7 +124,7 @@ func (st *stream) Emit(ctx context.Context, shard string, out *kinesis.GetRecord
 		rec := &out.Records[i]
 		// Events carry no shard: a Kinesis shard holds a hash range of
 		// the records, not one of the table's partitions.
-		var ds streams.DumpStats
+		var ds streamrecord.DumpStats
 		batch, ds = st.s.records.DecodeRecord(rec.Data, where+aws.ToString(rec.SequenceNumber), batch)
 		ttl += ds.TTLDeletes
 		dup += ds.Duplicates
@@ -141,17 +141,6 @@ func (st *stream) Emit(ctx context.Context, shard string, out *kinesis.GetRecord
 	e.Last = strings.Clone(aws.ToString(out.Records[len(out.Records)-1].SequenceNumber))
 	return e, true
 }
-
-// ShardStates sets hotkeyd_kinesis_shards for the stream.
-func (st *stream) ShardStates(open, closed, finished int) {
-	g := st.s.m.shards
-	g.WithLabelValues(st.name, stateOpen).Set(float64(open))
-	g.WithLabelValues(st.name, stateClosed).Set(float64(closed))
-	g.WithLabelValues(st.name, stateFinished).Set(float64(finished))
-}
-
-// Forget drops the shard's hotkeyd_kinesis_millis_behind_latest.
-func (st *stream) Forget(shard string) { st.s.m.behind.DeleteLabelValues(st.name, shard) }
 
 // pacer waits PollInterval after the last GetRecords call began, but not
 // at all after a full batch (a backlog).

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 )
 
 // Summary items: one per worker, in the lease table beside the leases,
@@ -117,14 +119,14 @@ func NewBoard[T any](c *Coordinator, cfg BoardConfig[T]) (*Board[T], error) {
 func (b *Board[T]) Run(ctx context.Context) error {
 	// The coordinator makes the table: publish once it has used it.
 	for !b.c.used() {
-		if !sleepCtx(ctx, 100*time.Millisecond) {
+		if !pause.For(ctx, 100*time.Millisecond) {
 			return nil
 		}
 	}
 	for {
 		b.round(ctx)
 		wait := b.cfg.Every - b.cfg.Every/10 + time.Duration(b.rnd.Int64N(int64(b.cfg.Every/5)+1))
-		if !sleepCtx(ctx, wait) {
+		if !pause.For(ctx, wait) {
 			break
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 )
 
 // Reason is the reason label of hotkeyd_source_errors_total for errors of
@@ -148,7 +149,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		if gap := c.every / 10; time.Since(last) < gap {
 			// Many refreshes at once (every stream listed at start) make
 			// one round, not one each.
-			if !sleepCtx(ctx, gap-time.Since(last)) {
+			if !pause.For(ctx, gap-time.Since(last)) {
 				return nil
 			}
 		}
@@ -336,17 +337,4 @@ func (c *Coordinator) reportProblems(key string, problems []string) {
 	c.log.Warn("lease item has attributes of the wrong type or none; reading them as the KCL would and rewriting them at the next take",
 		zap.String("lease", key), zap.String("problems", text))
 	c.report(fmt.Errorf("lease %q: %s", key, text))
-}
-
-// sleepCtx waits for d or until ctx is done, and reports whether the whole
-// wait elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

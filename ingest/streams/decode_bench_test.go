@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -47,11 +48,11 @@ func replayClient(body []byte) *dynamodbstreams.Client {
 func BenchmarkGetRecords(b *testing.B) {
 	for _, rec := range []struct {
 		name string
-		keys keySchema
+		keys ingest.KeySchema
 	}{
-		{recordedResponse, keySchema{hash: "customer", rng: "order"}},
+		{recordedResponse, ingest.KeySchema{PartitionKey: "customer", SortKey: "order"}},
 		// KEYS_ONLY view, the cheapest to read: keys "USER#n", sort key N.
-		{recordedKeysOnly, keySchema{hash: "pk", rng: "sk"}},
+		{recordedKeysOnly, ingest.KeySchema{PartitionKey: "pk", SortKey: "sk"}},
 	} {
 		b.Run(rec.name, func(b *testing.B) { benchGetRecords(b, rec.name, rec.keys) })
 	}
@@ -61,7 +62,7 @@ func BenchmarkGetRecords(b *testing.B) {
 // recorded from DynamoDB Local the same way.
 const recordedKeysOnly = "getrecords-1000-keys-only.json"
 
-func benchGetRecords(b *testing.B, file string, benchKeys keySchema) {
+func benchGetRecords(b *testing.B, file string, benchKeys ingest.KeySchema) {
 	body := readTestdata(b, file)
 	client := replayClient(body)
 	ctx := context.Background()
@@ -133,7 +134,7 @@ func benchGetRecords(b *testing.B, file string, benchKeys keySchema) {
 		start()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			if _, err := decodeGetRecords(body); err != nil {
+			if _, err := streamrecord.DecodeGetRecords(body); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -147,7 +148,7 @@ func benchGetRecords(b *testing.B, file string, benchKeys keySchema) {
 			batch := make([]ingest.Event, 0, n)
 			for i := range out.Records {
 				var ev ingest.Event
-				if k, _, _ := mapRecord(&out.Records[i], "orders", "shard", benchKeys, &ev); k == kindWrite {
+				if k, _, _ := streamrecord.Map(&out.Records[i], "orders", "shard", benchKeys, &ev); k == streamrecord.KindWrite {
 					batch = append(batch, ev)
 				}
 			}
@@ -166,7 +167,7 @@ func benchGetRecords(b *testing.B, file string, benchKeys keySchema) {
 		batch := make([]ingest.Event, 0, n)
 		for i := range out.Records {
 			var ev ingest.Event
-			mapRecord(&out.Records[i], "orders", "shard", benchKeys, &ev)
+			streamrecord.Map(&out.Records[i], "orders", "shard", benchKeys, &ev)
 			batch = append(batch, ev)
 		}
 		b.ReportAllocs()
@@ -189,7 +190,7 @@ func benchGetRecords(b *testing.B, file string, benchKeys keySchema) {
 	}
 }
 
-func benchEndToEnd(b *testing.B, client *dynamodbstreams.Client, in *dynamodbstreams.GetRecordsInput, opts []func(*dynamodbstreams.Options), benchKeys keySchema, now func() time.Time, size int, report func(*testing.B)) {
+func benchEndToEnd(b *testing.B, client *dynamodbstreams.Client, in *dynamodbstreams.GetRecordsInput, opts []func(*dynamodbstreams.Options), benchKeys ingest.KeySchema, now func() time.Time, size int, report func(*testing.B)) {
 	ctx := context.Background()
 	{
 		store, err := sketch.NewStore(sketch.DefaultConfig(), now)
@@ -206,7 +207,7 @@ func benchEndToEnd(b *testing.B, client *dynamodbstreams.Client, in *dynamodbstr
 			batch := make([]ingest.Event, 0, len(out.Records))
 			for i := range out.Records {
 				var ev ingest.Event
-				if k, _, _ := mapRecord(&out.Records[i], "orders", "shard", benchKeys, &ev); k == kindWrite {
+				if k, _, _ := streamrecord.Map(&out.Records[i], "orders", "shard", benchKeys, &ev); k == streamrecord.KindWrite {
 					batch = append(batch, ev)
 				}
 			}

@@ -9,26 +9,18 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 )
 
-// Reasons for hotkeyd_source_errors_total{source="dynamodb-streams"}. They
-// are few and fixed so that the label set stays bounded.
-const (
-	ReasonExpiredIterator = shards.ReasonExpiredIterator // a shard iterator older than 15 minutes; re-acquired
-	ReasonTrimmed         = shards.ReasonTrimmed         // records older than 24 h were trimmed before they were read
-	ReasonThrottled       = shards.ReasonThrottled       // LimitExceeded or throttling; backed off
-	ReasonNotFound        = shards.ReasonNotFound        // stream disabled, table deleted, unknown shard
-	ReasonNetwork         = shards.ReasonNetwork         // endpoint unreachable, connection reset, timeout
-	ReasonNoStream        = "no_stream"                  // a configured table has no stream enabled
-	ReasonCheckpoint      = shards.ReasonCheckpoint      // a checkpoint file could not be read or written
-	ReasonAPI             = shards.ReasonAPI             // any other AWS error (validation, access denied, internal)
-)
+// ReasonNoStream is the reason of hotkeyd_source_errors_total{source="dynamodb-streams"}
+// for a configured table that has no stream enabled; the others are the
+// shard engine's (shards.Reason*).
+const ReasonNoStream = "no_stream"
 
-// classify maps an AWS SDK error to one of the Reason* values, by its API
+// classify maps an AWS SDK error to one of the shards.Reason* values, by its API
 // error code: the SDK's exception types carry theirs, and throttling
 // errors without a modelled type carry one too.
 func classify(err error) string {
 	return shards.ByCode(err, isNetwork, func(code string) string {
 		if code == "TrimmedDataAccessException" {
-			return ReasonTrimmed
+			return shards.ReasonTrimmed
 		}
 		return ""
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 )
 
 // handCrafted holds what the recordings lack: escapes in names and values,
@@ -54,7 +54,7 @@ func TestFastDecodeMatchesSDK(t *testing.T) {
 			if err != nil {
 				t.Fatalf("sdk decode: %v", err)
 			}
-			fast, err := decodeGetRecords(body)
+			fast, err := streamrecord.DecodeGetRecords(body)
 			if err != nil {
 				t.Fatalf("fast decode: %v", err)
 			}
@@ -76,11 +76,11 @@ func compareRecords(t *testing.T, slow, fast []types.Record) {
 	if len(slow) != len(fast) {
 		t.Fatalf("%d records vs %d", len(slow), len(fast))
 	}
-	for _, ks := range []keySchema{{hash: "pk", rng: "sk"}, {hash: "customer", rng: "order"}, {hash: "Id"}, {hash: "key", rng: "val"}, {}} {
+	for _, ks := range []ingest.KeySchema{{PartitionKey: "pk", SortKey: "sk"}, {PartitionKey: "customer", SortKey: "order"}, {PartitionKey: "Id"}, {PartitionKey: "key", SortKey: "val"}, {}} {
 		for i := range slow {
 			var a, b ingest.Event
-			ka, ra, ea := mapRecord(&slow[i], "t", "s", ks, &a)
-			kb, rb, eb := mapRecord(&fast[i], "t", "s", ks, &b)
+			ka, ra, ea := streamrecord.Map(&slow[i], "t", "s", ks, &a)
+			kb, rb, eb := streamrecord.Map(&fast[i], "t", "s", ks, &b)
 			if ka != kb || ra != rb || a != b || (ea == nil) != (eb == nil) {
 				t.Errorf("record %d, keys %+v: sdk %d %q %+v %v; fast %d %q %+v %v", i, ks, ka, ra, a, ea, kb, rb, b, eb)
 			}
@@ -103,7 +103,7 @@ func TestFastDecodeFallsBack(t *testing.T) {
 		`{"Records":[`,
 		`[]`,
 	} {
-		if _, err := decodeGetRecords([]byte(body)); err == nil {
+		if _, err := streamrecord.DecodeGetRecords([]byte(body)); err == nil {
 			t.Errorf("fast decoder accepted %s", body)
 		}
 	}
@@ -124,7 +124,7 @@ func FuzzDecodeGetRecords(f *testing.F) {
 	f.Add([]byte(handCrafted))
 	f.Add([]byte(`{"Records":[],"NextShardIterator":null}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		fast, err := decodeGetRecords(body)
+		fast, err := streamrecord.DecodeGetRecords(body)
 		if err != nil {
 			return
 		}
@@ -141,22 +141,4 @@ func seqOf(r *types.Record) string {
 		return "<none>"
 	}
 	return aws.ToString(r.Dynamodb.SequenceNumber)
-}
-
-// FuzzWholeSecondsMillis checks the shortcut for whole-second times against
-// the SDK's float arithmetic.
-func FuzzWholeSecondsMillis(f *testing.F) {
-	for _, s := range []string{"1795429020.000", "1795429020", "0", "1.", "999999999999", "1480642020.123", "-1"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		ms, ok := wholeSecondsMillis([]byte(s))
-		if !ok {
-			return
-		}
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || int64(v*1000) != ms {
-			t.Fatalf("wholeSecondsMillis(%q) = %d; float path %v, %v", s, ms, int64(v*1000), err)
-		}
-	})
 }

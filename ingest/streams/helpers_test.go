@@ -3,7 +3,6 @@ package streams
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,111 +15,9 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/ingesttest"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
-
-// collector is a Sink that keeps every Event, and the partition keys of
-// each batch.
-type collector struct {
-	mu      sync.Mutex
-	events  []ingest.Event
-	batches [][]string
-}
-
-func (c *collector) Put(ctx context.Context, batch []ingest.Event) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	keys := make([]string, len(batch))
-	for i, e := range batch {
-		keys[i] = e.PK
-	}
-	c.mu.Lock()
-	c.events = append(c.events, batch...)
-	c.batches = append(c.batches, keys)
-	c.mu.Unlock()
-	return nil
-}
-
-// lastBatch returns the partition keys of the last batch taken.
-func (c *collector) lastBatch() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.batches) == 0 {
-		return nil
-	}
-	return c.batches[len(c.batches)-1]
-}
-
-func (c *collector) snapshot() []ingest.Event {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]ingest.Event(nil), c.events...)
-}
-
-// countWhere counts the Events for which f holds.
-func (c *collector) countWhere(f func(ingest.Event) bool) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, e := range c.events {
-		if f(e) {
-			n++
-		}
-	}
-	return n
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// countingReporter counts errors and rejects by reason.
-type countingReporter struct {
-	mu      sync.Mutex
-	errors  map[string]int
-	rejects map[string]int
-	last    map[string]error
-}
-
-func newCountingReporter() *countingReporter {
-	return &countingReporter{errors: map[string]int{}, rejects: map[string]int{}, last: map[string]error{}}
-}
-
-func (r *countingReporter) Reject(_, reason string, err error) {
-	r.mu.Lock()
-	r.rejects[reason]++
-	r.last[reason] = err
-	r.mu.Unlock()
-}
-
-func (r *countingReporter) Error(_, reason string, err error) {
-	r.mu.Lock()
-	r.errors[reason]++
-	r.last[reason] = err
-	r.mu.Unlock()
-}
-
-func (r *countingReporter) errorCount(reason string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.errors[reason]
-}
-
-func (r *countingReporter) lastErr(reason string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.last[reason]
-}
 
 // logged counts the log lines whose message contains msg.
 func (r *running) logged(msg string) int { return r.logs.FilterMessageSnippet(msg).Len() }
@@ -141,8 +38,8 @@ func fastConfig() Config {
 // running is a Source running in the background.
 type running struct {
 	src    *Source
-	sink   *collector
-	rep    *countingReporter
+	sink   *ingesttest.Sink
+	rep    *ingesttest.Reporter
 	reg    *prometheus.Registry
 	logs   *observer.ObservedLogs
 	cancel context.CancelFunc
@@ -169,7 +66,7 @@ func start(t testing.TB, cfg Config, streams StreamsAPI, tables TablesAPI) *runn
 	t.Helper()
 	core, logs := observer.New(zapcore.InfoLevel)
 	log := zap.New(zapcore.NewTee(core, zaptest.NewLogger(t).Core()))
-	r := &running{sink: &collector{}, rep: newCountingReporter(), reg: prometheus.NewRegistry(), logs: logs, done: make(chan struct{})}
+	r := &running{sink: &ingesttest.Sink{}, rep: &ingesttest.Reporter{}, reg: prometheus.NewRegistry(), logs: logs, done: make(chan struct{})}
 	src, err := NewWithClients(cfg, streams, tables, log, r.rep, r.reg)
 	if err != nil {
 		t.Fatalf("new source: %v", err)
@@ -232,4 +129,33 @@ func putItems(t testing.TB, db *dynamodb.Client, table, hash, prefix string, fro
 			t.Fatalf("put item %d into %s: %v", i, table, err)
 		}
 	}
+}
+
+// gauge returns the value of the gauge name whose labels are the given
+// name and value pairs, from the registry reg; -1 when there is none.
+func gauge(t testing.TB, reg prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if got[labels[i]] != labels[i+1] {
+					continue next
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
 }

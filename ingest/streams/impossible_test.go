@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/hotkeyd/hotkeyd/ingest/internal/ingesttest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
@@ -49,7 +50,7 @@ func testImpossibleCheckpoint(t *testing.T, d *testenv.DDBLocal, table, seq stri
 	arn, shard, _ := readShard(t, d, table)
 	dir := t.TempDir()
 	cps := shards.NewStore(dir)
-	if err := cps.Save(checkpoint{StreamARN: arn, ShardID: shard, Sequence: seq, Updated: time.Now().UTC()}); err != nil {
+	if err := cps.Save(shards.Checkpoint{StreamARN: arn, ShardID: shard, Sequence: seq, Updated: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
 	file := cps.Path(arn, shard)
@@ -60,17 +61,17 @@ func testImpossibleCheckpoint(t *testing.T, d *testenv.DDBLocal, table, seq stri
 	// Room for the SDK's own retries of a server error within one call.
 	cfg.CallTimeout = 10 * time.Second
 	r := start(t, cfg, d.Streams, d.DB)
-	waitFor(t, 60*time.Second, "the shard read from its first record", func() bool { return len(r.sink.snapshot()) >= 20 })
+	ingesttest.WaitFor(t, 60*time.Second, "the shard read from its first record", func() bool { return len(r.sink.Events()) >= 20 })
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, table), "k", 20)
-	if err := r.rep.lastErr(ReasonCheckpoint); err == nil || !strings.Contains(err.Error(), file) {
+	if err := r.rep.Last(shards.ReasonCheckpoint); err == nil || !strings.Contains(err.Error(), file) {
 		t.Errorf("checkpoint error %v does not name %s", err, file)
 	}
 	if _, err := os.Stat(file + ".corrupt"); err != nil {
 		t.Errorf("impossible checkpoint not kept aside: %v", err)
 	}
 	b, err := os.ReadFile(file)
-	var cp checkpoint
+	var cp shards.Checkpoint
 	if err != nil || json.Unmarshal(b, &cp) != nil || cp.Sequence == seq || cp.Sequence == "" {
 		t.Errorf("no new checkpoint written: %v, %s", err, b)
 	}
@@ -100,7 +101,7 @@ func testImpossibleLeaseCheckpoint(t *testing.T, d *testenv.DDBLocal, table, seq
 	cfg := leasedConfig(leases, "w1", table)
 	cfg.CallTimeout = 10 * time.Second
 	r := start(t, cfg, d.Streams, d.DB)
-	waitFor(t, 60*time.Second, "the shard read from its first record", func() bool { return len(r.sink.snapshot()) >= 20 })
+	ingesttest.WaitFor(t, 60*time.Second, "the shard read from its first record", func() bool { return len(r.sink.Events()) >= 20 })
 	time.Sleep(300 * time.Millisecond)
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, table), "k", 20)
@@ -133,8 +134,8 @@ func testCheckpointFolderNotWritable(t *testing.T, d *testenv.DDBLocal) {
 	cfg.CheckpointDir = filepath.Join(blocker, "checkpoints")
 	r := start(t, cfg, d.Streams, d.DB)
 	putItems(t, d.DB, table, "pk", "k", 0, 5)
-	waitFor(t, 15*time.Second, "5 events", func() bool { return len(r.sink.snapshot()) >= 5 })
-	waitFor(t, 5*time.Second, "not ready", func() bool {
+	ingesttest.WaitFor(t, 15*time.Second, "5 events", func() bool { return len(r.sink.Events()) >= 5 })
+	ingesttest.WaitFor(t, 5*time.Second, "not ready", func() bool {
 		err := r.src.Ready()
 		return err != nil && strings.Contains(err.Error(), "checkpoint")
 	})
@@ -142,6 +143,6 @@ func testCheckpointFolderNotWritable(t *testing.T, d *testenv.DDBLocal) {
 		t.Fatal(err)
 	}
 	putItems(t, d.DB, table, "pk", "k", 5, 5)
-	waitFor(t, 15*time.Second, "ready again", func() bool { return r.src.Ready() == nil })
+	ingesttest.WaitFor(t, 15*time.Second, "ready again", func() bool { return r.src.Ready() == nil })
 	r.stop(t)
 }

@@ -27,10 +27,3 @@ func shardInfos(list []types.Shard) []shards.Shard {
 	}
 	return out
 }
-
-// readyShards returns, in listing order, the shards that may start now: not
-// finished, not running, and whose parent is finished or no longer listed
-// (trimmed away after 24 hours); see shards.Ready.
-func readyShards(list []shards.Shard, finished func(id string) bool, running map[string]bool) []shards.Shard {
-	return shards.ReadyShards(list, finished, running)
-}

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/time/rate"
 
+	"github.com/hotkeyd/hotkeyd/ingest/internal/ingesttest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 )
 
@@ -39,7 +41,7 @@ func describeSplit(t *testing.T) []shards.Shard {
 		"":          readTestdata(t, "describe/split-page1.json"),
 		closedChild: readTestdata(t, "describe/split-page2.json"),
 	}
-	sr := &streamReader{s: &Source{streams: rs.client(), limit: &limiter{}, cfg: fastConfig()}, arn: "arn"}
+	sr := &streamReader{s: &Source{streams: rs.client(), limit: rate.NewLimiter(rate.Inf, 1), cfg: fastConfig()}, arn: "arn"}
 	d, err := sr.describe(context.Background())
 	if err != nil {
 		t.Fatalf("describe: %v", err)
@@ -51,9 +53,9 @@ func describeSplit(t *testing.T) []shards.Shard {
 }
 
 func TestReadyShards(t *testing.T) {
-	shards := describeSplit(t)
-	if len(shards) != 4 {
-		t.Fatalf("listed %d shards over two pages, want 4", len(shards))
+	list := describeSplit(t)
+	if len(list) != 4 {
+		t.Fatalf("listed %d shards over two pages, want 4", len(list))
 	}
 	for _, tc := range []struct {
 		name     string
@@ -80,7 +82,7 @@ func TestReadyShards(t *testing.T) {
 			run[id] = true
 		}
 		var got []string
-		for _, s := range readyShards(shards, func(id string) bool { return fin[id] }, run) {
+		for _, s := range shards.ReadyShards(list, func(id string) bool { return fin[id] }, run) {
 			got = append(got, s.ID)
 		}
 		if !reflect.DeepEqual(got, tc.want) {
@@ -88,7 +90,7 @@ func TestReadyShards(t *testing.T) {
 		}
 	}
 	closed := map[string]bool{}
-	for _, s := range shards {
+	for _, s := range list {
 		closed[s.ID] = s.Closed
 	}
 	if !closed[rootShard] || !closed[closedChild] || closed[openChild] || closed[grandchild] {
@@ -134,11 +136,11 @@ func TestLineageOrder(t *testing.T) {
 	cfg.StreamARNs = []string{"arn:aws:dynamodb:us-west-2:111122223333:table/Forum/stream/2015-05-20T20:51:10.252"}
 	cfg.CheckpointDir = t.TempDir()
 	r := start(t, cfg, rs.client(), nil)
-	waitFor(t, 10*time.Second, "12 events", func() bool { return len(r.sink.snapshot()) >= 12 })
+	ingesttest.WaitFor(t, 10*time.Second, "12 events", func() bool { return len(r.sink.Events()) >= 12 })
 	time.Sleep(100 * time.Millisecond)
 	r.stop(t)
 
-	events := r.sink.snapshot()
+	events := r.sink.Events()
 	if len(events) != 12 {
 		t.Fatalf("got %d events, want 12 (3 per shard)", len(events))
 	}
@@ -158,7 +160,7 @@ func TestLineageOrder(t *testing.T) {
 		}
 	}
 	for _, id := range []string{rootShard, closedChild} {
-		var cp checkpoint
+		var cp shards.Checkpoint
 		b, err := os.ReadFile(shards.NewStore(cfg.CheckpointDir).Path(cfg.StreamARNs[0], id))
 		if err == nil {
 			err = json.Unmarshal(b, &cp)
@@ -170,11 +172,11 @@ func TestLineageOrder(t *testing.T) {
 
 	// Finished shards drop their iterator-age series; the listing's states
 	// are counted.
-	if n := testutil.CollectAndCount(r.src.m.iteratorAge); n != 2 {
+	if n, err := testutil.GatherAndCount(r.reg, "hotkeyd_stream_iterator_age_seconds"); err != nil || n != 2 {
 		t.Errorf("%d iterator age series, want 2 (the open shards only)", n)
 	}
-	for state, want := range map[string]float64{stateOpen: 2, stateClosed: 0, stateFinished: 2} {
-		if got := testutil.ToFloat64(r.src.m.shards.WithLabelValues("Forum", state)); got != want {
+	for state, want := range map[string]float64{shards.StateOpen: 2, shards.StateClosed: 0, shards.StateFinished: 2} {
+		if got := gauge(t, r.reg, "hotkeyd_stream_shards", "table", "Forum", "state", state); got != want {
 			t.Errorf("hotkeyd_stream_shards{state=%q} = %v, want %v", state, got, want)
 		}
 	}
@@ -184,7 +186,7 @@ func TestLineageOrder(t *testing.T) {
 	r2 := start(t, cfg, rs.client(), nil)
 	time.Sleep(500 * time.Millisecond)
 	r2.stop(t)
-	if n := len(r2.sink.snapshot()); n != 0 {
+	if n := len(r2.sink.Events()); n != 0 {
 		t.Errorf("restart read %d events again, want 0", n)
 	}
 }

@@ -15,13 +15,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/ingesttest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
 // keysOf returns how often each partition key of table was seen.
-func keysOf(c *collector, table string) map[string]int {
+func keysOf(c *ingesttest.Sink, table string) map[string]int {
 	m := map[string]int{}
-	for _, e := range c.snapshot() {
+	for _, e := range c.Events() {
 		if e.Table == table {
 			m[e.PK]++
 		}
@@ -56,13 +58,13 @@ func testExpiredIterator(t *testing.T, d *testenv.DDBLocal) {
 	cfg := fastConfig()
 	cfg.Tables = []string{"f_expired"}
 	r := start(t, cfg, fs, d.DB)
-	waitFor(t, 10*time.Second, "the fault to fire", func() bool { return fs.pending() == 0 })
+	ingesttest.WaitFor(t, 10*time.Second, "the fault to fire", func() bool { return fs.pending() == 0 })
 	putItems(t, d.DB, "f_expired", "pk", "k", 10, 10)
-	waitFor(t, 10*time.Second, "20 events", func() bool { return len(r.sink.snapshot()) >= 20 })
+	ingesttest.WaitFor(t, 10*time.Second, "20 events", func() bool { return len(r.sink.Events()) >= 20 })
 	time.Sleep(200 * time.Millisecond) // a duplicate would show by now
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, "f_expired"), "k", 20)
-	if n := r.rep.errorCount(ReasonExpiredIterator); n != 1 {
+	if n := r.rep.Errors(shards.ReasonExpiredIterator); n != 1 {
 		t.Errorf("expired_iterator errors = %d, want 1", n)
 	}
 }
@@ -75,11 +77,11 @@ func testTrimmed(t *testing.T, d *testenv.DDBLocal) {
 	cfg := fastConfig()
 	cfg.Tables = []string{"f_trimmed"}
 	r := start(t, cfg, fs, d.DB)
-	waitFor(t, 10*time.Second, "the fault to fire", func() bool { return fs.pending() == 0 })
+	ingesttest.WaitFor(t, 10*time.Second, "the fault to fire", func() bool { return fs.pending() == 0 })
 	putItems(t, d.DB, "f_trimmed", "pk", "k", 5, 5)
 	// After the "trim" the reader goes to the oldest record left; the
 	// emulator trimmed nothing, so the first five are read again.
-	waitFor(t, 10*time.Second, "15 events", func() bool { return len(r.sink.snapshot()) >= 15 })
+	ingesttest.WaitFor(t, 10*time.Second, "15 events", func() bool { return len(r.sink.Events()) >= 15 })
 	r.stop(t)
 	if got := testutil.ToFloat64(r.src.m.gaps.WithLabelValues("f_trimmed")); got != 1 {
 		t.Errorf("hotkeyd_stream_trimmed_gaps_total = %v, want 1", got)
@@ -99,13 +101,13 @@ func testThrottled(t *testing.T, d *testenv.DDBLocal) {
 	cfg := fastConfig()
 	cfg.Tables = []string{"f_throttled"}
 	r := start(t, cfg, fs, d.DB)
-	waitFor(t, 10*time.Second, "the faults to fire", func() bool { return fs.pending() == 0 })
+	ingesttest.WaitFor(t, 10*time.Second, "the faults to fire", func() bool { return fs.pending() == 0 })
 	putItems(t, d.DB, "f_throttled", "pk", "k", 5, 5)
-	waitFor(t, 10*time.Second, "10 events", func() bool { return len(r.sink.snapshot()) >= 10 })
+	ingesttest.WaitFor(t, 10*time.Second, "10 events", func() bool { return len(r.sink.Events()) >= 10 })
 	time.Sleep(200 * time.Millisecond)
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, "f_throttled"), "k", 10)
-	if n := r.rep.errorCount(ReasonThrottled); n != 3 {
+	if n := r.rep.Errors(shards.ReasonThrottled); n != 3 {
 		t.Errorf("throttled errors = %d, want 3", n)
 	}
 
@@ -119,7 +121,7 @@ func testThrottled(t *testing.T, d *testenv.DDBLocal) {
 	fs2.failGetRecords(0, many...)
 	cfg.MaxBackoff = time.Hour
 	r2 := start(t, cfg, fs2, d.DB)
-	waitFor(t, 10*time.Second, "throttling", func() bool { return r2.rep.errorCount(ReasonThrottled) >= 3 })
+	ingesttest.WaitFor(t, 10*time.Second, "throttling", func() bool { return r2.rep.Errors(shards.ReasonThrottled) >= 3 })
 	began := time.Now()
 	r2.stop(t)
 	if took := time.Since(began); took > 2*time.Second {
@@ -136,11 +138,11 @@ func testStartLatest(t *testing.T, d *testenv.DDBLocal) {
 	cfg.Start = StartLatest
 	cfg.Tables = []string{"f_latest"}
 	r := start(t, cfg, d.Streams, d.DB)
-	waitFor(t, 10*time.Second, "the first GetRecords call", func() bool {
+	ingesttest.WaitFor(t, 10*time.Second, "the first GetRecords call", func() bool {
 		return testutil.ToFloat64(r.src.m.calls.WithLabelValues("f_latest")) > 0
 	})
 	putItems(t, d.DB, "f_latest", "pk", "new", 0, 5)
-	waitFor(t, 10*time.Second, "5 events", func() bool { return len(r.sink.snapshot()) >= 5 })
+	ingesttest.WaitFor(t, 10*time.Second, "5 events", func() bool { return len(r.sink.Events()) >= 5 })
 	time.Sleep(300 * time.Millisecond)
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, "f_latest"), "new", 5)
@@ -157,14 +159,14 @@ func testResume(t *testing.T, d *testenv.DDBLocal) {
 	cfg.CheckpointDir = dir
 	putItems(t, d.DB, "f_resume", "pk", "a", 0, 30)
 	r1 := start(t, cfg, d.Streams, d.DB)
-	waitFor(t, 10*time.Second, "30 events", func() bool { return len(r1.sink.snapshot()) >= 30 })
+	ingesttest.WaitFor(t, 10*time.Second, "30 events", func() bool { return len(r1.sink.Events()) >= 30 })
 	r1.stop(t)
 	exactlyOnce(t, keysOf(r1.sink, "f_resume"), "a", 30)
 
 	putItems(t, d.DB, "f_resume", "pk", "b", 0, 20)
 	cfg.Start = StartLatest
 	r2 := start(t, cfg, d.Streams, d.DB)
-	waitFor(t, 10*time.Second, "20 events", func() bool { return len(r2.sink.snapshot()) >= 20 })
+	ingesttest.WaitFor(t, 10*time.Second, "20 events", func() bool { return len(r2.sink.Events()) >= 20 })
 	time.Sleep(300 * time.Millisecond)
 	r2.stop(t)
 	exactlyOnce(t, keysOf(r2.sink, "f_resume"), "b", 20)
@@ -179,9 +181,9 @@ func testResume(t *testing.T, d *testenv.DDBLocal) {
 		t.Fatal(err)
 	}
 	r3 := start(t, cfg, d.Streams, d.DB)
-	waitFor(t, 10*time.Second, "50 events", func() bool { return len(r3.sink.snapshot()) >= 50 })
+	ingesttest.WaitFor(t, 10*time.Second, "50 events", func() bool { return len(r3.sink.Events()) >= 50 })
 	r3.stop(t)
-	if err := r3.rep.lastErr(ReasonCheckpoint); err == nil || !strings.Contains(err.Error(), files[0]) {
+	if err := r3.rep.Last(shards.ReasonCheckpoint); err == nil || !strings.Contains(err.Error(), files[0]) {
 		t.Errorf("checkpoint error %v does not name %s", err, files[0])
 	}
 	if _, err := os.Stat(files[0] + ".corrupt"); err != nil {
@@ -203,7 +205,7 @@ func testStreamReenabled(t *testing.T, d *testenv.DDBLocal) {
 	cfg.Tables = []string{"f_reenabled", "f_deleted"}
 	r := start(t, cfg, d.Streams, d.DB)
 	putItems(t, d.DB, "f_reenabled", "pk", "a", 0, 3)
-	waitFor(t, 10*time.Second, "3 events", func() bool { return len(r.sink.snapshot()) >= 3 })
+	ingesttest.WaitFor(t, 10*time.Second, "3 events", func() bool { return len(r.sink.Events()) >= 3 })
 
 	update := func(enabled bool) {
 		spec := &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(enabled)}
@@ -217,17 +219,17 @@ func testStreamReenabled(t *testing.T, d *testenv.DDBLocal) {
 	update(false)
 	update(true)
 	putItems(t, d.DB, "f_reenabled", "pk", "b", 0, 3)
-	waitFor(t, 10*time.Second, "3 more events from the new stream", func() bool {
-		return r.sink.countWhere(func(e ingest.Event) bool { return strings.HasPrefix(e.PK, "b") }) >= 3
+	ingesttest.WaitFor(t, 10*time.Second, "3 more events from the new stream", func() bool {
+		return r.sink.CountWhere(func(e ingest.Event) bool { return strings.HasPrefix(e.PK, "b") }) >= 3
 	})
 
 	if _, err := d.DB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String("f_deleted")}); err != nil {
 		t.Fatalf("delete table: %v", err)
 	}
-	waitFor(t, 10*time.Second, "not_found errors", func() bool { return r.rep.errorCount(ReasonNotFound) > 0 })
+	ingesttest.WaitFor(t, 10*time.Second, "not_found errors", func() bool { return r.rep.Errors(shards.ReasonNotFound) > 0 })
 	putItems(t, d.DB, "f_reenabled", "pk", "c", 0, 3)
-	waitFor(t, 10*time.Second, "events after the delete", func() bool {
-		return r.sink.countWhere(func(e ingest.Event) bool { return strings.HasPrefix(e.PK, "c") }) >= 3
+	ingesttest.WaitFor(t, 10*time.Second, "events after the delete", func() bool {
+		return r.sink.CountWhere(func(e ingest.Event) bool { return strings.HasPrefix(e.PK, "c") }) >= 3
 	})
 	if err := r.src.Ready(); err != nil {
 		t.Errorf("not ready with one table of two deleted: %v", err)
@@ -247,22 +249,22 @@ func TestEndpointRestart(t *testing.T) {
 	cfg.CheckpointDir = t.TempDir()
 	r := start(t, cfg, d.Streams, d.DB)
 	putItems(t, d.DB, "restart", "pk", "k", 0, 5)
-	waitFor(t, 15*time.Second, "5 events", func() bool { return len(r.sink.snapshot()) >= 5 })
-	waitFor(t, 5*time.Second, "ready", func() bool { return r.src.Ready() == nil })
+	ingesttest.WaitFor(t, 15*time.Second, "5 events", func() bool { return len(r.sink.Events()) >= 5 })
+	ingesttest.WaitFor(t, 5*time.Second, "ready", func() bool { return r.src.Ready() == nil })
 
 	d.Stop()
-	waitFor(t, 10*time.Second, "not ready while the endpoint is down", func() bool { return r.src.Ready() != nil })
+	ingesttest.WaitFor(t, 10*time.Second, "not ready while the endpoint is down", func() bool { return r.src.Ready() != nil })
 	if err := r.src.Ready(); !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("Ready() = %v, want it to say the endpoint is unreachable", err)
 	}
 	d.Start()
 	putItems(t, d.DB, "restart", "pk", "k", 5, 5)
-	waitFor(t, 20*time.Second, "10 events", func() bool { return len(r.sink.snapshot()) >= 10 })
-	waitFor(t, 5*time.Second, "ready again", func() bool { return r.src.Ready() == nil })
+	ingesttest.WaitFor(t, 20*time.Second, "10 events", func() bool { return len(r.sink.Events()) >= 10 })
+	ingesttest.WaitFor(t, 5*time.Second, "ready again", func() bool { return r.src.Ready() == nil })
 	time.Sleep(300 * time.Millisecond)
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, "restart"), "k", 10)
-	if r.rep.errorCount(ReasonNetwork) == 0 {
+	if r.rep.Errors(shards.ReasonNetwork) == 0 {
 		t.Error("no network error counted while the endpoint was down")
 	}
 }

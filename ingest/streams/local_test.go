@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/ingesttest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
@@ -73,15 +75,15 @@ func testMultipleTables(t *testing.T, d *testenv.DDBLocal) {
 		t.Fatalf("batch write: %v", err)
 	}
 
-	waitFor(t, 20*time.Second, "7 users and 4 orders events", func() bool {
-		return r.sink.countWhere(func(e ingest.Event) bool { return e.Table == "mt_users" }) >= 7 &&
-			r.sink.countWhere(func(e ingest.Event) bool { return e.Table == "mt_orders" }) >= 4
+	ingesttest.WaitFor(t, 20*time.Second, "7 users and 4 orders events", func() bool {
+		return r.sink.CountWhere(func(e ingest.Event) bool { return e.Table == "mt_users" }) >= 7 &&
+			r.sink.CountWhere(func(e ingest.Event) bool { return e.Table == "mt_orders" }) >= 4
 	})
-	waitFor(t, 5*time.Second, "ready", func() bool { return r.src.Ready() == nil })
+	ingesttest.WaitFor(t, 5*time.Second, "ready", func() bool { return r.src.Ready() == nil })
 	r.stop(t)
 
 	var users, orders []ingest.Event
-	for _, e := range r.sink.snapshot() {
+	for _, e := range r.sink.Events() {
 		if e.Class != ingest.Write || e.Source != SourceName || e.Shard == "" || e.Time.IsZero() {
 			t.Errorf("event %+v: want a write from %s with a shard and a time", e, SourceName)
 		}
@@ -118,7 +120,7 @@ func testMultipleTables(t *testing.T, d *testenv.DDBLocal) {
 	if got := testutil.ToFloat64(r.src.m.records.WithLabelValues("mt_users")); got != 7 {
 		t.Errorf("hotkeyd_stream_records_total{table=mt_users} = %v, want 7", got)
 	}
-	if got := testutil.ToFloat64(r.src.m.shards.WithLabelValues("mt_orders", stateOpen)); got != 1 {
+	if got := gauge(t, r.reg, "hotkeyd_stream_shards", "table", "mt_orders", "state", shards.StateOpen); got != 1 {
 		t.Errorf("hotkeyd_stream_shards{table=mt_orders,state=open} = %v, want 1", got)
 	}
 }

@@ -3,38 +3,39 @@ package streams
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/internal/promutil"
 )
 
-// metrics are the reader's own series. Per-shard series are deleted when the
-// shard is finished, so the label sets stay bounded while shards roll over
+// metrics are the reader's series. The shard engine writes the per-shard
+// ones it names here (engine), and deletes a shard's when the shard is
+// finished, so the label sets stay bounded while shards roll over
 // (DynamoDB replaces every shard about every four hours).
 type metrics struct {
-	iteratorAge *prometheus.GaugeVec   // table, shard
-	shards      *prometheus.GaugeVec   // table, state
-	records     *prometheus.CounterVec // table
-	ttlDeletes  *prometheus.CounterVec // table
-	calls       *prometheus.CounterVec // table
-	gaps        *prometheus.CounterVec // table
+	engine     *shards.Metrics        // iterator age (table, shard), shards (table, state)
+	records    *prometheus.CounterVec // table
+	ttlDeletes *prometheus.CounterVec // table
+	calls      *prometheus.CounterVec // table
+	gaps       *prometheus.CounterVec // table
 }
 
-// Shard states of hotkeyd_stream_shards.
-const (
-	stateOpen     = "open"     // DynamoDB still writes to the shard
-	stateClosed   = "closed"   // no more writes; records left to read
-	stateFinished = "finished" // read to its end and checkpointed
-)
-
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
-		iteratorAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	engine, err := shards.NewMetrics(reg, shards.MetricOpts{
+		StreamLabel: "table",
+		Lag: prometheus.GaugeOpts{
 			Name: "hotkeyd_stream_iterator_age_seconds",
 			Help: "Time between now and the creation time of the last stream record read from the shard; 0 once a read finds nothing new.",
-		}, []string{"table", "shard"}),
-		shards: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		},
+		Shards: prometheus.GaugeOpts{
 			Name: "hotkeyd_stream_shards",
 			Help: "Stream shards by state: open (still written), closed (no more writes, records left to read), finished (read to the end).",
-		}, []string{"table", "state"}),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := &metrics{
+		engine: engine,
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotkeyd_stream_records_total",
 			Help: "Stream records read, including Time to Live deletes and rejected records.",
@@ -57,9 +58,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	// Several streams sources may share one registry: reuse what an earlier
 	// source registered.
-	var err error
-	m.iteratorAge = promutil.Register(reg, m.iteratorAge, &err)
-	m.shards = promutil.Register(reg, m.shards, &err)
 	m.records = promutil.Register(reg, m.records, &err)
 	m.ttlDeletes = promutil.Register(reg, m.ttlDeletes, &err)
 	m.calls = promutil.Register(reg, m.calls, &err)

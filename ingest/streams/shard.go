@@ -12,6 +12,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
+	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 )
 
 // Iterator calls GetShardIterator.
@@ -53,7 +54,7 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 	recs := out.Records
 	e := shards.Emitted{Records: len(recs), Next: aws.ToString(out.NextShardIterator), End: out.NextShardIterator == nil}
 	if len(recs) == 0 {
-		m.iteratorAge.WithLabelValues(table, shard).Set(0)
+		e.Lag, e.LagSet = 0, true
 		return e, true
 	}
 	batch := make([]ingest.Event, 0, len(recs))
@@ -61,17 +62,17 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 	now := sr.s.now()
 	for i := range recs {
 		var ev ingest.Event
-		kind, reason, err := mapRecord(&recs[i], table, shard, sr.ks, &ev)
+		kind, reason, err := streamrecord.Map(&recs[i], table, shard, sr.ks, &ev)
 		switch kind {
-		case kindWrite:
+		case streamrecord.KindWrite:
 			if ev.Time.IsZero() {
 				ev.Time = now
 			}
 			batch = append(batch, ev)
-		case kindTTLDelete:
+		case streamrecord.KindTTLDelete:
 			ttl++
-		case kindRejected:
-			err = quoteBadNumber(err, ingest.MaskerOf(sr.s.rep))
+		case streamrecord.KindRejected:
+			err = streamrecord.QuoteBadNumber(err, ingest.MaskerOf(sr.s.rep))
 			sr.s.rep.Reject(SourceName, reason, fmt.Errorf("record %s of shard %q: %w", aws.ToString(recs[i].EventID), shard, err))
 		}
 	}
@@ -89,14 +90,11 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 		// A copy: the decoder's strings share blocks (see strArena).
 		e.Last = strings.Clone(aws.ToString(last.SequenceNumber))
 		if last.ApproximateCreationDateTime != nil {
-			m.iteratorAge.WithLabelValues(table, shard).Set(max(0, now.Sub(*last.ApproximateCreationDateTime).Seconds()))
+			e.Lag, e.LagSet = max(0, now.Sub(*last.ApproximateCreationDateTime).Seconds()), true
 		}
 	}
 	return e, true
 }
-
-// Forget drops the shard's hotkeyd_stream_iterator_age_seconds.
-func (sr *streamReader) Forget(shard string) { sr.s.m.iteratorAge.DeleteLabelValues(sr.table, shard) }
 
 // Gap counts records trimmed before they were read
 // (hotkeyd_stream_trimmed_gaps_total).

@@ -9,11 +9,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
+	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 )
+
+// SourceName is the value of the source label of the reader's Events and
+// errors: the label of the stream records it decodes.
+const SourceName = streamrecord.SourceName
 
 // Source reads DynamoDB Streams. It implements ingest.Source and
 // ingest.Readier.
@@ -24,7 +30,7 @@ type Source struct {
 	m       *metrics
 	streams StreamsAPI
 	tables  TablesAPI
-	limit   *limiter
+	limit   *rate.Limiter
 	now     func() time.Time
 	// e runs the streams' and shards' loops and keeps their health and
 	// checkpoints; coord is its lease coordinator, with a lease table.
@@ -81,16 +87,16 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 		streams: streams,
 		tables:  tables,
 		// DescribeStream allows 10 calls per second per account.
-		limit: &limiter{every: 100 * time.Millisecond},
+		limit: rate.NewLimiter(rate.Every(100*time.Millisecond), 1),
 		now:   time.Now,
 	}
 	s.e = s.newEngine()
 	for _, t := range cfg.Tables {
-		s.e.Health.Set(t, errStarting)
+		s.e.Health.Set(t, shards.ErrStarting)
 		m.initTable(t)
 	}
 	for _, a := range cfg.StreamARNs {
-		s.e.Health.Set(a, errStarting)
+		s.e.Health.Set(a, shards.ErrStarting)
 	}
 	if cfg.LeaseTable != "" {
 		db, ok := tables.(lease.DynamoDBAPI)
@@ -142,28 +148,20 @@ func (s *Source) read(ctx context.Context, sink ingest.Sink) {
 	wg.Wait()
 }
 
-// limiter spaces calls at least every apart, across goroutines.
-type limiter struct {
-	mu    sync.Mutex
-	next  time.Time
-	every time.Duration
-}
-
-func (l *limiter) wait(ctx context.Context) error {
-	l.mu.Lock()
-	now := time.Now()
-	at := l.next
-	if at.Before(now) {
-		at = now
+// newEngine returns the shard engine of the source, with the settings of
+// its config; the lease coordinator is added with a lease table. A
+// checkpoint at which no iterator was taken yet is checked (isValidation).
+func (s *Source) newEngine() *shards.Engine {
+	cfg := s.cfg
+	return &shards.Engine{
+		Settings:    cfg.Settings(SourceName, cfg.DescribeInterval),
+		Reporter:    s.rep,
+		Checkpoints: shards.NewStore(cfg.CheckpointDir),
+		Health:      shards.NewHealth("dynamodb streams", isNetwork),
+		Metrics:     s.m.engine,
+		Classify:    classify,
+		Refused:     isValidation,
+		NewPacer:    func() shards.Pacer { return &pacer{cfg: &s.cfg} },
+		Now:         s.now,
 	}
-	l.next = at.Add(l.every)
-	l.mu.Unlock()
-	if !sleep(ctx, at.Sub(now)) {
-		return ctx.Err()
-	}
-	return nil
 }
-
-// errStarting is the health of a table or stream before its first
-// successful call.
-var errStarting = shards.ErrStarting

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 )
 
@@ -32,7 +33,7 @@ func (s *Source) watchTable(ctx context.Context, sink ingest.Sink, table string)
 		default:
 		}
 	}
-	bo := newBackoff(time.Second, s.cfg.MaxBackoff)
+	bo := shards.NewBackoff(time.Second, s.cfg.MaxBackoff)
 	current := ""
 	log := s.log.With(zap.String("table", table))
 	for {
@@ -64,7 +65,7 @@ func (s *Source) watchTable(ctx context.Context, sink ingest.Sink, table string)
 			return
 		case <-gone:
 			// Give a re-created table or stream a moment before looking.
-			if !sleep(ctx, bo.Duration()) {
+			if !pause.For(ctx, bo.Duration()) {
 				return
 			}
 		case <-time.After(wait):
@@ -102,7 +103,7 @@ type streamReader struct {
 
 	// Set by the first successful listing, read-only afterwards.
 	table string
-	ks    keySchema
+	ks    ingest.KeySchema
 }
 
 var _ shards.Stream[*dynamodbstreams.GetRecordsOutput] = (*streamReader)(nil)
@@ -118,7 +119,7 @@ func (s *Source) newStreamReader(arn, key, table string, sink ingest.Sink, onGon
 // gone: disabled and read to its end, or not found.
 func (sr *streamReader) run(ctx context.Context) {
 	shards.ReadStream(ctx, sr.s.e, shards.StreamSpec{
-		ARN: sr.arn, Name: sr.arn, Key: sr.key, Log: sr.log, OnGone: sr.onGone,
+		ARN: sr.arn, Name: sr.arn, Key: sr.key, Label: func() string { return sr.table }, Log: sr.log, OnGone: sr.onGone,
 		ShardFields: func() []zap.Field { return []zap.Field{zap.String("table", sr.table)} },
 	}, sr)
 }
@@ -139,7 +140,7 @@ func (sr *streamReader) describe(ctx context.Context) (*types.StreamDescription,
 	var all *types.StreamDescription
 	var start *string
 	for {
-		if err := sr.s.limit.wait(ctx); err != nil {
+		if err := sr.s.limit.Wait(ctx); err != nil {
 			return nil, err
 		}
 		cctx, cancel := context.WithTimeout(ctx, sr.s.cfg.CallTimeout)
@@ -177,26 +178,26 @@ func (sr *streamReader) First(ctx context.Context, _ shards.Listing, fresh bool)
 	for _, k := range d.KeySchema {
 		switch k.KeyType {
 		case types.KeyTypeHash:
-			sr.ks.hash = aws.ToString(k.AttributeName)
+			sr.ks.PartitionKey = aws.ToString(k.AttributeName)
 		case types.KeyTypeRange:
-			sr.ks.rng = aws.ToString(k.AttributeName)
+			sr.ks.SortKey = aws.ToString(k.AttributeName)
 		}
 	}
-	if sr.ks.hash == "" && sr.s.tables != nil && sr.table != "" {
+	if sr.ks.PartitionKey == "" && sr.s.tables != nil && sr.table != "" {
 		sr.ks = sr.s.tableKeySchema(ctx, sr.table)
 	}
 	sr.log.Info("listed stream", zap.String("table", sr.table), zap.Int("shards", len(d.Shards)),
-		zap.String("partition_key", sr.ks.hash), zap.String("sort_key", sr.ks.rng), zap.Bool("new", fresh))
+		zap.String("partition_key", sr.ks.PartitionKey), zap.String("sort_key", sr.ks.SortKey), zap.Bool("new", fresh))
 }
 
 // tableKeySchema asks DescribeTable for the key schema, for streams whose
 // description lacks it. Failure leaves it empty: records with one key
 // attribute are still mapped.
-func (s *Source) tableKeySchema(ctx context.Context, table string) keySchema {
+func (s *Source) tableKeySchema(ctx context.Context, table string) ingest.KeySchema {
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	out, err := s.tables.DescribeTable(cctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-	var ks keySchema
+	var ks ingest.KeySchema
 	if err != nil {
 		s.rep.Error(SourceName, classify(err), fmt.Errorf("describe table %q: %w", table, err))
 		return ks
@@ -207,18 +208,10 @@ func (s *Source) tableKeySchema(ctx context.Context, table string) keySchema {
 	for _, k := range out.Table.KeySchema {
 		switch k.KeyType {
 		case ddbtypes.KeyTypeHash:
-			ks.hash = aws.ToString(k.AttributeName)
+			ks.PartitionKey = aws.ToString(k.AttributeName)
 		case ddbtypes.KeyTypeRange:
-			ks.rng = aws.ToString(k.AttributeName)
+			ks.SortKey = aws.ToString(k.AttributeName)
 		}
 	}
 	return ks
-}
-
-// ShardStates sets hotkeyd_stream_shards for the table.
-func (sr *streamReader) ShardStates(open, closed, finished int) {
-	g := sr.s.m.shards
-	g.WithLabelValues(sr.table, stateOpen).Set(float64(open))
-	g.WithLabelValues(sr.table, stateClosed).Set(float64(closed))
-	g.WithLabelValues(sr.table, stateFinished).Set(float64(finished))
 }

@@ -1,19 +1,23 @@
-// Package logging builds hotkeyd's zap logger: logfmt lines for people and
-// grep, or JSON objects for log pipelines, at the level asked for.
+// Package logging builds hotkeyd's zap logger: Prometheus-style logfmt
+// lines for people and grep, or JSON objects for log pipelines, at the
+// level asked for. The lines are written by the slog handler of
+// github.com/prometheus/common/promslog (the one Prometheus and its
+// exporters log through, in its go-kit style: ts=, level= in lower case),
+// behind a zapcore.Core, so that every component keeps logging through
+// one zap logger.
 package logging
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
+	"slices"
 	"time"
-	"unicode/utf8"
 
+	"github.com/prometheus/common/promslog"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -21,123 +25,132 @@ import (
 // New returns the process logger writing to w: level is debug, info,
 // warn or error; format is logfmt (key=value, for people and for Loki/grep)
 // or json (one object per line, for log pipelines).
+//
+//	ts=2026-11-22T10:00:00.123Z level=warn caller=raise.go:88 msg="hot key" table=orders class=write key=USER#42 share=0.25 logger=detector
 func New(w io.Writer, level, format string) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("log level: %w", err)
 	}
-	out := zapcore.Lock(zapcore.AddSync(w))
-	var core zapcore.Core
-	switch format {
-	case "json":
-		ec := zap.NewProductionEncoderConfig()
-		ec.TimeKey = "ts"
-		ec.EncodeTime = zapcore.ISO8601TimeEncoder
-		ec.EncodeDuration = zapcore.StringDurationEncoder
-		core = zapcore.NewCore(zapcore.NewJSONEncoder(ec), out, lvl)
-	case "logfmt", "":
-		core = &logfmtCore{LevelEnabler: lvl, out: out, mu: &sync.Mutex{}}
-	default:
+	if format == "" {
+		format = "logfmt"
+	}
+	pf := promslog.NewFormat()
+	if err := pf.Set(format); err != nil {
 		return nil, fmt.Errorf("log format %q: want logfmt or json", format)
 	}
-	return zap.New(core, zap.AddStacktrace(zapcore.DPanicLevel)), nil
+	pl := promslog.NewLevel()
+	if err := pl.Set(slogLevel(lvl).String()); err != nil {
+		return nil, fmt.Errorf("log level: %w", err)
+	}
+	h := promslog.New(&promslog.Config{Level: pl, Format: pf, Style: promslog.GoKitStyle, Writer: w}).Handler()
+	core := &slogCore{LevelEnabler: lvl, h: h, json: format == "json", out: w}
+	return zap.New(core, zap.AddCaller(), zap.AddStacktrace(zapcore.DPanicLevel)), nil
 }
 
-// logfmtCore is a zapcore.Core printing one logfmt line per entry:
-//
-//	ts=2026-11-22T10:00:00.123Z level=warn logger=detector msg="hot key" table=orders class=write key=USER#42 share=0.25
-//
-// Fields keep the order they were given in, so the lines read the same
-// every time. Values are quoted only when they must be.
-type logfmtCore struct {
+// slogLevel maps a zap level to slog's; zap's levels above error are
+// errors to slog.
+func slogLevel(l zapcore.Level) slog.Level {
+	switch {
+	case l <= zapcore.DebugLevel:
+		return slog.LevelDebug
+	case l == zapcore.InfoLevel:
+		return slog.LevelInfo
+	case l == zapcore.WarnLevel:
+		return slog.LevelWarn
+	}
+	return slog.LevelError
+}
+
+// slogCore is a zapcore.Core that hands every entry to an slog.Handler:
+// its time, level, caller and message, the fields in the order they were
+// given (those of With first), then the logger's name and the stack
+// trace, if any. The message comes first after the caller and the fields
+// right after it, so that a line reads (and greps) as "what happened,
+// to what".
+type slogCore struct {
 	zapcore.LevelEnabler
-	out    zapcore.WriteSyncer
-	mu     *sync.Mutex
+	h      slog.Handler
+	json   bool // the handler writes JSON: lists and objects stay structured
+	out    io.Writer
 	fields []zapcore.Field
 }
 
 // With returns a core that adds fields to every entry.
-func (c *logfmtCore) With(fields []zapcore.Field) zapcore.Core {
+func (c *slogCore) With(fields []zapcore.Field) zapcore.Core {
 	clone := *c
-	clone.fields = append(append([]zapcore.Field(nil), c.fields...), fields...)
+	clone.fields = append(slices.Clip(c.fields), fields...)
 	return &clone
 }
 
 // Check adds the core to ce when the entry's level is enabled.
-func (c *logfmtCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+func (c *slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
 	if c.Enabled(e.Level) {
 		return ce.AddCore(e, c)
 	}
 	return ce
 }
 
-// Write prints one entry.
-func (c *logfmtCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
-	var b strings.Builder
-	b.WriteString("ts=")
-	b.WriteString(e.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
-	b.WriteString(" level=")
-	b.WriteString(e.Level.String())
-	if e.LoggerName != "" {
-		b.WriteString(" logger=")
-		writeLogfmtValue(&b, e.LoggerName)
+// Write hands one entry to the handler.
+func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	var pc uintptr
+	if e.Caller.Defined {
+		pc = e.Caller.PC
 	}
-	b.WriteString(" msg=")
-	writeLogfmtValue(&b, e.Message)
+	r := slog.NewRecord(e.Time, slogLevel(e.Level), e.Message, pc)
 	for _, fs := range [][]zapcore.Field{c.fields, fields} {
 		for _, f := range fs {
-			writeLogfmtField(&b, f)
+			c.addField(&r, f)
 		}
 	}
-	if e.Stack != "" {
-		b.WriteString(" stacktrace=")
-		writeLogfmtValue(&b, e.Stack)
+	if e.LoggerName != "" {
+		r.AddAttrs(slog.String("logger", e.LoggerName))
 	}
-	b.WriteByte('\n')
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, err := io.WriteString(c.out, b.String())
-	return err
+	if e.Stack != "" {
+		r.AddAttrs(slog.String("stacktrace", e.Stack))
+	}
+	return c.h.Handle(context.Background(), r)
 }
 
-// Sync flushes the output.
-func (c *logfmtCore) Sync() error { return c.out.Sync() }
-
-// writeLogfmtField encodes one zap field through zap's own map encoder (so
-// every field type, errors and objects included, is handled the way zap
-// handles it) and prints the resulting keys.
-func writeLogfmtField(b *strings.Builder, f zapcore.Field) {
+// addField encodes one zap field through zap's own map encoder (so every
+// field type, errors and objects included, is handled the way zap handles
+// it) and adds the resulting keys, sorted, to r.
+func (c *slogCore) addField(r *slog.Record, f zapcore.Field) {
 	enc := zapcore.NewMapObjectEncoder()
 	f.AddTo(enc)
-	keys := make([]string, 0, len(enc.Fields))
-	for k := range enc.Fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		b.WriteByte(' ')
-		b.WriteString(k)
-		b.WriteByte('=')
-		writeLogfmtValue(b, logfmtString(enc.Fields[k]))
+	for _, k := range slices.Sorted(mapsKeys(enc.Fields)) {
+		r.AddAttrs(slog.Any(k, c.value(enc.Fields[k])))
 	}
 }
 
-func logfmtString(v any) string {
+func mapsKeys(m map[string]any) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// value is what the handler is given for a field's value: scalars as they
+// are; a time in UTC; lists and objects as JSON text in logfmt lines; NaN
+// and infinities as text in JSON objects, which have no numbers for them.
+func (c *slogCore) value(v any) any {
 	switch v := v.(type) {
-	case string:
+	case string, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, uintptr, time.Duration:
 		return v
 	case float64:
-		return formatFloat(v)
+		return c.float(v)
 	case float32:
-		return formatFloat(float64(v))
+		return c.float(float64(v))
 	case time.Time:
-		return v.UTC().Format(time.RFC3339Nano)
-	case time.Duration:
-		return v.String()
+		return v.UTC()
 	case fmt.Stringer:
 		return v.String()
-	case bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, uintptr:
-		return fmt.Sprint(v)
+	}
+	if c.json {
+		return v
 	}
 	if js, err := json.Marshal(v); err == nil {
 		return string(js)
@@ -145,31 +158,17 @@ func logfmtString(v any) string {
 	return fmt.Sprint(v)
 }
 
-func formatFloat(f float64) string {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
+func (c *slogCore) float(f float64) any {
+	if c.json && (math.IsInf(f, 0) || math.IsNaN(f)) {
 		return fmt.Sprint(f)
 	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return f
 }
 
-// writeLogfmtValue writes s bare when it is non-empty printable text without
-// spaces, quotes or '=', and as a Go-quoted string otherwise.
-func writeLogfmtValue(b *strings.Builder, s string) {
-	if needsQuote(s) {
-		b.WriteString(strconv.Quote(s))
-		return
+// Sync flushes the output when it can be flushed (a file).
+func (c *slogCore) Sync() error {
+	if s, ok := c.out.(interface{ Sync() error }); ok {
+		return s.Sync()
 	}
-	b.WriteString(s)
-}
-
-func needsQuote(s string) bool {
-	if s == "" || !utf8.ValidString(s) {
-		return true
-	}
-	for _, r := range s {
-		if r <= ' ' || r == '=' || r == '"' || r == '\\' || r == 0x7f || !strconv.IsPrint(r) {
-			return true
-		}
-	}
-	return false
+	return nil
 }

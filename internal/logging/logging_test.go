@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -31,8 +32,8 @@ func TestLogfmtLogger(t *testing.T) {
 	}
 	ts := `ts=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z `
 	for i, want := range []string{
-		ts + `level=warn logger=detector msg="hot key" table=orders class=write key=USER#42 share=0.25 recommendation=write_sharding suffix_count=4$`,
-		ts + `level=info msg="odd values" empty="" spaced="a b=\\"c\\"" error=boom window=1m0s list="\[\\"x\\",\\"y\\"\]" bad="\\xff"$`,
+		ts + `level=warn caller=logging_test.go:\d+ msg="hot key" table=orders class=write key=USER#42 share=0.25 recommendation=write_sharding suffix_count=4 logger=detector$`,
+		ts + `level=info caller=logging_test.go:\d+ msg="odd values" empty="" spaced="a b=\\"c\\"" error=boom window=1m0s list="\[\\"x\\",\\"y\\"\]" bad="\\xff"$`,
 	} {
 		if !regexp.MustCompile("^" + want).MatchString(lines[i]) {
 			t.Errorf("line %d\n got: %s\nwant: %s", i, lines[i], want)
@@ -47,7 +48,8 @@ func TestJSONLogger(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.Info("not shown")
-	log.Named("detector").Warn("hot key", zap.String("key", "USER#42"), zap.Float64("share", 0.25))
+	log.Named("detector").Warn("hot key", zap.String("key", "USER#42"), zap.Float64("share", 0.25),
+		zap.Strings("list", []string{"x", "y"}), zap.Float64("ratio", math.Inf(1)))
 	var got map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 		t.Fatalf("not one JSON object: %v\n%s", err, buf.String())
@@ -56,6 +58,15 @@ func TestJSONLogger(t *testing.T) {
 		if got[k] != want {
 			t.Errorf("%s = %v, want %v", k, got[k], want)
 		}
+	}
+	if c, _ := got["caller"].(string); !regexp.MustCompile(`^logging_test\.go:\d+$`).MatchString(c) {
+		t.Errorf("caller = %q, want this file and line", c)
+	}
+	if l, _ := got["list"].([]any); len(l) != 2 || l[0] != "x" {
+		t.Errorf("list = %v, want a JSON array", got["list"])
+	}
+	if got["ratio"] != "+Inf" {
+		t.Errorf("ratio = %v, want the text +Inf", got["ratio"])
 	}
 	if _, ok := got["ts"].(string); !ok {
 		t.Errorf("ts missing: %v", got)

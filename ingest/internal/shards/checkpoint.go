@@ -3,13 +3,13 @@
 // the lineage rule that reads parents before children and the lease
 // coordinator's assignments (package lease); per shard, the iterator,
 // polling, backoff, checkpoints (files, or the lease) and the recovery of
-// each error. A reader implements Stream for its service's API (list,
-// iterator, records, decoding, series) and a Pacer for its polling; the
-// keys both readers' configs share are Config.
+// each error, and the shard series (Metrics: shards by state, each
+// shard's lag). A reader implements Stream for its service's API (list,
+// iterator, records, decoding), names its series (MetricOpts) and gives a
+// Pacer for its polling; the keys both readers' configs share are Config.
 package shards
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/internal/atomicfile"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/statefile"
 )
 
 // Checkpoint is what is kept per shard: the sequence number of the last
@@ -33,6 +33,16 @@ type Checkpoint struct {
 	Sequence  string    `json:"sequence_number,omitempty"`
 	Finished  bool      `json:"finished,omitempty"`
 	Updated   time.Time `json:"updated"`
+}
+
+// checkpointFormat is the checkpoint files': version 1, and the files
+// written before they carried a version (the same shape) read as it.
+var checkpointFormat = statefile.Format{What: "checkpoint", Version: 1, Older: []int{0}, DirMode: 0o755}
+
+// checkpointFile is a Checkpoint as its file holds it: with the version.
+type checkpointFile struct {
+	statefile.Header
+	Checkpoint
 }
 
 // ErrCorrupt marks a checkpoint file that exists but cannot be used. The
@@ -127,16 +137,16 @@ func (c *Store) Load(arn, shard string) (cp Checkpoint, ok bool, err error) {
 		return Checkpoint{}, false, nil
 	}
 	p := c.Path(arn, shard)
-	b, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Checkpoint{}, false, nil
+	var f checkpointFile
+	found, err := checkpointFormat.Load(p, &f)
+	var derr *statefile.DecodeError
+	if errors.As(err, &derr) {
+		return Checkpoint{}, false, fmt.Errorf("%w %q: %v", ErrCorrupt, p, derr.Err)
 	}
-	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("read checkpoint %q: %w", p, err)
+	if err != nil || !found {
+		return Checkpoint{}, false, err
 	}
-	if err := json.Unmarshal(b, &cp); err != nil {
-		return Checkpoint{}, false, fmt.Errorf("%w %q: %v", ErrCorrupt, p, err)
-	}
+	cp = f.Checkpoint
 	if cp.StreamARN != arn || cp.ShardID != shard || (cp.Sequence == "" && !cp.Finished) {
 		return Checkpoint{}, false, fmt.Errorf("%w %q: holds stream %q shard %q sequence %q, want stream %q shard %q",
 			ErrCorrupt, p, cp.StreamARN, cp.ShardID, cp.Sequence, arn, shard)
@@ -192,19 +202,7 @@ func (c *Store) Save(cp Checkpoint) error {
 }
 
 func (c *Store) write(cp Checkpoint) error {
-	dir := c.streamDir(cp.StreamARN)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create checkpoint folder: %w", err)
-	}
-	b, err := json.Marshal(cp)
-	if err != nil {
-		return err
-	}
-	p := c.Path(cp.StreamARN, cp.ShardID)
-	if err := atomicfile.Write(p, append(b, '\n')); err != nil {
-		return fmt.Errorf("write checkpoint %q: %w", p, err)
-	}
-	return nil
+	return checkpointFormat.Save(c.Path(cp.StreamARN, cp.ShardID), &checkpointFile{Checkpoint: cp})
 }
 
 // safeName turns an ARN or shard id into one path element: every byte but

@@ -38,6 +38,39 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	}
 }
 
+// TestCheckpointUnversioned loads a checkpoint file as hotkeyd wrote them
+// before they carried a version, and checks that a save writes version 1.
+func TestCheckpointUnversioned(t *testing.T) {
+	arn := "arn:aws:dynamodb:us-east-1:111122223333:table/orders/stream/2026-01-01T00:00:00.000"
+	old, err := os.ReadFile(filepath.Join("testdata", "checkpoint-unversioned.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewStore(t.TempDir())
+	p := c.Path(arn, "shardId-00000001")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := c.Load(arn, "shardId-00000001")
+	want := Checkpoint{StreamARN: arn, ShardID: "shardId-00000001", Sequence: "4200000000000000000123", Updated: time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)}
+	if err != nil || !ok || got != want {
+		t.Fatalf("load = %+v, %v, %v; want %+v", got, ok, err, want)
+	}
+	if err := c.Save(got); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), `{"version":1,"stream_arn":`) {
+		t.Errorf("saved %s, want version 1 first", b)
+	}
+}
+
 func TestCheckpointCorrupt(t *testing.T) {
 	arn := "arn:s"
 	for name, content := range map[string]string{
@@ -49,6 +82,7 @@ func TestCheckpointCorrupt(t *testing.T) {
 		"wrong type":    `{"stream_arn":"arn:s","shard_id":"s1","sequence_number":1}`,
 		"truncated":     `{"stream_arn":"arn:s","shard_id":"s1","seq`,
 		"array instead": `[]`,
+		"later version": `{"version":2,"stream_arn":"arn:s","shard_id":"s1","sequence_number":"1"}`,
 	} {
 		dir := t.TempDir()
 		c := NewStore(dir)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
@@ -45,12 +46,16 @@ type Emitted struct {
 	Last    string // the sequence number of the last record, "" when none
 	Next    string // the next iterator
 	End     bool   // no next iterator: the shard was read to its end
+	// Lag, when LagSet, is how far the shard's reading is behind after
+	// this answer, in the unit of the reader's lag series (MetricOpts.Lag).
+	Lag    float64
+	LagSet bool
 }
 
 // Stream is the part of a reader that speaks its service's API, for one
-// stream: the engine calls it from the stream's loop (List, First,
-// ShardStates) and from every shard's loop (the rest), concurrently. B is
-// the answer of one GetRecords call.
+// stream: the engine calls it from the stream's loop (List, First) and
+// from every shard's loop (the rest), concurrently. B is the answer of one
+// GetRecords call. The engine keeps the shard series (Metrics) itself.
 type Stream[B any] interface {
 	// List lists every shard of the stream.
 	List(ctx context.Context) (Listing, error)
@@ -67,12 +72,6 @@ type Stream[B any] interface {
 	// Emit decodes an answer and hands its events to the sink. It returns
 	// false when the sink refused them (the pipeline is stopping).
 	Emit(ctx context.Context, shard string, b B) (Emitted, bool)
-	// ShardStates reports how many listed shards are open, closed and
-	// finished.
-	ShardStates(open, closed, finished int)
-	// Forget drops a shard's own series: it was read to its end, or is
-	// read elsewhere now.
-	Forget(shard string)
 }
 
 // Pacer says how long one shard's reader waits before its next GetRecords
@@ -118,6 +117,8 @@ type Engine struct {
 	Book  *Book
 	// Health keeps each configured stream's last error.
 	Health *Health
+	// Metrics are the reader's shard series (nil: none).
+	Metrics *Metrics
 	// Classify maps an error of the reader's API to a reason.
 	Classify func(error) string
 	// Refused, when set, reports whether the service refused a request's
@@ -192,7 +193,7 @@ func (e *Engine) ProbeCheckpoints(ctx context.Context) {
 		if !reported {
 			e.Reporter.Error(e.Source, ReasonCheckpoint, err)
 		}
-		if !Sleep(ctx, probeEvery) {
+		if !pause.For(ctx, probeEvery) {
 			return
 		}
 	}

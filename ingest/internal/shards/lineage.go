@@ -1,7 +1,6 @@
 package shards
 
 import (
-	"context"
 	"time"
 
 	"github.com/jpillora/backoff"
@@ -33,22 +32,6 @@ next:
 		out = append(out, s)
 	}
 	return out
-}
-
-// Sleep waits for d or until ctx is done, and reports whether the whole
-// wait elapsed.
-func Sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // NewBackoff returns the exponential backoff of a retry loop: the first

@@ -9,6 +9,7 @@ import (
 	"github.com/jpillora/backoff"
 	"go.uber.org/zap"
 
+	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
@@ -82,6 +83,9 @@ func (r *shardReader[B]) run(ctx context.Context) (finished bool) {
 			return false
 		}
 		out, ok := r.api.Emit(ctx, r.shard.ID, b)
+		if out.LagSet {
+			r.e.Metrics.setLag(r.sr.spec.label(), r.shard.ID, out.Lag)
+		}
 		if !ok {
 			return false
 		}
@@ -95,7 +99,7 @@ func (r *shardReader[B]) run(ctx context.Context) (finished bool) {
 		if !r.checkpoint(ctx, out.Records == 0) {
 			return false
 		}
-		Sleep(ctx, r.pacer.Wait(out.Records, time.Since(r.callAt), r.lease != nil))
+		pause.For(ctx, r.pacer.Wait(out.Records, time.Since(r.callAt), r.lease != nil))
 	}
 	return false
 }
@@ -116,7 +120,7 @@ func (r *shardReader[B]) stop() {
 	}
 	r.release()
 	// The shard is read elsewhere now (or after a restart).
-	r.api.Forget(r.shard.ID)
+	r.e.Metrics.forget(r.sr.spec.label(), r.shard.ID)
 }
 
 // start reads the checkpoint and decides where reading begins. A corrupt
@@ -204,7 +208,7 @@ func (r *shardReader[B]) position(ctx context.Context) bool {
 		}
 		reason := r.e.Classify(err)
 		if reason == ReasonTrimmed && r.atHorizon() {
-			if !Sleep(ctx, r.bo.Duration()) {
+			if !pause.For(ctx, r.bo.Duration()) {
 				return false
 			}
 			continue
@@ -220,7 +224,7 @@ func (r *shardReader[B]) position(ctx context.Context) bool {
 		case ReasonNetwork:
 			r.e.Health.Set(r.sr.spec.Key, err)
 		}
-		if !Sleep(ctx, r.bo.Duration()) {
+		if !pause.For(ctx, r.bo.Duration()) {
 			return false
 		}
 	}
@@ -346,17 +350,17 @@ func (r *shardReader[B]) recover(ctx context.Context, err error) bool {
 		return r.position(ctx)
 	case ReasonThrottled:
 		// Keep the iterator: it stays valid while we wait.
-		return Sleep(ctx, r.bo.Duration())
+		return pause.For(ctx, r.bo.Duration())
 	case ReasonNotFound:
 		r.e.Health.Set(r.sr.spec.Key, err)
 		return false
 	case ReasonNetwork:
 		r.e.Health.Set(r.sr.spec.Key, err)
-		return Sleep(ctx, r.bo.Duration())
+		return pause.For(ctx, r.bo.Duration())
 	}
 	// Anything else (e.g. an iterator the endpoint no longer knows after a
 	// restart): wait, then re-acquire from the last record read.
-	return Sleep(ctx, r.bo.Duration()) && r.position(ctx)
+	return pause.For(ctx, r.bo.Duration()) && r.position(ctx)
 }
 
 // checkpoint saves the position if it moved: into the lease after every
@@ -398,7 +402,7 @@ func (r *shardReader[B]) finish(ctx context.Context) bool {
 		r.save(Checkpoint{StreamARN: r.sr.spec.ARN, ShardID: r.shard.ID, Sequence: r.lastSeq, Finished: true, Updated: r.e.Now().UTC()})
 	}
 	r.ended = true
-	r.api.Forget(r.shard.ID)
+	r.e.Metrics.forget(r.sr.spec.label(), r.shard.ID)
 	r.log.Info("shard finished")
 	return true
 }
@@ -447,7 +451,7 @@ func (r *shardReader[B]) leaseWrite(ctx context.Context, write func(context.Cont
 			return false
 		}
 		r.report(lease.Reason, err)
-		if !Sleep(ctx, r.bo.Duration()) {
+		if !pause.For(ctx, r.bo.Duration()) {
 			return false
 		}
 	}

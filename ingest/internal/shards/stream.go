@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
 
@@ -19,6 +20,12 @@ type StreamSpec struct {
 	// Key is the stream's key in Health: the stream or table as
 	// configured.
 	Key string
+	// Label returns the value of the stream label of the engine's series
+	// (MetricOpts.StreamLabel): the table, or the stream's name. It is
+	// called at every use, from the stream's loop and its shards' (the
+	// Streams reader learns the table of a stream given by ARN from its
+	// first listing); nil means Key.
+	Label func() string
 	// Log carries the stream's fields.
 	Log *zap.Logger
 	// ShardFields, when set, gives the fields a shard reader's log adds to
@@ -27,6 +34,14 @@ type StreamSpec struct {
 	// OnGone, when set, is told that the stream was not found; the
 	// stream's loop then ends once no shard reader runs.
 	OnGone func()
+}
+
+// label returns the value of the stream label of the engine's series.
+func (s StreamSpec) label() string {
+	if s.Label == nil {
+		return s.Key
+	}
+	return s.Label()
 }
 
 // streamReader lists one stream's shards and runs a shardReader for every
@@ -136,7 +151,7 @@ func (sr *streamReader[B]) run(ctx context.Context) {
 			sr.mu.Unlock()
 			if failed == 0 {
 				shardBo.Reset()
-			} else if !Sleep(ctx, shardBo.Duration()) {
+			} else if !pause.For(ctx, shardBo.Duration()) {
 				return
 			}
 		case <-time.After(time.Until(next)):
@@ -253,7 +268,7 @@ func (sr *streamReader[B]) reportShards(list []Shard) {
 		}
 	}
 	sr.mu.Unlock()
-	sr.api.ShardStates(open, closed, finished)
+	sr.e.Metrics.states(sr.spec.label(), open, closed, finished)
 }
 
 // ReadyShards is Ready for listed shards.

@@ -1,0 +1,96 @@
+package streamrecord
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"testing"
+
+	"github.com/hotkeyd/hotkeyd/ingest"
+)
+
+// BenchmarkDumpDecode measures the dump decoder (hotkeyd analyze, followed
+// files) per record on the recorded 1000-record GetRecords answer (as `aws
+// dynamodbstreams get-records` output), on the same records as
+// Kinesis Data Streams for DynamoDB payloads one per line (Firehose's
+// files), and in Lambda's Kinesis envelope (base64); the baseline is the
+// GetRecords fast decoder with Map on the same answer, in the same
+// run.
+func BenchmarkDumpDecode(b *testing.B) {
+	body := readTestdata(b, recordedResponse)
+	var answer struct{ Records []map[string]json.RawMessage }
+	if err := json.Unmarshal(body, &answer); err != nil {
+		b.Fatal(err)
+	}
+	n := len(answer.Records)
+	var lines, envelopes bytes.Buffer
+	envelopes.WriteString(`{"Records":[`)
+	for i, r := range answer.Records {
+		r["tableName"] = json.RawMessage(`"orders"`)
+		p, err := json.Marshal(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines.Write(p)
+		lines.WriteByte('\n')
+		if i > 0 {
+			envelopes.WriteByte(',')
+		}
+		envelopes.WriteString(`{"kinesis":{"kinesisSchemaVersion":"1.0","partitionKey":"k","sequenceNumber":"1","data":"` +
+			base64.StdEncoding.EncodeToString(p) + `"},"eventSource":"aws:kinesis","eventName":"aws:kinesis:record"}`)
+	}
+	envelopes.WriteString(`]}`)
+	schemas := map[string]ingest.KeySchema{"orders": {PartitionKey: "customer", SortKey: "order"}}
+	report := func(b *testing.B) {
+		b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "records/s")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+	}
+	discard := ingest.SinkFunc(func(context.Context, []ingest.Event) error { return nil })
+	for _, in := range []struct {
+		name string
+		text []byte
+	}{
+		{"get-records-output", body},
+		{"kinesis-payload-lines", lines.Bytes()},
+		{"lambda-kinesis-envelopes", envelopes.Bytes()},
+	} {
+		b.Run(in.name, func(b *testing.B) {
+			dd := NewDumpDecoder(DumpConfig{Schemas: schemas, Table: "orders"})
+			b.ReportAllocs()
+			b.SetBytes(int64(len(in.text)))
+			for b.Loop() {
+				// A record read twice counts once: a new decoder per round
+				// keeps every round's records new.
+				dd.seen = newRecentIDs(recentIDsGeneration)
+				st, err := dd.Decode(context.Background(), bytes.NewReader(in.text), in.name, discard)
+				if err != nil || st.Events != uint64(n) {
+					b.Fatalf("%d events, %v", st.Events, err)
+				}
+			}
+			report(b)
+		})
+	}
+	b.Run("baseline-getrecords-fast-decode-map", func(b *testing.B) {
+		ks := ingest.KeySchema{PartitionKey: "customer", SortKey: "order"}
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			out, err := DecodeGetRecords(body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			batch := make([]ingest.Event, 0, len(out.Records))
+			for i := range out.Records {
+				var ev ingest.Event
+				if k, _, _ := Map(&out.Records[i], "orders", "", ks, &ev); k == KindWrite {
+					batch = append(batch, ev)
+				}
+			}
+			if len(batch) != n {
+				b.Fatalf("%d events", len(batch))
+			}
+		}
+		report(b)
+	})
+}

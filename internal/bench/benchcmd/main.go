@@ -1,0 +1,165 @@
+// Command benchcmd runs one JSON-lines ingest implementation over one file
+// and prints what it did and its peak memory, one JSON object per run. Peak
+// memory is the process's maximum resident set size, so each run needs its
+// own process: scripts/bench-jsonl.sh starts one per implementation and run.
+//
+//	benchcmd -generate FILE [-events N]   write the benchmark file
+//	benchcmd -impl exact|fast|parallel|analyze [-tsv] FILE  count it, print the figures
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/internal/bench"
+	"github.com/hotkeyd/hotkeyd/internal/bench/benchgen"
+)
+
+func main() { os.Exit(run()) }
+
+// figures is the output of one run.
+type figures struct {
+	Impl         string  `json:"impl"`
+	Events       int64   `json:"events"`
+	Rejected     int64   `json:"rejected"`
+	Bytes        int64   `json:"bytes"`
+	Seconds      float64 `json:"seconds"`
+	MBPerSecond  float64 `json:"mb_per_second"`
+	EventsPerSec float64 `json:"events_per_second"`
+	MaxRSSBytes  int64   `json:"max_rss_bytes"`
+	CPUSeconds   float64 `json:"cpu_seconds"`
+	DistinctKeys uint64  `json:"distinct_keys"`
+	TopKey       string  `json:"top_key"`
+	TopKeyUnits  float64 `json:"top_key_units"`
+	GoMaxProcs   int     `json:"gomaxprocs"`
+}
+
+func run() int {
+	gen := flag.String("generate", "", "write the benchmark file to this path and exit")
+	events := flag.Int("events", benchgen.DefaultEvents, "events to generate")
+	impl := flag.String("impl", "fast", "implementation to run: exact, fast, parallel or analyze (the whole of hotkeyd analyze)")
+	tsv := flag.Bool("tsv", false, "print one tab-separated line (impl, events, bytes, seconds, max RSS bytes, CPU seconds) instead of JSON")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	memprofile := flag.String("memprofile", "", "write an allocation profile of the run to this file")
+	flag.Parse()
+	if *memprofile != "" {
+		runtime.MemProfileRate = 4096
+	}
+	if *gen != "" {
+		f, err := os.Create(*gen)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchcmd:", err)
+			return 1
+		}
+		n, err := benchgen.Generate(f, *events, 1)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchcmd: generate:", err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "benchcmd: wrote %d events, %d bytes to %s\n", *events, n, *gen)
+		return 0
+	}
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: benchcmd -impl exact|fast|parallel|analyze FILE")
+		return 2
+	}
+	f, err := os.Open(flag.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchcmd:", err)
+		return 1
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchcmd:", err)
+		return 1
+	}
+	var r io.Reader = f
+	if *cpuprofile != "" {
+		pf, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchcmd:", err)
+			return 1
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fmt.Fprintln(os.Stderr, "benchcmd:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+	start := time.Now()
+	var res bench.Result
+	switch *impl {
+	case "exact":
+		res, err = bench.Exact(r)
+	case "fast":
+		res, err = bench.Fast(context.Background(), r)
+	case "parallel":
+		res, err = bench.Parallel(context.Background(), flag.Arg(0))
+	case "analyze":
+		res, err = bench.Analyze(context.Background(), flag.Arg(0))
+	default:
+		fmt.Fprintf(os.Stderr, "benchcmd: unknown -impl %q\n", *impl)
+		return 2
+	}
+	elapsed := time.Since(start).Seconds()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchcmd:", err)
+		return 1
+	}
+	if *memprofile != "" {
+		if err := writeHeapProfile(*memprofile); err != nil {
+			fmt.Fprintln(os.Stderr, "benchcmd:", err)
+			return 1
+		}
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		fmt.Fprintln(os.Stderr, "benchcmd: getrusage:", err)
+		return 1
+	}
+	out := figures{
+		Impl: *impl, Events: res.Events, Rejected: res.Rejected, Bytes: fi.Size(),
+		Seconds: elapsed, MBPerSecond: float64(fi.Size()) / 1e6 / elapsed, EventsPerSec: float64(res.Events) / elapsed,
+		MaxRSSBytes:  ru.Maxrss * 1024, // Linux reports kilobytes
+		CPUSeconds:   tv(ru.Utime) + tv(ru.Stime),
+		DistinctKeys: res.DistinctKeys, TopKey: res.TopKey, TopKeyUnits: res.TopKeyUnits,
+		GoMaxProcs: runtime.GOMAXPROCS(0),
+	}
+	if *tsv {
+		fmt.Printf("%s\t%d\t%d\t%.6f\t%d\t%.6f\n", out.Impl, out.Events, out.Bytes, out.Seconds, out.MaxRSSBytes, out.CPUSeconds)
+		return 0
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// writeHeapProfile writes the allocations of the run (pprof's
+// alloc_space, alloc_objects) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
