@@ -236,7 +236,7 @@ func (c Config) Footprint() int {
 	c = c.withDefaults()
 	s := c.SubWindows
 	cms := ingest2 * 2 * c.Depth * c.Width * 4
-	cand := ingest2 * candidateBytes(c, c.Candidates, MaxKeyBytes)
+	cand := ingest2 * candidateBytes(c, c.Candidates, c.Candidates, MaxKeyBytes)
 	hll := 1 << c.HLLPrecision
 	exact := exactTableSize * 8
 	distinct := s*max(hll, exact) + hll
@@ -271,7 +271,7 @@ func (c Config) FootprintFor(keys int) int {
 	c = c.withDefaults()
 	sum := headerBytes + classBytes(c) + c.SubWindows*8
 	if keys > 0 {
-		sum += ingest2 * candidateBytes(c, grownCapacity(keys, c.Candidates), footprintKeyBytes)
+		sum += ingest2 * candidateBytes(c, grownCapacity(keys, c.Candidates), min(keys, c.Candidates), footprintKeyBytes)
 	}
 	if keys > c.Candidates {
 		sum += ingest2 * 2 * c.Depth * c.Width * 4
@@ -327,11 +327,11 @@ func (c Config) MemoryBudget() int {
 }
 
 // grownCapacity is the capacity a candidate set has grown to for keys keys:
-// minCapacity doubled until it holds them, at most limit.
+// minCapacity grown by half until it holds them, at most limit.
 func grownCapacity(keys, limit int) int {
 	capacity := min(minCapacity, limit)
 	for capacity < keys && capacity < limit {
-		capacity = min(2*capacity, limit)
+		capacity = grow(capacity, limit)
 	}
 	return capacity
 }
@@ -346,11 +346,24 @@ func classBytes(c Config) int {
 }
 
 // candidateBytes is the memory of one class's candidate set of the given
-// capacity: per entry the record, the per-slot counts, the per-second ring
-// and first second, the heap slot and the key bytes, plus the index.
-func candidateBytes(c Config, capacity, keyBytes int) int {
-	perKey := candRecBytes + c.SubWindows*slotCountBytes + c.keyRing()*4 + 8 + 4 + 4 + keyBytes
-	return capacity*perKey + indexSize(capacity)*8
+// capacity holding keys keys, each in every slot: per entry the record,
+// the per-slot positions, the per-second ring and first second and the
+// heap slot, per key its bytes, per slot a column of counts, plus the
+// index.
+func candidateBytes(c Config, capacity, keys, keyBytes int) int {
+	perEntry := candRecBytes + c.SubWindows*2 + c.keyRing()*4 + 8 + 4 + 4
+	counts := c.SubWindows * (columnCapacity(keys, capacity)*slotCountBytes + 24 + 4)
+	return capacity*perEntry + keys*keyBytes + counts + indexSize(capacity)*8
+}
+
+// columnCapacity is the capacity a slot's column of counts has grown to
+// for keys keys: doubled from minCapacity, at most limit.
+func columnCapacity(keys, limit int) int {
+	n := min(minCapacity, limit)
+	for n < keys {
+		n = min(2*n, limit)
+	}
+	return n
 }
 
 // Sizes of the candidate set's records, for the size arithmetic

@@ -329,7 +329,12 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, now i
 		// A hit, counted here rather than in a method: a call would cost
 		// more than the counting (every register is reloaded after it).
 		r := &cand.rec[id]
-		kc := &cand.cnt[id*cand.slots+s]
+		var kc *slotCount
+		if p := cand.pos[id*cand.slots+s]; p != 0 {
+			kc = &cand.col[s][p-1]
+		} else {
+			kc = cand.place(id, s)
+		}
 		first := kc.events == 0
 		r.total += uint64(q)
 		if n := kc.units + q; n >= q {
@@ -593,8 +598,8 @@ func (t *table) overflow(cs *classSketch) {
 		}
 		for id := range cand.n {
 			h := cand.rec[id].hash
-			for s, k := range cand.cnt[id*cand.slots : (id+1)*cand.slots] {
-				if k.events > 0 {
+			for s := range cand.slots {
+				if cand.get(id, s).events > 0 {
 					t.distinct.add(s, h)
 				}
 			}
