@@ -58,8 +58,8 @@ type candidates struct {
 	// (1 + index, 0 for none), chained through the freed counts' units.
 	col  [][]slotCount
 	free []uint32
-	ring []uint32    // [entry*ringLen + second&ringMask]: units per second, quanta
-	heap []int32     // entry ids, min total first
+	ring []uint32 // [entry*ringLen + second&ringMask]: units per second, quanta
+	heap []int32  // entry ids, min total first
 	// headSec is each entry's first second, and headUnits its units once
 	// it has left the ring (while in it, the ring holds them): what Merge
 	// needs to add up a second that two inputs split between them.
