@@ -543,7 +543,7 @@ func (t *table) miss(cs *classSketch, key string, h uint64, q, skBit uint32, sec
 	t.distinctDirty = true
 	// The key becomes a candidate with this access, counted exactly from
 	// here: the sketch's estimates bound only its earlier traffic.
-	cand.admit(h, key, s, q, skBit, satAdd(curEst, q), prevEst, prevSlot, sec)
+	cand.admit(h, t.heldKey(cs, h, key), s, q, skBit, satAdd(curEst, q), prevEst, prevSlot, sec)
 }
 
 // admitNew admits a key to a candidate set that is not full: with no
@@ -563,7 +563,23 @@ func (t *table) admitNew(cs *classSketch, key string, h uint64, q, skBit uint32,
 			prevEst = 0
 		}
 	}
-	cs.cand.admit(h, key, s, q, skBit, satAdd(curEst, q), prevEst, prevSlot, sec)
+	cs.cand.admit(h, t.heldKey(cs, h, key), s, q, skBit, satAdd(curEst, q), prevEst, prevSlot, sec)
+}
+
+// heldKey returns the copy of key, hashed to h, that class cs holds: the
+// other class's when it holds the key, so that a key read and written is
+// held once; else a new one (the package's heldKey).
+func (t *table) heldKey(cs *classSketch, h uint64, key string) string {
+	for c := range t.classes {
+		o := t.classes[c].cand
+		if &t.classes[c] == cs || o == nil {
+			continue
+		}
+		if id := o.find(h, key); id >= 0 {
+			return o.rec[id].key
+		}
+	}
+	return heldKey(key, h)
 }
 
 // evict writes the exact traffic of the smallest candidate, the next to be

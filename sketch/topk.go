@@ -434,7 +434,8 @@ func ringAdvance[T uint32 | float64](ring []T, newest *int64, sec, mask int64, d
 	return true
 }
 
-// admit makes the key an entry, evicting the smallest when full. The
+// admit makes the key, held as heldKey returned it, an entry, evicting
+// the smallest when full. The
 // key's traffic before this access is not known exactly; the count-min
 // sketch bounds it: curEst in the current generation (this access
 // included), booked to slot s, and prevEst in the previous generation,
@@ -460,7 +461,7 @@ func (c *candidates) admit(h uint64, key string, s int, q, skBit, curEst, prevEs
 	}
 	r := &c.rec[id]
 	r.hash = h
-	r.key = heldKey(key, h)
+	r.key = key
 	r.estMask = 0
 	r.sec = sec
 	c.clearRow(id)
