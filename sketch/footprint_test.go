@@ -252,7 +252,7 @@ func TestMemoryBudget(t *testing.T) {
 // (a burst), holds under a tenth of the full bound, 96 KiB. Counts are
 // kept only for the slots a key has traffic in, and candidate sets grow by
 // half, so such a table pays for 200 keys, not for 256 keys in 12 slots
-// (165 KB when counts were kept for every slot).
+// (196 KB when counts were kept for every slot).
 func TestFootprintSmallTable(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("heap measurement needs a full, uninstrumented run")

@@ -84,7 +84,7 @@
 // has traffic in only (its counts are kept sparsely, 16 bytes a slot and
 // 2 bytes of position per slot), a key read and written is held once, and
 // candidate sets grow by half: a table of 200 keys read and written in one
-// slot, the common small table, costs 88 KB (165 KB with counts for every
+// slot, the common small table, costs 88 KB (196 KB with counts for every
 // slot; TestFootprintSmallTable). Per-second counts cost 44 bytes a
 // candidate (its ring and first second) and 4 bytes of each slot's
 // counts it has. The number of tables is bounded by Config.MaxTables
