@@ -37,9 +37,9 @@ func bigState() report.Report {
 	return rep
 }
 
-// BenchmarkCollect measures a scrape of the Collector in hash mode: the
-// first after a detector tick builds (and masks) the metrics, later ones
-// reuse them.
+// BenchmarkCollect measures a scrape of the Collector in hash mode, which
+// builds (and masks) the metrics: after a detector tick and again on the
+// same State (nothing is cached between scrapes).
 func BenchmarkCollect(b *testing.B) {
 	rep := bigState()
 	m := mustMasker(b, KeysHash, "k")

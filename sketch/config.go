@@ -28,7 +28,7 @@ const (
 	DefaultHLLPrecision = 14
 	// DefaultMaxTables bounds the tables and indexes tracked, so that input
 	// with random table names cannot exhaust memory: its MemoryBudget,
-	// 300 × at most 0.96 MiB plus the process, fits the shipped 512 MiB
+	// 300 × at most 0.98 MiB plus the process, fits the shipped 512 MiB
 	// memory limit (GOMEMLIMIT 460 MiB) with room for garbage
 	// (docs/limits.md).
 	DefaultMaxTables = 300
@@ -99,7 +99,7 @@ type Config struct {
 // DefaultConfig returns the defaults: a 60 s window of 12 × 5 s slots, 100
 // keys reported and 384 counted per table and class, count-min 5 × 4096
 // (ε ≈ 0.066 %, δ ≈ 0.67 %), HyperLogLog precision 14 (0.81 %), at most
-// 300 tables. A table costs at most Footprint() bytes, 0.96 MiB.
+// 300 tables. A table costs at most Footprint() bytes, 0.98 MiB.
 func DefaultConfig() Config {
 	return Config{
 		Window:           DefaultWindow,
@@ -222,9 +222,9 @@ const (
 //
 //   - count-min: 2 classes × 2 generations × Depth × Width × 4 B;
 //   - candidates: 2 × Candidates keys, each a 64-byte record, per-slot
-//     units, accesses, sort-key bitmaps and per-second peaks (16 B a slot),
-//     a per-second ring, the key bytes (MaxKeyBytes) and its hash index
-//     slots;
+//     units, accesses, sort-key bitmaps and per-second peaks (16 B a slot,
+//     and a 2-byte position), a per-second ring, the key bytes
+//     (MaxKeyBytes) and its hash index slots;
 //   - distinct keys: per slot the larger of the exact small set (1000
 //     hashes in a 2048-slot table) and a dense HyperLogLog (2^p bytes), plus
 //     one merge buffer;
@@ -236,7 +236,7 @@ func (c Config) Footprint() int {
 	c = c.withDefaults()
 	s := c.SubWindows
 	cms := ingest2 * 2 * c.Depth * c.Width * 4
-	cand := ingest2 * candidateBytes(c, c.Candidates, MaxKeyBytes)
+	cand := ingest2 * candidateBytes(c, c.Candidates, c.Candidates, MaxKeyBytes)
 	hll := 1 << c.HLLPrecision
 	exact := exactTableSize * 8
 	distinct := s*max(hll, exact) + hll
@@ -256,8 +256,10 @@ func (c Config) Footprint() int {
 // what the memory of a table follows as its keys grow:
 //
 //   - up to Candidates keys a class is counted exactly: its candidate set,
-//     which starts at 8 entries and doubles, costs about 0.4 KB a key
-//     (record, per-slot counts, per-second ring, index, key bytes), and the
+//     which starts at 8 entries and grows by half, costs at most about
+//     0.4 KB a key in every slot (record, per-slot counts, per-second ring,
+//     index, key bytes; a key pays for the counts of the slots it has
+//     traffic in only, 18 B a slot, which this counts in every slot), and the
 //     distinct keys are the candidates, at no cost;
 //   - past Candidates keys the class grows into the sketch: its count-min
 //     sketch (2 generations × Depth × Width × 4 B) and the table's per-slot
@@ -271,7 +273,7 @@ func (c Config) FootprintFor(keys int) int {
 	c = c.withDefaults()
 	sum := headerBytes + classBytes(c) + c.SubWindows*8
 	if keys > 0 {
-		sum += ingest2 * candidateBytes(c, grownCapacity(keys, c.Candidates), footprintKeyBytes)
+		sum += ingest2 * candidateBytes(c, grownCapacity(keys, c.Candidates), min(keys, c.Candidates), footprintKeyBytes)
 	}
 	if keys > c.Candidates {
 		sum += ingest2 * 2 * c.Depth * c.Width * 4
@@ -320,18 +322,18 @@ func (c Config) MemoryFor(keys []int) int {
 // MemoryBudget returns the most live memory the daemon holds under c:
 // ProcessBaseBytes plus MaxTables tables at Footprint and
 // TableOverheadBytes each, whatever the input. At DefaultConfig it is
-// 350 MB (334 MiB).
+// 356 MB (340 MiB).
 func (c Config) MemoryBudget() int {
 	c = c.withDefaults()
 	return ProcessBaseBytes + c.MaxTables*(c.Footprint()+TableOverheadBytes)
 }
 
 // grownCapacity is the capacity a candidate set has grown to for keys keys:
-// minCapacity doubled until it holds them, at most limit.
+// minCapacity grown by half until it holds them, at most limit.
 func grownCapacity(keys, limit int) int {
 	capacity := min(minCapacity, limit)
 	for capacity < keys && capacity < limit {
-		capacity = min(2*capacity, limit)
+		capacity = grow(capacity, limit)
 	}
 	return capacity
 }
@@ -346,11 +348,24 @@ func classBytes(c Config) int {
 }
 
 // candidateBytes is the memory of one class's candidate set of the given
-// capacity: per entry the record, the per-slot counts, the per-second ring
-// and first second, the heap slot and the key bytes, plus the index.
-func candidateBytes(c Config, capacity, keyBytes int) int {
-	perKey := candRecBytes + c.SubWindows*slotCountBytes + c.keyRing()*4 + 8 + 4 + 4 + keyBytes
-	return capacity*perKey + indexSize(capacity)*8
+// capacity holding keys keys, each in every slot: per entry the record,
+// the per-slot positions, the per-second ring and first second and the
+// heap slot, per key its bytes, per slot a column of counts, plus the
+// index.
+func candidateBytes(c Config, capacity, keys, keyBytes int) int {
+	perEntry := candRecBytes + c.SubWindows*2 + c.keyRing()*4 + 8 + 4 + 4
+	counts := c.SubWindows * (columnCapacity(keys, capacity)*slotCountBytes + 24 + 4)
+	return capacity*perEntry + keys*keyBytes + counts + indexSize(capacity)*8
+}
+
+// columnCapacity is the capacity a slot's column of counts has grown to
+// for keys keys: doubled from minCapacity, at most limit.
+func columnCapacity(keys, limit int) int {
+	n := min(minCapacity, limit)
+	for n < keys {
+		n = min(2*n, limit)
+	}
+	return n
 }
 
 // Sizes of the candidate set's records, for the size arithmetic

@@ -246,3 +246,35 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	t.Logf("MemoryBudget at the defaults: %d bytes (%.1f MiB)", c.MemoryBudget(), float64(c.MemoryBudget())/(1<<20))
 }
+
+// TestFootprintSmallTable checks what most tables of an account cost: a
+// table of 200 keys in each class, each key seen in one slot of the window
+// (a burst), holds under a tenth of the full bound, 96 KiB. Counts are
+// kept only for the slots a key has traffic in, and candidate sets grow by
+// half, so such a table pays for 200 keys, not for 256 keys in 12 slots
+// (196 KB when counts were kept for every slot).
+func TestFootprintSmallTable(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("heap measurement needs a full, uninstrumented run")
+	}
+	cfg := DefaultConfig()
+	now := t0
+	s := newTestStore(t, cfg, func() time.Time { return now })
+	put(t, s, ev("warm", "k", ingest.Read, 1))
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const tables, keys = 20, 200
+	putKeys(t, s, tables, keys)
+	used := heapSince(&before) / tables
+	const bound = 96 << 10
+	t.Logf("a table of %d keys in each class, each in one slot: %d bytes (bound %d, full %d)", keys, used, bound, cfg.Footprint())
+	if used > bound {
+		t.Fatalf("a table of %d keys holds %d bytes, want at most %d", keys, used, bound)
+	}
+	ts := findTable(t, s.Snapshot(), "t0", "")
+	if ts.DistinctKeys != keys || len(ts.Classes[ingest.Write].Top) != cfg.Tracked {
+		t.Fatalf("distinct %d, top %d: want %d keys, %d reported", ts.DistinctKeys, len(ts.Classes[ingest.Write].Top), keys, cfg.Tracked)
+	}
+	runtime.KeepAlive(s)
+}

@@ -155,7 +155,12 @@ func (t *table) clone() *table {
 func (c *candidates) clone() *candidates {
 	d := *c
 	d.rec = slices.Clone(c.rec)
-	d.cnt = slices.Clone(c.cnt)
+	d.pos = slices.Clone(c.pos)
+	d.col = make([][]slotCount, len(c.col))
+	for s, col := range c.col {
+		d.col[s] = slices.Clip(slices.Clone(col))
+	}
+	d.free = slices.Clone(c.free)
 	d.ring = slices.Clone(c.ring)
 	d.heap = slices.Clone(c.heap)
 	d.index = slices.Clone(c.index)
@@ -269,8 +274,8 @@ func (t *table) ensureDistinct() {
 func (c *candidates) addDistinct(d *distinct) {
 	for id := range c.n {
 		h := c.rec[id].hash
-		for s, k := range c.cnt[id*c.slots : (id+1)*c.slots] {
-			if k.events > 0 {
+		for s := range c.slots {
+			if c.get(id, s).events > 0 {
 				d.add(s, h)
 			}
 		}
@@ -461,7 +466,8 @@ func (c *candidates) view(id int) entryView {
 		sec: r.sec, ring: slices.Clone(c.ring[id*rl : (id+1)*rl]),
 		headSec: c.headSec[id], headUnits: c.headUnits[id],
 	}
-	for j, k := range c.cnt[id*c.slots : (id+1)*c.slots] {
+	for j := range c.slots {
+		k := c.get(id, j)
 		u, e := c.unitsAt(id, j), uint64(0)
 		switch {
 		case r.estMask&(1<<j) != 0:
@@ -532,8 +538,7 @@ func (c *candidates) insertView(v *entryView, m *genCMS, cur int, sc *secClock) 
 	c.heap = append(c.heap, int32(id))
 	r := &c.rec[id]
 	*r = candRec{hash: v.hash, key: v.key, heapPos: int32(id), entry: -1, sec: v.sec}
-	row := c.cnt[id*c.slots : (id+1)*c.slots]
-	for j := range row {
+	for j := range c.slots {
 		est, exact := v.est[j], v.exact[j]
 		switch {
 		case est == 0:
@@ -550,13 +555,15 @@ func (c *candidates) insertView(v *entryView, m *genCMS, cur int, sc *secClock) 
 			}
 			r.estMask |= 1 << j
 		}
-		row[j] = slotCount{sk: v.sk[j], peak: v.peak[j]}
+		if v.sk[j] != 0 || v.peak[j] != 0 {
+			*c.at(id, j) = slotCount{sk: v.sk[j], peak: v.peak[j]}
+		}
 		c.setCounts(id, j, est+exact, v.events[j])
 		r.total += est + exact
 	}
 	for _, f := range v.folds {
-		if s := sc.slotOf(f.sec); s >= 0 {
-			row[s].peak = max(row[s].peak, f.v)
+		if s := sc.slotOf(f.sec); s >= 0 && f.v > c.get(id, s).peak {
+			c.at(id, s).peak = f.v
 		}
 	}
 	rl := int(c.ringMask + 1)

@@ -67,9 +67,9 @@
 //
 // # Memory
 //
-// A table (or index) costs at most Config.Footprint bytes: 1 007 185 bytes
-// (0.96 MiB) at DefaultConfig, both classes and the whole window, whatever
-// the keys (count-min 320 KiB, candidates 316 KiB with keys of up to
+// A table (or index) costs at most Config.Footprint bytes: 1 027 054 bytes
+// (0.98 MiB) at DefaultConfig, both classes and the whole window, whatever
+// the keys (count-min 320 KiB, candidates 335 KiB with keys of up to
 // MaxKeyBytes and 8 seconds of per-second counts, distinct keys 208 KiB,
 // 512 shards 72 KiB, throttled keys 23 KiB, plus 4 % allocator overhead; TestFootprint fills tables to every
 // bound and checks the heap against it). A partition key longer than
@@ -78,15 +78,21 @@
 // DynamoDB allows cost what short ones do (a table of 400 keys of 2 KiB:
 // 0.75 MB, 2.2 MB before; TestLongKeysFootprint); keys DynamoDB would
 // refuse are refused before (ingest.CheckEvent, key_too_long). A table's memory
-// follows its keys (Config.FootprintFor): about 0.5 KiB per key and class
-// while its classes are counted exactly (6.8 KB for one key, 13 KB for 10,
-// 95 KB for 100, 283 KB for 300, measured with 64-byte keys in both classes
-// and every slot), then the count-min sketch and the per-slot distinct-key
-// sets are made, up to the bound; as the window empties, the candidate sets
-// shrink and the sketch and sets are given back (TestFootprintSizes,
-// TestFootprintShrinks). Per-second counts cost 76 bytes a candidate, 58 KB
-// of a full table. The number of tables is bounded by Config.MaxTables
-// (300 by default, so at most about 315 MiB); past it, a table is tracked
+// follows its keys (Config.FootprintFor): at most about 0.45 KiB per key
+// and class while its classes are counted exactly (9.7 KB for one key, 14
+// KB for 10, 114 KB for 100, 260 KB for 300, measured with 64-byte keys in
+// both classes and every slot), then the count-min sketch and the per-slot
+// distinct-key sets are made, up to the bound; as the window empties, the
+// candidate sets shrink and the sketch and sets are given back
+// (TestFootprintSizes, TestFootprintShrinks). A key pays for the slots it
+// has traffic in only (its counts are kept sparsely, 16 bytes a slot and
+// 2 bytes of position per slot), a key read and written is held once, and
+// candidate sets grow by half: a table of 200 keys read and written in one
+// slot, the common small table, costs 88 KB (196 KB with counts for every
+// slot; TestFootprintSmallTable). Per-second counts cost 44 bytes a
+// candidate (its ring and first second) and 4 bytes of each slot's
+// counts it has. The number of tables is bounded by Config.MaxTables
+// (300 by default, so at most about 321 MiB); past it, a table is tracked
 // only in place of an idle or less busy one (evict.go), and the events of
 // tables not tracked are dropped and counted by Store.Dropped. The
 // process's memory as a function of its tables and their keys is

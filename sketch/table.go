@@ -338,7 +338,12 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, now i
 		// A hit, counted here rather than in a method: a call would cost
 		// more than the counting (every register is reloaded after it).
 		r := &cand.rec[id]
-		kc := &cand.cnt[id*cand.slots+s]
+		var kc *slotCount
+		if p := cand.pos[id*cand.slots+s]; p != 0 {
+			kc = &cand.col[s][p-1]
+		} else {
+			kc = cand.place(id, s)
+		}
 		first := kc.events == 0
 		r.total += uint64(q)
 		if n := kc.units + q; n >= q {
@@ -547,7 +552,7 @@ func (t *table) miss(cs *classSketch, key string, h uint64, q, skBit uint32, sec
 	t.distinctDirty = true
 	// The key becomes a candidate with this access, counted exactly from
 	// here: the sketch's estimates bound only its earlier traffic.
-	cand.admit(h, key, s, q, skBit, satAdd(curEst, q), prevEst, prevSlot, sec)
+	cand.admit(h, t.heldKey(cs, h, key), s, q, skBit, satAdd(curEst, q), prevEst, prevSlot, sec)
 }
 
 // admitNew admits a key to a candidate set that is not full: with no
@@ -567,7 +572,23 @@ func (t *table) admitNew(cs *classSketch, key string, h uint64, q, skBit uint32,
 			prevEst = 0
 		}
 	}
-	cs.cand.admit(h, key, s, q, skBit, satAdd(curEst, q), prevEst, prevSlot, sec)
+	cs.cand.admit(h, t.heldKey(cs, h, key), s, q, skBit, satAdd(curEst, q), prevEst, prevSlot, sec)
+}
+
+// heldKey returns the copy of key, hashed to h, that class cs holds: the
+// other class's when it holds the key, so that a key read and written is
+// held once; else a new one (the package's heldKey).
+func (t *table) heldKey(cs *classSketch, h uint64, key string) string {
+	for c := range t.classes {
+		o := t.classes[c].cand
+		if &t.classes[c] == cs || o == nil {
+			continue
+		}
+		if id := o.find(h, key); id >= 0 {
+			return o.rec[id].key
+		}
+	}
+	return heldKey(key, h)
 }
 
 // evict writes the exact traffic of the smallest candidate, the next to be
@@ -602,8 +623,8 @@ func (t *table) overflow(cs *classSketch) {
 		}
 		for id := range cand.n {
 			h := cand.rec[id].hash
-			for s, k := range cand.cnt[id*cand.slots : (id+1)*cand.slots] {
-				if k.events > 0 {
+			for s := range cand.slots {
+				if cand.get(id, s).events > 0 {
 					t.distinct.add(s, h)
 				}
 			}

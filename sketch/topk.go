@@ -35,16 +35,31 @@ import (
 // 64-byte record; its counts of one slot (units, accesses, sort-key bitmap,
 // per-second peak) are 16 bytes of one line. A min-heap on the window totals
 // finds the key to evict.
+//
+// The counts are sparse: a key pays 16 bytes only in the slots it has
+// traffic in, plus a 2-byte position per slot. Each slot has a column of
+// counts, and pos says where in it an entry's counts are; positions freed
+// by an entry that leaves are chained into the column's free list and
+// reused, so a column never holds more counts than the set has entries,
+// and a slot's column is emptied (or given back) when the slot expires.
+// Most keys of a table are seen in few of the window's slots: a key seen
+// in one costs 40 bytes of counts instead of 192.
 type candidates struct {
 	slots    int // ring slots of the window
 	max      int // capacity once grown (Config.Candidates)
 	n        int // entries in use
 	ringMask int64
 
-	rec  []candRec
-	cnt  []slotCount // [entry*slots + slot]
-	ring []uint32    // [entry*ringLen + second&ringMask]: units per second, quanta
-	heap []int32     // entry ids, min total first
+	rec []candRec
+	// pos is 1 + the index of an entry's counts in a slot's column, 0 when
+	// the entry has none there: [entry*slots + slot].
+	pos []uint16
+	// col is each slot's column of counts; free the head of its free list
+	// (1 + index, 0 for none), chained through the freed counts' units.
+	col  [][]slotCount
+	free []uint32
+	ring []uint32 // [entry*ringLen + second&ringMask]: units per second, quanta
+	heap []int32  // entry ids, min total first
 	// headSec is each entry's first second, and headUnits its units once
 	// it has left the ring (while in it, the ring holds them): what Merge
 	// needs to add up a second that two inputs split between them.
@@ -83,9 +98,71 @@ type slotCount struct {
 	peak   uint32 // units of the busiest complete second of the slot, quanta
 }
 
+// get returns entry id's counts in slot s (zero when it has none).
+func (c *candidates) get(id, s int) slotCount {
+	if p := c.pos[id*c.slots+s]; p != 0 {
+		return c.col[s][p-1]
+	}
+	return slotCount{}
+}
+
+// at returns entry id's counts in slot s, making them when it has none.
+func (c *candidates) at(id, s int) *slotCount {
+	if p := c.pos[id*c.slots+s]; p != 0 {
+		return &c.col[s][p-1]
+	}
+	return c.place(id, s)
+}
+
+// place makes entry id's counts in slot s: a freed place of the slot's
+// column, or a new one at its end.
+//
+//go:noinline
+func (c *candidates) place(id, s int) *slotCount {
+	col := c.col[s]
+	var p int
+	if f := c.free[s]; f != 0 {
+		p = int(f)
+		c.free[s] = col[p-1].units
+		col[p-1] = slotCount{}
+	} else {
+		if len(col) == cap(col) {
+			// Grow to at most the set's capacity, which bounds the
+			// column's length.
+			grown := make([]slotCount, len(col), max(min(max(2*cap(col), minCapacity), len(c.rec)), len(col)+1))
+			copy(grown, col)
+			col = grown
+		}
+		col = append(col, slotCount{})
+		c.col[s] = col
+		p = len(col)
+	}
+	c.pos[id*c.slots+s] = uint16(p)
+	return &col[p-1]
+}
+
+// unplace frees entry id's counts in slot s, if any.
+func (c *candidates) unplace(id, s int) {
+	i := id*c.slots + s
+	p := c.pos[i]
+	if p == 0 {
+		return
+	}
+	c.col[s][p-1] = slotCount{units: c.free[s]}
+	c.free[s] = uint32(p)
+	c.pos[i] = 0
+}
+
+// clearRow frees entry id's counts in every slot.
+func (c *candidates) clearRow(id int) {
+	for s := range c.slots {
+		c.unplace(id, s)
+	}
+}
+
 // unitsAt returns entry id's units in slot s, quanta, past 32 bits too.
 func (c *candidates) unitsAt(id, s int) uint64 {
-	u := uint64(c.cnt[id*c.slots+s].units)
+	u := uint64(c.get(id, s).units)
 	if c.over != nil {
 		u += c.over[id*c.slots+s].units
 	}
@@ -94,7 +171,7 @@ func (c *candidates) unitsAt(id, s int) uint64 {
 
 // eventsAt returns entry id's accesses in slot s, past 32 bits too.
 func (c *candidates) eventsAt(id, s int) uint64 {
-	n := uint64(c.cnt[id*c.slots+s].events)
+	n := uint64(c.get(id, s).events)
 	if c.over != nil {
 		n += c.over[id*c.slots+s].events
 	}
@@ -109,7 +186,7 @@ func (c *candidates) addOver(id, s int, q uint32) {
 	if c.over == nil {
 		c.over = map[int]overCount{}
 	}
-	k := &c.cnt[id*c.slots+s]
+	k := c.at(id, s)
 	o := c.over[id*c.slots+s]
 	o.units += uint64(k.units)
 	c.over[id*c.slots+s] = o
@@ -124,7 +201,7 @@ func (c *candidates) countOver(id, s int) {
 	if c.over == nil {
 		c.over = map[int]overCount{}
 	}
-	k := &c.cnt[id*c.slots+s]
+	k := c.at(id, s)
 	o := c.over[id*c.slots+s]
 	o.events += uint64(k.events)
 	c.over[id*c.slots+s] = o
@@ -134,7 +211,10 @@ func (c *candidates) countOver(id, s int) {
 // setCounts sets entry id's units and accesses in slot s, which may be
 // past 32 bits.
 func (c *candidates) setCounts(id, s int, units, events uint64) {
-	k := &c.cnt[id*c.slots+s]
+	if units == 0 && events == 0 && c.pos[id*c.slots+s] == 0 {
+		return
+	}
+	k := c.at(id, s)
 	k.units, k.events = uint32(min(units, math.MaxUint32)), uint32(min(events, math.MaxUint32))
 	if units > math.MaxUint32 || events > math.MaxUint32 {
 		if c.over == nil {
@@ -193,6 +273,12 @@ func sameKey(held, key string) bool {
 // minCapacity is the capacity a candidate set starts with.
 const minCapacity = 8
 
+// grow returns the capacity a candidate set of capacity n grows to: half
+// as large again, at most limit. Growing by half rather than doubling
+// leaves a set at most a third empty, a quarter on average, for the
+// small tables that are most of an account.
+func grow(n, limit int) int { return min(n+max(n/2, 1), limit) }
+
 // ringLen is the length of the per-second rings for recentSeconds: the
 // current second and the complete ones before it, rounded up to a power of
 // two.
@@ -204,7 +290,8 @@ func indexSize(capacity int) int {
 }
 
 func newCandidates(capacity, slots, ring int) *candidates {
-	c := &candidates{slots: slots, max: capacity, ringMask: int64(ring - 1)}
+	c := &candidates{slots: slots, max: capacity, ringMask: int64(ring - 1),
+		col: make([][]slotCount, slots), free: make([]uint32, slots)}
 	c.resize(min(minCapacity, capacity))
 	return c
 }
@@ -213,10 +300,10 @@ func newCandidates(capacity, slots, ring int) *candidates {
 func (c *candidates) resize(size int) {
 	rl := int(c.ringMask + 1)
 	rec := make([]candRec, size)
-	cnt := make([]slotCount, size*c.slots)
+	pos := make([]uint16, size*c.slots)
 	ring := make([]uint32, size*rl)
 	copy(rec, c.rec[:c.n])
-	copy(cnt, c.cnt[:c.n*c.slots])
+	copy(pos, c.pos[:c.n*c.slots])
 	copy(ring, c.ring[:c.n*rl])
 	heap := make([]int32, c.n, size)
 	copy(heap, c.heap)
@@ -224,7 +311,7 @@ func (c *candidates) resize(size int) {
 	headUnits := make([]uint32, size)
 	copy(headSec, c.headSec[:c.n])
 	copy(headUnits, c.headUnits[:c.n])
-	c.rec, c.cnt, c.ring, c.heap = rec, cnt, ring, heap
+	c.rec, c.pos, c.ring, c.heap = rec, pos, ring, heap
 	c.headSec, c.headUnits = headSec, headUnits
 	isz := indexSize(size)
 	c.index = make([]uint64, isz)
@@ -316,9 +403,8 @@ func (c *candidates) second(id int, sec int64, q uint32, sc *secClock) {
 // fold records v quanta in second x, complete, as a candidate for the peak
 // of x's slot, and as the head's units when x is the entry's first second.
 func (c *candidates) fold(id int, x int64, v uint32, sc *secClock) {
-	if s := sc.slotOf(x); s >= 0 {
-		k := &c.cnt[id*c.slots+s]
-		k.peak = max(k.peak, v)
+	if s := sc.slotOf(x); s >= 0 && v > c.get(id, s).peak {
+		c.at(id, s).peak = v
 	}
 	if x == c.headSec[id] {
 		c.headUnits[id] = v
@@ -348,7 +434,8 @@ func ringAdvance[T uint32 | float64](ring []T, newest *int64, sec, mask int64, d
 	return true
 }
 
-// admit makes the key an entry, evicting the smallest when full. The
+// admit makes the key, held as heldKey returned it, an entry, evicting
+// the smallest when full. The
 // key's traffic before this access is not known exactly; the count-min
 // sketch bounds it: curEst in the current generation (this access
 // included), booked to slot s, and prevEst in the previous generation,
@@ -365,7 +452,7 @@ func (c *candidates) admit(h uint64, key string, s int, q, skBit, curEst, prevEs
 		c.unindex(id)
 	} else {
 		if c.n == len(c.rec) {
-			c.resize(min(2*len(c.rec), c.max))
+			c.resize(grow(len(c.rec), c.max))
 		}
 		id = c.n
 		c.n++
@@ -374,11 +461,10 @@ func (c *candidates) admit(h uint64, key string, s int, q, skBit, curEst, prevEs
 	}
 	r := &c.rec[id]
 	r.hash = h
-	r.key = heldKey(key, h)
+	r.key = key
 	r.estMask = 0
 	r.sec = sec
-	row := c.cnt[id*c.slots : (id+1)*c.slots]
-	clear(row)
+	c.clearRow(id)
 	c.dropOver(id)
 	rl := int(c.ringMask + 1)
 	ring := c.ring[id*rl : (id+1)*rl]
@@ -386,11 +472,11 @@ func (c *candidates) admit(h uint64, key string, s int, q, skBit, curEst, prevEs
 	ring[sec&c.ringMask] = q
 	c.headSec[id], c.headUnits[id] = sec, q
 	curEst = max(curEst, q)
-	row[s] = slotCount{units: curEst, events: 1 + perAccess(curEst-q, q), sk: skBit}
+	*c.at(id, s) = slotCount{units: curEst, events: 1 + perAccess(curEst-q, q), sk: skBit}
 	r.entryQ = curEst - q
 	total := uint64(curEst)
 	if prevSlot >= 0 && prevSlot != s && prevEst > 0 {
-		row[prevSlot] = slotCount{units: prevEst, events: perAccess(prevEst, q)}
+		*c.at(id, prevSlot) = slotCount{units: prevEst, events: perAccess(prevEst, q)}
 		r.estMask |= 1 << prevSlot
 		total += uint64(prevEst)
 	}
@@ -431,7 +517,7 @@ func (c *candidates) expire(s int) {
 	for id := 0; id < c.n; id++ {
 		r := &c.rec[id]
 		r.total -= c.unitsAt(id, s)
-		c.cnt[id*c.slots+s] = slotCount{}
+		c.pos[id*c.slots+s] = 0
 		if c.over != nil {
 			delete(c.over, id*c.slots+s)
 		}
@@ -441,6 +527,14 @@ func (c *candidates) expire(s int) {
 			r.entryQ = 0
 		}
 	}
+	// The slot's column is empty: keep a small one for the next slot's
+	// keys, give a large one back.
+	if cap(c.col[s]) > 4*minCapacity {
+		c.col[s] = nil
+	} else {
+		c.col[s] = c.col[s][:0]
+	}
+	c.free[s] = 0
 	// Drop empty entries: move the last entry into the hole.
 	for id := 0; id < c.n; {
 		if c.rec[id].total != 0 || c.anyEvents(id) {
@@ -448,6 +542,7 @@ func (c *candidates) expire(s int) {
 			continue
 		}
 		c.unindex(id)
+		c.clearRow(id)
 		c.dropOver(id)
 		last := c.n - 1
 		if id != last {
@@ -472,8 +567,8 @@ func (c *candidates) expire(s int) {
 }
 
 func (c *candidates) anyEvents(id int) bool {
-	for _, k := range c.cnt[id*c.slots : (id+1)*c.slots] {
-		if k.events != 0 {
+	for s := range c.slots {
+		if c.get(id, s).events != 0 {
 			return true
 		}
 	}
@@ -482,7 +577,8 @@ func (c *candidates) anyEvents(id int) bool {
 
 func (c *candidates) move(from, to int) {
 	c.rec[to] = c.rec[from]
-	copy(c.cnt[to*c.slots:(to+1)*c.slots], c.cnt[from*c.slots:(from+1)*c.slots])
+	copy(c.pos[to*c.slots:(to+1)*c.slots], c.pos[from*c.slots:(from+1)*c.slots])
+	clear(c.pos[from*c.slots : (from+1)*c.slots])
 	if c.over != nil {
 		for s := range c.slots {
 			if o, ok := c.over[from*c.slots+s]; ok {
@@ -601,7 +697,8 @@ func (c *candidates) collect(dst []keyStat, sw *secWindow, tracked int) []keySta
 	for _, id := range rank[:min(len(rank), tracked)] {
 		var ev uint64
 		var sk, peak uint32
-		for j, k := range c.cnt[int(id)*c.slots : int(id+1)*c.slots] {
+		for j := range c.slots {
+			k := c.get(int(id), j)
 			ev += c.eventsAt(int(id), j)
 			sk |= k.sk
 			peak = max(peak, k.peak)
