@@ -106,6 +106,13 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 	return s, nil
 }
 
+// SetProgress makes the reader report each shard's progress in event
+// time to p (a lane per shard). Call it before Run.
+func (s *Source) SetProgress(p *ingest.Progress) {
+	p.Declare(SourceName, 0)
+	s.e.Progress = p
+}
+
 // configured lists the streams of the configuration, ARNs and names.
 func (s *Source) configured() []string {
 	return append(slices.Clone(s.cfg.StreamARNs), s.cfg.Streams...)

@@ -32,8 +32,9 @@ func (sr *streamReader) Iterator(ctx context.Context, shard string, pos shards.P
 }
 
 // Records calls GetRecords once.
-func (sr *streamReader) Records(ctx context.Context, _, iter string) (*dynamodbstreams.GetRecordsOutput, error) {
+func (sr *streamReader) Records(ctx context.Context, shard, iter string) (*dynamodbstreams.GetRecordsOutput, error) {
 	sr.s.m.calls.WithLabelValues(sr.table).Inc()
+	sr.clocks.get(shard).polled(sr.s.now())
 	var opts []func(*dynamodbstreams.Options)
 	if !sr.s.cfg.SDKDecode {
 		opts = append(opts, withFastGetRecords)
@@ -52,6 +53,10 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 	table := sr.table
 	recs := out.Records
 	e := shards.Emitted{Records: len(recs), Next: aws.ToString(out.NextShardIterator), End: out.NextShardIterator == nil}
+	// An answer with room left read the shard to its newest record.
+	e.CaughtUp = len(recs) < int(sr.s.cfg.BatchLimit)
+	clk := sr.clocks.get(shard)
+	defer clk.answered(e.CaughtUp)
 	if len(recs) == 0 {
 		m.iteratorAge.WithLabelValues(table, shard).Set(0)
 		return e, true
@@ -64,8 +69,11 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 		kind, reason, err := mapRecord(&recs[i], table, shard, sr.ks, &ev)
 		switch kind {
 		case kindWrite:
-			if ev.Time.IsZero() {
-				ev.Time = now
+			// The time the write happened, narrowed where the service
+			// gives it in whole minutes (coarse.go).
+			ev.Time = clk.place(ev.Time, aws.ToString(recs[i].Dynamodb.SequenceNumber), now)
+			if ev.Time.After(e.Newest) {
+				e.Newest = ev.Time
 			}
 			batch = append(batch, ev)
 		case kindTTLDelete:
@@ -96,7 +104,10 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 }
 
 // Forget drops the shard's hotkeyd_stream_iterator_age_seconds.
-func (sr *streamReader) Forget(shard string) { sr.s.m.iteratorAge.DeleteLabelValues(sr.table, shard) }
+func (sr *streamReader) Forget(shard string) {
+	sr.s.m.iteratorAge.DeleteLabelValues(sr.table, shard)
+	sr.clocks.forget(shard)
+}
 
 // Gap counts records trimmed before they were read
 // (hotkeyd_stream_trimmed_gaps_total).
