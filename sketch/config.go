@@ -33,7 +33,7 @@ const (
 	// (docs/limits.md).
 	DefaultMaxTables = 300
 	// DefaultMaxShards bounds the stream shards counted per table.
-	DefaultMaxShards = 1024
+	DefaultMaxShards = 512
 	// DefaultMaxThrottledKeys bounds the throttled keys counted per table.
 	DefaultMaxThrottledKeys = 128
 	// DefaultRecentSeconds is the number of complete seconds whose units
@@ -332,14 +332,14 @@ const headerBytes = 4096
 
 // classBytes is the per-slot and per-second totals of both classes.
 func classBytes(c Config) int {
-	return ingest2 * (c.SubWindows*(8+8+8) + ringLen(c.RecentSeconds)*8 + c.SubWindows*8)
+	return ingest2 * (c.SubWindows*(8+8+8) + c.classRing()*8 + c.SubWindows*8)
 }
 
 // candidateBytes is the memory of one class's candidate set of the given
 // capacity: per entry the record, the per-slot counts, the per-second ring
 // and first second, the heap slot and the key bytes, plus the index.
 func candidateBytes(c Config, capacity int) int {
-	perKey := candRecBytes + c.SubWindows*slotCountBytes + ringLen(c.RecentSeconds)*4 + 8 + 4 + 4 + footprintKeyBytes
+	perKey := candRecBytes + c.SubWindows*slotCountBytes + c.keyRing()*4 + 8 + 4 + 4 + footprintKeyBytes
 	return capacity*perKey + indexSize(capacity)*8
 }
 
@@ -349,6 +349,36 @@ const (
 	candRecBytes   = 64
 	slotCountBytes = 16
 )
+
+// keyLateSeconds is how far out of order, in seconds, a key's events may
+// come in a live window and still count in their own second: a key lives
+// in one stream shard, read in order, but a key logged by several hosts
+// comes as late as the slowest host's log.
+const keyLateSeconds = 7
+
+// maxClassRing bounds a class's per-second ring in a live window (a window
+// longer than about an hour keeps its class seconds for the last 4096).
+const maxClassRing = 4096
+
+// keyRing is the length of a candidate key's per-second ring: the recent
+// seconds, and in a live window keyLateSeconds of disorder.
+func (c Config) keyRing() int {
+	if c.Window > 0 {
+		return ringLen(max(c.RecentSeconds, keyLateSeconds))
+	}
+	return ringLen(c.RecentSeconds)
+}
+
+// classRing is the length of a class's per-second ring: in a live window
+// every second of the window, so that events of a table read from several
+// shards or hosts, each at its own pace, still add up second by second.
+func (c Config) classRing() int {
+	if c.Window <= 0 {
+		return ringLen(c.RecentSeconds)
+	}
+	secs := int((c.Window + c.Window/time.Duration(c.SubWindows) + time.Second - 1) / time.Second)
+	return min(max(ringLen(secs), c.keyRing()), maxClassRing)
+}
 
 // ingest2 is ingest.NumClasses, spelled out for the size arithmetic.
 const ingest2 = 2

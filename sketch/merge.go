@@ -336,7 +336,7 @@ func (t *table) mergeClass(a, b *classSketch) {
 		return
 	}
 	if a.cand == nil {
-		a.cand = newCandidates(t.cfg.Candidates, t.cfg.SubWindows, ringLen(t.cfg.RecentSeconds))
+		a.cand = newCandidates(t.cfg.Candidates, t.cfg.SubWindows, t.cfg.keyRing())
 	}
 	// Every key of either set, split into what the count-min sketch bounds
 	// (estimates) and what only the entry counted (exact), with the other
@@ -394,7 +394,7 @@ func (t *table) mergeClass(a, b *classSketch) {
 			a.cms.addPrev(entries[i].hash, prev)
 		}
 	}
-	cand := newCandidates(t.cfg.Candidates, t.cfg.SubWindows, ringLen(t.cfg.RecentSeconds))
+	cand := newCandidates(t.cfg.Candidates, t.cfg.SubWindows, t.cfg.keyRing())
 	cand.resize(grownCapacity(keep, t.cfg.Candidates))
 	for i := range keep {
 		cand.insertView(&entries[i], a.cms, t.cur, &t.sc)

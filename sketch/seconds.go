@@ -46,6 +46,15 @@ func (sc *secClock) slotOf(x int64) int {
 	return slotIndex(ep, sc.slots)
 }
 
+// epochOf returns the slot number second x lies in (the slot of its
+// start), false when x is too far from 1970 to count in nanoseconds.
+func (sc *secClock) epochOf(x int64) (int64, bool) {
+	if x > math.MaxInt64/int64(time.Second) || x < math.MinInt64/int64(time.Second) {
+		return 0, false
+	}
+	return floorDiv(x*int64(time.Second), sc.slotNanos), true
+}
+
 // floorDiv divides rounding towards minus infinity.
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -86,6 +95,11 @@ func (cs *classSketch) addSecond(sec int64, units float64, sc *secClock) {
 	mask := int64(len(cs.ring) - 1)
 	if sec == cs.sec {
 		cs.ring[sec&mask] += units
+		return
+	}
+	if sc.slotNanos != 0 && sec <= cs.sec-mask-1 {
+		// A live window's second older than the ring (only past
+		// maxClassRing seconds): counted in its slot, in no second.
 		return
 	}
 	fold := func(x int64, v float64) {

@@ -140,6 +140,10 @@ type Store struct {
 	dropped atomic.Uint64
 	evicted atomic.Uint64
 	hashes  sync.Pool // *[]uint64, key hashes of a run
+
+	wm     Watermarks // nil: the clock judges (SetWatermarks)
+	lateMu sync.Mutex
+	late   map[string]uint64 // late events by source (LateEvents)
 }
 
 // NewStore returns a Store sized by cfg (zero fields take the defaults).
@@ -288,9 +292,16 @@ func (s *Store) putRun(id tableID, events []ingest.Event, idx []int32, at clock)
 		return
 	}
 	t.active = s.putSeq.Add(1)
-	t.advance(at.epoch, at.sec)
+	if s.slot == 0 {
+		t.advance(at.epoch, at.sec)
+	}
 	bad := t.addEvents(events, idx, hs, at.sec)
+	late := t.late
+	t.late = nil
 	t.mu.Unlock()
+	for _, l := range late {
+		s.addLate(l.source, l.n)
+	}
 	*hp = hs
 	s.hashes.Put(hp)
 	if bad > 0 {
@@ -378,6 +389,9 @@ func (s *Store) table(id tableID, at clock, weight uint64) *table {
 		}
 	}
 	t := newTable(id, &s.cfg, at.epoch, at.sec, s.slot)
+	if s.slot > 0 {
+		t.began = unixSecond(s.started)
+	}
 	t.credit, t.creditEpoch = credit, at.epoch
 	s.tables.Store(id, t)
 	s.ntables.Add(1)
@@ -407,14 +421,6 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 	snap := Snapshot{Tables: make([]TableSnapshot, 0, s.Tables())}
 	var tps []TablePart
 	var sw secWindow
-	if s.slot > 0 {
-		snap.Start = time.Unix(0, (at.epoch-int64(s.cfg.SubWindows)+1)*int64(s.slot))
-		if snap.Start.Before(s.started) {
-			snap.Start = s.started
-		}
-		snap.End = now
-		sw = liveSeconds(snap.Start, at.sec, s.cfg.RecentSeconds)
-	}
 	var scratch []keyStat
 	s.each(func(_ tableID, t *table) {
 		var ts TableSnapshot
@@ -425,8 +431,10 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 			t.mu.Unlock()
 			return
 		}
-		t.advance(at.epoch, at.sec)
-		if s.slot == 0 {
+		var start, end time.Time
+		if s.slot > 0 {
+			sw, start, end = s.head(t, now)
+		} else {
 			sw = t.analyzeSeconds(s.cfg.RecentSeconds)
 		}
 		ts, scratch = t.snapshot(s.cfg.Tracked, &sw, scratch)
@@ -446,7 +454,13 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 			ts.LastSecond = time.Unix(sw.ref-1, 0)
 		}
 		if s.slot > 0 {
-			ts.Start, ts.End = snap.Start, snap.End
+			ts.Start, ts.End = start, end
+			if snap.Start.IsZero() || start.Before(snap.Start) {
+				snap.Start = start
+			}
+			if end.After(snap.End) {
+				snap.End = end
+			}
 		} else {
 			ts.Start, ts.End = first, last
 			analyzeRates(&ts)
@@ -462,6 +476,13 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 			tps = append(tps, tp)
 		}
 	})
+	if s.slot > 0 && len(snap.Tables) == 0 {
+		snap.Start = time.Unix(0, (at.epoch-int64(s.cfg.SubWindows)+1)*int64(s.slot))
+		if snap.Start.Before(s.started) {
+			snap.Start = s.started
+		}
+		snap.End = now
+	}
 	less := func(a, b *TableSnapshot) int {
 		if c := strings.Compare(a.Table, b.Table); c != 0 {
 			return c
@@ -497,12 +518,35 @@ func analyzeRates(ts *TableSnapshot) {
 	}
 }
 
-// liveSeconds is the secWindow of a live window that starts at start, in
-// the second nowSec: peaks over the seconds from start's to now's, recent
-// units over the complete seconds before nowSec.
-func liveSeconds(start time.Time, nowSec int64, recent int) secWindow {
-	from := floorDiv(start.UnixNano(), int64(time.Second))
-	return secWindow{from: from, to: nowSec, ref: nowSec, recentFrom: max(nowSec-int64(recent), from)}
+// head moves a live table's window to its head, the later of its newest
+// event and the watermark of the sources that fed it (the clock's now
+// without watermarks), and returns the seconds a snapshot reads and the
+// window's bounds: peaks over the window's seconds, recent and last units
+// over the complete seconds before the watermark (a second is judged once
+// every source of the table has passed it). The window starts at its
+// oldest slot, or later when the table was not watched that long (the
+// earlier of the Store's start and the table's first event). It is called
+// with t.mu held.
+func (s *Store) head(t *table, now time.Time) (sw secWindow, start, end time.Time) {
+	j := s.judged(t.sources, now)
+	jSec := unixSecond(j)
+	if t.fresh {
+		// No event yet: the window stands at the watermark.
+		if ep, ok := t.sc.epochOf(jSec); ok {
+			t.begin(ep, jSec)
+		}
+	}
+	if ep, ok := t.sc.epochOf(jSec); ok {
+		t.advance(ep, jSec)
+	}
+	from := max(floorDiv((t.epoch-int64(s.cfg.SubWindows)+1)*int64(s.slot), int64(time.Second)), t.began)
+	start = time.Unix(from, 0)
+	end = time.Unix(t.sec, 0)
+	if j.After(end) {
+		end = j
+	}
+	sw = secWindow{from: from, to: t.sec, ref: jSec, recentFrom: max(jSec-int64(s.cfg.RecentSeconds), from)}
+	return sw, start, end
 }
 
 // analyzeSeconds is the secWindow of whole files: peaks over every second,

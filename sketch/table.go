@@ -34,7 +34,17 @@ type table struct {
 	epoch int64 // slot number (time / slot length) of the current slot
 	cur   int   // ring index of the current slot
 	sc    secClock
-	sec   int64 // newest second seen: the clock's (live) or events' (analyze)
+	sec   int64 // newest second: the head of a live window, or events' (analyze)
+
+	// Live windows run on event time. fresh is set until the first event
+	// places the window's head; began is the earliest second the window
+	// may reach back to (the earlier of the Store's start and the table's
+	// first event); sources are the Event.Source values that fed the
+	// table, whose watermarks say which seconds are complete (judged).
+	fresh   bool
+	began   int64
+	sources []string
+	late    []lateCount // late events of the current Put, by source
 
 	classes [ingest.NumClasses]classSketch
 
@@ -62,6 +72,12 @@ type table struct {
 	evicted     bool
 	credit      uint64
 	creditEpoch int64
+}
+
+// lateCount is a source's late events in one Put.
+type lateCount struct {
+	source string
+	n      uint64
 }
 
 // classSketch is one class's window in one table.
@@ -103,8 +119,10 @@ func newTable(id tableID, cfg *Config, epoch, sec int64, slot time.Duration) *ta
 		sc:             secClock{slotNanos: int64(slot), epoch: epoch, slots: s},
 		sec:            sec,
 		throttledSlots: make([]uint64, s),
+		fresh:          cfg.Window > 0,
+		began:          sec,
 	}
-	rl := ringLen(cfg.RecentSeconds)
+	rl := cfg.classRing()
 	for c := range t.classes {
 		cs := &t.classes[c]
 		cs.units = make([]float64, s)
@@ -203,19 +221,30 @@ func (t *table) clearSlot(s int) {
 }
 
 // addEvents adds a run of this table's events (or, with idx, the events
-// events[idx[k]]) whose key hashes are hs, in second sec (live mode). It
-// returns the number of events with an unknown class, which it drops.
+// events[idx[k]]) whose key hashes are hs. A live window counts each event
+// in the slot and the second of its time (now, a Unix second, for an event
+// without one), moving its head ahead for newer events and counting those
+// older than the window as late (t.late). It returns the number of events
+// with an unknown class, which it drops.
 //
 // This is the counting core's hot loop: one pass, the common case (a
 // traffic event with a key) inline, the rest (throttled calls, shards,
-// the first key of a class, keys that are not candidates) in functions of
-// their own, so that the compiler keeps the loop's state in registers.
-// The class totals add up in registers for the run.
-func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, sec int64) (bad uint64) {
+// the first key of a class, keys that are not candidates, a new second)
+// in functions of their own, so that the compiler keeps the loop's state
+// in registers. The class totals add up in registers for each run of
+// events of one second.
+func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, now int64) (bad uint64) {
 	var units [ingest.NumClasses]float64
 	var counts [ingest.NumClasses]uint64
 	analyze := t.cfg.Window == 0
 	s := t.cur
+	// sec is the second of the events whose totals add up in units and
+	// counts; noSecond until a live event placed one.
+	sec := int64(noSecond)
+	if analyze {
+		sec = 0
+	}
+	var src string
 	for k, h := range hs {
 		var e *ingest.Event
 		if idx == nil {
@@ -228,9 +257,29 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, sec i
 			bad++
 			continue
 		}
-		es := sec
+		var es int64
 		if analyze {
 			es = t.eventSecond(e)
+		} else {
+			es = now
+			if !e.Time.IsZero() {
+				es = unixSecond(e.Time)
+			}
+			if e.Source != src {
+				src = e.Source
+				t.noteSource(src)
+			}
+			if es != sec {
+				t.addTotals(units, counts, sec, s)
+				units, counts = [ingest.NumClasses]float64{}, [ingest.NumClasses]uint64{}
+				var ok bool
+				if s, ok = t.place(es); !ok {
+					sec = noSecond
+					t.addLate(src)
+					continue
+				}
+				sec = es
+			}
 		}
 		u := e.Units
 		if e.Throttled || e.Shard != "" || !(u >= 0 && u <= maxEventUnits) {
@@ -299,8 +348,69 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, sec i
 			t.distinctDirty = true
 		}
 	}
-	t.addTotals(units, counts, sec)
+	t.addTotals(units, counts, sec, s)
 	return bad
+}
+
+// noSecond marks "no second yet" in addEvents.
+const noSecond = math.MinInt64
+
+// unixSecond is the Unix second t lies in (rounded down, also before 1970).
+func unixSecond(t time.Time) int64 {
+	return floorDiv(t.UnixNano(), int64(time.Second))
+}
+
+// place readies a live window to count an event of second es: it starts
+// the window there (the table's first event), moves the head ahead to it
+// when it is newer, and returns its slot, or false when es is older than
+// the window (late) or too far from 1970 to place.
+//
+//go:noinline
+func (t *table) place(es int64) (int, bool) {
+	ep, ok := t.sc.epochOf(es)
+	if !ok {
+		return 0, false
+	}
+	if t.fresh {
+		t.begin(ep, es)
+	}
+	t.advance(ep, es)
+	if ep <= t.epoch-int64(t.cfg.SubWindows) {
+		return 0, false
+	}
+	return slotIndex(ep, t.cfg.SubWindows), true
+}
+
+// begin starts a live window at the slot ep and second es of its first
+// event.
+func (t *table) begin(ep, es int64) {
+	t.fresh = false
+	t.epoch, t.cur, t.sec = ep, slotIndex(ep, t.cfg.SubWindows), es
+	t.sc.epoch = ep
+	t.began = min(t.began, es)
+	for c := range t.classes {
+		t.classes[c].sec, t.classes[c].headSec = es, es
+	}
+}
+
+// noteSource remembers that source fed the table.
+//
+//go:noinline
+func (t *table) noteSource(source string) {
+	if !slices.Contains(t.sources, source) {
+		t.sources = append(t.sources, strings.Clone(source))
+	}
+}
+
+// addLate counts a late event of source.
+//
+//go:noinline
+func (t *table) addLate(source string) {
+	if n := len(t.late); n > 0 && t.late[n-1].source == source {
+		t.late[n-1].n++
+		return
+	}
+	t.late = append(t.late, lateCount{source: source, n: 1})
 }
 
 // addSpecial counts what an event has besides its units and key: a
@@ -331,21 +441,21 @@ func (t *table) addSpecial(e *ingest.Event) (units float64, traffic bool) {
 //
 //go:noinline
 func (t *table) newCandidates(c ingest.Class) *candidates {
-	cand := newCandidates(t.cfg.Candidates, t.cfg.SubWindows, ringLen(t.cfg.RecentSeconds))
+	cand := newCandidates(t.cfg.Candidates, t.cfg.SubWindows, t.cfg.keyRing())
 	t.classes[c].cand = cand
 	return cand
 }
 
-// addTotals adds a run's class totals to the current slot and, in live
-// mode, to the second sec.
-func (t *table) addTotals(units [ingest.NumClasses]float64, events [ingest.NumClasses]uint64, sec int64) {
+// addTotals adds a run's class totals to slot s and, in live mode, to the
+// second sec.
+func (t *table) addTotals(units [ingest.NumClasses]float64, events [ingest.NumClasses]uint64, sec int64, s int) {
 	for c := range t.classes {
 		if events[c] == 0 {
 			continue
 		}
 		cs := &t.classes[c]
-		cs.units[t.cur] += units[c]
-		cs.events[t.cur] += events[c]
+		cs.units[s] += units[c]
+		cs.events[s] += events[c]
 		if t.cfg.Window > 0 {
 			cs.addSecond(sec, units[c], &t.sc)
 		}

@@ -173,6 +173,12 @@ func (c *candidates) exactParts(id, cur int) (h uint64, curQ, prevQ uint32) {
 // peaks.
 func (c *candidates) second(id int, sec int64, q uint32, sc *secClock) {
 	r := &c.rec[id]
+	if sc.slotNanos != 0 && sec <= r.sec-c.ringMask-1 {
+		// A live window's key second more than keyLateSeconds behind the
+		// key's newest: counted in its slot, in no second (its peak may
+		// then miss it).
+		return
+	}
 	rl := int(c.ringMask + 1)
 	ring := c.ring[id*rl : (id+1)*rl]
 	if ok := ringAdvance(ring, &r.sec, sec, c.ringMask, func(x int64, v uint32) { c.fold(id, x, v, sc) }); !ok {

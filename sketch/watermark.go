@@ -1,0 +1,66 @@
+package sketch
+
+import (
+	"maps"
+	"time"
+)
+
+// Watermarks tells a live Store how far its sources have read in event
+// time.
+type Watermarks interface {
+	// Watermark returns the event time up to which source (an Event.Source
+	// value) has delivered its events: every live lane of it (a stream
+	// shard, a file) has passed it, and a lane that is caught up and idle
+	// does not hold it back. ok is false when the source is unknown; the
+	// Store then uses its clock.
+	Watermark(source string) (t time.Time, ok bool)
+}
+
+// SetWatermarks makes the Store judge each table's seconds by the
+// watermarks of the sources that fed it. It must be called before the
+// first Put. Without it a live Store judges by its clock, as if every
+// source were caught up.
+func (s *Store) SetWatermarks(w Watermarks) { s.wm = w }
+
+// LateEvents returns, by Event.Source, the events that were older than
+// their table's window when they arrived: they count in no window and
+// never in a peak (hotkeyd_events_total, which counts before the Store,
+// still has them).
+func (s *Store) LateEvents() map[string]uint64 {
+	s.lateMu.Lock()
+	defer s.lateMu.Unlock()
+	return maps.Clone(s.late)
+}
+
+// addLate counts n late events of source.
+func (s *Store) addLate(source string, n uint64) {
+	s.lateMu.Lock()
+	if s.late == nil {
+		s.late = map[string]uint64{}
+	}
+	s.late[source] += n
+	s.lateMu.Unlock()
+}
+
+// judged returns the time up to which a table fed by sources is judged:
+// the earliest of their watermarks, or the clock's now when none is known.
+// It is called with the table's lock held; the Watermarks take their own.
+func (s *Store) judged(sources []string, now time.Time) time.Time {
+	if s.wm == nil {
+		return now
+	}
+	var j time.Time
+	for _, src := range sources {
+		w, ok := s.wm.Watermark(src)
+		if !ok {
+			continue
+		}
+		if j.IsZero() || w.Before(j) {
+			j = w
+		}
+	}
+	if j.IsZero() {
+		return now
+	}
+	return j
+}
