@@ -176,8 +176,9 @@ func (l *Lane) Close() {
 }
 
 // Track returns a Sink that hands each batch to next and then advances
-// the lane to the batch's newest event time (Delivered): for a reader
-// whose input is in time order, such as a followed log.
+// the lane to the batch's newest event time (Advance: busy until the
+// reader says Idle): for a reader that reads its input in about the order
+// it was written, such as a followed log or a delivery folder.
 func (l *Lane) Track(next Sink) Sink {
 	if l == nil {
 		return next
@@ -187,7 +188,7 @@ func (l *Lane) Track(next Sink) Sink {
 		if err := next.Put(ctx, batch); err != nil {
 			return err
 		}
-		l.Delivered(newest)
+		l.Advance(newest)
 		return nil
 	})
 }

@@ -86,7 +86,7 @@ func TestLaneTrack(t *testing.T) {
 		t.Fatal(err)
 	}
 	if w, _ := p.Watermark("jsonl"); got != 3 || !w.Equal(t0.Add(5*time.Second)) {
-		t.Fatalf("after a batch: %d events, watermark %v; want 3 and the newest event time", got, w)
+		t.Fatalf("after a batch: %d events, watermark %v; want 3 and the newest event time (busy)", got, w)
 	}
 	// A nil Progress keeps nothing and breaks nothing.
 	var none *Progress
