@@ -163,6 +163,12 @@ func (cb *Combiner) Combine(self Replica, peers []Replica, tracked int) *Combine
 			}
 			h := out.holders[id]
 			a.from++
+			if !ts.Start.IsZero() && (a.start.IsZero() || ts.Start.Before(a.start)) {
+				a.start = ts.Start
+			}
+			if ts.End.After(a.end) {
+				a.end = ts.End
+			}
 			if ri == 0 || (!a.have && a.ts.RecentSpan == 0) {
 				a.ts.RecentSpan, a.ts.LastSecond = ts.RecentSpan, ts.LastSecond
 				a.have = a.have || ri == 0
@@ -187,11 +193,12 @@ func (cb *Combiner) Combine(self Replica, peers []Replica, tracked int) *Combine
 				switch {
 				case ref.SlotNanos == 0:
 				case part != nil && s.SlotNanos == ref.SlotNanos && len(part.SlotUnits[c]) == len(part.SlotPeaks[c]):
-					addSlots(a.slots[c], s.Slot, ref.Slot, part.SlotUnits[c], part.SlotPeaks[c])
+					a.series[c] = append(a.series[c], series{part.Slot, part.SlotUnits[c], part.SlotPeaks[c]})
 				default:
-					// No slots to align: the peaks add as they are.
-					addSlots(a.slots[c], ref.Slot, ref.Slot,
-						[]float64{in.PeakUnitsPerSecond * time.Duration(ref.SlotNanos).Seconds()}, []float64{in.PeakSecondUnits})
+					// No slots to align: the peaks add as they are, in
+					// the table's newest slot.
+					a.series[c] = append(a.series[c], series{atHead,
+						[]float64{in.PeakUnitsPerSecond * time.Duration(ref.SlotNanos).Seconds()}, []float64{in.PeakSecondUnits}})
 				}
 				for _, k := range in.Top {
 					h.keys[c][k.Key] = offered(h.keys[c][k.Key], r.Worker, k.Units)
@@ -226,7 +233,32 @@ func (cb *Combiner) Combine(self Replica, peers []Replica, tracked int) *Combine
 	for _, id := range order {
 		a := tables[id]
 		ts := &a.ts
-		ts.Start, ts.End = out.Start, out.End
+		ts.Start, ts.End = a.start, a.end
+		if ts.End.IsZero() {
+			ts.Start, ts.End = out.Start, out.End
+		}
+		// Replicas' windows end at their own heads, in event time: the
+		// table's ends at the newest, and slots of the same number add up.
+		head := int64(math.MinInt64)
+		for c := range a.series {
+			for _, sr := range a.series[c] {
+				if sr.newest != atHead {
+					head = max(head, sr.newest)
+				}
+			}
+		}
+		if head == math.MinInt64 {
+			head = ref.Slot
+		}
+		for c := range a.series {
+			for _, sr := range a.series[c] {
+				newest := sr.newest
+				if newest == atHead {
+					newest = head
+				}
+				addSlots(a.slots[c], newest, head, sr.units, sr.peaks)
+			}
+		}
 		for c := range ts.Classes {
 			st := &ts.Classes[c]
 			if ref.SlotNanos > 0 {
@@ -298,9 +330,22 @@ func (cb *Combiner) Combine(self Replica, peers []Replica, tracked int) *Combine
 	return out
 }
 
+// series is a replica's per-slot units and peaks of a table's class,
+// whose newest slot is newest (atHead: the table's newest).
+type series struct {
+	newest       int64
+	units, peaks []float64
+}
+
+// atHead places a series without slots at the table's newest slot.
+const atHead = math.MaxInt64
+
 // merging is one table of Combine on its way.
 type merging struct {
 	ts       TableSnapshot
+	start    time.Time // the earliest window start of the replicas'
+	end      time.Time // the latest window end
+	series   [ingest.NumClasses][]series
 	have     bool // self has the table
 	from     int  // replicas with the table
 	slots    [ingest.NumClasses]map[int64]*[2]float64

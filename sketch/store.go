@@ -45,13 +45,16 @@
 // TableSnapshot.LastSecond, from which a live view draws units per second.
 // Class figures are exact; a key's are exact when its Error is 0, and
 // otherwise count its traffic from when it became a candidate (never more
-// than the truth, at most Error less). Live windows count by arrival
-// second (the Store's clock, once per Put), so seconds arrive in order.
-// Whole files count by event time: events up to RecentSeconds out of order
-// are counted in their own second; an older one starts the ring over at
-// its second, so logs read one after another are each counted second by
-// second (two logs of the same seconds read one after the other are peaked
-// separately, not added up).
+// than the truth, at most Error less). Everything counts by event time,
+// the second of Event.Time, whatever the order of arrival. In a live
+// window a class keeps every second of the window (up to 4096), so events
+// of a table read from several shards or hosts at their own pace add up
+// second by second; a key keeps 8 seconds, so its events may come up to 7
+// seconds out of order (a key lives in one stream shard, read in order; a
+// key logged by several hosts comes as late as the slowest log) and an
+// older one counts in its slot but in no second. Whole files: events up
+// to RecentSeconds out of order are counted in their own second; an older
+// one starts the ring over at its second.
 //
 // # Memory
 //
@@ -76,13 +79,19 @@
 //
 // # Windows
 //
-// In live mode (Config.Window > 0) the window is a ring of SubWindows slots;
-// an event goes to the slot of its arrival time, read from the clock given
-// to NewStore at Put (sources' record times can be coarse: DynamoDB Local
-// rounds them to the minute). A slot expires whole once the window has
-// moved past it, so a key hot two windows ago is gone. In analyze mode
-// (Window == 0) there is one window that never expires, bounded by the
-// earliest and latest event times.
+// In live mode (Config.Window > 0) the window is a ring of SubWindows slots
+// in event time: an event goes to the slot of its Event.Time (an event
+// without one: the clock given to NewStore, at Put). Each table's window
+// ends at its head, the later of its newest event and the watermark of
+// the sources that fed it (SetWatermarks; without, the clock), so a
+// backlog read in seconds is counted as it happened and an idle table's
+// window still slides. The seconds a snapshot judges (LastSecond, the
+// recent units) stop at that watermark: a second is judged once every
+// source of the table has passed it. An event older than its table's
+// window is late: counted in LateEvents, in no window. A slot expires
+// whole once the window has moved past it, so a key hot two windows ago
+// is gone. In analyze mode (Window == 0) there is one window that never
+// expires, bounded by the earliest and latest event times.
 //
 // # Merging
 //
@@ -390,7 +399,7 @@ func (s *Store) table(id tableID, at clock, weight uint64) *table {
 	}
 	t := newTable(id, &s.cfg, at.epoch, at.sec, s.slot)
 	if s.slot > 0 {
-		t.began = unixSecond(s.started)
+		t.began = s.started.Unix()
 	}
 	t.credit, t.creditEpoch = credit, at.epoch
 	s.tables.Store(id, t)
@@ -529,7 +538,7 @@ func analyzeRates(ts *TableSnapshot) {
 // with t.mu held.
 func (s *Store) head(t *table, now time.Time) (sw secWindow, start, end time.Time) {
 	j := s.judged(t.sources, now)
-	jSec := unixSecond(j)
+	jSec := j.Unix()
 	if t.fresh {
 		// No event yet: the window stands at the watermark.
 		if ep, ok := t.sc.epochOf(jSec); ok {

@@ -14,9 +14,9 @@ import (
 type Summary struct {
 	Snapshot
 	// SlotNanos is the length of a slot of the window and Slot the number
-	// (Unix time / SlotNanos) of the newest: the slots of the Parts end
-	// there. Slots are aligned on Unix time, so two replicas' slots of the
-	// same number cover the same time.
+	// (Unix time / SlotNanos) of the clock's: a table's window ends at its
+	// own head (TablePart.Slot), in event time. Slots are aligned on Unix
+	// time, so two replicas' slots of the same number cover the same time.
 	SlotNanos, Slot int64
 	// Parts holds one entry per entry of Snapshot.Tables.
 	Parts []TablePart
@@ -26,8 +26,9 @@ type Summary struct {
 type TablePart struct {
 	// SlotUnits and SlotPeaks are, per class, the units of each slot of the
 	// window and of its busiest second, oldest slot first, the last one
-	// being Summary.Slot.
+	// being Slot, the number of the table's newest slot (its head).
 	SlotUnits, SlotPeaks [ingest.NumClasses][]float64
+	Slot                 int64
 	// Registers is the HyperLogLog of the window's distinct partition keys
 	// (axiomhq/hyperloglog's binary form); nil when it was left out.
 	Registers []byte
@@ -50,7 +51,7 @@ func (s *Store) Summary(registers bool) *Summary {
 // seconds still in the per-second rings folded into their slots' peaks, and
 // its distinct-key registers. It is called with t.mu held.
 func (t *table) part(sw *secWindow, registers bool) TablePart {
-	var p TablePart
+	p := TablePart{Slot: t.epoch}
 	n := t.cfg.SubWindows
 	for c := range t.classes {
 		cs := &t.classes[c]

@@ -216,15 +216,15 @@ func TestDecodeSummaryRejects(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, "not gzip"},
-		{"plain JSON", []byte(`{"v":1}`), "not gzip"},
-		{"truncated", gz(`{"v":1,"tables":[]}`)[:12], "decompress"},
+		{"plain JSON", []byte(`{"v":2}`), "not gzip"},
+		{"truncated", gz(`{"v":2,"tables":[]}`)[:12], "decompress"},
 		{"not JSON", gz(`hello`), "not its JSON form"},
-		{"other version", gz(`{"v":2,"tables":[]}`), "format 2"},
-		{"no table name", gz(`{"v":1,"tables":[{"t":""}]}`), "no table name"},
-		{"negative units", gz(`{"v":1,"tables":[{"t":"x","c":[{"u":-1},{}]}]}`), "not counts"},
-		{"slots of two lengths", gz(`{"v":1,"tables":[{"t":"x","su":[[1,2],[]],"sp":[[1],[]]}]}`), "slot series"},
-		{"key without a name", gz(`{"v":1,"tables":[{"t":"x","c":[{"k":[{"u":1}]},{}]}]}`), "no key"},
-		{"wrong types", gz(`{"v":1,"tables":[{"t":7}]}`), "not its JSON form"},
+		{"other version", gz(`{"v":1,"tables":[]}`), "format 1"},
+		{"no table name", gz(`{"v":2,"tables":[{"t":""}]}`), "no table name"},
+		{"negative units", gz(`{"v":2,"tables":[{"t":"x","c":[{"u":-1},{}]}]}`), "not counts"},
+		{"slots of two lengths", gz(`{"v":2,"tables":[{"t":"x","su":[[1,2],[]],"sp":[[1],[]]}]}`), "slot series"},
+		{"key without a name", gz(`{"v":2,"tables":[{"t":"x","c":[{"k":[{"u":1}]},{}]}]}`), "no key"},
+		{"wrong types", gz(`{"v":2,"tables":[{"t":7}]}`), "not its JSON form"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeSummary(tc.in)
@@ -233,7 +233,7 @@ func TestDecodeSummaryRejects(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeSummary(gz(`{"v":1,"tables":[]}`)); err != nil {
+	if _, err := DecodeSummary(gz(`{"v":2,"tables":[]}`)); err != nil {
 		t.Errorf("an empty summary: %v", err)
 	}
 }

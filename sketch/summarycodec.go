@@ -17,7 +17,7 @@ import (
 // DecodeSummary reads. A replica that reads another version ignores that
 // summary (a rolling update between versions judges on its own traffic for
 // a moment).
-const SummaryFormat = 1
+const SummaryFormat = 2
 
 // maxDecoded bounds the decompressed size of a summary DecodeSummary
 // accepts: far above what EncodeSummary writes within DynamoDB's item size,
@@ -49,8 +49,11 @@ type wireTable struct {
 	Shards     []ShardStat                  `json:"sh,omitempty"`
 	Throttled  []KeyCount                   `json:"th,omitempty"`
 	ThrEvents  uint64                       `json:"the,omitempty"`
-	RecentSpan int64                        `json:"rs"` // nanoseconds
-	LastSecond int64                        `json:"ls"` // Unix seconds, 0 for none
+	RecentSpan int64                        `json:"rs"`           // nanoseconds
+	LastSecond int64                        `json:"ls"`           // Unix seconds, 0 for none
+	Start      int64                        `json:"ts,omitempty"` // Unix nanoseconds: the table's window
+	End        int64                        `json:"te,omitempty"`
+	Slot       int64                        `json:"sl,omitempty"` // newest slot of the series, 0: the summary's
 	SlotUnits  [ingest.NumClasses][]float64 `json:"su"`
 	SlotPeaks  [ingest.NumClasses][]float64 `json:"sp"`
 }
@@ -109,7 +112,8 @@ func encodeSummary(s *Summary, maxKeys int, regs bool) ([]byte, error) {
 	for i := range s.Tables {
 		ts := &s.Tables[i]
 		wt := wireTable{Table: ts.Table, Index: ts.Index, Events: ts.Events, Distinct: ts.DistinctKeys,
-			Shards: ts.Shards, Throttled: ts.Throttled, ThrEvents: ts.ThrottledEvents, RecentSpan: int64(ts.RecentSpan)}
+			Shards: ts.Shards, Throttled: ts.Throttled, ThrEvents: ts.ThrottledEvents, RecentSpan: int64(ts.RecentSpan),
+			Start: unixNanos(ts.Start), End: unixNanos(ts.End)}
 		if len(wt.Throttled) > maxKeys {
 			wt.Throttled = wt.Throttled[:maxKeys]
 		}
@@ -117,7 +121,7 @@ func encodeSummary(s *Summary, maxKeys int, regs bool) ([]byte, error) {
 			wt.LastSecond = ts.LastSecond.Unix()
 		}
 		if i < len(s.Parts) {
-			wt.SlotUnits, wt.SlotPeaks = s.Parts[i].SlotUnits, s.Parts[i].SlotPeaks
+			wt.SlotUnits, wt.SlotPeaks, wt.Slot = s.Parts[i].SlotUnits, s.Parts[i].SlotPeaks, s.Parts[i].Slot
 			if regs {
 				wt.Registers = s.Parts[i].Registers
 			}
@@ -186,10 +190,16 @@ func DecodeSummary(b []byte) (*Summary, error) {
 			return nil, fmt.Errorf("tables[%d] (%s): recent span %d", i, wt.Table, wt.RecentSpan)
 		}
 		ts.RecentSpan = time.Duration(wt.RecentSpan)
+		if wt.Start != 0 || wt.End != 0 {
+			ts.Start, ts.End = fromNanos(wt.Start), fromNanos(wt.End)
+		}
 		if wt.LastSecond != 0 {
 			ts.LastSecond = time.Unix(wt.LastSecond, 0)
 		}
-		part := TablePart{Registers: wt.Registers}
+		part := TablePart{Registers: wt.Registers, Slot: wt.Slot}
+		if part.Slot == 0 {
+			part.Slot = s.Slot
+		}
 		for c := range wt.Classes {
 			wc := &wt.Classes[c]
 			if !counts(wc.Units, wc.Peak, wc.PeakSecond, wc.Recent, wc.Last) {

@@ -225,7 +225,7 @@ func (t *table) clearSlot(s int) {
 // in the slot and the second of its time (now, a Unix second, for an event
 // without one), moving its head ahead for newer events and counting those
 // older than the window as late (t.late). It returns the number of events
-// with an unknown class, which it drops.
+// it drops: of an unknown class, or a day past now.
 //
 // This is the counting core's hot loop: one pass, the common case (a
 // traffic event with a key) inline, the rest (throttled calls, shards,
@@ -263,7 +263,7 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, now i
 		} else {
 			es = now
 			if !e.Time.IsZero() {
-				es = unixSecond(e.Time)
+				es = e.Time.Unix()
 			}
 			if e.Source != src {
 				src = e.Source
@@ -272,6 +272,13 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, now i
 			if es != sec {
 				t.addTotals(units, counts, sec, s)
 				units, counts = [ingest.NumClasses]float64{}, [ingest.NumClasses]uint64{}
+				if es > now+maxAheadSeconds {
+					// A time no reader lets through (the daemon refuses
+					// times minutes ahead): it must not move the window.
+					sec = noSecond
+					bad++
+					continue
+				}
 				var ok bool
 				if s, ok = t.place(es); !ok {
 					sec = noSecond
@@ -355,10 +362,11 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, now i
 // noSecond marks "no second yet" in addEvents.
 const noSecond = math.MinInt64
 
-// unixSecond is the Unix second t lies in (rounded down, also before 1970).
-func unixSecond(t time.Time) int64 {
-	return floorDiv(t.UnixNano(), int64(time.Second))
-}
+// maxAheadSeconds is how far past the Store's clock a live event's time
+// may be: a window never moves further ahead (a backstop; the daemon's
+// event check refuses times a few minutes ahead as bad_time). Such
+// events are dropped and counted in Store.Dropped.
+const maxAheadSeconds = 24 * 60 * 60
 
 // place readies a live window to count an event of second es: it starts
 // the window there (the table's first event), moves the head ahead to it
@@ -374,6 +382,7 @@ func (t *table) place(es int64) (int, bool) {
 	if t.fresh {
 		t.begin(ep, es)
 	}
+	t.began = min(t.began, es)
 	t.advance(ep, es)
 	if ep <= t.epoch-int64(t.cfg.SubWindows) {
 		return 0, false
@@ -387,7 +396,6 @@ func (t *table) begin(ep, es int64) {
 	t.fresh = false
 	t.epoch, t.cur, t.sec = ep, slotIndex(ep, t.cfg.SubWindows), es
 	t.sc.epoch = ep
-	t.began = min(t.began, es)
 	for c := range t.classes {
 		t.classes[c].sec, t.classes[c].headSec = es, es
 	}
