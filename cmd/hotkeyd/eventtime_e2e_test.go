@@ -113,10 +113,14 @@ func checkCaughtUp(t *testing.T, d *streamsDaemon, rep report.Report, source str
 	t.Errorf("/api/v1/hotkeys names no source %s: %+v", source, rep.Sources)
 }
 
-// report returns the daemon's /api/v1/hotkeys.
+// report returns the daemon's /api/v1/hotkeys, once it has one.
 func (d *streamsDaemon) report(t *testing.T) report.Report {
 	t.Helper()
 	code, body := d.get("/api/v1/hotkeys")
+	for deadline := time.Now().Add(5 * time.Second); code == 503 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		code, body = d.get("/api/v1/hotkeys")
+	}
 	var rep report.Report
 	if err := json.Unmarshal([]byte(body), &rep); code != 200 || err != nil {
 		t.Fatalf("/api/v1/hotkeys: %d %v\n%s", code, err, body)
