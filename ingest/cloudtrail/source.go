@@ -37,8 +37,9 @@ type Config struct {
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// MaxAge, when positive, skips files modified longer ago than this when
 	// they are first seen: they are recorded as read without being read.
-	// Live windows run on arrival time, so replaying months of history on a
-	// first start would count it all as current traffic.
+	// Their events would be older than the live window and only add to the
+	// totals and the late count, so replaying months of history on a first
+	// start costs time for nothing.
 	MaxAge time.Duration `yaml:"max_age"`
 	// S3, instead of Paths, reads the files straight from the bucket
 	// CloudTrail delivers to (package s3trail); CheckpointDir then keeps
