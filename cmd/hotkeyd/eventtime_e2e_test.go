@@ -140,6 +140,73 @@ func TestStreamsBacklogJudgedAtItsRates(t *testing.T) {
 		t.Skip("writes two minutes of traffic to DynamoDB Local")
 	}
 	ddb := testenv.DynamoDBLocal(t)
+	write := streamsBacklog(t, ddb)
+	cpDir := t.TempDir()
+	cfgPath := writeConfig(t, fmt.Sprintf(`window: 60s
+sources:
+  - type: dynamodb-streams
+    tables: [%s, %s]
+    region: us-east-1
+    endpoint: %s
+    start: trim_horizon
+    checkpoint_dir: %s
+`, backlogModest, backlogHot, ddb.Endpoint, cpDir))
+	addr := freeAddr(t)
+
+	modest, hot := write(60 * time.Second)
+	d1 := startStreamsDaemon(t, cfgPath, addr)
+	judgeBacklog(t, d1, "dynamodb-streams", modest, hot)
+	d1.kill()
+
+	// A backlog left behind by a crash: read from the checkpoints.
+	modest2, hot2 := write(40 * time.Second)
+	d2 := startStreamsDaemon(t, cfgPath, addr)
+	judgeBacklog(t, d2, "dynamodb-streams", modest2, hot2)
+	d2.stop(t)
+}
+
+// TestStreamsBacklogTakenOverByReplica: a replica holding the shards'
+// leases is killed; 40 s of traffic are written; another replica takes
+// the leases once they expire and reads that backlog from the dead one's
+// checkpoints, judging it at the rates it was written.
+func TestStreamsBacklogTakenOverByReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 40 s of traffic to DynamoDB Local")
+	}
+	ddb := testenv.DynamoDBLocal(t)
+	write := streamsBacklog(t, ddb)
+	cfg := func(worker string) string {
+		return writeConfig(t, fmt.Sprintf(`window: 60s
+sources:
+  - type: dynamodb-streams
+    tables: [%s, %s]
+    region: us-east-1
+    endpoint: %s
+    start: trim_horizon
+    lease_table: ev_leases
+    worker_id: %s
+    failover_time: 3s
+`, backlogModest, backlogHot, ddb.Endpoint, worker))
+	}
+	a := startStreamsDaemon(t, cfg("a"), freeAddr(t))
+	for deadline := time.Now().Add(30 * time.Second); a.metric(t, `hotkeyd_leases_held{lease_table="ev_leases"}`) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("replica a holds not both shards' leases within 30 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	a.kill()
+	modest, hot := write(40 * time.Second)
+	b := startStreamsDaemon(t, cfg("b"), freeAddr(t))
+	judgeBacklog(t, b, "dynamodb-streams", modest, hot)
+	b.stop(t)
+}
+
+// streamsBacklog creates the scenario's tables in ddb and returns the
+// function that writes d of its traffic, paced per second, and returns
+// the writes made to each table.
+func streamsBacklog(t *testing.T, ddb *testenv.DDBLocal) func(d time.Duration) (modest, hot float64) {
+	t.Helper()
 	ctx := context.Background()
 	for _, tb := range []struct {
 		name string
@@ -168,9 +235,7 @@ func TestStreamsBacklogJudgedAtItsRates(t *testing.T) {
 		}
 		return err == nil
 	}
-	// write writes the scenario for d, paced per second, and returns the
-	// writes made to each table.
-	write := func(d time.Duration) (modest, hot float64) {
+	return func(d time.Duration) (modest, hot float64) {
 		var nm, nh atomic.Int64
 		jobs := make(chan func(), 512)
 		var wg sync.WaitGroup
@@ -210,29 +275,6 @@ func TestStreamsBacklogJudgedAtItsRates(t *testing.T) {
 		t.Logf("wrote %d modest and %d hot writes in %v", nm.Load(), nh.Load(), time.Since(began).Round(time.Millisecond))
 		return float64(nm.Load()), float64(nh.Load())
 	}
-
-	cpDir := t.TempDir()
-	cfgPath := writeConfig(t, fmt.Sprintf(`window: 60s
-sources:
-  - type: dynamodb-streams
-    tables: [%s, %s]
-    region: us-east-1
-    endpoint: %s
-    start: trim_horizon
-    checkpoint_dir: %s
-`, backlogModest, backlogHot, ddb.Endpoint, cpDir))
-	addr := freeAddr(t)
-
-	modest, hot := write(60 * time.Second)
-	d1 := startStreamsDaemon(t, cfgPath, addr)
-	judgeBacklog(t, d1, "dynamodb-streams", modest, hot)
-	d1.kill()
-
-	// A backlog left behind by a crash: read from the checkpoints.
-	modest2, hot2 := write(40 * time.Second)
-	d2 := startStreamsDaemon(t, cfgPath, addr)
-	judgeBacklog(t, d2, "dynamodb-streams", modest2, hot2)
-	d2.stop(t)
 }
 
 // kinesisBacklog writes d of the scenario ending now into stream, as
