@@ -409,7 +409,7 @@ sources:
 	waitMetric(h, 1250, "hotkeyd_events_total", `table="orders"`, `class="read"`, `source="cloudtrail"`)
 	// A file that lands while the daemon runs is read at the next listing.
 	more := `{"Records":[` + strings.Repeat(`{"eventTime":"`+recent.Add(time.Minute).UTC().Format(time.RFC3339)+`","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","errorCode":"ThrottlingException","requestParameters":{"tableName":"orders","key":{"customer":"C-LATE","order":"O-1"}}},`, 6) +
-		`{"eventTime":"`+recent.Add(time.Minute).UTC().Format(time.RFC3339)+`","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"customer":"C-LATE","order":"O-1"}}}]}`
+		`{"eventTime":"` + recent.Add(time.Minute).UTC().Format(time.RFC3339) + `","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"customer":"C-LATE","order":"O-1"}}}]}`
 	ctWriteGz(t, filepath.Join(dir, "AWSLogs", ctAccount, "CloudTrail", "us-east-1", "2026", "11", "22", "late.json.gz"), more)
 	waitMetric(h, 6, "hotkeyd_key_throttled", `table="orders"`, `key="C-LATE"`)
 	waitMetric(h, 1251, "hotkeyd_events_total", `table="orders"`, `class="read"`, `source="cloudtrail"`)
