@@ -77,8 +77,8 @@ type Source struct {
 	log    *zap.Logger
 	follow *follow.Follower // nil without files
 	files  *files
-	// progress takes each file's progress in event time (a lane per
-	// file, and one for stdin); nil keeps none.
+	// progress takes each followed file's progress in event time (a lane
+	// per file); nil keeps none.
 	progress *ingest.Progress
 
 	scanned func() // test hook: called after each poll
@@ -162,9 +162,9 @@ func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
 }
 
 func (s *Source) readStdin(ctx context.Context, sink ingest.Sink) error {
-	lane := s.progress.Lane(s.cfg.Source)
-	defer lane.Close()
-	counts, err := ReadAll(ctx, s.cfg.Stdin, "stdin", lane.Track(wrapSink(sink)), s.cfg.Options)
+	// Stdin has no lane: a read that blocks cannot tell a quiet pipe
+	// from a slow one, and a quiet pipe is caught up.
+	counts, err := ReadAll(ctx, s.cfg.Stdin, "stdin", wrapSink(sink), s.cfg.Options)
 	s.log.Info("stdin ended", zap.Int64("events", counts.Events), zap.Int64("rejected", counts.Rejected))
 	if err != nil && ctx.Err() == nil {
 		if isSinkErr(err) {
