@@ -439,6 +439,17 @@ func judgeDelivery(t *testing.T, d *streamsDaemon, table, key string, want float
 	if late := d.metric(t, `hotkeyd_late_events_total{source="cloudtrail"}`); late != 0 {
 		t.Errorf("hotkeyd_late_events_total{source=\"cloudtrail\"} = %v, want 0: every delivery is in the window", late)
 	}
+	// Caught up, CloudTrail's watermark is the newest event delivered (a
+	// minute ago in these deliveries), not 15 minutes ago, and it lags
+	// nothing.
+	rep := d.report(t)
+	checkCaughtUp(t, d, rep, "cloudtrail")
+	for _, s := range rep.Sources {
+		if s.Source == "cloudtrail" && (time.Since(s.Watermark) > 2*time.Minute || time.Since(s.Watermark) < 0 || s.DelaySeconds != 900) {
+			t.Errorf("cloudtrail's watermark %v (%v ago, delay %v s), want the newest event delivered, about a minute ago",
+				s.Watermark, time.Since(s.Watermark).Round(time.Second), s.DelaySeconds)
+		}
+	}
 }
 
 // TestCloudTrailDeliveryJudgedAtItsRates drops a CloudTrail file of five
