@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -22,8 +23,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
@@ -553,5 +558,39 @@ func TestImplausibleTimesAreBadTime(t *testing.T) {
 	}
 	if !strings.Contains(h.Stderr(), "max_future") {
 		t.Errorf("the log does not say which setting refused a time in the future:\n%s", h.Stderr())
+	}
+}
+
+// TestLivePageSaysWhileASourceCatchesUp serves the live page over a report
+// whose kinesis source reads a backlog 90 s behind: the page says so in a
+// line, and says nothing of the source that is caught up.
+func TestLivePageSaysWhileASourceCatchesUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	now := time.Now().UTC()
+	live := export.NewLive(time.Now)
+	live.Update(report.Report{
+		Start: now.Add(-time.Minute), End: now, Tables: []report.TableReport{},
+		Sources: []report.SourceProgress{
+			{Source: "dynamodb-streams", Watermark: now},
+			{Source: "kinesis", Watermark: now.Add(-90 * time.Second), LagSeconds: 90, CatchingUp: true},
+		},
+	})
+	ready := export.NewReadiness()
+	ready.SetRunning(true, "")
+	srv, err := export.NewServer(zap.NewNop(), export.ServerConfig{Gatherer: prometheus.NewRegistry(), Live: live, Readiness: ready})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	tab := testenv.NewTab(t)
+	tab.Run(t, 20*time.Second, chromedp.Navigate(ts.URL+"/"))
+	tab.WaitFor(t, `document.querySelector('.banner.catching-up') !== null`, 10*time.Second, "the catching-up line")
+	var lines []string
+	tab.Eval(t, `Array.from(document.querySelectorAll('.banner.catching-up')).map(e => e.dataset.source + ': ' + e.textContent)`, &lines)
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "kinesis: kinesis is catching up: 90 s behind") {
+		t.Errorf("catching-up lines %q, want one for kinesis, 90 s behind", lines)
 	}
 }
