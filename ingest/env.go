@@ -22,4 +22,7 @@ type Env struct {
 	Tables map[string]KeySchema
 	// Stdin is the process's standard input, for a reader of "-".
 	Stdin io.Reader
+	// Progress takes how far the reader has read in event time, per lane
+	// (a shard, a followed file, a delivery folder); nil keeps none.
+	Progress *Progress
 }

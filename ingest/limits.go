@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 	"unsafe"
 )
 
@@ -265,23 +266,120 @@ func CheckEvent(e *Event) *Invalid {
 // handed on as it is; the names of a run of Events of one table are
 // checked once.
 func Checked(next Sink, rep Reporter) Sink {
+	return CheckedTimes(next, rep, TimeLimits{})
+}
+
+// CheckedTimes is Checked that also refuses, as ReasonBadTime, the
+// Events whose time lim refuses (TimeLimits.Check).
+func CheckedTimes(next Sink, rep Reporter, lim TimeLimits) Sink {
 	if rep == nil {
 		rep = NopReporter{}
 	}
-	return checkedSink{next: next, rep: rep}
+	if lim.Now == nil {
+		lim.Now = time.Now
+	}
+	return checkedSink{next: next, rep: rep, lim: lim}
 }
 
 type checkedSink struct {
 	next Sink
 	rep  Reporter
+	lim  TimeLimits
+}
+
+// TimeLimits bound the event times the daemon counts: an Event's time is
+// when the access happened (Event.Time), and a time far in the future or
+// older than its input can hold is no access the window can judge.
+type TimeLimits struct {
+	// MaxFuture is how far past the clock's now an Event's time may be
+	// (a clock skew between hosts); 0 checks nothing.
+	MaxFuture time.Duration
+	// MaxAge returns how old an Event of source may be (the input's
+	// retention); 0, or a nil MaxAge, checks nothing.
+	MaxAge func(source string) time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Retainer is implemented by sources whose input holds records for a
+// bounded time (a stream's retention): an event older than that cannot
+// have been read from it, and the daemon refuses it as ReasonBadTime.
+type Retainer interface {
+	// Retention returns how long the input holds a record.
+	Retention() time.Duration
+}
+
+// timeBounds are a TimeLimits' bounds for one batch: the latest time
+// accepted, and the earliest of the last source looked up.
+type timeBounds struct {
+	lim      *TimeLimits
+	latest   time.Time
+	now      time.Time
+	source   string
+	earliest time.Time
+	looked   bool
+}
+
+func (l *TimeLimits) bounds() timeBounds {
+	if l.MaxFuture <= 0 && l.MaxAge == nil {
+		return timeBounds{}
+	}
+	now := l.Now()
+	b := timeBounds{lim: l, now: now}
+	if l.MaxFuture > 0 {
+		b.latest = now.Add(l.MaxFuture)
+	}
+	return b
+}
+
+// ok reports whether e's time is within the bounds; a zero time (the
+// Store's now) always is.
+func (b *timeBounds) ok(e *Event) bool {
+	if b.lim == nil || e.Time.IsZero() {
+		return true
+	}
+	if !b.latest.IsZero() && e.Time.After(b.latest) {
+		return false
+	}
+	if b.lim.MaxAge == nil {
+		return true
+	}
+	if !b.looked || e.Source != b.source {
+		b.source, b.looked, b.earliest = e.Source, true, time.Time{}
+		if age := b.lim.MaxAge(e.Source); age > 0 {
+			b.earliest = b.now.Add(-age)
+		}
+	}
+	return b.earliest.IsZero() || !e.Time.Before(b.earliest)
+}
+
+// Check returns nil when e's time is within the limits at now, or why not
+// (ReasonBadTime).
+func (l TimeLimits) Check(e *Event, now time.Time) *Invalid {
+	if e.Time.IsZero() {
+		return nil
+	}
+	if l.MaxFuture > 0 && e.Time.After(now.Add(l.MaxFuture)) {
+		return &Invalid{ReasonBadTime, fmt.Sprintf("time %s is %s in the future; at most %s is accepted (max_future)",
+			e.Time.UTC().Format(time.RFC3339), e.Time.Sub(now).Round(time.Second), l.MaxFuture)}
+	}
+	if l.MaxAge == nil {
+		return nil
+	}
+	if age := l.MaxAge(e.Source); age > 0 && e.Time.Before(now.Add(-age)) {
+		return &Invalid{ReasonBadTime, fmt.Sprintf("time %s is %s old; the input holds at most %s",
+			e.Time.UTC().Format(time.RFC3339), now.Sub(e.Time).Round(time.Second), age)}
+	}
+	return nil
 }
 
 // Put implements Sink.
 func (s checkedSink) Put(ctx context.Context, batch []Event) error {
 	var names nameCache
+	times := s.lim.bounds()
 	bad := -1
 	for i := range batch {
-		if !names.check(&batch[i]) {
+		if !names.check(&batch[i]) || !times.ok(&batch[i]) {
 			bad = i
 			break
 		}
@@ -293,11 +391,15 @@ func (s checkedSink) Put(ctx context.Context, batch []Event) error {
 	kept := batch[:bad]
 	for i := bad; i < len(batch); i++ {
 		e := &batch[i]
-		if names.check(e) {
+		if names.check(e) && times.ok(e) {
 			kept = append(kept, *e)
 			continue
 		}
-		if inv := CheckEvent(e); inv != nil {
+		inv := CheckEvent(e)
+		if inv == nil {
+			inv = s.lim.Check(e, times.now)
+		}
+		if inv != nil {
 			s.rep.Reject(e.Source, inv.Reason, inv)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheckEvent(t *testing.T) {
@@ -139,5 +140,59 @@ func TestQuote(t *testing.T) {
 	}
 	if MaskerOf(NopReporter{}) != nil {
 		t.Error("NopReporter masks")
+	}
+}
+
+func TestCheckedTimes(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	lim := TimeLimits{
+		MaxFuture: 5 * time.Minute,
+		MaxAge: func(source string) time.Duration {
+			if source == "dynamodb-streams" {
+				return 24 * time.Hour
+			}
+			return time.Hour
+		},
+		Now: func() time.Time { return now },
+	}
+	f := func(name string, e Event, want string) {
+		t.Helper()
+		var got []Event
+		rep := &rejections{}
+		s := CheckedTimes(SinkFunc(func(_ context.Context, b []Event) error { got = append(got, b...); return nil }), rep, lim)
+		ok := Event{Table: "orders", Units: 1, Source: e.Source, Time: now}
+		if err := s.Put(context.Background(), []Event{ok, e, ok}); err != nil {
+			t.Fatal(err)
+		}
+		rejected := strings.Join(rep.reasons, ",")
+		switch {
+		case want == "" && (len(got) != 3 || rejected != ""):
+			t.Errorf("%s: %d of 3 passed, rejected %q; want all", name, len(got), rejected)
+		case want != "" && (len(got) != 2 || rejected != want):
+			t.Errorf("%s: %d of 3 passed, rejected %q; want 2 and %s", name, len(got), rejected, want)
+		}
+		if inv := lim.Check(&e, now); (inv != nil) != (want != "") {
+			t.Errorf("%s: Check = %v, want a refusal %v", name, inv, want != "")
+		}
+	}
+	e := func(source string, d time.Duration) Event {
+		return Event{Table: "orders", Units: 1, Source: source, Time: now.Add(d)}
+	}
+	f("now", e("jsonl", 0), "")
+	f("no time (the Store's now)", Event{Table: "orders", Units: 1, Source: "http"}, "")
+	f("4 min ahead", e("jsonl", 4*time.Minute), "")
+	f("6 min ahead", e("jsonl", 6*time.Minute), "jsonl:bad_time")
+	f("year 9999", Event{Table: "orders", Units: 1, Source: "http", Time: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}, "http:bad_time")
+	f("year 1", Event{Table: "orders", Units: 1, Source: "http", Time: time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC)}, "http:bad_time")
+	f("59 min old file line", e("jsonl", -59*time.Minute), "")
+	f("2 h old file line", e("jsonl", -2*time.Hour), "jsonl:bad_time")
+	f("2 h old stream record", e("dynamodb-streams", -2*time.Hour), "")
+	f("25 h old stream record", e("dynamodb-streams", -25*time.Hour), "dynamodb-streams:bad_time")
+
+	// Without limits nothing is checked.
+	var got int
+	s := Checked(SinkFunc(func(_ context.Context, b []Event) error { got += len(b); return nil }), nil)
+	if err := s.Put(context.Background(), []Event{e("jsonl", 100*time.Hour)}); err != nil || got != 1 {
+		t.Errorf("Checked without time limits refused a time: %v, %d passed", err, got)
 	}
 }

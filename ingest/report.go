@@ -29,7 +29,7 @@ const (
 	ReasonMissingPK    = "missing_pk"    // no partition key where one is required
 	ReasonBadType      = "bad_type"      // a field of the wrong JSON type
 	ReasonBadUnits     = "bad_units"     // negative, non-finite or non-numeric units, or more than one call consumes (MaxUnits)
-	ReasonBadTime      = "bad_time"      // a timestamp that cannot be parsed
+	ReasonBadTime      = "bad_time"      // a timestamp that cannot be parsed, or (in the daemon) further in the future than max_future or older than the input holds
 	ReasonBadOp        = "bad_op"        // an operation that is neither read nor write
 	ReasonBadRecord    = "bad_record"    // a record of a known format with a broken shape
 	ReasonBadFile      = "bad_file"      // a file that is truncated or not of a known format

@@ -137,13 +137,13 @@ func ctRecord(t time.Time, items []ctItem, rng *rand.Rand) string {
 
 // writeDelivery writes the workload as CloudTrail delivers it: several
 // .json.gz files under AWSLogs/<account>/CloudTrail/<region>/<y>/<m>/<d>/,
-// with noise and two bad records, and returns the truth about it.
-func writeDelivery(t *testing.T, dir string, files int) *ctTruth {
+// with noise and two bad records, its calls from start on, and returns the
+// truth about it.
+func writeDelivery(t *testing.T, dir string, files int, start time.Time) *ctTruth {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(6, 7))
 	items := ctTraffic(rng)
 	truth := &ctTruth{units: map[string]map[string]map[string]float64{}, throttled: map[string]map[string]int{}}
-	start := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	var recs []string
 	for i := 0; i < len(items); {
 		it := items[i]
@@ -252,7 +252,7 @@ func ctEntry(rep *report.Report, table, index string) *report.TableReport {
 // each class, the findings, and the most throttled keys.
 func TestAnalyzeCloudTrailDeliveryFolder(t *testing.T) {
 	dir := t.TempDir()
-	truth := writeDelivery(t, dir, 4)
+	truth := writeDelivery(t, dir, 4, time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	files, err := filepath.Glob(filepath.Join(dir, "AWSLogs", "*", "CloudTrail", "*", "*", "*", "*", "*.json.gz"))
 	if err != nil || len(files) != 4 {
 		t.Fatalf("generated files %v: %v", files, err)
@@ -371,7 +371,10 @@ func TestRunFollowsCloudTrailFolder(t *testing.T) {
 	}
 	dir, ckpt := t.TempDir(), t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "hotkeyd.yaml")
-	writeDelivery(t, dir, 3)
+	// The daemon counts each call in the second it happened: a delivery
+	// of the last minutes, as CloudTrail's are.
+	recent := time.Now().Add(-5 * time.Minute).Truncate(time.Second)
+	writeDelivery(t, dir, 3, recent)
 	yaml := fmt.Sprintf(`window: 10m
 tables:
   orders: {partition_key: customer, sort_key: order}
@@ -405,8 +408,8 @@ sources:
 	waitMetric(h, 15, "hotkeyd_key_throttled", `table="orders/status-index"`, `key="OPEN"`)
 	waitMetric(h, 1250, "hotkeyd_events_total", `table="orders"`, `class="read"`, `source="cloudtrail"`)
 	// A file that lands while the daemon runs is read at the next listing.
-	more := `{"Records":[` + strings.Repeat(`{"eventTime":"2026-11-22T11:00:00Z","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","errorCode":"ThrottlingException","requestParameters":{"tableName":"orders","key":{"customer":"C-LATE","order":"O-1"}}},`, 6) +
-		`{"eventTime":"2026-11-22T11:00:00Z","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"customer":"C-LATE","order":"O-1"}}}]}`
+	more := `{"Records":[` + strings.Repeat(`{"eventTime":"`+recent.Add(time.Minute).UTC().Format(time.RFC3339)+`","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","errorCode":"ThrottlingException","requestParameters":{"tableName":"orders","key":{"customer":"C-LATE","order":"O-1"}}},`, 6) +
+		`{"eventTime":"` + recent.Add(time.Minute).UTC().Format(time.RFC3339) + `","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"customer":"C-LATE","order":"O-1"}}}]}`
 	ctWriteGz(t, filepath.Join(dir, "AWSLogs", ctAccount, "CloudTrail", "us-east-1", "2026", "11", "22", "late.json.gz"), more)
 	waitMetric(h, 6, "hotkeyd_key_throttled", `table="orders"`, `key="C-LATE"`)
 	waitMetric(h, 1251, "hotkeyd_events_total", `table="orders"`, `class="read"`, `source="cloudtrail"`)
@@ -419,7 +422,7 @@ sources:
 
 	// Restart on the same checkpoint: only the file that is new is read.
 	ctWriteGz(t, filepath.Join(dir, "after-restart.json.gz"), `{"Records":[`+
-		`{"eventTime":"2026-11-22T12:00:00Z","eventSource":"dynamodb.amazonaws.com","eventName":"PutItem","requestParameters":{"tableName":"orders","key":{"customer":"C-NEW","order":"O-1"}}}]}`)
+		`{"eventTime":"`+recent.Add(2*time.Minute).UTC().Format(time.RFC3339)+`","eventSource":"dynamodb.amazonaws.com","eventName":"PutItem","requestParameters":{"tableName":"orders","key":{"customer":"C-NEW","order":"O-1"}}}]}`)
 	h = testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "run", "--config.file", cfg)
 	waitMetric(h, 1, "hotkeyd_events_total", `table="orders"`, `class="write"`, `source="cloudtrail"`)
 	_, body := h.Get(t, "/metrics")

@@ -22,10 +22,13 @@ func ctManyFiles(t *testing.T, n, perFile int) (cfgPath string) {
 	t.Helper()
 	dir := t.TempDir()
 	old := time.Now().Add(-time.Hour)
+	// Calls of the last minutes: the daemon refuses times older than the
+	// input holds (max_event_age) as bad_time.
+	at := time.Now().Add(-2 * time.Minute).UTC().Format(time.RFC3339)
 	for i := range n {
 		var recs []string
 		for j := range perFile {
-			recs = append(recs, fmt.Sprintf(`{"eventVersion":"1.08","eventTime":"2026-11-22T10:00:00Z","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"customer":"C-%d-%d"}}}`, i, j))
+			recs = append(recs, fmt.Sprintf(`{"eventVersion":"1.08","eventTime":%q,"eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"customer":"C-%d-%d"}}}`, at, i, j))
 		}
 		path := filepath.Join(dir, "AWSLogs", ctAccount, "CloudTrail", "us-east-1", fmt.Sprintf("f-%05d.json.gz", i))
 		ctWriteGz(t, path, `{"Records":[`+strings.Join(recs, ",")+`]}`)
@@ -166,7 +169,7 @@ func TestCloudTrailKillRereadsLittle(t *testing.T) {
 func TestCloudTrailStateNotSavedShowsInReadiness(t *testing.T) {
 	t.Parallel() // a process of its own, on a port of its own
 	dir := t.TempDir()
-	ctWriteGz(t, filepath.Join(dir, "in", "a.json.gz"), `{"Records":[{"eventVersion":"1.08","eventTime":"2026-11-22T10:00:00Z","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"id":"a"}}}]}`)
+	ctWriteGz(t, filepath.Join(dir, "in", "a.json.gz"), `{"Records":[{"eventVersion":"1.08","eventTime":"`+time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)+`","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"id":"a"}}}]}`)
 	blocker := filepath.Join(dir, "blocker")
 	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
 		t.Fatal(err)

@@ -108,6 +108,9 @@ type daemon struct {
 	masker   *export.KeyMasker
 	tracker  *detect.Tracker
 	server   *export.Server
+	// progress is how far each source has read in event time: the
+	// Store judges each table's seconds by it.
+	progress *ingest.Progress
 	sources  []ingest.Source
 	// judge is what the detector's tick evaluates: this process's window,
 	// or, when a source shares its shards through a lease table (replicas
@@ -160,6 +163,8 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	if d.store, err = sketch.NewStore(scfg, time.Now); err != nil {
 		return nil, fmt.Errorf("sketch store: %w", err)
 	}
+	d.progress = ingest.NewProgress(time.Now)
+	d.store.SetWatermarks(d.progress)
 	logMemoryBudget(log, scfg)
 	if d.reporter, err = export.NewReporter(log.Named("ingest"), reg, export.ReporterConfig{Masker: d.masker}); err != nil {
 		return nil, err
@@ -168,15 +173,12 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	if err != nil {
 		return nil, err
 	}
-	// Every Event is checked once more before it is counted, whatever
-	// reader made it: names DynamoDB would refuse and units no call
-	// consumes never reach a total or a series.
-	d.sink = ingest.Checked(counting, d.reporter)
-
-	env := ingest.Env{Log: log, Reporter: d.reporter, Registerer: reg, Tables: cfg.Tables, Stdin: io.stdin}
+	env := ingest.Env{Log: log, Reporter: d.reporter, Registerer: reg, Tables: cfg.Tables, Stdin: io.stdin, Progress: d.progress}
 	sourceConfigs := cfg.Sources
 	if demo {
+		// The demo's events carry their arrival time.
 		d.sources, sourceConfigs = []ingest.Source{demosource.New(demosource.Config{})}, nil
+		d.progress.Declare(demosource.SourceName, 0)
 	}
 	for i, sc := range sourceConfigs {
 		src, err := sc.Settings.NewSource(env)
@@ -189,6 +191,13 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 		d.reporter.InitSource(src.Name())
 		counting.InitSource(src.Name())
 	}
+	// Every Event is checked once more before it is counted, whatever
+	// reader made it: names DynamoDB would refuse, units no call consumes
+	// and times no window can judge (max_future, the input's retention or
+	// max_event_age) never reach a total or a series.
+	d.sink = ingest.CheckedTimes(counting, d.reporter, ingest.TimeLimits{
+		MaxFuture: cfg.MaxFuture, MaxAge: maxEventAge(d.sources, cfg.MaxEventAge), Now: time.Now,
+	})
 	var events http.Handler
 	if f.enableIngest {
 		rate := f.ingestRate
@@ -198,6 +207,9 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 		events = jsonl.NewHandler(d.sink, d.reporter, jsonl.HandlerConfig{RequestsPerSecond: rate, Burst: f.ingestBurst}, log)
 		d.reporter.InitSource(jsonl.HTTPSourceName)
 		counting.InitSource(jsonl.HTTPSourceName)
+		// An event without ts carries its arrival time; one with ts is
+		// taken as it comes: HTTP ingest holds nothing back.
+		d.progress.Declare(jsonl.HTTPSourceName, 0)
 	}
 	if len(d.sources) == 0 && events == nil {
 		return nil, errors.New("no sources: list some under sources: in the config file, or pass --web.enable-ingest")
@@ -215,6 +227,9 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	d.history = export.NewHistory(export.HistoryConfig{Window: cfg.Window, Top: settings.Top})
 	if err := reg.Register(export.NewCollector(d.live, ccfg)); err != nil {
 		return nil, fmt.Errorf("register collector: %w", err)
+	}
+	if err := reg.Register(export.NewProgressCollector(d.progress, d.store)); err != nil {
+		return nil, fmt.Errorf("register progress collector: %w", err)
 	}
 	d.ready = export.NewReadiness()
 	d.ready.Watch(d.sources...)
@@ -346,6 +361,7 @@ func (d *daemon) run(ctx context.Context) error {
 					j := d.judge.Evaluate()
 					d.history.Record(detect.LastSeconds(j.Snapshot, d.history.Keys()))
 					j.Report.Rejected = d.reporter.Rejected()
+					j.Report.Sources = export.SourcesReport(d.progress.States())
 					d.live.Update(j.Report)
 					ann.Announce(j.Changes)
 				}
@@ -399,6 +415,27 @@ func (d *daemon) run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// maxEventAge returns how old an event of each source may be: the
+// input's retention for a source that has one (ingest.Retainer) when it is
+// longer than def, def otherwise.
+func maxEventAge(sources []ingest.Source, def time.Duration) func(string) time.Duration {
+	// A Kinesis reader learns its streams' retention as it describes
+	// them: asked at each batch, not once.
+	kept := map[string][]ingest.Retainer{}
+	for _, src := range sources {
+		if r, ok := src.(ingest.Retainer); ok {
+			kept[src.Name()] = append(kept[src.Name()], r)
+		}
+	}
+	return func(source string) time.Duration {
+		age := def
+		for _, r := range kept[source] {
+			age = max(age, r.Retention())
+		}
+		return age
+	}
 }
 
 // demoHelp tells a newcomer where to look; %[1]s is the base URL.

@@ -162,7 +162,8 @@ func TestCloudTrailS3EndToEnd(t *testing.T) {
 		t.Helper()
 		var recs []string
 		for _, k := range keys {
-			recs = append(recs, fmt.Sprintf(`{"eventVersion":"1.08","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","eventTime":"2026-11-22T10:00:00Z","awsRegion":"us-east-1","requestParameters":{"tableName":"orders","key":{"id":%q}}}`, k))
+			recs = append(recs, fmt.Sprintf(`{"eventVersion":"1.08","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","eventTime":%q,"awsRegion":"us-east-1","requestParameters":{"tableName":"orders","key":{"id":%q}}}`,
+				time.Now().Add(-time.Minute).UTC().Format(time.RFC3339), k))
 		}
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)

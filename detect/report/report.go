@@ -19,6 +19,9 @@ type Report struct {
 	// BadTime says which events were refused for their time (counted in
 	// Rejected as bad_time) and why. Absent when none was.
 	BadTime *BadTime `json:"bad_time,omitempty"`
+	// Sources is, in the daemon, how far each source has read in event
+	// time; absent in analyze.
+	Sources []SourceProgress `json:"sources,omitempty"`
 	// Settings are the detector settings the report was judged by: what
 	// every rendering draws against (the threshold on the share bars, the
 	// ceilings and fractions of the severities). The window it was judged
@@ -60,6 +63,25 @@ type BadTime struct {
 	Outliers     uint64     `json:"outliers"`
 	OutliersFrom *time.Time `json:"outliers_from,omitempty"`
 	OutliersTo   *time.Time `json:"outliers_to,omitempty"`
+}
+
+// SourceProgress is one source's reading in event time (the daemon).
+type SourceProgress struct {
+	// Source is the source label ("dynamodb-streams", "cloudtrail", ...).
+	Source string `json:"source"`
+	// Watermark is the event time up to which the source has delivered
+	// its events: its seconds up to here are judged.
+	Watermark time.Time `json:"watermark"`
+	// LagSeconds is how far its slowest lane that still has records to
+	// read is behind the clock; 0 when caught up.
+	LagSeconds float64 `json:"lag_seconds"`
+	// DelaySeconds is the source's normal delivery delay (900 for
+	// CloudTrail, 0 for streams and logs).
+	DelaySeconds float64 `json:"delay_seconds,omitempty"`
+	// CatchingUp is set while the lag is more than 10 s beyond the normal
+	// delivery delay: the source reads a backlog, which is judged at the
+	// rates it happened.
+	CatchingUp bool `json:"catching_up"`
 }
 
 // TableReport is one table's, or one index's, part of a Report.

@@ -278,6 +278,17 @@
     return '<div class="banner' + (state.status === 'waiting' ? '' : ' error') + '" id="banner">' + esc(text) + '</div>';
   }
 
+  // catchingUp says which sources read a backlog: their seconds are still
+  // coming in, judged at the rates they happened.
+  function catchingUp() {
+    var srcs = state.report && state.report.sources ? state.report.sources : [];
+    return srcs.filter(function (s) { return s.catching_up; }).map(function (s) {
+      return '<div class="banner catching-up" data-source="' + esc(s.source) + '">' + esc(s.source) +
+        ' is catching up: ' + esc(fmt(Math.round(s.lag_seconds))) + ' s behind (read up to ' + esc(stamp(s.watermark)) +
+        '); its backlog is judged at the rates it happened.</div>';
+    }).join('');
+  }
+
   function diagnosisCard(t, d) {
     var keys = d.keys || [];
     var keyLabel = d.cause === 'hot_partition' ? 'shard' : (keys.length > 1 ? 'keys' : 'key');
@@ -525,7 +536,7 @@
   function render() {
     var open = new Set();
     root.querySelectorAll('details[open]').forEach(function (d) { open.add(d.getAttribute('data-id')); });
-    var r = route(), html = header() + '<main>' + banner();
+    var r = route(), html = header() + '<main>' + banner() + catchingUp();
     if (!state.report) {
       html += '<p class="none" id="waiting">Waiting for the first report…</p>';
     } else if (r) {

@@ -62,6 +62,7 @@ func newS3(cfg Config, log *zap.Logger, rep ingest.Reporter, lister func(s3trail
 	var err error
 	s.lister, err = lister(s3trail.Options{
 		Source: SourceName, CheckpointDir: cfg.CheckpointDir, MaxAge: cfg.MaxAge, Poll: poll,
+		Polled: func() { s.lane.Idle() }, // every object listed was read
 	}, s.object, log)
 	if err != nil {
 		return nil, fmt.Errorf("cloudtrail: %w", err)

@@ -37,8 +37,9 @@ type Config struct {
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// MaxAge, when positive, skips files modified longer ago than this when
 	// they are first seen: they are recorded as read without being read.
-	// Live windows run on arrival time, so replaying months of history on a
-	// first start would count it all as current traffic.
+	// Their events would be older than the live window and only add to the
+	// totals and the late count, so replaying months of history on a first
+	// start costs time for nothing.
 	MaxAge time.Duration `yaml:"max_age"`
 	// S3, instead of Paths, reads the files straight from the bucket
 	// CloudTrail delivers to (package s3trail); CheckpointDir then keeps
@@ -98,6 +99,7 @@ func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	src.(interface{ setProgress(*ingest.Progress) }).setProgress(env.Progress)
 	if env.Registerer != nil {
 		reg := prometheus.WrapRegistererWith(prometheus.Labels{"paths": paths}, env.Registerer)
 		if err := reg.Register(src); err != nil {
@@ -251,6 +253,7 @@ func (h *deliveries) Open(f follow.File) follow.Consumer {
 // saved if it changed or could not be saved last time.
 func (h *deliveries) Polled(files []follow.File) {
 	s := (*Source)(h)
+	s.lane.Idle() // every file found was read
 	if s.skipped > 0 {
 		s.log.Info("skipped files older than max_age", zap.Int("files", s.skipped), zap.Duration("max_age", s.cfg.MaxAge))
 		s.skipped = 0
@@ -331,6 +334,9 @@ type reading struct {
 	decoder  *Decoder
 	reporter ingest.Reporter
 	logger   *zap.Logger
+	// lane is the reader's progress in event time: busy while it reads
+	// the files a poll found, caught up after the poll (nil: none kept).
+	lane *ingest.Lane
 
 	cmu   sync.Mutex
 	stats Stats
@@ -341,12 +347,21 @@ func newReading(tables map[string]ingest.KeySchema, log *zap.Logger, rep ingest.
 	return reading{decoder: NewDecoder(tables, log, rep), reporter: rep, logger: log}
 }
 
+// setProgress makes the reader report its progress in event time to p:
+// CloudTrail delivers up to ingest.CloudTrailDelay late, so caught up its
+// watermark stands at the newest event delivered or that long before now.
+func (rd *reading) setProgress(p *ingest.Progress) {
+	p.Declare(SourceName, ingest.CloudTrailDelay)
+	rd.lane = p.Lane(SourceName)
+	rd.lane.Idle()
+}
+
 // read decodes one whole file into sink. It returns ctx's error or the
 // sink's refusal, which stop the reader; a read error half-way is
 // reported, and what was read is counted, so the file is done rather than
 // read twice.
 func (rd *reading) read(ctx context.Context, r io.Reader, name string, sink ingest.Sink) error {
-	st, err := rd.decoder.Decode(ctx, r, name, sink)
+	st, err := rd.decoder.Decode(ctx, r, name, rd.lane.Track(sink))
 	rd.cmu.Lock()
 	rd.stats.Add(st)
 	if err == nil {

@@ -18,7 +18,11 @@ type files struct {
 
 // Open implements follow.Handler: every file is read.
 func (h *files) Open(f follow.File) follow.Consumer {
-	return &fileLines{h: h, st: newStream(h.src.cfg.Options, f.Path), name: f.Path}
+	// The file's lane holds the source's watermark back only while a
+	// read of it delivers lines: between reads it is caught up.
+	lane := h.src.progress.Lane(h.src.cfg.Source)
+	lane.Idle()
+	return &fileLines{h: h, st: newStream(h.src.cfg.Options, f.Path), name: f.Path, lane: lane}
 }
 
 // Polled implements follow.Handler.
@@ -33,14 +37,17 @@ type fileLines struct {
 	h    *files
 	st   *stream
 	name string
+	lane *ingest.Lane
 }
 
 // Read hands the complete lines of r on and keeps a last partial one for
 // the next call. A file that cannot be read on is reported, not returned.
 func (c *fileLines) Read(ctx context.Context, r io.Reader) error {
-	err := c.st.readFrom(ctx, r, c.h.sink)
+	sink := c.lane.Track(c.h.sink)
+	defer c.lane.Idle()
+	err := c.st.readFrom(ctx, r, sink)
 	if err == nil {
-		err = c.st.flush(ctx, c.h.sink)
+		err = c.st.flush(ctx, sink)
 	}
 	return c.failed(ctx, err)
 }
@@ -50,6 +57,7 @@ func (c *fileLines) Reset() { c.st.lines.reset() }
 
 // Close hands on an unterminated last line.
 func (c *fileLines) Close(ctx context.Context) error {
+	defer c.lane.Close()
 	c.st.finish()
 	return c.failed(ctx, c.st.flush(ctx, c.h.sink))
 }

@@ -61,7 +61,13 @@ func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
 			Schemas: env.Tables, Source: cmp.Or(cfg.Source, SourceName), Log: env.Log, Reporter: env.Reporter,
 		})
 	}
-	return New(cfg, env.Log)
+	src, err := New(cfg, env.Log)
+	if err != nil {
+		return nil, err
+	}
+	src.progress = env.Progress
+	env.Progress.Declare(src.Name(), 0)
+	return src, nil
 }
 
 // Source follows JSON-lines files like tail -F (package follow), and reads
@@ -71,6 +77,9 @@ type Source struct {
 	log    *zap.Logger
 	follow *follow.Follower // nil without files
 	files  *files
+	// progress takes each followed file's progress in event time (a lane
+	// per file); nil keeps none.
+	progress *ingest.Progress
 
 	scanned func() // test hook: called after each poll
 }
@@ -153,6 +162,8 @@ func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
 }
 
 func (s *Source) readStdin(ctx context.Context, sink ingest.Sink) error {
+	// Stdin has no lane: a read that blocks cannot tell a quiet pipe
+	// from a slow one, and a quiet pipe is caught up.
 	counts, err := ReadAll(ctx, s.cfg.Stdin, "stdin", wrapSink(sink), s.cfg.Options)
 	s.log.Info("stdin ended", zap.Int64("events", counts.Events), zap.Int64("rejected", counts.Rejected))
 	if err != nil && ctx.Err() == nil {

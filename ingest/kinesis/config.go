@@ -129,7 +129,12 @@ func (c *Config) LeaseTableName() string { return c.LeaseTable }
 func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
 	cfg := *c
 	cfg.Tables = env.Tables
-	return New(cfg, env.Log, env.Reporter, env.Registerer)
+	src, err := New(cfg, env.Log, env.Reporter, env.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	src.SetProgress(env.Progress)
+	return src, nil
 }
 
 // streamName returns the name of a Kinesis stream's ARN.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -33,6 +34,19 @@ type Source struct {
 	// coordinator, with a lease table.
 	e     *shards.Engine
 	coord *lease.Coordinator
+	// retention is the longest retention of the streams described, in
+	// hours (0 until one was: DefaultRetention).
+	retention atomic.Int64
+}
+
+// DefaultRetention is a Kinesis stream's retention unless it was raised.
+const DefaultRetention = 24 * time.Hour
+
+// Retention returns how long the streams hold a record: the longest
+// RetentionPeriodHours of the streams described (configured by name), at
+// least DefaultRetention (ingest.Retainer).
+func (s *Source) Retention() time.Duration {
+	return max(DefaultRetention, time.Duration(s.retention.Load())*time.Hour)
 }
 
 var (
@@ -109,6 +123,13 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 	return s, nil
 }
 
+// SetProgress makes the reader report each shard's progress in event
+// time to p (a lane per shard). Call it before Run.
+func (s *Source) SetProgress(p *ingest.Progress) {
+	p.Declare(SourceName, 0)
+	s.e.Progress = p
+}
+
 // configured lists the streams of the configuration, ARNs and names.
 func (s *Source) configured() []string {
 	return append(slices.Clone(s.cfg.StreamARNs), s.cfg.Streams...)
@@ -158,6 +179,9 @@ func (s *Source) streamARN(ctx context.Context, name string) (string, bool) {
 		out, err := s.api.DescribeStreamSummary(cctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(name)})
 		cancel()
 		if err == nil && out.StreamDescriptionSummary != nil && out.StreamDescriptionSummary.StreamARN != nil {
+			if h := aws.ToInt32(out.StreamDescriptionSummary.RetentionPeriodHours); int64(h) > s.retention.Load() {
+				s.retention.Store(int64(h))
+			}
 			return *out.StreamDescriptionSummary.StreamARN, true
 		}
 		if ctx.Err() != nil {

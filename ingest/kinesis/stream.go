@@ -114,6 +114,12 @@ func (st *stream) Emit(ctx context.Context, shard string, out *kinesis.GetRecord
 	if out.MillisBehindLatest != nil {
 		e.Lag, e.LagSet = float64(*out.MillisBehindLatest), true
 	}
+	// Kinesis says how far behind the tip the answer is: at 0, and with
+	// room left in the answer, the shard is caught up and no longer holds
+	// the watermark back (an empty answer while behind is a gap in a
+	// sparse shard, not its end).
+	behind := out.MillisBehindLatest != nil && *out.MillisBehindLatest > 0
+	e.CaughtUp = !behind && len(out.Records) < int(st.s.cfg.BatchLimit)
 	if len(out.Records) == 0 {
 		return e, true
 	}
@@ -130,6 +136,7 @@ func (st *stream) Emit(ctx context.Context, shard string, out *kinesis.GetRecord
 		dup += ds.Duplicates
 	}
 	if len(batch) > 0 {
+		e.Newest = ingest.Newest(batch)
 		if err := st.sink.Put(ctx, batch); err != nil {
 			return e, false
 		}

@@ -112,7 +112,12 @@ func (c *Config) Validate() error {
 // NewSource builds the reader of a sources entry of type
 // dynamodb-streams: New with the daemon's logger, Reporter and registry.
 func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
-	return New(*c, env.Log, env.Reporter, env.Registerer)
+	src, err := New(*c, env.Log, env.Reporter, env.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	src.SetProgress(env.Progress)
+	return src, nil
 }
 
 // LeaseTableName returns the lease table the reader joins, or "": two

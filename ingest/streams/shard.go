@@ -33,8 +33,9 @@ func (sr *streamReader) Iterator(ctx context.Context, shard string, pos shards.P
 }
 
 // Records calls GetRecords once.
-func (sr *streamReader) Records(ctx context.Context, _, iter string) (*dynamodbstreams.GetRecordsOutput, error) {
+func (sr *streamReader) Records(ctx context.Context, shard, iter string) (*dynamodbstreams.GetRecordsOutput, error) {
 	sr.s.m.calls.WithLabelValues(sr.table).Inc()
+	sr.clocks.get(shard).polled(sr.s.now())
 	var opts []func(*dynamodbstreams.Options)
 	if !sr.s.cfg.SDKDecode {
 		opts = append(opts, withFastGetRecords)
@@ -53,6 +54,14 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 	table := sr.table
 	recs := out.Records
 	e := shards.Emitted{Records: len(recs), Next: aws.ToString(out.NextShardIterator), End: out.NextShardIterator == nil}
+	// An answer with room left read the shard to its newest record.
+	e.CaughtUp = len(recs) < int(sr.s.cfg.BatchLimit)
+	clk := sr.clocks.get(shard)
+	defer clk.answered(e.CaughtUp)
+	if e.End {
+		// A shard read to its end is read no more: its clock goes.
+		defer sr.clocks.forget(shard)
+	}
 	if len(recs) == 0 {
 		e.Lag, e.LagSet = 0, true
 		return e, true
@@ -65,8 +74,11 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 		kind, reason, err := streamrecord.Map(&recs[i], table, shard, sr.ks, &ev)
 		switch kind {
 		case streamrecord.KindWrite:
-			if ev.Time.IsZero() {
-				ev.Time = now
+			// The time the write happened, narrowed where the service
+			// gives it in whole minutes (coarse.go).
+			ev.Time = clk.place(ev.Time, aws.ToString(recs[i].Dynamodb.SequenceNumber), now)
+			if ev.Time.After(e.Newest) {
+				e.Newest = ev.Time
 			}
 			batch = append(batch, ev)
 		case streamrecord.KindTTLDelete:

@@ -112,6 +112,20 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 	return s, nil
 }
 
+// SetProgress makes the reader report each shard's progress in event
+// time to p (a lane per shard). Call it before Run.
+func (s *Source) SetProgress(p *ingest.Progress) {
+	p.Declare(SourceName, 0)
+	s.e.Progress = p
+}
+
+// Retention is how long a DynamoDB stream holds a record: 24 hours
+// (ingest.Retainer).
+func (s *Source) Retention() time.Duration { return Retention }
+
+// Retention is how long a DynamoDB stream holds a record.
+const Retention = 24 * time.Hour
+
 // Coordinator returns the lease coordinator of a reader with a lease
 // table, nil without: the daemon publishes its summary through it.
 func (s *Source) Coordinator() *lease.Coordinator { return s.coord }

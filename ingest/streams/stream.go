@@ -104,6 +104,9 @@ type streamReader struct {
 	// Set by the first successful listing, read-only afterwards.
 	table string
 	ks    ingest.KeySchema
+
+	// clocks narrow each shard's coarse record times (see coarse.go).
+	clocks shardClocks
 }
 
 var _ shards.Stream[*dynamodbstreams.GetRecordsOutput] = (*streamReader)(nil)

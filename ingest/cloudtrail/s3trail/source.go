@@ -48,6 +48,9 @@ type Options struct {
 	Poll time.Duration
 	// CallTimeout bounds each S3 call (DefaultCallTimeout when 0).
 	CallTimeout time.Duration
+	// Polled, when set, is called after each poll that read every new
+	// object listed.
+	Polled func()
 }
 
 // Lister lists the CloudTrail files of a bucket and hands the new ones to
@@ -175,6 +178,9 @@ func (s *Lister) Run(ctx context.Context) error {
 			s.setReady(err)
 		default:
 			s.setReady(nil)
+		}
+		if s.opts.Polled != nil && err == nil {
+			s.opts.Polled()
 		}
 		s.mu.Lock()
 		unsaved := s.saved != nil

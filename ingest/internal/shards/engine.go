@@ -50,6 +50,13 @@ type Emitted struct {
 	// this answer, in the unit of the reader's lag series (MetricOpts.Lag).
 	Lag    float64
 	LagSet bool
+	// Newest is the latest event time of the records handed on, zero when
+	// none.
+	Newest time.Time
+	// CaughtUp is set when the answer shows the shard read to its newest
+	// record (the service says so, or the answer was not full): the
+	// shard then no longer holds its source's watermark back.
+	CaughtUp bool
 }
 
 // Stream is the part of a reader that speaks its service's API, for one
@@ -130,6 +137,10 @@ type Engine struct {
 	NewPacer func() Pacer
 	// Now is the clock of the checkpoints.
 	Now func() time.Time
+	// Progress, when set, takes each shard reader's progress in event time
+	// (a lane per shard, under Settings.Source): busy at the newest event
+	// time read while the shard has a backlog, idle once caught up.
+	Progress *ingest.Progress
 }
 
 // Run runs the lease coordinator, when there is one, and the checkpoint

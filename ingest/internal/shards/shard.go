@@ -68,6 +68,10 @@ func (r *shardReader[B]) run(ctx context.Context) (finished bool) {
 		return r.finish(ctx)
 	}
 	defer r.stop()
+	// The shard's lane of the source's watermark: busy from here until
+	// the first answer says where the shard stands.
+	lane := r.e.Progress.Lane(r.e.Source)
+	defer lane.Close()
 	if !r.position(ctx) {
 		return false
 	}
@@ -91,6 +95,12 @@ func (r *shardReader[B]) run(ctx context.Context) (finished bool) {
 		}
 		if out.Last != "" {
 			r.lastSeq = out.Last
+		}
+		if out.CaughtUp {
+			lane.Delivered(out.Newest)
+			lane.Idle()
+		} else {
+			lane.Advance(out.Newest)
 		}
 		if out.End {
 			return r.finish(ctx)

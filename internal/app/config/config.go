@@ -54,6 +54,15 @@ type Config struct {
 	// have traffic, the idle and least busy are dropped (sketch.Store).
 	// The default fits the shipped memory limits (docs/limits.md).
 	MaxTables int `yaml:"max_tables"`
+	// MaxFuture is how far past the daemon's clock an event's time may be;
+	// a later one is refused as bad_time (a host's clock gone wrong).
+	MaxFuture time.Duration `yaml:"max_future"`
+	// MaxEventAge is how old an event's time may be when the input does
+	// not say how long it holds its records (files, JSON lines, HTTP); an
+	// older one is refused as bad_time. A stream's own retention (24 h for
+	// DynamoDB Streams, the stream's for Kinesis) bounds its events
+	// instead when it is longer.
+	MaxEventAge time.Duration `yaml:"max_event_age"`
 	// Sources lists the readers the daemon runs.
 	Sources []Source `yaml:"sources"`
 	// Detector tunes the detector (hysteresis, traffic floor, partition
@@ -71,6 +80,9 @@ func Default() Config {
 		Keys:      export.KeysPlain,
 		MaxTables: sketch.DefaultMaxTables,
 		Detector:  DefaultDetector(),
+
+		MaxFuture:   5 * time.Minute,
+		MaxEventAge: 24 * time.Hour,
 	}
 }
 
@@ -167,6 +179,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Window < MinWindow {
 		return fmt.Errorf("window: must be at least %s (%d slots of 1ms), got %s", MinWindow, sketch.DefaultSubWindows, c.Window)
+	}
+	if c.MaxFuture <= 0 {
+		return fmt.Errorf("max_future: must be positive, got %s", c.MaxFuture)
+	}
+	if c.MaxEventAge <= 0 {
+		return fmt.Errorf("max_event_age: must be positive, got %s", c.MaxEventAge)
 	}
 	if err := detect.ValidThreshold(c.Threshold); err != nil {
 		return err

@@ -37,6 +37,8 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-table-no-pk.yml":                    "tables.Music.partition_key: required",
 		"invalid-table-name.yml":                     "tables.Music/by artist: table or index name holds a character other than A-Z, a-z, 0-9, '_', '-' and '.'",
 		"invalid-max-tables.yml":                     "max_tables: must be 1 to 100000, got 0",
+		"invalid-max-future.yml":                     "max_future: must be positive, got 0s",
+		"invalid-max-event-age.yml":                  "max_event_age: must be positive, got -1h0m0s",
 		"invalid-source-no-type.yml":                 "sources[0].type: required (dynamodb-streams, kinesis, cloudtrail or jsonl)",
 		"invalid-source-type.yml":                    `sources[0].type: unknown source type "kafka" (want dynamodb-streams, kinesis, cloudtrail or jsonl)`,
 		"invalid-source-no-paths.yml":                "sources[1].paths: at least one path is required",
@@ -129,6 +131,7 @@ func TestLoadConfigValid(t *testing.T) {
 		},
 		"valid-full.yml": {
 			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Threshold: 0.2, Keys: export.KeysHash, KeyHashSecret: "s3cret", MaxTables: 500,
+			MaxFuture: 2 * time.Minute, MaxEventAge: 48 * time.Hour,
 			Detector: func() detect.Settings { s := DefaultDetector(); s.HoldEvaluations = 5; s.MinEvents = 10; return s }(),
 			Tables:   map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
 			Sources: []Source{
@@ -170,6 +173,9 @@ func TestLoadConfigValid(t *testing.T) {
 			got, err := Load(filepath.Join("testdata", file))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if want.MaxFuture == 0 { // the defaults
+				want.MaxFuture, want.MaxEventAge = Default().MaxFuture, Default().MaxEventAge
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Load(%s)\n got: %+v\nwant: %+v", file, got, want)
