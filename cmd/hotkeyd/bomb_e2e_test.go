@@ -74,7 +74,9 @@ func TestRunRefusesXZDictionaryBombInCloudTrailFolder(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(day, "bomb.json.gz"), old, old); err != nil {
 		t.Fatal(err)
 	}
-	ctWriteGz(t, filepath.Join(day, "good.json.gz"), `{"Records":[{"eventTime":"2026-11-22T11:00:00Z","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"customer":"C-1"}}}]}`)
+	// A call of a minute ago: CloudTrail delivers the last minutes, and
+	// an older time is refused as bad_time.
+	ctWriteGz(t, filepath.Join(day, "good.json.gz"), `{"Records":[{"eventTime":"`+time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)+`","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","requestParameters":{"tableName":"orders","key":{"customer":"C-1"}}}]}`)
 	cfg := filepath.Join(t.TempDir(), "hotkeyd.yaml")
 	yaml := fmt.Sprintf(`window: 10m
 tables:
