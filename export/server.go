@@ -397,3 +397,16 @@ func newRefusedCounter(reg prometheus.Registerer, ingest bool) (*prometheus.Coun
 	}
 	return c, nil
 }
+
+// BrowsableURL turns a listen address into a URL a browser can open: the
+// unspecified address becomes localhost.
+func BrowsableURL(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
+		if ok {
+			return fmt.Sprintf("http://localhost:%d", tcp.Port)
+		}
+		return "http://" + addr.String()
+	}
+	return "http://" + net.JoinHostPort(tcp.IP.String(), fmt.Sprint(tcp.Port))
+}

@@ -446,3 +446,24 @@ func (c *nameCache) check(e *Event) bool {
 func (*nameCache) same(a, b string) bool {
 	return len(a) == len(b) && len(a) > 0 && unsafe.StringData(a) == unsafe.StringData(b)
 }
+
+// MaxAges returns how old an event of each source may be, for
+// TimeLimits.MaxAge: the input's retention for a source that has one
+// (Retainer) when it is longer than def, def otherwise.
+func MaxAges(sources []Source, def time.Duration) func(string) time.Duration {
+	// A Kinesis reader learns its streams' retention as it describes
+	// them: asked at each batch, not once.
+	kept := map[string][]Retainer{}
+	for _, src := range sources {
+		if r, ok := src.(Retainer); ok {
+			kept[src.Name()] = append(kept[src.Name()], r)
+		}
+	}
+	return func(source string) time.Duration {
+		age := def
+		for _, r := range kept[source] {
+			age = max(age, r.Retention())
+		}
+		return age
+	}
+}

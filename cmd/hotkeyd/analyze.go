@@ -12,7 +12,6 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
-	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/ingest/parallel"
 	"github.com/hotkeyd/hotkeyd/internal/app/analyze"
 	"github.com/hotkeyd/hotkeyd/internal/app/config"
@@ -57,7 +56,7 @@ func runAnalyze(f *flags, io stdio) int {
 		debug.SetGCPercent(parallel.GCPercent)
 	}
 	err = analyze.Run(context.Background(), analyze.Config{
-		Files: f.files, Settings: settings, Schemas: schemas, Table: f.table, Fields: jsonlFields(cfg), Masker: masker, MaxTables: cfg.MaxTables,
+		Files: f.files, Settings: settings, Schemas: schemas, Table: f.table, Fields: cfg.JSONLFields(), Masker: masker, MaxTables: cfg.MaxTables,
 		Format: f.format, Version: buildVersion(), Log: analyzeLogger(f, io.stderr), Stdin: io.stdin, Stdout: io.stdout, Stderr: io.stderr,
 	})
 	if err != nil && !errors.Is(err, analyze.ErrUnreadable) && !errors.Is(err, analyze.ErrNothingUsable) {
@@ -67,17 +66,6 @@ func runAnalyze(f *flags, io stdio) int {
 		return 1
 	}
 	return 0
-}
-
-// jsonlFields returns the field names of the config's first jsonl source:
-// analyze reads the same logs the daemon follows.
-func jsonlFields(cfg config.Config) jsonl.Fields {
-	for _, s := range cfg.Sources {
-		if c, ok := s.Settings.(*jsonl.Config); ok {
-			return c.Fields
-		}
-	}
-	return jsonl.Fields{}
 }
 
 // analyzeLogger is the logger of analyze's readers, on stderr in the

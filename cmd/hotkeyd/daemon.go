@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -165,7 +163,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	}
 	d.progress = ingest.NewProgress(time.Now)
 	d.store.SetWatermarks(d.progress)
-	logMemoryBudget(log, scfg)
+	config.LogMemoryBudget(log, scfg)
 	if d.reporter, err = export.NewReporter(log.Named("ingest"), reg, export.ReporterConfig{Masker: d.masker}); err != nil {
 		return nil, err
 	}
@@ -196,7 +194,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	// and times no window can judge (max_future, the input's retention or
 	// max_event_age) never reach a total or a series.
 	d.sink = ingest.CheckedTimes(counting, d.reporter, ingest.TimeLimits{
-		MaxFuture: cfg.MaxFuture, MaxAge: maxEventAge(d.sources, cfg.MaxEventAge), Now: time.Now,
+		MaxFuture: cfg.MaxFuture, MaxAge: ingest.MaxAges(d.sources, cfg.MaxEventAge), Now: time.Now,
 	})
 	var events http.Handler
 	if f.enableIngest {
@@ -394,7 +392,7 @@ func (d *daemon) run(ctx context.Context) error {
 	d.log.Info("hotkeyd started", zap.String("address", listener.Addr().String()),
 		zap.Duration("window", d.cfg.Window), zap.Float64("threshold", d.cfg.Threshold), zap.Int("sources", len(d.sources)))
 	if d.demo {
-		fmt.Fprintf(d.io.stdout, demoHelp, browsable(listener.Addr()))
+		fmt.Fprintf(d.io.stdout, demosource.Help, export.BrowsableURL(listener.Addr()))
 	}
 	err = g.Run()
 	d.reporter.Flush()
@@ -415,68 +413,6 @@ func (d *daemon) run(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// maxEventAge returns how old an event of each source may be: the
-// input's retention for a source that has one (ingest.Retainer) when it is
-// longer than def, def otherwise.
-func maxEventAge(sources []ingest.Source, def time.Duration) func(string) time.Duration {
-	// A Kinesis reader learns its streams' retention as it describes
-	// them: asked at each batch, not once.
-	kept := map[string][]ingest.Retainer{}
-	for _, src := range sources {
-		if r, ok := src.(ingest.Retainer); ok {
-			kept[src.Name()] = append(kept[src.Name()], r)
-		}
-	}
-	return func(source string) time.Duration {
-		age := def
-		for _, r := range kept[source] {
-			age = max(age, r.Retention())
-		}
-		return age
-	}
-}
-
-// demoHelp tells a newcomer where to look; %[1]s is the base URL.
-const demoHelp = `hotkeyd demo: synthetic traffic on several tables, with planted hot keys and key-design mistakes.
-  metrics:   %[1]s/metrics   (try: curl -s %[1]s/metrics | grep hotkeyd_diagnosis)
-  the page:  %[1]s/   (tables, hot keys, diagnoses and fixes, live)
-  hot keys:  %[1]s/api/v1/hotkeys
-  and watch the log below for 'hot key' and other diagnosis lines; they appear within seconds. Ctrl-C stops.
-`
-
-// browsable turns a listen address into a URL a browser can open: the
-// unspecified address becomes localhost.
-func browsable(addr net.Addr) string {
-	tcp, ok := addr.(*net.TCPAddr)
-	if !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
-		if ok {
-			return fmt.Sprintf("http://localhost:%d", tcp.Port)
-		}
-		return "http://" + addr.String()
-	}
-	return "http://" + net.JoinHostPort(tcp.IP.String(), fmt.Sprint(tcp.Port))
-}
-
-// logMemoryBudget says how much memory the tables can take (the memory
-// model of docs/limits.md), and warns when GOMEMLIMIT leaves the Go
-// collector less than a quarter of it for garbage: under that limit the
-// process collects all the time, or is killed by a memory limit above it.
-func logMemoryBudget(log *zap.Logger, c sketch.Config) {
-	budget := int64(c.MemoryBudget())
-	limit := debug.SetMemoryLimit(-1)
-	fields := []zap.Field{zap.Int("max_tables", c.MaxTables), zap.Int64("memory_budget_mib", budget>>20)}
-	if limit == math.MaxInt64 {
-		log.Info("memory budget", fields...)
-		return
-	}
-	fields = append(fields, zap.Int64("gomemlimit_mib", limit>>20))
-	if limit < budget+budget/4 {
-		log.Warn("GOMEMLIMIT is under 1.25 × the memory budget of max_tables tables: lower max_tables or raise GOMEMLIMIT and the memory limit (docs/limits.md)", fields...)
-		return
-	}
-	log.Info("memory budget", fields...)
 }
 
 // perClient turns the --web.max-connections-per-client flag, where 0 means

@@ -147,3 +147,12 @@ func (w *Workload) key(prefix string, n uint64) string {
 
 // chance reports true with probability p.
 func (w *Workload) chance(p float64) bool { return w.rng.Float64() < p }
+
+// Help tells a newcomer to hotkeyd demo where to look; %[1]s is the
+// daemon's base URL.
+const Help = `hotkeyd demo: synthetic traffic on several tables, with planted hot keys and key-design mistakes.
+  metrics:   %[1]s/metrics   (try: curl -s %[1]s/metrics | grep hotkeyd_diagnosis)
+  the page:  %[1]s/   (tables, hot keys, diagnoses and fixes, live)
+  hot keys:  %[1]s/api/v1/hotkeys
+  and watch the log below for 'hot key' and other diagnosis lines; they appear within seconds. Ctrl-C stops.
+`

@@ -96,3 +96,14 @@ func usedByAnotherType(key string) bool {
 		return slices.Contains(strictyaml.Keys(reflect.TypeOf(st.settings())), key)
 	})
 }
+
+// JSONLFields returns the field names of the first jsonl source: analyze
+// reads the same logs the daemon follows.
+func (c Config) JSONLFields() jsonl.Fields {
+	for _, s := range c.Sources {
+		if jc, ok := s.Settings.(*jsonl.Config); ok {
+			return jc.Fields
+		}
+	}
+	return jsonl.Fields{}
+}
