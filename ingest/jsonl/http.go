@@ -210,7 +210,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			resp.Errors = append(resp.Errors, le.Error())
 		}
 	}
-	resp.Accepted, resp.Rejected = st.counts.Events, st.counts.Rejected
+	resp.Accepted, resp.Rejected = int64(st.counts.Events), int64(st.counts.Rejected)
 	var outcome ingest.Outcome
 	ctx := ingest.WithOutcome(r.Context(), &outcome)
 	for _, b := range batches {

@@ -107,12 +107,11 @@ func (e *LineError) Error() string {
 // Unwrap returns the *ParseError.
 func (e *LineError) Unwrap() error { return e.Err }
 
-// Counts are what a reader did with its input.
+// Counts are what a reader did with its input: the counts every decoder
+// keeps (Records are the lines read, Events the lines turned into Events,
+// Rejected the lines reported to the Reporter), and the bytes read.
 type Counts struct {
-	// Events is the number of lines turned into Events.
-	Events int64
-	// Rejected is the number of lines rejected (reported to the Reporter).
-	Rejected int64
+	ingest.Stats
 	// Bytes is the number of input bytes read.
 	Bytes int64
 }
@@ -165,6 +164,7 @@ func (s *stream) line(b []byte) {
 	if len(b) == 0 || jsonscan.Space(b, 0) == len(b) {
 		return // blank lines carry nothing and are not errors
 	}
+	s.counts.Records++
 	if s.batch == nil {
 		s.batch = make([]ingest.Event, 0, s.opts.BatchSize)
 	}
@@ -176,8 +176,8 @@ func (s *stream) line(b []byte) {
 		n := len(s.batch)
 		var rejected int
 		s.batch, rejected = s.opts.Records.DecodeLine(b, s.name, s.lines.lines, s.batch)
-		s.counts.Events += int64(len(s.batch) - n)
-		s.counts.Rejected += int64(rejected)
+		s.counts.Events += uint64(len(s.batch) - n)
+		s.counts.Rejected += uint64(rejected)
 		return
 	}
 	s.batch = append(s.batch, ingest.Event{})

@@ -228,7 +228,7 @@ func TestReadAllHostile(t *testing.T) {
 			if le := rs[0].err.(*LineError); le.Line != 2 {
 				t.Errorf("rejected line %d, want 2", le.Line)
 			}
-			if int64(len(rs)) != counts.Rejected {
+			if uint64(len(rs)) != counts.Rejected {
 				t.Errorf("%d reported, counts say %d", len(rs), counts.Rejected)
 			}
 		})

@@ -165,7 +165,7 @@ func (s *Source) readStdin(ctx context.Context, sink ingest.Sink) error {
 	// Stdin has no lane: a read that blocks cannot tell a quiet pipe
 	// from a slow one, and a quiet pipe is caught up.
 	counts, err := ReadAll(ctx, s.cfg.Stdin, "stdin", wrapSink(sink), s.cfg.Options)
-	s.log.Info("stdin ended", zap.Int64("events", counts.Events), zap.Int64("rejected", counts.Rejected))
+	s.log.Info("stdin ended", zap.Uint64("events", counts.Events), zap.Uint64("rejected", counts.Rejected))
 	if err != nil && ctx.Err() == nil {
 		if isSinkErr(err) {
 			return err

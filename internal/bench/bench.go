@@ -202,7 +202,7 @@ func Fast(ctx context.Context, r io.Reader) (Result, error) {
 		return Result{}, err
 	}
 	res := summary(store.Snapshot())
-	res.Events, res.Rejected = counts.Events, counts.Rejected
+	res.Events, res.Rejected = int64(counts.Events), int64(counts.Rejected)
 	return res, nil
 }
 
