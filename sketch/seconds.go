@@ -6,21 +6,22 @@ import (
 )
 
 // Per-second counts. Every candidate key and every class keeps a ring of
-// its units in the last few seconds (the newest second it saw and the
-// ringLen-1 before it) beside per-slot peaks: when a second completes (a
-// later second arrives), its units are folded into the peak of the slot
-// the second lies in, so the peak over the window is the largest peak of
-// the live slots and of the seconds still in the ring, and it expires with
-// its slot. The ring gives the units of the last complete seconds
+// its units in the last few seconds (the newest second it saw and the ones
+// before it) beside per-slot peaks: when a second completes (a later
+// second arrives), its units are folded into the peak of the slot the
+// second lies in, so the peak over the window is the largest peak of the
+// live slots and of the seconds still in the ring, and it expires with its
+// slot. A late addition to a second still in the ring folds it again (a
+// peak only grows). The ring gives the units of the last complete seconds
 // (Config.RecentSeconds) for judging onset.
 //
-// Live windows count by arrival second (the Store's clock, read once per
-// Put), so seconds arrive in order and the counts are exact. Whole files
-// (analyze) count by event time: events up to ringLen-1 seconds out of
-// order are counted exactly; an event older than its ring holds starts
-// the ring over at its second, so logs read one after another are each
-// counted second by second (two logs of the same seconds read one after
-// the other are then peaked separately, not added up).
+// Everything counts by event time. In a live window a class's ring holds
+// every second of the window (Config.classRing) and a key's 8 seconds
+// (Config.keyRing): an event of a second older than its ring counts in its
+// slot and in no second, never starting the ring over. Over whole files
+// (analyze) a class's seconds are kept whole (analyze.go) and a key's ring
+// starts over at an older second; analyze counts its reported keys'
+// seconds again when its input does not run in time.
 
 // secClock places seconds in the slots of a window, for folding completed
 // seconds into slot peaks.
