@@ -261,3 +261,30 @@ func TestEventTimeFarAhead(t *testing.T) {
 		t.Errorf("%d dropped, want the one far ahead", s.Dropped())
 	}
 }
+
+// TestEventTimeShuffledBatch checks that a batch whose events come in no
+// order (a shuffled log posted at once) is counted second by second: a
+// key's burst keeps its busiest second, though its ring takes only a few
+// seconds of disorder between batches.
+func TestEventTimeShuffledBatch(t *testing.T) {
+	now := t0.Add(time.Hour)
+	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
+	start := now.Add(-50 * time.Second)
+	var batch []ingest.Event
+	for sec := range 45 {
+		u := 20.0
+		if sec%30 < 5 {
+			u = 1100
+		}
+		for range 10 {
+			batch = append(batch, ingest.Event{Table: "t", PK: "TENANT", Class: ingest.Write, Units: u / 10,
+				Time: start.Add(time.Duration(sec) * time.Second), Source: "http"})
+		}
+	}
+	rand.New(rand.NewPCG(3, 4)).Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+	put(t, s, batch...)
+	w := findTable(t, s.Snapshot(), "t", "").Classes[ingest.Write]
+	if len(w.Top) != 1 || math.Abs(w.Top[0].PeakUnitsPerSecond-1100) > 1e-6 || math.Abs(w.PeakSecondUnits-1100) > 1e-6 {
+		t.Fatalf("busiest second: key %+v, class %v; want 1100", w.Top, w.PeakSecondUnits)
+	}
+}

@@ -133,6 +133,7 @@
 package sketch
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -232,6 +233,9 @@ func (s *Store) Put(ctx context.Context, batch []ingest.Event) error {
 	}
 	now := s.now()
 	at := s.clockAt(now)
+	if s.slot > 0 {
+		inTimeOrder(batch)
+	}
 	// A run of consecutive events of one table (a stream reader's batch is
 	// all one table) is added under one lock.
 	i := 0
@@ -247,6 +251,30 @@ func (s *Store) Put(ctx context.Context, batch []ingest.Event) error {
 		s.putGrouped(batch[i:], at)
 	}
 	return nil
+}
+
+// inTimeOrder sorts a live batch by event time when it is not in order
+// already (a shuffled log posted at once, a merge of several hosts' lines):
+// a key's per-second ring takes events only a few seconds out of order, a
+// batch in order any. The Store owns the batch (ingest.Sink), so it sorts
+// it in place; a batch in order, as a stream shard's is, costs one pass.
+// Events without a time (now) sort last.
+func inTimeOrder(batch []ingest.Event) {
+	sec := func(e *ingest.Event) int64 {
+		if e.Time.IsZero() {
+			return math.MaxInt64
+		}
+		return e.Time.Unix()
+	}
+	prev := int64(math.MinInt64)
+	for k := range batch {
+		x := sec(&batch[k])
+		if x < prev {
+			slices.SortStableFunc(batch, func(a, b ingest.Event) int { return cmp.Compare(sec(&a), sec(&b)) })
+			return
+		}
+		prev = x
+	}
 }
 
 // clock is where a Put or Snapshot stands in time: the slot number and the
