@@ -55,9 +55,10 @@
 // window a class keeps every second of the window (up to 4096), so events
 // of a table read from several shards or hosts at their own pace add up
 // second by second; a key keeps 8 seconds, so its events may come up to 7
-// seconds out of order (a key lives in one stream shard, read in order; a
-// key logged by several hosts comes as late as the slowest log) and an
-// older one counts in its slot but in no second. Whole files: a class
+// seconds out of order from one batch to the next (a key lives in one
+// stream shard, read in order; a key logged by several hosts comes as late
+// as the slowest log; within a batch any order, as Put sorts a batch by
+// time) and an older one counts in its slot but in no second. Whole files: a class
 // keeps its units of every second of the input (analyze.go), so its
 // figures are exact whatever the order of the events: logs of the same
 // seconds add up. A key keeps its ring: events up to RecentSeconds out of
