@@ -29,9 +29,12 @@ const (
 	// maxAhead is how far past the clock an event's time may be.
 	maxAhead = 24 * time.Hour
 	// outlierMin and outlierShare bound the events left out as outliers:
-	// at most the larger of 10 and 0.1 % of the input's.
+	// at most the larger of 10 and 0.1 % of the input's, and never more
+	// than a tenth of them (outlierMost): a small input whose events lie
+	// in several far periods (a sample of log entries) keeps them all.
 	outlierMin   = 10
 	outlierShare = 1000
+	outlierMost  = 10
 	// outlierGap is the least gap, in hours, that cuts outliers off.
 	outlierGap = 24
 )
@@ -139,7 +142,7 @@ func outliers(hours map[int64]uint64) (keep timeRange, left uint64, first, last 
 		g := &groups[len(groups)-1]
 		g.to, g.n = i+1, g.n+h.n
 	}
-	budget := max(outlierMin, total/outlierShare)
+	budget := min(max(outlierMin, total/outlierShare), total/outlierMost)
 	lo, hi := 0, len(groups) // groups kept: [lo, hi)
 	span := func(a, b int) int64 { return hs[groups[b-1].to-1].hour - hs[groups[a].from].hour + 1 }
 	gap := func(a, b int) int64 { return hs[groups[b].from].hour - hs[groups[a].to-1].hour }

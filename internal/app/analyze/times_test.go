@@ -33,6 +33,8 @@ func TestOutliers(t *testing.T) {
 		{"0.1 % of a big input", map[int64]uint64{base: 100000, base + 30*day: 100}, 100, [2]int64{0, 1}},
 		{"a gap shorter than the rest spans", map[int64]uint64{base: 100, base + 2*day: 1000, base + 10*day: 1000}, 0, [2]int64{}},
 		{"a gap of a day or less", map[int64]uint64{base: 1000, base + day: 1}, 0, [2]int64{}},
+		{"a small sample of far periods", map[int64]uint64{base - 700*day: 2, base - 200*day: 3, base: 3}, 0, [2]int64{}},
+		{"one line of twenty, years later", map[int64]uint64{base: 19, base + 5*365*day: 1}, 1, [2]int64{0, 1}},
 	} {
 		keep, left, _, _, ok := outliers(c.hours)
 		if ok != (c.left > 0) || left != c.left {
