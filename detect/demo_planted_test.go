@@ -1,14 +1,31 @@
-package demo
+package detect_test
 
 import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/ingest/demo"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
+
+// demoWindow returns half a minute of the demo workload at its default
+// rate and seed: what the detector must diagnose as the demo promises.
+func demoWindow() []ingest.Event {
+	const seconds = 30
+	w := demo.New(demo.Config{Seed: demo.DefaultSeed})
+	evs := make([]ingest.Event, demo.DefaultRate*seconds)
+	start := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	step := time.Second / demo.DefaultRate
+	for i := range evs {
+		w.Next(&evs[i], start.Add(time.Duration(i)*step))
+	}
+	return evs
+}
 
 // TestDetectorDiagnosesPlanted runs half a minute of the workload through
 // the sketches and the detector, as hotkeyd analyze would, and checks every
@@ -20,7 +37,7 @@ func TestDetectorDiagnosesPlanted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs := window()
+	evs := demoWindow()
 	for len(evs) > 0 {
 		n := min(len(evs), 512)
 		if err := store.Put(context.Background(), slices.Clone(evs[:n])); err != nil {
@@ -37,7 +54,7 @@ func TestDetectorDiagnosesPlanted(t *testing.T) {
 		}
 		return nil
 	}
-	for _, p := range Planted() {
+	for _, p := range demo.Planted() {
 		tr := find(p.Table, p.Index)
 		if tr == nil {
 			t.Errorf("%s %s: not in the report", p.Table, p.Index)
