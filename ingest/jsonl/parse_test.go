@@ -3,6 +3,7 @@ package jsonl
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -308,5 +309,34 @@ func TestParseKeysSurviveArenaChunks(t *testing.T) {
 		if ev.PK != want[i] || ev.SK != "s"+want[i][:1] {
 			t.Fatalf("event %d: pk %.20q sk %q, want %.20q", i, ev.PK, ev.SK, want[i])
 		}
+	}
+}
+
+// TestMinuteOf holds the arithmetic reading of a minute to time.Parse,
+// minute by minute over leap and common years, the ends of months and the
+// years RFC 3339 can write, and refuses what time.Parse refuses.
+func TestMinuteOf(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		got, ok := minuteOf([]byte(s))
+		want, err := time.Parse(time.RFC3339, s+":00Z")
+		if ok != (err == nil) || ok && (!got.Equal(want) || got != want) {
+			t.Errorf("minuteOf(%q) = %v, %v; time.Parse says %v, %v", s, got, ok, want, err)
+		}
+	}
+	for _, y := range []int{0, 1, 1899, 1900, 1970, 1999, 2000, 2012, 2024, 2025, 2026, 2100, 2400, 9999} {
+		for mo := 0; mo <= 13; mo++ {
+			for d := 0; d <= 32; d++ {
+				check(fmt.Sprintf("%04d-%02d-%02dT23:59", y, mo, d))
+			}
+		}
+	}
+	for h := 0; h <= 24; h++ {
+		for mi := 0; mi <= 60; mi++ {
+			check(fmt.Sprintf("2026-11-22T%02d:%02d", h, mi))
+		}
+	}
+	for _, s := range []string{"2026-11-22t10:02", "2026/11/22T10:02", "2026-11-22T10-02", "2026-1a-22T10:02", "+026-11-22T10:02", "2026-11-22T1:002"} {
+		check(s)
 	}
 }
