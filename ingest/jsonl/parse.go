@@ -112,7 +112,7 @@ type Parser struct {
 	intern  map[string]string
 	scratch []byte                   // unescaped key and string values
 	vals    [numFields]jsonscan.Span // the members known, by field
-	minute  minuteCache
+	minute  [minuteSlots]minuteCache
 	keys    []byte // arena the key strings are cut from
 	mask    ingest.Masker
 }
@@ -145,11 +145,15 @@ func (p *Parser) key(b []byte) string {
 // holds no string cut from it any more (Options.Recycle).
 func (p *Parser) reuseKeys() { p.keys = p.keys[:0] }
 
-// minuteCache remembers the last "2006-01-02T15:04" prefix parsed and its
+// minuteCache remembers a "2006-01-02T15:04" prefix parsed and its
 // instant: log lines come in time order, so most lines share the minute of
-// the line before and only their seconds need reading. Lines out of order
-// (merged logs) miss it; minuteOf then reads the minute without
-// time.Parse.
+// the line before and only their seconds need reading. The Parser keeps
+// minuteSlots of them, one per minute of the hour modulo minuteSlots, so
+// that lines out of order (merged logs) over a quarter of an hour miss
+// none either.
+// minuteSlots is the number of minutes a Parser remembers.
+const minuteSlots = 16
+
 type minuteCache struct {
 	prefix [16]byte
 	base   time.Time
@@ -440,17 +444,14 @@ func (p *Parser) parseTime(s []byte) (time.Time, bool) {
 			}
 		}
 		if ok {
-			m := &p.minute
+			m := &p.minute[(int(s[14]-'0')*10+int(s[15]-'0'))%minuteSlots]
 			if !m.ok || string(m.prefix[:]) != string(s[:16]) {
-				base, ok := minuteOf(s)
-				if !ok {
-					var buf [20]byte
-					copy(buf[:16], s[:16])
-					copy(buf[16:], ":00Z")
-					var err error
-					if base, err = time.Parse(time.RFC3339, string(buf[:])); err != nil {
-						return time.Time{}, false
-					}
+				var buf [20]byte
+				copy(buf[:16], s[:16])
+				copy(buf[16:], ":00Z")
+				base, err := time.Parse(time.RFC3339, string(buf[:]))
+				if err != nil {
+					return time.Time{}, false
 				}
 				copy(m.prefix[:], s[:16])
 				m.base, m.ok = base, true
@@ -466,47 +467,6 @@ func (p *Parser) parseTime(s []byte) (time.Time, bool) {
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-
-// minuteOf reads the minute "2006-01-02T15:04" that s starts with, as
-// time.Parse does, by arithmetic on the digits (days from the civil date,
-// Hinnant's algorithm). It reports false for anything it does not read
-// (time.Parse then says what it is): a character out of place, a month,
-// day, hour or minute out of range.
-func minuteOf(s []byte) (time.Time, bool) {
-	if len(s) < 16 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' {
-		return time.Time{}, false
-	}
-	ok := true
-	num := func(i, n int) int {
-		v := 0
-		for _, c := range s[i : i+n] {
-			ok = ok && isDigit(c)
-			v = v*10 + int(c-'0')
-		}
-		return v
-	}
-	y, mo, d, h, mi := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2)
-	if !ok || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 {
-		return time.Time{}, false
-	}
-	leap := y%4 == 0 && (y%100 != 0 || y%400 == 0)
-	if days := [13]int{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[mo]; d > days && !(mo == 2 && leap && d == 29) {
-		return time.Time{}, false
-	}
-	if mo <= 2 {
-		y--
-	}
-	era := y / 400 // y ≥ -1
-	if y < 0 {
-		era = -1
-	}
-	yoe := y - era*400
-	mp := (mo + 9) % 12 // March is 0
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	days := int64(era)*146097 + int64(doe) - 719468
-	return time.Unix(days*86400+int64(h)*3600+int64(mi)*60, 0).UTC(), true
-}
 
 // maxEpochMillis is 9999-12-31T23:59:59.999Z, the last instant RFC 3339 can
 // write.
