@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"time"
 	"unsafe"
@@ -107,6 +108,7 @@ func Reason(err error) string {
 // Parser is not safe for concurrent use; give each reader its own.
 type Parser struct {
 	names   [numFields][]byte
+	first   [256]uint8 // by first byte, the fields whose names start with it (bit f)
 	now     func() time.Time
 	source  string
 	intern  map[string]string
@@ -171,6 +173,9 @@ func NewParser(fields Fields, source string, now func() time.Time) *Parser {
 	p.names = [numFields][]byte{
 		fTime: []byte(f.Time), fTable: []byte(f.Table), fIndex: []byte(f.Index),
 		fPK: []byte(f.PK), fSK: []byte(f.SK), fOp: []byte(f.Op), fUnits: []byte(f.Units),
+	}
+	for i, n := range p.names {
+		p.first[n[0]] |= 1 << i
 	}
 	return p
 }
@@ -252,13 +257,16 @@ func (p *Parser) scanObject(b []byte) error {
 	return nil
 }
 
+// field returns the field a member name is, or -1: the first, in field
+// order, whose name it is. Only the names that start with its first byte
+// are compared.
 func (p *Parser) field(name []byte) int {
 	if len(name) == 0 {
 		return -1
 	}
-	for f := range p.names {
-		n := p.names[f]
-		if len(n) == len(name) && n[0] == name[0] && string(n) == string(name) {
+	for m := p.first[name[0]]; m != 0; m &= m - 1 {
+		f := bits.TrailingZeros8(m)
+		if string(p.names[f]) == string(name) {
 			return f
 		}
 	}

@@ -330,3 +330,19 @@ func TestParseTimesOutOfOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestParseFieldsSharingFirstBytes: member names that start alike (and one
+// the prefix of another) are told apart.
+func TestParseFieldsSharingFirstBytes(t *testing.T) {
+	p := NewParser(Fields{Time: "t", Table: "tt", Index: "ttt", PK: "k", SK: "kk", Op: "o", Units: "u"}, "jsonl", fixedNow)
+	var ev ingest.Event
+	line := `{"ttt":"byDay","kk":"S","k":"P","tt":"orders","t":"2026-11-22T10:00:00Z","o":"GetItem","u":2,"tttt":"x"}`
+	if err := p.Parse([]byte(line), &ev); err != nil {
+		t.Fatal(err)
+	}
+	want := ingest.Event{Source: "jsonl", Table: "orders", Index: "byDay", PK: "P", SK: "S", Class: ingest.Read, Units: 2,
+		Time: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	if ev != want {
+		t.Errorf("got %+v, want %+v", ev, want)
+	}
+}
