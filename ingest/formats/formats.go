@@ -104,6 +104,13 @@ type Config struct {
 	// Events (a sketch.Store copies the keys it keeps): decoders that can
 	// then fill one batch over and over (jsonl.Options.Recycle).
 	Recycle bool
+	// Keys, when not nil, are the only partition keys the sinks want
+	// (hotkeyd analyze's second read): decoders that can tell from a
+	// record's bytes skip the records of other keys before decoding them
+	// (JSON-lines access logs, jsonl.KeyFilter); the others decode every
+	// record. Only for inputs read before, whose bad records were reported
+	// then.
+	Keys []string
 }
 
 // Set is the decoders of every format hotkeyd reads, in the order they
@@ -126,8 +133,16 @@ func New(cfg Config) *Set {
 			Schemas: cfg.Schemas, Table: cfg.Table, Log: cfg.Log, Reporter: cfg.Reporter,
 		})},
 		&cloudTrail{dec: cloudtrail.NewDecoder(cfg.Schemas, cfg.Log, cfg.Reporter)},
-		&jsonLines{opts: jsonl.Options{Fields: cfg.Fields, Reporter: cfg.Reporter, Recycle: cfg.Recycle}},
+		&jsonLines{opts: jsonl.Options{Fields: cfg.Fields, Reporter: cfg.Reporter, Recycle: cfg.Recycle, Keys: keyFilter(cfg)}},
 	}}
+}
+
+// keyFilter is the JSON-lines filter of cfg.Keys, nil without them.
+func keyFilter(cfg Config) *jsonl.KeyFilter {
+	if cfg.Keys == nil {
+		return nil
+	}
+	return jsonl.NewKeyFilter(cfg.Fields, cfg.Keys)
 }
 
 // Detect returns the decoder of in's format: the first whose Sniff accepts

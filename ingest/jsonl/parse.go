@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"time"
 	"unsafe"
@@ -107,12 +108,13 @@ func Reason(err error) string {
 // Parser is not safe for concurrent use; give each reader its own.
 type Parser struct {
 	names   [numFields][]byte
+	first   [256]uint8 // by first byte, the fields whose names start with it (bit f)
 	now     func() time.Time
 	source  string
 	intern  map[string]string
 	scratch []byte                   // unescaped key and string values
 	vals    [numFields]jsonscan.Span // the members known, by field
-	minute  minuteCache
+	minute  [minuteSlots]minuteCache
 	keys    []byte // arena the key strings are cut from
 	mask    ingest.Masker
 }
@@ -145,9 +147,15 @@ func (p *Parser) key(b []byte) string {
 // holds no string cut from it any more (Options.Recycle).
 func (p *Parser) reuseKeys() { p.keys = p.keys[:0] }
 
-// minuteCache remembers the last "2006-01-02T15:04" prefix parsed and its
+// minuteCache remembers a "2006-01-02T15:04" prefix parsed and its
 // instant: log lines come in time order, so most lines share the minute of
-// the line before and only their seconds need reading.
+// the line before and only their seconds need reading. The Parser keeps
+// minuteSlots of them, one per minute of the hour modulo minuteSlots, so
+// that lines out of order (merged logs) over a quarter of an hour miss
+// none either.
+// minuteSlots is the number of minutes a Parser remembers.
+const minuteSlots = 16
+
 type minuteCache struct {
 	prefix [16]byte
 	base   time.Time
@@ -165,6 +173,9 @@ func NewParser(fields Fields, source string, now func() time.Time) *Parser {
 	p.names = [numFields][]byte{
 		fTime: []byte(f.Time), fTable: []byte(f.Table), fIndex: []byte(f.Index),
 		fPK: []byte(f.PK), fSK: []byte(f.SK), fOp: []byte(f.Op), fUnits: []byte(f.Units),
+	}
+	for i, n := range p.names {
+		p.first[n[0]] |= 1 << i
 	}
 	return p
 }
@@ -246,13 +257,16 @@ func (p *Parser) scanObject(b []byte) error {
 	return nil
 }
 
+// field returns the field a member name is, or -1: the first, in field
+// order, whose name it is. Only the names that start with its first byte
+// are compared.
 func (p *Parser) field(name []byte) int {
 	if len(name) == 0 {
 		return -1
 	}
-	for f := range p.names {
-		n := p.names[f]
-		if len(n) == len(name) && n[0] == name[0] && string(n) == string(name) {
+	for m := p.first[name[0]]; m != 0; m &= m - 1 {
+		f := bits.TrailingZeros8(m)
+		if string(p.names[f]) == string(name) {
 			return f
 		}
 	}
@@ -438,7 +452,7 @@ func (p *Parser) parseTime(s []byte) (time.Time, bool) {
 			}
 		}
 		if ok {
-			m := &p.minute
+			m := &p.minute[(int(s[14]-'0')*10+int(s[15]-'0'))%minuteSlots]
 			if !m.ok || string(m.prefix[:]) != string(s[:16]) {
 				var buf [20]byte
 				copy(buf[:16], s[:16])

@@ -310,3 +310,39 @@ func TestParseKeysSurviveArenaChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestParseTimesOutOfOrder: times of many minutes in no order (merged
+// logs), which share the minute cache's slots, each read as time.Parse
+// reads them.
+func TestParseTimesOutOfOrder(t *testing.T) {
+	p := NewParser(Fields{}, "jsonl", fixedNow)
+	base := time.Date(2026, 11, 22, 23, 40, 0, 0, time.UTC)
+	for i := range 5000 {
+		at := base.Add(time.Duration((i*7919)%(50*60*1000)) * time.Millisecond)
+		ts := at.Format("2006-01-02T15:04:05.000Z")
+		var ev ingest.Event
+		if err := p.Parse([]byte(`{"ts":"`+ts+`","table":"orders","pk":"k","op":"read"}`), &ev); err != nil {
+			t.Fatalf("%s: %v", ts, err)
+		}
+		want, _ := time.Parse(time.RFC3339Nano, ts)
+		if ev.Time != want {
+			t.Fatalf("%s read as %v, want %v", ts, ev.Time, want)
+		}
+	}
+}
+
+// TestParseFieldsSharingFirstBytes: member names that start alike (and one
+// the prefix of another) are told apart.
+func TestParseFieldsSharingFirstBytes(t *testing.T) {
+	p := NewParser(Fields{Time: "t", Table: "tt", Index: "ttt", PK: "k", SK: "kk", Op: "o", Units: "u"}, "jsonl", fixedNow)
+	var ev ingest.Event
+	line := `{"ttt":"byDay","kk":"S","k":"P","tt":"orders","t":"2026-11-22T10:00:00Z","o":"GetItem","u":2,"tttt":"x"}`
+	if err := p.Parse([]byte(line), &ev); err != nil {
+		t.Fatal(err)
+	}
+	want := ingest.Event{Source: "jsonl", Table: "orders", Index: "byDay", PK: "P", SK: "S", Class: ingest.Read, Units: 2,
+		Time: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	if ev != want {
+		t.Errorf("got %+v, want %+v", ev, want)
+	}
+}

@@ -52,6 +52,11 @@ type Options struct {
 	// handing the sink a new one each time: reading allocates nothing per
 	// batch. Put otherwise takes ownership, as ingest.Sink says.
 	Recycle bool
+	// Keys, when set, skips the access-log lines whose partition key is
+	// none of its keys before they are parsed (KeyFilter): they are
+	// neither Events nor rejected, nor counted. For a read whose sink
+	// wants these keys only and was told about every bad line already.
+	Keys *KeyFilter
 	// Records, when set, reads the inputs whose first line it recognises
 	// instead of the access-log parser: files of DynamoDB stream records,
 	// one record or one Lambda event per line (package streams).
@@ -178,6 +183,9 @@ func (s *stream) line(b []byte) {
 		s.batch, rejected = s.opts.Records.DecodeLine(b, s.name, s.lines.lines, s.batch)
 		s.counts.Events += uint64(len(s.batch) - n)
 		s.counts.Rejected += uint64(rejected)
+		return
+	}
+	if !s.opts.Keys.Maybe(b) {
 		return
 	}
 	s.batch = append(s.batch, ingest.Event{})

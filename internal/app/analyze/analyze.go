@@ -287,8 +287,15 @@ func countKeys(ctx context.Context, cfg Config, paths map[string]string, want ma
 		ingest.Sink
 		keys *keyCounter
 	}
+	// Lines of other keys are skipped before they are parsed.
+	keys := make([]string, 0, len(want))
+	for id := range want {
+		keys = append(keys, id.key)
+	}
+	set := formats.New(formats.Config{Schemas: cfg.Schemas, Table: cfg.Table, Fields: cfg.Fields, Log: zap.NewNop(),
+		Reporter: ingest.NopReporter{}, Recycle: true, Keys: keys})
 	kp, _, err := parallel.Read(ctx, parallel.Config[*keyPart]{
-		Formats: cfg.formats(ingest.NopReporter{}, zap.NewNop(), true), Stdin: cfg.Stdin, Paths: paths, Workers: cfg.Workers, MinPart: cfg.MinPart,
+		Formats: set, Stdin: cfg.Stdin, Paths: paths, Workers: cfg.Workers, MinPart: cfg.MinPart,
 		New: func() (*keyPart, error) {
 			keys := newKeyCounter(want)
 			return &keyPart{Sink: ingest.Checked(newTimeCheck(keys, nil, valid, keep), nil), keys: keys}, nil

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -69,10 +70,13 @@ func newTimeCheck(next ingest.Sink, rep ingest.Reporter, valid, keep timeRange) 
 // Put implements ingest.Sink: the batch is filtered in place.
 func (c *timeCheck) Put(ctx context.Context, batch []ingest.Event) error {
 	kept := batch[:0]
+	// The hour of a run of events is counted once: the map is the
+	// costly part, and a batch's events are mostly of one hour.
+	hour, run := int64(math.MinInt64), uint64(0)
 	for i := range batch {
 		e := &batch[i]
 		if e.Time.IsZero() {
-			kept = append(kept, *e)
+			kept = keepAt(kept, batch, i)
 			continue
 		}
 		sec := e.Time.Unix()
@@ -86,14 +90,32 @@ func (c *timeCheck) Put(ctx context.Context, batch []ingest.Event) error {
 		case sec < c.keep.from || sec >= c.keep.to:
 			continue
 		}
-		c.hours[floorDiv(sec, 3600)]++
-		kept = append(kept, *e)
+		if h := floorDiv(sec, 3600); h != hour {
+			if run > 0 {
+				c.hours[hour] += run
+			}
+			hour, run = h, 0
+		}
+		run++
+		kept = keepAt(kept, batch, i)
+	}
+	if run > 0 {
+		c.hours[hour] += run
 	}
 	clear(batch[len(kept):])
 	if len(kept) == 0 {
 		return nil
 	}
 	return c.next.Put(ctx, kept)
+}
+
+// keepAt appends batch[i] to kept, a prefix of batch that ends at or
+// before i, without copying it onto itself while nothing was left out.
+func keepAt(kept, batch []ingest.Event, i int) []ingest.Event {
+	if len(kept) == i {
+		return batch[:i+1]
+	}
+	return append(kept, batch[i])
 }
 
 func (c *timeCheck) refuse(e *ingest.Event, format string, args ...any) {

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Measures hotkeyd analyze on a shuffled file (lines not in time order, as
+# merged logs are) against the exact counter, and against the analyze of
+# a git revision BASE in the same run (docs/bench/jsonl.md, "Any order,
+# cheaply"). Each run is its own process (benchcmd), the binaries run
+# alternately, and the script prints medians of wall seconds, CPU seconds
+# and peak resident memory, with each figure's ratio to the exact counter
+# per run.
+#
+#   scripts/bench-analyze.sh [RUNS]            (default 5; EVENTS=N, default 1 850 000)
+#   BASE=6fb51fa scripts/bench-analyze.sh 5    (also BASE's analyze)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+runs=${1:-5}
+events=${EVENTS:-1850000}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+go build -o "$tmp/benchcmd.new" ./internal/bench/benchcmd
+bins=(new)
+if [ -n "${BASE:-}" ]; then
+	mkdir "$tmp/base-src"
+	git archive "$BASE" | tar -x -C "$tmp/base-src"
+	(cd "$tmp/base-src" && go build -o "$tmp/benchcmd.base" ./internal/bench/benchcmd)
+	echo "base: $(git log -1 --format='%h %s' "$BASE")"
+	bins=(base new)
+fi
+"$tmp/benchcmd.new" -generate "$tmp/ordered.jsonl" -events "$events"
+# A shuffle that is the same every time.
+shuf --random-source=<(yes) "$tmp/ordered.jsonl" >"$tmp/shuffled.jsonl"
+
+for i in $(seq "$runs"); do
+	echo "run $i, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	specs=("exact new 2")
+	for procs in 2 1; do
+		for b in "${bins[@]}"; do
+			specs+=("analyze $b $procs")
+		done
+	done
+	for b in "${bins[@]}"; do
+		specs+=("parallel $b 2")
+	done
+	for spec in "${specs[@]}"; do
+		read -r impl bin procs <<<"$spec"
+		GOMAXPROCS=$procs "$tmp/benchcmd.$bin" -tsv -impl "$impl" "$tmp/shuffled.jsonl" |
+			awk -v l="$impl.$bin@$procs" -F'\t' 'BEGIN{OFS="\t"} {$1=l; print}' >>"$tmp/runs.tsv"
+	done
+done
+
+median() { sort -g | awk '{a[NR]=$1} END {printf "%.6f\n", (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+col() { awk -F'\t' -v l="$1" -v c="$2" '$1==l {print $c}' "$tmp/runs.tsv"; }
+ex=$(col exact.new@2 4 | median)
+exm=$(col exact.new@2 5 | median)
+printf '%s runs each, %s events (shuffled), load average %s\n' "$runs" "$events" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-18s %8s %8s %8s %9s %8s  %s\n' run "wall s" "CPU s" "RSS MB" "vs exact" "memory" "per run vs exact"
+for l in $(cut -f1 "$tmp/runs.tsv" | sort -u); do
+	s=$(col "$l" 4 | median)
+	c=$(col "$l" 6 | median)
+	m=$(col "$l" 5 | median)
+	per=$(paste <(col exact.new@2 4) <(col "$l" 4) | awk '{printf "%.2f ", $1/$2}')
+	awk -v l="$l" -v s="$s" -v c="$c" -v m="$m" -v ex="$ex" -v exm="$exm" -v per="$per" \
+		'BEGIN {printf "%-18s %8.2f %8.2f %8.1f %8.2fx %7.1f%%  %s\n", l, s, c, m/1e6, ex/s, 100*m/exm, per}'
+done
