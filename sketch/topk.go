@@ -236,6 +236,16 @@ func (c *candidates) dropOver(id int) {
 	}
 }
 
+// HeldKey returns the form in which a table holds and reports key: key
+// itself up to MaxKeyBytes, or its first bytes, "…" and its hash, so that
+// a reader can find a long key it counted in a report.
+func HeldKey(key string) string {
+	if len(key) <= MaxKeyBytes {
+		return key
+	}
+	return heldKey(key, keyHash(key))
+}
+
 // heldKey returns the copy of key, hashed to h, that a table holds: key
 // itself up to MaxKeyBytes, or its first bytes (cut at a character
 // boundary), "…" and h in hex, MaxKeyBytes at most.

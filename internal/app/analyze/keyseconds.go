@@ -89,7 +89,11 @@ func (k *keyCounter) Put(_ context.Context, batch []ingest.Event) error {
 		if e.Throttled || e.PK == "" || e.Time.IsZero() || !(e.Units >= 0 && e.Units <= math.MaxFloat64) {
 			continue
 		}
-		id := rankedKey{e.Table, e.Index, e.PK, e.Class}
+		pk := e.PK
+		if len(pk) > sketch.MaxKeyBytes {
+			pk = sketch.HeldKey(pk) // as the report names it
+		}
+		id := rankedKey{e.Table, e.Index, pk, e.Class}
 		if ks := k.keys[id]; ks != nil {
 			ks.add(e.Time.Unix(), toQuanta(e.Units))
 		}

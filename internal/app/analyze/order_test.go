@@ -95,6 +95,33 @@ func analyzeJSON(t *testing.T, workers int, stdin string, files ...string) (repo
 	return rep, out.String()
 }
 
+// TestAnalyzeAnyOrderLongKey: a key longer than a table holds whole
+// (reported shortened, sketch.MaxKeyBytes) keeps its exact busiest second
+// in a shuffled input: the second read finds it by its held form.
+func TestAnalyzeAnyOrderLongKey(t *testing.T) {
+	dir := t.TempDir()
+	long := "TENANT#" + strings.Repeat("acme-", 40)
+	hosts := burstHosts()
+	var all []hostLine
+	for h := range hosts {
+		for _, l := range hosts[h] {
+			l.text = strings.Replace(l.text, `"TENANT#acme"`, `"`+long+`"`, 1)
+			all = append(all, l)
+		}
+	}
+	rand.New(rand.NewPCG(7, 8)).Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	rep, _ := analyzeJSON(t, 2, "", writeLines(t, dir, "shuffled.jsonl", all))
+	var tenant report.TopKey
+	for _, k := range rep.Tables[0].TopKeys {
+		if strings.HasPrefix(k.Key, "TENANT#acme-") {
+			tenant = k
+		}
+	}
+	if tenant.Key == long || tenant.PeakUnitsPerSecond != 1100 {
+		t.Fatalf("the long key %q peaks at %v WCU, want it held short and at 1100", tenant.Key, tenant.PeakUnitsPerSecond)
+	}
+}
+
 // TestAnalyzeAnyOrder: the same events as one ordered file, as four
 // hosts' files, as the cat of them, shuffled, and shuffled on standard
 // input, on one worker and on two and three with files cut into parts of 16 KiB, give the
