@@ -10,10 +10,10 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest"
 )
 
-// marks is a Watermarks of fixed times, by source.
-type marks map[string]time.Time
+// fixedMarks is a Watermarks of fixed times, by source.
+type fixedMarks map[string]time.Time
 
-func (m marks) Watermark(source string) (time.Time, bool) {
+func (m fixedMarks) Watermark(source string) (time.Time, bool) {
 	t, ok := m[source]
 	return t, ok
 }
@@ -45,7 +45,7 @@ func backlog(table string, start time.Time, seconds, perSecond int, share float6
 func TestEventTimeBacklog(t *testing.T) {
 	now := t0.Add(time.Hour)
 	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
-	s.SetWatermarks(marks{"streams": now})
+	s.SetWatermarks(fixedMarks{"streams": now})
 	events := backlog("orders", now.Add(-61*time.Second), 60, 200, 0.3, "streams")
 	for i := 0; i < len(events); i += 1000 {
 		put(t, s, events[i:min(i+1000, len(events))]...)
@@ -71,7 +71,7 @@ func TestEventTimeBacklog(t *testing.T) {
 func TestEventTimeLate(t *testing.T) {
 	now := t0.Add(time.Hour)
 	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
-	s.SetWatermarks(marks{"a": now, "b": now})
+	s.SetWatermarks(fixedMarks{"a": now, "b": now})
 	put(t, s, ingest.Event{Table: "t", PK: "NEW", Class: ingest.Read, Units: 2, Time: now.Add(-time.Second), Source: "a"})
 	put(t, s,
 		ingest.Event{Table: "t", PK: "OLD", Class: ingest.Read, Units: 5, Time: now.Add(-10 * time.Minute), Source: "b"},
@@ -94,7 +94,7 @@ func TestEventTimeLate(t *testing.T) {
 func TestEventTimeShards(t *testing.T) {
 	now := t0.Add(time.Hour)
 	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
-	s.SetWatermarks(marks{"kinesis": now})
+	s.SetWatermarks(fixedMarks{"kinesis": now})
 	start := now.Add(-50 * time.Second)
 	mk := func(key string, sec int, units float64) ingest.Event {
 		return ingest.Event{Table: "t", PK: key, Class: ingest.Write, Units: units,
@@ -144,7 +144,7 @@ func TestEventTimeShards(t *testing.T) {
 // idle table's window slides with the watermark until its traffic is gone.
 func TestEventTimeWatermark(t *testing.T) {
 	now := t0.Add(time.Hour)
-	wm := marks{"fast": now, "slow": now.Add(-20 * time.Second)}
+	wm := fixedMarks{"fast": now, "slow": now.Add(-20 * time.Second)}
 	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
 	s.SetWatermarks(wm)
 	put(t, s,
@@ -174,7 +174,7 @@ func TestEventTimeWatermark(t *testing.T) {
 func TestEventTimeMerged(t *testing.T) {
 	now := t0.Add(time.Hour)
 	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
-	s.SetWatermarks(marks{"jsonl": now})
+	s.SetWatermarks(fixedMarks{"jsonl": now})
 	start := now.Add(-40 * time.Second)
 	// Four hosts, host h 2h seconds behind host 0; each logs 25 WCU a
 	// second of TENANT, 275 in second 10 (a burst of 1100 in all).
@@ -211,10 +211,10 @@ func TestEventTimeReplicas(t *testing.T) {
 	now := t0.Add(time.Hour)
 	cfg := DefaultConfig()
 	a := newTestStore(t, cfg, func() time.Time { return now })
-	a.SetWatermarks(marks{"s": now})
+	a.SetWatermarks(fixedMarks{"s": now})
 	startB := now.Add(-10 * time.Second)
 	b := newTestStore(t, cfg, func() time.Time { return startB })
-	b.SetWatermarks(marks{"s": startB})
+	b.SetWatermarks(fixedMarks{"s": startB})
 	// A has read 50 s of its shard, 10 WCU a second; B's shard has 100
 	// WCU in the second 30 s ago, which B reads 20 s late (its watermark
 	// is 20 s behind A's).

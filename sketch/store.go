@@ -481,6 +481,7 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 	var tps []TablePart
 	var sw secWindow
 	var scratch []keyStat
+	wms := marks{wm: s.wm} // each source's watermark, read once for every table
 	s.each(func(_ tableID, t *table) {
 		var ts TableSnapshot
 		var first, last time.Time
@@ -492,7 +493,7 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 		}
 		var start, end time.Time
 		if s.slot > 0 {
-			sw, start, end = s.head(t, now)
+			sw, start, end = s.head(t, now, &wms)
 		} else {
 			sw = t.analyzeSeconds(s.cfg.RecentSeconds)
 		}
@@ -587,8 +588,8 @@ func analyzeRates(ts *TableSnapshot) {
 // oldest slot, or later when the table was not watched that long (the
 // earlier of the Store's start and the table's first event). It is called
 // with t.mu held.
-func (s *Store) head(t *table, now time.Time) (sw secWindow, start, end time.Time) {
-	j := s.judged(t.sources, now)
+func (s *Store) head(t *table, now time.Time, m *marks) (sw secWindow, start, end time.Time) {
+	j := s.judged(t.sources, now, m)
 	jSec := j.Unix()
 	if t.fresh {
 		// No event yet: the window stands at the watermark.

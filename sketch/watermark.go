@@ -42,16 +42,41 @@ func (s *Store) addLate(source string, n uint64) {
 	s.lateMu.Unlock()
 }
 
+// marks are the sources' watermarks as one snapshot reads them: each
+// source is asked once however many tables it fed (a watermark is a walk
+// over the source's lanes under its lock).
+type marks struct {
+	wm   Watermarks
+	seen map[string]mark
+}
+
+type mark struct {
+	t  time.Time
+	ok bool
+}
+
+func (m *marks) of(source string) (time.Time, bool) {
+	if v, ok := m.seen[source]; ok {
+		return v.t, v.ok
+	}
+	if m.seen == nil {
+		m.seen = map[string]mark{}
+	}
+	t, ok := m.wm.Watermark(source)
+	m.seen[source] = mark{t, ok}
+	return t, ok
+}
+
 // judged returns the time up to which a table fed by sources is judged:
 // the earliest of their watermarks, or the clock's now when none is known.
 // It is called with the table's lock held; the Watermarks take their own.
-func (s *Store) judged(sources []string, now time.Time) time.Time {
+func (s *Store) judged(sources []string, now time.Time, m *marks) time.Time {
 	if s.wm == nil {
 		return now
 	}
 	var j time.Time
 	for _, src := range sources {
-		w, ok := s.wm.Watermark(src)
+		w, ok := m.of(src)
 		if !ok {
 			continue
 		}
