@@ -89,8 +89,8 @@ func TestFootprint(t *testing.T) {
 // a few hundred keys costs a tenth of the full sketch, and one whose window
 // empties gives its sketch back.
 func TestFootprintSizes(t *testing.T) {
-	if unsafe.Sizeof(candRec{}) != candRecBytes || unsafe.Sizeof(slotCount{}) != slotCountBytes {
-		t.Fatalf("record sizes %d and %d, Footprint assumes %d and %d", unsafe.Sizeof(candRec{}), unsafe.Sizeof(slotCount{}), candRecBytes, slotCountBytes)
+	if unsafe.Sizeof(candRec{}) != candRecBytes || unsafe.Sizeof(extRec{}) != extRecBytes || unsafe.Sizeof(slotCount{}) != slotCountBytes {
+		t.Fatalf("record sizes %d, %d and %d, Footprint assumes %d, %d and %d", unsafe.Sizeof(candRec{}), unsafe.Sizeof(extRec{}), unsafe.Sizeof(slotCount{}), candRecBytes, extRecBytes, slotCountBytes)
 	}
 	cfg := DefaultConfig()
 	full := cfg.Footprint()

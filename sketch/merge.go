@@ -155,17 +155,16 @@ func (t *table) clone() *table {
 func (c *candidates) clone() *candidates {
 	d := *c
 	d.rec = slices.Clone(c.rec)
-	d.pos = slices.Clone(c.pos)
+	d.xpos = slices.Clone(c.xpos)
+	d.xring = slices.Clone(c.xring)
+	d.xrec = slices.Clone(c.xrec)
 	d.col = make([][]slotCount, len(c.col))
 	for s, col := range c.col {
 		d.col[s] = slices.Clip(slices.Clone(col))
 	}
 	d.free = slices.Clone(c.free)
-	d.ring = slices.Clone(c.ring)
 	d.heap = slices.Clone(c.heap)
 	d.index = slices.Clone(c.index)
-	d.headSec = slices.Clone(c.headSec)
-	d.headUnits = slices.Clone(c.headUnits)
 	return &d
 }
 
@@ -457,23 +456,29 @@ func (c *candidates) views(dst []entryView) []entryView {
 
 // view takes entry id apart.
 func (c *candidates) view(id int) entryView {
-	rl := int(c.ringMask + 1)
 	r := &c.rec[id]
 	v := entryView{
 		hash: r.hash, key: r.key,
 		est: make([]uint64, c.slots), exact: make([]uint64, c.slots),
 		events: make([]uint64, c.slots), sk: make([]uint32, c.slots), peak: make([]uint32, c.slots),
-		sec: r.sec, ring: slices.Clone(c.ring[id*rl : (id+1)*rl]),
-		headSec: c.headSec[id], headUnits: c.headUnits[id],
+		sec: r.sec,
 	}
+	v.headSec, v.headUnits = c.head(id)
+	if r.ext != 0 {
+		v.ring = slices.Clone(c.ringOf(id))
+	} else {
+		v.ring = make([]uint32, c.ringMask+1)
+		v.ring[r.sec&c.ringMask] = r.secQ
+	}
+	estMask, entry, entryQ := c.est(id)
 	for j := range c.slots {
 		k := c.get(id, j)
 		u, e := c.unitsAt(id, j), uint64(0)
 		switch {
-		case r.estMask&(1<<j) != 0:
+		case estMask&(1<<j) != 0:
 			e = u
-		case int(r.entry) == j:
-			e = min(uint64(r.entryQ), u)
+		case entry == j:
+			e = min(uint64(entryQ), u)
 		}
 		v.est[j], v.exact[j] = e, u-e
 		v.events[j], v.sk[j], v.peak[j] = c.eventsAt(id, j), k.sk, k.peak
@@ -537,15 +542,17 @@ func (c *candidates) insertView(v *entryView, m *genCMS, cur int, sc *secClock) 
 	c.n++
 	c.heap = append(c.heap, int32(id))
 	r := &c.rec[id]
-	*r = candRec{hash: v.hash, key: v.key, heapPos: int32(id), entry: -1, sec: v.sec}
+	*r = candRec{hash: v.hash, key: v.key, heapPos: int32(id), sec: v.sec}
+	// A merged entry takes an extension: it may span slots and seconds.
+	x := c.ext(id)
 	for j := range c.slots {
 		est, exact := v.est[j], v.exact[j]
 		switch {
 		case est == 0:
 		case exact == 0:
-			r.estMask |= 1 << j
-		case r.entry < 0:
-			r.entry, r.entryQ = int8(j), uint32(min(est, math.MaxUint32))
+			x.estMask |= 1 << j
+		case x.entry < 0:
+			x.entry, x.entryQ = int8(j), uint32(min(est, math.MaxUint32))
 		default:
 			x := uint32(min(exact, math.MaxUint32))
 			if j <= cur {
@@ -553,7 +560,7 @@ func (c *candidates) insertView(v *entryView, m *genCMS, cur int, sc *secClock) 
 			} else {
 				m.addPrev(v.hash, x)
 			}
-			r.estMask |= 1 << j
+			c.xrec[r.ext-1].estMask |= 1 << j
 		}
 		if v.sk[j] != 0 || v.peak[j] != 0 {
 			*c.at(id, j) = slotCount{sk: v.sk[j], peak: v.peak[j]}
@@ -566,9 +573,8 @@ func (c *candidates) insertView(v *entryView, m *genCMS, cur int, sc *secClock) 
 			c.at(id, s).peak = f.v
 		}
 	}
-	rl := int(c.ringMask + 1)
-	copy(c.ring[id*rl:(id+1)*rl], v.ring)
-	c.headSec[id], c.headUnits[id] = v.headSec, v.headUnits
+	copy(c.ringOf(id), v.ring)
+	x.headSec, x.headUnits = v.headSec, v.headUnits
 	c.reindex(id)
 	c.up(id)
 }

@@ -339,7 +339,15 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, now i
 		// more than the counting (every register is reloaded after it).
 		r := &cand.rec[id]
 		var kc *slotCount
-		if p := cand.pos[id*cand.slots+s]; p != 0 {
+		var p uint16
+		if r.ext == 0 {
+			if int(r.slot) == s {
+				p = r.p
+			}
+		} else {
+			p = cand.xpos[int(r.ext-1)*cand.slots+s]
+		}
+		if p != 0 {
 			kc = &cand.col[s][p-1]
 		} else {
 			kc = cand.place(id, s)
@@ -358,8 +366,12 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, now i
 		}
 		kc.sk |= skBit
 		if r.sec == es {
-			p := &cand.ring[id*int(cand.ringMask+1)+int(es&cand.ringMask)]
-			*p = satAdd(*p, q)
+			if r.ext == 0 {
+				r.secQ = satAdd(r.secQ, q)
+			} else {
+				p := &cand.xring[int(r.ext-1)*int(cand.ringMask+1)+int(es&cand.ringMask)]
+				*p = satAdd(*p, q)
+			}
 		} else {
 			cand.second(id, es, q, &t.sc)
 		}

@@ -29,21 +29,27 @@ import (
 // proportion to its keys.
 //
 // Layout, for one cache line per structure on the hot path: the index is
-// open addressing on the 64-bit key hash, 8 bytes a slot (the hash's high
-// half beside the entry id), so that a probe reads one line; an entry's
+// open addressing on the 64-bit key hash, 4 bytes a slot (16 bits of the
+// hash beside the entry id), so that a probe reads one line; an entry's
 // hot fields (hash, key, window total, heap position, newest second) are one
-// 64-byte record; its counts of one slot (units, accesses, sort-key bitmap,
+// 56-byte record; its counts of one slot (units, accesses, sort-key bitmap,
 // per-second peak) are 16 bytes of one line. A min-heap on the window totals
 // finds the key to evict.
 //
 // The counts are sparse: a key pays 16 bytes only in the slots it has
-// traffic in, plus a 2-byte position per slot. Each slot has a column of
-// counts, and pos says where in it an entry's counts are; positions freed
-// by an entry that leaves are chained into the column's free list and
-// reused, so a column never holds more counts than the set has entries,
-// and a slot's column is emptied (or given back) when the slot expires.
-// Most keys of a table are seen in few of the window's slots: a key seen
-// in one costs 40 bytes of counts instead of 192.
+// traffic in. Each slot has a column of counts; positions freed by an
+// entry that leaves are chained into the column's free list and reused,
+// so a column never holds more counts than the set has entries, and a
+// slot's column is emptied (or given back) when the slot expires.
+//
+// Most keys of a table are seen in one slot and one second of the window:
+// such an entry keeps the position of its counts, its slot and the units
+// of its second in its record, and costs about 100 bytes with its index
+// slot, counts and share of its key. An entry that is seen in a second
+// slot or a second second, or that entered with count-min estimates, takes
+// an extension (ext): its positions in every slot, its per-second ring,
+// its first second and its estimate flags. Extensions are dense (the last
+// moves into the hole of one given back) and name their entry (owner).
 type candidates struct {
 	slots    int // ring slots of the window
 	max      int // capacity once grown (Config.Candidates)
@@ -51,22 +57,24 @@ type candidates struct {
 	ringMask int64
 
 	rec []candRec
-	// pos is 1 + the index of an entry's counts in a slot's column, 0 when
-	// the entry has none there: [entry*slots + slot].
-	pos []uint16
 	// col is each slot's column of counts; free the head of its free list
 	// (1 + index, 0 for none), chained through the freed counts' units.
 	col  [][]slotCount
 	free []uint32
-	ring []uint32 // [entry*ringLen + second&ringMask]: units per second, quanta
-	heap []int32  // entry ids, min total first
-	// headSec is each entry's first second, and headUnits its units once
-	// it has left the ring (while in it, the ring holds them): what Merge
-	// needs to add up a second that two inputs split between them.
-	headSec   []int64
-	headUnits []uint32
-	index     []uint64 // hash>>32<<32 | entry id+1; 0 is free
-	imask     uint64
+	heap []int32 // entry ids, min total first
+	// index is open addressing on the key hash: hash>>48<<16 | entry id+1
+	// (ids are under 1<<15); 0 is free.
+	index []uint32
+	imask uint64
+
+	// The extensions of the busier entries, xn of them, each xpos
+	// [ext*slots + slot]: 1 + the index of the entry's counts in the
+	// slot's column, 0 when it has none there; xring [ext*ringLen +
+	// second&ringMask]: units per second, quanta; xrec the rest.
+	xn    int
+	xpos  []uint16
+	xring []uint32
+	xrec  []extRec
 	// over holds what an entry's counts of one slot (index entry*slots +
 	// slot) hold past their 32 bits: a key's units or accesses in one
 	// slot can pass 2^32 quanta (2^30 units) when a slot is long (a whole
@@ -78,16 +86,163 @@ type candidates struct {
 // overCount is what a slotCount's counters hold past their 32 bits.
 type overCount struct{ units, events uint64 }
 
-// candRec is one entry's hot fields, 64 bytes.
+// candRec is one entry's hot fields, 56 bytes. Without an extension (ext
+// 0) the entry has counts in one slot at most (slot, at 1 + position p in
+// its column; p 0 for none), one second (sec, of secQ units), and no
+// estimates.
 type candRec struct {
 	hash    uint64
 	total   uint64 // window units, quanta
 	key     string
-	sec     int64  // newest second of the entry's per-second ring
-	estMask uint64 // slots whose units are count-min estimates
+	sec     int64 // newest second of the entry's per-second ring
 	heapPos int32
-	entryQ  uint32 // estimate part of the entry slot's units
-	entry   int8   // slot the key entered in, -1 once it expired
+	ext     int32  // 1 + the entry's extension, 0 for none
+	secQ    uint32 // units of second sec, quanta, without an extension
+	p       uint16 // 1 + position of the counts in slot's column, without an extension
+	slot    int8
+}
+
+// extRec is an extension's fixed part.
+type extRec struct {
+	// headSec is the entry's first second, and headUnits its units once
+	// it has left the ring (while in it, the ring holds them): what Merge
+	// needs to add up a second that two inputs split between them.
+	headSec   int64
+	estMask   uint64 // slots whose units are count-min estimates
+	headUnits uint32
+	entryQ    uint32 // estimate part of the entry slot's units
+	owner     int32  // entry id
+	entry     int8   // slot the key entered in, -1 once it expired
+}
+
+// posOf returns 1 + the position of entry id's counts in slot s's
+// column, 0 when it has none there.
+func (c *candidates) posOf(id, s int) uint16 {
+	r := &c.rec[id]
+	if r.ext == 0 {
+		if int(r.slot) == s {
+			return r.p
+		}
+		return 0
+	}
+	return c.xpos[int(r.ext-1)*c.slots+s]
+}
+
+// setPos sets entry id's position in slot s (0: none), giving the entry
+// an extension when it gets counts in a second slot.
+func (c *candidates) setPos(id, s int, p uint16) {
+	r := &c.rec[id]
+	if r.ext == 0 {
+		switch {
+		case p == 0:
+			if int(r.slot) == s {
+				r.p = 0
+			}
+			return
+		case r.p == 0 || int(r.slot) == s:
+			r.slot, r.p = int8(s), p
+			return
+		}
+		c.extend(id)
+	}
+	c.xpos[int(r.ext-1)*c.slots+s] = p
+}
+
+// ringOf returns entry id's per-second ring, which it has with an
+// extension only.
+func (c *candidates) ringOf(id int) []uint32 {
+	rl := int(c.ringMask + 1)
+	x := int(c.rec[id].ext - 1)
+	return c.xring[x*rl : (x+1)*rl]
+}
+
+// ext returns entry id's extension, giving it one when it has none.
+func (c *candidates) ext(id int) *extRec {
+	r := &c.rec[id]
+	if r.ext == 0 {
+		c.extend(id)
+	}
+	return &c.xrec[r.ext-1]
+}
+
+// est returns entry id's estimate flags, entry slot and entry estimate.
+func (c *candidates) est(id int) (mask uint64, entry int, entryQ uint32) {
+	r := &c.rec[id]
+	if r.ext == 0 {
+		return 0, -1, 0
+	}
+	x := &c.xrec[r.ext-1]
+	return x.estMask, int(x.entry), x.entryQ
+}
+
+// head returns entry id's first second and its units once it left the
+// ring.
+func (c *candidates) head(id int) (sec int64, units uint32) {
+	r := &c.rec[id]
+	if r.ext == 0 {
+		return r.sec, r.secQ
+	}
+	x := &c.xrec[r.ext-1]
+	return x.headSec, x.headUnits
+}
+
+// extend gives entry id, which has none, an extension holding what its
+// record held: its counts' position, its second, no estimates.
+//
+//go:noinline
+func (c *candidates) extend(id int) {
+	if c.xn == len(c.xrec) {
+		c.resizeExt(grow(len(c.xrec), c.max))
+	}
+	x := c.xn
+	c.xn++
+	r := &c.rec[id]
+	rl := int(c.ringMask + 1)
+	pos := c.xpos[x*c.slots : (x+1)*c.slots]
+	clear(pos)
+	if r.p != 0 {
+		pos[r.slot] = r.p
+	}
+	ring := c.xring[x*rl : (x+1)*rl]
+	clear(ring)
+	ring[r.sec&c.ringMask] = r.secQ
+	c.xrec[x] = extRec{headSec: r.sec, headUnits: r.secQ, owner: int32(id), entry: -1}
+	r.ext = int32(x + 1)
+	r.p, r.slot, r.secQ = 0, 0, 0
+}
+
+// unextend gives entry id's extension back, if it has one, leaving the
+// entry with no counts: the last extension moves into its place.
+func (c *candidates) unextend(id int) {
+	r := &c.rec[id]
+	if r.ext == 0 {
+		return
+	}
+	x, last := int(r.ext-1), c.xn-1
+	r.ext = 0
+	if x != last {
+		rl := int(c.ringMask + 1)
+		copy(c.xpos[x*c.slots:(x+1)*c.slots], c.xpos[last*c.slots:(last+1)*c.slots])
+		copy(c.xring[x*rl:(x+1)*rl], c.xring[last*rl:(last+1)*rl])
+		c.xrec[x] = c.xrec[last]
+		c.rec[c.xrec[x].owner].ext = int32(x + 1)
+	}
+	c.xn--
+	if len(c.xrec) > minCapacity && 4*c.xn <= len(c.xrec) {
+		c.resizeExt(max(minCapacity, len(c.xrec)/2))
+	}
+}
+
+// resizeExt sets the extensions' capacity to size (at least xn).
+func (c *candidates) resizeExt(size int) {
+	rl := int(c.ringMask + 1)
+	pos := make([]uint16, size*c.slots)
+	ring := make([]uint32, size*rl)
+	xrec := make([]extRec, size)
+	copy(pos, c.xpos[:c.xn*c.slots])
+	copy(ring, c.xring[:c.xn*rl])
+	copy(xrec, c.xrec[:c.xn])
+	c.xpos, c.xring, c.xrec = pos, ring, xrec
 }
 
 // slotCount is one entry's counts in one slot.
@@ -100,7 +255,7 @@ type slotCount struct {
 
 // get returns entry id's counts in slot s (zero when it has none).
 func (c *candidates) get(id, s int) slotCount {
-	if p := c.pos[id*c.slots+s]; p != 0 {
+	if p := c.posOf(id, s); p != 0 {
 		return c.col[s][p-1]
 	}
 	return slotCount{}
@@ -108,7 +263,7 @@ func (c *candidates) get(id, s int) slotCount {
 
 // at returns entry id's counts in slot s, making them when it has none.
 func (c *candidates) at(id, s int) *slotCount {
-	if p := c.pos[id*c.slots+s]; p != 0 {
+	if p := c.posOf(id, s); p != 0 {
 		return &c.col[s][p-1]
 	}
 	return c.place(id, s)
@@ -137,20 +292,19 @@ func (c *candidates) place(id, s int) *slotCount {
 		c.col[s] = col
 		p = len(col)
 	}
-	c.pos[id*c.slots+s] = uint16(p)
-	return &col[p-1]
+	c.setPos(id, s, uint16(p))
+	return &c.col[s][p-1]
 }
 
 // unplace frees entry id's counts in slot s, if any.
 func (c *candidates) unplace(id, s int) {
-	i := id*c.slots + s
-	p := c.pos[i]
+	p := c.posOf(id, s)
 	if p == 0 {
 		return
 	}
 	c.col[s][p-1] = slotCount{units: c.free[s]}
 	c.free[s] = uint32(p)
-	c.pos[i] = 0
+	c.setPos(id, s, 0)
 }
 
 // clearRow frees entry id's counts in every slot.
@@ -211,7 +365,7 @@ func (c *candidates) countOver(id, s int) {
 // setCounts sets entry id's units and accesses in slot s, which may be
 // past 32 bits.
 func (c *candidates) setCounts(id, s int, units, events uint64) {
-	if units == 0 && events == 0 && c.pos[id*c.slots+s] == 0 {
+	if units == 0 && events == 0 && c.posOf(id, s) == 0 {
 		return
 	}
 	k := c.at(id, s)
@@ -306,25 +460,18 @@ func newCandidates(capacity, slots, ring int) *candidates {
 	return c
 }
 
+// Entries have no extension (candRec.ext) while they are seen in one slot
+// and one second; see extend.
+
 // resize sets the capacity to size (at least n), moving the entries.
 func (c *candidates) resize(size int) {
-	rl := int(c.ringMask + 1)
 	rec := make([]candRec, size)
-	pos := make([]uint16, size*c.slots)
-	ring := make([]uint32, size*rl)
 	copy(rec, c.rec[:c.n])
-	copy(pos, c.pos[:c.n*c.slots])
-	copy(ring, c.ring[:c.n*rl])
 	heap := make([]int32, c.n, size)
 	copy(heap, c.heap)
-	headSec := make([]int64, size)
-	headUnits := make([]uint32, size)
-	copy(headSec, c.headSec[:c.n])
-	copy(headUnits, c.headUnits[:c.n])
-	c.rec, c.pos, c.ring, c.heap = rec, pos, ring, heap
-	c.headSec, c.headUnits = headSec, headUnits
+	c.rec, c.heap = rec, heap
 	isz := indexSize(size)
-	c.index = make([]uint64, isz)
+	c.index = make([]uint32, isz)
 	c.imask = uint64(isz - 1)
 	for id := range c.n {
 		c.reindex(id)
@@ -333,14 +480,14 @@ func (c *candidates) resize(size int) {
 
 // find returns the entry of the key hashed to h, or -1.
 func (c *candidates) find(h uint64, key string) int {
-	tag := h &^ 0xffffffff
+	tag := uint32(h>>48) << 16
 	for i := h & c.imask; ; i = (i + 1) & c.imask {
 		v := c.index[i]
 		if v == 0 {
 			return -1
 		}
-		if v&^0xffffffff == tag {
-			id := int(uint32(v)) - 1
+		if v&0xffff0000 == tag {
+			id := int(v&0xffff) - 1
 			if r := &c.rec[id]; r.hash == h && sameKey(r.key, key) {
 				return id
 			}
@@ -364,13 +511,14 @@ func (c *candidates) minID() int { return int(c.heap[0]) }
 func (c *candidates) exactParts(id, cur int) (h uint64, curQ, prevQ uint32) {
 	var sums [2]uint64
 	r := &c.rec[id]
+	estMask, entry, entryQ := c.est(id)
 	for j := range c.slots {
-		if r.estMask&(1<<j) != 0 {
+		if estMask&(1<<j) != 0 {
 			continue
 		}
 		v := c.unitsAt(id, j)
-		if j == int(r.entry) {
-			v -= min(uint64(r.entryQ), v)
+		if j == entry {
+			v -= min(uint64(entryQ), v)
 		}
 		if j <= cur {
 			sums[0] += v
@@ -392,21 +540,21 @@ func (c *candidates) second(id int, sec int64, q uint32, sc *secClock) {
 		// then miss it).
 		return
 	}
-	rl := int(c.ringMask + 1)
-	ring := c.ring[id*rl : (id+1)*rl]
-	if ok := ringAdvance(ring, &r.sec, sec, c.ringMask, func(x int64, v uint32) { c.fold(id, x, v, sc) }); !ok {
+	x := c.ext(id)
+	ring := c.ringOf(id)
+	if ok := ringAdvance(ring, &r.sec, sec, c.ringMask, func(s int64, v uint32) { c.fold(id, s, v, sc) }); !ok {
 		// A late second still in the ring: complete, so fold it again.
 		p := &ring[sec&c.ringMask]
 		*p = satAdd(*p, q)
-		if sec < c.headSec[id] {
-			c.headSec[id] = sec
+		if sec < x.headSec {
+			x.headSec = sec
 		}
 		c.fold(id, sec, *p, sc)
 		return
 	}
 	ring[sec&c.ringMask] = q
-	if sec < c.headSec[id] {
-		c.headSec[id], c.headUnits[id] = sec, q
+	if sec < x.headSec {
+		x.headSec, x.headUnits = sec, q
 	}
 }
 
@@ -416,8 +564,8 @@ func (c *candidates) fold(id int, x int64, v uint32, sc *secClock) {
 	if s := sc.slotOf(x); s >= 0 && v > c.get(id, s).peak {
 		c.at(id, s).peak = v
 	}
-	if x == c.headSec[id] {
-		c.headUnits[id] = v
+	if e := &c.xrec[c.rec[id].ext-1]; x == e.headSec {
+		e.headUnits = v
 	}
 }
 
@@ -469,28 +617,26 @@ func (c *candidates) admit(h uint64, key string, s int, q, skBit, curEst, prevEs
 		c.heap = append(c.heap, int32(id))
 		c.rec[id].heapPos = int32(len(c.heap) - 1)
 	}
+	c.clearRow(id)
+	c.dropOver(id)
+	c.unextend(id)
 	r := &c.rec[id]
 	r.hash = h
 	r.key = key
-	r.estMask = 0
-	r.sec = sec
-	c.clearRow(id)
-	c.dropOver(id)
-	rl := int(c.ringMask + 1)
-	ring := c.ring[id*rl : (id+1)*rl]
-	clear(ring)
-	ring[sec&c.ringMask] = q
-	c.headSec[id], c.headUnits[id] = sec, q
+	r.sec, r.secQ = sec, q
 	curEst = max(curEst, q)
 	*c.at(id, s) = slotCount{units: curEst, events: 1 + perAccess(curEst-q, q), sk: skBit}
-	r.entryQ = curEst - q
 	total := uint64(curEst)
+	var estMask uint64
 	if prevSlot >= 0 && prevSlot != s && prevEst > 0 {
 		*c.at(id, prevSlot) = slotCount{units: prevEst, events: perAccess(prevEst, q)}
-		r.estMask |= 1 << prevSlot
+		estMask |= 1 << prevSlot
 		total += uint64(prevEst)
 	}
-	r.entry = int8(s)
+	if curEst > q || estMask != 0 {
+		x := c.ext(id)
+		x.estMask, x.entry, x.entryQ = estMask, int8(s), curEst-q
+	}
 	r.total = total
 	c.reindex(id)
 	c.up(int(r.heapPos))
@@ -508,15 +654,14 @@ func perAccess(u, q uint32) uint32 {
 // errorOf bounds the overcount of entry id.
 func (c *candidates) errorOf(id int) uint64 {
 	var e uint64
-	r := &c.rec[id]
-	m := r.estMask
+	m, entry, entryQ := c.est(id)
 	for m != 0 {
 		j := bits.TrailingZeros64(m)
 		m &= m - 1
 		e += c.unitsAt(id, j)
 	}
-	if r.entry >= 0 {
-		e += uint64(r.entryQ)
+	if entry >= 0 {
+		e += uint64(entryQ)
 	}
 	return e
 }
@@ -527,14 +672,17 @@ func (c *candidates) expire(s int) {
 	for id := 0; id < c.n; id++ {
 		r := &c.rec[id]
 		r.total -= c.unitsAt(id, s)
-		c.pos[id*c.slots+s] = 0
+		c.setPos(id, s, 0)
 		if c.over != nil {
 			delete(c.over, id*c.slots+s)
 		}
-		r.estMask &^= 1 << s
-		if int(r.entry) == s {
-			r.entry = -1
-			r.entryQ = 0
+		if r.ext != 0 {
+			x := &c.xrec[r.ext-1]
+			x.estMask &^= 1 << s
+			if int(x.entry) == s {
+				x.entry = -1
+				x.entryQ = 0
+			}
 		}
 	}
 	// The slot's column is empty: keep a small one for the next slot's
@@ -554,13 +702,14 @@ func (c *candidates) expire(s int) {
 		c.unindex(id)
 		c.clearRow(id)
 		c.dropOver(id)
+		c.unextend(id)
 		last := c.n - 1
 		if id != last {
 			c.unindex(last)
 			c.move(last, id)
 			c.reindex(id)
 		}
-		c.rec[last].key = ""
+		c.rec[last] = candRec{}
 		c.n--
 	}
 	c.heap = c.heap[:c.n]
@@ -585,10 +734,14 @@ func (c *candidates) anyEvents(id int) bool {
 	return false
 }
 
+// move moves entry from, its extension and counts, to id to, which has
+// neither.
 func (c *candidates) move(from, to int) {
 	c.rec[to] = c.rec[from]
-	copy(c.pos[to*c.slots:(to+1)*c.slots], c.pos[from*c.slots:(from+1)*c.slots])
-	clear(c.pos[from*c.slots : (from+1)*c.slots])
+	c.rec[from] = candRec{}
+	if x := c.rec[to].ext; x != 0 {
+		c.xrec[x-1].owner = int32(to)
+	}
 	if c.over != nil {
 		for s := range c.slots {
 			if o, ok := c.over[from*c.slots+s]; ok {
@@ -597,9 +750,6 @@ func (c *candidates) move(from, to int) {
 			}
 		}
 	}
-	rl := int(c.ringMask + 1)
-	copy(c.ring[to*rl:(to+1)*rl], c.ring[from*rl:(from+1)*rl])
-	c.headSec[to], c.headUnits[to] = c.headSec[from], c.headUnits[from]
 }
 
 func (c *candidates) reindex(id int) {
@@ -608,13 +758,13 @@ func (c *candidates) reindex(id int) {
 	for c.index[i] != 0 {
 		i = (i + 1) & c.imask
 	}
-	c.index[i] = h&^0xffffffff | uint64(id+1)
+	c.index[i] = uint32(h>>48)<<16 | uint32(id+1)
 }
 
 // unindex removes entry id from the index with backward-shift deletion.
 func (c *candidates) unindex(id int) {
 	i := c.rec[id].hash & c.imask
-	for uint32(c.index[i]) != uint32(id+1) {
+	for c.index[i]&0xffff != uint32(id+1) {
 		i = (i + 1) & c.imask
 	}
 	for {
@@ -626,7 +776,7 @@ func (c *candidates) unindex(id int) {
 			if v == 0 {
 				return
 			}
-			home := c.rec[uint32(v)-1].hash & c.imask
+			home := c.rec[v&0xffff-1].hash & c.imask
 			// Move v back to i unless its home lies cyclically in (i, j].
 			if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
 				c.index[i] = v
@@ -703,7 +853,8 @@ func (c *candidates) collect(dst []keyStat, sw *secWindow, tracked int) []keySta
 		}
 		return strings.Compare(x.key, y.key)
 	})
-	rl := int(c.ringMask + 1)
+	// The ring of an entry without an extension: its one second.
+	one := make([]uint32, c.ringMask+1)
 	for _, id := range rank[:min(len(rank), tracked)] {
 		var ev uint64
 		var sk, peak uint32
@@ -721,8 +872,14 @@ func (c *candidates) collect(dst []keyStat, sw *secWindow, tracked int) []keySta
 			events:   ev,
 			sortKeys: sortKeyEstimate(sk),
 		}
-		ring := c.ring[int(id)*rl : int(id+1)*rl]
-		p, recent, last := read(sw, ring, r.sec, c.ringMask)
+		var p, recent, last uint32
+		if r.ext != 0 {
+			p, recent, last = read(sw, c.ringOf(int(id)), r.sec, c.ringMask)
+		} else {
+			one[r.sec&c.ringMask] = r.secQ
+			p, recent, last = read(sw, one, r.sec, c.ringMask)
+			one[r.sec&c.ringMask] = 0
+		}
 		ks.peak = uint64(max(peak, p))
 		ks.recent, ks.last = uint64(recent), uint64(last)
 		dst = append(dst, ks)
