@@ -6,7 +6,12 @@
 // next to what the memory model predicts (sketch.Config.MemoryFor).
 // scripts/bench-memory.sh runs it; the figures are in docs/limits.md.
 //
-//	membench -bin ./hotkeyd -profile large [-max-tables N] [-gomemlimit 460MiB]
+//	membench -bin ./hotkeyd -profile large [-max-tables N] [-gomemlimit 460MiB] [-idle 30s]
+//
+// With -idle, it then leaves the daemon running with no traffic (its
+// detector ticking, /metrics scraped every 5 s) for that long and reports
+// the CPU the daemon used meanwhile and its resident memory at the end:
+// what the garbage collector costs and keeps once the burst is over.
 //
 // Profiles: empty, small, mixed, large, full, long (keys of 2 KiB).
 package main
@@ -61,19 +66,20 @@ func main() {
 	maxTables := flag.Int("max-tables", 0, "max_tables of the daemon's config (0: the default)")
 	memLimit := flag.String("gomemlimit", "", "GOMEMLIMIT of the daemon (empty: none)")
 	tsv := flag.Bool("tsv", false, "print one tab-separated line")
+	idle := flag.Duration("idle", 0, "then run idle this long and report CPU and memory")
 	flag.Parse()
 	groups, ok := profiles[*profile]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "membench: unknown profile %q\n", *profile)
 		os.Exit(2)
 	}
-	if err := run(*bin, *profile, groups, *maxTables, *memLimit, *tsv); err != nil {
+	if err := run(*bin, *profile, groups, *maxTables, *memLimit, *tsv, *idle); err != nil {
 		fmt.Fprintf(os.Stderr, "membench: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, profile string, groups []group, maxTables int, memLimit string, tsv bool) error {
+func run(bin, profile string, groups []group, maxTables int, memLimit string, tsv bool, idle time.Duration) error {
 	dir, err := os.MkdirTemp("", "membench")
 	if err != nil {
 		return err
@@ -161,10 +167,22 @@ func run(bin, profile string, groups []group, maxTables int, memLimit string, ts
 	tracked := m.sum("hotkeyd_tables_tracked")
 	heap := m.sum("go_memstats_heap_inuse_bytes")
 	liveMB := live.last()
+	var idleCPU float64
+	var idleRSS int
+	if idle > 0 {
+		if idleCPU, idleRSS, err = idleRun(url, cmd.Process.Pid, idle); err != nil {
+			return err
+		}
+	}
 	if tsv {
-		fmt.Printf("%s\t%d\t%s\t%.0f\t%d\t%d\t%d\t%.0f\t%d\t%d\t%.1f\n", profile, c.MaxTables, memLimit, tracked, events, rss, hwm, heap, liveMB<<20, model, fed.Seconds())
+		fmt.Printf("%s\t%d\t%s\t%.0f\t%d\t%d\t%d\t%.0f\t%d\t%d\t%.1f\t%.3f\t%d\n", profile, c.MaxTables, memLimit, tracked, events, rss, hwm, heap, liveMB<<20, model, fed.Seconds(), idleCPU, idleRSS)
 		return nil
 	}
+	defer func() {
+		if idle > 0 {
+			fmt.Printf("  idle %s: CPU %.1f %% of a core, RSS at the end %.1f MiB\n", idle, 100*idleCPU, mib(idleRSS))
+		}
+	}()
 	fmt.Printf("profile %s, max_tables %d, GOMEMLIMIT %q: %.0f tables tracked (%.0f evicted), %d events fed in %.1fs, %.0f of them not tracked\n",
 		profile, c.MaxTables, memLimit, tracked, m.sum("hotkeyd_tables_evicted_total"), events, fed.Seconds(), m.sum("hotkeyd_untracked_events_total"))
 	fmt.Printf("  RSS %.1f MiB (peak %.1f MiB), Go heap in use %.1f MiB, live heap after the last GC %d MiB; model (sketch.Config.MemoryFor) %.1f MiB\n",
@@ -313,6 +331,50 @@ func scrape(url string) (metrics, error) {
 }
 
 // procMemory returns the process's resident memory and its peak, in bytes.
+// idleRun lets the daemon run for d with no traffic, scraping /metrics
+// every 5 s as Prometheus would, and returns the CPU it used (seconds per
+// second) and its resident memory at the end.
+func idleRun(url string, pid int, d time.Duration) (cpu float64, rss int, err error) {
+	before, err := procCPU(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	for time.Since(start) < d {
+		time.Sleep(min(5*time.Second, d-time.Since(start)))
+		if _, err := scrape(url); err != nil {
+			return 0, 0, err
+		}
+	}
+	after, err := procCPU(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	rss, _, err = procMemory(pid)
+	return (after - before) / time.Since(start).Seconds(), rss, err
+}
+
+// procCPU returns the CPU seconds process pid used so far (user and
+// system, /proc/pid/stat fields 14 and 15, in clock ticks of 1/100 s).
+func procCPU(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: fields count
+	// from after it.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("read /proc/%d/stat: %d fields", pid, len(f))
+	}
+	u, err1 := strconv.ParseFloat(f[11], 64)
+	s, err2 := strconv.ParseFloat(f[12], 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("read /proc/%d/stat: %w", pid, err)
+	}
+	return (u + s) / 100, nil
+}
+
 func procMemory(pid int) (rss, hwm int, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
