@@ -146,7 +146,12 @@ func (t *table) ranked(c ingest.Class) []sketch.KeyStat {
 }
 
 func (t *table) topKeys() []report.TopKey {
-	out := []report.TopKey{}
+	n := 0
+	for c := range ingest.Class(ingest.NumClasses) {
+		n += min(len(t.ranked(c)), max(t.s.Top, 0))
+	}
+	// Sized once: the published report keeps it until the next tick.
+	out := make([]report.TopKey, 0, n)
 	for c := range ingest.Class(ingest.NumClasses) {
 		top := t.ranked(c)
 		for i := range top[:min(len(top), max(t.s.Top, 0))] {
