@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -179,22 +180,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = &limitedReader{r: content, n: h.cfg.MaxBodyBytes}
 	}
 
-	// Parse the whole body first: a body over the limit counts nothing.
-	var resp Response
-	var batches [][]ingest.Event
-	collect := ingest.SinkFunc(func(_ context.Context, b []ingest.Event) error {
-		batches = append(batches, b)
-		return nil
-	})
-	st := newStream(h.cfg.Options, "")
-	st.opts.Reporter = ingest.NopReporter{} // reported below, once the body is known to fit
-	var lineErrs []*LineError
-	st.onError = func(le *LineError) { lineErrs = append(lineErrs, le) }
-	err = st.readFrom(r.Context(), body, collect)
-	if err == nil {
-		st.finish()
-		err = st.flush(r.Context(), collect)
-	}
+	// Read the whole body first: a body over the limit counts nothing.
+	// Then parse and count it a batch at a time, so that a request holds
+	// its body and one batch, not every event of the body at once.
+	data, err := readBody(body, r.ContentLength, h.cfg.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) || errors.Is(err, errBodyTooLarge) {
@@ -204,22 +193,39 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, http.StatusBadRequest, "read body: "+err.Error())
 		return
 	}
+	var resp Response
+	var outcome ingest.Outcome
+	ctx := ingest.WithOutcome(r.Context(), &outcome)
+	var putErr error
+	put := ingest.SinkFunc(func(ctx context.Context, b []ingest.Event) error {
+		putErr = h.sink.Put(ctx, b)
+		return putErr
+	})
+	st := newStream(h.cfg.Options, "")
+	st.opts.Reporter = ingest.NopReporter{} // reported below
+	var lineErrs []*LineError
+	st.onError = func(le *LineError) { lineErrs = append(lineErrs, le) }
+	err = st.readFrom(ctx, bytes.NewReader(data), put)
+	if err == nil {
+		st.finish()
+		err = st.flush(ctx, put)
+	}
 	for _, le := range lineErrs {
 		h.cfg.Reporter.Reject(h.cfg.Source, le.Err.Reason, le)
 		if len(resp.Errors) < h.cfg.MaxErrors {
 			resp.Errors = append(resp.Errors, le.Error())
 		}
 	}
-	resp.Accepted, resp.Rejected = int64(st.counts.Events), int64(st.counts.Rejected)
-	var outcome ingest.Outcome
-	ctx := ingest.WithOutcome(r.Context(), &outcome)
-	for _, b := range batches {
-		if err := h.sink.Put(ctx, b); err != nil {
-			h.log.Warn("events not delivered", zap.Error(err))
-			h.refuse(w, http.StatusServiceUnavailable, "not accepting events now: "+err.Error())
-			return
-		}
+	switch {
+	case putErr != nil:
+		h.log.Warn("events not delivered", zap.Error(putErr))
+		h.refuse(w, http.StatusServiceUnavailable, "not accepting events now: "+putErr.Error())
+		return
+	case err != nil:
+		h.refuse(w, http.StatusBadRequest, "read body: "+err.Error())
+		return
 	}
+	resp.Accepted, resp.Rejected = int64(st.counts.Events), int64(st.counts.Rejected)
 	refused := outcome.Refused.Load()
 	resp.Accepted -= refused
 	resp.Rejected += refused
@@ -236,6 +242,31 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 var errBodyTooLarge = errors.New("body too large")
+
+// readBody reads a body, limited by the reader, into one buffer sized
+// from its declared length (at most limit) when it has one: a body that
+// says its length is read without copies.
+func readBody(r io.Reader, length, limit int64) ([]byte, error) {
+	size := int64(512)
+	if length > 0 {
+		// One byte more, so that reading the end grows nothing.
+		size = min(length, limit) + 1
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
 
 // limitedReader fails once more than n bytes were read (a gzip bomb).
 type limitedReader struct {
