@@ -31,11 +31,17 @@ type HistoryConfig struct {
 // (/api/v1/hotkeys/history), so that the live page shows the past minute
 // as soon as it opens.
 //
-// Memory is bounded: per table (at most the store's MaxTables) a ring of
-// Window seconds (at most MaxHistorySeconds), each holding the classes'
-// units and at most Keys() = 2 × max(Top, 10) keys per class, about 60 KB
-// per table at the defaults (60 s, top 10). The keys' strings are the
-// snapshot's.
+// Memory follows the traffic: per table (at most the store's MaxTables) a
+// ring of Window seconds (at most MaxHistorySeconds) of 40 bytes each (the
+// classes' units, the second's key list, where its units are), the key
+// lists, and the units of the keys that had some. A second's key list (at
+// most Keys() = 2 × max(Top, 10) keys per class, 24 bytes each) is the
+// previous second's when the ranking did not change, and only the keys
+// with units in the second take room: 16 bytes each, or 8 bytes a listed
+// key when more than half have some. At the defaults (60 s, top 10),
+// measured by TestHistoryMemory: an idle table about 3 KB, a table whose
+// 40 keys all have units every second about 23 KB, one whose ranking also
+// changes every second about 83 KB. The keys' strings are the snapshot's.
 // History is safe for concurrent use.
 type History struct {
 	cfg     HistoryConfig
@@ -44,6 +50,7 @@ type History struct {
 
 	mu     sync.Mutex
 	tables map[entryID]*secondRing
+	gen    uint64 // Record's calls, to find the tables a call did not name
 }
 
 type entryID struct{ table, index string }
@@ -51,23 +58,41 @@ type entryID struct{ table, index string }
 // secondRing is one table's last seconds, oldest first from head.
 type secondRing struct {
 	secs []histSecond
-	next int   // slot the next second goes to
-	n    int   // slots filled
-	last int64 // Unix second of the newest slot
+	next int    // slot the next second goes to
+	n    int    // slots filled
+	last int64  // Unix second of the newest slot
+	seen uint64 // the History's gen when Record last named the table
+
+	// keys is the newest second's key list, which the next second shares
+	// when its ranking is the same.
+	keys *keyList
+	// units holds the seconds' units of their keys, oldest second first,
+	// from head, in a ring that grows and shrinks with them.
+	units []uint64
+	head  int // position of the oldest second's first word
+	used  int // words in use
 }
 
 // histSecond is one second of a table: at is its Unix second, 0 when the
-// second is unknown (no snapshot saw it).
+// second is unknown (no snapshot saw it). Its keys' units are the n words
+// of the ring's units from first: when n is the number of keys, each
+// key's units in order (math.Float64bits); otherwise pairs of the index
+// of a key with units and its units, in order of index, every other key
+// having none (0).
 type histSecond struct {
 	at      int64
 	classes [ingest.NumClasses]float64
-	keys    []histKey
+	keys    *keyList
+	first   uint32
+	n       uint32
 }
 
-type histKey struct {
+// keyList is the keys a second recorded, in the order of the rankings.
+type keyList struct{ keys []listKey }
+
+type listKey struct {
 	key   string
 	class ingest.Class
-	units float64
 }
 
 // NewHistory returns an empty History.
@@ -88,25 +113,28 @@ func (h *History) Keys() int { return h.keep }
 func (h *History) Record(secs []report.TableSecond) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	seen := make(map[entryID]bool, len(secs))
+	h.gen++
 	for i := range secs {
 		ts := &secs[i]
 		id := entryID{ts.Table, ts.Index}
-		seen[id] = true
+		r := h.tables[id]
 		if ts.At.IsZero() {
+			if r != nil {
+				r.seen = h.gen
+			}
 			continue
 		}
-		r := h.tables[id]
 		if r == nil {
 			r = &secondRing{secs: make([]histSecond, h.seconds)}
 			h.tables[id] = r
 		}
+		r.seen = h.gen
 		if s := r.slot(ts.At.Unix()); s != nil {
-			h.fill(s, ts)
+			r.fill(s, ts, h.keep)
 		}
 	}
-	for id := range h.tables {
-		if !seen[id] {
+	for id, r := range h.tables {
+		if r.seen != h.gen {
 			delete(h.tables, id)
 		}
 	}
@@ -114,13 +142,16 @@ func (h *History) Record(secs []report.TableSecond) {
 
 // slot returns the slot of Unix second sec, advancing the ring to it (the
 // seconds skipped become unknown), or nil for a second older than the
-// newest.
+// newest. The slot's units are dropped: fill writes them again.
 func (r *secondRing) slot(sec int64) *histSecond {
 	if r.n > 0 && sec < r.last {
 		return nil
 	}
 	if r.n > 0 && sec == r.last {
-		return &r.secs[(r.next-1+len(r.secs))%len(r.secs)]
+		s := &r.secs[(r.next-1+len(r.secs))%len(r.secs)]
+		r.used -= int(s.n) // the newest second's units are the last words
+		s.n = 0
+		return s
 	}
 	gap := int64(1)
 	if r.n > 0 {
@@ -128,8 +159,11 @@ func (r *secondRing) slot(sec int64) *histSecond {
 	}
 	for range gap {
 		s := &r.secs[r.next]
-		s.at = 0
-		s.keys = s.keys[:0]
+		if r.n == len(r.secs) { // the oldest second leaves
+			r.head = (r.head + int(s.n)) % max(len(r.units), 1)
+			r.used -= int(s.n)
+		}
+		*s = histSecond{}
 		r.next = (r.next + 1) % len(r.secs)
 		r.n = min(r.n+1, len(r.secs))
 	}
@@ -141,19 +175,93 @@ func (r *secondRing) slot(sec int64) *histSecond {
 
 // fill writes one table's second into s: the classes' units and those
 // of the first keep keys of each class's ranking.
-func (h *History) fill(s *histSecond, ts *report.TableSecond) {
-	s.keys = s.keys[:0]
+func (r *secondRing) fill(s *histSecond, ts *report.TableSecond, keep int) {
 	s.classes = [ingest.NumClasses]float64{}
+	nonzero, same, j := 0, r.keys != nil, 0
 	for _, cs := range ts.Classes {
 		c, ok := ingest.ParseClass(cs.Class)
 		if !ok {
 			continue
 		}
 		s.classes[c] = cs.Units
-		for _, k := range cs.Keys[:min(len(cs.Keys), h.keep)] {
-			s.keys = append(s.keys, histKey{key: k.Key, class: c, units: k.Units})
+		for _, k := range cs.Keys[:min(len(cs.Keys), keep)] {
+			same = same && j < len(r.keys.keys) && r.keys.keys[j] == listKey{k.Key, c}
+			if math.Float64bits(k.Units) != 0 {
+				nonzero++
+			}
+			j++
 		}
 	}
+	if !same || j != len(r.keys.keys) {
+		r.keys = &keyList{keys: make([]listKey, 0, j)}
+		for _, cs := range ts.Classes {
+			if c, ok := ingest.ParseClass(cs.Class); ok {
+				for _, k := range cs.Keys[:min(len(cs.Keys), keep)] {
+					r.keys.keys = append(r.keys.keys, listKey{k.Key, c})
+				}
+			}
+		}
+	}
+	s.keys = r.keys
+	dense := 2*nonzero >= j
+	words := 2 * nonzero
+	if dense {
+		words = j
+	}
+	r.reserve(words)
+	if nonzero == 0 {
+		return
+	}
+	s.first = uint32((r.head + r.used) % len(r.units))
+	s.n = uint32(words)
+	at := int(s.first)
+	put := func(w uint64) {
+		r.units[at] = w
+		at = (at + 1) % len(r.units)
+	}
+	i := 0
+	for _, cs := range ts.Classes {
+		if _, ok := ingest.ParseClass(cs.Class); !ok {
+			continue
+		}
+		for _, k := range cs.Keys[:min(len(cs.Keys), keep)] {
+			switch u := math.Float64bits(k.Units); {
+			case dense:
+				put(u)
+			case u != 0:
+				put(uint64(i))
+				put(u)
+			}
+			i++
+		}
+	}
+	r.used += words
+}
+
+// reserve makes room for words more words of units: the ring grows to a
+// quarter past what it needs, and shrinks to that when less than a quarter
+// of it would be used (an idle table's ring empties as its busy seconds
+// leave the window).
+func (r *secondRing) reserve(words int) {
+	need := r.used + words
+	if need <= len(r.units) && (len(r.units) <= 64 || 4*need > len(r.units)) {
+		return
+	}
+	var units []uint64
+	if need > 0 {
+		units = make([]uint64, need+need/4)
+	}
+	// Copy the seconds' units in order, from position 0.
+	at := 0
+	for i := range r.n {
+		s := &r.secs[(r.next-r.n+i+len(r.secs))%len(r.secs)]
+		for w := range int(s.n) {
+			units[at+w] = r.units[(int(s.first)+w)%len(r.units)]
+		}
+		s.first = uint32(at)
+		at += int(s.n)
+	}
+	r.units, r.head = units, 0
 }
 
 // Series returns the series that go with rep (report.BuildSeries): for
@@ -187,8 +295,23 @@ func (r *secondRing) Step(i int, key func(key string, class int, units float64))
 	if s.at == 0 {
 		return report.StepUnits{Classes: nan, Absent: nan}
 	}
-	for _, k := range s.keys {
-		key(k.key, int(k.class), k.units)
+	if s.keys == nil {
+		return report.StepUnits{Classes: s.classes, Absent: nan}
+	}
+	keys := s.keys.keys
+	word := func(w int) uint64 { return r.units[(int(s.first)+w)%len(r.units)] }
+	dense := int(s.n) == len(keys)
+	w := 0
+	for j, k := range keys {
+		var u uint64
+		switch {
+		case dense:
+			u = word(j)
+		case w < int(s.n) && word(w) == uint64(j):
+			u = word(w + 1)
+			w += 2
+		}
+		key(k.key, int(k.class), math.Float64frombits(u))
 	}
 	return report.StepUnits{Classes: s.classes, Absent: nan}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
@@ -215,5 +216,174 @@ func TestServerLivePage(t *testing.T) {
 	}
 	if code, _, _ := ts.do(t, "GET", "/nothing", "", nil); code != 404 {
 		t.Errorf("GET /nothing: %d, want 404", code)
+	}
+}
+
+// historyOracle is what History's series must read, kept the plain way:
+// every second a table recorded, whole.
+type historyOracle struct {
+	window int64
+	tables map[string]*oracleTable
+}
+
+type oracleTable struct {
+	first, last int64
+	secs        map[int64]report.TableSecond
+}
+
+func (o *historyOracle) record(secs []report.TableSecond, keep int) {
+	seen := map[string]bool{}
+	for _, ts := range secs {
+		seen[ts.Table] = true
+		if ts.At.IsZero() {
+			continue
+		}
+		sec := ts.At.Unix()
+		t := o.tables[ts.Table]
+		if t == nil {
+			t = &oracleTable{first: sec, last: sec, secs: map[int64]report.TableSecond{}}
+			o.tables[ts.Table] = t
+		}
+		if sec < t.last {
+			continue
+		}
+		t.last = sec
+		t.secs[sec] = ts
+	}
+	for name := range o.tables {
+		if !seen[name] {
+			delete(o.tables, name)
+		}
+	}
+}
+
+// series returns the table's series of the classes, then of each (key,
+// class) of keys, as bits (NaN all alike).
+func (o *historyOracle) series(table string, keys []report.TopKey, keep int) [][]uint64 {
+	t := o.tables[table]
+	out := make([][]uint64, len(report.Classes)+len(keys))
+	if t == nil {
+		return out
+	}
+	nan := math.Float64bits(math.NaN())
+	for sec := max(t.first, t.last-o.window+1); sec <= t.last; sec++ {
+		ts, ok := t.secs[sec]
+		for i := range out {
+			out[i] = append(out[i], nan)
+		}
+		if !ok {
+			continue
+		}
+		at := len(out[0]) - 1
+		for _, cs := range ts.Classes {
+			c := slices.Index(report.Classes[:], cs.Class)
+			if c < 0 {
+				continue
+			}
+			out[c][at] = math.Float64bits(cs.Units)
+			for _, k := range cs.Keys[:min(len(cs.Keys), keep)] {
+				for j, tk := range keys {
+					if tk.Key == k.Key && tk.Class == cs.Class {
+						out[len(report.Classes)+j][at] = math.Float64bits(k.Units)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// bits writes a series' points as bits (NaN all alike), to tell 0 from -0
+// and from NaN.
+func bits(p report.Points) []uint64 {
+	out := make([]uint64, len(p))
+	for i, v := range p {
+		if math.IsNaN(v) {
+			v = math.NaN()
+		}
+		out[i] = math.Float64bits(v)
+	}
+	return out
+}
+
+// TestHistoryMatchesOracle: whatever the seconds recorded (keys with and
+// without units, -0, rankings that change or not, more keys than kept,
+// seconds written twice, older, skipped or far ahead, tables that vanish
+// or have no second), the series read what a plain record of every second
+// reads.
+func TestHistoryMatchesOracle(t *testing.T) {
+	const window, keysN = 5, 26
+	tables := []string{"orders", "users", "carts"}
+	names := make([]string, keysN)
+	for i := range names {
+		names[i] = "USER#" + string(rune('a'+i))
+	}
+	var top []report.TopKey
+	for _, c := range report.Classes {
+		for _, k := range names {
+			top = append(top, report.TopKey{Key: k, Class: c})
+		}
+	}
+	rep := report.Report{End: time.Unix(1, 0)}
+	for _, name := range tables {
+		rep.Tables = append(rep.Tables, report.TableReport{Table: name, TopKeys: top})
+	}
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		h := NewHistory(HistoryConfig{Window: window * time.Second, Top: 3})
+		o := &historyOracle{window: window, tables: map[string]*oracleTable{}}
+		// Each table's ranking, kept from second to second unless it changes.
+		ranking := map[string][]string{}
+		sec := int64(1000)
+		for step := range 200 {
+			sec += []int64{0, 1, 1, 1, 1, 2, 3, 9, -1}[rng.IntN(9)]
+			var secs []report.TableSecond
+			for _, name := range tables {
+				if rng.IntN(12) == 0 {
+					continue // gone from this snapshot
+				}
+				ts := report.TableSecond{Table: name, At: time.Unix(sec, 0)}
+				if rng.IntN(15) == 0 {
+					ts.At = time.Time{}
+				}
+				if r := ranking[name]; r == nil || rng.IntN(4) == 0 {
+					r = slices.Clone(names)
+					rng.Shuffle(len(r), func(i, j int) { r[i], r[j] = r[j], r[i] })
+					ranking[name] = r[:rng.IntN(keysN+1)]
+				}
+				busy := rng.Float64()
+				for _, c := range append(report.Classes[:], "bogus")[:2+rng.IntN(2)] {
+					cs := report.ClassSecond{Class: c, Units: float64(rng.IntN(100))}
+					for _, k := range ranking[name] {
+						var u float64
+						switch x := rng.Float64(); {
+						case x < busy/20:
+							u = math.Copysign(0, -1)
+						case x < busy:
+							u = float64(1 + rng.IntN(9))
+						}
+						cs.Keys = append(cs.Keys, report.KeySecond{Key: k, Units: u})
+					}
+					ts.Classes = append(ts.Classes, cs)
+				}
+				secs = append(secs, ts)
+			}
+			h.Record(secs)
+			o.record(secs, h.Keys())
+			got := h.Series(rep, 0)
+			for i, name := range tables {
+				want := o.series(name, top, h.Keys())
+				ts := got.Tables[i]
+				series := []report.Points{ts.Classes[0].UnitsPerSecond, ts.Classes[1].UnitsPerSecond}
+				for _, k := range ts.Keys {
+					series = append(series, k.UnitsPerSecond)
+				}
+				for j := range series {
+					if !slices.Equal(bits(series[j]), want[j]) {
+						t.Fatalf("seed %d step %d second %d: %s's series %d: %v, want %v", seed, step, sec, name, j, series[j], want[j])
+					}
+				}
+			}
+		}
 	}
 }
