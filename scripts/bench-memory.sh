@@ -8,6 +8,7 @@
 #   COUNT=5 scripts/bench-memory.sh                # more runs
 #   MAX_TABLES=1000 GOMEMLIMIT= scripts/bench-memory.sh   # another bound, no GOMEMLIMIT
 #   PROFILES='large full' scripts/bench-memory.sh  # some profiles only
+#   IDLE=30s scripts/bench-memory.sh               # then idle 30 s: CPU and RSS at the end
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -25,14 +26,25 @@ args=(-bin "$bin/hotkeyd" -tsv -gomemlimit "$limit")
 if [[ -n ${MAX_TABLES:-} ]]; then
 	args+=(-max-tables "$MAX_TABLES")
 fi
+if [[ -n ${IDLE:-} ]]; then
+	args+=(-idle "$IDLE")
+fi
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 mib() { awk -v b="$1" 'BEGIN {printf "%.0f", b/1048576}'; }
 
 echo
-echo "| profile | max_tables | GOMEMLIMIT | tables tracked | events | RSS MiB | peak RSS MiB | Go heap in use MiB | live heap MiB | model MiB |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+idlehead= idlesep=
+if [[ -n ${IDLE:-} ]]; then
+	idlehead=" idle CPU % of a core | RSS after idle MiB |" idlesep="---|---|"
+fi
+echo "| profile | max_tables | GOMEMLIMIT | GOGC | tables tracked | events | RSS MiB | peak RSS MiB | Go heap in use MiB | live heap MiB | model MiB |$idlehead"
+echo "|---|---|---|---|---|---|---|---|---|---|---|$idlesep"
 for p in $profiles; do
 	runs=$(for _ in $(seq "$count"); do "$bin/membench" "${args[@]}" -profile "$p"; done)
 	col() { cut -f"$1" <<<"$runs" | median; }
-	echo "| $p | $(col 2) | ${limit:-none} | $(col 4) | $(col 5) | $(mib "$(col 6)") | $(mib "$(col 7)") | $(mib "$(col 8)") | $(mib "$(col 9)") | $(mib "$(col 10)") |"
+	idle=
+	if [[ -n ${IDLE:-} ]]; then
+		idle=" $(awk -v c="$(col 12)" 'BEGIN {printf "%.0f", 100*c}') | $(mib "$(col 13)") |"
+	fi
+	echo "| $p | $(col 2) | ${limit:-none} | ${GOGC:-default} | $(col 4) | $(col 5) | $(mib "$(col 6)") | $(mib "$(col 7)") | $(mib "$(col 8)") | $(mib "$(col 9)") | $(mib "$(col 10)") |$idle"
 done

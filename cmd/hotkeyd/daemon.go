@@ -163,7 +163,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	}
 	d.progress = ingest.NewProgress(time.Now)
 	d.store.SetWatermarks(d.progress)
-	config.LogMemoryBudget(log, scfg)
+	config.LogMemoryBudget(log, scfg, config.SetDaemonGC())
 	if d.reporter, err = export.NewReporter(log.Named("ingest"), reg, export.ReporterConfig{Masker: d.masker}); err != nil {
 		return nil, err
 	}
