@@ -155,6 +155,7 @@ func (t *table) clone() *table {
 func (c *candidates) clone() *candidates {
 	d := *c
 	d.rec = slices.Clone(c.rec)
+	d.keys = slices.Clone(c.keys)
 	d.xpos = slices.Clone(c.xpos)
 	d.xring = slices.Clone(c.xring)
 	d.xrec = slices.Clone(c.xrec)
@@ -243,7 +244,7 @@ func (t *table) mergeOverflows(b *table) bool {
 		}
 		n := x.n
 		for id := range y.n {
-			if x.find(y.rec[id].hash, y.rec[id].key) < 0 {
+			if x.find(y.rec[id].hash, y.keys[id]) < 0 {
 				n++
 			}
 		}
@@ -458,7 +459,7 @@ func (c *candidates) views(dst []entryView) []entryView {
 func (c *candidates) view(id int) entryView {
 	r := &c.rec[id]
 	v := entryView{
-		hash: r.hash, key: r.key,
+		hash: r.hash, key: c.keys[id],
 		est: make([]uint64, c.slots), exact: make([]uint64, c.slots),
 		events: make([]uint64, c.slots), sk: make([]uint32, c.slots), peak: make([]uint32, c.slots),
 		sec: r.sec,
@@ -542,7 +543,8 @@ func (c *candidates) insertView(v *entryView, m *genCMS, cur int, sc *secClock) 
 	c.n++
 	c.heap = append(c.heap, int32(id))
 	r := &c.rec[id]
-	*r = candRec{hash: v.hash, key: v.key, heapPos: int32(id), sec: v.sec}
+	*r = candRec{hash: v.hash, heapPos: int32(id), sec: v.sec}
+	c.keys[id] = v.key
 	// A merged entry takes an extension: it may span slots and seconds.
 	x := c.ext(id)
 	for j := range c.slots {

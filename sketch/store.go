@@ -68,7 +68,7 @@
 //
 // # Memory
 //
-// A table (or index) costs at most Config.Footprint bytes: 1 027 054 bytes
+// A table (or index) costs at most Config.Footprint bytes: 1 028 119 bytes
 // (0.98 MiB) at DefaultConfig, both classes and the whole window, whatever
 // the keys (count-min 320 KiB, candidates 335 KiB with keys of up to
 // MaxKeyBytes and 8 seconds of per-second counts, distinct keys 208 KiB,
@@ -86,13 +86,14 @@
 // distinct-key sets are made, up to the bound; as the window empties, the
 // candidate sets shrink and the sketch and sets are given back
 // (TestFootprintSizes, TestFootprintShrinks). A key pays for the slots it
-// has traffic in only (its counts are kept sparsely, 16 bytes a slot and
-// 2 bytes of position per slot), a key read and written is held once, and
+// has traffic in only (its counts are kept sparsely, 16 bytes a slot), a
+// key seen in one slot and one second keeps their place in its record
+// (the positions, per-second ring and estimate flags of a busier key are
+// an extension of 88 bytes), a key read and written is held once, and
 // candidate sets grow by half: a table of 200 keys read and written in one
-// slot, the common small table, costs 88 KB (196 KB with counts for every
-// slot; TestFootprintSmallTable). Per-second counts cost 44 bytes a
-// candidate (its ring and first second) and 4 bytes of each slot's
-// counts it has. The number of tables is bounded by Config.MaxTables
+// slot, the common small table, costs 53 KB (88 KB with the extension
+// for every key, 196 KB with counts for every slot;
+// TestFootprintSmallTable). The number of tables is bounded by Config.MaxTables
 // (300 by default, so at most about 321 MiB); past it, a table is tracked
 // only in place of an idle or less busy one (evict.go), and the events of
 // tables not tracked are dropped and counted by Store.Dropped. The

@@ -597,7 +597,7 @@ func (t *table) heldKey(cs *classSketch, h uint64, key string) string {
 			continue
 		}
 		if id := o.find(h, key); id >= 0 {
-			return o.rec[id].key
+			return o.keys[id]
 		}
 	}
 	return heldKey(key, h)
@@ -719,7 +719,7 @@ func (t *table) candidateKeys() uint64 {
 	}
 	n := uint64(r.n)
 	for id := range w.n {
-		if r.find(w.rec[id].hash, w.rec[id].key) < 0 {
+		if r.find(w.rec[id].hash, w.keys[id]) < 0 {
 			n++
 		}
 	}

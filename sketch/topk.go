@@ -31,8 +31,9 @@ import (
 // Layout, for one cache line per structure on the hot path: the index is
 // open addressing on the 64-bit key hash, 4 bytes a slot (16 bits of the
 // hash beside the entry id), so that a probe reads one line; an entry's
-// hot fields (hash, key, window total, heap position, newest second) are one
-// 56-byte record; its counts of one slot (units, accesses, sort-key bitmap,
+// hot fields (hash, window total, heap position, newest second) are one
+// 40-byte record, which holds no pointer (the keys are an array of their
+// own), so that the garbage collector does not scan the records; its counts of one slot (units, accesses, sort-key bitmap,
 // per-second peak) are 16 bytes of one line. A min-heap on the window totals
 // finds the key to evict.
 //
@@ -44,8 +45,8 @@ import (
 //
 // Most keys of a table are seen in one slot and one second of the window:
 // such an entry keeps the position of its counts, its slot and the units
-// of its second in its record, and costs about 100 bytes with its index
-// slot, counts and share of its key. An entry that is seen in a second
+// of its second in its record, and costs about 90 bytes with its key's
+// string header, index slot, counts and share of its key. An entry that is seen in a second
 // slot or a second second, or that entered with count-min estimates, takes
 // an extension (ext): its positions in every slot, its per-second ring,
 // its first second and its estimate flags. Extensions are dense (the last
@@ -56,7 +57,8 @@ type candidates struct {
 	n        int // entries in use
 	ringMask int64
 
-	rec []candRec
+	rec  []candRec
+	keys []string // each entry's key, as heldKey returned it
 	// col is each slot's column of counts; free the head of its free list
 	// (1 + index, 0 for none), chained through the freed counts' units.
 	col  [][]slotCount
@@ -86,15 +88,14 @@ type candidates struct {
 // overCount is what a slotCount's counters hold past their 32 bits.
 type overCount struct{ units, events uint64 }
 
-// candRec is one entry's hot fields, 56 bytes. Without an extension (ext
-// 0) the entry has counts in one slot at most (slot, at 1 + position p in
-// its column; p 0 for none), one second (sec, of secQ units), and no
-// estimates.
+// candRec is one entry's hot fields, 40 bytes and no pointer. Without an
+// extension (ext 0) the entry has counts in one slot at most (slot, at 1 +
+// position p in its column; p 0 for none), one second (sec, of secQ
+// units), and no estimates.
 type candRec struct {
 	hash    uint64
 	total   uint64 // window units, quanta
-	key     string
-	sec     int64 // newest second of the entry's per-second ring
+	sec     int64  // newest second of the entry's per-second ring
 	heapPos int32
 	ext     int32  // 1 + the entry's extension, 0 for none
 	secQ    uint32 // units of second sec, quanta, without an extension
@@ -467,9 +468,11 @@ func newCandidates(capacity, slots, ring int) *candidates {
 func (c *candidates) resize(size int) {
 	rec := make([]candRec, size)
 	copy(rec, c.rec[:c.n])
+	keys := make([]string, size)
+	copy(keys, c.keys[:c.n])
 	heap := make([]int32, c.n, size)
 	copy(heap, c.heap)
-	c.rec, c.heap = rec, heap
+	c.rec, c.keys, c.heap = rec, keys, heap
 	isz := indexSize(size)
 	c.index = make([]uint32, isz)
 	c.imask = uint64(isz - 1)
@@ -488,7 +491,7 @@ func (c *candidates) find(h uint64, key string) int {
 		}
 		if v&0xffff0000 == tag {
 			id := int(v&0xffff) - 1
-			if r := &c.rec[id]; r.hash == h && sameKey(r.key, key) {
+			if c.rec[id].hash == h && sameKey(c.keys[id], key) {
 				return id
 			}
 		}
@@ -622,7 +625,7 @@ func (c *candidates) admit(h uint64, key string, s int, q, skBit, curEst, prevEs
 	c.unextend(id)
 	r := &c.rec[id]
 	r.hash = h
-	r.key = key
+	c.keys[id] = key
 	r.sec, r.secQ = sec, q
 	curEst = max(curEst, q)
 	*c.at(id, s) = slotCount{units: curEst, events: 1 + perAccess(curEst-q, q), sk: skBit}
@@ -710,6 +713,7 @@ func (c *candidates) expire(s int) {
 			c.reindex(id)
 		}
 		c.rec[last] = candRec{}
+		c.keys[last] = ""
 		c.n--
 	}
 	c.heap = c.heap[:c.n]
@@ -739,6 +743,7 @@ func (c *candidates) anyEvents(id int) bool {
 func (c *candidates) move(from, to int) {
 	c.rec[to] = c.rec[from]
 	c.rec[from] = candRec{}
+	c.keys[to], c.keys[from] = c.keys[from], ""
 	if x := c.rec[to].ext; x != 0 {
 		c.xrec[x-1].owner = int32(to)
 	}
@@ -851,7 +856,7 @@ func (c *candidates) collect(dst []keyStat, sw *secWindow, tracked int) []keySta
 		if x.total != y.total {
 			return cmp.Compare(y.total, x.total)
 		}
-		return strings.Compare(x.key, y.key)
+		return strings.Compare(c.keys[a], c.keys[b])
 	})
 	// The ring of an entry without an extension: its one second.
 	one := make([]uint32, c.ringMask+1)
@@ -866,7 +871,7 @@ func (c *candidates) collect(dst []keyStat, sw *secWindow, tracked int) []keySta
 		}
 		r := &c.rec[id]
 		ks := keyStat{
-			key:      r.key,
+			key:      c.keys[id],
 			units:    r.total,
 			err:      c.errorOf(int(id)),
 			events:   ev,
