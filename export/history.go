@@ -38,10 +38,12 @@ type HistoryConfig struct {
 // most Keys() = 2 × max(Top, 10) keys per class, 24 bytes each) is the
 // previous second's when the ranking did not change, and only the keys
 // with units in the second take room: 16 bytes each, or 8 bytes a listed
-// key when more than half have some. At the defaults (60 s, top 10),
-// measured by TestHistoryMemory: an idle table about 3 KB, a table whose
-// 40 keys all have units every second about 23 KB, one whose ranking also
-// changes every second about 83 KB. The keys' strings are the snapshot's.
+// key when half of them or more have some. At the defaults (60 s, top 10: 40
+// keys), measured by TestHistoryMemory with the window full: an idle table
+// 4 KB, one key a class with units every second 7 KB, all 40 keys 28 KB,
+// all 40 with a ranking that changes every second 91 KB (141 KB each when
+// every second held its 40 keys whole). The keys' strings are the
+// snapshot's.
 // History is safe for concurrent use.
 type History struct {
 	cfg     HistoryConfig
@@ -64,8 +66,9 @@ type secondRing struct {
 	seen uint64 // the History's gen when Record last named the table
 
 	// keys is the newest second's key list, which the next second shares
-	// when its ranking is the same.
-	keys *keyList
+	// when its ranking is the same; spare is a list no second holds any
+	// more, kept while the ranking changes to be the next one.
+	keys, spare *keyList
 	// units holds the seconds' units of their keys, oldest second first,
 	// from head, in a ring that grows and shrinks with them.
 	units []uint64
@@ -88,7 +91,10 @@ type histSecond struct {
 }
 
 // keyList is the keys a second recorded, in the order of the rankings.
-type keyList struct{ keys []listKey }
+type keyList struct {
+	keys []listKey
+	refs int // the seconds that hold it
+}
 
 type listKey struct {
 	key   string
@@ -163,6 +169,7 @@ func (r *secondRing) slot(sec int64) *histSecond {
 			r.head = (r.head + int(s.n)) % max(len(r.units), 1)
 			r.used -= int(s.n)
 		}
+		r.release(s)
 		*s = histSecond{}
 		r.next = (r.next + 1) % len(r.secs)
 		r.n = min(r.n+1, len(r.secs))
@@ -192,8 +199,18 @@ func (r *secondRing) fill(s *histSecond, ts *report.TableSecond, keep int) {
 			j++
 		}
 	}
-	if !same || j != len(r.keys.keys) {
+	r.release(s)
+	switch {
+	case same && j == len(r.keys.keys):
+		r.spare = nil // the ranking holds: no list to make
+	case r.spare != nil && cap(r.spare.keys) >= j:
+		r.keys, r.spare = r.spare, nil
+		clear(r.keys.keys[:cap(r.keys.keys)])
+		r.keys.keys = r.keys.keys[:0]
+	default:
 		r.keys = &keyList{keys: make([]listKey, 0, j)}
+	}
+	if len(r.keys.keys) != j {
 		for _, cs := range ts.Classes {
 			if c, ok := ingest.ParseClass(cs.Class); ok {
 				for _, k := range cs.Keys[:min(len(cs.Keys), keep)] {
@@ -203,6 +220,7 @@ func (r *secondRing) fill(s *histSecond, ts *report.TableSecond, keep int) {
 		}
 	}
 	s.keys = r.keys
+	s.keys.refs++
 	dense := 2*nonzero >= j
 	words := 2 * nonzero
 	if dense {
@@ -217,7 +235,9 @@ func (r *secondRing) fill(s *histSecond, ts *report.TableSecond, keep int) {
 	at := int(s.first)
 	put := func(w uint64) {
 		r.units[at] = w
-		at = (at + 1) % len(r.units)
+		if at++; at == len(r.units) {
+			at = 0
+		}
 	}
 	i := 0
 	for _, cs := range ts.Classes {
@@ -236,6 +256,18 @@ func (r *secondRing) fill(s *histSecond, ts *report.TableSecond, keep int) {
 		}
 	}
 	r.used += words
+}
+
+// release drops s's hold on its key list: a list no second holds is
+// the spare.
+func (r *secondRing) release(s *histSecond) {
+	if s.keys == nil {
+		return
+	}
+	if s.keys.refs--; s.keys.refs == 0 && s.keys != r.keys {
+		r.spare = s.keys
+	}
+	s.keys = nil
 }
 
 // reserve makes room for words more words of units: the ring grows to a

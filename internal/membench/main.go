@@ -6,7 +6,7 @@
 // next to what the memory model predicts (sketch.Config.MemoryFor).
 // scripts/bench-memory.sh runs it; the figures are in docs/limits.md.
 //
-//	membench -bin ./hotkeyd -profile large [-max-tables N] [-gomemlimit 460MiB] [-idle 30s]
+//	membench -bin ./hotkeyd -profile large [-max-tables N] [-gomemlimit 460MiB] [-settle 3s] [-idle 30s]
 //
 // With -idle, it then leaves the daemon running with no traffic (its
 // detector ticking, /metrics scraped every 5 s) for that long and reports
@@ -67,19 +67,20 @@ func main() {
 	memLimit := flag.String("gomemlimit", "", "GOMEMLIMIT of the daemon (empty: none)")
 	tsv := flag.Bool("tsv", false, "print one tab-separated line")
 	idle := flag.Duration("idle", 0, "then run idle this long and report CPU and memory")
+	settle := flag.Duration("settle", 3*time.Second, "how long the daemon runs once its counts settled, before it is measured (past a minute: the live page's history holds a full window)")
 	flag.Parse()
 	groups, ok := profiles[*profile]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "membench: unknown profile %q\n", *profile)
 		os.Exit(2)
 	}
-	if err := run(*bin, *profile, groups, *maxTables, *memLimit, *tsv, *idle); err != nil {
+	if err := run(*bin, *profile, groups, *maxTables, *memLimit, *tsv, *settle, *idle); err != nil {
 		fmt.Fprintf(os.Stderr, "membench: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, profile string, groups []group, maxTables int, memLimit string, tsv bool, idle time.Duration) error {
+func run(bin, profile string, groups []group, maxTables int, memLimit string, tsv bool, settle, idle time.Duration) error {
 	dir, err := os.MkdirTemp("", "membench")
 	if err != nil {
 		return err
@@ -144,7 +145,7 @@ func run(bin, profile string, groups []group, maxTables int, memLimit string, ts
 		last = counted
 		time.Sleep(500 * time.Millisecond)
 	}
-	time.Sleep(3 * time.Second) // a few evaluations: snapshots allocate too
+	time.Sleep(settle) // a few evaluations: snapshots allocate too
 	m, err := scrape(url)
 	if err != nil {
 		return err
