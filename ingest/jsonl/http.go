@@ -176,14 +176,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer content.Close()
 	body = content
+	length := r.ContentLength
 	if content.Codec() != "" {
 		body = &limitedReader{r: content, n: h.cfg.MaxBodyBytes}
+		length = -1 // the decompressed length is not known
 	}
 
 	// Read the whole body first: a body over the limit counts nothing.
 	// Then parse and count it a batch at a time, so that a request holds
 	// its body and one batch, not every event of the body at once.
-	data, err := readBody(body, r.ContentLength, h.cfg.MaxBodyBytes)
+	data, err := readBody(body, length)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) || errors.Is(err, errBodyTooLarge) {
@@ -243,29 +245,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 var errBodyTooLarge = errors.New("body too large")
 
-// readBody reads a body, limited by the reader, into one buffer sized
-// from its declared length (at most limit) when it has one: a body that
-// says its length is read without copies.
-func readBody(r io.Reader, length, limit int64) ([]byte, error) {
-	size := int64(512)
-	if length > 0 {
-		// One byte more, so that reading the end grows nothing.
-		size = min(length, limit) + 1
+// readBody reads a body whole, limited by its reader: in one allocation
+// when its length is known (net/http ends such a body there), else as
+// io.ReadAll does.
+func readBody(r io.Reader, length int64) ([]byte, error) {
+	if length <= 0 {
+		return io.ReadAll(r)
 	}
-	buf := make([]byte, 0, size)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
+	buf := make([]byte, length)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
 	}
+	return buf, nil
 }
 
 // limitedReader fails once more than n bytes were read (a gzip bomb).
