@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 
 	"go.uber.org/zap"
 
@@ -15,20 +16,20 @@ import (
 // window (the tables' sketches), while each tick's snapshot and each
 // scrape are garbage a second later: at Go's default of 100 % the heap
 // would grow to twice the tables' memory plus those. At 25 % 1 000 small
-// tables stay near 128 MiB resident instead of 180, for about 5 % of a
-// core more (docs/limits.md, "Measured").
+// tables stay near 128 MiB resident instead of about 157, for about 5 %
+// of a core more (docs/limits.md, "1 000 small tables").
 const DaemonGCPercent = 25
 
 // SetDaemonGC sets the collector's target to DaemonGCPercent unless GOGC
 // is set, and returns the target in force.
 func SetDaemonGC() int {
-	if v := os.Getenv("GOGC"); v != "" {
-		p := debug.SetGCPercent(100)
-		debug.SetGCPercent(p)
-		return p
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(DaemonGCPercent)
+		return DaemonGCPercent
 	}
-	debug.SetGCPercent(DaemonGCPercent)
-	return DaemonGCPercent
+	m := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(m)
+	return int(m[0].Value.Uint64())
 }
 
 // LogMemoryBudget says how much memory the tables can take (the memory
