@@ -465,12 +465,8 @@ func (c *candidates) view(id int) entryView {
 		sec: r.sec,
 	}
 	v.headSec, v.headUnits = c.head(id)
-	if r.ext != 0 {
-		v.ring = slices.Clone(c.ringOf(id))
-	} else {
-		v.ring = make([]uint32, c.ringMask+1)
-		v.ring[r.sec&c.ringMask] = r.secQ
-	}
+	v.ring = make([]uint32, c.ringMask+1)
+	copy(v.ring, c.seconds(id, v.ring))
 	estMask, entry, entryQ := c.est(id)
 	for j := range c.slots {
 		k := c.get(id, j)
@@ -556,13 +552,13 @@ func (c *candidates) insertView(v *entryView, m *genCMS, cur int, sc *secClock) 
 		case x.entry < 0:
 			x.entry, x.entryQ = int8(j), uint32(min(est, math.MaxUint32))
 		default:
-			x := uint32(min(exact, math.MaxUint32))
+			q := uint32(min(exact, math.MaxUint32))
 			if j <= cur {
-				m.add(v.hash, x)
+				m.add(v.hash, q)
 			} else {
-				m.addPrev(v.hash, x)
+				m.addPrev(v.hash, q)
 			}
-			c.xrec[r.ext-1].estMask |= 1 << j
+			x.estMask |= 1 << j
 		}
 		if v.sk[j] != 0 || v.peak[j] != 0 {
 			*c.at(id, j) = slotCount{sk: v.sk[j], peak: v.peak[j]}

@@ -339,15 +339,7 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, now i
 		// more than the counting (every register is reloaded after it).
 		r := &cand.rec[id]
 		var kc *slotCount
-		var p uint16
-		if r.ext == 0 {
-			if int(r.slot) == s {
-				p = r.p
-			}
-		} else {
-			p = cand.xpos[int(r.ext-1)*cand.slots+s]
-		}
-		if p != 0 {
+		if p := cand.posOf(id, s); p != 0 {
 			kc = &cand.col[s][p-1]
 		} else {
 			kc = cand.place(id, s)

@@ -33,8 +33,9 @@ import (
 // hash beside the entry id), so that a probe reads one line; an entry's
 // hot fields (hash, window total, heap position, newest second) are one
 // 40-byte record, which holds no pointer (the keys are an array of their
-// own), so that the garbage collector does not scan the records; its counts of one slot (units, accesses, sort-key bitmap,
-// per-second peak) are 16 bytes of one line. A min-heap on the window totals
+// own) so that the garbage collector does not scan the records; its
+// counts of one slot (units, accesses, sort-key bitmap, per-second peak)
+// are 16 bytes of one line. A min-heap on the window totals
 // finds the key to evict.
 //
 // The counts are sparse: a key pays 16 bytes only in the slots it has
@@ -46,10 +47,10 @@ import (
 // Most keys of a table are seen in one slot and one second of the window:
 // such an entry keeps the position of its counts, its slot and the units
 // of its second in its record, and costs about 90 bytes with its key's
-// string header, index slot, counts and share of its key. An entry that is seen in a second
-// slot or a second second, or that entered with count-min estimates, takes
-// an extension (ext): its positions in every slot, its per-second ring,
-// its first second and its estimate flags. Extensions are dense (the last
+// string header, index slot, counts and share of its key. An entry that
+// is seen in a second slot or a second second, or that entered with
+// count-min estimates, takes an extension (ext): its positions in every
+// slot, its per-second ring, its first second and its estimate flags. Extensions are dense (the last
 // moves into the hole of one given back) and name their entry (owner).
 type candidates struct {
 	slots    int // ring slots of the window
@@ -150,11 +151,23 @@ func (c *candidates) setPos(id, s int, p uint16) {
 }
 
 // ringOf returns entry id's per-second ring, which it has with an
-// extension only.
+// extension only (seconds reads any entry's).
 func (c *candidates) ringOf(id int) []uint32 {
 	rl := int(c.ringMask + 1)
 	x := int(c.rec[id].ext - 1)
 	return c.xring[x*rl : (x+1)*rl]
+}
+
+// seconds returns entry id's per-second ring: its own with an extension,
+// else buf (ringMask+1 long), cleared, holding the entry's one second.
+func (c *candidates) seconds(id int, buf []uint32) []uint32 {
+	r := &c.rec[id]
+	if r.ext != 0 {
+		return c.ringOf(id)
+	}
+	clear(buf)
+	buf[r.sec&c.ringMask] = r.secQ
+	return buf
 }
 
 // ext returns entry id's extension, giving it one when it has none.
@@ -460,9 +473,6 @@ func newCandidates(capacity, slots, ring int) *candidates {
 	c.resize(min(minCapacity, capacity))
 	return c
 }
-
-// Entries have no extension (candRec.ext) while they are seen in one slot
-// and one second; see extend.
 
 // resize sets the capacity to size (at least n), moving the entries.
 func (c *candidates) resize(size int) {
@@ -858,7 +868,7 @@ func (c *candidates) collect(dst []keyStat, sw *secWindow, tracked int) []keySta
 		}
 		return strings.Compare(c.keys[a], c.keys[b])
 	})
-	// The ring of an entry without an extension: its one second.
+	// Room for the ring of an entry without an extension (seconds).
 	one := make([]uint32, c.ringMask+1)
 	for _, id := range rank[:min(len(rank), tracked)] {
 		var ev uint64
@@ -877,14 +887,7 @@ func (c *candidates) collect(dst []keyStat, sw *secWindow, tracked int) []keySta
 			events:   ev,
 			sortKeys: sortKeyEstimate(sk),
 		}
-		var p, recent, last uint32
-		if r.ext != 0 {
-			p, recent, last = read(sw, c.ringOf(int(id)), r.sec, c.ringMask)
-		} else {
-			one[r.sec&c.ringMask] = r.secQ
-			p, recent, last = read(sw, one, r.sec, c.ringMask)
-			one[r.sec&c.ringMask] = 0
-		}
+		p, recent, last := read(sw, c.seconds(int(id), one), r.sec, c.ringMask)
 		ks.peak = uint64(max(peak, p))
 		ks.recent, ks.last = uint64(recent), uint64(last)
 		dst = append(dst, ks)
