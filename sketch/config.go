@@ -349,10 +349,10 @@ func classBytes(c Config) int {
 
 // candidateBytes is the memory of one class's candidate set of the given
 // capacity holding keys keys, each in every slot: per entry the record,
-// the key's string header, the heap slot and an extension (per-slot positions, per-second ring,
-// first second and estimate flags), per key its bytes, per slot a column
-// of counts, plus the index. A key seen in one slot and one second has no
-// extension, and costs less.
+// the key's string header, the heap slot and an extension (per-slot
+// positions, per-second ring, first second and estimate flags), per key
+// its bytes, per slot a column of counts, plus the index. A key seen in
+// one slot and one second has no extension, and costs less.
 func candidateBytes(c Config, capacity, keys, keyBytes int) int {
 	perEntry := candRecBytes + 16 + 4 + c.SubWindows*2 + c.keyRing()*4 + extRecBytes
 	counts := c.SubWindows * (columnCapacity(keys, capacity)*slotCountBytes + 24 + 4)

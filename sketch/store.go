@@ -91,10 +91,10 @@
 // (the positions, per-second ring and estimate flags of a busier key are
 // an extension of 88 bytes), a key read and written is held once, and
 // candidate sets grow by half: a table of 200 keys read and written in one
-// slot, the common small table, costs 53 KB (88 KB with the extension
+// slot, the common small table, costs 52 KB (88 KB with the extension
 // for every key, 196 KB with counts for every slot;
-// TestFootprintSmallTable). The number of tables is bounded by Config.MaxTables
-// (300 by default, so at most about 321 MiB); past it, a table is tracked
+// TestFootprintSmallTable). The number of tables is bounded by
+// Config.MaxTables (300 by default, so at most about 321 MiB); past it, a table is tracked
 // only in place of an idle or less busy one (evict.go), and the events of
 // tables not tracked are dropped and counted by Store.Dropped. The
 // process's memory as a function of its tables and their keys is

@@ -179,15 +179,13 @@ func run(bin, profile string, groups []group, maxTables int, memLimit string, ts
 		fmt.Printf("%s\t%d\t%s\t%.0f\t%d\t%d\t%d\t%.0f\t%d\t%d\t%.1f\t%.3f\t%d\n", profile, c.MaxTables, memLimit, tracked, events, rss, hwm, heap, liveMB<<20, model, fed.Seconds(), idleCPU, idleRSS)
 		return nil
 	}
-	defer func() {
-		if idle > 0 {
-			fmt.Printf("  idle %s: CPU %.1f %% of a core, RSS at the end %.1f MiB\n", idle, 100*idleCPU, mib(idleRSS))
-		}
-	}()
 	fmt.Printf("profile %s, max_tables %d, GOMEMLIMIT %q: %.0f tables tracked (%.0f evicted), %d events fed in %.1fs, %.0f of them not tracked\n",
 		profile, c.MaxTables, memLimit, tracked, m.sum("hotkeyd_tables_evicted_total"), events, fed.Seconds(), m.sum("hotkeyd_untracked_events_total"))
 	fmt.Printf("  RSS %.1f MiB (peak %.1f MiB), Go heap in use %.1f MiB, live heap after the last GC %d MiB; model (sketch.Config.MemoryFor) %.1f MiB\n",
 		mib(rss), mib(hwm), heap/(1<<20), liveMB, mib(model))
+	if idle > 0 {
+		fmt.Printf("  idle %s: CPU %.1f %% of a core, RSS at the end %.1f MiB\n", idle, 100*idleCPU, mib(idleRSS))
+	}
 	return nil
 }
 
@@ -331,7 +329,6 @@ func scrape(url string) (metrics, error) {
 	return m, sc.Err()
 }
 
-// procMemory returns the process's resident memory and its peak, in bytes.
 // idleRun lets the daemon run for d with no traffic, scraping /metrics
 // every 5 s as Prometheus would, and returns the CPU it used (seconds per
 // second) and its resident memory at the end.
@@ -376,6 +373,7 @@ func procCPU(pid int) (float64, error) {
 	return (u + s) / 100, nil
 }
 
+// procMemory returns the process's resident memory and its peak, in bytes.
 func procMemory(pid int) (rss, hwm int, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
