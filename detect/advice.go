@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // This file picks a diagnosis's one fix from the shape of the traffic:
@@ -26,7 +26,7 @@ import (
 
 // suffixCount is the number of keys a hot key is spread over so that each
 // peaks at most at Headroom of a partition's ceiling.
-func (t *table) suffixCount(c ingest.Class, peak float64) int {
+func (t *table) suffixCount(c traffic.Class, peak float64) int {
 	return max(2, ceilInt(peak/(t.limit(c)*t.s.Headroom)))
 }
 
@@ -59,19 +59,19 @@ func (t *table) readsOneItem(k *sketch.KeyStat) bool {
 }
 
 // adviseKey picks the fix for a hot key of class c with the given peak.
-func (t *table) adviseKey(c ingest.Class, k *sketch.KeyStat, share, peak float64) report.Recommendation {
+func (t *table) adviseKey(c traffic.Class, k *sketch.KeyStat, share, peak float64) report.Recommendation {
 	who := t.subject(k.Key)
 	n := t.suffixCount(c, peak)
 	switch {
 	case t.Index != "":
 		return t.adviseIndexKey(c, k.Key, peak)
-	case c == ingest.Read && t.readsOneItem(k):
+	case c == traffic.Read && t.readsOneItem(k):
 		return report.Recommendation{
 			Kind: report.AdviceCache,
 			Text: fmt.Sprintf("%s is one item read at up to %s RCU/s (%s of reads): serve it from DAX or an application cache, because spreading the key does not spread reads of one item.",
 				capitalize(who), num(peak), pct(share)),
 		}
-	case c == ingest.Write && k.SortKeys <= 1:
+	case c == traffic.Write && k.SortKeys <= 1:
 		return report.Recommendation{
 			Kind:        report.AdviceWriteSharding,
 			SuffixCount: n,
@@ -85,7 +85,7 @@ func (t *table) adviseKey(c ingest.Class, k *sketch.KeyStat, share, peak float64
 		items = fmt.Sprintf("its items (%s sort keys)", about(sk))
 	}
 	reads := "a read of one item computes its suffix and stays a single request, and only a query over the whole collection fans out over " + allKeys(n)
-	if c == ingest.Read && k.SortKeys == 0 {
+	if c == traffic.Read && k.SortKeys == 0 {
 		reads = "a Query over the collection reads " + allKeys(n) + " and merges the results, each reading a share of the items"
 	}
 	return report.Recommendation{
@@ -100,7 +100,7 @@ func (t *table) adviseKey(c ingest.Class, k *sketch.KeyStat, share, peak float64
 // adviseIndexKey shards a hot key of an index: the base items write the
 // index key attribute with a suffix computed from their own key, and
 // Queries of the index read every suffix.
-func (t *table) adviseIndexKey(c ingest.Class, key string, peak float64) report.Recommendation {
+func (t *table) adviseIndexKey(c traffic.Class, key string, peak float64) report.Recommendation {
 	n := t.suffixCount(c, peak)
 	return report.Recommendation{
 		Kind:        report.AdviceCalculatedSuffix,
@@ -116,7 +116,7 @@ func (t *table) adviseIndexKey(c ingest.Class, key string, peak float64) report.
 // suffixes when its hottest value would be hot or at risk there too. On an
 // index the key already is a GSI's: shard it.
 func (t *table) adviseGSI(f *report.Finding, hottest *sketch.KeyStat) report.Recommendation {
-	c, _ := ingest.ParseClass(f.Class)
+	c, _ := traffic.ParseClass(f.Class)
 	ev := f.Evidence
 	peak := t.keyPeak(hottest)
 	if t.Index != "" {
@@ -145,7 +145,7 @@ func (t *table) adviseGSI(f *report.Finding, hottest *sketch.KeyStat) report.Rec
 // sharded: its hottest value would be a hot key there, or at risk of the
 // ceiling (an index partition has the same ceilings, and every write of
 // the value is a write of the index).
-func (t *table) gsiSharded(c ingest.Class, hottest *sketch.KeyStat) bool {
+func (t *table) gsiSharded(c traffic.Class, hottest *sketch.KeyStat) bool {
 	return t.share(c, hottest) >= t.s.Threshold || t.severity(c, t.keyPeak(hottest), 0).Pages()
 }
 
@@ -167,10 +167,10 @@ func adviseRekey(key string, m TimeMatch) report.Recommendation {
 func (t *table) adviseShard(shard string, share, rate float64) report.Recommendation {
 	key := "<key>"
 	peak := rate
-	if top := t.ranked(ingest.Write); len(top) > 0 {
+	if top := t.ranked(traffic.Write); len(top) > 0 {
 		key, peak = top[0].Key, max(rate, t.keyPeak(&top[0]))
 	}
-	n := t.suffixCount(ingest.Write, peak)
+	n := t.suffixCount(traffic.Write, peak)
 	return report.Recommendation{
 		Kind:        report.AdviceWriteSharding,
 		SuffixCount: n,

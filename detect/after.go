@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // This file validates a fix by simulation, as DynamoDB's key design guide
@@ -27,7 +27,7 @@ type spread map[string]float64
 // simulate replays class c with the keys of sp spread, and returns the
 // largest share of the class's units and the highest per-second peak any
 // key (or part of a key) would have.
-func (t *table) simulate(c ingest.Class, sp spread) (maxShare, peak float64) {
+func (t *table) simulate(c traffic.Class, sp spread) (maxShare, peak float64) {
 	total := t.Classes[c].Units
 	top := t.ranked(c)
 	for i := range top {
@@ -79,7 +79,7 @@ func hashSpread(items uint64, buckets int) float64 {
 }
 
 // after judges a simulated state: how is says what was done, in words.
-func (t *table) after(c ingest.Class, keys int, maxShare, peak float64, how string) *report.After {
+func (t *table) after(c traffic.Class, keys int, maxShare, peak float64, how string) *report.After {
 	limit := t.limit(c)
 	a := &report.After{
 		Keys:               keys,
@@ -103,7 +103,7 @@ func (t *table) after(c ingest.Class, keys int, maxShare, peak float64, how stri
 }
 
 // afterKey is what the fix of a hot key does to its class.
-func (t *table) afterKey(c ingest.Class, key string, fix report.Recommendation) *report.After {
+func (t *table) afterKey(c traffic.Class, key string, fix report.Recommendation) *report.After {
 	switch fix.Kind {
 	case report.AdviceCache:
 		share, peak := t.simulate(c, spread{key: 0})
@@ -129,7 +129,7 @@ func (t *table) afterKey(c ingest.Class, key string, fix report.Recommendation) 
 // key's traffic spreads over its items (sort keys), the best the recorded
 // traffic can tell of the entities under it. Nil when no date key has
 // more than one sort key: the traffic cannot tell.
-func (t *table) afterRekey(c ingest.Class) *report.After {
+func (t *table) afterRekey(c traffic.Class) *report.After {
 	sp := spread{}
 	var most uint64
 	for i := range t.ranked(c) {
@@ -156,7 +156,7 @@ func (t *table) afterRekey(c ingest.Class) *report.After {
 // two. On an index the fix shards the index key: every value over N keys.
 // Nil when the values have no sort keys: the traffic cannot tell
 // how their items spread.
-func (t *table) afterGSI(c ingest.Class, keys []string, fix report.Recommendation) *report.After {
+func (t *table) afterGSI(c traffic.Class, keys []string, fix report.Recommendation) *report.After {
 	if t.Index != "" {
 		sp := spread{}
 		for _, k := range keys {

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // lowCardinality finds a table whose partition key has too few values for
@@ -27,7 +27,7 @@ func (t *table) lowCardinality() (report.Finding, bool) {
 	// Writes first: a write-concentrated key is the one that throttles.
 	// Judging each class by the partitions its own peak needs is the same
 	// as judging the table by the larger of the two.
-	for _, c := range []ingest.Class{ingest.Write, ingest.Read} {
+	for _, c := range []traffic.Class{traffic.Write, traffic.Read} {
 		if !t.active(c) || distinct == 0 {
 			continue
 		}

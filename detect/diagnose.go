@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // diagnose turns a table's findings into diagnoses, one per root cause,
@@ -129,7 +129,7 @@ func mergeClasses(ds []report.Diagnosis) (out []report.Diagnosis, into []int) {
 		}
 		kept, other := out[j], d
 		if c := cmp.Or(cmp.Compare(kept.Severity.Rank(), other.Severity.Rank()), cmp.Compare(other.Fix.SuffixCount, kept.Fix.SuffixCount)); c > 0 ||
-			c == 0 && other.Class == ingest.Write.String() {
+			c == 0 && other.Class == traffic.Write.String() {
 			kept, other = other, kept
 		}
 		kept.Explains = append(kept.Explains, other.Explains...)
@@ -170,11 +170,11 @@ func (t *table) explainShards(fs []report.Finding, root []int, shards []int, byK
 		return
 	}
 	taken := map[int]bool{}
-	writes := t.ranked(ingest.Write)
+	writes := t.ranked(traffic.Write)
 	for _, s := range shards {
 		records := fs[s].Evidence.Records
 		for j := range writes {
-			i, hot := byKey[classKey{ingest.Write.String(), writes[j].Key}]
+			i, hot := byKey[classKey{traffic.Write.String(), writes[j].Key}]
 			if !hot || taken[i] {
 				continue
 			}
@@ -192,7 +192,7 @@ func (t *table) explainShards(fs []report.Finding, root []int, shards []int, byK
 // diagnosis builds the diagnosis of root cause fs[r], explaining every
 // finding whose root is r.
 func (t *table) diagnosis(f *report.Finding, fs []report.Finding, root []int, r int) report.Diagnosis {
-	c, _ := ingest.ParseClass(f.Class)
+	c, _ := traffic.ParseClass(f.Class)
 	d := report.Diagnosis{Cause: f.Kind, Class: f.Class, Limit: t.limit(c), Severity: report.SeverityInfo, Explains: []report.Explained{}}
 	key := f.Kind == report.KindHotKey || f.Kind == report.KindPartitionLimit
 	for i := range fs {
@@ -248,7 +248,7 @@ func (t *table) diagnosis(f *report.Finding, fs []report.Finding, root []int, r 
 }
 
 // keyStat finds a tracked key of class c.
-func (t *table) keyStat(c ingest.Class, key string) *sketch.KeyStat {
+func (t *table) keyStat(c traffic.Class, key string) *sketch.KeyStat {
 	top := t.ranked(c)
 	for i := range top {
 		if top[i].Key == key {
@@ -261,7 +261,7 @@ func (t *table) keyStat(c ingest.Class, key string) *sketch.KeyStat {
 // hottestOf sets a table-wide diagnosis's numbers from its keys in class c:
 // the largest share and busiest second among them, and their throttled
 // calls.
-func (t *table) hottestOf(c ingest.Class, d *report.Diagnosis) {
+func (t *table) hottestOf(c traffic.Class, d *report.Diagnosis) {
 	for _, key := range d.Keys {
 		if k := t.keyStat(c, key); k != nil {
 			d.Share = math.Max(d.Share, t.share(c, k))
@@ -274,7 +274,7 @@ func (t *table) hottestOf(c ingest.Class, d *report.Diagnosis) {
 // risk ends a diagnosis's summary with its peak against the ceiling and
 // what the severity means.
 func (t *table) risk(d *report.Diagnosis) string {
-	c, _ := ingest.ParseClass(d.Class)
+	c, _ := traffic.ParseClass(d.Class)
 	s := fmt.Sprintf(", peaking at %s %s/s, %s of one partition's %s %s/s",
 		num(d.PeakUnitsPerSecond), unitName(c), pct(d.PeakUnitsPerSecond/d.Limit), num(d.Limit), unitName(c))
 	if d.Throttled > 0 {

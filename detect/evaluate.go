@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Evaluate analyses one snapshot with the given settings, as one window
@@ -42,7 +42,7 @@ type table struct {
 	// rather than dividing by zero.
 	seconds float64
 	// rankedTop caches ranked per class: the report's one ranking of keys.
-	rankedTop [ingest.NumClasses][]sketch.KeyStat
+	rankedTop [traffic.NumClasses][]sketch.KeyStat
 	// throttled counts throttled calls per key.
 	throttled map[string]uint64
 }
@@ -65,8 +65,8 @@ func (t *table) evaluate() report.TableReport {
 		Table:                 t.Table,
 		Index:                 t.Index,
 		Events:                t.Events,
-		ReadUnits:             t.Classes[ingest.Read].Units,
-		WriteUnits:            t.Classes[ingest.Write].Units,
+		ReadUnits:             t.Classes[traffic.Read].Units,
+		WriteUnits:            t.Classes[traffic.Write].Units,
 		DistinctPartitionKeys: t.DistinctKeys,
 		Classes:               t.classes(),
 		TopKeys:               t.topKeys(),
@@ -75,7 +75,7 @@ func (t *table) evaluate() report.TableReport {
 		tr.ThrottledKeys = append(tr.ThrottledKeys, report.ThrottledKey{Key: k.Key, Count: k.Count})
 	}
 	var fs []report.Finding
-	for c := range ingest.Class(ingest.NumClasses) {
+	for c := range traffic.Class(traffic.NumClasses) {
 		fs = append(fs, t.keyFindings(c)...)
 	}
 	if f, ok := t.lowCardinality(); ok {
@@ -91,8 +91,8 @@ func (t *table) evaluate() report.TableReport {
 }
 
 // limit is one partition's ceiling for class c, in units per second.
-func (t *table) limit(c ingest.Class) float64 {
-	if c == ingest.Write {
+func (t *table) limit(c traffic.Class) float64 {
+	if c == traffic.Write {
 		return t.s.WriteLimit
 	}
 	return t.s.ReadLimit
@@ -107,14 +107,14 @@ func (t *table) rate(units float64) float64 { return units / t.seconds }
 // rules stay silent below it. The floor is on the mean rate over the
 // window: any single access is a busiest second of its own units, so a
 // peak says nothing of how little traffic there is.
-func (t *table) active(c ingest.Class) bool {
+func (t *table) active(c traffic.Class) bool {
 	cs := &t.Classes[c]
 	return cs.Units > 0 && cs.Events >= t.s.MinEvents && t.rate(cs.Units) >= t.s.MinUnitsPerSecond
 }
 
 // share is a key's fraction of its class's units, 0 to 1: the one
 // definition of a key's share, which the report carries to every output.
-func (t *table) share(c ingest.Class, k *sketch.KeyStat) float64 {
+func (t *table) share(c traffic.Class, k *sketch.KeyStat) float64 {
 	total := t.Classes[c].Units
 	if total <= 0 {
 		return 0
@@ -124,7 +124,7 @@ func (t *table) share(c ingest.Class, k *sketch.KeyStat) float64 {
 
 // ranked returns the class's tracked keys heaviest first, ties by key. The
 // slice is shared: callers must not modify it.
-func (t *table) ranked(c ingest.Class) []sketch.KeyStat {
+func (t *table) ranked(c traffic.Class) []sketch.KeyStat {
 	if t.rankedTop[c] != nil || len(t.Classes[c].Top) == 0 {
 		return t.rankedTop[c]
 	}
@@ -147,12 +147,12 @@ func (t *table) ranked(c ingest.Class) []sketch.KeyStat {
 
 func (t *table) topKeys() []report.TopKey {
 	n := 0
-	for c := range ingest.Class(ingest.NumClasses) {
+	for c := range traffic.Class(traffic.NumClasses) {
 		n += min(len(t.ranked(c)), max(t.s.Top, 0))
 	}
 	// Sized once: the published report keeps it until the next tick.
 	out := make([]report.TopKey, 0, n)
-	for c := range ingest.Class(ingest.NumClasses) {
+	for c := range traffic.Class(traffic.NumClasses) {
 		top := t.ranked(c)
 		for i := range top[:min(len(top), max(t.s.Top, 0))] {
 			k := &top[i]
@@ -165,8 +165,8 @@ func (t *table) topKeys() []report.TopKey {
 
 // classes reports both classes' traffic, reads first.
 func (t *table) classes() []report.ClassReport {
-	out := make([]report.ClassReport, 0, ingest.NumClasses)
-	for c := range ingest.Class(ingest.NumClasses) {
+	out := make([]report.ClassReport, 0, traffic.NumClasses)
+	for c := range traffic.Class(traffic.NumClasses) {
 		cs := &t.Classes[c]
 		out = append(out, report.ClassReport{
 			Class: c.String(), Events: cs.Events, Units: cs.Units,

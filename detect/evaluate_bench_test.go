@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // benchSnapshot is a daemon-sized snapshot: tables × 2 classes × 100
@@ -16,7 +16,7 @@ func benchSnapshot(tables int) sketch.Snapshot {
 	snap := sketch.Snapshot{Start: start, End: start.Add(time.Minute)}
 	for ti := range tables {
 		ts := sketch.TableSnapshot{Table: fmt.Sprintf("table-%04d", ti), Start: snap.Start, End: snap.End, DistinctKeys: 5000}
-		for c := range ingest.Class(ingest.NumClasses) {
+		for c := range traffic.Class(traffic.NumClasses) {
 			cs := &ts.Classes[c]
 			for k := range 100 {
 				u := 6000.0 / float64(k+1)

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // snapshotOf builds a one-table snapshot over a window of seconds from
@@ -18,7 +18,7 @@ func snapshotOf(seconds int, writes map[string]float64) sketch.Snapshot {
 	start := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	end := start.Add(time.Duration(seconds) * time.Second)
 	ts := sketch.TableSnapshot{Table: "orders", Start: start, End: end, DistinctKeys: uint64(len(writes))}
-	cs := &ts.Classes[ingest.Write]
+	cs := &ts.Classes[traffic.Write]
 	for k, u := range writes {
 		cs.Units += u
 		cs.Events += uint64(u)

@@ -4,7 +4,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // pct formats a fraction as a percentage with at most one decimal; a
@@ -26,8 +26,8 @@ func num(f float64) string {
 func quoteKey(k string) string { return strconv.Quote(k) }
 
 // unitName is RCU or WCU.
-func unitName(c ingest.Class) string {
-	if c == ingest.Write {
+func unitName(c traffic.Class) string {
+	if c == traffic.Write {
 		return "WCU"
 	}
 	return "RCU"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // keyFindings applies the two per-key rules to class c:
@@ -18,7 +18,7 @@ import (
 //     is never idle.
 //
 // A key can get both; diagnose makes them one diagnosis.
-func (t *table) keyFindings(c ingest.Class) []report.Finding {
+func (t *table) keyFindings(c traffic.Class) []report.Finding {
 	var out []report.Finding
 	active := t.active(c)
 	// Keys are ranked by units, but a lighter key can have the busier

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // TestLiveWindowWithTracker runs the detector as the daemon does: a live
@@ -28,15 +28,15 @@ func TestLiveWindowWithTracker(t *testing.T) {
 	var flaggedAt, clearedAt []int
 	was := false
 	for step := 1; step <= 60; step++ {
-		var batch []ingest.Event
+		var batch []traffic.Event
 		for i := range 200 {
 			batch = append(batch,
-				ingest.Event{Table: "orders", PK: fmt.Sprintf("ORDER#%d", step*1000+i), Class: ingest.Write, Units: 1, Time: now},
-				ingest.Event{Table: "uniform", PK: fmt.Sprintf("USER#%d", (step*200+i)%4000), Class: ingest.Write, Units: 1, Time: now})
+				traffic.Event{Table: "orders", PK: fmt.Sprintf("ORDER#%d", step*1000+i), Class: traffic.Write, Units: 1, Time: now},
+				traffic.Event{Table: "uniform", PK: fmt.Sprintf("USER#%d", (step*200+i)%4000), Class: traffic.Write, Units: 1, Time: now})
 		}
 		if step <= 24 { // two minutes of a hot key
 			for range 40 {
-				batch = append(batch, ingest.Event{Table: "orders", PK: "ORDER#hot", SK: "LINE#1", Class: ingest.Write, Units: 1, Time: now})
+				batch = append(batch, traffic.Event{Table: "orders", PK: "ORDER#hot", SK: "LINE#1", Class: traffic.Write, Units: 1, Time: now})
 			}
 		}
 		if err := store.Put(context.Background(), batch); err != nil {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // liveRig is a live sliding-window store on a virtual clock fed 1000 writes
@@ -38,13 +38,13 @@ func newLiveRig(t *testing.T) *liveRig {
 // that pick returns (given a uniform draw), and evaluates at its end.
 func (r *liveRig) second(pick func(u float64) string) []report.Change {
 	for range 10 {
-		batch := make([]ingest.Event, 0, 100)
+		batch := make([]traffic.Event, 0, 100)
 		for range 100 {
 			key := pick(r.rnd.Float64())
 			if key == "" {
 				key = fmt.Sprintf("USER#%d", r.rnd.IntN(5000))
 			}
-			batch = append(batch, ingest.Event{Table: "orders", PK: key, Class: ingest.Write, Units: 1, Time: r.now})
+			batch = append(batch, traffic.Event{Table: "orders", PK: key, Class: traffic.Write, Units: 1, Time: r.now})
 		}
 		if err := r.store.Put(context.Background(), batch); err != nil {
 			r.t.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // hotPartitions finds stream shards, i.e. physical partitions, that carry
@@ -31,8 +31,8 @@ func (t *table) hotPartitions() []report.Finding {
 		out = append(out, report.Finding{
 			Kind:               report.KindHotPartition,
 			Key:                sh.Shard,
-			Class:              ingest.Write.String(),
-			Severity:           t.severity(ingest.Write, rate, 0),
+			Class:              traffic.Write.String(),
+			Severity:           t.severity(traffic.Write, rate, 0),
 			Share:              share,
 			UnitsPerSecond:     rate,
 			PeakUnitsPerSecond: rate,

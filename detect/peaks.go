@@ -3,8 +3,8 @@ package detect
 import (
 	"math"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // This file is the one place that reads rates from a snapshot: a key's and
@@ -23,7 +23,7 @@ func (t *table) keyPeak(k *sketch.KeyStat) float64 {
 }
 
 // classPeak is the class's busiest second in the window.
-func (t *table) classPeak(c ingest.Class) float64 {
+func (t *table) classPeak(c traffic.Class) float64 {
 	cs := &t.Classes[c]
 	return max(cs.PeakSecondUnits, cs.PeakUnitsPerSecond, t.rate(cs.Units))
 }
@@ -36,7 +36,7 @@ func (t *table) classPeak(c ingest.Class) float64 {
 // (MinUnitsPerSecond, and MinEvents estimated from the window's units per
 // event), so that a share of a handful of accesses is never taken for a
 // hot key.
-func (t *table) recentShare(c ingest.Class, k *sketch.KeyStat) (float64, bool) {
+func (t *table) recentShare(c traffic.Class, k *sketch.KeyStat) (float64, bool) {
 	if !t.live {
 		return 0, false
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // quiet explains a silence: when the table's heaviest key (by share, of
@@ -18,7 +18,7 @@ func (t *table) quiet(ds, pending []report.Diagnosis) *report.Quiet {
 		return nil
 	}
 	var best *report.Quiet
-	for c := range ingest.Class(ingest.NumClasses) {
+	for c := range traffic.Class(traffic.NumClasses) {
 		top := t.ranked(c)
 		if len(top) == 0 {
 			continue
@@ -33,7 +33,7 @@ func (t *table) quiet(ds, pending []report.Diagnosis) *report.Quiet {
 	if best == nil {
 		return nil
 	}
-	c, _ := ingest.ParseClass(best.Class)
+	c, _ := traffic.ParseClass(best.Class)
 	cs := &t.Classes[c]
 	ceiling := fmt.Sprintf("its peak of %s %s/s is %s of one partition's %s %s/s",
 		num(best.PeakUnitsPerSecond), unitName(c), pct(best.PeakUnitsPerSecond/best.Limit), num(best.Limit), unitName(c))

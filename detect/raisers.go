@@ -2,8 +2,8 @@ package detect
 
 import (
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Raisers decides, for replicas that share the shards of their streams
@@ -52,7 +52,7 @@ func (r *Raisers) Assign(rep *report.Report, changes []report.Change, c *sketch.
 		t.Replica = c.TableReplica(t.Table, t.Index)
 		for j := range t.TopKeys {
 			k := &t.TopKeys[j]
-			if cl, ok := ingest.ParseClass(k.Class); ok {
+			if cl, ok := traffic.ParseClass(k.Class); ok {
 				k.Replica = c.KeyReplica(t.Table, t.Index, cl, k.Key)
 			}
 		}
@@ -96,7 +96,7 @@ func (r *Raisers) owner(c *sketch.Combined, table, index string, d *report.Diagn
 			return by
 		}
 	default:
-		if cl, ok := ingest.ParseClass(d.Class); ok {
+		if cl, ok := traffic.ParseClass(d.Class); ok {
 			if by := c.KeyReplica(table, index, cl, key); by != "" {
 				return by
 			}

@@ -21,8 +21,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 var update = flag.Bool("update", false, "rewrite the scenarios' expected.json from the current output")
@@ -84,8 +84,8 @@ type group struct {
 	Active time.Duration `yaml:"active"`
 }
 
-func (g group) events(start time.Time, d time.Duration) ([]ingest.Event, error) {
-	class, ok := ingest.ParseClass(cmp.Or(g.Class, "write"))
+func (g group) events(start time.Time, d time.Duration) ([]traffic.Event, error) {
+	class, ok := traffic.ParseClass(cmp.Or(g.Class, "write"))
 	if !ok {
 		return nil, fmt.Errorf("class %q", g.Class)
 	}
@@ -101,7 +101,7 @@ func (g group) events(start time.Time, d time.Duration) ([]ingest.Event, error) 
 		return nil, fmt.Errorf("group %+v: every and active go together, active within every", g)
 	}
 	n := g.Keys * g.Events
-	out := make([]ingest.Event, 0, n)
+	out := make([]traffic.Event, 0, n)
 	for j := range n {
 		// Key-major interleaving: every key's accesses spread over the
 		// whole window, the first at start and the last at start+d.
@@ -110,7 +110,7 @@ func (g group) events(start time.Time, d time.Duration) ([]ingest.Event, error) 
 		if g.Order == "sequential" {
 			i, nth = j/g.Events, j%g.Events
 		}
-		e := ingest.Event{
+		e := traffic.Event{
 			Table: g.Table, Index: g.Index, Class: class, Units: units,
 			PK:        strings.ReplaceAll(g.PK, "{i}", strconv.Itoa(g.From+i)),
 			Source:    "scenario",
@@ -145,13 +145,13 @@ func (g group) at(d time.Duration, j, n int) time.Duration {
 	return off/g.Active*g.Every + off%g.Active
 }
 
-func generate(sc *scenario, groups []group) ([]ingest.Event, error) {
+func generate(sc *scenario, groups []group) ([]traffic.Event, error) {
 	start := sc.Start
 	if start.IsZero() {
 		start = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	}
 	d := cmp.Or(sc.Duration, 60*time.Second)
-	var all []ingest.Event
+	var all []traffic.Event
 	for _, g := range groups {
 		evs, err := g.events(start, d)
 		if err != nil {
@@ -163,13 +163,13 @@ func generate(sc *scenario, groups []group) ([]ingest.Event, error) {
 }
 
 // readJSONL parses the JSON-lines access-log contract with encoding/json.
-func readJSONL(path string) ([]ingest.Event, error) {
+func readJSONL(path string) ([]traffic.Event, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []ingest.Event
+	var out []traffic.Event
 	sc := bufio.NewScanner(f)
 	for line := 1; sc.Scan(); line++ {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
@@ -187,15 +187,15 @@ func readJSONL(path string) ([]ingest.Event, error) {
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
-		e := ingest.Event{Table: rec.Table, Index: rec.Index, PK: rec.PK, SK: rec.SK, Units: 1, Source: "jsonl"}
+		e := traffic.Event{Table: rec.Table, Index: rec.Index, PK: rec.PK, SK: rec.SK, Units: 1, Source: "jsonl"}
 		if rec.Units != nil {
 			e.Units = *rec.Units
 		}
 		switch rec.Op {
 		case "GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems", "read":
-			e.Class = ingest.Read
+			e.Class = traffic.Read
 		case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "write":
-			e.Class = ingest.Write
+			e.Class = traffic.Write
 		default:
 			return nil, fmt.Errorf("line %d: op %q", line, rec.Op)
 		}
@@ -220,7 +220,7 @@ func readJSONL(path string) ([]ingest.Event, error) {
 // does, and fills in from the events what the store does not report
 // (per-key sort key counts, shards, throttled keys), so the detector's
 // rules are exercised whichever store implementation is in place.
-func snapshot(t *testing.T, events []ingest.Event) sketch.Snapshot {
+func snapshot(t *testing.T, events []traffic.Event) sketch.Snapshot {
 	t.Helper()
 	st, err := sketch.NewStore(sketch.Config{Window: 0, SubWindows: 1, Tracked: 100}, nil)
 	if err != nil {
@@ -233,7 +233,7 @@ func snapshot(t *testing.T, events []ingest.Event) sketch.Snapshot {
 	snap := st.Snapshot()
 	type id struct{ table, index string }
 	type classKey struct {
-		class ingest.Class
+		class traffic.Class
 		pk    string
 	}
 	sortKeys := map[id]map[classKey]map[string]bool{}
@@ -278,7 +278,7 @@ func snapshot(t *testing.T, events []ingest.Event) sketch.Snapshot {
 			for c := range ts.Classes {
 				for j := range ts.Classes[c].Top {
 					ks := &ts.Classes[c].Top[j]
-					ks.SortKeys = uint64(len(sortKeys[k][classKey{ingest.Class(c), ks.Key}]))
+					ks.SortKeys = uint64(len(sortKeys[k][classKey{traffic.Class(c), ks.Key}]))
 				}
 			}
 		}
@@ -532,7 +532,7 @@ func runScenario(t *testing.T, dir string) golden {
 		}
 		return g
 	}
-	var events []ingest.Event
+	var events []traffic.Event
 	if _, err := os.Stat(filepath.Join(dir, "input.jsonl")); err == nil {
 		if events, err = readJSONL(filepath.Join(dir, "input.jsonl")); err != nil {
 			t.Fatalf("input.jsonl: %v", err)

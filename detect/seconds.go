@@ -2,8 +2,8 @@ package detect
 
 import (
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // LastSeconds returns every table's last complete second of snap, with
@@ -14,11 +14,11 @@ func LastSeconds(snap sketch.Snapshot, keys int) []report.TableSecond {
 	out := make([]report.TableSecond, len(snap.Tables))
 	for i := range snap.Tables {
 		ts := &snap.Tables[i]
-		t := report.TableSecond{Table: ts.Table, Index: ts.Index, Classes: make([]report.ClassSecond, ingest.NumClasses)}
+		t := report.TableSecond{Table: ts.Table, Index: ts.Index, Classes: make([]report.ClassSecond, traffic.NumClasses)}
 		if !ts.LastSecond.IsZero() {
 			t.At = ts.LastSecond
 		}
-		for c := range ingest.Class(ingest.NumClasses) {
+		for c := range traffic.Class(traffic.NumClasses) {
 			cs := &ts.Classes[c]
 			top := cs.Top[:min(len(cs.Top), max(keys, 0))]
 			ks := make([]report.KeySecond, len(top))

@@ -2,14 +2,14 @@ package detect
 
 import (
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // severity judges a peak of class c against one partition's ceiling:
 // critical from LimitFraction or when the key was throttled in the window,
 // warning from WarnFraction, info below. A share alone is never urgent:
 // a key with a third of 2 WCU/s throttles nobody.
-func (t *table) severity(c ingest.Class, peak float64, throttled uint64) report.Severity {
+func (t *table) severity(c traffic.Class, peak float64, throttled uint64) report.Severity {
 	switch limit := t.limit(c); {
 	case throttled > 0 || peak >= t.s.LimitFraction*limit:
 		return report.SeverityCritical
@@ -21,13 +21,13 @@ func (t *table) severity(c ingest.Class, peak float64, throttled uint64) report.
 
 // keySeverity is the severity of a key's busiest second, or critical when
 // it was throttled.
-func (t *table) keySeverity(c ingest.Class, key string, peak float64) report.Severity {
+func (t *table) keySeverity(c traffic.Class, key string, peak float64) report.Severity {
 	return t.severity(c, peak, t.throttled[key])
 }
 
 // nearCeiling reports whether a peak is within LimitFraction of the
 // partition ceiling of class c: the partition_limit rule.
-func (t *table) nearCeiling(c ingest.Class, peak float64) bool {
+func (t *table) nearCeiling(c traffic.Class, peak float64) bool {
 	return peak >= t.s.LimitFraction*t.limit(c)
 }
 
@@ -36,7 +36,7 @@ func (t *table) nearCeiling(c ingest.Class, peak float64) bool {
 // (ClearLimitFraction for critical, ClearWarnFraction for warning), so a
 // peak hovering at a boundary does not flap. A throttled key stays
 // critical.
-func (t *table) heldSeverity(c ingest.Class, was report.Severity, peak float64, throttled uint64) report.Severity {
+func (t *table) heldSeverity(c traffic.Class, was report.Severity, peak float64, throttled uint64) report.Severity {
 	now := t.severity(c, peak, throttled)
 	if now.Rank() <= was.Rank() {
 		return now

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // timeOrdered finds a table whose partition keys are dates or timestamps.
@@ -26,7 +26,7 @@ import (
 func (t *table) timeOrdered() (report.Finding, bool) {
 	var best report.Finding
 	found := false
-	for _, c := range []ingest.Class{ingest.Write, ingest.Read} {
+	for _, c := range []traffic.Class{traffic.Write, traffic.Read} {
 		if !t.active(c) {
 			continue
 		}

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Tracker adds live-mode judgement to Evaluate, so that a key that turns
@@ -228,7 +228,7 @@ func compareFlags(a, b report.Flag) int {
 // again: its severity falls only below the clear band, and a key's cause
 // stays partition_limit while its peak is above ClearLimitFraction.
 func (tr *Tracker) hold(t *table, was, d report.Diagnosis) report.Diagnosis {
-	c, _ := ingest.ParseClass(d.Class)
+	c, _ := traffic.ParseClass(d.Class)
 	d.Severity = d.Severity.Max(t.heldSeverity(c, was.Severity, d.PeakUnitsPerSecond, d.Throttled))
 	if was.Cause == report.KindPartitionLimit && d.Cause == report.KindHotKey && d.PeakUnitsPerSecond >= tr.s.ClearLimitFraction*t.limit(c) {
 		d.Cause = report.KindPartitionLimit
@@ -243,7 +243,7 @@ func (tr *Tracker) holds(t *table, id diagID, st *tracked) bool {
 		st.absent++
 		return st.absent < tr.s.HoldEvaluations
 	}
-	c, ok := ingest.ParseClass(id.class)
+	c, ok := traffic.ParseClass(id.class)
 	if !ok {
 		return false
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // DefaultTopN is the number of keys exported per table and class when
@@ -126,7 +126,7 @@ func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, t *repor
 		}
 	}
 
-	exported := make(map[string]struct{}, ingest.NumClasses*c.topN)
+	exported := make(map[string]struct{}, traffic.NumClasses*c.topN)
 	perClass := map[string]int{}
 	for _, k := range t.TopKeys {
 		if perClass[k.Class] == c.topN {
@@ -165,7 +165,7 @@ func (c *Collector) buildDiagnoses(ms []prometheus.Metric, b *labelDeduper, t *r
 	var others map[report.Explained]bool
 	// Every diagnosis and finding is about a top key, a table-wide cause or
 	// a shard: bounded like the keys, and capped the same way for safety.
-	maxFindings := 2 * ingest.NumClasses * c.topN
+	maxFindings := 2 * traffic.NumClasses * c.topN
 	for _, d := range t.Diagnoses[:min(len(t.Diagnoses), maxFindings)] {
 		if !c.mine(d.RaisedBy) {
 			if others == nil {

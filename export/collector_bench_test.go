@@ -9,8 +9,8 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // bigState is 50 tables with 100 tracked keys per class, as a busy account
@@ -31,7 +31,7 @@ func bigState() report.Report {
 	rep := detect.Evaluate(snap, detect.DefaultSettings())
 	for i := range rep.Tables {
 		rep.Tables[i].Findings = []report.Finding{
-			{Kind: "hot_key", Key: "USER#1-0", Class: ingest.Write.String(), Recommendation: &report.Recommendation{Kind: "write_sharding"}},
+			{Kind: "hot_key", Key: "USER#1-0", Class: traffic.Write.String(), Recommendation: &report.Recommendation{Kind: "write_sharding"}},
 		}
 	}
 	return rep

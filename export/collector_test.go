@@ -16,8 +16,8 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -28,11 +28,11 @@ func handSnapshot() sketch.Snapshot {
 	return sketch.Snapshot{Start: t0, End: t0.Add(100 * time.Second), Tables: []sketch.TableSnapshot{
 		{
 			Table: "orders", Start: t0, End: t0.Add(100 * time.Second), Events: 300, DistinctKeys: 1000,
-			Classes: [ingest.NumClasses]sketch.ClassStats{
-				ingest.Read: {Events: 100, Units: 200, Top: []sketch.KeyStat{
+			Classes: [traffic.NumClasses]sketch.ClassStats{
+				traffic.Read: {Events: 100, Units: 200, Top: []sketch.KeyStat{
 					{Key: "USER#bob", Units: 20}, {Key: "USER#alice", Units: 50}, {Key: "USER#carol", Units: 10},
 				}},
-				ingest.Write: {Events: 200, Units: 1000, Top: []sketch.KeyStat{
+				traffic.Write: {Events: 200, Units: 1000, Top: []sketch.KeyStat{
 					{Key: "USER#alice", Units: 600}, {Key: "USER#dave", Units: 100}, {Key: "USER#erin", Units: 50},
 				}},
 			},
@@ -41,8 +41,8 @@ func handSnapshot() sketch.Snapshot {
 		},
 		{
 			Table: "orders", Index: "status-index", Start: t0, End: t0.Add(100 * time.Second), Events: 50, DistinctKeys: 2,
-			Classes: [ingest.NumClasses]sketch.ClassStats{
-				ingest.Read: {Events: 50, Units: 25, Top: []sketch.KeyStat{{Key: "OPEN", Units: 20}, {Key: "CLOSED", Units: 5}}},
+			Classes: [traffic.NumClasses]sketch.ClassStats{
+				traffic.Read: {Events: 50, Units: 25, Top: []sketch.KeyStat{{Key: "OPEN", Units: 20}, {Key: "CLOSED", Units: 5}}},
 			},
 		},
 	}}
@@ -150,7 +150,7 @@ hotkeyd_peak_units_per_second{class="write",table="orders/status-index"} 0
 
 	// A key that left the top-K disappears at the next scrape.
 	snap := handSnapshot()
-	snap.Tables[0].Classes[ingest.Write].Top = []sketch.KeyStat{{Key: "USER#dave", Units: 700}}
+	snap.Tables[0].Classes[traffic.Write].Top = []sketch.KeyStat{{Key: "USER#dave", Units: 700}}
 	rep := handReport(snap)
 	rep.Tables[0].Findings, rep.Tables[0].Diagnoses = nil, nil
 	live.Update(rep)
@@ -245,17 +245,17 @@ func TestCardinalityBounded(t *testing.T) {
 		}
 		live := NewLive(func() time.Time { return t0 })
 		reg.MustRegister(NewCollector(live, CollectorConfig{}))
-		batch := make([]ingest.Event, 0, 1024)
+		batch := make([]traffic.Event, 0, 1024)
 		for i := range keys {
 			for _, table := range []string{"orders", "sessions"} {
-				batch = append(batch, ingest.Event{Table: table, PK: "USER#" + strconv.Itoa(i), Class: ingest.Class(i % 2),
+				batch = append(batch, traffic.Event{Table: table, PK: "USER#" + strconv.Itoa(i), Class: traffic.Class(i % 2),
 					Units: float64(1 + i%7), Time: t0, Source: "demo"})
 			}
 			if len(batch) == cap(batch) || i == keys-1 {
 				if err := sink.Put(context.Background(), batch); err != nil {
 					t.Fatal(err)
 				}
-				batch = make([]ingest.Event, 0, 1024)
+				batch = make([]traffic.Event, 0, 1024)
 			}
 		}
 		// The key series are what is counted: the report's findings are

@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/hotkeyd/hotkeyd/detect"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -26,27 +26,27 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the curr
 // goldenEvents is a fixed workload: a table with a hot write key, one of its
 // indexes with a status-like key, a uniform table, a throttled call, and two
 // sources. Its 100 s span and few keys make every sketch estimate exact.
-func goldenEvents() []ingest.Event {
-	var evs []ingest.Event
-	add := func(n int, e ingest.Event) {
+func goldenEvents() []traffic.Event {
+	var evs []traffic.Event
+	add := func(n int, e traffic.Event) {
 		for range n {
 			evs = append(evs, e)
 		}
 	}
-	w := func(pk string) ingest.Event {
-		return ingest.Event{Table: "orders", PK: pk, Class: ingest.Write, Units: 1, Source: "jsonl"}
+	w := func(pk string) traffic.Event {
+		return traffic.Event{Table: "orders", PK: pk, Class: traffic.Write, Units: 1, Source: "jsonl"}
 	}
 	add(120, w("USER#1"))
 	add(40, w("USER#2"))
 	for i := 3; i <= 12; i++ {
 		add(4, w(fmt.Sprintf("USER#%d", i)))
 	}
-	add(2, ingest.Event{Table: "orders", PK: "USER#1", Class: ingest.Write, Units: 1, Source: "jsonl", Throttled: true})
-	add(30, ingest.Event{Table: "orders", PK: "USER#7", Class: ingest.Read, Units: 0.5, Source: "jsonl"})
-	add(150, ingest.Event{Table: "orders", Index: "status-index", PK: "OPEN", Class: ingest.Read, Units: 0.5, Source: "jsonl"})
-	add(50, ingest.Event{Table: "orders", Index: "status-index", PK: "CLOSED", Class: ingest.Read, Units: 0.5, Source: "jsonl"})
+	add(2, traffic.Event{Table: "orders", PK: "USER#1", Class: traffic.Write, Units: 1, Source: "jsonl", Throttled: true})
+	add(30, traffic.Event{Table: "orders", PK: "USER#7", Class: traffic.Read, Units: 0.5, Source: "jsonl"})
+	add(150, traffic.Event{Table: "orders", Index: "status-index", PK: "OPEN", Class: traffic.Read, Units: 0.5, Source: "jsonl"})
+	add(50, traffic.Event{Table: "orders", Index: "status-index", PK: "CLOSED", Class: traffic.Read, Units: 0.5, Source: "jsonl"})
 	for i := range 300 {
-		evs = append(evs, ingest.Event{Table: "sessions", PK: fmt.Sprintf("S%02d", i%30), Class: ingest.Read, Units: 1, Source: "demo"})
+		evs = append(evs, traffic.Event{Table: "sessions", PK: fmt.Sprintf("S%02d", i%30), Class: traffic.Read, Units: 1, Source: "demo"})
 	}
 	// Each table's and index's events spread evenly over t0 .. t0+100s, so
 	// that every entry's window is 100 s and the rates are round.
@@ -90,14 +90,14 @@ func scrapeGolden(t *testing.T) string {
 	evs := goldenEvents()
 	for len(evs) > 0 {
 		n := min(len(evs), 64)
-		batch := append([]ingest.Event(nil), evs[:n]...)
+		batch := append([]traffic.Event(nil), evs[:n]...)
 		if err := sink.Put(context.Background(), batch); err != nil {
 			t.Fatal(err)
 		}
 		evs = evs[n:]
 	}
-	rep.Reject("jsonl", ingest.ReasonBadJSON, errors.New("truncated"))
-	rep.Reject("jsonl", ingest.ReasonMissingPK, errors.New("no pk"))
+	rep.Reject("jsonl", traffic.ReasonBadJSON, errors.New("truncated"))
+	rep.Reject("jsonl", traffic.ReasonMissingPK, errors.New("no pk"))
 	rep.Error("dynamodb-streams", "api", errors.New("GetRecords: 500"))
 
 	evaluated := detect.Evaluate(store.Snapshot(), detect.DefaultSettings())

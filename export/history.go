@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // MaxHistorySeconds bounds the seconds History keeps per table, whatever
@@ -84,7 +84,7 @@ type secondRing struct {
 // having none (0).
 type histSecond struct {
 	at      int64
-	classes [ingest.NumClasses]float64
+	classes [traffic.NumClasses]float64
 	keys    *keyList
 	first   uint32
 	n       uint32
@@ -98,7 +98,7 @@ type keyList struct {
 
 type listKey struct {
 	key   string
-	class ingest.Class
+	class traffic.Class
 }
 
 // NewHistory returns an empty History.
@@ -183,10 +183,10 @@ func (r *secondRing) slot(sec int64) *histSecond {
 // fill writes one table's second into s: the classes' units and those
 // of the first keep keys of each class's ranking.
 func (r *secondRing) fill(s *histSecond, ts *report.TableSecond, keep int) {
-	s.classes = [ingest.NumClasses]float64{}
+	s.classes = [traffic.NumClasses]float64{}
 	nonzero, same, j := 0, r.keys != nil, 0
 	for _, cs := range ts.Classes {
-		c, ok := ingest.ParseClass(cs.Class)
+		c, ok := traffic.ParseClass(cs.Class)
 		if !ok {
 			continue
 		}
@@ -212,7 +212,7 @@ func (r *secondRing) fill(s *histSecond, ts *report.TableSecond, keep int) {
 	}
 	if len(r.keys.keys) != j {
 		for _, cs := range ts.Classes {
-			if c, ok := ingest.ParseClass(cs.Class); ok {
+			if c, ok := traffic.ParseClass(cs.Class); ok {
 				for _, k := range cs.Keys[:min(len(cs.Keys), keep)] {
 					r.keys.keys = append(r.keys.keys, listKey{k.Key, c})
 				}
@@ -241,7 +241,7 @@ func (r *secondRing) fill(s *histSecond, ts *report.TableSecond, keep int) {
 	}
 	i := 0
 	for _, cs := range ts.Classes {
-		if _, ok := ingest.ParseClass(cs.Class); !ok {
+		if _, ok := traffic.ParseClass(cs.Class); !ok {
 			continue
 		}
 		for _, k := range cs.Keys[:min(len(cs.Keys), keep)] {
@@ -322,7 +322,7 @@ func (r *secondRing) Span() (time.Time, int64, int) {
 // second holds, and a key's second when it was not among the recorded
 // keys, is NaN.
 func (r *secondRing) Step(i int, key func(key string, class int, units float64)) report.StepUnits {
-	nan := [ingest.NumClasses]float64{math.NaN(), math.NaN()}
+	nan := [traffic.NumClasses]float64{math.NaN(), math.NaN()}
 	s := &r.secs[(r.next-r.n+i+len(r.secs))%len(r.secs)]
 	if s.at == 0 {
 		return report.StepUnits{Classes: nan, Absent: nan}

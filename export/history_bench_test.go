@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // historyLoad is how the tables of a History test or benchmark behave
@@ -33,8 +33,8 @@ var historyLoads = []historyLoad{
 func (l historyLoad) seconds(tables int, sec int64, v int, keyNames []string) []report.TableSecond {
 	out := make([]report.TableSecond, tables)
 	for t := range out {
-		ts := report.TableSecond{Table: fmt.Sprintf("table%04d", t), At: time.Unix(sec, 0), Classes: make([]report.ClassSecond, ingest.NumClasses)}
-		for c := range ingest.Class(ingest.NumClasses) {
+		ts := report.TableSecond{Table: fmt.Sprintf("table%04d", t), At: time.Unix(sec, 0), Classes: make([]report.ClassSecond, traffic.NumClasses)}
+		for c := range traffic.Class(traffic.NumClasses) {
 			cs := report.ClassSecond{Class: c.String(), Keys: make([]report.KeySecond, l.keys)}
 			for j := range cs.Keys {
 				k := j

@@ -13,8 +13,8 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // secondSnap is a snapshot whose last complete second is sec: orders'
@@ -26,9 +26,9 @@ func secondSnap(sec int64, units float64, tables ...string) []report.TableSecond
 	var snap sketch.Snapshot
 	for _, name := range tables {
 		ts := sketch.TableSnapshot{Table: name, LastSecond: time.Unix(sec, 0)}
-		ts.Classes[ingest.Write].LastSecondUnits = units
-		ts.Classes[ingest.Write].Top = []sketch.KeyStat{{Key: "USER#alice", LastSecondUnits: units / 2}, {Key: "USER#bob", LastSecondUnits: 1}}
-		ts.Classes[ingest.Read].LastSecondUnits = 3
+		ts.Classes[traffic.Write].LastSecondUnits = units
+		ts.Classes[traffic.Write].Top = []sketch.KeyStat{{Key: "USER#alice", LastSecondUnits: units / 2}, {Key: "USER#bob", LastSecondUnits: 1}}
+		ts.Classes[traffic.Read].LastSecondUnits = 3
 		snap.Tables = append(snap.Tables, ts)
 	}
 	return detect.LastSeconds(snap, 20)
@@ -59,7 +59,7 @@ func points(p report.Points) []float64 {
 // TestSeriesClasses: the series' classes are indexed as ingest's, which
 // History's seconds and analyze's steps count in.
 func TestSeriesClasses(t *testing.T) {
-	for c := range ingest.Class(ingest.NumClasses) {
+	for c := range traffic.Class(traffic.NumClasses) {
 		if report.Classes[c] != c.String() {
 			t.Errorf("report.Classes[%d] is %q, ingest's class %d is %q", c, report.Classes[c], c, c)
 		}
@@ -93,8 +93,8 @@ func TestHistorySeries(t *testing.T) {
 		got  report.Points
 		want []float64
 	}{
-		{"reads", ts.Classes[ingest.Read].UnitsPerSecond, []float64{3, 3, -1, 3, 3}},
-		{"writes", ts.Classes[ingest.Write].UnitsPerSecond, []float64{10, 20, -1, 30, 40}},
+		{"reads", ts.Classes[traffic.Read].UnitsPerSecond, []float64{3, 3, -1, 3, 3}},
+		{"writes", ts.Classes[traffic.Write].UnitsPerSecond, []float64{10, 20, -1, 30, 40}},
 		{"alice's writes", ts.Keys[0].UnitsPerSecond, []float64{5, 10, -1, 15, 20}},
 		{"carol's writes (never recorded)", ts.Keys[1].UnitsPerSecond, []float64{-1, -1, -1, -1, -1}},
 		{"bob's writes", ts.Keys[2].UnitsPerSecond, []float64{1, 1, -1, 1, 1}},
@@ -109,7 +109,7 @@ func TestHistorySeries(t *testing.T) {
 	// unknown and the older ones out.
 	h.Record(secondSnap(110, 50))
 	ts = h.Series(historyReport("orders"), 0).Tables[0]
-	if w := points(ts.Classes[ingest.Write].UnitsPerSecond); !ts.Start.Equal(time.Unix(106, 0)) || !slices.Equal(w, []float64{-1, -1, -1, -1, 50}) {
+	if w := points(ts.Classes[traffic.Write].UnitsPerSecond); !ts.Start.Equal(time.Unix(106, 0)) || !slices.Equal(w, []float64{-1, -1, -1, -1, 50}) {
 		t.Errorf("after a gap: start %s, writes %v", ts.Start, w)
 	}
 
@@ -122,10 +122,10 @@ func TestHistorySeries(t *testing.T) {
 	// A table the snapshot no longer has is forgotten.
 	h.Record(secondSnap(111, 5, "users"))
 	s := h.Series(historyReport("orders", "users"), 0)
-	if n := len(s.Tables[0].Classes[ingest.Write].UnitsPerSecond); n != 0 {
+	if n := len(s.Tables[0].Classes[traffic.Write].UnitsPerSecond); n != 0 {
 		t.Errorf("orders, gone from the snapshot, has %d points", n)
 	}
-	if n := len(s.Tables[1].Classes[ingest.Write].UnitsPerSecond); n != 1 {
+	if n := len(s.Tables[1].Classes[traffic.Write].UnitsPerSecond); n != 1 {
 		t.Errorf("users has %d points, want 1", n)
 	}
 }

@@ -8,29 +8,29 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // privacySnapshot is a window on which the detector finds every kind of
 // finding that names keys, all on keys that hold personal data.
 func privacySnapshot() sketch.Snapshot {
 	end := t0.Add(100 * time.Second)
-	tbl := func(name string, distinct uint64, c ingest.Class, units float64, top ...sketch.KeyStat) sketch.TableSnapshot {
+	tbl := func(name string, distinct uint64, c traffic.Class, units float64, top ...sketch.KeyStat) sketch.TableSnapshot {
 		ts := sketch.TableSnapshot{Table: name, Start: t0, End: end, Events: uint64(units), DistinctKeys: distinct}
 		ts.Classes[c] = sketch.ClassStats{Events: uint64(units), Units: units, Top: top}
 		return ts
 	}
-	users := tbl("users", 5000, ingest.Write, 10000,
+	users := tbl("users", 5000, traffic.Write, 10000,
 		sketch.KeyStat{Key: "USER#alice@example.com", Units: 6000, Events: 6000, SortKeys: 1},
 		sketch.KeyStat{Key: "USER#bob@example.com", Units: 300, Events: 300},
 		sketch.KeyStat{Key: "USER#carol@example.com", Units: 200, Events: 200})
 	users.Shards = []sketch.ShardStat{{Shard: "shardId-000001", Records: 8000}, {Shard: "shardId-000002", Records: 1000}, {Shard: "shardId-000003", Records: 1000}}
 	users.Throttled = []sketch.KeyCount{{Key: "USER#alice@example.com", Count: 40}}
-	logs := tbl("logs", 40, ingest.Write, 10000,
+	logs := tbl("logs", 40, traffic.Write, 10000,
 		sketch.KeyStat{Key: "2026-11-22#dave-laptop", Units: 9000, Events: 9000},
 		sketch.KeyStat{Key: "2026-11-21#erin-laptop", Units: 500, Events: 500})
-	tickets := tbl("tickets", 3, ingest.Read, 10000,
+	tickets := tbl("tickets", 3, traffic.Read, 10000,
 		sketch.KeyStat{Key: "OPEN", Units: 5000, Events: 5000},
 		sketch.KeyStat{Key: "CLOSED", Units: 4500, Events: 4500},
 		sketch.KeyStat{Key: "PENDING", Units: 500, Events: 500})

@@ -4,13 +4,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // ProgressSource is what the ProgressCollector reads: the sources'
-// progress in event time (ingest.Progress).
+// progress in event time (traffic.Progress).
 type ProgressSource interface {
-	States() []ingest.SourceState
+	States() []traffic.SourceState
 }
 
 // LateCounter counts, by source, the events that arrived older than their
@@ -72,7 +72,7 @@ func (c *ProgressCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // SourcesReport returns the sources' progress as /api/v1/hotkeys shows it.
-func SourcesReport(states []ingest.SourceState) []report.SourceProgress {
+func SourcesReport(states []traffic.SourceState) []report.SourceProgress {
 	if len(states) == 0 {
 		return nil
 	}

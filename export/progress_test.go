@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 type lateEvents map[string]uint64
@@ -22,9 +22,9 @@ func (l lateEvents) LateEvents() map[string]uint64 {
 
 func TestProgressCollector(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	p := ingest.NewProgress(func() time.Time { return t0 })
+	p := traffic.NewProgress(func() time.Time { return t0 })
 	p.Declare("http", 0)
-	p.Declare("cloudtrail", ingest.CloudTrailDelay)
+	p.Declare("cloudtrail", traffic.CloudTrailDelay)
 	p.Lane("kinesis").Advance(t0.Add(-90 * time.Second))
 	c := NewProgressCollector(p, lateEvents{"kinesis": 7, "jsonl": 2})
 	want := `

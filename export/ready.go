@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Readiness decides what /-/ready answers: ready while the pipeline is
@@ -20,7 +20,7 @@ type Readiness struct {
 
 type namedReadier struct {
 	name string
-	r    ingest.Readier
+	r    traffic.Readier
 }
 
 // NewReadiness returns a Readiness that is not ready until SetRunning(true).
@@ -28,13 +28,13 @@ func NewReadiness() *Readiness {
 	return &Readiness{reason: "pipeline not started"}
 }
 
-// Watch adds the sources that implement ingest.Readier; the others are
+// Watch adds the sources that implement traffic.Readier; the others are
 // ready whenever the pipeline runs.
-func (r *Readiness) Watch(sources ...ingest.Source) {
+func (r *Readiness) Watch(sources ...traffic.Source) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range sources {
-		if rd, ok := s.(ingest.Readier); ok {
+		if rd, ok := s.(traffic.Readier); ok {
 			r.sources = append(r.sources, namedReadier{name: s.Name(), r: rd})
 		}
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // TestRaisers: two replicas read the two shards of a table, the hot key in
@@ -32,13 +32,13 @@ func TestRaisers(t *testing.T) {
 	b, _ := sketch.NewStore(cfg, now)
 	for sec := range 20 {
 		clock = t0.Add(time.Duration(sec) * time.Second)
-		var ea, eb []ingest.Event
+		var ea, eb []traffic.Event
 		for i := range 50 {
-			ea = append(ea, ingest.Event{Table: "orders", PK: fmt.Sprintf("A%d", i), Class: ingest.Write, Units: 1, Shard: "shardId-0001"})
-			eb = append(eb, ingest.Event{Table: "orders", PK: fmt.Sprintf("B%d", i), Class: ingest.Write, Units: 1, Shard: "shardId-0002"})
+			ea = append(ea, traffic.Event{Table: "orders", PK: fmt.Sprintf("A%d", i), Class: traffic.Write, Units: 1, Shard: "shardId-0001"})
+			eb = append(eb, traffic.Event{Table: "orders", PK: fmt.Sprintf("B%d", i), Class: traffic.Write, Units: 1, Shard: "shardId-0002"})
 		}
 		for range 30 {
-			eb = append(eb, ingest.Event{Table: "orders", PK: "HOT", Class: ingest.Write, Units: 1, Shard: "shardId-0002"})
+			eb = append(eb, traffic.Event{Table: "orders", PK: "HOT", Class: traffic.Write, Units: 1, Shard: "shardId-0002"})
 		}
 		if err := a.Put(context.Background(), ea); err != nil {
 			t.Fatal(err)

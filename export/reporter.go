@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // ReporterConfig bounds the Reporter's logging.
@@ -21,17 +21,17 @@ type ReporterConfig struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Masker masks the input the readers quote in their errors (the
-	// Reporter is their ingest.Masker); nil shows it as it is.
+	// Reporter is their traffic.Masker); nil shows it as it is.
 	Masker *KeyMasker
 }
 
-// Reporter is the ingest.Reporter of the daemon: it counts every rejected
+// Reporter is the traffic.Reporter of the daemon: it counts every rejected
 // input (hotkeyd_input_rejected_total{source,reason}) and every source error
 // (hotkeyd_source_errors_total{source,reason}) and logs them at a bounded
 // rate: the first Burst per source, reason and kind in each Interval, then,
 // with the next one after the Interval, one line saying how many were
 // suppressed. It is safe for concurrent use. It is the readers'
-// ingest.Masker too (ingest.MaskerOf), so that what they quote of their
+// traffic.Masker too (traffic.MaskerOf), so that what they quote of their
 // input in the errors it logs is masked as keys are.
 type Reporter struct {
 	log      *zap.Logger
@@ -49,8 +49,8 @@ type Reporter struct {
 }
 
 var (
-	_ ingest.Reporter = (*Reporter)(nil)
-	_ ingest.Masker   = (*Reporter)(nil)
+	_ traffic.Reporter = (*Reporter)(nil)
+	_ traffic.Masker   = (*Reporter)(nil)
 )
 
 type limitKey struct {
@@ -102,10 +102,10 @@ func NewReporter(log *zap.Logger, reg prometheus.Registerer, cfg ReporterConfig)
 
 // rejectReasons are the ingest package's reasons, pre-initialised per source.
 var rejectReasons = []string{
-	ingest.ReasonBadJSON, ingest.ReasonTooLong, ingest.ReasonBadUTF8,
-	ingest.ReasonMissingTable, ingest.ReasonBadTable, ingest.ReasonMissingPK, ingest.ReasonBadType,
-	ingest.ReasonBadUnits, ingest.ReasonBadTime, ingest.ReasonBadOp,
-	ingest.ReasonBadRecord, ingest.ReasonBadFile,
+	traffic.ReasonBadJSON, traffic.ReasonTooLong, traffic.ReasonBadUTF8,
+	traffic.ReasonMissingTable, traffic.ReasonBadTable, traffic.ReasonMissingPK, traffic.ReasonBadType,
+	traffic.ReasonBadUnits, traffic.ReasonBadTime, traffic.ReasonBadOp,
+	traffic.ReasonBadRecord, traffic.ReasonBadFile,
 }
 
 // InitSource creates the source's hotkeyd_input_rejected_total series for
@@ -117,7 +117,7 @@ func (r *Reporter) InitSource(source string) {
 	}
 }
 
-// Mask implements ingest.Masker with the configured KeyMasker.
+// Mask implements traffic.Masker with the configured KeyMasker.
 func (r *Reporter) Mask(s string) string { return r.masker.Mask(s) }
 
 // Rejected returns the number of rejected inputs so far, for the report's

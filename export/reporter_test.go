@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // fakeClock is a clock tests move by hand.
@@ -44,10 +44,10 @@ func TestReporterCountsAllLogsBounded(t *testing.T) {
 	}
 	bad := errors.New("unexpected end of JSON input")
 	for range 1000 {
-		r.Reject("jsonl", ingest.ReasonBadJSON, bad)
+		r.Reject("jsonl", traffic.ReasonBadJSON, bad)
 	}
 	for range 10 {
-		r.Reject("jsonl", ingest.ReasonMissingPK, bad)
+		r.Reject("jsonl", traffic.ReasonMissingPK, bad)
 	}
 	r.Error("dynamodb-streams", "throttled", errors.New("GetRecords: ProvisionedThroughputExceeded"))
 
@@ -83,7 +83,7 @@ func TestReporterCountsAllLogsBounded(t *testing.T) {
 
 	// The next rejection after the interval logs the summary, then itself.
 	clock.Add(time.Minute)
-	r.Reject("jsonl", ingest.ReasonBadJSON, bad)
+	r.Reject("jsonl", traffic.ReasonBadJSON, bad)
 	if n := countMsg("log lines suppressed", map[string]any{"reason": "bad_json", "suppressed": int64(997)}); n != 1 {
 		t.Errorf("want one summary of 997 suppressed bad_json lines; logs: %v", logs.FilterMessage("log lines suppressed").All())
 	}
@@ -124,7 +124,7 @@ func TestReporterInitSource(t *testing.T) {
 	if n := testutil.CollectAndCount(r.rejected); n != len(rejectReasons) {
 		t.Errorf("%d series after InitSource, want %d", n, len(rejectReasons))
 	}
-	if v := testutil.ToFloat64(r.rejected.WithLabelValues("jsonl", ingest.ReasonBadUnits)); v != 0 {
+	if v := testutil.ToFloat64(r.rejected.WithLabelValues("jsonl", traffic.ReasonBadUnits)); v != 0 {
 		t.Errorf("pre-initialised series = %v, want 0", v)
 	}
 }

@@ -28,7 +28,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // testServer is a Server serving on a real socket on 127.0.0.1.
@@ -113,14 +113,14 @@ func (ts *testServer) do(t *testing.T, method, path, body string, header http.He
 // readySource is a source whose readiness the test sets.
 type readySource struct{ err error }
 
-func (readySource) Name() string                           { return "streams" }
-func (readySource) Run(context.Context, ingest.Sink) error { return nil }
-func (s *readySource) Ready() error                        { return s.err }
+func (readySource) Name() string                            { return "streams" }
+func (readySource) Run(context.Context, traffic.Sink) error { return nil }
+func (s *readySource) Ready() error                         { return s.err }
 
 func TestServerHealthAndReadiness(t *testing.T) {
 	ready := NewReadiness()
 	src := &readySource{err: errors.New("endpoint unreachable")}
-	ready.Watch(src, ingest.Source(nil))
+	ready.Watch(src, traffic.Source(nil))
 	ts := startServer(t, ServerConfig{Readiness: ready}, "")
 
 	check := func(path string, wantCode int, wantBody string) {

@@ -9,10 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
-// CountingSink is an ingest.Sink that counts the traffic of every batch the
+// CountingSink is an traffic.Sink that counts the traffic of every batch the
 // next Sink accepted (hotkeyd_events_total, hotkeyd_units_total,
 // hotkeyd_throttled_events_total, hotkeyd_source_last_batch_timestamp_seconds)
 // and passes the batch on.
@@ -30,7 +30,7 @@ import (
 // hotkeyd_untracked_events_total instead, and said in the log at most once
 // a minute.
 type CountingSink struct {
-	next ingest.Sink
+	next traffic.Sink
 	now  func() time.Time
 	log  *zap.Logger
 
@@ -79,7 +79,7 @@ const dropLogInterval = time.Minute
 
 type sinkKey struct {
 	table, index, source string
-	class                ingest.Class
+	class                traffic.Class
 }
 
 type sinkChildren struct {
@@ -98,7 +98,7 @@ type sinkGroup struct {
 // registers its metrics with reg. now stamps the last-batch gauge and
 // spaces the log lines; nil means time.Now. log takes the lines about
 // tables not tracked; nil logs nothing.
-func NewCountingSink(next ingest.Sink, reg prometheus.Registerer, now func() time.Time, log *zap.Logger) (*CountingSink, error) {
+func NewCountingSink(next traffic.Sink, reg prometheus.Registerer, now func() time.Time, log *zap.Logger) (*CountingSink, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -164,7 +164,7 @@ func (s *CountingSink) InitSource(source string) {
 
 // Put passes batch to the next Sink and, once it was accepted, counts it.
 // A batch the next Sink refused (the pipeline is stopping) is not counted.
-func (s *CountingSink) Put(ctx context.Context, batch []ingest.Event) error {
+func (s *CountingSink) Put(ctx context.Context, batch []traffic.Event) error {
 	// Sum before Put: the batch belongs to the next Sink afterwards.
 	var buf [8]sinkGroup
 	groups := buf[:0]
@@ -202,7 +202,7 @@ func (s *CountingSink) Put(ctx context.Context, batch []ingest.Event) error {
 		c := s.childrenFor(g.key)
 		if c == nil {
 			s.dropped(g)
-			if o := ingest.OutcomeOf(ctx); o != nil {
+			if o := traffic.OutcomeOf(ctx); o != nil {
 				o.Untracked.Add(int64(g.events + g.throttled))
 			}
 			continue
@@ -222,7 +222,7 @@ func (s *CountingSink) Put(ctx context.Context, batch []ingest.Event) error {
 	return nil
 }
 
-func (k *sinkKey) matches(e *ingest.Event) bool {
+func (k *sinkKey) matches(e *traffic.Event) bool {
 	return k.class == e.Class && sameString(k.table, e.Table) && sameString(k.index, e.Index) && sameString(k.source, e.Source)
 }
 

@@ -7,18 +7,18 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // benchBatch is a batch of 512 events over 3 tables and both classes, the
 // shape a reader hands over.
-func benchBatch() []ingest.Event {
-	batch := make([]ingest.Event, 512)
+func benchBatch() []traffic.Event {
+	batch := make([]traffic.Event, 512)
 	for i := range batch {
-		batch[i] = ingest.Event{
+		batch[i] = traffic.Event{
 			Table:  []string{"orders", "sessions", "events"}[i%3],
 			PK:     fmt.Sprintf("USER#%d", i),
-			Class:  ingest.Class(i % 2),
+			Class:  traffic.Class(i % 2),
 			Units:  1,
 			Source: "jsonl",
 		}
@@ -32,7 +32,7 @@ func benchBatch() []ingest.Event {
 // batch (6 groups, every event in another group than the one before) is
 // the worst case; counting-one-group is a typical reader batch.
 func BenchmarkCountingSink(b *testing.B) {
-	nop := ingest.SinkFunc(func(context.Context, []ingest.Event) error { return nil })
+	nop := traffic.SinkFunc(func(context.Context, []traffic.Event) error { return nil })
 	batch := benchBatch()
 	ctx := context.Background()
 	report := func(b *testing.B) {
@@ -60,7 +60,7 @@ func BenchmarkCountingSink(b *testing.B) {
 		// The common shape: a reader's batch of one table and class.
 		one := benchBatch()
 		for i := range one {
-			one[i].Table, one[i].Class = "orders", ingest.Write
+			one[i].Table, one[i].Class = "orders", traffic.Write
 		}
 		s, err := NewCountingSink(nop, prometheus.NewRegistry(), nil, nil)
 		if err != nil {

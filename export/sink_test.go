@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // recordingSink keeps what it was given, or refuses with err.
@@ -25,7 +25,7 @@ type recordingSink struct {
 	err    error
 }
 
-func (s *recordingSink) Put(_ context.Context, batch []ingest.Event) error {
+func (s *recordingSink) Put(_ context.Context, batch []traffic.Event) error {
 	if s.err != nil {
 		return s.err
 	}
@@ -43,21 +43,21 @@ func TestCountingSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := []ingest.Event{
-		{Table: "orders", PK: "USER#1", Class: ingest.Write, Units: 2, Source: "jsonl"},
-		{Table: "orders", PK: "USER#2", Class: ingest.Write, Units: 1, Source: "jsonl"},
-		{Table: "orders", PK: "USER#1", Class: ingest.Read, Units: 0.5, Source: "jsonl"},
-		{Table: "orders", Index: "status-index", PK: "OPEN", Class: ingest.Read, Units: 0.5, Source: "jsonl"},
-		{Table: "orders", PK: "USER#1", Class: ingest.Write, Units: 1, Source: "jsonl"},
-		{Table: "orders", PK: "USER#1", Class: ingest.Write, Units: 1, Source: "cloudtrail"},
-		{Table: "orders", PK: "USER#1", Class: ingest.Write, Units: 1, Source: "cloudtrail", Throttled: true},
-		{Table: "orders", PK: "USER#1", Class: ingest.Write, Units: 1, Source: "cloudtrail", Throttled: true},
+	batch := []traffic.Event{
+		{Table: "orders", PK: "USER#1", Class: traffic.Write, Units: 2, Source: "jsonl"},
+		{Table: "orders", PK: "USER#2", Class: traffic.Write, Units: 1, Source: "jsonl"},
+		{Table: "orders", PK: "USER#1", Class: traffic.Read, Units: 0.5, Source: "jsonl"},
+		{Table: "orders", Index: "status-index", PK: "OPEN", Class: traffic.Read, Units: 0.5, Source: "jsonl"},
+		{Table: "orders", PK: "USER#1", Class: traffic.Write, Units: 1, Source: "jsonl"},
+		{Table: "orders", PK: "USER#1", Class: traffic.Write, Units: 1, Source: "cloudtrail"},
+		{Table: "orders", PK: "USER#1", Class: traffic.Write, Units: 1, Source: "cloudtrail", Throttled: true},
+		{Table: "orders", PK: "USER#1", Class: traffic.Write, Units: 1, Source: "cloudtrail", Throttled: true},
 	}
 	if err := s.Put(context.Background(), batch); err != nil {
 		t.Fatal(err)
 	}
 	// A second batch adds to the same series.
-	if err := s.Put(context.Background(), []ingest.Event{{Table: "orders", PK: "USER#3", Class: ingest.Write, Units: 4, Source: "jsonl"}}); err != nil {
+	if err := s.Put(context.Background(), []traffic.Event{{Table: "orders", PK: "USER#3", Class: traffic.Write, Units: 4, Source: "jsonl"}}); err != nil {
 		t.Fatal(err)
 	}
 	// A refused batch is not counted.
@@ -108,9 +108,9 @@ func TestCountingSinkConcurrent(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			for range 100 {
-				batch := make([]ingest.Event, 10)
+				batch := make([]traffic.Event, 10)
 				for i := range batch {
-					batch[i] = ingest.Event{Table: "t", Class: ingest.Class(i % 2), Units: 1, Source: []string{"a", "b"}[w%2]}
+					batch[i] = traffic.Event{Table: "t", Class: traffic.Class(i % 2), Units: 1, Source: []string{"a", "b"}[w%2]}
 				}
 				_ = s.Put(context.Background(), batch)
 			}
@@ -145,9 +145,9 @@ func TestCountingSinkFollowsTrackedTables(t *testing.T) {
 	s.InitSource("http")
 	put := func(table string, n int) {
 		t.Helper()
-		var batch []ingest.Event
+		var batch []traffic.Event
 		for range n {
-			batch = append(batch, ingest.Event{Table: table, PK: "K", Class: ingest.Write, Units: 1, Source: "http"})
+			batch = append(batch, traffic.Event{Table: table, PK: "K", Class: traffic.Write, Units: 1, Source: "http"})
 		}
 		if err := s.Put(context.Background(), batch); err != nil {
 			t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // goldenReport is the detector's report over the golden workload, as
@@ -27,7 +27,7 @@ func goldenReport(t *testing.T) report.Report {
 	}
 	evs := goldenEvents()
 	for i := range 20 {
-		evs = append(evs, ingest.Event{Table: "sessions", PK: "S 99\t", Class: ingest.Read, Units: 1, Source: "demo", Time: t0.Add(time.Duration(i) * time.Second)})
+		evs = append(evs, traffic.Event{Table: "sessions", PK: "S 99\t", Class: traffic.Read, Units: 1, Source: "demo", Time: t0.Add(time.Duration(i) * time.Second)})
 	}
 	if err := store.Put(context.Background(), evs); err != nil {
 		t.Fatal(err)

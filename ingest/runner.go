@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/traffic"
 	"go.uber.org/zap"
 )
 
@@ -18,8 +19,8 @@ import (
 // shuts the pipeline down.
 type Runner struct {
 	log     *zap.Logger
-	sources []Source
-	sink    Sink
+	sources []traffic.Source
+	sink    traffic.Sink
 
 	ctx      context.Context // the sources'
 	cancel   context.CancelFunc
@@ -33,7 +34,7 @@ type Runner struct {
 
 // NewRunner returns a Runner of sources feeding sink. log names the
 // sources in their lines (key "source").
-func NewRunner(sources []Source, sink Sink, log *zap.Logger) *Runner {
+func NewRunner(sources []traffic.Source, sink traffic.Sink, log *zap.Logger) *Runner {
 	r := &Runner{log: log, sources: sources, sink: sink, abandon: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.sinkCtx, r.stopSink = context.WithCancel(context.Background())
@@ -62,7 +63,7 @@ func (r *Runner) Run(i int) error {
 	}
 }
 
-func (r *Runner) run(src Source) error {
+func (r *Runner) run(src traffic.Source) error {
 	log := r.log.With(zap.String("source", src.Name()))
 	err := src.Run(r.ctx, detached{ctx: r.sinkCtx, next: r.sink})
 	if err != nil && r.ctx.Err() == nil {
@@ -115,10 +116,10 @@ func (r *Runner) Stop(timeout time.Duration) {
 // out), and only then does Put give up.
 type detached struct {
 	ctx  context.Context
-	next Sink
+	next traffic.Sink
 }
 
 // Put implements Sink.
-func (s detached) Put(_ context.Context, batch []Event) error {
+func (s detached) Put(_ context.Context, batch []traffic.Event) error {
 	return s.next.Put(s.ctx, batch)
 }

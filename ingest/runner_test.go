@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/traffic"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -16,11 +17,11 @@ import (
 // testSource hands one batch when it starts; run says what it does after.
 type testSource struct {
 	name string
-	run  func(ctx context.Context, sink Sink) error
+	run  func(ctx context.Context, sink traffic.Sink) error
 }
 
-func (s testSource) Name() string                             { return s.name }
-func (s testSource) Run(ctx context.Context, sink Sink) error { return s.run(ctx, sink) }
+func (s testSource) Name() string                                     { return s.name }
+func (s testSource) Run(ctx context.Context, sink traffic.Sink) error { return s.run(ctx, sink) }
 
 // countSink counts the events put, and refuses once its context is done.
 type countSink struct {
@@ -28,7 +29,7 @@ type countSink struct {
 	n  int
 }
 
-func (s *countSink) Put(ctx context.Context, batch []Event) error {
+func (s *countSink) Put(ctx context.Context, batch []traffic.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -44,18 +45,18 @@ func TestRunnerDrainsThenLeavesAStuckSourceBehind(t *testing.T) {
 	sink := &countSink{}
 	unstick := make(chan struct{})
 	started := make(chan struct{}, 2)
-	late := testSource{"late", func(ctx context.Context, sink Sink) error {
+	late := testSource{"late", func(ctx context.Context, sink traffic.Sink) error {
 		started <- struct{}{}
 		<-ctx.Done()
 		// What a reader holds when told to stop still lands.
-		return sink.Put(ctx, make([]Event, 5))
+		return sink.Put(ctx, make([]traffic.Event, 5))
 	}}
-	stuck := testSource{"stuck", func(ctx context.Context, sink Sink) error {
+	stuck := testSource{"stuck", func(ctx context.Context, sink traffic.Sink) error {
 		started <- struct{}{}
 		<-unstick // a read no context interrupts
 		return nil
 	}}
-	r := NewRunner([]Source{late, stuck}, sink, zap.New(core))
+	r := NewRunner([]traffic.Source{late, stuck}, sink, zap.New(core))
 	errs := make(chan error, 2)
 	for i := range 2 {
 		go func() { errs <- r.Run(i) }()
@@ -87,7 +88,7 @@ func TestRunnerDrainsThenLeavesAStuckSourceBehind(t *testing.T) {
 func TestRunnerReturnsASourceError(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	boom := errors.New("boom")
-	r := NewRunner([]Source{testSource{"bad", func(context.Context, Sink) error { return boom }}}, &countSink{}, zap.NewNop())
+	r := NewRunner([]traffic.Source{testSource{"bad", func(context.Context, traffic.Sink) error { return boom }}}, &countSink{}, zap.NewNop())
 	if err := r.Run(0); !errors.Is(err, boom) || err.Error() != "source bad: boom" {
 		t.Errorf("Run = %v, want source bad: boom", err)
 	}
@@ -97,7 +98,7 @@ func TestRunnerReturnsASourceError(t *testing.T) {
 func TestRunnerKeepsASourceWhoseInputEnded(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	core, logs := observer.New(zapcore.InfoLevel)
-	r := NewRunner([]Source{testSource{"stdin", func(context.Context, Sink) error { return nil }}}, &countSink{}, zap.New(core))
+	r := NewRunner([]traffic.Source{testSource{"stdin", func(context.Context, traffic.Sink) error { return nil }}}, &countSink{}, zap.New(core))
 	done := make(chan error, 1)
 	go func() { done <- r.Run(0) }()
 	select {

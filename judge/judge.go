@@ -6,8 +6,9 @@
 // Evaluator, whichever it is.
 //
 // It sits between the daemon's wiring and the detector: it imports
-// detect, sketch and the lease table's summary board (ingest/lease), and
-// nothing imports it but cmd/hotkeyd.
+// detect and sketch, and declares the Board it exchanges summaries on,
+// which the wiring builds over the lease table; nothing imports it but
+// the daemon's wiring.
 package judge
 
 import (

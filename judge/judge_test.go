@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // TestAlone: a process alone judges its own window, with the Tracker's
@@ -21,13 +21,13 @@ func TestAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var batch []ingest.Event
+	var batch []traffic.Event
 	for i := range 1000 {
 		pk := "USER#42"
 		if i%2 == 1 {
 			pk = "USER#" + string(rune('a'+i%26)) + string(rune('a'+i/26%26))
 		}
-		batch = append(batch, ingest.Event{Table: "orders", PK: pk, Class: ingest.Write, Units: 1, Time: now})
+		batch = append(batch, traffic.Event{Table: "orders", PK: pk, Class: traffic.Write, Units: 1, Time: now})
 	}
 	if err := store.Put(context.Background(), batch); err != nil {
 		t.Fatal(err)

@@ -8,8 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/detect"
-	"github.com/hotkeyd/hotkeyd/ingest"
-	"github.com/hotkeyd/hotkeyd/ingest/lease"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -18,25 +16,48 @@ import (
 // among on the replica that reads it.
 const SummaryKeys = 64
 
-// leased is a source that splits its shards with other replicas through a
-// lease table (dynamodb-streams and kinesis with lease_table).
-type leased interface {
-	Coordinator() *lease.Coordinator
+// Board is where replicas exchange their window summaries: the lease
+// table's board (ingest/lease's Board, adapted by the daemon's wiring).
+// It publishes what the publish function given to its maker returns.
+type Board interface {
+	// Run publishes this replica's summary and reads the others' until
+	// ctx is done.
+	Run(ctx context.Context) error
+	// Every is how often a round publishes and reads.
+	Every() time.Duration
+	// Peers returns the other replicas' live summaries.
+	Peers() []sketch.Replica
+}
+
+// Publish returns this replica's summary as the board publishes it, nil
+// when there is none yet.
+type Publish func() ([]byte, error)
+
+// ReplicasConfig is what Replicas judges with.
+type ReplicasConfig struct {
+	// Worker is this replica's worker id in the lease table.
+	Worker string
+	// Store is this replica's window; Tracker its hysteresis.
+	Store   *sketch.Store
+	Tracker *detect.Tracker
+	// Tracked is the top keys per table and class the store keeps.
+	Tracked int
+	// MaxBytes bounds a published summary (what a board's item holds).
+	MaxBytes int
+	// Log is the daemon's logger.
+	Log *zap.Logger
 }
 
 // Replicas is the Evaluator of a daemon sharing its shards with other
-// replicas: it publishes its window's summary in the lease table, reads
-// the others', judges on their sum and announces only the diagnoses it
+// replicas: it publishes its window's summary on a Board, reads the
+// others', judges on their sum and announces only the diagnoses it
 // raises (detect.Raisers). Run exchanges the summaries; Evaluate is
 // called by the tick.
 type Replicas struct {
+	cfg     ReplicasConfig
 	log     *zap.Logger
-	worker  string
-	store   *sketch.Store
-	tracker *detect.Tracker
-	board   *lease.Board[*sketch.Summary]
+	board   Board
 	raisers *detect.Raisers
-	tracked int
 	latest  atomic.Pointer[sketch.Summary]
 	shrunk  atomic.Int64 // what the last summary cut to fit (see payload), 0 if nothing
 
@@ -48,36 +69,24 @@ type Replicas struct {
 	combiner sketch.Combiner
 }
 
-// NewReplicas returns the Replicas of the first source with a lease
-// table, judging on store's window with tracker, or nil when no source
-// has one. tracked is the top keys per table and class the store keeps.
-func NewReplicas(sources []ingest.Source, store *sketch.Store, tracker *detect.Tracker, tracked int, log *zap.Logger) (*Replicas, error) {
-	for _, src := range sources {
-		l, ok := src.(leased)
-		if !ok || l.Coordinator() == nil {
-			continue
-		}
-		c := l.Coordinator()
-		r := &Replicas{
-			log: log.Named("replicas"), worker: c.WorkerID(), store: store, tracker: tracker,
-			raisers: detect.NewRaisers(c.WorkerID()), tracked: tracked,
-		}
-		b, err := lease.NewBoard(c, lease.BoardConfig[*sketch.Summary]{Publish: r.payload, Decode: sketch.DecodeSummary})
-		if err != nil {
-			return nil, err
-		}
-		r.board = b
-		return r, nil
+// NewReplicas returns the Replicas of cfg, exchanging summaries on the
+// board newBoard makes around the replica's publish function.
+func NewReplicas(cfg ReplicasConfig, newBoard func(Publish) (Board, error)) (*Replicas, error) {
+	r := &Replicas{cfg: cfg, log: cfg.Log.Named("replicas"), raisers: detect.NewRaisers(cfg.Worker)}
+	b, err := newBoard(r.payload)
+	if err != nil {
+		return nil, err
 	}
-	return nil, nil
+	r.board = b
+	return r, nil
 }
 
 // Worker returns this replica's worker id in the lease table.
-func (r *Replicas) Worker() string { return r.worker }
+func (r *Replicas) Worker() string { return r.cfg.Worker }
 
 // Run publishes and reads summaries until ctx is done.
 func (r *Replicas) Run(ctx context.Context) error {
-	r.log.Info("sharing window summaries with the other replicas", zap.String("worker", r.worker))
+	r.log.Info("sharing window summaries with the other replicas", zap.String("worker", r.cfg.Worker))
 	return r.board.Run(ctx)
 }
 
@@ -87,7 +96,7 @@ func (r *Replicas) payload() ([]byte, error) {
 	if s == nil {
 		return nil, nil
 	}
-	b, keys, regs, err := sketch.EncodeSummary(s, SummaryKeys, lease.MaxSummaryBytes)
+	b, keys, regs, err := sketch.EncodeSummary(s, SummaryKeys, r.cfg.MaxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +118,7 @@ func (r *Replicas) payload() ([]byte, error) {
 // what, and the changes this replica announces.
 func (r *Replicas) Evaluate() Judgement {
 	due := time.Since(r.regsAt) >= r.board.Every()/2
-	sum := r.store.Summary(due)
+	sum := r.cfg.Store.Summary(due)
 	if due {
 		r.regsAt = time.Now()
 		r.regs = make(map[[2]string][]byte, len(sum.Tables))
@@ -123,11 +132,7 @@ func (r *Replicas) Evaluate() Judgement {
 		}
 	}
 	r.latest.Store(sum)
-	var peers []sketch.Replica
-	for _, p := range r.board.Peers() {
-		peers = append(peers, sketch.Replica{Worker: p.Worker, Summary: p.Value})
-	}
-	c := r.combiner.Combine(sketch.Replica{Worker: r.worker, Summary: sum}, peers, r.tracked)
-	rep, changes := r.tracker.Evaluate(c.Snapshot)
+	c := r.combiner.Combine(sketch.Replica{Worker: r.cfg.Worker, Summary: sum}, r.board.Peers(), r.cfg.Tracked)
+	rep, changes := r.cfg.Tracker.Evaluate(c.Snapshot)
 	return Judgement{Snapshot: c.Snapshot, Report: rep, Changes: r.raisers.Assign(&rep, changes, c)}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // feed puts n Zipf-distributed events into one table of s and returns the
@@ -22,7 +22,7 @@ func feed(t testing.TB, s *Store, keys, n int, skew float64, seed uint64) (exact
 	}
 	exact := make(exactCounts, keys)
 	var total float64
-	batch := make([]ingest.Event, 0, 512)
+	batch := make([]traffic.Event, 0, 512)
 	for i := range n {
 		k := names[z.next()]
 		u := 1.0
@@ -31,7 +31,7 @@ func feed(t testing.TB, s *Store, keys, n int, skew float64, seed uint64) (exact
 		}
 		exact[k] += u
 		total += u
-		batch = append(batch, ingest.Event{Table: "t", PK: k, Class: ingest.Write, Units: u, Time: t0})
+		batch = append(batch, traffic.Event{Table: "t", PK: k, Class: traffic.Write, Units: u, Time: t0})
 		if len(batch) == cap(batch) || i == n-1 {
 			if err := s.Put(context.Background(), batch); err != nil {
 				t.Fatal(err)
@@ -72,7 +72,7 @@ func TestAccuracy(t *testing.T) {
 				cfg := Config{Width: tc.width, Candidates: tc.candidates} // analyze mode
 				s := newTestStore(t, cfg, nil)
 				exact, total := feed(t, s, tc.keys, tc.n, tc.skew, seed)
-				w := findTable(t, s.Snapshot(), "t", "").Classes[ingest.Write]
+				w := findTable(t, s.Snapshot(), "t", "").Classes[traffic.Write]
 				if w.Units != total || w.Events != uint64(tc.n) {
 					t.Fatalf("totals %v/%d, want %v/%d", w.Units, w.Events, total, tc.n)
 				}
@@ -109,7 +109,7 @@ func TestAccuracyWindow(t *testing.T) {
 	perSlot := make([]exactCounts, 0)
 	for step := range 30 {
 		exact := exactCounts{}
-		batch := make([]ingest.Event, 0, 5000)
+		batch := make([]traffic.Event, 0, 5000)
 		for range 5000 {
 			r := z.next()
 			if step >= 15 {
@@ -117,7 +117,7 @@ func TestAccuracyWindow(t *testing.T) {
 			}
 			k := keyName(r)
 			exact[k]++
-			batch = append(batch, ingest.Event{Table: "t", PK: k, Class: ingest.Read, Units: 1})
+			batch = append(batch, traffic.Event{Table: "t", PK: k, Class: traffic.Read, Units: 1})
 		}
 		if err := s.Put(context.Background(), batch); err != nil {
 			t.Fatal(err)
@@ -132,7 +132,7 @@ func TestAccuracyWindow(t *testing.T) {
 			window[k] += v
 		}
 	}
-	r := findTable(t, s.Snapshot(), "t", "").Classes[ingest.Read]
+	r := findTable(t, s.Snapshot(), "t", "").Classes[traffic.Read]
 	if r.Events != 11*5000 {
 		t.Fatalf("events = %d, want %d", r.Events, 11*5000)
 	}
@@ -175,14 +175,14 @@ func TestUpperBoundEveryKey(t *testing.T) {
 					g = 1
 				}
 				exact[g][k] += 2 // 0.5 units
-				put(t, s, ingest.Event{Table: "t", PK: k, Class: ingest.Read, Units: 0.5})
+				put(t, s, traffic.Event{Table: "t", PK: k, Class: traffic.Read, Units: 0.5})
 				if window > 0 && i%3000 == 2999 {
 					now = now.Add(8 * time.Second) // 48 s in all: nothing leaves the window
 				}
 			}
 			v, _ := s.tables.Load(tableID{"t", ""})
 			tb := v.(*table)
-			checkUpperBounds(t, &tb.classes[ingest.Read], window == 0, exact)
+			checkUpperBounds(t, &tb.classes[traffic.Read], window == 0, exact)
 		})
 	}
 }

@@ -1,6 +1,8 @@
 package sketch
 
-import "github.com/hotkeyd/hotkeyd/ingest"
+import (
+	"github.com/hotkeyd/hotkeyd/traffic"
+)
 
 // Per-second class units over whole files (analyze mode, Config.Window ==
 // 0). A live window sees its seconds in about the order they happen; whole
@@ -24,7 +26,7 @@ const (
 )
 
 // secBlock is both classes' units in secBlockLen consecutive seconds.
-type secBlock [ingest.NumClasses][secBlockLen]float64
+type secBlock [traffic.NumClasses][secBlockLen]float64
 
 // exactSeconds is a table's per-second units by class, over whole files.
 type exactSeconds struct {
@@ -40,7 +42,7 @@ func newExactSeconds() *exactSeconds {
 }
 
 // add adds units of class c in second sec.
-func (x *exactSeconds) add(c ingest.Class, sec int64, units float64) {
+func (x *exactSeconds) add(c traffic.Class, sec int64, units float64) {
 	n := sec >> secBlockBits
 	if x.last == nil || n != x.lastN {
 		x.block(n)
@@ -61,7 +63,7 @@ func (x *exactSeconds) block(n int64) {
 }
 
 // at returns class c's units in second sec.
-func (x *exactSeconds) at(c ingest.Class, sec int64) float64 {
+func (x *exactSeconds) at(c traffic.Class, sec int64) float64 {
 	b := x.blocks[sec>>secBlockBits]
 	if b == nil {
 		return 0
@@ -83,10 +85,10 @@ func (x *exactSeconds) fill(ts *TableSnapshot, sw *secWindow) {
 		}
 		var recent float64
 		for s := sw.recentFrom; s < sw.ref; s++ {
-			recent += x.at(ingest.Class(c), s)
+			recent += x.at(traffic.Class(c), s)
 		}
 		st.PeakSecondUnits, st.RecentUnits = peak, recent
-		st.LastSecondUnits = x.at(ingest.Class(c), sw.ref-1)
+		st.LastSecondUnits = x.at(traffic.Class(c), sw.ref-1)
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // TestExactSecondsAnyOrder: over whole files a class's busiest second,
@@ -17,22 +17,22 @@ func TestExactSecondsAnyOrder(t *testing.T) {
 	for _, start := range []time.Time{t0, t0.Add(100 * time.Second)} {
 		// Four hosts, each writing its share of every second; second 37 of
 		// each 60 bursts to 40 units a host.
-		var hosts [4][]ingest.Event
+		var hosts [4][]traffic.Event
 		for sec := range 600 {
 			for h := range hosts {
 				u := 1.0 + float64(h)*0.5
 				if sec%60 == 37 {
 					u = 40
 				}
-				e := ev("orders", fmt.Sprintf("K%d", sec%7), ingest.Write, u)
+				e := ev("orders", fmt.Sprintf("K%d", sec%7), traffic.Write, u)
 				e.Time = start.Add(time.Duration(sec)*time.Second + 300*time.Millisecond)
 				hosts[h] = append(hosts[h], e)
-				r := ev("orders", "R", ingest.Read, 0.5)
+				r := ev("orders", "R", traffic.Read, 0.5)
 				r.Time = e.Time
 				hosts[h] = append(hosts[h], r)
 			}
 		}
-		var ordered []ingest.Event
+		var ordered []traffic.Event
 		for sec := range 600 {
 			for h := range hosts {
 				ordered = append(ordered, hosts[h][2*sec:2*sec+2]...)
@@ -40,7 +40,7 @@ func TestExactSecondsAnyOrder(t *testing.T) {
 		}
 		stats := func(s *Store) (ClassStats, ClassStats) {
 			ts := findTable(t, s.Snapshot(), "orders", "")
-			return ts.Classes[ingest.Read], ts.Classes[ingest.Write]
+			return ts.Classes[traffic.Read], ts.Classes[traffic.Write]
 		}
 		one := newTestStore(t, Config{Window: 0}, nil)
 		putAll(t, one, ordered)
@@ -51,7 +51,7 @@ func TestExactSecondsAnyOrder(t *testing.T) {
 		if w.LastSecondUnits != 1+1.5+2+2.5 || w.RecentUnits != 3*7 || r.RecentUnits != 6 {
 			t.Fatalf("in order: last %v recent %v and %v, want 7, 21 and 6", w.LastSecondUnits, w.RecentUnits, r.RecentUnits)
 		}
-		shuffled := append([]ingest.Event(nil), ordered...)
+		shuffled := append([]traffic.Event(nil), ordered...)
 		rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 		sh := newTestStore(t, Config{Window: 0}, nil)
 		putAll(t, sh, shuffled)

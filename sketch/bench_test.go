@@ -22,7 +22,7 @@ import (
 	boom "github.com/tylertreat/BoomFilters"
 	"github.com/ulikunitz/xz"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // The heavy-hitter benchmarks feed whole workloads (one iteration = the whole
@@ -309,7 +309,7 @@ func peerBudget() int {
 
 type hotkeydImpl struct {
 	store *Store
-	batch []ingest.Event
+	batch []traffic.Event
 	keyIx map[string]uint32
 }
 
@@ -321,7 +321,7 @@ func (h *hotkeydImpl) prepare(w *workload, from, to int) {
 	h.batch = h.batch[:to-from]
 	for j := range h.batch {
 		e := &h.batch[j]
-		*e = ingest.Event{Table: w.tables[w.tbl[from+j]], PK: w.keys[w.pk[from+j]], Class: ingest.Write, Units: 1}
+		*e = traffic.Event{Table: w.tables[w.tbl[from+j]], PK: w.keys[w.pk[from+j]], Class: traffic.Write, Units: 1}
 		if w.sk != nil {
 			e.SK = w.skNames[w.sk[from+j]]
 		}
@@ -344,7 +344,7 @@ func (h *hotkeydImpl) top(w *workload, table, n int) []ranked {
 		if ts.Table != w.tables[table] {
 			continue
 		}
-		for _, k := range ts.Classes[ingest.Write].Top {
+		for _, k := range ts.Classes[traffic.Write].Top {
 			out = append(out, ranked{key: h.keyIx[k.Key], count: k.Units})
 		}
 	}
@@ -515,7 +515,7 @@ func BenchmarkHeavyHitters(b *testing.B) {
 	}{
 		// The reader's batch buffer is made before the heap is measured:
 		// it is the reader's, not the Store's.
-		{"hotkeyd", func() hhImpl { return &hotkeydImpl{batch: make([]ingest.Event, benchBatch)} }},
+		{"hotkeyd", func() hhImpl { return &hotkeydImpl{batch: make([]traffic.Event, benchBatch)} }},
 		{"exact", func() hhImpl { return &exactImpl{} }},
 		{"boom-topk", func() hhImpl { return &boomImpl{} }},
 		{"heavykeeper", func() hhImpl { return &heavyKeeperImpl{} }},

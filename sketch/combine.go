@@ -9,7 +9,7 @@ import (
 
 	"github.com/axiomhq/hyperloglog"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Replica is one replica's Summary, named by its worker id.
@@ -35,7 +35,7 @@ func (c *Combined) Has(worker string) bool { return c.workers[worker] }
 // raises its table-wide causes.
 type holders struct {
 	table  string
-	keys   [ingest.NumClasses]map[string]held
+	keys   [traffic.NumClasses]map[string]held
 	shards map[string]held
 }
 
@@ -66,8 +66,8 @@ func (c *Combined) TableReplica(table, index string) string {
 // KeyReplica returns the replica that counted the most units of a key of
 // the class in its top keys: the one whose shards carry it. Empty when none
 // did.
-func (c *Combined) KeyReplica(table, index string, class ingest.Class, key string) string {
-	if h := c.holders[tableID{table, index}]; h != nil && class < ingest.NumClasses {
+func (c *Combined) KeyReplica(table, index string, class traffic.Class, key string) string {
+	if h := c.holders[tableID{table, index}]; h != nil && class < traffic.NumClasses {
 		return h.keys[class][key].worker
 	}
 	return ""
@@ -345,11 +345,11 @@ type merging struct {
 	ts       TableSnapshot
 	start    time.Time // the earliest window start of the replicas'
 	end      time.Time // the latest window end
-	series   [ingest.NumClasses][]series
+	series   [traffic.NumClasses][]series
 	have     bool // self has the table
 	from     int  // replicas with the table
-	slots    [ingest.NumClasses]map[int64]*[2]float64
-	keys     [ingest.NumClasses]map[string]*KeyStat
+	slots    [traffic.NumClasses]map[int64]*[2]float64
+	keys     [traffic.NumClasses]map[string]*KeyStat
 	shards   map[string]uint64
 	throttle map[string]uint64
 	distinct []distinctInput

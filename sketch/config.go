@@ -407,5 +407,5 @@ func (c Config) classRing() int {
 	return min(max(ringLen(secs), c.keyRing()), maxClassRing)
 }
 
-// ingest2 is ingest.NumClasses, spelled out for the size arithmetic.
+// ingest2 is traffic.NumClasses, spelled out for the size arithmetic.
 const ingest2 = 2

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // fixedMarks is a Watermarks of fixed times, by source.
@@ -21,9 +21,9 @@ func (m fixedMarks) Watermark(source string) (time.Time, bool) {
 // backlog returns seconds×perSecond writes to table, one second after
 // another from start, with key HOT at share of them and the rest spread
 // over 1000 keys, each of 1 WCU.
-func backlog(table string, start time.Time, seconds, perSecond int, share float64, source string) []ingest.Event {
+func backlog(table string, start time.Time, seconds, perSecond int, share float64, source string) []traffic.Event {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var out []ingest.Event
+	var out []traffic.Event
 	for s := range seconds {
 		at := start.Add(time.Duration(s) * time.Second)
 		for i := range perSecond {
@@ -31,7 +31,7 @@ func backlog(table string, start time.Time, seconds, perSecond int, share float6
 			if float64(i) < share*float64(perSecond) {
 				key = "HOT"
 			}
-			out = append(out, ingest.Event{Table: table, PK: key, Class: ingest.Write, Units: 1,
+			out = append(out, traffic.Event{Table: table, PK: key, Class: traffic.Write, Units: 1,
 				Time: at.Add(time.Duration(i) * time.Second / time.Duration(perSecond)), Source: source})
 		}
 	}
@@ -51,7 +51,7 @@ func TestEventTimeBacklog(t *testing.T) {
 		put(t, s, events[i:min(i+1000, len(events))]...)
 	}
 	ts := findTable(t, s.Snapshot(), "orders", "")
-	w := ts.Classes[ingest.Write]
+	w := ts.Classes[traffic.Write]
 	if w.PeakSecondUnits != 200 {
 		t.Errorf("table's busiest second %v WCU, want 200", w.PeakSecondUnits)
 	}
@@ -72,13 +72,13 @@ func TestEventTimeLate(t *testing.T) {
 	now := t0.Add(time.Hour)
 	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
 	s.SetWatermarks(fixedMarks{"a": now, "b": now})
-	put(t, s, ingest.Event{Table: "t", PK: "NEW", Class: ingest.Read, Units: 2, Time: now.Add(-time.Second), Source: "a"})
+	put(t, s, traffic.Event{Table: "t", PK: "NEW", Class: traffic.Read, Units: 2, Time: now.Add(-time.Second), Source: "a"})
 	put(t, s,
-		ingest.Event{Table: "t", PK: "OLD", Class: ingest.Read, Units: 5, Time: now.Add(-10 * time.Minute), Source: "b"},
-		ingest.Event{Table: "t", PK: "OLD", Class: ingest.Read, Units: 5, Time: now.Add(-2 * time.Minute), Source: "b"},
-		ingest.Event{Table: "t", PK: "NEW", Class: ingest.Read, Units: 3, Time: now.Add(-30 * time.Second), Source: "a"},
+		traffic.Event{Table: "t", PK: "OLD", Class: traffic.Read, Units: 5, Time: now.Add(-10 * time.Minute), Source: "b"},
+		traffic.Event{Table: "t", PK: "OLD", Class: traffic.Read, Units: 5, Time: now.Add(-2 * time.Minute), Source: "b"},
+		traffic.Event{Table: "t", PK: "NEW", Class: traffic.Read, Units: 3, Time: now.Add(-30 * time.Second), Source: "a"},
 	)
-	r := findTable(t, s.Snapshot(), "t", "").Classes[ingest.Read]
+	r := findTable(t, s.Snapshot(), "t", "").Classes[traffic.Read]
 	if r.Units != 5 || r.Events != 2 || len(r.Top) != 1 || r.Top[0].Key != "NEW" {
 		t.Fatalf("read class %+v, want NEW's 5 units only", r)
 	}
@@ -96,14 +96,14 @@ func TestEventTimeShards(t *testing.T) {
 	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
 	s.SetWatermarks(fixedMarks{"kinesis": now})
 	start := now.Add(-50 * time.Second)
-	mk := func(key string, sec int, units float64) ingest.Event {
-		return ingest.Event{Table: "t", PK: key, Class: ingest.Write, Units: units,
+	mk := func(key string, sec int, units float64) traffic.Event {
+		return traffic.Event{Table: "t", PK: key, Class: traffic.Write, Units: units,
 			Time: start.Add(time.Duration(sec) * time.Second), Source: "kinesis"}
 	}
 	// Shard A runs 30 s ahead of shard B; both write 10 WCU a second,
 	// with a burst of 100 in second 20 on each.
 	for step := range 45 {
-		var batch []ingest.Event
+		var batch []traffic.Event
 		if step < 45 {
 			u := 10.0
 			if step == 20 {
@@ -127,7 +127,7 @@ func TestEventTimeShards(t *testing.T) {
 		}
 		put(t, s, mk("B", b, u))
 	}
-	w := findTable(t, s.Snapshot(), "t", "").Classes[ingest.Write]
+	w := findTable(t, s.Snapshot(), "t", "").Classes[traffic.Write]
 	if w.PeakSecondUnits != 200 {
 		t.Errorf("busiest second %v, want 200: both shards' bursts fell in second 20", w.PeakSecondUnits)
 	}
@@ -148,21 +148,21 @@ func TestEventTimeWatermark(t *testing.T) {
 	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
 	s.SetWatermarks(wm)
 	put(t, s,
-		ingest.Event{Table: "t", PK: "F", Class: ingest.Read, Units: 7, Time: now.Add(-2 * time.Second), Source: "fast"},
-		ingest.Event{Table: "t", PK: "S", Class: ingest.Read, Units: 3, Time: now.Add(-22 * time.Second), Source: "slow"},
+		traffic.Event{Table: "t", PK: "F", Class: traffic.Read, Units: 7, Time: now.Add(-2 * time.Second), Source: "fast"},
+		traffic.Event{Table: "t", PK: "S", Class: traffic.Read, Units: 3, Time: now.Add(-22 * time.Second), Source: "slow"},
 	)
 	ts := findTable(t, s.Snapshot(), "t", "")
 	if want := time.Unix(wm["slow"].Unix()-1, 0); !ts.LastSecond.Equal(want) {
 		t.Errorf("last second %v, want %v: the slow source has not passed later seconds", ts.LastSecond, want)
 	}
-	if ts.Classes[ingest.Read].LastSecondUnits != 0 || ts.Classes[ingest.Read].Units != 10 {
-		t.Errorf("read class %+v", ts.Classes[ingest.Read])
+	if ts.Classes[traffic.Read].LastSecondUnits != 0 || ts.Classes[traffic.Read].Units != 10 {
+		t.Errorf("read class %+v", ts.Classes[traffic.Read])
 	}
 	// Both sources move on without traffic: the window slides past it.
 	now = now.Add(2 * time.Minute)
 	wm["fast"], wm["slow"] = now, now
 	ts = findTable(t, s.Snapshot(), "t", "")
-	if ts.Events != 0 || ts.Classes[ingest.Read].Top != nil {
+	if ts.Events != 0 || ts.Classes[traffic.Read].Top != nil {
 		t.Fatalf("after two idle minutes: %+v, want an empty window", ts)
 	}
 }
@@ -179,7 +179,7 @@ func TestEventTimeMerged(t *testing.T) {
 	// Four hosts, host h 2h seconds behind host 0; each logs 25 WCU a
 	// second of TENANT, 275 in second 10 (a burst of 1100 in all).
 	for step := range 40 {
-		var batch []ingest.Event
+		var batch []traffic.Event
 		for h := range 4 {
 			sec := step - 2*h
 			if sec < 0 || sec >= 30 {
@@ -189,12 +189,12 @@ func TestEventTimeMerged(t *testing.T) {
 			if sec == 10 {
 				u = 275
 			}
-			batch = append(batch, ingest.Event{Table: "t", PK: "TENANT", Class: ingest.Write, Units: u,
+			batch = append(batch, traffic.Event{Table: "t", PK: "TENANT", Class: traffic.Write, Units: u,
 				Time: start.Add(time.Duration(sec) * time.Second), Source: "jsonl"})
 		}
 		put(t, s, batch...)
 	}
-	w := findTable(t, s.Snapshot(), "t", "").Classes[ingest.Write]
+	w := findTable(t, s.Snapshot(), "t", "").Classes[traffic.Write]
 	if w.PeakSecondUnits != 1100 || len(w.Top) != 1 || w.Top[0].PeakUnitsPerSecond != 1100 {
 		t.Fatalf("busiest second: class %v, key %+v; want 1100 for both", w.PeakSecondUnits, w.Top)
 	}
@@ -219,10 +219,10 @@ func TestEventTimeReplicas(t *testing.T) {
 	// WCU in the second 30 s ago, which B reads 20 s late (its watermark
 	// is 20 s behind A's).
 	for sec := 50; sec > 0; sec-- {
-		put(t, a, ingest.Event{Table: "t", PK: "A", Class: ingest.Write, Units: 10, Time: now.Add(-time.Duration(sec) * time.Second), Source: "s"})
+		put(t, a, traffic.Event{Table: "t", PK: "A", Class: traffic.Write, Units: 10, Time: now.Add(-time.Duration(sec) * time.Second), Source: "s"})
 	}
-	put(t, a, ingest.Event{Table: "t", PK: "A", Class: ingest.Write, Units: 50, Time: now.Add(-30 * time.Second), Source: "s"})
-	put(t, b, ingest.Event{Table: "t", PK: "B", Class: ingest.Write, Units: 100, Time: now.Add(-30 * time.Second), Source: "s"})
+	put(t, a, traffic.Event{Table: "t", PK: "A", Class: traffic.Write, Units: 50, Time: now.Add(-30 * time.Second), Source: "s"})
+	put(t, b, traffic.Event{Table: "t", PK: "B", Class: traffic.Write, Units: 100, Time: now.Add(-30 * time.Second), Source: "s"})
 	sa, sb := a.Summary(true), b.Summary(true)
 	for _, s := range []*Summary{sa, sb} {
 		enc, _, _, err := EncodeSummary(s, 10, 64<<10)
@@ -240,7 +240,7 @@ func TestEventTimeReplicas(t *testing.T) {
 	if d := ts.End.Sub(ts.Start); d < 50*time.Second {
 		t.Errorf("combined window %v..%v (%v): the replica that just started shortened it", ts.Start, ts.End, d)
 	}
-	if w := ts.Classes[ingest.Write]; w.PeakSecondUnits != 160 {
+	if w := ts.Classes[traffic.Write]; w.PeakSecondUnits != 160 {
 		t.Errorf("combined busiest second %v, want 160 (A's 60 and B's 100 in the same second)", w.PeakSecondUnits)
 	}
 }
@@ -251,9 +251,9 @@ func TestEventTimeReplicas(t *testing.T) {
 func TestEventTimeFarAhead(t *testing.T) {
 	now := t0.Add(time.Hour)
 	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
-	put(t, s, ingest.Event{Table: "t", PK: "K", Class: ingest.Read, Units: 4, Time: now.Add(-time.Second), Source: "a"})
-	put(t, s, ingest.Event{Table: "t", PK: "J", Class: ingest.Read, Units: 4, Time: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), Source: "a"})
-	r := findTable(t, s.Snapshot(), "t", "").Classes[ingest.Read]
+	put(t, s, traffic.Event{Table: "t", PK: "K", Class: traffic.Read, Units: 4, Time: now.Add(-time.Second), Source: "a"})
+	put(t, s, traffic.Event{Table: "t", PK: "J", Class: traffic.Read, Units: 4, Time: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), Source: "a"})
+	r := findTable(t, s.Snapshot(), "t", "").Classes[traffic.Read]
 	if r.Units != 4 || len(r.Top) != 1 || r.Top[0].Key != "K" {
 		t.Fatalf("read class %+v, want K's 4 units", r)
 	}
@@ -270,20 +270,20 @@ func TestEventTimeShuffledBatch(t *testing.T) {
 	now := t0.Add(time.Hour)
 	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
 	start := now.Add(-50 * time.Second)
-	var batch []ingest.Event
+	var batch []traffic.Event
 	for sec := range 45 {
 		u := 20.0
 		if sec%30 < 5 {
 			u = 1100
 		}
 		for range 10 {
-			batch = append(batch, ingest.Event{Table: "t", PK: "TENANT", Class: ingest.Write, Units: u / 10,
+			batch = append(batch, traffic.Event{Table: "t", PK: "TENANT", Class: traffic.Write, Units: u / 10,
 				Time: start.Add(time.Duration(sec) * time.Second), Source: "http"})
 		}
 	}
 	rand.New(rand.NewPCG(3, 4)).Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
 	put(t, s, batch...)
-	w := findTable(t, s.Snapshot(), "t", "").Classes[ingest.Write]
+	w := findTable(t, s.Snapshot(), "t", "").Classes[traffic.Write]
 	if len(w.Top) != 1 || math.Abs(w.Top[0].PeakUnitsPerSecond-1100) > 1e-6 || math.Abs(w.PeakSecondUnits-1100) > 1e-6 {
 		t.Fatalf("busiest second: key %+v, class %v; want 1100", w.Top, w.PeakSecondUnits)
 	}

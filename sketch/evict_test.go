@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // tableNames returns the tables of a snapshot, sorted.
@@ -32,13 +32,13 @@ func TestJunkDoesNotCrowdOutActiveTables(t *testing.T) {
 	s := newTestStore(t, Config{MaxTables: 10, Window: time.Minute}, func() time.Time { return now })
 	var evicted []string
 	s.OnEvict(func(table, index string) { evicted = append(evicted, table) })
-	busy := make([]ingest.Event, 50)
+	busy := make([]traffic.Event, 50)
 	for i := range busy {
-		busy[i] = ev("orders", fmt.Sprintf("USER#%d", i%5), ingest.Write, 1)
+		busy[i] = ev("orders", fmt.Sprintf("USER#%d", i%5), traffic.Write, 1)
 	}
 	put(t, s, busy...)
 	for i := range 5000 {
-		put(t, s, ev(fmt.Sprintf("junk-%05d", i), "K", ingest.Read, 1))
+		put(t, s, ev(fmt.Sprintf("junk-%05d", i), "K", traffic.Read, 1))
 	}
 	if !s.Tracked("orders", "") {
 		t.Fatal("orders was evicted by names that come once")
@@ -54,11 +54,11 @@ func TestJunkDoesNotCrowdOutActiveTables(t *testing.T) {
 	}
 	// A real table's first event competes with a junk table's one and
 	// stays out; its second gets it in, in place of the oldest junk.
-	put(t, s, ev("sessions", "S#1", ingest.Read, 1))
+	put(t, s, ev("sessions", "S#1", traffic.Read, 1))
 	if s.Tracked("sessions", "") {
 		t.Fatal("a table with one event took the place of one with as many")
 	}
-	put(t, s, ev("sessions", "S#2", ingest.Read, 1))
+	put(t, s, ev("sessions", "S#2", traffic.Read, 1))
 	if !s.Tracked("sessions", "") {
 		t.Fatal("a table with two events in the window is not tracked in place of one with one")
 	}
@@ -77,15 +77,15 @@ func TestJunkDoesNotCrowdOutActiveTables(t *testing.T) {
 func TestIdleTablesLeaveFirst(t *testing.T) {
 	now := t0
 	s := newTestStore(t, Config{MaxTables: 3, Window: time.Minute}, func() time.Time { return now })
-	put(t, s, ev("a-table", "K", ingest.Read, 1), ev("a-table", "K", ingest.Read, 1))
-	put(t, s, ev("b-table", "K", ingest.Read, 1))
-	put(t, s, ev("c-table", "K", ingest.Read, 1))
+	put(t, s, ev("a-table", "K", traffic.Read, 1), ev("a-table", "K", traffic.Read, 1))
+	put(t, s, ev("b-table", "K", traffic.Read, 1))
+	put(t, s, ev("c-table", "K", traffic.Read, 1))
 	now = now.Add(2 * time.Minute) // a, b and c are idle
 	for range 5 {
-		put(t, s, ev("c-table", "K", ingest.Read, 1))
+		put(t, s, ev("c-table", "K", traffic.Read, 1))
 	}
-	put(t, s, ev("d-table", "K", ingest.Read, 1))
-	put(t, s, ev("e-table", "K", ingest.Read, 1))
+	put(t, s, ev("d-table", "K", traffic.Read, 1))
+	put(t, s, ev("e-table", "K", traffic.Read, 1))
 	if got := tableNames(s.Snapshot()); fmt.Sprint(got) != "[c-table d-table e-table]" {
 		t.Fatalf("tables %v, want c (busy), d and e in place of the idle a and b", got)
 	}
@@ -94,7 +94,7 @@ func TestIdleTablesLeaveFirst(t *testing.T) {
 	}
 	// A table that was never idle and a busier one: f, with as many
 	// events as d and e, stays out.
-	put(t, s, ev("f-table", "K", ingest.Read, 1))
+	put(t, s, ev("f-table", "K", traffic.Read, 1))
 	if s.Tracked("f-table", "") {
 		t.Error("f took the place of a table as busy as itself")
 	}
@@ -104,15 +104,15 @@ func TestIdleTablesLeaveFirst(t *testing.T) {
 // the busiest tables of the input are the ones counted.
 func TestTableBoundInWholeFiles(t *testing.T) {
 	s := newTestStore(t, Config{MaxTables: 4}, nil)
-	var batch []ingest.Event
+	var batch []traffic.Event
 	for i := range 200 {
-		batch = append(batch, ev(fmt.Sprintf("junk-%03d", i), "K", ingest.Read, 1))
+		batch = append(batch, ev(fmt.Sprintf("junk-%03d", i), "K", traffic.Read, 1))
 	}
 	put(t, s, batch...)
 	for _, name := range []string{"orders", "sessions"} {
-		var run []ingest.Event
+		var run []traffic.Event
 		for i := range 100 {
-			run = append(run, ev(name, fmt.Sprint(i), ingest.Write, 1))
+			run = append(run, ev(name, fmt.Sprint(i), traffic.Write, 1))
 		}
 		put(t, s, run...)
 	}
@@ -136,13 +136,13 @@ func TestEvictionRaces(t *testing.T) {
 	s := newTestStore(t, Config{MaxTables: 16, Window: time.Minute}, clock)
 	var tracked sync.Map
 	s.OnEvict(func(table, index string) { tracked.Delete(table) })
-	put(t, s, ev("orders", "K", ingest.Write, 1))
+	put(t, s, ev("orders", "K", traffic.Write, 1))
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
 			for i := range 2000 {
 				name := fmt.Sprintf("junk-%d-%d", w, i%300)
-				_ = s.Put(context.Background(), []ingest.Event{ev(name, "K", ingest.Read, 1), ev("orders", "K", ingest.Write, 1)})
+				_ = s.Put(context.Background(), []traffic.Event{ev(name, "K", traffic.Read, 1), ev("orders", "K", traffic.Write, 1)})
 				if s.Tracked(name, "") {
 					tracked.Store(name, true)
 				}
@@ -181,15 +181,15 @@ func TestUnitsNoCallConsumes(t *testing.T) {
 	for _, window := range []time.Duration{0, time.Minute} {
 		s := newTestStore(t, Config{Window: window}, nil)
 		put(t, s,
-			ev("orders", "USER#1", ingest.Write, 1.7e308), ev("orders", "USER#1", ingest.Write, 1.7e308),
-			ev("orders", "USER#2", ingest.Write, math.NaN()), ev("orders", "USER#2", ingest.Write, math.Inf(1)),
-			ev("orders", "USER#3", ingest.Write, -1), ev("orders", "USER#3", ingest.Read, ingest.MaxBatchWriteUnits+1),
-			ev("orders", "USER#4", ingest.Write, ingest.MaxBatchWriteUnits), ev("orders", "USER#4", ingest.Read, 0.5))
+			ev("orders", "USER#1", traffic.Write, 1.7e308), ev("orders", "USER#1", traffic.Write, 1.7e308),
+			ev("orders", "USER#2", traffic.Write, math.NaN()), ev("orders", "USER#2", traffic.Write, math.Inf(1)),
+			ev("orders", "USER#3", traffic.Write, -1), ev("orders", "USER#3", traffic.Read, traffic.MaxBatchWriteUnits+1),
+			ev("orders", "USER#4", traffic.Write, traffic.MaxBatchWriteUnits), ev("orders", "USER#4", traffic.Read, 0.5))
 		ts := findTable(t, s.Snapshot(), "orders", "")
-		w, r := ts.Classes[ingest.Write], ts.Classes[ingest.Read]
-		if w.Units != ingest.MaxBatchWriteUnits || r.Units != 0.5 || ts.Events != 2 || s.Dropped() != 6 {
+		w, r := ts.Classes[traffic.Write], ts.Classes[traffic.Read]
+		if w.Units != traffic.MaxBatchWriteUnits || r.Units != 0.5 || ts.Events != 2 || s.Dropped() != 6 {
 			t.Errorf("window %v: write units %v, read units %v, events %d, dropped %d; want %v, 0.5, 2, 6",
-				window, w.Units, r.Units, ts.Events, s.Dropped(), float64(ingest.MaxBatchWriteUnits))
+				window, w.Units, r.Units, ts.Events, s.Dropped(), float64(traffic.MaxBatchWriteUnits))
 		}
 		for _, k := range append(w.Top, r.Top...) {
 			if math.IsInf(k.Units, 0) || math.IsNaN(k.Units) || k.Key == "USER#1" || k.Key == "USER#2" {
@@ -207,11 +207,11 @@ func TestNewcomerKeepsItsPlace(t *testing.T) {
 	now := t0
 	s := newTestStore(t, Config{MaxTables: 3, Window: time.Minute}, func() time.Time { return now })
 	for _, name := range []string{"a-table", "b-table", "c-table"} {
-		put(t, s, ev(name, "K", ingest.Read, 1))
+		put(t, s, ev(name, "K", traffic.Read, 1))
 	}
 	for _, name := range []string{"d-table", "e-table", "f-table", "g-table"} {
-		put(t, s, ev(name, "K", ingest.Read, 1))
-		put(t, s, ev(name, "K", ingest.Read, 1))
+		put(t, s, ev(name, "K", traffic.Read, 1))
+		put(t, s, ev(name, "K", traffic.Read, 1))
 	}
 	if got := tableNames(s.Snapshot()); fmt.Sprint(got) != "[d-table e-table f-table]" {
 		t.Errorf("tables %v, want d, e and f, each in with two events, g refused with as many", got)
@@ -221,8 +221,8 @@ func TestNewcomerKeepsItsPlace(t *testing.T) {
 	}
 	// A window later the credit is spent: g's two events beat an idle table.
 	now = now.Add(2 * time.Minute)
-	put(t, s, ev("g-table", "K", ingest.Read, 1))
-	put(t, s, ev("g-table", "K", ingest.Read, 1))
+	put(t, s, ev("g-table", "K", traffic.Read, 1))
+	put(t, s, ev("g-table", "K", traffic.Read, 1))
 	if !s.Tracked("g-table", "") {
 		t.Error("g is not tracked in place of an idle table a window later")
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // TestFootprint checks the memory bound: the computed footprint of the
@@ -32,13 +32,13 @@ func TestFootprint(t *testing.T) {
 	s := newTestStore(t, cfg, func() time.Time { return now })
 	slot := cfg.Window / time.Duration(cfg.SubWindows)
 	key := func(i int) string { return fmt.Sprintf("%s%08d", strings.Repeat("k", 56), i) }
-	put(t, s, ev("warm", "k", ingest.Read, 1))
+	put(t, s, ev("warm", "k", traffic.Read, 1))
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	// 17 000 distinct keys per slot turn each slot's HyperLogLog dense.
 	const perSlot = 17_000
-	batch := make([]ingest.Event, 0, 1000)
+	batch := make([]traffic.Event, 0, 1000)
 	flush := func() {
 		put(t, s, batch...)
 		batch = batch[:0]
@@ -46,7 +46,7 @@ func TestFootprint(t *testing.T) {
 	const tables = 3 // the heap per table, averaged: less noise
 	for sl := range cfg.SubWindows {
 		for i := range perSlot * tables {
-			e := ev(fmt.Sprint("full", i%tables), key(sl*perSlot+i/tables), ingest.Class(i/tables%2), 1)
+			e := ev(fmt.Sprint("full", i%tables), key(sl*perSlot+i/tables), traffic.Class(i/tables%2), 1)
 			e.SK = key(i / tables % 7)
 			if i/tables < cfg.MaxShards {
 				e.Shard = fmt.Sprintf("shardId-00000001700000000000-%08d", i)
@@ -72,8 +72,8 @@ func TestFootprint(t *testing.T) {
 	snap := s.Snapshot()
 	ts := findTable(t, snap, "full0", "")
 	t.Logf("filled table: %d bytes of heap, %d shards, %d throttled keys, %d distinct", used, len(ts.Shards), len(ts.Throttled), ts.DistinctKeys)
-	if len(ts.Shards) != cfg.MaxShards || len(ts.Classes[ingest.Read].Top) != cfg.Tracked {
-		t.Fatalf("table not filled: %d shards, %d keys", len(ts.Shards), len(ts.Classes[ingest.Read].Top))
+	if len(ts.Shards) != cfg.MaxShards || len(ts.Classes[traffic.Read].Top) != cfg.Tracked {
+		t.Fatalf("table not filled: %d shards, %d keys", len(ts.Shards), len(ts.Classes[traffic.Read].Top))
 	}
 	if used > int64(fp) {
 		t.Fatalf("a full table holds %d bytes, over its computed footprint %d", used, fp)
@@ -137,7 +137,7 @@ func TestFootprintShrinks(t *testing.T) {
 	s := newTestStore(t, cfg, func() time.Time { return now })
 	slot := cfg.Window / time.Duration(cfg.SubWindows)
 	const tables = 3
-	put(t, s, ev("warm", "k", ingest.Read, 1))
+	put(t, s, ev("warm", "k", traffic.Read, 1))
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -158,8 +158,8 @@ func TestFootprintShrinks(t *testing.T) {
 		t.Fatalf("after the window moved on: %d bytes per table, want at most %d", small, want)
 	}
 	ts := findTable(t, s.Snapshot(), "t0", "")
-	if ts.DistinctKeys != 10 || len(ts.Classes[ingest.Read].Top) != 10 {
-		t.Fatalf("distinct %d, top %d: want the 10 keys, exactly", ts.DistinctKeys, len(ts.Classes[ingest.Read].Top))
+	if ts.DistinctKeys != 10 || len(ts.Classes[traffic.Read].Top) != 10 {
+		t.Fatalf("distinct %d, top %d: want the 10 keys, exactly", ts.DistinctKeys, len(ts.Classes[traffic.Read].Top))
 	}
 }
 
@@ -167,11 +167,11 @@ func TestFootprintShrinks(t *testing.T) {
 // into each of the tables t0, t1, ...
 func putKeys(t *testing.T, s *Store, tables, keys int) {
 	t.Helper()
-	batch := make([]ingest.Event, 0, 1024)
+	batch := make([]traffic.Event, 0, 1024)
 	for tb := range tables {
 		for i := range keys {
-			for c := range ingest.NumClasses {
-				batch = append(batch, ev(fmt.Sprint("t", tb), footprintKey(i), ingest.Class(c), 1))
+			for c := range traffic.NumClasses {
+				batch = append(batch, ev(fmt.Sprint("t", tb), footprintKey(i), traffic.Class(c), 1))
 				if len(batch) == cap(batch) {
 					put(t, s, batch...)
 					batch = batch[:0]
@@ -200,7 +200,7 @@ func fillTables(t *testing.T, cfg Config, n, keys int) (int64, *Store) {
 	now := t0
 	s := newTestStore(t, cfg, func() time.Time { return now })
 	slot := cfg.Window / time.Duration(cfg.SubWindows)
-	put(t, s, ev("warm", "k", ingest.Read, 1))
+	put(t, s, ev("warm", "k", traffic.Read, 1))
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -212,8 +212,8 @@ func fillTables(t *testing.T, cfg Config, n, keys int) (int64, *Store) {
 	}
 	used := heapSince(&before) / int64(n)
 	ts := findTable(t, s.Snapshot(), "t0", "")
-	if want := min(keys, cfg.Tracked); len(ts.Classes[ingest.Write].Top) != want {
-		t.Fatalf("table not filled: %d keys reported, want %d", len(ts.Classes[ingest.Write].Top), want)
+	if want := min(keys, cfg.Tracked); len(ts.Classes[traffic.Write].Top) != want {
+		t.Fatalf("table not filled: %d keys reported, want %d", len(ts.Classes[traffic.Write].Top), want)
 	}
 	return used, s
 }
@@ -262,7 +262,7 @@ func TestFootprintSmallTable(t *testing.T) {
 	cfg := DefaultConfig()
 	now := t0
 	s := newTestStore(t, cfg, func() time.Time { return now })
-	put(t, s, ev("warm", "k", ingest.Read, 1))
+	put(t, s, ev("warm", "k", traffic.Read, 1))
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -275,8 +275,8 @@ func TestFootprintSmallTable(t *testing.T) {
 		t.Fatalf("a table of %d keys holds %d bytes, want at most %d", keys, used, bound)
 	}
 	ts := findTable(t, s.Snapshot(), "t0", "")
-	if ts.DistinctKeys != keys || len(ts.Classes[ingest.Write].Top) != cfg.Tracked {
-		t.Fatalf("distinct %d, top %d: want %d keys, %d reported", ts.DistinctKeys, len(ts.Classes[ingest.Write].Top), keys, cfg.Tracked)
+	if ts.DistinctKeys != keys || len(ts.Classes[traffic.Write].Top) != cfg.Tracked {
+		t.Fatalf("distinct %d, top %d: want %d keys, %d reported", ts.DistinctKeys, len(ts.Classes[traffic.Write].Top), keys, cfg.Tracked)
 	}
 	runtime.KeepAlive(s)
 }

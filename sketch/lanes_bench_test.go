@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // BenchmarkLanesHandoff measures the idea behind feeding one table from
@@ -39,7 +39,7 @@ func BenchmarkLanesHandoff(b *testing.B) {
 			// A batch's events stay where they are (the stream); a lane gets
 			// the indexes of its events and their hashes.
 			type work struct {
-				events []ingest.Event
+				events []traffic.Event
 				idx    []int32
 				hs     []uint64
 			}

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // longKey is key i of 2 KiB, the longest string partition key DynamoDB
@@ -22,19 +22,19 @@ func longKey(i int) string { return strings.Repeat("é", 1021) + fmt.Sprintf("%0
 func TestLongKeysHeldShort(t *testing.T) {
 	now := t0
 	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
-	var batch []ingest.Event
+	var batch []traffic.Event
 	for i := range 50 {
 		for range i + 1 {
-			batch = append(batch, ev("long", longKey(i), ingest.Read, 1))
+			batch = append(batch, ev("long", longKey(i), traffic.Read, 1))
 		}
-		th := ev("long", longKey(i), ingest.Write, 0)
+		th := ev("long", longKey(i), traffic.Write, 0)
 		th.Throttled = true
 		batch = append(batch, th)
 	}
-	batch = append(batch, ev("long", strings.Repeat("s", MaxKeyBytes), ingest.Read, 1000))
+	batch = append(batch, ev("long", strings.Repeat("s", MaxKeyBytes), traffic.Read, 1000))
 	put(t, s, batch...)
 	ts := findTable(t, s.Snapshot(), "long", "")
-	top := ts.Classes[ingest.Read].Top
+	top := ts.Classes[traffic.Read].Top
 	if len(top) != 51 || ts.DistinctKeys != 51 {
 		t.Fatalf("%d keys reported, %d distinct, want 51", len(top), ts.DistinctKeys)
 	}
@@ -79,7 +79,7 @@ func TestLongKeysFootprint(t *testing.T) {
 	now := t0
 	s := newTestStore(t, cfg, func() time.Time { return now })
 	slot := cfg.Window / time.Duration(cfg.SubWindows)
-	put(t, s, ev("warm", "k", ingest.Read, 1))
+	put(t, s, ev("warm", "k", traffic.Read, 1))
 	keys := make([]string, 400)
 	for i := range keys {
 		keys[i] = strings.Repeat("x", 2040) + fmt.Sprintf("%08d", i)
@@ -89,11 +89,11 @@ func TestLongKeysFootprint(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	const tables = 4
 	for sl := range cfg.SubWindows {
-		var batch []ingest.Event
+		var batch []traffic.Event
 		for tb := range tables {
 			for _, k := range keys {
-				for c := range ingest.NumClasses {
-					batch = append(batch, ev(fmt.Sprint("t", tb), k, ingest.Class(c), 1))
+				for c := range traffic.NumClasses {
+					batch = append(batch, ev(fmt.Sprint("t", tb), k, traffic.Class(c), 1))
 				}
 			}
 		}

@@ -8,19 +8,19 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // zipfEvents makes n Zipf-distributed write events over keys keys, one
 // second of event time per 1000 events, with units of 1 or 0.5, and their
 // exact units per key and per second.
-func zipfEvents(n, keys int, skew float64, seed uint64) ([]ingest.Event, exactCounts, map[int64]float64) {
+func zipfEvents(n, keys int, skew float64, seed uint64) ([]traffic.Event, exactCounts, map[int64]float64) {
 	z := newZipf(keys, skew, seed)
 	names := make([]string, keys)
 	for i := range names {
 		names[i] = keyName(i)
 	}
-	evs := make([]ingest.Event, n)
+	evs := make([]traffic.Event, n)
 	exact := exactCounts{}
 	perSecond := map[int64]float64{}
 	for i := range evs {
@@ -30,14 +30,14 @@ func zipfEvents(n, keys int, skew float64, seed uint64) ([]ingest.Event, exactCo
 			u = 0.5
 		}
 		at := t0.Add(time.Duration(i/1000) * time.Second)
-		evs[i] = ingest.Event{Table: "t", PK: k, Class: ingest.Write, Units: u, Time: at}
+		evs[i] = traffic.Event{Table: "t", PK: k, Class: traffic.Write, Units: u, Time: at}
 		exact[k] += u
 		perSecond[at.Unix()] += u
 	}
 	return evs, exact, perSecond
 }
 
-func putAll(t *testing.T, s *Store, evs []ingest.Event) {
+func putAll(t *testing.T, s *Store, evs []traffic.Event) {
 	t.Helper()
 	for i := 0; i < len(evs); i += 500 {
 		put(t, s, evs[i:min(i+500, len(evs))]...)
@@ -86,9 +86,9 @@ func TestMerge(t *testing.T) {
 				}
 			}
 			ts := findTable(t, stores[0].Snapshot(), "t", "")
-			w := ts.Classes[ingest.Write]
-			if w.Units != want.Classes[ingest.Write].Units || w.Events != uint64(len(evs)) {
-				t.Fatalf("totals %v/%d, want %v/%d", w.Units, w.Events, want.Classes[ingest.Write].Units, len(evs))
+			w := ts.Classes[traffic.Write]
+			if w.Units != want.Classes[traffic.Write].Units || w.Events != uint64(len(evs)) {
+				t.Fatalf("totals %v/%d, want %v/%d", w.Units, w.Events, want.Classes[traffic.Write].Units, len(evs))
 			}
 			exactKeys := 0
 			for _, k := range w.Top {
@@ -127,7 +127,7 @@ func TestMerge(t *testing.T) {
 }
 
 // keyPeak is a key's exact units in its busiest second of evs.
-func keyPeak(evs []ingest.Event, key string) float64 {
+func keyPeak(evs []traffic.Event, key string) float64 {
 	per := map[int64]float64{}
 	var peak float64
 	for _, e := range evs {
@@ -145,15 +145,15 @@ func keyPeak(evs []ingest.Event, key string) float64 {
 func TestMergeSmall(t *testing.T) {
 	mk := func(prefix string, keys int) *Store {
 		s := newTestStore(t, Config{}, nil)
-		var batch []ingest.Event
+		var batch []traffic.Event
 		for i := range keys {
 			for r := range i%5 + 1 {
-				e := ev("orders", fmt.Sprint(prefix, i), ingest.Class(r%2), 1)
+				e := ev("orders", fmt.Sprint(prefix, i), traffic.Class(r%2), 1)
 				e.Shard = fmt.Sprint("shard-", i%3)
 				batch = append(batch, e)
 			}
 			if i%50 == 0 {
-				th := ev("orders", fmt.Sprint(prefix, i), ingest.Write, 1)
+				th := ev("orders", fmt.Sprint(prefix, i), traffic.Write, 1)
 				th.Throttled = true
 				batch = append(batch, th)
 			}
@@ -197,7 +197,7 @@ func TestMergeSmall(t *testing.T) {
 			if want := uint64((tc.a+49)/50 + (tc.b+49)/50); ts.ThrottledEvents != want {
 				t.Errorf("throttled %d, want %d", ts.ThrottledEvents, want)
 			}
-			for c := range ingest.NumClasses {
+			for c := range traffic.NumClasses {
 				for _, k := range ts.Classes[c].Top {
 					i := 0
 					_, _ = fmt.Sscanf(k.Key[1:], "%d", &i)
@@ -212,7 +212,7 @@ func TestMergeSmall(t *testing.T) {
 						n *= 2
 					}
 					if k.Units < float64(n) || k.Units-float64(n) > k.Error {
-						t.Errorf("%s %v: %v units (error %v), want %d", k.Key, ingest.Class(c), k.Units, k.Error, n)
+						t.Errorf("%s %v: %v units (error %v), want %d", k.Key, traffic.Class(c), k.Units, k.Error, n)
 					}
 					if tc.wantExact && (k.Error != 0 || k.Units != float64(n)) {
 						t.Errorf("%s: %v units, error %v; want exactly %d", k.Key, k.Units, k.Error, n)
@@ -247,7 +247,7 @@ func TestMergeUpperBound(t *testing.T) {
 					g = 1
 				}
 				exact[g][k] += 2 // 0.5 units
-				put(t, stores[i/100%3], ev("t", k, ingest.Write, 0.5))
+				put(t, stores[i/100%3], ev("t", k, traffic.Write, 0.5))
 				if window > 0 && i%4000 == 3999 {
 					now = now.Add(6 * time.Second) // 42 s in all: nothing leaves the window
 				}
@@ -266,11 +266,11 @@ func TestMergeUpperBound(t *testing.T) {
 					g = 1
 				}
 				exact[g][k] += 2
-				put(t, stores[0], ev("t", k, ingest.Write, 0.5))
+				put(t, stores[0], ev("t", k, traffic.Write, 0.5))
 			}
 			v, _ := stores[0].tables.Load(tableID{"t", ""})
 			tb := v.(*table)
-			checkUpperBounds(t, &tb.classes[ingest.Write], window == 0, exact)
+			checkUpperBounds(t, &tb.classes[traffic.Write], window == 0, exact)
 		})
 	}
 }
@@ -284,9 +284,9 @@ func TestMergeLive(t *testing.T) {
 		b := newTestStore(t, DefaultConfig(), time.Now)
 		for sec := range 10 {
 			for i := range 10 {
-				put(t, a, ev("orders", fmt.Sprint("A", i), ingest.Read, 1))
-				put(t, b, ev("orders", fmt.Sprint("B", i), ingest.Read, float64(sec)))
-				put(t, b, ev("orders", "A0", ingest.Read, 1))
+				put(t, a, ev("orders", fmt.Sprint("A", i), traffic.Read, 1))
+				put(t, b, ev("orders", fmt.Sprint("B", i), traffic.Read, float64(sec)))
+				put(t, b, ev("orders", "A0", traffic.Read, 1))
 			}
 			time.Sleep(time.Second)
 		}
@@ -294,7 +294,7 @@ func TestMergeLive(t *testing.T) {
 			t.Fatal(err)
 		}
 		ts := findTable(t, a.Snapshot(), "orders", "")
-		r := ts.Classes[ingest.Read]
+		r := ts.Classes[traffic.Read]
 		// Seconds 7, 8, 9: each 10 from a, 10·sec + 10 from b.
 		if want := 30 + 10*(7+8+9) + 30.0; r.RecentUnits != want || r.LastSecondUnits != 10+90+10 {
 			t.Errorf("recent %v last %v, want %v and 110", r.RecentUnits, r.LastSecondUnits, want)
@@ -326,7 +326,7 @@ func TestMergeErrors(t *testing.T) {
 	c := newTestStore(t, Config{MaxTables: 2}, nil)
 	d := newTestStore(t, Config{}, nil)
 	for i := range 3 {
-		put(t, d, ev(fmt.Sprint("t", i), "K", ingest.Read, 1))
+		put(t, d, ev(fmt.Sprint("t", i), "K", traffic.Read, 1))
 	}
 	if err := c.Merge(d); err != nil {
 		t.Fatal(err)
@@ -349,9 +349,9 @@ func TestMergeConcurrent(t *testing.T) {
 	feed := func(s *Store, prefix string) {
 		defer wg.Done()
 		for i := range batches {
-			batch := make([]ingest.Event, size)
+			batch := make([]traffic.Event, size)
 			for j := range batch {
-				batch[j] = ingest.Event{Table: "t", PK: fmt.Sprint(prefix, (i*size+j)%500), Class: ingest.Class(j % 2), Units: 1, Time: time.Now()}
+				batch[j] = traffic.Event{Table: "t", PK: fmt.Sprint(prefix, (i*size+j)%500), Class: traffic.Class(j % 2), Units: 1, Time: time.Now()}
 			}
 			if err := s.Put(t.Context(), batch); err != nil {
 				t.Error(err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // TestCountersDoNotSaturate feeds three keys 5.5e9 write units in all
@@ -15,17 +15,17 @@ import (
 // each key's units and share are exact, also once two such stores merge.
 func TestCountersDoNotSaturate(t *testing.T) {
 	const (
-		perEvent = ingest.MaxBatchWriteUnits // 110 000 WCU, the most one call writes
-		events   = 50_000                    // 5.5e9 WCU in all
+		perEvent = traffic.MaxBatchWriteUnits // 110 000 WCU, the most one call writes
+		events   = 50_000                     // 5.5e9 WCU in all
 	)
 	feed := func() *Store {
 		s, err := NewStore(Config{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		batch := make([]ingest.Event, 0, 1000)
+		batch := make([]traffic.Event, 0, 1000)
 		for i := range events {
-			e := ev("big", fmt.Sprint("key", i%3), ingest.Write, perEvent)
+			e := ev("big", fmt.Sprint("key", i%3), traffic.Write, perEvent)
 			e.Time = t0.Add(time.Duration(i) * time.Second)
 			batch = append(batch, e)
 			if len(batch) == cap(batch) {
@@ -39,7 +39,7 @@ func TestCountersDoNotSaturate(t *testing.T) {
 	check := func(s *Store, times float64) {
 		t.Helper()
 		ts := findTable(t, s.Snapshot(), "big", "")
-		st := ts.Classes[ingest.Write]
+		st := ts.Classes[traffic.Write]
 		if want := times * events * perEvent; st.Units != want {
 			t.Fatalf("table units %v, want %v", st.Units, want)
 		}
@@ -78,13 +78,13 @@ func TestCountersDoNotSaturate(t *testing.T) {
 func TestCountersDoNotSaturateLive(t *testing.T) {
 	now := t0
 	s := newTestStore(t, Config{Window: 48 * time.Hour, SubWindows: 2}, func() time.Time { return now })
-	const perEvent = ingest.MaxBatchWriteUnits
-	batch := make([]ingest.Event, 0, 30_000)
+	const perEvent = traffic.MaxBatchWriteUnits
+	batch := make([]traffic.Event, 0, 30_000)
 	for i := range 30_000 { // 3.3e9 WCU, 1.1e9 a key
-		batch = append(batch, ev("big", fmt.Sprint("key", i%3), ingest.Write, perEvent))
+		batch = append(batch, ev("big", fmt.Sprint("key", i%3), traffic.Write, perEvent))
 	}
 	put(t, s, batch...)
-	top := findTable(t, s.Snapshot(), "big", "").Classes[ingest.Write].Top
+	top := findTable(t, s.Snapshot(), "big", "").Classes[traffic.Write].Top
 	if len(top) != 3 {
 		t.Fatalf("%d keys, want 3", len(top))
 	}
@@ -94,10 +94,10 @@ func TestCountersDoNotSaturateLive(t *testing.T) {
 		}
 	}
 	now = now.Add(24 * time.Hour)
-	put(t, s, ev("big", "key0", ingest.Write, 1))
+	put(t, s, ev("big", "key0", traffic.Write, 1))
 	now = now.Add(24 * time.Hour) // the first slot leaves the window
-	put(t, s, ev("big", "key1", ingest.Write, 1))
-	top = findTable(t, s.Snapshot(), "big", "").Classes[ingest.Write].Top
+	put(t, s, ev("big", "key1", traffic.Write, 1))
+	top = findTable(t, s.Snapshot(), "big", "").Classes[traffic.Write].Top
 	if len(top) != 2 || top[0].Units != 1 || top[1].Units != 1 {
 		t.Fatalf("after the big slot expired: %+v, want key0 and key1 at 1 unit each", top)
 	}

@@ -9,17 +9,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // putStream is a pre-built stream of Zipf 1.0 events over 1M keys, in
 // batches, reused by the Put benchmarks.
 var (
 	putStreamOnce sync.Once
-	putStream     []ingest.Event
+	putStream     []traffic.Event
 )
 
-func getPutStream() []ingest.Event {
+func getPutStream() []traffic.Event {
 	putStreamOnce.Do(func() {
 		const n = 1 << 20
 		keys := make([]string, benchKeys)
@@ -38,12 +38,12 @@ func getPutStream() []ingest.Event {
 			arena.WriteString(keys[ranks[i]])
 		}
 		all := arena.String()
-		putStream = make([]ingest.Event, n)
+		putStream = make([]traffic.Event, n)
 		off := 0
 		for i := range putStream {
 			k := all[off : off+len(keys[ranks[i]])]
 			off += len(k)
-			putStream[i] = ingest.Event{Table: "bench", PK: k, Class: ingest.Write, Units: 1}
+			putStream[i] = traffic.Event{Table: "bench", PK: k, Class: traffic.Write, Units: 1}
 		}
 	})
 	return putStream
@@ -68,13 +68,13 @@ func BenchmarkPut(b *testing.B) {
 	for i := range stream {
 		keys[i] = stream[i].PK
 	}
-	batch := make([]ingest.Event, putBatch)
+	batch := make([]traffic.Event, putBatch)
 	b.ResetTimer()
 	var n int
 	c0 := cpuTime()
 	for i := 0; b.Loop(); i = (i + putBatch) % len(stream) {
 		for j := range batch {
-			batch[j] = ingest.Event{Table: "bench", PK: keys[i+j], Class: ingest.Write, Units: 1}
+			batch[j] = traffic.Event{Table: "bench", PK: keys[i+j], Class: traffic.Write, Units: 1}
 		}
 		_ = s.Put(ctx, batch)
 		n += putBatch
@@ -99,7 +99,7 @@ func BenchmarkPutParallel(b *testing.B) {
 			c0 := cpuTime()
 			b.RunParallel(func(pb *testing.PB) {
 				w := worker.Add(1)
-				batch := make([]ingest.Event, putBatch)
+				batch := make([]traffic.Event, putBatch)
 				table := "bench"
 				if mode == "tables" {
 					table = fmt.Sprint("bench-", w)
@@ -142,13 +142,13 @@ func BenchmarkSnapshot(b *testing.B) {
 	now = now.Add(-slot)
 	for _, mode := range []string{"clean", "dirty"} {
 		b.Run(mode, func(b *testing.B) {
-			one := make([]ingest.Event, 1)
+			one := make([]traffic.Event, 1)
 			i := 0
 			c0 := cpuTime()
 			for b.Loop() {
 				if mode == "dirty" {
 					i++
-					one[0] = ingest.Event{Table: "bench", PK: keyName(benchKeys + i), Class: ingest.Write, Units: 1}
+					one[0] = traffic.Event{Table: "bench", PK: keyName(benchKeys + i), Class: traffic.Write, Units: 1}
 					_ = s.Put(ctx, one)
 				}
 				_ = s.Snapshot()

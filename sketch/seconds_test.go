@@ -6,7 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // TestPeaksLive runs a live window under virtual time: a key's burst is
@@ -23,13 +23,13 @@ func TestPeaksLive(t *testing.T) {
 		perSecond := []float64{10, 30, 5, 0, 7} // units of BURST in seconds 0..4
 		for _, u := range perSecond {
 			for range int(u) {
-				put(t, s, ev("orders", "BURST", ingest.Write, 1), ev("orders", "OTHER", ingest.Write, 0.5))
+				put(t, s, ev("orders", "BURST", traffic.Write, 1), ev("orders", "OTHER", traffic.Write, 0.5))
 			}
 			time.Sleep(time.Second)
 		}
 		// Now in second 5: the complete seconds 2, 3, 4 are recent.
 		ts := findTable(t, s.Snapshot(), "orders", "")
-		w := ts.Classes[ingest.Write]
+		w := ts.Classes[traffic.Write]
 		burst := reported(t, w, "BURST")
 		if burst.PeakUnitsPerSecond != 30 || burst.RecentUnits != 12 || burst.LastSecondUnits != 7 {
 			t.Errorf("BURST: peak %v recent %v last %v, want 30, 12 (5+0+7) and 7", burst.PeakUnitsPerSecond, burst.RecentUnits, burst.LastSecondUnits)
@@ -43,10 +43,10 @@ func TestPeaksLive(t *testing.T) {
 		// Then 1 unit a second for a minute: the burst's slot leaves the
 		// window, and with it the peak.
 		for range 60 {
-			put(t, s, ev("orders", "BURST", ingest.Write, 1))
+			put(t, s, ev("orders", "BURST", traffic.Write, 1))
 			time.Sleep(time.Second)
 		}
-		w = findTable(t, s.Snapshot(), "orders", "").Classes[ingest.Write]
+		w = findTable(t, s.Snapshot(), "orders", "").Classes[traffic.Write]
 		burst = reported(t, w, "BURST")
 		if burst.PeakUnitsPerSecond != 1 || w.PeakSecondUnits != 1 || burst.RecentUnits != 3 || burst.LastSecondUnits != 1 {
 			t.Errorf("a window later: BURST peak %v recent %v last %v, class peak %v; want 1, 3, 1 and 1", burst.PeakUnitsPerSecond, burst.RecentUnits, burst.LastSecondUnits, w.PeakSecondUnits)
@@ -59,14 +59,14 @@ func TestPeaksLive(t *testing.T) {
 func TestPeaksStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newTestStore(t, DefaultConfig(), time.Now)
-		put(t, s, ev("orders", "K", ingest.Read, 4))
+		put(t, s, ev("orders", "K", traffic.Read, 4))
 		ts := findTable(t, s.Snapshot(), "orders", "")
-		if ts.RecentSpan != 0 || !ts.LastSecond.IsZero() || ts.Classes[ingest.Read].PeakSecondUnits != 4 {
-			t.Errorf("in the first second: span %v last %v peak %v, want no complete second and a peak of 4", ts.RecentSpan, ts.LastSecond, ts.Classes[ingest.Read].PeakSecondUnits)
+		if ts.RecentSpan != 0 || !ts.LastSecond.IsZero() || ts.Classes[traffic.Read].PeakSecondUnits != 4 {
+			t.Errorf("in the first second: span %v last %v peak %v, want no complete second and a peak of 4", ts.RecentSpan, ts.LastSecond, ts.Classes[traffic.Read].PeakSecondUnits)
 		}
 		time.Sleep(time.Second)
 		ts = findTable(t, s.Snapshot(), "orders", "")
-		if r := ts.Classes[ingest.Read]; ts.RecentSpan != time.Second || r.RecentUnits != 4 || r.LastSecondUnits != 4 {
+		if r := ts.Classes[traffic.Read]; ts.RecentSpan != time.Second || r.RecentUnits != 4 || r.LastSecondUnits != 4 {
 			t.Errorf("a second later: span %v recent %v last %v, want 1s, 4 and 4", ts.RecentSpan, r.RecentUnits, r.LastSecondUnits)
 		}
 	})
@@ -78,19 +78,19 @@ func TestPeaksStart(t *testing.T) {
 // on its own.
 func TestPeaksAnalyze(t *testing.T) {
 	s := newTestStore(t, Config{}, nil)
-	at := func(sec int, pk string, units float64) ingest.Event {
-		e := ev("orders", pk, ingest.Write, units)
+	at := func(sec int, pk string, units float64) traffic.Event {
+		e := ev("orders", pk, traffic.Write, units)
 		e.Time = t0.Add(time.Duration(sec) * time.Second)
 		return e
 	}
 	// File one: seconds 0..9, K 2 a second and Q 1, then late events.
-	var batch []ingest.Event
+	var batch []traffic.Event
 	for sec := range 10 {
 		batch = append(batch, at(sec, "K", 2), at(sec, "Q", 1))
 	}
 	batch = append(batch, at(8, "K", 10), at(7, "K", 3), at(9, "K", 1))
 	put(t, s, batch...)
-	w := findTable(t, s.Snapshot(), "orders", "").Classes[ingest.Write]
+	w := findTable(t, s.Snapshot(), "orders", "").Classes[traffic.Write]
 	if k := reported(t, w, "K"); k.PeakUnitsPerSecond != 12 || w.PeakSecondUnits != 13 {
 		t.Errorf("file one: K peak %v, class peak %v; want 12 and 13 (second 8)", k.PeakUnitsPerSecond, w.PeakSecondUnits)
 	}
@@ -109,7 +109,7 @@ func TestPeaksAnalyze(t *testing.T) {
 	}
 	put(t, s, batch...)
 	ts := findTable(t, s.Snapshot(), "orders", "")
-	w = ts.Classes[ingest.Write]
+	w = ts.Classes[traffic.Write]
 	k := reported(t, w, "K")
 	// The class adds both files up second by second (second 5: 2+1 of
 	// file one and 25); a key's ring starts over at file two, whose second
@@ -174,11 +174,11 @@ func TestPeaksExact(t *testing.T) {
 					for _, off := range offsets {
 						time.Sleep(off - slept)
 						slept = off
-						var batch []ingest.Event
+						var batch []traffic.Event
 						for range rng.IntN(40) {
 							k := keyName(z.next())
 							u := float64(1 + rng.IntN(4))
-							batch = append(batch, ev("t", k, ingest.Read, u))
+							batch = append(batch, ev("t", k, traffic.Read, u))
 							truth[now][k] += u
 						}
 						put(t, s, batch...)
@@ -190,7 +190,7 @@ func TestPeaksExact(t *testing.T) {
 				ts := findTable(t, snap, "t", "")
 				from := snap.Start.Unix()
 				nowSec := time.Now().Unix()
-				r := ts.Classes[ingest.Read]
+				r := ts.Classes[traffic.Read]
 				var classPeak float64
 				for sec, byKey := range truth {
 					if sec < from || sec > nowSec {

@@ -3,7 +3,7 @@ package sketch
 import (
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Snapshot is an immutable picture of every table's window at one moment.
@@ -29,8 +29,8 @@ type TableSnapshot struct {
 	// throttled calls.
 	Events uint64
 	// Classes holds the per-class totals and heavy hitters, indexed by
-	// ingest.Class.
-	Classes [ingest.NumClasses]ClassStats
+	// traffic.Class.
+	Classes [traffic.NumClasses]ClassStats
 	// DistinctKeys estimates the number of distinct partition keys in the
 	// window (HyperLogLog; exact for small counts).
 	DistinctKeys uint64

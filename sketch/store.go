@@ -78,7 +78,7 @@
 // and its 64-bit hash in hex, 96 bytes in all, so that the 2 KiB keys
 // DynamoDB allows cost what short ones do (a table of 400 keys of 2 KiB:
 // 0.75 MB, 2.2 MB before; TestLongKeysFootprint); keys DynamoDB would
-// refuse are refused before (ingest.CheckEvent, key_too_long). A table's memory
+// refuse are refused before (traffic.CheckEvent, key_too_long). A table's memory
 // follows its keys (Config.FootprintFor): at most about 0.45 KiB per key
 // and class while its classes are counted exactly (9.7 KB for one key, 14
 // KB for 10, 114 KB for 100, 260 KB for 300, measured with 64-byte keys in
@@ -148,10 +148,10 @@ import (
 
 	"github.com/zeebo/xxh3"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
-// Store holds the sketches of every table. It implements ingest.Sink; Put
+// Store holds the sketches of every table. It implements traffic.Sink; Put
 // and Snapshot are safe for concurrent use.
 //
 // The table index is a sync.Map: looking up a table takes no lock, and a
@@ -229,7 +229,7 @@ func (s *Store) epoch(now time.Time) int64 {
 
 // Put adds a batch of Events, each to the current slot of its table's
 // window. It holds one table's lock at a time, once per table in the batch.
-func (s *Store) Put(ctx context.Context, batch []ingest.Event) error {
+func (s *Store) Put(ctx context.Context, batch []traffic.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -258,11 +258,11 @@ func (s *Store) Put(ctx context.Context, batch []ingest.Event) error {
 // inTimeOrder sorts a live batch by event time when it is not in order
 // already (a shuffled log posted at once, a merge of several hosts' lines):
 // a key's per-second ring takes events only a few seconds out of order, a
-// batch in order any. The Store owns the batch (ingest.Sink), so it sorts
+// batch in order any. The Store owns the batch (traffic.Sink), so it sorts
 // it in place; a batch in order, as a stream shard's is, costs one pass.
 // Events without a time (now) sort last.
-func inTimeOrder(batch []ingest.Event) {
-	sec := func(e *ingest.Event) int64 {
+func inTimeOrder(batch []traffic.Event) {
+	sec := func(e *traffic.Event) int64 {
 		if e.Time.IsZero() {
 			return math.MaxInt64
 		}
@@ -272,7 +272,7 @@ func inTimeOrder(batch []ingest.Event) {
 	for k := range batch {
 		x := sec(&batch[k])
 		if x < prev {
-			slices.SortStableFunc(batch, func(a, b ingest.Event) int { return cmp.Compare(sec(&a), sec(&b)) })
+			slices.SortStableFunc(batch, func(a, b traffic.Event) int { return cmp.Compare(sec(&a), sec(&b)) })
 			return
 		}
 		prev = x
@@ -296,7 +296,7 @@ func (s *Store) clockAt(now time.Time) clock {
 // first event's table and index. The inner loop compares the names' data
 // pointers and lengths only, without a call, so that it runs in registers:
 // the events of one batch usually share their table name's bytes.
-func runLen(batch []ingest.Event) int {
+func runLen(batch []traffic.Event) int {
 	table, index := batch[0].Table, batch[0].Index
 	tp, ip := unsafe.StringData(table), unsafe.StringData(index)
 	j := 1
@@ -320,7 +320,7 @@ func runLen(batch []ingest.Event) int {
 const minRun = 64
 
 // putRun adds events (or, with idx, the events batch[idx[k]]) of one table.
-func (s *Store) putRun(id tableID, events []ingest.Event, idx []int32, at clock) {
+func (s *Store) putRun(id tableID, events []traffic.Event, idx []int32, at clock) {
 	n := len(events)
 	if idx != nil {
 		n = len(idx)
@@ -382,7 +382,7 @@ func keyHash(pk string) uint64 {
 // putGrouped adds a batch whose tables interleave (a log of several
 // tables): it collects each table's event indexes first, then adds each
 // table's events under one lock.
-func (s *Store) putGrouped(batch []ingest.Event, at clock) {
+func (s *Store) putGrouped(batch []traffic.Event, at clock) {
 	type group struct {
 		id  tableID
 		idx []int32

@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -30,7 +30,7 @@ func newTestStore(t *testing.T, cfg Config, now func() time.Time) *Store {
 // put adds events. In a live Store, events made by ev (at t0) happen when
 // they are put: at the Store's clock, as a source that reads in real time
 // sees them; tests of event time give their events other times.
-func put(t *testing.T, s *Store, evs ...ingest.Event) {
+func put(t *testing.T, s *Store, evs ...traffic.Event) {
 	t.Helper()
 	if s.slot > 0 {
 		now := s.now()
@@ -45,8 +45,8 @@ func put(t *testing.T, s *Store, evs ...ingest.Event) {
 	}
 }
 
-func ev(table, pk string, c ingest.Class, units float64) ingest.Event {
-	return ingest.Event{Table: table, PK: pk, Class: c, Units: units, Time: t0, Source: "test"}
+func ev(table, pk string, c traffic.Class, units float64) traffic.Event {
+	return traffic.Event{Table: table, PK: pk, Class: c, Units: units, Time: t0, Source: "test"}
 }
 
 func findTable(t *testing.T, snap Snapshot, table, index string) TableSnapshot {
@@ -103,16 +103,16 @@ func TestConfigValidate(t *testing.T) {
 func TestSemantics(t *testing.T) {
 	s := newTestStore(t, Config{}, nil) // zero Window: analyze mode
 	later := t0.Add(10 * time.Second)
-	batch := []ingest.Event{
-		ev("orders", "USER#1", ingest.Write, 2),
-		ev("orders", "USER#1", ingest.Write, 2),
-		{Table: "orders", PK: "USER#2", Class: ingest.Write, Units: 1, Time: later},
-		ev("orders", "USER#1", ingest.Read, 0.5),
-		ev("orders", "", ingest.Read, 10), // a Scan: totals only
-		{Table: "orders", Index: "status-index", PK: "OPEN", Class: ingest.Read, Units: 1, Time: later},
-		{Table: "orders", PK: "USER#9", Class: ingest.Write, Units: 1, Time: t0, Throttled: true},
-		{Table: "orders", PK: "USER#9", Class: ingest.Write, Units: 1, Time: t0, Throttled: true},
-		{Table: "orders", PK: "USER#8", Class: ingest.Read, Units: 1, Time: t0, Throttled: true},
+	batch := []traffic.Event{
+		ev("orders", "USER#1", traffic.Write, 2),
+		ev("orders", "USER#1", traffic.Write, 2),
+		{Table: "orders", PK: "USER#2", Class: traffic.Write, Units: 1, Time: later},
+		ev("orders", "USER#1", traffic.Read, 0.5),
+		ev("orders", "", traffic.Read, 10), // a Scan: totals only
+		{Table: "orders", Index: "status-index", PK: "OPEN", Class: traffic.Read, Units: 1, Time: later},
+		{Table: "orders", PK: "USER#9", Class: traffic.Write, Units: 1, Time: t0, Throttled: true},
+		{Table: "orders", PK: "USER#9", Class: traffic.Write, Units: 1, Time: t0, Throttled: true},
+		{Table: "orders", PK: "USER#8", Class: traffic.Read, Units: 1, Time: t0, Throttled: true},
 		{Table: "orders", PK: "USER#3", Class: 7, Units: 1, Time: t0}, // unknown class
 	}
 	put(t, s, batch...)
@@ -130,7 +130,7 @@ func TestSemantics(t *testing.T) {
 	if o.Events != 5 {
 		t.Errorf("events = %d, want 5 (throttled and unknown class excluded)", o.Events)
 	}
-	w, r := o.Classes[ingest.Write], o.Classes[ingest.Read]
+	w, r := o.Classes[traffic.Write], o.Classes[traffic.Read]
 	if w.Events != 3 || w.Units != 5 || r.Events != 2 || r.Units != 10.5 {
 		t.Errorf("totals: write %d/%v read %d/%v, want 3/5 and 2/10.5", w.Events, w.Units, r.Events, r.Units)
 	}
@@ -154,7 +154,7 @@ func TestSemantics(t *testing.T) {
 		t.Errorf("write rate = %v, want 5 units / 10 s", got)
 	}
 	idx := findTable(t, snap, "orders", "status-index")
-	if got := idx.Classes[ingest.Read].PeakUnitsPerSecond; got != 1 {
+	if got := idx.Classes[traffic.Read].PeakUnitsPerSecond; got != 1 {
 		t.Errorf("index rate = %v, want 1 (zero duration counts as 1 s)", got)
 	}
 	// The busiest second, by event time.
@@ -174,19 +174,19 @@ func TestSemantics(t *testing.T) {
 
 func TestSortKeys(t *testing.T) {
 	s := newTestStore(t, Config{}, nil)
-	var batch []ingest.Event
+	var batch []traffic.Event
 	for i := range 40 {
-		e := ev("music", "ONE", ingest.Read, 1)
+		e := ev("music", "ONE", traffic.Read, 1)
 		e.SK = "SONG#1"
 		batch = append(batch, e)
-		e = ev("music", "MANY", ingest.Read, 1)
+		e = ev("music", "MANY", traffic.Read, 1)
 		e.SK = fmt.Sprintf("SONG#%d", i%20)
 		batch = append(batch, e)
-		batch = append(batch, ev("music", "NONE", ingest.Read, 1))
+		batch = append(batch, ev("music", "NONE", traffic.Read, 1))
 	}
 	put(t, s, batch...)
 	got := map[string]uint64{}
-	for _, k := range findTable(t, s.Snapshot(), "music", "").Classes[ingest.Read].Top {
+	for _, k := range findTable(t, s.Snapshot(), "music", "").Classes[traffic.Read].Top {
 		got[k.Key] = k.SortKeys
 	}
 	if got["ONE"] != 1 || got["NONE"] != 0 {
@@ -200,10 +200,10 @@ func TestSortKeys(t *testing.T) {
 
 func TestShards(t *testing.T) {
 	s := newTestStore(t, Config{MaxShards: 3}, nil)
-	var batch []ingest.Event
+	var batch []traffic.Event
 	for i := range 10 {
 		for j := 0; j <= i%5; j++ {
-			e := ev("orders", "K", ingest.Write, 1)
+			e := ev("orders", "K", traffic.Write, 1)
 			e.Shard = fmt.Sprintf("shardId-%d", i%5)
 			batch = append(batch, e)
 		}
@@ -223,7 +223,7 @@ func TestShards(t *testing.T) {
 func TestMaxTables(t *testing.T) {
 	s := newTestStore(t, Config{MaxTables: 3}, nil)
 	for i := range 10 {
-		put(t, s, ev(fmt.Sprintf("t%d", i), "K", ingest.Read, 1), ev(fmt.Sprintf("t%d", i), "K", ingest.Read, 1))
+		put(t, s, ev(fmt.Sprintf("t%d", i), "K", traffic.Read, 1), ev(fmt.Sprintf("t%d", i), "K", traffic.Read, 1))
 	}
 	if n := len(s.Snapshot().Tables); n != 3 {
 		t.Fatalf("tables = %d, want 3", n)
@@ -232,7 +232,7 @@ func TestMaxTables(t *testing.T) {
 		t.Fatalf("dropped = %d, want 14", s.Dropped())
 	}
 	// Known tables still count.
-	put(t, s, ev("t0", "K", ingest.Read, 1))
+	put(t, s, ev("t0", "K", traffic.Read, 1))
 	if got := findTable(t, s.Snapshot(), "t0", "").Events; got != 3 {
 		t.Fatalf("t0 events = %d, want 3", got)
 	}
@@ -242,7 +242,7 @@ func TestPutCancelled(t *testing.T) {
 	s := newTestStore(t, Config{}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := s.Put(ctx, []ingest.Event{ev("a", "b", ingest.Read, 1)}); err != context.Canceled {
+	if err := s.Put(ctx, []traffic.Event{ev("a", "b", traffic.Read, 1)}); err != context.Canceled {
 		t.Fatalf("Put on a done context = %v, want context.Canceled", err)
 	}
 }
@@ -251,11 +251,11 @@ func TestPutCancelled(t *testing.T) {
 // goes on.
 func TestSnapshotImmutable(t *testing.T) {
 	s := newTestStore(t, Config{}, nil)
-	put(t, s, ev("a", "K1", ingest.Read, 1))
+	put(t, s, ev("a", "K1", traffic.Read, 1))
 	snap := s.Snapshot()
 	before := fmt.Sprintf("%+v", snap)
 	for range 100 {
-		put(t, s, ev("a", "K1", ingest.Read, 1), ev("a", "K2", ingest.Read, 3))
+		put(t, s, ev("a", "K1", traffic.Read, 1), ev("a", "K2", traffic.Read, 3))
 	}
 	if after := fmt.Sprintf("%+v", snap); after != before {
 		t.Fatalf("snapshot changed:\n%s\n%s", before, after)
@@ -269,20 +269,20 @@ func TestWindowExpiry(t *testing.T) {
 		cfg := DefaultConfig() // 60 s of 12 × 5 s
 		s := newTestStore(t, cfg, time.Now)
 		for range 100 {
-			put(t, s, ev("orders", "OLD", ingest.Write, 1))
+			put(t, s, ev("orders", "OLD", traffic.Write, 1))
 		}
 		time.Sleep(cfg.Window)
 		for range 10 {
-			put(t, s, ev("orders", "NEW", ingest.Write, 1))
+			put(t, s, ev("orders", "NEW", traffic.Write, 1))
 		}
-		w := findTable(t, s.Snapshot(), "orders", "").Classes[ingest.Write]
+		w := findTable(t, s.Snapshot(), "orders", "").Classes[traffic.Write]
 		if fmt.Sprint(keysOf(w.Top)) != "[NEW]" || w.Units != 10 {
 			t.Fatalf("after one window: top %v units %v, want only NEW's 10", keysOf(w.Top), w.Units)
 		}
 		time.Sleep(2 * cfg.Window)
 		snap := s.Snapshot()
 		ts := findTable(t, snap, "orders", "")
-		if len(ts.Classes[ingest.Write].Top) != 0 || ts.Events != 0 || ts.DistinctKeys != 0 {
+		if len(ts.Classes[traffic.Write].Top) != 0 || ts.Events != 0 || ts.DistinctKeys != 0 {
 			t.Fatalf("after two idle windows: %+v, want empty", ts)
 		}
 		if !snap.End.Equal(time.Now()) || snap.End.Sub(snap.Start) > cfg.Window || snap.End.Sub(snap.Start) < cfg.Window-cfg.Window/12 {
@@ -299,13 +299,13 @@ func TestWindowSlots(t *testing.T) {
 		// Align to a slot boundary, then one event per slot with units = slot number.
 		time.Sleep(slot - time.Duration(time.Now().UnixNano()%int64(slot)))
 		for i := 1; i <= cfg.SubWindows; i++ {
-			e := ev("t", "K", ingest.Read, float64(i))
+			e := ev("t", "K", traffic.Read, float64(i))
 			e.SK = fmt.Sprint(i)
 			put(t, s, e)
 			time.Sleep(slot)
 		}
 		// The first slot has expired now: units 2..12 remain.
-		r := findTable(t, s.Snapshot(), "t", "").Classes[ingest.Read]
+		r := findTable(t, s.Snapshot(), "t", "").Classes[traffic.Read]
 		if r.Units != 77 || r.Events != 11 || len(r.Top) != 1 || r.Top[0].Units != 77 || r.Top[0].Events != 11 {
 			t.Fatalf("after 12 slots: %+v, want 77 units over 11 events", r)
 		}
@@ -321,7 +321,7 @@ func TestWindowSlots(t *testing.T) {
 		// A clock that goes back does not reopen old slots.
 		back := time.Now().Add(-cfg.Window)
 		s2 := newTestStore(t, cfg, func() time.Time { return back })
-		put(t, s2, ev("t", "K", ingest.Read, 1))
+		put(t, s2, ev("t", "K", traffic.Read, 1))
 		if got := findTable(t, s2.Snapshot(), "t", "").Events; got != 1 {
 			t.Fatalf("events = %d", got)
 		}
@@ -354,13 +354,13 @@ func TestConcurrent(t *testing.T) {
 			defer writersWG.Done()
 			z := newZipf(1000, 1.0, uint64(w))
 			for range batches {
-				batch := make([]ingest.Event, size)
+				batch := make([]traffic.Event, size)
 				for i := range batch {
 					table := "shared"
 					if i%4 == 0 {
 						table = fmt.Sprintf("own-%d", w)
 					}
-					batch[i] = ingest.Event{Table: table, PK: keyName(z.next()), Class: ingest.Class(i % 2), Units: 1, Time: time.Now()}
+					batch[i] = traffic.Event{Table: table, PK: keyName(z.next()), Class: traffic.Class(i % 2), Units: 1, Time: time.Now()}
 				}
 				if err := s.Put(context.Background(), batch); err != nil {
 					t.Error(err)
@@ -388,9 +388,9 @@ func TestDistinctRefresh(t *testing.T) {
 	s := newTestStore(t, DefaultConfig(), func() time.Time { return now })
 	slot := s.Config().Window / time.Duration(s.Config().SubWindows)
 	add := func(from, to int) {
-		var batch []ingest.Event
+		var batch []traffic.Event
 		for i := from; i < to; i++ {
-			batch = append(batch, ev("t", keyName(i), ingest.Read, 1))
+			batch = append(batch, ev("t", keyName(i), traffic.Read, 1))
 		}
 		put(t, s, batch...)
 	}
@@ -427,7 +427,7 @@ func TestWindowStartsAtStart(t *testing.T) {
 		began := time.Now()
 		s := newTestStore(t, cfg, time.Now)
 		time.Sleep(10 * time.Second)
-		put(t, s, ev("orders", "K", ingest.Write, 9000))
+		put(t, s, ev("orders", "K", traffic.Write, 9000))
 		snap := s.Snapshot()
 		ts := findTable(t, snap, "orders", "")
 		if !snap.Start.Equal(began) || !ts.Start.Equal(began) || ts.End.Sub(ts.Start) != 10*time.Second {

@@ -3,7 +3,7 @@ package sketch
 import (
 	"github.com/axiomhq/hyperloglog"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Summary is one replica's window as the other replicas need it to judge
@@ -27,7 +27,7 @@ type TablePart struct {
 	// SlotUnits and SlotPeaks are, per class, the units of each slot of the
 	// window and of its busiest second, oldest slot first, the last one
 	// being Slot, the number of the table's newest slot (its head).
-	SlotUnits, SlotPeaks [ingest.NumClasses][]float64
+	SlotUnits, SlotPeaks [traffic.NumClasses][]float64
 	Slot                 int64
 	// Registers is the HyperLogLog of the window's distinct partition keys
 	// (axiomhq/hyperloglog's binary form); nil when it was left out.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // replicaTraffic feeds live stores second by second: the keys of each
@@ -24,8 +24,8 @@ func replicaTraffic(t *testing.T, stores []*Store, whole *Store, clock *time.Tim
 	for sec := range 40 {
 		*clock = t0.Add(time.Duration(sec) * time.Second)
 		for ti, tb := range tables {
-			var batches = make([][]ingest.Event, len(stores))
-			var all []ingest.Event
+			var batches = make([][]traffic.Event, len(stores))
+			var all []traffic.Event
 			for i := range 600 {
 				key := fmt.Sprintf("k%d", (i*7919+sec*31)%2500)
 				if i%10 == 1 {
@@ -35,9 +35,9 @@ func replicaTraffic(t *testing.T, stores []*Store, whole *Store, clock *time.Tim
 					key = "HOT" // a quarter of orders' writes
 				}
 				shard := fmt.Sprintf("shardId-%03d", int(keyHash(key)%6))
-				e := ingest.Event{Table: tb, PK: key, Class: ingest.Write, Units: 1 + float64(i%3), Shard: shard, Time: *clock}
+				e := traffic.Event{Table: tb, PK: key, Class: traffic.Write, Units: 1 + float64(i%3), Shard: shard, Time: *clock}
 				if i%7 == 0 {
-					e.Class = ingest.Read
+					e.Class = traffic.Read
 				}
 				r := (int(keyHash(key)%6) + ti) % len(stores)
 				batches[r] = append(batches[r], e)
@@ -106,16 +106,16 @@ func TestCombine(t *testing.T) {
 		for c := range w.Classes {
 			gc, wc := &g.Classes[c], &w.Classes[c]
 			if gc.Units != wc.Units || gc.Events != wc.Events || gc.RecentUnits != wc.RecentUnits {
-				t.Errorf("%s %s: units %v events %v recent %v, want %v %v %v", w.Table, ingest.Class(c), gc.Units, gc.Events, gc.RecentUnits, wc.Units, wc.Events, wc.RecentUnits)
+				t.Errorf("%s %s: units %v events %v recent %v, want %v %v %v", w.Table, traffic.Class(c), gc.Units, gc.Events, gc.RecentUnits, wc.Units, wc.Events, wc.RecentUnits)
 			}
 			if gc.PeakUnitsPerSecond != wc.PeakUnitsPerSecond {
-				t.Errorf("%s %s: busiest sub-window %v/s, want %v/s", w.Table, ingest.Class(c), gc.PeakUnitsPerSecond, wc.PeakUnitsPerSecond)
+				t.Errorf("%s %s: busiest sub-window %v/s, want %v/s", w.Table, traffic.Class(c), gc.PeakUnitsPerSecond, wc.PeakUnitsPerSecond)
 			}
 			if gc.PeakSecondUnits < wc.PeakSecondUnits || gc.PeakSecondUnits > wc.PeakSecondUnits*1.5 {
-				t.Errorf("%s %s: busiest second %v, one store %v", w.Table, ingest.Class(c), gc.PeakSecondUnits, wc.PeakSecondUnits)
+				t.Errorf("%s %s: busiest second %v, one store %v", w.Table, traffic.Class(c), gc.PeakSecondUnits, wc.PeakSecondUnits)
 			}
 			if gc.Top[0].Key != wc.Top[0].Key {
-				t.Errorf("%s %s: heaviest key %s, want %s", w.Table, ingest.Class(c), gc.Top[0].Key, wc.Top[0].Key)
+				t.Errorf("%s %s: heaviest key %s, want %s", w.Table, traffic.Class(c), gc.Top[0].Key, wc.Top[0].Key)
 			}
 			heavy := 0
 			for _, wk := range wc.Top {
@@ -129,16 +129,16 @@ func TestCombine(t *testing.T) {
 					if gk.Key == wk.Key {
 						found = true
 						if gs := gk.Units / gc.Units; math.Abs(gs-ws) > 0.001 {
-							t.Errorf("%s %s: %s share %.4f, one store %.4f", w.Table, ingest.Class(c), wk.Key, gs, ws)
+							t.Errorf("%s %s: %s share %.4f, one store %.4f", w.Table, traffic.Class(c), wk.Key, gs, ws)
 						}
 					}
 				}
 				if !found {
-					t.Errorf("%s %s: %s (share %.4f) not in the combined top", w.Table, ingest.Class(c), wk.Key, ws)
+					t.Errorf("%s %s: %s (share %.4f) not in the combined top", w.Table, traffic.Class(c), wk.Key, ws)
 				}
 			}
 			if heavy < 3 {
-				t.Errorf("%s %s: %d keys above 1%%, the workload has at least 3", w.Table, ingest.Class(c), heavy)
+				t.Errorf("%s %s: %d keys above 1%%, the workload has at least 3", w.Table, traffic.Class(c), heavy)
 			}
 		}
 	}
@@ -150,7 +150,7 @@ func TestCombine(t *testing.T) {
 	// Who carries what: HOT's shard of orders (table 0 maps shard s to
 	// replica s % 3).
 	wantHot := names[int(keyHash("HOT")%6)%3]
-	if got := got.KeyReplica("orders", "", ingest.Write, "HOT"); got != wantHot {
+	if got := got.KeyReplica("orders", "", traffic.Write, "HOT"); got != wantHot {
 		t.Errorf("HOT is held by %q, want %q", got, wantHot)
 	}
 	if got := got.TableReplica("orders", ""); got != names[0] {
@@ -189,7 +189,7 @@ func TestEncodeSummaryBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(dec.Tables[0].Classes[ingest.Write].Top); n != keys {
+	if n := len(dec.Tables[0].Classes[traffic.Write].Top); n != keys {
 		t.Errorf("%d keys decoded, %d encoded", n, keys)
 	}
 	if dec.Parts[0].Registers != nil {
@@ -243,7 +243,7 @@ func TestDecodeSummaryRejects(t *testing.T) {
 func FuzzDecodeSummary(f *testing.F) {
 	clock := t0
 	s, _ := NewStore(Config{Window: time.Minute}, func() time.Time { return clock })
-	_ = s.Put(context.Background(), []ingest.Event{{Table: "t", PK: "a", Class: ingest.Write, Units: 1, Shard: "s"}})
+	_ = s.Put(context.Background(), []traffic.Event{{Table: "t", PK: "a", Class: traffic.Write, Units: 1, Shard: "s"}})
 	clock = clock.Add(2 * time.Second)
 	b, _, _, _ := EncodeSummary(s.Summary(true), 10, 1<<20)
 	f.Add(b)
@@ -268,9 +268,9 @@ func BenchmarkSummary(b *testing.B) {
 	for sec := range 12 {
 		clock = t0.Add(time.Duration(sec) * time.Second)
 		for tb := range 50 {
-			evs := make([]ingest.Event, 0, 5000)
+			evs := make([]traffic.Event, 0, 5000)
 			for i := range 5000 {
-				evs = append(evs, ingest.Event{Table: fmt.Sprintf("t%d", tb), PK: fmt.Sprintf("k%d", (i*31+sec)%5000), Class: ingest.Write, Units: 1})
+				evs = append(evs, traffic.Event{Table: fmt.Sprintf("t%d", tb), PK: fmt.Sprintf("k%d", (i*31+sec)%5000), Class: traffic.Write, Units: 1})
 			}
 			if err := s.Put(context.Background(), evs); err != nil {
 				b.Fatal(err)

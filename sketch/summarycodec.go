@@ -10,7 +10,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // SummaryFormat is the version of the encoding EncodeSummary writes and
@@ -40,22 +40,22 @@ type wireSummary struct {
 }
 
 type wireTable struct {
-	Table      string                       `json:"t"`
-	Index      string                       `json:"i,omitempty"`
-	Events     uint64                       `json:"e"`
-	Classes    [ingest.NumClasses]wireClass `json:"c"`
-	Distinct   uint64                       `json:"d"`
-	Registers  []byte                       `json:"hll,omitempty"`
-	Shards     []ShardStat                  `json:"sh,omitempty"`
-	Throttled  []KeyCount                   `json:"th,omitempty"`
-	ThrEvents  uint64                       `json:"the,omitempty"`
-	RecentSpan int64                        `json:"rs"`           // nanoseconds
-	LastSecond int64                        `json:"ls"`           // Unix seconds, 0 for none
-	Start      int64                        `json:"ts,omitempty"` // Unix nanoseconds: the table's window
-	End        int64                        `json:"te,omitempty"`
-	Slot       int64                        `json:"sl,omitempty"` // newest slot of the series, 0: the summary's
-	SlotUnits  [ingest.NumClasses][]float64 `json:"su"`
-	SlotPeaks  [ingest.NumClasses][]float64 `json:"sp"`
+	Table      string                        `json:"t"`
+	Index      string                        `json:"i,omitempty"`
+	Events     uint64                        `json:"e"`
+	Classes    [traffic.NumClasses]wireClass `json:"c"`
+	Distinct   uint64                        `json:"d"`
+	Registers  []byte                        `json:"hll,omitempty"`
+	Shards     []ShardStat                   `json:"sh,omitempty"`
+	Throttled  []KeyCount                    `json:"th,omitempty"`
+	ThrEvents  uint64                        `json:"the,omitempty"`
+	RecentSpan int64                         `json:"rs"`           // nanoseconds
+	LastSecond int64                         `json:"ls"`           // Unix seconds, 0 for none
+	Start      int64                         `json:"ts,omitempty"` // Unix nanoseconds: the table's window
+	End        int64                         `json:"te,omitempty"`
+	Slot       int64                         `json:"sl,omitempty"` // newest slot of the series, 0: the summary's
+	SlotUnits  [traffic.NumClasses][]float64 `json:"su"`
+	SlotPeaks  [traffic.NumClasses][]float64 `json:"sp"`
 }
 
 type wireClass struct {
@@ -203,17 +203,17 @@ func DecodeSummary(b []byte) (*Summary, error) {
 		for c := range wt.Classes {
 			wc := &wt.Classes[c]
 			if !counts(wc.Units, wc.Peak, wc.PeakSecond, wc.Recent, wc.Last) {
-				return nil, fmt.Errorf("tables[%d] (%s) class %s: units that are not counts", i, wt.Table, ingest.Class(c))
+				return nil, fmt.Errorf("tables[%d] (%s) class %s: units that are not counts", i, wt.Table, traffic.Class(c))
 			}
 			if len(wt.SlotUnits[c]) != len(wt.SlotPeaks[c]) || !counts(wt.SlotUnits[c]...) || !counts(wt.SlotPeaks[c]...) {
-				return nil, fmt.Errorf("tables[%d] (%s) class %s: slot series of %d units and %d peaks, or not counts", i, wt.Table, ingest.Class(c), len(wt.SlotUnits[c]), len(wt.SlotPeaks[c]))
+				return nil, fmt.Errorf("tables[%d] (%s) class %s: slot series of %d units and %d peaks, or not counts", i, wt.Table, traffic.Class(c), len(wt.SlotUnits[c]), len(wt.SlotPeaks[c]))
 			}
 			part.SlotUnits[c], part.SlotPeaks[c] = wt.SlotUnits[c], wt.SlotPeaks[c]
 			cs := ClassStats{Events: wc.Events, Units: wc.Units, PeakUnitsPerSecond: wc.Peak, PeakSecondUnits: wc.PeakSecond,
 				RecentUnits: wc.Recent, LastSecondUnits: wc.Last}
 			for j, k := range wc.Top {
 				if k.Key == "" || !counts(k.Units, k.Error, k.Peak, k.Recent, k.Last) {
-					return nil, fmt.Errorf("tables[%d] (%s) class %s key %d: no key, or units that are not counts", i, wt.Table, ingest.Class(c), j)
+					return nil, fmt.Errorf("tables[%d] (%s) class %s key %d: no key, or units that are not counts", i, wt.Table, traffic.Class(c), j)
 				}
 				cs.Top = append(cs.Top, KeyStat{Key: k.Key, Units: k.Units, Error: k.Error, Events: k.Events, SortKeys: k.SortKeys,
 					PeakUnitsPerSecond: k.Peak, RecentUnits: k.Recent, LastSecondUnits: k.Last})

@@ -11,7 +11,7 @@ import (
 	"github.com/axiomhq/hyperloglog"
 	"github.com/zeebo/xxh3"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // tableID names a table or one of its indexes.
@@ -46,7 +46,7 @@ type table struct {
 	sources []string
 	late    []lateCount // late events of the current Put, by source
 
-	classes [ingest.NumClasses]classSketch
+	classes [traffic.NumClasses]classSketch
 
 	// distinct is nil while every key in the window is a candidate: the
 	// distinct keys are then the candidates.
@@ -104,9 +104,9 @@ type classSketch struct {
 }
 
 // maxEventUnits is the most units an event may carry: the most one
-// DynamoDB call consumes of one table (ingest.MaxUnits). Totals of such
+// DynamoDB call consumes of one table (traffic.MaxUnits). Totals of such
 // events stay far from the float limit.
-const maxEventUnits = max(ingest.MaxBatchGetUnits, ingest.MaxBatchWriteUnits)
+const maxEventUnits = max(traffic.MaxBatchGetUnits, traffic.MaxBatchWriteUnits)
 
 // noiseEvery is how many updates of a class pass between refreshes of its
 // noise floor (62 probes of 4 cells each: well under 0.1 ns per update).
@@ -184,7 +184,7 @@ func (t *table) advance(epoch, sec int64) {
 		}
 		cs.noiseCur, cs.noisePrev = cs.cms.noise()
 	}
-	if t.distinct != nil && t.classes[ingest.Read].cms == nil && t.classes[ingest.Write].cms == nil {
+	if t.distinct != nil && t.classes[traffic.Read].cms == nil && t.classes[traffic.Write].cms == nil {
 		// Every key in the window is a candidate again.
 		t.distinct = nil
 		t.distinctDirty = true
@@ -239,9 +239,9 @@ func (t *table) clearSlot(s int) {
 // in functions of their own, so that the compiler keeps the loop's state
 // in registers. The class totals add up in registers for each run of
 // events of one second.
-func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, now int64) (bad uint64) {
-	var units [ingest.NumClasses]float64
-	var counts [ingest.NumClasses]uint64
+func (t *table) addEvents(events []traffic.Event, idx []int32, hs []uint64, now int64) (bad uint64) {
+	var units [traffic.NumClasses]float64
+	var counts [traffic.NumClasses]uint64
 	analyze := t.cfg.Window == 0
 	s := t.cur
 	// sec is the second of the events whose totals add up in units and
@@ -252,14 +252,14 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, now i
 	}
 	var src string
 	for k, h := range hs {
-		var e *ingest.Event
+		var e *traffic.Event
 		if idx == nil {
 			e = &events[k]
 		} else {
 			e = &events[idx[k]]
 		}
 		c := e.Class
-		if c >= ingest.NumClasses {
+		if c >= traffic.NumClasses {
 			bad++
 			continue
 		}
@@ -277,7 +277,7 @@ func (t *table) addEvents(events []ingest.Event, idx []int32, hs []uint64, now i
 			}
 			if es != sec {
 				t.addTotals(units, counts, sec, s)
-				units, counts = [ingest.NumClasses]float64{}, [ingest.NumClasses]uint64{}
+				units, counts = [traffic.NumClasses]float64{}, [traffic.NumClasses]uint64{}
 				if es > now+maxAheadSeconds {
 					// A time no reader lets through (the daemon refuses
 					// times minutes ahead): it must not move the window.
@@ -447,11 +447,11 @@ func (t *table) addLate(source string) {
 // throttled call (never traffic), a stream shard's record. It returns the
 // units to count and whether the event is traffic: an event whose units
 // are not a number one call can consume is not (readers and the daemon
-// check them, ingest.CheckEvent; here a NaN or a 1e308 must not reach
+// check them, traffic.CheckEvent; here a NaN or a 1e308 must not reach
 // the totals all the same).
 //
 //go:noinline
-func (t *table) addSpecial(e *ingest.Event) (units float64, traffic bool) {
+func (t *table) addSpecial(e *traffic.Event) (units float64, traffic bool) {
 	s := t.cur
 	if e.Throttled {
 		t.addThrottled(e.PK, s)
@@ -470,7 +470,7 @@ func (t *table) addSpecial(e *ingest.Event) (units float64, traffic bool) {
 // newCandidates makes class c's candidate set, on its first key.
 //
 //go:noinline
-func (t *table) newCandidates(c ingest.Class) *candidates {
+func (t *table) newCandidates(c traffic.Class) *candidates {
 	cand := newCandidates(t.cfg.Candidates, t.cfg.SubWindows, t.cfg.keyRing())
 	t.classes[c].cand = cand
 	return cand
@@ -478,7 +478,7 @@ func (t *table) newCandidates(c ingest.Class) *candidates {
 
 // addTotals adds a run's class totals to slot s and, in live mode, to the
 // second sec.
-func (t *table) addTotals(units [ingest.NumClasses]float64, events [ingest.NumClasses]uint64, sec int64, s int) {
+func (t *table) addTotals(units [traffic.NumClasses]float64, events [traffic.NumClasses]uint64, sec int64, s int) {
 	for c := range t.classes {
 		if events[c] == 0 {
 			continue
@@ -495,7 +495,7 @@ func (t *table) addTotals(units [ingest.NumClasses]float64, events [ingest.NumCl
 // eventSecond returns the second an event counts in over whole files: its
 // own time's, or for an event without a time the newest second seen. It
 // keeps the earliest and latest event times.
-func (t *table) eventSecond(e *ingest.Event) int64 {
+func (t *table) eventSecond(e *traffic.Event) int64 {
 	if e.Time.IsZero() {
 		return t.sec
 	}
@@ -700,7 +700,7 @@ func (t *table) distinctMerge() (uint64, *hyperloglog.Sketch) {
 // candidateKeys counts the distinct keys of both classes' candidates, the
 // distinct keys of the window while every key is a candidate.
 func (t *table) candidateKeys() uint64 {
-	r, w := t.classes[ingest.Read].cand, t.classes[ingest.Write].cand
+	r, w := t.classes[traffic.Read].cand, t.classes[traffic.Write].cand
 	switch {
 	case r == nil && w == nil:
 		return 0

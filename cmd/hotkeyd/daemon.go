@@ -25,6 +25,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/internal/logging"
 	"github.com/hotkeyd/hotkeyd/judge"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // tickEvery is the detector's pace: one snapshot, one evaluation and one
@@ -98,7 +99,7 @@ type daemon struct {
 	demo     bool
 	io       stdio
 	store    *sketch.Store
-	sink     ingest.Sink
+	sink     traffic.Sink
 	reporter *export.Reporter
 	live     *export.Live
 	history  *export.History
@@ -108,8 +109,8 @@ type daemon struct {
 	server   *export.Server
 	// progress is how far each source has read in event time: the
 	// Store judges each table's seconds by it.
-	progress *ingest.Progress
-	sources  []ingest.Source
+	progress *traffic.Progress
+	sources  []traffic.Source
 	// judge is what the detector's tick evaluates: this process's window,
 	// or, when a source shares its shards through a lease table (replicas
 	// is then set), every replica's.
@@ -161,7 +162,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	if d.store, err = sketch.NewStore(scfg, time.Now); err != nil {
 		return nil, fmt.Errorf("sketch store: %w", err)
 	}
-	d.progress = ingest.NewProgress(time.Now)
+	d.progress = traffic.NewProgress(time.Now)
 	d.store.SetWatermarks(d.progress)
 	config.LogMemoryBudget(log, scfg, config.SetDaemonGC())
 	if d.reporter, err = export.NewReporter(log.Named("ingest"), reg, export.ReporterConfig{Masker: d.masker}); err != nil {
@@ -175,7 +176,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	sourceConfigs := cfg.Sources
 	if demo {
 		// The demo's events carry their arrival time.
-		d.sources, sourceConfigs = []ingest.Source{demosource.New(demosource.Config{})}, nil
+		d.sources, sourceConfigs = []traffic.Source{demosource.New(demosource.Config{})}, nil
 		d.progress.Declare(demosource.SourceName, 0)
 	}
 	for i, sc := range sourceConfigs {
@@ -193,8 +194,8 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	// reader made it: names DynamoDB would refuse, units no call consumes
 	// and times no window can judge (max_future, the input's retention or
 	// max_event_age) never reach a total or a series.
-	d.sink = ingest.CheckedTimes(counting, d.reporter, ingest.TimeLimits{
-		MaxFuture: cfg.MaxFuture, MaxAge: ingest.MaxAges(d.sources, cfg.MaxEventAge), Now: time.Now,
+	d.sink = traffic.CheckedTimes(counting, d.reporter, traffic.TimeLimits{
+		MaxFuture: cfg.MaxFuture, MaxAge: traffic.MaxAges(d.sources, cfg.MaxEventAge), Now: time.Now,
 	})
 	var events http.Handler
 	if f.enableIngest {
@@ -213,7 +214,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 		return nil, errors.New("no sources: list some under sources: in the config file, or pass --web.enable-ingest")
 	}
 
-	if d.replicas, err = judge.NewReplicas(d.sources, d.store, d.tracker, scfg.Tracked, log); err != nil {
+	if d.replicas, err = newReplicas(d.sources, d.store, d.tracker, scfg.Tracked, log); err != nil {
 		return nil, err
 	}
 	ccfg := export.CollectorConfig{TopN: settings.Top, Masker: d.masker}

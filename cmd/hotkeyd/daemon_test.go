@@ -11,9 +11,9 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/internal/app/config"
 	"github.com/hotkeyd/hotkeyd/internal/logging"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // lateSource hands one batch when it starts and another only after it was
@@ -23,11 +23,11 @@ type lateSource struct{ started chan struct{} }
 
 func (s *lateSource) Name() string { return "late" }
 
-func (s *lateSource) Run(ctx context.Context, sink ingest.Sink) error {
-	batch := func(key string, n int) []ingest.Event {
-		b := make([]ingest.Event, n)
+func (s *lateSource) Run(ctx context.Context, sink traffic.Sink) error {
+	batch := func(key string, n int) []traffic.Event {
+		b := make([]traffic.Event, n)
 		for i := range b {
-			b[i] = ingest.Event{Table: "orders", PK: key, Class: ingest.Write, Units: 1, Time: time.Now(), Source: "late"}
+			b[i] = traffic.Event{Table: "orders", PK: key, Class: traffic.Write, Units: 1, Time: time.Now(), Source: "late"}
 		}
 		return b
 	}
@@ -73,7 +73,7 @@ func TestDaemonDrainsSourcesOnStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &lateSource{started: make(chan struct{})}
-	d.sources = []ingest.Source{src}
+	d.sources = []traffic.Source{src}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // genRecord writes one realistic record (the userIdentity, TLS details and
@@ -66,14 +66,14 @@ func BenchmarkDecode(b *testing.B) {
 	plain := genFile(20000)
 	var zipped bytes.Buffer
 	zipped.Write(gz(b, string(plain)))
-	schemas := map[string]ingest.KeySchema{"orders": {PartitionKey: "customer", SortKey: "order"}}
+	schemas := map[string]traffic.KeySchema{"orders": {PartitionKey: "customer", SortKey: "order"}}
 	for _, c := range []struct {
 		name string
 		in   []byte
 	}{{"plain", plain}, {"gzip", zipped.Bytes()}} {
 		b.Run(c.name, func(b *testing.B) {
 			var events, records uint64
-			sink := ingest.SinkFunc(func(context.Context, []ingest.Event) error { return nil })
+			sink := traffic.SinkFunc(func(context.Context, []traffic.Event) error { return nil })
 			d := NewDecoder(schemas, nil, nil)
 			b.SetBytes(int64(len(plain)))
 			b.ReportAllocs()

@@ -2,7 +2,7 @@
 // {"Records":[...]} files CloudTrail delivers to S3 (gzip or plain), and the
 // EventBridge envelopes ("detail-type": "AWS API Call via CloudTrail") that
 // log pipelines write one per line. It turns every item a call touched into
-// an ingest.Event, marks throttled calls, and follows a delivery folder
+// an traffic.Event, marks throttled calls, and follows a delivery folder
 // (Source) or decodes whole inputs (Decode, for hotkeyd analyze).
 //
 // CloudTrail records carry neither item sizes nor consumed capacity, so
@@ -25,6 +25,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // SourceName is the source label of every Event this package produces.
@@ -80,8 +81,8 @@ func (s *Stats) Add(o Stats) {
 type Decoder struct {
 	schemas *schemas
 	log     *zap.Logger
-	rep     ingest.Reporter
-	mask    ingest.Masker // of rep: input quoted in errors is masked as keys are
+	rep     traffic.Reporter
+	mask    traffic.Masker // of rep: input quoted in errors is masked as keys are
 	// maxRecord is the record size limit (tests lower it).
 	maxRecord int
 }
@@ -90,18 +91,18 @@ type Decoder struct {
 // and "TABLE/INDEX" to a secondary index's key schema; tables that are not
 // listed count a one-attribute key as the partition key and a
 // several-attribute key as a whole. log and rep may be nil.
-func NewDecoder(tables map[string]ingest.KeySchema, log *zap.Logger, rep ingest.Reporter) *Decoder {
+func NewDecoder(tables map[string]traffic.KeySchema, log *zap.Logger, rep traffic.Reporter) *Decoder {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	if rep == nil {
-		rep = ingest.NopReporter{}
+		rep = traffic.NopReporter{}
 	}
-	return &Decoder{schemas: newSchemas(tables, log), log: log, rep: rep, mask: ingest.MaskerOf(rep), maxRecord: maxRecord}
+	return &Decoder{schemas: newSchemas(tables, log), log: log, rep: rep, mask: traffic.MaskerOf(rep), maxRecord: maxRecord}
 }
 
 // Decode reads one whole input with a new Decoder. See Decoder.Decode.
-func Decode(ctx context.Context, r io.Reader, name string, schemas map[string]ingest.KeySchema, sink ingest.Sink, rep ingest.Reporter) (Stats, error) {
+func Decode(ctx context.Context, r io.Reader, name string, schemas map[string]traffic.KeySchema, sink traffic.Sink, rep traffic.Reporter) (Stats, error) {
 	return NewDecoder(schemas, nil, rep).Decode(ctx, r, name, sink)
 }
 
@@ -114,7 +115,7 @@ func Decode(ctx context.Context, r io.Reader, name string, schemas map[string]in
 // Bad records, a truncated or corrupt file, are reported to the Reporter
 // and counted in Stats.Rejected; what could be read is kept. The error is
 // non-nil only when r itself fails, ctx is done or sink refuses a batch.
-func (d *Decoder) Decode(ctx context.Context, r io.Reader, name string, sink ingest.Sink) (Stats, error) {
+func (d *Decoder) Decode(ctx context.Context, r io.Reader, name string, sink traffic.Sink) (Stats, error) {
 	st := &stream{d: d, ctx: ctx, sink: sink, name: name}
 	st.stats.UnitsPerItem = true
 	err := st.decode(r)
@@ -139,13 +140,13 @@ func (e *readError) Unwrap() error { return e.err }
 type stream struct {
 	d     *Decoder
 	ctx   context.Context
-	sink  ingest.Sink
+	sink  traffic.Sink
 	name  string
 	p     fastjson.Parser
-	batch []ingest.Event
+	batch []traffic.Event
 	stats Stats
 	// items holds the Events of the record being read.
-	items []ingest.Event
+	items []traffic.Event
 	// names interns table and index names.
 	names map[string]string
 	// n counts the records read, for messages.
@@ -185,7 +186,7 @@ func (st *stream) Record(raw []byte, top bool) error {
 	st.n++
 	v, err := st.p.ParseBytes(raw)
 	if err != nil {
-		st.reject(ingest.ReasonBadJSON, parseError(err, st.d.mask))
+		st.reject(traffic.ReasonBadJSON, parseError(err, st.d.mask))
 		return nil
 	}
 	st.object(v, top)
@@ -199,12 +200,12 @@ func (st *stream) Bad(p jsonscan.Problem, err error) {
 		st.rejectFile(err)
 	case jsonscan.TooLong:
 		st.n++
-		st.reject(ingest.ReasonTooLong, fmt.Errorf("record over %d bytes", st.d.maxRecord))
+		st.reject(traffic.ReasonTooLong, fmt.Errorf("record over %d bytes", st.d.maxRecord))
 	case jsonscan.NotObject:
-		st.reject(ingest.ReasonBadRecord, err)
+		st.reject(traffic.ReasonBadRecord, err)
 	default:
 		st.n++
-		st.reject(ingest.ReasonBadJSON, err)
+		st.reject(traffic.ReasonBadJSON, err)
 	}
 }
 
@@ -215,7 +216,7 @@ func (st *stream) object(v *fastjson.Value, top bool) {
 		if recs := v.Get("Records"); recs != nil {
 			arr, err := recs.Array()
 			if err != nil {
-				st.reject(ingest.ReasonBadType, errors.New("the Records member is not an array"))
+				st.reject(traffic.ReasonBadType, errors.New("the Records member is not an array"))
 				return
 			}
 			for _, r := range arr {
@@ -228,12 +229,12 @@ func (st *stream) object(v *fastjson.Value, top bool) {
 		}
 	}
 	if v.Type() != fastjson.TypeObject {
-		st.reject(ingest.ReasonBadRecord, errors.New("record is not a JSON object"))
+		st.reject(traffic.ReasonBadRecord, errors.New("record is not a JSON object"))
 		return
 	}
 	if detail := v.Get("detail"); detail != nil && v.Get("eventSource") == nil {
 		if detail.Type() != fastjson.TypeObject {
-			st.reject(ingest.ReasonBadType, errors.New("detail is not an object"))
+			st.reject(traffic.ReasonBadType, errors.New("detail is not an object"))
 			return
 		}
 		v = detail
@@ -242,7 +243,7 @@ func (st *stream) object(v *fastjson.Value, top bool) {
 }
 
 // emit appends an Event and hands a full batch to the sink.
-func (st *stream) emit(e ingest.Event) {
+func (st *stream) emit(e traffic.Event) {
 	if e.Throttled {
 		st.stats.Throttled++
 	} else {
@@ -252,7 +253,7 @@ func (st *stream) emit(e ingest.Event) {
 		st.stats.Keyless++
 	}
 	if st.batch == nil {
-		st.batch = make([]ingest.Event, 0, batchSize)
+		st.batch = make([]traffic.Event, 0, batchSize)
 	}
 	st.batch = append(st.batch, e)
 	if len(st.batch) >= batchSize {
@@ -292,13 +293,13 @@ func (st *stream) reject(reason string, err error) {
 // rejectFile reports a file that could not be read to its end.
 func (st *stream) rejectFile(err error) {
 	st.stats.Rejected++
-	st.d.rep.Reject(SourceName, ingest.ReasonBadFile, fmt.Errorf("%s: %w", st.name, err))
+	st.d.rep.Reject(SourceName, traffic.ReasonBadFile, fmt.Errorf("%s: %w", st.name, err))
 }
 
 // parseError is fastjson's error with the piece of input it quotes (its
-// "unparsed tail") quoted through ingest.Quote, so that it is masked as
+// "unparsed tail") quoted through traffic.Quote, so that it is masked as
 // keys are.
-func parseError(err error, m ingest.Masker) error {
+func parseError(err error, m traffic.Masker) error {
 	const tailMark = "; unparsed tail: "
 	msg, tail, ok := strings.Cut(err.Error(), tailMark)
 	if !ok {
@@ -307,5 +308,5 @@ func parseError(err error, m ingest.Masker) error {
 	if t, uerr := strconv.Unquote(tail); uerr == nil {
 		tail = t
 	}
-	return errors.New(msg + tailMark + ingest.Quote(m, []byte(tail)))
+	return errors.New(msg + tailMark + traffic.Quote(m, []byte(tail)))
 }

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // ev builds a CloudTrail record of a DynamoDB call; extra is more members
@@ -31,7 +31,7 @@ func ev(name, rp string, extra ...string) string {
 func records(recs ...string) string { return `{"Records":[` + strings.Join(recs, ",") + `]}` }
 
 // short renders an Event as table|index|pk|sk|class, with !throttled.
-func short(e ingest.Event) string {
+func short(e traffic.Event) string {
 	s := e.Table + "|" + e.Index + "|" + e.PK + "|" + e.SK + "|" + e.Class.String()
 	if e.Throttled {
 		s += "|throttled"
@@ -39,7 +39,7 @@ func short(e ingest.Event) string {
 	return s
 }
 
-func decodeString(t *testing.T, in string, tables map[string]ingest.KeySchema) ([]string, Stats, *collector) {
+func decodeString(t *testing.T, in string, tables map[string]traffic.KeySchema) ([]string, Stats, *collector) {
 	t.Helper()
 	col := &collector{}
 	st, err := Decode(context.Background(), strings.NewReader(in), "test.json", tables, col, col)
@@ -57,7 +57,7 @@ func decodeString(t *testing.T, in string, tables map[string]ingest.KeySchema) (
 }
 
 func TestDecodeCalls(t *testing.T) {
-	music := map[string]ingest.KeySchema{
+	music := map[string]traffic.KeySchema{
 		"Music":                  {PartitionKey: "Artist", SortKey: "SongTitle"},
 		"Orders/byCustomer":      {PartitionKey: "customer", SortKey: "date"},
 		"Orders":                 {PartitionKey: "order"},
@@ -390,7 +390,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	// A sink that refuses stops the decoding with its error.
 	refuse := errors.New("pipeline stopped")
-	sink := ingest.SinkFunc(func(context.Context, []ingest.Event) error { return refuse })
+	sink := traffic.SinkFunc(func(context.Context, []traffic.Event) error { return refuse })
 	in := records(strings.Repeat(getItem("a")+",", 2*batchSize) + getItem("b"))
 	_, err = Decode(context.Background(), strings.NewReader(in), "f", nil, sink, nil)
 	if !errors.Is(err, refuse) {
@@ -407,7 +407,7 @@ func TestDecodeErrors(t *testing.T) {
 
 func TestDecodeBatches(t *testing.T) {
 	var sizes []int
-	sink := ingest.SinkFunc(func(_ context.Context, b []ingest.Event) error {
+	sink := traffic.SinkFunc(func(_ context.Context, b []traffic.Event) error {
 		sizes = append(sizes, len(b))
 		return nil
 	})
@@ -500,19 +500,19 @@ func TestRejectionsMaskQuotedInput(t *testing.T) {
 func TestOperationsAgree(t *testing.T) {
 	statements := map[string]bool{"ExecuteStatement": true, "BatchExecuteStatement": true, "ExecuteTransaction": true}
 	for name := range shapes {
-		_, known := ingest.LookupOperation(name)
+		_, known := traffic.LookupOperation(name)
 		if known == statements[name] {
 			t.Errorf("%s: known to ingest %v, a PartiQL call %v", name, known, statements[name])
 		}
 	}
 	for _, name := range []string{"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"} {
-		op, _ := ingest.LookupOperation(name)
+		op, _ := traffic.LookupOperation(name)
 		_, class, ok := operation([]byte(name))
 		if !ok || class != op.Class {
 			t.Errorf("%s: read %v as %v, ingest says %v", name, ok, class, op.Class)
 		}
 	}
-	if _, class, _ := operation([]byte("TransactWriteItems")); class != ingest.Write {
+	if _, class, _ := operation([]byte("TransactWriteItems")); class != traffic.Write {
 		t.Errorf("TransactWriteItems read as %v, want a write", class)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // FuzzDecode feeds arbitrary input to the decoder: it must not panic or
@@ -24,7 +24,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(envelope(getItem("a")) + "\n" + envelope(getItem("b"))[:50] + "\n"))
 	f.Add(gz(f, records(getItem("a"))))
 	f.Add([]byte(records(ev("Query", `{"tableName":"Q","key":{"p":"1","s":"2"},"keyConditionExpression":"#p = :p AND begins_with(#s, :s) AND s<=x","expressionAttributeNames":{"#p":"p","#s":"s"},"keyConditions":{"p":{"comparisonOperator":"EQ"}}}`))))
-	tables := map[string]ingest.KeySchema{"T": {PartitionKey: "id", SortKey: "s"}, "Music": {PartitionKey: "Artist", SortKey: "SongTitle"}}
+	tables := map[string]traffic.KeySchema{"T": {PartitionKey: "id", SortKey: "s"}, "Music": {PartitionKey: "Artist", SortKey: "SongTitle"}}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		col := &collector{}
 		st, err := Decode(context.Background(), bytes.NewReader(in), "fuzz", tables, col, col)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -42,12 +42,12 @@ type golden struct {
 // collector is a Sink and a Reporter that keeps everything it is given.
 type collector struct {
 	mu       sync.Mutex
-	events   []ingest.Event
+	events   []traffic.Event
 	rejected []string
 	errors   []string
 }
 
-func (c *collector) Put(_ context.Context, b []ingest.Event) error {
+func (c *collector) Put(_ context.Context, b []traffic.Event) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.events = append(c.events, b...)
@@ -66,7 +66,7 @@ func (c *collector) Error(source, reason string, err error) {
 	c.errors = append(c.errors, source+" "+reason+": "+err.Error())
 }
 
-func toGolden(evs []ingest.Event) []goldenEvent {
+func toGolden(evs []traffic.Event) []goldenEvent {
 	out := make([]goldenEvent, len(evs))
 	for i, e := range evs {
 		out[i] = goldenEvent{e.Table, e.Index, e.PK, e.SK, e.Class.String(), e.Units, e.Time, e.Source, e.Throttled}
@@ -105,7 +105,7 @@ func TestGoldenSamples(t *testing.T) {
 	cases := []struct {
 		golden string
 		file   string
-		tables map[string]ingest.KeySchema
+		tables map[string]traffic.KeySchema
 	}{
 		// AWS's documented entries. No schema is configured: the UpdateTable
 		// entry's tableDescription says Artist is the partition key and
@@ -115,7 +115,7 @@ func TestGoldenSamples(t *testing.T) {
 		// CreateCluster (DAX) and GetRecords (Streams) are ignored.
 		{"awsdocs-learnt", "awsdocs-ddb-log-entries.json", nil},
 		// The configured schema wins over the learnt one.
-		{"awsdocs-configured", "awsdocs-ddb-log-entries.json", map[string]ingest.KeySchema{
+		{"awsdocs-configured", "awsdocs-ddb-log-entries.json", map[string]traffic.KeySchema{
 			"Music": {PartitionKey: "SongTitle"},
 		}},
 		// Real 2025 capture: a Scan (counted for the table, no key), a

@@ -9,7 +9,7 @@ import (
 	"github.com/valyala/fastjson"
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // IndexSchemaKey is the key of a secondary index's schema in a tables map:
@@ -21,23 +21,23 @@ func IndexSchemaKey(table, index string) string { return table + "/" + index }
 // events, and the tables already warned about.
 type schemas struct {
 	log        *zap.Logger
-	configured map[string]ingest.KeySchema
+	configured map[string]traffic.KeySchema
 
 	mu     sync.RWMutex
-	learnt map[string]ingest.KeySchema
+	learnt map[string]traffic.KeySchema
 	warned map[string]bool
 }
 
-func newSchemas(tables map[string]ingest.KeySchema, log *zap.Logger) *schemas {
-	c := make(map[string]ingest.KeySchema, len(tables))
+func newSchemas(tables map[string]traffic.KeySchema, log *zap.Logger) *schemas {
+	c := make(map[string]traffic.KeySchema, len(tables))
 	for k, v := range tables {
 		c[k] = v
 	}
-	return &schemas{log: log, configured: c, learnt: map[string]ingest.KeySchema{}, warned: map[string]bool{}}
+	return &schemas{log: log, configured: c, learnt: map[string]traffic.KeySchema{}, warned: map[string]bool{}}
 }
 
 // get returns the key schema of a table (index empty) or of an index.
-func (s *schemas) get(table, index string) (ingest.KeySchema, bool) {
+func (s *schemas) get(table, index string) (traffic.KeySchema, bool) {
 	name := table
 	if index != "" {
 		name = IndexSchemaKey(table, index)
@@ -111,7 +111,7 @@ func (s *schemas) learnTable(td *fastjson.Value) {
 	}
 }
 
-func (s *schemas) put(name string, ks ingest.KeySchema) {
+func (s *schemas) put(name string, ks traffic.KeySchema) {
 	if _, ok := s.configured[name]; ok {
 		return
 	}
@@ -129,8 +129,8 @@ func (s *schemas) put(name string, ks ingest.KeySchema) {
 }
 
 // keySchema reads [{"attributeName": "Artist", "keyType": "HASH"}, ...].
-func keySchema(v *fastjson.Value) (ingest.KeySchema, bool) {
-	var ks ingest.KeySchema
+func keySchema(v *fastjson.Value) (traffic.KeySchema, bool) {
+	var ks traffic.KeySchema
 	if v == nil {
 		return ks, false
 	}
@@ -167,19 +167,19 @@ func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool, query
 	}
 	obj, err := m.Object()
 	if err != nil {
-		return "", "", rerr(ingest.ReasonBadType, "key of %s is not an object", table)
+		return "", "", rerr(traffic.ReasonBadType, "key of %s is not an object", table)
 	}
 	if ks, ok := st.d.schemas.get(table, index); ok {
 		pv := obj.Get(ks.PartitionKey)
 		if pv == nil {
-			return "", "", rerr(ingest.ReasonMissingPK, "key of %s has no partition key attribute %q", tableIndex(table, index), ks.PartitionKey)
+			return "", "", rerr(traffic.ReasonMissingPK, "key of %s has no partition key attribute %q", tableIndex(table, index), ks.PartitionKey)
 		}
 		if pk, err = keyValue(pv); err != nil {
 			return "", "", err
 		}
 		if pk == "" {
 			// DynamoDB refuses empty key values: the record is broken.
-			return "", "", rerr(ingest.ReasonMissingPK, "key of %s has an empty partition key", tableIndex(table, index))
+			return "", "", rerr(traffic.ReasonMissingPK, "key of %s has an empty partition key", tableIndex(table, index))
 		}
 		if wantSK && ks.SortKey != "" {
 			if sv := obj.Get(ks.SortKey); sv != nil {
@@ -192,13 +192,13 @@ func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool, query
 	}
 	switch obj.Len() {
 	case 0:
-		return "", "", rerr(ingest.ReasonMissingPK, "empty key of %s", tableIndex(table, index))
+		return "", "", rerr(traffic.ReasonMissingPK, "empty key of %s", tableIndex(table, index))
 	case 1:
 		// A one-attribute key is the partition key.
 		var v *fastjson.Value
 		obj.Visit(func(_ []byte, x *fastjson.Value) { v = x })
 		if pk, err = keyValue(v); err == nil && pk == "" {
-			err = rerr(ingest.ReasonMissingPK, "key of %s has an empty partition key", tableIndex(table, index))
+			err = rerr(traffic.ReasonMissingPK, "key of %s has an empty partition key", tableIndex(table, index))
 		}
 		return pk, "", err
 	}
@@ -213,7 +213,7 @@ func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool, query
 		})
 		if n == 1 {
 			if pk, err = keyValue(pv); err == nil && pk == "" {
-				err = rerr(ingest.ReasonMissingPK, "key of %s has an empty partition key", tableIndex(table, index))
+				err = rerr(traffic.ReasonMissingPK, "key of %s has an empty partition key", tableIndex(table, index))
 			}
 			return pk, "", err
 		}
@@ -229,7 +229,7 @@ func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool, query
 		var s string
 		if s, err = keyValue(x); err == nil {
 			if !validUTF8(k) {
-				err = rerr(ingest.ReasonBadUTF8, "key attribute name is not valid UTF-8")
+				err = rerr(traffic.ReasonBadUTF8, "key attribute name is not valid UTF-8")
 				return
 			}
 			pairs = append(pairs, kv{string(k), s})
@@ -303,7 +303,7 @@ func keyValue(v *fastjson.Value) (string, error) {
 
 func checkValue(b []byte) (string, error) {
 	if !validUTF8(b) {
-		return "", rerr(ingest.ReasonBadUTF8, "key value is not valid UTF-8")
+		return "", rerr(traffic.ReasonBadUTF8, "key value is not valid UTF-8")
 	}
 	return string(b), nil
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // PartiQL statements (ExecuteStatement, BatchExecuteStatement,
@@ -19,7 +19,7 @@ import (
 
 // statement is what hotkeyd needs from one PartiQL statement.
 type statement struct {
-	class ingest.Class
+	class traffic.Class
 	table string
 	index string
 	// eq maps attribute names to the literal values they are compared
@@ -147,16 +147,16 @@ func parsePartiQL(s string) (statement, error) {
 	var rest []token
 	switch {
 	case toks[0].is("SELECT"):
-		st.class = ingest.Read
+		st.class = traffic.Read
 		rest = after(toks, "FROM")
 	case toks[0].is("DELETE"):
-		st.class = ingest.Write
+		st.class = traffic.Write
 		rest = after(toks, "FROM")
 	case toks[0].is("INSERT"):
-		st.class = ingest.Write
+		st.class = traffic.Write
 		rest = after(toks, "INTO")
 	case toks[0].is("UPDATE"):
-		st.class = ingest.Write
+		st.class = traffic.Write
 		rest = toks[1:]
 	default:
 		// The word is not quoted: it may be anything, a key included.
@@ -287,18 +287,18 @@ func valueTuple(toks []token) map[string]literal {
 // statement reads one PartiQL statement into st.items.
 func (st *stream) statement(v *fastjson.Value) error {
 	if v == nil {
-		return rerr(ingest.ReasonBadRecord, "no statement")
+		return rerr(traffic.ReasonBadRecord, "no statement")
 	}
 	b, err := v.StringBytes()
 	if err != nil {
-		return rerr(ingest.ReasonBadType, "statement is not a string")
+		return rerr(traffic.ReasonBadType, "statement is not a string")
 	}
 	if !validUTF8(b) {
-		return rerr(ingest.ReasonBadUTF8, "statement is not valid UTF-8")
+		return rerr(traffic.ReasonBadUTF8, "statement is not valid UTF-8")
 	}
 	s, err := parsePartiQL(string(b))
 	if err != nil {
-		return rerr(ingest.ReasonBadOp, "statement %s: %v", ingest.Quote(st.d.mask, b), err)
+		return rerr(traffic.ReasonBadOp, "statement %s: %v", traffic.Quote(st.d.mask, b), err)
 	}
 	table, err := st.intern([]byte(s.table))
 	if err != nil {

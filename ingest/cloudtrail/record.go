@@ -8,7 +8,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // opKind says where a data call keeps its table and keys.
@@ -27,7 +27,7 @@ const (
 
 // shapes maps the eventName of a DynamoDB data call to where its request
 // keeps tables and keys. The class of an item call is the one ingest
-// knows for it (ingest.LookupOperation, shared with the access-log
+// knows for it (traffic.LookupOperation, shared with the access-log
 // reader); a PartiQL statement's comes from its verb.
 var shapes = map[string]opKind{
 	"GetItem":               opItem,
@@ -47,15 +47,15 @@ var shapes = map[string]opKind{
 
 // operation maps a DynamoDB eventName to how it is read and its class.
 // Statement classes come from each statement's verb (Read until then).
-func operation(name []byte) (opKind, ingest.Class, bool) {
+func operation(name []byte) (opKind, traffic.Class, bool) {
 	kind, ok := shapes[string(name)]
 	if !ok {
 		return 0, 0, false
 	}
-	if op, ok := ingest.LookupOperation(string(name)); ok {
+	if op, ok := traffic.LookupOperation(string(name)); ok {
 		return kind, op.Class, true
 	}
-	return kind, ingest.Read, true
+	return kind, traffic.Read, true
 }
 
 // recordError is a record that cannot be used, with its reason label.
@@ -120,7 +120,7 @@ func (st *stream) record(v *fastjson.Value) {
 	}
 	ts, err := eventTime(v, st.d.mask)
 	if err != nil {
-		st.reject(ingest.ReasonBadTime, err)
+		st.reject(traffic.ReasonBadTime, err)
 		return
 	}
 	// Failed calls: throttled ones are counted per key as throttled; the
@@ -145,12 +145,12 @@ func (st *stream) record(v *fastjson.Value) {
 	}
 	rp := v.Get("requestParameters")
 	if rp == nil || rp.Type() != fastjson.TypeObject {
-		st.reject(ingest.ReasonBadRecord, fmt.Errorf("%s: requestParameters is not an object", name))
+		st.reject(traffic.ReasonBadRecord, fmt.Errorf("%s: requestParameters is not an object", name))
 		return
 	}
 	st.items = st.items[:0]
 	if err := st.parse(kind, class, rp); err != nil {
-		reason := ingest.ReasonBadRecord
+		reason := traffic.ReasonBadRecord
 		var re *recordError
 		if errors.As(err, &re) {
 			reason = re.reason
@@ -178,21 +178,21 @@ func (st *stream) record(v *fastjson.Value) {
 }
 
 // eventTime parses eventTime (RFC 3339, always UTC in CloudTrail).
-func eventTime(v *fastjson.Value, m ingest.Masker) (time.Time, error) {
+func eventTime(v *fastjson.Value, m traffic.Masker) (time.Time, error) {
 	b := v.GetStringBytes("eventTime")
 	if len(b) == 0 {
 		return time.Time{}, errors.New("no eventTime")
 	}
 	t, err := time.Parse(time.RFC3339Nano, string(b))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("eventTime %s is not an RFC 3339 time", ingest.Quote(m, b))
+		return time.Time{}, fmt.Errorf("eventTime %s is not an RFC 3339 time", traffic.Quote(m, b))
 	}
 	return t, nil
 }
 
 // add appends one item access to the record's Events.
-func (st *stream) add(table, index, pk, sk string, class ingest.Class) {
-	st.items = append(st.items, ingest.Event{Table: table, Index: index, PK: pk, SK: sk, Class: class})
+func (st *stream) add(table, index, pk, sk string, class traffic.Class) {
+	st.items = append(st.items, traffic.Event{Table: table, Index: index, PK: pk, SK: sk, Class: class})
 }
 
 // get returns the first of the fields that exists: CloudTrail mixes
@@ -211,17 +211,17 @@ func (st *stream) field(v *fastjson.Value, required bool, names ...string) (stri
 	f := get(v, names...)
 	if f == nil || f.Type() == fastjson.TypeNull {
 		if required {
-			return "", rerr(ingest.ReasonMissingTable, "no %s", names[0])
+			return "", rerr(traffic.ReasonMissingTable, "no %s", names[0])
 		}
 		return "", nil
 	}
 	b, err := f.StringBytes()
 	if err != nil {
-		return "", rerr(ingest.ReasonBadType, "%s is not a string", names[0])
+		return "", rerr(traffic.ReasonBadType, "%s is not a string", names[0])
 	}
 	if len(b) == 0 {
 		if required {
-			return "", rerr(ingest.ReasonMissingTable, "empty %s", names[0])
+			return "", rerr(traffic.ReasonMissingTable, "empty %s", names[0])
 		}
 		return "", nil
 	}
@@ -237,7 +237,7 @@ func (st *stream) index(v *fastjson.Value) (string, error) {
 }
 
 // parse reads the items of one call into st.items.
-func (st *stream) parse(kind opKind, class ingest.Class, rp *fastjson.Value) error {
+func (st *stream) parse(kind opKind, class traffic.Class, rp *fastjson.Value) error {
 	switch kind {
 	case opItem:
 		table, pk, sk, err := st.itemOf(rp)
@@ -245,7 +245,7 @@ func (st *stream) parse(kind opKind, class ingest.Class, rp *fastjson.Value) err
 			return err
 		}
 		if pk == "" {
-			return rerr(ingest.ReasonMissingPK, "no key")
+			return rerr(traffic.ReasonMissingPK, "no key")
 		}
 		st.add(table, "", pk, sk, class)
 	case opQuery:
@@ -279,7 +279,7 @@ func (st *stream) parse(kind opKind, class ingest.Class, rp *fastjson.Value) err
 	case opTransact:
 		items := get(rp, "requestItems", "transactItems", "RequestItems", "TransactItems")
 		if items == nil || items.Type() != fastjson.TypeArray {
-			return rerr(ingest.ReasonBadRecord, "requestItems is not an array")
+			return rerr(traffic.ReasonBadRecord, "requestItems is not an array")
 		}
 		arr, _ := items.Array()
 		for _, it := range arr {
@@ -292,12 +292,12 @@ func (st *stream) parse(kind opKind, class ingest.Class, rp *fastjson.Value) err
 	case opStatements:
 		items := get(rp, "requestItems", "transactStatements", "statements", "RequestItems", "TransactStatements", "Statements")
 		if items == nil || items.Type() != fastjson.TypeArray {
-			return rerr(ingest.ReasonBadRecord, "requestItems is not an array")
+			return rerr(traffic.ReasonBadRecord, "requestItems is not an array")
 		}
 		arr, _ := items.Array()
 		for _, it := range arr {
 			if it.Type() != fastjson.TypeObject {
-				return rerr(ingest.ReasonBadType, "statement item is not an object")
+				return rerr(traffic.ReasonBadType, "statement item is not an object")
 			}
 			if err := st.statement(get(it, "statement", "Statement")); err != nil {
 				return err
@@ -310,9 +310,9 @@ func (st *stream) parse(kind opKind, class ingest.Class, rp *fastjson.Value) err
 // listItem reads one element of a transaction's (or a list-shaped batch's)
 // requestItems: its own table and key, maybe wrapped in an operation
 // object as in the API's TransactItems ({"Put": {"TableName":..., "Item":...}}).
-func (st *stream) listItem(class ingest.Class, it *fastjson.Value) error {
+func (st *stream) listItem(class traffic.Class, it *fastjson.Value) error {
 	if it.Type() != fastjson.TypeObject {
-		return rerr(ingest.ReasonBadType, "request item is not an object")
+		return rerr(traffic.ReasonBadType, "request item is not an object")
 	}
 	if get(it, "tableName", "TableName") == nil {
 		if inner := get(it, "get", "Get", "put", "Put", "update", "Update", "delete", "Delete", "conditionCheck", "ConditionCheck"); inner != nil && inner.Type() == fastjson.TypeObject {
@@ -350,9 +350,9 @@ func (st *stream) itemOf(obj *fastjson.Value) (table, pk, sk string, err error) 
 //
 // with CloudTrail's lower-camel names or the API's capitalised ones, and a
 // list shaped like TransactWriteItems' requestItems as well.
-func (st *stream) batchItems(kind opKind, class ingest.Class, items *fastjson.Value) error {
+func (st *stream) batchItems(kind opKind, class traffic.Class, items *fastjson.Value) error {
 	if items == nil {
-		return rerr(ingest.ReasonBadRecord, "no requestItems")
+		return rerr(traffic.ReasonBadRecord, "no requestItems")
 	}
 	switch items.Type() {
 	case fastjson.TypeArray:
@@ -365,7 +365,7 @@ func (st *stream) batchItems(kind opKind, class ingest.Class, items *fastjson.Va
 		return nil
 	case fastjson.TypeObject:
 	default:
-		return rerr(ingest.ReasonBadType, "requestItems is neither an object nor an array")
+		return rerr(traffic.ReasonBadType, "requestItems is neither an object nor an array")
 	}
 	obj, _ := items.Object()
 	var err error
@@ -374,7 +374,7 @@ func (st *stream) batchItems(kind opKind, class ingest.Class, items *fastjson.Va
 			return
 		}
 		if len(k) == 0 {
-			err = rerr(ingest.ReasonMissingTable, "empty table name in requestItems")
+			err = rerr(traffic.ReasonMissingTable, "empty table name in requestItems")
 			return
 		}
 		var table string
@@ -390,13 +390,13 @@ func (st *stream) batchItems(kind opKind, class ingest.Class, items *fastjson.Va
 	return err
 }
 
-func (st *stream) batchGetTable(table string, class ingest.Class, tv *fastjson.Value) error {
+func (st *stream) batchGetTable(table string, class traffic.Class, tv *fastjson.Value) error {
 	if tv.Type() != fastjson.TypeObject {
-		return rerr(ingest.ReasonBadType, "requestItems.%s is not an object", table)
+		return rerr(traffic.ReasonBadType, "requestItems.%s is not an object", table)
 	}
 	keys := get(tv, "keys", "Keys")
 	if keys == nil || keys.Type() != fastjson.TypeArray {
-		return rerr(ingest.ReasonBadRecord, "requestItems.%s.keys is not an array", table)
+		return rerr(traffic.ReasonBadRecord, "requestItems.%s.keys is not an array", table)
 	}
 	arr, _ := keys.Array()
 	for _, k := range arr {
@@ -405,25 +405,25 @@ func (st *stream) batchGetTable(table string, class ingest.Class, tv *fastjson.V
 			return err
 		}
 		if pk == "" {
-			return rerr(ingest.ReasonMissingPK, "requestItems.%s: empty key", table)
+			return rerr(traffic.ReasonMissingPK, "requestItems.%s: empty key", table)
 		}
 		st.add(table, "", pk, sk, class)
 	}
 	return nil
 }
 
-func (st *stream) batchWriteTable(table string, class ingest.Class, tv *fastjson.Value) error {
+func (st *stream) batchWriteTable(table string, class traffic.Class, tv *fastjson.Value) error {
 	if tv.Type() != fastjson.TypeArray {
-		return rerr(ingest.ReasonBadType, "requestItems.%s is not an array", table)
+		return rerr(traffic.ReasonBadType, "requestItems.%s is not an array", table)
 	}
 	arr, _ := tv.Array()
 	for _, req := range arr {
 		if req.Type() != fastjson.TypeObject {
-			return rerr(ingest.ReasonBadType, "requestItems.%s: request is not an object", table)
+			return rerr(traffic.ReasonBadType, "requestItems.%s: request is not an object", table)
 		}
 		r := get(req, "putRequest", "PutRequest", "deleteRequest", "DeleteRequest")
 		if r == nil || r.Type() != fastjson.TypeObject {
-			return rerr(ingest.ReasonBadRecord, "requestItems.%s: neither putRequest nor deleteRequest", table)
+			return rerr(traffic.ReasonBadRecord, "requestItems.%s: neither putRequest nor deleteRequest", table)
 		}
 		pk, sk, err := st.key(table, "", get(r, "key", "Key"), true, nil)
 		if err == nil && pk == "" {
@@ -447,11 +447,11 @@ func (st *stream) intern(b []byte) (string, error) {
 		return s, nil
 	}
 	b = tableOfARN(b)
-	if !ingest.ValidName(string(b)) {
+	if !traffic.ValidName(string(b)) {
 		if !validUTF8(b) {
-			return "", rerr(ingest.ReasonBadUTF8, "name is not valid UTF-8")
+			return "", rerr(traffic.ReasonBadUTF8, "name is not valid UTF-8")
 		}
-		e := ingest.CheckName("table or index", string(b))
+		e := traffic.CheckName("table or index", string(b))
 		return "", &recordError{reason: e.Reason, err: errors.New(e.Detail)}
 	}
 	if st.names == nil || len(st.names) > 4096 {

@@ -9,38 +9,38 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail/s3trail"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // S3Source reads CloudTrail files straight from S3: package s3trail lists
 // the new objects of the bucket in order and checkpoints the last key read,
 // and each object is decoded as a delivered file is. It implements
-// ingest.Source, ingest.Readier and prometheus.Collector.
+// traffic.Source, traffic.Readier and prometheus.Collector.
 type S3Source struct {
 	reading
 	lister *s3trail.Lister
-	sink   ingest.Sink // set by Run, before the Lister starts
+	sink   traffic.Sink // set by Run, before the Lister starts
 }
 
 // NewS3 returns an S3Source for cfg.S3 with an S3 client from the SDK's
 // default credential chain. The bucket is listed every PollInterval, or
 // every s3trail.DefaultPoll when it is DefaultPollInterval (the folder's
 // default): a listing is a paid request per region folder.
-func NewS3(cfg Config, log *zap.Logger, rep ingest.Reporter) (*S3Source, error) {
+func NewS3(cfg Config, log *zap.Logger, rep traffic.Reporter) (*S3Source, error) {
 	return newS3(cfg, log, rep, func(opts s3trail.Options, h s3trail.Handler, log *zap.Logger) (*s3trail.Lister, error) {
 		return s3trail.New(*cfg.S3, opts, h, log, rep)
 	})
 }
 
 // NewS3WithClient is NewS3 with the S3 client given.
-func NewS3WithClient(cfg Config, api s3trail.API, log *zap.Logger, rep ingest.Reporter) (*S3Source, error) {
+func NewS3WithClient(cfg Config, api s3trail.API, log *zap.Logger, rep traffic.Reporter) (*S3Source, error) {
 	return newS3(cfg, log, rep, func(opts s3trail.Options, h s3trail.Handler, log *zap.Logger) (*s3trail.Lister, error) {
 		return s3trail.NewWithClient(*cfg.S3, opts, api, h, log, rep)
 	})
 }
 
-func newS3(cfg Config, log *zap.Logger, rep ingest.Reporter, lister func(s3trail.Options, s3trail.Handler, *zap.Logger) (*s3trail.Lister, error)) (*S3Source, error) {
+func newS3(cfg Config, log *zap.Logger, rep traffic.Reporter, lister func(s3trail.Options, s3trail.Handler, *zap.Logger) (*s3trail.Lister, error)) (*S3Source, error) {
 	if cfg.S3 == nil {
 		return nil, errors.New("cloudtrail: s3: not set")
 	}
@@ -51,7 +51,7 @@ func newS3(cfg Config, log *zap.Logger, rep ingest.Reporter, lister func(s3trail
 		log = zap.NewNop()
 	}
 	if rep == nil {
-		rep = ingest.NopReporter{}
+		rep = traffic.NopReporter{}
 	}
 	log = log.Named("cloudtrail")
 	poll := cfg.PollInterval
@@ -78,7 +78,7 @@ func (s *S3Source) Ready() error { return s.lister.Ready() }
 
 // Run reads the bucket's new files until ctx is done. It returns nil when
 // ctx is done, and the sink's error if it refuses a batch otherwise.
-func (s *S3Source) Run(ctx context.Context, sink ingest.Sink) error {
+func (s *S3Source) Run(ctx context.Context, sink traffic.Sink) error {
 	s.sink = sink
 	return s.lister.Run(ctx)
 }

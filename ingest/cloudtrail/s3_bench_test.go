@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail/s3trail"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 type s3Replay struct{ body []byte }
@@ -56,13 +56,13 @@ func BenchmarkS3Object(b *testing.B) {
 		Retryer:     aws.NopRetryer{}, HTTPClient: s3Replay{gz.Bytes()},
 	})
 	cfg := Config{S3: &s3trail.Config{Bucket: "trail"}, PollInterval: time.Second,
-		Tables: map[string]ingest.KeySchema{"orders": {PartitionKey: "customer", SortKey: "order"}}}
+		Tables: map[string]traffic.KeySchema{"orders": {PartitionKey: "customer", SortKey: "order"}}}
 	src, err := NewS3WithClient(cfg, client, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	events := 0
-	src.sink = ingest.SinkFunc(func(_ context.Context, batch []ingest.Event) error { events += len(batch); return nil })
+	src.sink = traffic.SinkFunc(func(_ context.Context, batch []traffic.Event) error { events += len(batch); return nil })
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.SetBytes(int64(gz.Len()))

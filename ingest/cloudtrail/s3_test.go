@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail/s3trail"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // TestS3SourceRestart reads the shared CloudTrail samples from a real S3
@@ -36,7 +36,7 @@ func TestS3SourceRestart(t *testing.T) {
 		if err != nil {
 			t.Skipf("sample data not available: %v", err)
 		}
-		st, err := Decode(context.Background(), bytes.NewReader(b), f, nil, ingest.SinkFunc(func(context.Context, []ingest.Event) error { return nil }), nil)
+		st, err := Decode(context.Background(), bytes.NewReader(b), f, nil, traffic.SinkFunc(func(context.Context, []traffic.Event) error { return nil }), nil)
 		if err != nil || st.Events == 0 {
 			t.Fatalf("%s: %+v, %v", f, st, err)
 		}

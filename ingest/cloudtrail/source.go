@@ -16,6 +16,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail/s3trail"
 	"github.com/hotkeyd/hotkeyd/ingest/follow"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Config configures a Source. It is also a sources entry of type cloudtrail
@@ -31,7 +32,7 @@ type Config struct {
 	CheckpointDir string `yaml:"checkpoint_dir"`
 	// Tables maps table names, and "TABLE/INDEX" for secondary indexes, to
 	// their key schemas. In the config file they are the top-level tables.
-	Tables map[string]ingest.KeySchema `yaml:"-"`
+	Tables map[string]traffic.KeySchema `yaml:"-"`
 	// PollInterval is how often the paths are listed for new files.
 	// Zero means DefaultPollInterval.
 	PollInterval time.Duration `yaml:"poll_interval"`
@@ -81,11 +82,11 @@ const DefaultPollInterval = 5 * time.Second
 // the config file's key schemas, and registers its own metrics (files
 // read, failed calls...) labelled by its paths, so that several cloudtrail
 // sources can coexist.
-func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
+func (c *Config) NewSource(env ingest.Env) (traffic.Source, error) {
 	cfg := *c
 	cfg.Tables = env.Tables
 	var src interface {
-		ingest.Source
+		traffic.Source
 		prometheus.Collector
 	}
 	var err error
@@ -99,7 +100,7 @@ func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	src.(interface{ setProgress(*ingest.Progress) }).setProgress(env.Progress)
+	src.(interface{ setProgress(*traffic.Progress) }).setProgress(env.Progress)
 	if env.Registerer != nil {
 		reg := prometheus.WrapRegistererWith(prometheus.Labels{"paths": paths}, env.Registerer)
 		if err := reg.Register(src); err != nil {
@@ -111,13 +112,13 @@ func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
 
 // Source follows a CloudTrail delivery folder: it reads every file the
 // paths match (package follow), then new files as they appear, and
-// remembers the files read in CheckpointDir. It implements ingest.Source
-// and ingest.Readier.
+// remembers the files read in CheckpointDir. It implements traffic.Source
+// and traffic.Readier.
 type Source struct {
 	reading
 	cfg    Config
 	log    *zap.Logger
-	rep    ingest.Reporter
+	rep    traffic.Reporter
 	now    func() time.Time
 	follow *follow.Follower
 
@@ -125,7 +126,7 @@ type Source struct {
 	saved error // the last error saving the state, until a save succeeds
 
 	// Owned by Run.
-	sink     ingest.Sink
+	sink     traffic.Sink
 	done     map[string]fileState
 	changed  bool
 	unsaved  int // files read since the last save
@@ -146,7 +147,7 @@ const (
 
 // New returns a Source reading cfg.Paths. It checks the patterns and reads
 // the state file, and starts nothing: Run does the work.
-func New(cfg Config, log *zap.Logger, rep ingest.Reporter) (*Source, error) {
+func New(cfg Config, log *zap.Logger, rep traffic.Reporter) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cloudtrail: %w", err)
 	}
@@ -157,7 +158,7 @@ func New(cfg Config, log *zap.Logger, rep ingest.Reporter) (*Source, error) {
 		log = zap.NewNop()
 	}
 	if rep == nil {
-		rep = ingest.NopReporter{}
+		rep = traffic.NopReporter{}
 	}
 	log = log.Named("cloudtrail")
 	done, err := loadState(cfg.CheckpointDir)
@@ -206,7 +207,7 @@ func (s *Source) Ready() error {
 // fails otherwise. A file being read when ctx ends is read to its end, and
 // the state is saved on the way out, so that a restart reads no file
 // twice.
-func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
+func (s *Source) Run(ctx context.Context, sink traffic.Sink) error {
 	s.log.Info("following CloudTrail files", zap.Strings("paths", s.cfg.Paths),
 		zap.String("checkpoint_dir", s.cfg.CheckpointDir), zap.Int("files_read_before", len(s.done)))
 	s.sink = sink
@@ -332,26 +333,26 @@ func (d *delivery) Close(context.Context) error {
 // the readers of a delivery folder (Source) and of a bucket (s3Source).
 type reading struct {
 	decoder  *Decoder
-	reporter ingest.Reporter
+	reporter traffic.Reporter
 	logger   *zap.Logger
 	// lane is the reader's progress in event time: busy while it reads
 	// the files a poll found, caught up after the poll (nil: none kept).
-	lane *ingest.Lane
+	lane *traffic.Lane
 
 	cmu   sync.Mutex
 	stats Stats
 	files uint64
 }
 
-func newReading(tables map[string]ingest.KeySchema, log *zap.Logger, rep ingest.Reporter) reading {
+func newReading(tables map[string]traffic.KeySchema, log *zap.Logger, rep traffic.Reporter) reading {
 	return reading{decoder: NewDecoder(tables, log, rep), reporter: rep, logger: log}
 }
 
 // setProgress makes the reader report its progress in event time to p:
-// CloudTrail delivers up to ingest.CloudTrailDelay late, so caught up its
+// CloudTrail delivers up to traffic.CloudTrailDelay late, so caught up its
 // watermark stands at the newest event delivered or that long before now.
-func (rd *reading) setProgress(p *ingest.Progress) {
-	p.Declare(SourceName, ingest.CloudTrailDelay)
+func (rd *reading) setProgress(p *traffic.Progress) {
+	p.Declare(SourceName, traffic.CloudTrailDelay)
 	rd.lane = p.Lane(SourceName)
 	rd.lane.Idle()
 }
@@ -360,7 +361,7 @@ func (rd *reading) setProgress(p *ingest.Progress) {
 // sink's refusal, which stop the reader; a read error half-way is
 // reported, and what was read is counted, so the file is done rather than
 // read twice.
-func (rd *reading) read(ctx context.Context, r io.Reader, name string, sink ingest.Sink) error {
+func (rd *reading) read(ctx context.Context, r io.Reader, name string, sink traffic.Sink) error {
 	st, err := rd.decoder.Decode(ctx, r, name, rd.lane.Track(sink))
 	rd.cmu.Lock()
 	rd.stats.Add(st)

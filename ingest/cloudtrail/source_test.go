@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // writeAtomic writes a file the way a sync tool delivers one: to a
@@ -244,7 +244,7 @@ func TestNewRejects(t *testing.T) {
 			t.Errorf("%s: New succeeded", name)
 		}
 	}
-	if _, err := New(Config{Paths: []string{"/nonexistent/**/*.json.gz"}, CheckpointDir: t.TempDir()}, nil, ingest.NopReporter{}); err != nil {
+	if _, err := New(Config{Paths: []string{"/nonexistent/**/*.json.gz"}, CheckpointDir: t.TempDir()}, nil, traffic.NopReporter{}); err != nil {
 		t.Errorf("missing folder: %v (it may appear later)", err)
 	}
 }

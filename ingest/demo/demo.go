@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Defaults of Config.
@@ -43,7 +43,7 @@ type Config struct {
 	Tick time.Duration
 }
 
-// Workload generates the demo traffic. It implements ingest.Source.
+// Workload generates the demo traffic. It implements traffic.Source.
 // Next and Run are not safe for concurrent use.
 type Workload struct {
 	cfg   Config
@@ -57,7 +57,7 @@ type Workload struct {
 // kind is one kind of access and its weight in the mix (per 1000 events).
 type kind struct {
 	weight int
-	fill   func(w *Workload, ev *ingest.Event)
+	fill   func(w *Workload, ev *traffic.Event)
 }
 
 // New returns a Workload.
@@ -87,7 +87,7 @@ func (w *Workload) Name() string { return SourceName }
 // Run produces Rate events per second, in one batch per Tick, until ctx is
 // done. It returns nil then, or the sink's error if the sink fails
 // otherwise.
-func (w *Workload) Run(ctx context.Context, sink ingest.Sink) error {
+func (w *Workload) Run(ctx context.Context, sink traffic.Sink) error {
 	t := time.NewTicker(w.cfg.Tick)
 	defer t.Stop()
 	last := w.cfg.Now()
@@ -110,7 +110,7 @@ func (w *Workload) Run(ctx context.Context, sink ingest.Sink) error {
 			last = now
 			continue
 		}
-		batch := make([]ingest.Event, n)
+		batch := make([]traffic.Event, n)
 		step := now.Sub(last) / time.Duration(n)
 		for i := range batch {
 			w.Next(&batch[i], last.Add(step*time.Duration(i+1)))
@@ -126,8 +126,8 @@ func (w *Workload) Run(ctx context.Context, sink ingest.Sink) error {
 }
 
 // Next fills ev with the next event of the workload, stamped at.
-func (w *Workload) Next(ev *ingest.Event, at time.Time) {
-	*ev = ingest.Event{Time: at, Source: SourceName, Units: 1}
+func (w *Workload) Next(ev *traffic.Event, at time.Time) {
+	*ev = traffic.Event{Time: at, Source: SourceName, Units: 1}
 	w.seq++
 	r := w.rng.IntN(w.total)
 	for _, k := range w.mix {

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -18,9 +18,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 
 // generate returns n events at DefaultRate starting at t0.
-func generate(seed uint64, n int) []ingest.Event {
+func generate(seed uint64, n int) []traffic.Event {
 	w := New(Config{Seed: seed})
-	evs := make([]ingest.Event, n)
+	evs := make([]traffic.Event, n)
 	step := time.Second / DefaultRate
 	for i := range evs {
 		w.Next(&evs[i], t0.Add(time.Duration(i)*step))
@@ -46,14 +46,14 @@ func TestDeterministic(t *testing.T) {
 
 // tableStats are one table's (or index's) per-class totals.
 type tableStats struct {
-	units, events [ingest.NumClasses]float64
-	keyUnits      [ingest.NumClasses]map[string]float64
+	units, events [traffic.NumClasses]float64
+	keyUnits      [traffic.NumClasses]map[string]float64
 	sortKeys      map[string]map[string]bool
 	keyless       int
 }
 
 // stats counts the events exactly, per table and index.
-func stats(evs []ingest.Event) map[string]*tableStats {
+func stats(evs []traffic.Event) map[string]*tableStats {
 	out := map[string]*tableStats{}
 	for _, e := range evs {
 		id := e.Table
@@ -83,11 +83,11 @@ func stats(evs []ingest.Event) map[string]*tableStats {
 	return out
 }
 
-func (s *tableStats) share(c ingest.Class, key string) float64 {
+func (s *tableStats) share(c traffic.Class, key string) float64 {
 	return s.keyUnits[c][key] / s.units[c]
 }
 
-func (s *tableStats) maxShare(c ingest.Class) (string, float64) {
+func (s *tableStats) maxShare(c traffic.Class) (string, float64) {
 	var best string
 	var max float64
 	for k, u := range s.keyUnits[c] {
@@ -102,7 +102,7 @@ func (s *tableStats) maxShare(c ingest.Class) (string, float64) {
 // that look at a window of it.
 const testSeconds = 30
 
-var window = sync.OnceValue(func() []ingest.Event { return generate(DefaultSeed, DefaultRate*testSeconds) })
+var window = sync.OnceValue(func() []traffic.Event { return generate(DefaultSeed, DefaultRate*testSeconds) })
 
 // TestPlantedShapes checks, on 30 s of traffic at the default rate, the
 // shapes Planted promises, with exact counts.
@@ -130,56 +130,56 @@ func TestPlantedShapes(t *testing.T) {
 	// The planted rates, against one partition's 1000 WCU/s and 3000
 	// RCU/s: warnings between 50 and 80 % of the ceiling, the trivial key
 	// far below.
-	rate := func(table string, c ingest.Class, key string) float64 { return st[table].keyUnits[c][key] / seconds }
-	within("USER#42 WCU/s", rate("orders", ingest.Write, CelebrityUser), 600, 40)
-	within("STATUS#OPEN WCU/s", rate("tickets", ingest.Write, "STATUS#OPEN"), 560, 40)
-	within("EVENTS#2026-11-23 WCU/s", rate("events", ingest.Write, "EVENTS#2026-11-23"), 560, 40)
-	within("PRODUCT#7 RCU/s", rate("products", ingest.Read, HotProduct), 1800, 120)
-	within("CONFIG#global share of settings writes", st["settings"].share(ingest.Write, TrivialKey), 1.0/3, 0.1)
-	if r := rate("settings", ingest.Write, TrivialKey); r > 10 {
+	rate := func(table string, c traffic.Class, key string) float64 { return st[table].keyUnits[c][key] / seconds }
+	within("USER#42 WCU/s", rate("orders", traffic.Write, CelebrityUser), 600, 40)
+	within("STATUS#OPEN WCU/s", rate("tickets", traffic.Write, "STATUS#OPEN"), 560, 40)
+	within("EVENTS#2026-11-23 WCU/s", rate("events", traffic.Write, "EVENTS#2026-11-23"), 560, 40)
+	within("PRODUCT#7 RCU/s", rate("products", traffic.Read, HotProduct), 1800, 120)
+	within("CONFIG#global share of settings writes", st["settings"].share(traffic.Write, TrivialKey), 1.0/3, 0.1)
+	if r := rate("settings", traffic.Write, TrivialKey); r > 10 {
 		t.Errorf("CONFIG#global at %.1f WCU/s, want a trivial rate", r)
 	}
-	if n := st["settings"].events[ingest.Write]; n < 100 {
+	if n := st["settings"].events[traffic.Write]; n < 100 {
 		t.Errorf("settings has %v writes in %d s, under the 100-event floor: it would be quiet, not info", n, seconds)
 	}
 
 	orders := st["orders"]
-	within("USER#42 share of orders writes", orders.share(ingest.Write, CelebrityUser), CelebrityShare, 0.01)
+	within("USER#42 share of orders writes", orders.share(traffic.Write, CelebrityUser), CelebrityShare, 0.01)
 	if n := len(orders.sortKeys[CelebrityUser]); n < 1000 {
 		t.Errorf("USER#42 has %d sort keys, want many (an item collection)", n)
 	}
-	if k, s := orders.maxShare(ingest.Read); s > 0.01 {
+	if k, s := orders.maxShare(traffic.Read); s > 0.01 {
 		t.Errorf("orders reads: %s has %.3f, want uniform", k, s)
 	}
 
 	products := st["products"]
-	within("PRODUCT#7 share of products reads", products.share(ingest.Read, HotProduct), HotProductShare, 0.01)
+	within("PRODUCT#7 share of products reads", products.share(traffic.Read, HotProduct), HotProductShare, 0.01)
 	if n := len(products.sortKeys[HotProduct]); n != 1 {
 		t.Errorf("PRODUCT#7 has %d sort keys, want 1 (a single item)", n)
 	}
 
 	tickets := st["tickets"]
-	if n := len(tickets.keyUnits[ingest.Write]); n != len(statuses) {
+	if n := len(tickets.keyUnits[traffic.Write]); n != len(statuses) {
 		t.Errorf("tickets has %d partition keys, want %d statuses", n, len(statuses))
 	}
-	for k := range tickets.keyUnits[ingest.Write] {
+	for k := range tickets.keyUnits[traffic.Write] {
 		if !strings.HasPrefix(k, "STATUS#") {
 			t.Errorf("tickets key %q", k)
 		}
 	}
 
 	events := st["events"]
-	if len(events.keyUnits[ingest.Write]) != 1 || events.keyUnits[ingest.Write]["EVENTS#2026-11-23"] == 0 {
-		t.Errorf("events keys %v, want the one date key EVENTS#2026-11-23", events.keyUnits[ingest.Write])
+	if len(events.keyUnits[traffic.Write]) != 1 || events.keyUnits[traffic.Write]["EVENTS#2026-11-23"] == 0 {
+		t.Errorf("events keys %v, want the one date key EVENTS#2026-11-23", events.keyUnits[traffic.Write])
 	}
 
 	tel := st["telemetry"]
-	share := tel.share(ingest.Write, HotDevice)
+	share := tel.share(traffic.Write, HotDevice)
 	within("DEVICE#7781 share of telemetry writes", share, HotDeviceShare, 0.01)
 	if share >= 0.10 {
 		t.Errorf("DEVICE#7781 share %.3f: it must stay under the hot_key threshold", share)
 	}
-	wcu := tel.keyUnits[ingest.Write][HotDevice] / seconds
+	wcu := tel.keyUnits[traffic.Write][HotDevice] / seconds
 	if wcu < 850 || wcu >= 1000 {
 		t.Errorf("DEVICE#7781 at %.0f WCU/s, want 850..1000 (near the partition ceiling)", wcu)
 	}
@@ -187,7 +187,7 @@ func TestPlantedShapes(t *testing.T) {
 	within("documented HotDeviceWCU", wcu, HotDeviceWCU, 3*35)
 
 	sessions := st["sessions"]
-	for c := range ingest.Class(ingest.NumClasses) {
+	for c := range traffic.Class(traffic.NumClasses) {
 		if k, s := sessions.maxShare(c); s > 0.001 {
 			t.Errorf("sessions %s: %s has %.4f, want uniform", c, k, s)
 		}
@@ -197,10 +197,10 @@ func TestPlantedShapes(t *testing.T) {
 	}
 
 	gsi := st["orders/GSI1"]
-	if gsi == nil || gsi.events[ingest.Read] == 0 {
+	if gsi == nil || gsi.events[traffic.Read] == 0 {
 		t.Fatal("no traffic on orders/GSI1")
 	}
-	if k, s := gsi.maxShare(ingest.Read); s > 0.01 {
+	if k, s := gsi.maxShare(traffic.Read); s > 0.01 {
 		t.Errorf("GSI1: %s has %.3f, want uniform", k, s)
 	}
 
@@ -216,10 +216,10 @@ func TestPlantedShapes(t *testing.T) {
 // collector is a Sink keeping every Event.
 type collector struct {
 	mu     sync.Mutex
-	events []ingest.Event
+	events []traffic.Event
 }
 
-func (c *collector) Put(ctx context.Context, b []ingest.Event) error {
+func (c *collector) Put(ctx context.Context, b []traffic.Event) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.events = append(c.events, b...)
@@ -285,7 +285,7 @@ func TestRunInjectedClock(t *testing.T) {
 
 func TestRunReturnsSinkError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		boom := ingest.SinkFunc(func(context.Context, []ingest.Event) error { return context.DeadlineExceeded })
+		boom := traffic.SinkFunc(func(context.Context, []traffic.Event) error { return context.DeadlineExceeded })
 		err := New(Config{}).Run(context.Background(), boom)
 		if err != context.DeadlineExceeded {
 			t.Errorf("Run with a failing sink: %v", err)

@@ -3,7 +3,7 @@ package demo
 import (
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // The planted keys and the sizes of the tables. The rates are those of
@@ -95,7 +95,7 @@ type Plant struct {
 	// Key is the diagnosis's first key: the planted partition key, or for a
 	// table-wide cause its hottest value.
 	Key   string
-	Class ingest.Class
+	Class traffic.Class
 	// Cause is the expected diagnosis's cause (a finding kind); empty means
 	// the table must have no diagnosis and no finding at all.
 	Cause string
@@ -143,27 +143,27 @@ func (p Plant) Causes() []string {
 //     shows as its own entry in reports).
 func Planted() []Plant {
 	return []Plant{
-		{Table: "orders", Key: CelebrityUser, Class: ingest.Write, Cause: "hot_key", Severity: "warning", Fix: "calculated_suffix",
+		{Table: "orders", Key: CelebrityUser, Class: traffic.Write, Cause: "hot_key", Severity: "warning", Fix: "calculated_suffix",
 			Why: "a celebrity user with 30% of the order writes, each order its own sort key"},
-		{Table: "tickets", Key: statuses[0].key, Class: ingest.Write, Cause: "low_cardinality", Severity: "warning", Fix: "gsi",
+		{Table: "tickets", Key: statuses[0].key, Class: traffic.Write, Cause: "low_cardinality", Severity: "warning", Fix: "gsi",
 			Why: "tickets keyed by their status: five values carry every write"},
-		{Table: "events", Key: "", Class: ingest.Write, Cause: "time_ordered_key", Severity: "warning", Fix: "rekey",
+		{Table: "events", Key: "", Class: traffic.Write, Cause: "time_ordered_key", Severity: "warning", Fix: "rekey",
 			Why: "events keyed by the date they happened: today's key takes every write"},
-		{Table: "products", Key: HotProduct, Class: ingest.Read, Cause: "hot_key", Severity: "warning", Fix: "cache",
+		{Table: "products", Key: HotProduct, Class: traffic.Read, Cause: "hot_key", Severity: "warning", Fix: "cache",
 			Why: "one product page read far more than the others, a single item"},
-		{Table: "telemetry", Key: HotDevice, Class: ingest.Write, Cause: "partition_limit", Severity: "critical", Fix: "calculated_suffix",
+		{Table: "telemetry", Key: HotDevice, Class: traffic.Write, Cause: "partition_limit", Severity: "critical", Fix: "calculated_suffix",
 			Why: "a chatty device with 7% of a big table's writes, near 1000 WCU/s"},
-		{Table: "settings", Key: TrivialKey, Class: ingest.Write, Cause: "hot_key", Severity: "info", Fix: "write_sharding",
+		{Table: "settings", Key: TrivialKey, Class: traffic.Write, Cause: "hot_key", Severity: "info", Fix: "write_sharding",
 			Why: "a small settings table where one item takes a third of 20 WCU/s: hot by share, far from any ceiling"},
 		{Table: "sessions", Why: "uniform reads and writes over a million sessions, and a Scan now and then"},
-		{Table: "orders", Index: "GSI1", Class: ingest.Read, Why: "uniform Queries by SKU on a global secondary index"},
+		{Table: "orders", Index: "GSI1", Class: traffic.Read, Why: "uniform Queries by SKU on a global secondary index"},
 	}
 }
 
 func mix() []kind {
 	return []kind{
-		{wOrdersWrite, func(w *Workload, ev *ingest.Event) {
-			ev.Table, ev.Class, ev.Units = "orders", ingest.Write, OrderUnits
+		{wOrdersWrite, func(w *Workload, ev *traffic.Event) {
+			ev.Table, ev.Class, ev.Units = "orders", traffic.Write, OrderUnits
 			if w.chance(CelebrityShare) {
 				ev.PK = CelebrityUser
 			} else {
@@ -171,16 +171,16 @@ func mix() []kind {
 			}
 			ev.SK = w.key("ORDER#"+ev.Time.UTC().Format("2006-01-02")+"#", w.seq)
 		}},
-		{wOrdersRead, func(w *Workload, ev *ingest.Event) {
-			ev.Table, ev.Class, ev.Units = "orders", ingest.Read, 0.5
+		{wOrdersRead, func(w *Workload, ev *traffic.Event) {
+			ev.Table, ev.Class, ev.Units = "orders", traffic.Read, 0.5
 			ev.PK = w.key("USER#", w.rng.Uint64N(Users))
 		}},
-		{wOrdersGSI, func(w *Workload, ev *ingest.Event) {
-			ev.Table, ev.Index, ev.Class, ev.Units = "orders", "GSI1", ingest.Read, 0.5
+		{wOrdersGSI, func(w *Workload, ev *traffic.Event) {
+			ev.Table, ev.Index, ev.Class, ev.Units = "orders", "GSI1", traffic.Read, 0.5
 			ev.PK = w.key("SKU#", w.rng.Uint64N(SKUs))
 		}},
-		{wTickets, func(w *Workload, ev *ingest.Event) {
-			ev.Table, ev.Class, ev.Units = "tickets", ingest.Write, TicketUnits
+		{wTickets, func(w *Workload, ev *traffic.Event) {
+			ev.Table, ev.Class, ev.Units = "tickets", traffic.Write, TicketUnits
 			r := w.rng.Float64()
 			ev.PK = statuses[len(statuses)-1].key
 			for _, s := range statuses {
@@ -192,21 +192,21 @@ func mix() []kind {
 			}
 			ev.SK = w.key("TICKET#", w.rng.Uint64N(1_000_000))
 		}},
-		{wEvents, func(w *Workload, ev *ingest.Event) {
-			ev.Table, ev.Class, ev.Units = "events", ingest.Write, EventUnits
+		{wEvents, func(w *Workload, ev *traffic.Event) {
+			ev.Table, ev.Class, ev.Units = "events", traffic.Write, EventUnits
 			ev.PK = "EVENTS#" + ev.Time.UTC().Format("2006-01-02")
 			ev.SK = w.key(ev.Time.UTC().Format(time.RFC3339Nano)+"#", w.seq)
 		}},
-		{wProducts, func(w *Workload, ev *ingest.Event) {
-			ev.Table, ev.Class, ev.Units, ev.SK = "products", ingest.Read, ProductUnits, "DETAILS"
+		{wProducts, func(w *Workload, ev *traffic.Event) {
+			ev.Table, ev.Class, ev.Units, ev.SK = "products", traffic.Read, ProductUnits, "DETAILS"
 			if w.chance(HotProductShare) {
 				ev.PK = HotProduct
 			} else {
 				ev.PK = w.key("PRODUCT#", w.rng.Uint64N(Products))
 			}
 		}},
-		{wTelemetry, func(w *Workload, ev *ingest.Event) {
-			ev.Table, ev.Class, ev.Units = "telemetry", ingest.Write, TelemetryUnits
+		{wTelemetry, func(w *Workload, ev *traffic.Event) {
+			ev.Table, ev.Class, ev.Units = "telemetry", traffic.Write, TelemetryUnits
 			if w.chance(HotDeviceShare) {
 				ev.PK = HotDevice
 			} else {
@@ -214,25 +214,25 @@ func mix() []kind {
 			}
 			ev.SK = w.key("T#", uint64(ev.Time.UnixMilli()))
 		}},
-		{wSettings, func(w *Workload, ev *ingest.Event) {
-			ev.Table, ev.Class = "settings", ingest.Write
+		{wSettings, func(w *Workload, ev *traffic.Event) {
+			ev.Table, ev.Class = "settings", traffic.Write
 			if w.chance(1.0 / 3) {
 				ev.PK = TrivialKey
 			} else {
 				ev.PK = w.key("CONFIG#user-", w.rng.Uint64N(200))
 			}
 		}},
-		{wSessionsRead, func(w *Workload, ev *ingest.Event) {
-			ev.Table, ev.Class, ev.Units = "sessions", ingest.Read, 0.5
+		{wSessionsRead, func(w *Workload, ev *traffic.Event) {
+			ev.Table, ev.Class, ev.Units = "sessions", traffic.Read, 0.5
 			ev.PK = w.key("SESSION#", w.rng.Uint64N(Sessions))
 		}},
-		{wSessionsWrite, func(w *Workload, ev *ingest.Event) {
-			ev.Table, ev.Class = "sessions", ingest.Write
+		{wSessionsWrite, func(w *Workload, ev *traffic.Event) {
+			ev.Table, ev.Class = "sessions", traffic.Write
 			ev.PK = w.key("SESSION#", w.rng.Uint64N(Sessions))
 		}},
-		{wSessionsScan, func(w *Workload, ev *ingest.Event) {
+		{wSessionsScan, func(w *Workload, ev *traffic.Event) {
 			// A Scan reads no particular key: counted for the table only.
-			ev.Table, ev.Class, ev.Units = "sessions", ingest.Read, scanUnits
+			ev.Table, ev.Class, ev.Units = "sessions", traffic.Read, scanUnits
 		}},
 	}
 }

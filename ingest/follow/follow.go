@@ -40,8 +40,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Config configures a Follower.
@@ -70,7 +70,7 @@ type Config struct {
 	Source string
 	// Reporter counts the errors (open, read, truncated); nil discards
 	// them.
-	Reporter ingest.Reporter
+	Reporter traffic.Reporter
 	// Log is for the lines that say what happens to a file; nil logs
 	// nothing.
 	Log *zap.Logger
@@ -158,7 +158,7 @@ type Follower struct {
 	cfg Config
 	h   Handler
 	log *zap.Logger
-	rep ingest.Reporter
+	rep traffic.Reporter
 
 	mu       sync.Mutex
 	notReady error
@@ -201,7 +201,7 @@ func New(cfg Config, h Handler) (*Follower, error) {
 	}
 	rep := cfg.Reporter
 	if rep == nil {
-		rep = ingest.NopReporter{}
+		rep = traffic.NopReporter{}
 	}
 	return &Follower{
 		cfg: cfg, h: h, log: log, rep: rep,

@@ -19,11 +19,11 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Decoder reads whole inputs of one format. Decode may be called for
@@ -39,7 +39,7 @@ type Decoder interface {
 	// go to the Reporter and are skipped; an error means in could not be
 	// read on (a broken compressed stream, a read error), ctx ended or sink
 	// refused a batch.
-	Decode(ctx context.Context, in *input.Input, sink ingest.Sink) error
+	Decode(ctx context.Context, in *input.Input, sink traffic.Sink) error
 }
 
 // PartDecoder is a Decoder that reads each input on its own, keeping
@@ -60,7 +60,7 @@ type PartDecoder interface {
 	// whole input's content or, when Lines said so, the lines of a part of
 	// it, starting at a line's start and ending after a newline or at the
 	// input's end.
-	DecodePart(ctx context.Context, r io.Reader, p Part, sink ingest.Sink) error
+	DecodePart(ctx context.Context, r io.Reader, p Part, sink traffic.Sink) error
 }
 
 // Part says which input DecodePart reads, and how.
@@ -87,7 +87,7 @@ type noter interface {
 type Config struct {
 	// Schemas are the key schemas of tables whose records do not say which
 	// attribute is the partition key (CloudTrail, stream records).
-	Schemas map[string]ingest.KeySchema
+	Schemas map[string]traffic.KeySchema
 	// Table is the table of stream records that name none (the output of
 	// aws dynamodbstreams get-records); stream records of any other table
 	// are then rejected.
@@ -98,7 +98,7 @@ type Config struct {
 	// schema); nil for none.
 	Log *zap.Logger
 	// Reporter is told about every record skipped.
-	Reporter ingest.Reporter
+	Reporter traffic.Reporter
 	// Recycle says that the sinks inputs are read into keep nothing of a
 	// batch once Put has returned, neither the slice nor the strings of its
 	// Events (a sketch.Store copies the keys it keeps): decoders that can
@@ -126,7 +126,7 @@ type Set struct {
 // no other format claims.
 func New(cfg Config) *Set {
 	if cfg.Reporter == nil {
-		cfg.Reporter = ingest.NopReporter{}
+		cfg.Reporter = traffic.NopReporter{}
 	}
 	return &Set{decoders: []Decoder{
 		&streamRecords{dec: streamrecord.NewDumpDecoder(streamrecord.DumpConfig{
@@ -165,7 +165,7 @@ func (s *Set) DetectHead(head []byte) Decoder {
 
 // Read reads one opened input to its end into sink, with the decoder of
 // its format.
-func (s *Set) Read(ctx context.Context, in *input.Input, sink ingest.Sink) error {
+func (s *Set) Read(ctx context.Context, in *input.Input, sink traffic.Sink) error {
 	return s.Detect(in).Decode(ctx, in, sink)
 }
 
@@ -173,7 +173,7 @@ func (s *Set) Read(ctx context.Context, in *input.Input, sink ingest.Sink) error
 // and closes it. While it reads, a progress line is printed on progress
 // every input.ProgressEvery (nil prints none). The error is Open's, or
 // Read's.
-func (s *Set) ReadFile(ctx context.Context, name string, stdin io.Reader, sink ingest.Sink, progress io.Writer) error {
+func (s *Set) ReadFile(ctx context.Context, name string, stdin io.Reader, sink traffic.Sink, progress io.Writer) error {
 	in, err := input.Open(name, stdin)
 	if err != nil {
 		return err
@@ -224,7 +224,7 @@ func (s *Set) total() tally {
 
 // Decoded returns the Events the readers handed on, and the records they
 // left out on purpose (which a note explains), so far. A caller whose
-// sink refuses Events (ingest.Checked) tells from it whether any input
+// sink refuses Events (traffic.Checked) tells from it whether any input
 // was usable though Verdict is "".
 func (s *Set) Decoded() (events, omitted uint64) {
 	t := s.total()
@@ -304,7 +304,7 @@ func (*jsonLines) Format() string { return "jsonl" }
 // reader says line by line what it could not use.
 func (*jsonLines) Sniff([]byte) bool { return true }
 
-func (j *jsonLines) Decode(ctx context.Context, in *input.Input, sink ingest.Sink) error {
+func (j *jsonLines) Decode(ctx context.Context, in *input.Input, sink traffic.Sink) error {
 	return j.DecodePart(ctx, in, Part{Name: in.Name}, sink)
 }
 
@@ -316,11 +316,11 @@ func (*jsonLines) Lines(head []byte) bool {
 	return len(head) > 0 && head[0] == '{'
 }
 
-func (j *jsonLines) DecodePart(ctx context.Context, r io.Reader, p Part, sink ingest.Sink) error {
+func (j *jsonLines) DecodePart(ctx context.Context, r io.Reader, p Part, sink traffic.Sink) error {
 	opts := j.opts
 	opts.LinesBefore = p.LinesBefore
 	if p.Again {
-		opts.Reporter = ingest.NopReporter{}
+		opts.Reporter = traffic.NopReporter{}
 	}
 	// A whole input (not a part cut at a line) says what it starts with.
 	in, whole := r.(*input.Input)
@@ -374,7 +374,7 @@ func (*cloudTrail) Format() string { return "cloudtrail" }
 
 func (*cloudTrail) Sniff(head []byte) bool { return cloudtrail.Sniff(head) }
 
-func (c *cloudTrail) Decode(ctx context.Context, in *input.Input, sink ingest.Sink) error {
+func (c *cloudTrail) Decode(ctx context.Context, in *input.Input, sink traffic.Sink) error {
 	st, err := c.dec.Decode(ctx, in, in.Name, sink)
 	c.mu.Lock()
 	c.inputs++
@@ -426,7 +426,7 @@ func (*streamRecords) Format() string { return "stream-records" }
 
 func (*streamRecords) Sniff(head []byte) bool { return streamrecord.SniffDump(head) }
 
-func (s *streamRecords) Decode(ctx context.Context, in *input.Input, sink ingest.Sink) error {
+func (s *streamRecords) Decode(ctx context.Context, in *input.Input, sink traffic.Sink) error {
 	st, err := s.dec.Decode(ctx, in, in.Name, sink)
 	s.mu.Lock()
 	s.inputs++

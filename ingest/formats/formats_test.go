@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 func TestDetectFormat(t *testing.T) {
@@ -28,8 +28,8 @@ func TestDetectFormat(t *testing.T) {
 
 func TestReadNotes(t *testing.T) {
 	s := New(Config{})
-	var events []ingest.Event
-	sink := ingest.SinkFunc(func(_ context.Context, b []ingest.Event) error {
+	var events []traffic.Event
+	sink := traffic.SinkFunc(func(_ context.Context, b []traffic.Event) error {
 		events = append(events, b...)
 		return nil
 	})
@@ -75,7 +75,7 @@ func TestDecodePart(t *testing.T) {
 		t.Error("CloudTrail, whose key schemas serve the inputs after, is a PartDecoder")
 	}
 	var n int
-	sink := ingest.SinkFunc(func(_ context.Context, b []ingest.Event) error { n += len(b); return nil })
+	sink := traffic.SinkFunc(func(_ context.Context, b []traffic.Event) error { n += len(b); return nil })
 	for _, again := range []bool{false, true} {
 		p := Part{Name: "access.log", LinesBefore: func() int64 { return 41 }, Again: again}
 		if err := d.DecodePart(context.Background(), strings.NewReader(part), p, sink); err != nil {

@@ -4,21 +4,21 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // CountingSink counts the Events passed through it to the next Sink, for
 // a progress line. It is safe for concurrent use.
 type CountingSink struct {
-	next ingest.Sink
+	next traffic.Sink
 	n    atomic.Int64
 }
 
 // Count returns a CountingSink in front of next.
-func Count(next ingest.Sink) *CountingSink { return &CountingSink{next: next} }
+func Count(next traffic.Sink) *CountingSink { return &CountingSink{next: next} }
 
 // Put counts the batch and hands it on.
-func (c *CountingSink) Put(ctx context.Context, batch []ingest.Event) error {
+func (c *CountingSink) Put(ctx context.Context, batch []traffic.Event) error {
 	c.n.Add(int64(len(batch)))
 	return c.next.Put(ctx, batch)
 }

@@ -8,22 +8,22 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // MaxRejectLines is how many rejected records a TextReporter describes;
 // the rest are only counted and summed up per reason by Summary.
 const MaxRejectLines = 5
 
-// TextReporter is the ingest.Reporter of a person reading whole inputs at
+// TextReporter is the traffic.Reporter of a person reading whole inputs at
 // a terminal (hotkeyd analyze): it counts rejected input, describes the
 // first few rejections on a writer, and sums up the rest per reason, so
 // that a person sees why lines were skipped without the terminal flooding.
-// It is safe for concurrent use. It is the readers' ingest.Masker too:
+// It is safe for concurrent use. It is the readers' traffic.Masker too:
 // the input they quote is masked as the report's keys are.
 type TextReporter struct {
 	w        io.Writer
-	mask     ingest.Masker
+	mask     traffic.Masker
 	rejected atomic.Uint64
 
 	mu      sync.Mutex
@@ -33,11 +33,11 @@ type TextReporter struct {
 
 // NewTextReporter returns a TextReporter writing to w; m masks the input
 // the readers quote (nil shows it as it is).
-func NewTextReporter(w io.Writer, m ingest.Masker) *TextReporter {
+func NewTextReporter(w io.Writer, m traffic.Masker) *TextReporter {
 	return &TextReporter{w: w, mask: m, reasons: map[string]uint64{}}
 }
 
-// Mask implements ingest.Masker with the masker given to NewTextReporter.
+// Mask implements traffic.Masker with the masker given to NewTextReporter.
 func (r *TextReporter) Mask(s string) string {
 	if r.mask == nil {
 		return s
@@ -45,7 +45,7 @@ func (r *TextReporter) Mask(s string) string {
 	return r.mask.Mask(s)
 }
 
-// Reject implements ingest.Reporter.
+// Reject implements traffic.Reporter.
 func (r *TextReporter) Reject(source, reason string, err error) {
 	r.rejected.Add(1)
 	r.mu.Lock()
@@ -57,7 +57,7 @@ func (r *TextReporter) Reject(source, reason string, err error) {
 	}
 }
 
-// Error implements ingest.Reporter.
+// Error implements traffic.Reporter.
 func (r *TextReporter) Error(source, reason string, err error) {
 	fmt.Fprintf(r.w, "hotkeyd: %s: %s: %v\n", source, reason, err)
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/buger/jsonparser"
 	"github.com/valyala/fastjson"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/internal/bench/benchgen"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // benchLines returns lines of the benchmark file's shape.
@@ -34,10 +34,10 @@ func BenchmarkParseLine(b *testing.B) {
 	for _, l := range lines {
 		size += int64(len(l))
 	}
-	run := func(b *testing.B, parse func([]byte, *ingest.Event) error) {
+	run := func(b *testing.B, parse func([]byte, *traffic.Event) error) {
 		b.SetBytes(size / int64(len(lines)))
 		b.ReportAllocs()
-		var ev ingest.Event
+		var ev traffic.Event
 		i := 0
 		for b.Loop() {
 			if err := parse(lines[i], &ev); err != nil {
@@ -54,7 +54,7 @@ func BenchmarkParseLine(b *testing.B) {
 	})
 	b.Run("fastjson", func(b *testing.B) {
 		var p fastjson.Parser
-		run(b, func(line []byte, ev *ingest.Event) error {
+		run(b, func(line []byte, ev *traffic.Event) error {
 			v, err := p.ParseBytes(line)
 			if err != nil {
 				return err
@@ -63,7 +63,7 @@ func BenchmarkParseLine(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			*ev = ingest.Event{Units: 1}
+			*ev = traffic.Event{Units: 1}
 			var perr error
 			o.Visit(func(k []byte, v *fastjson.Value) {
 				switch string(k) {
@@ -88,8 +88,8 @@ func BenchmarkParseLine(b *testing.B) {
 	})
 	b.Run("jsonparser", func(b *testing.B) {
 		paths := [][]string{{"table"}, {"index"}, {"pk"}, {"sk"}, {"op"}, {"units"}, {"ts"}}
-		run(b, func(line []byte, ev *ingest.Event) error {
-			*ev = ingest.Event{Units: 1}
+		run(b, func(line []byte, ev *traffic.Event) error {
+			*ev = traffic.Event{Units: 1}
 			var perr error
 			jsonparser.EachKey(line, func(idx int, v []byte, _ jsonparser.ValueType, err error) {
 				if err != nil {
@@ -117,7 +117,7 @@ func BenchmarkParseLine(b *testing.B) {
 		})
 	})
 	b.Run("encoding_json", func(b *testing.B) {
-		run(b, func(line []byte, ev *ingest.Event) error {
+		run(b, func(line []byte, ev *traffic.Event) error {
 			var l struct {
 				TS    string   `json:"ts"`
 				Table string   `json:"table"`
@@ -131,7 +131,7 @@ func BenchmarkParseLine(b *testing.B) {
 				return err
 			}
 			t, err := time.Parse(time.RFC3339Nano, l.TS)
-			*ev = ingest.Event{Table: l.Table, Index: l.Index, PK: l.PK, SK: l.SK, Class: opClass([]byte(l.Op)), Units: 1, Time: t}
+			*ev = traffic.Event{Table: l.Table, Index: l.Index, PK: l.PK, SK: l.SK, Class: opClass([]byte(l.Op)), Units: 1, Time: t}
 			if l.Units != nil {
 				ev.Units = *l.Units
 			}
@@ -140,12 +140,12 @@ func BenchmarkParseLine(b *testing.B) {
 	})
 }
 
-func opClass(op []byte) ingest.Class {
+func opClass(op []byte) traffic.Class {
 	switch string(op) {
 	case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "write":
-		return ingest.Write
+		return traffic.Write
 	}
-	return ingest.Read
+	return traffic.Read
 }
 
 // BenchmarkReadAll measures the reader alone (lines to batches of Events,
@@ -155,7 +155,7 @@ func BenchmarkReadAll(b *testing.B) {
 	if _, err := benchgen.Generate(&buf, 100_000, 3); err != nil {
 		b.Fatal(err)
 	}
-	drop := ingest.SinkFunc(func(context.Context, []ingest.Event) error { return nil })
+	drop := traffic.SinkFunc(func(context.Context, []traffic.Event) error { return nil })
 	b.SetBytes(int64(buf.Len()))
 	b.ReportAllocs()
 	for b.Loop() {

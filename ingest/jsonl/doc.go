@@ -13,7 +13,7 @@
 // of a line that allocates nothing per line, and one bounded line reader: a
 // line over the limit is rejected as too_long and skipped up to the next
 // newline without being buffered. A bad line is reported to the
-// ingest.Reporter with a reason constant of package ingest and skipped; the
+// traffic.Reporter with a reason constant of package ingest and skipped; the
 // lines around it are read as usual.
 //
 // With Options.Records, an input whose first line that reader recognises

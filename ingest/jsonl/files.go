@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/follow"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // files reads the files a follow.Follower hands over as JSON lines: a log
 // in pieces as it grows, a compressed archive whole.
 type files struct {
 	src  *Source
-	sink ingest.Sink // set by Run, before the Follower starts
+	sink traffic.Sink // set by Run, before the Follower starts
 }
 
 // Open implements follow.Handler: every file is read.
@@ -37,7 +37,7 @@ type fileLines struct {
 	h    *files
 	st   *stream
 	name string
-	lane *ingest.Lane
+	lane *traffic.Lane
 }
 
 // Read hands the complete lines of r on and keeps a last partial one for

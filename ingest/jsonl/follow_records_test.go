@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // kinesisLine is a Kinesis Data Streams for DynamoDB payload, as Firehose
@@ -58,7 +58,7 @@ func TestFollowStreamRecords(t *testing.T) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	if len(rec.rejects) != 1 || rec.rejects[0].reason != ingest.ReasonBadType || !strings.Contains(rec.rejects[0].err.Error(), "firehose-1: line 4") {
+	if len(rec.rejects) != 1 || rec.rejects[0].reason != traffic.ReasonBadType || !strings.Contains(rec.rejects[0].err.Error(), "firehose-1: line 4") {
 		t.Errorf("rejects %+v, want one bad_type on line 4", rec.rejects)
 	}
 }

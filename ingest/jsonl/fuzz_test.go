@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // FuzzParseLine checks the scanner against encoding/json: whatever it
@@ -32,7 +32,7 @@ func FuzzParseLine(f *testing.F) {
 	p := NewParser(Fields{}, "jsonl", func() time.Time { return time.Unix(0, 0) })
 	f.Fuzz(func(t *testing.T, line []byte) {
 		in := bytes.Clone(line)
-		var ev ingest.Event
+		var ev traffic.Event
 		err := p.Parse(line, &ev)
 		if !bytes.Equal(in, line) {
 			t.Fatal("Parse modified its input")
@@ -41,7 +41,7 @@ func FuzzParseLine(f *testing.F) {
 			if Reason(err) == "" {
 				t.Fatalf("error %v without a reason", err)
 			}
-			if Reason(err) == ingest.ReasonBadJSON && json.Valid(line) && isObject(line) && !tooDeep(line) {
+			if Reason(err) == traffic.ReasonBadJSON && json.Valid(line) && isObject(line) && !tooDeep(line) {
 				t.Fatalf("rejected valid JSON as bad_json: %v", err)
 			}
 			return

@@ -16,8 +16,8 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Defaults of HandlerConfig.
@@ -67,7 +67,7 @@ type HandlerConfig struct {
 // for another method, 429 over the rate limit (with Retry-After) and 503
 // when the pipeline is stopping.
 type Handler struct {
-	sink    ingest.Sink
+	sink    traffic.Sink
 	cfg     HandlerConfig
 	log     *zap.Logger
 	limiter *rate.Limiter
@@ -75,7 +75,7 @@ type Handler struct {
 
 // NewHandler returns the ingest handler. Events go to sink, rejected lines
 // to rep; log is named by the handler.
-func NewHandler(sink ingest.Sink, rep ingest.Reporter, cfg HandlerConfig, log *zap.Logger) *Handler {
+func NewHandler(sink traffic.Sink, rep traffic.Reporter, cfg HandlerConfig, log *zap.Logger) *Handler {
 	if cfg.Source == "" {
 		cfg.Source = HTTPSourceName
 	}
@@ -196,15 +196,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var resp Response
-	var outcome ingest.Outcome
-	ctx := ingest.WithOutcome(r.Context(), &outcome)
+	var outcome traffic.Outcome
+	ctx := traffic.WithOutcome(r.Context(), &outcome)
 	var putErr error
-	put := ingest.SinkFunc(func(ctx context.Context, b []ingest.Event) error {
+	put := traffic.SinkFunc(func(ctx context.Context, b []traffic.Event) error {
 		putErr = h.sink.Put(ctx, b)
 		return putErr
 	})
 	st := newStream(h.cfg.Options, "")
-	st.opts.Reporter = ingest.NopReporter{} // reported below
+	st.opts.Reporter = traffic.NopReporter{} // reported below
 	var lineErrs []*LineError
 	st.onError = func(le *LineError) { lineErrs = append(lineErrs, le) }
 	err = st.readFrom(ctx, bytes.NewReader(data), put)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 func post(t *testing.T, h http.Handler, body io.Reader, header map[string]string) (*httptest.ResponseRecorder, Response) {
@@ -149,7 +149,7 @@ func TestHandlerRateLimit(t *testing.T) {
 }
 
 func TestHandlerSinkStopping(t *testing.T) {
-	stopped := ingest.SinkFunc(func(context.Context, []ingest.Event) error { return errors.New("pipeline stopping") })
+	stopped := traffic.SinkFunc(func(context.Context, []traffic.Event) error { return errors.New("pipeline stopping") })
 	h := NewHandler(stopped, nil, HandlerConfig{}, nil)
 	w, resp := post(t, h, strings.NewReader(lines("a")), nil)
 	if w.Code != http.StatusServiceUnavailable || !strings.Contains(resp.Error, "pipeline stopping") {

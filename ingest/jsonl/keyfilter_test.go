@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // filterKeys are the keys of the filter tests; the long one stands for a
@@ -86,7 +86,7 @@ func TestKeyFilterRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := map[string]bool{}
-	var want []ingest.Event
+	var want []traffic.Event
 	for i, e := range all.events {
 		if e.PK != "" && i%3 == 0 {
 			keys[e.PK] = true
@@ -109,7 +109,7 @@ func TestKeyFilterRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kept []ingest.Event
+	var kept []traffic.Event
 	for _, e := range got.events {
 		if keys[e.PK] {
 			kept = append(kept, e)
@@ -128,9 +128,9 @@ func TestKeyFilterRead(t *testing.T) {
 	}
 }
 
-type collect struct{ events []ingest.Event }
+type collect struct{ events []traffic.Event }
 
-func (c *collect) Put(_ context.Context, batch []ingest.Event) error {
+func (c *collect) Put(_ context.Context, batch []traffic.Event) error {
 	c.events = append(c.events, batch...)
 	return nil
 }
@@ -161,7 +161,7 @@ func FuzzKeyFilter(f *testing.F) {
 		wanted[k] = true
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		var ev ingest.Event
+		var ev traffic.Event
 		if err := p.Parse(line, &ev); err != nil || !wanted[ev.PK] {
 			return
 		}

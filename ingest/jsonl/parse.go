@@ -9,8 +9,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Fields names the JSON members of one access-log line, so that logs that
@@ -78,7 +78,7 @@ const MaxDepth = 32
 const maxInterned = 4096
 
 // ParseError is why one line was rejected. Reason is one of the
-// ingest.Reason* constants.
+// traffic.Reason* constants.
 type ParseError struct {
 	Reason string
 	Detail string
@@ -88,17 +88,17 @@ func (e *ParseError) Error() string { return e.Reason + ": " + e.Detail }
 
 func perr(reason, detail string) *ParseError { return &ParseError{Reason: reason, Detail: detail} }
 
-// Reason returns the ingest.Reason* constant of err, or ingest.ReasonBadJSON
+// Reason returns the traffic.Reason* constant of err, or traffic.ReasonBadJSON
 // when err is not a *ParseError.
 func Reason(err error) string {
 	var pe *ParseError
 	if errors.As(err, &pe) {
 		return pe.Reason
 	}
-	return ingest.ReasonBadJSON
+	return traffic.ReasonBadJSON
 }
 
-// Parser turns one JSON-lines access-log line into an ingest.Event.
+// Parser turns one JSON-lines access-log line into an traffic.Event.
 //
 // It reads the flat shape of the contract over the shared scanner
 // (ingest/jsonscan): it checks the whole line as JSON (members it does not
@@ -116,7 +116,7 @@ type Parser struct {
 	vals    [numFields]jsonscan.Span // the members known, by field
 	minute  [minuteSlots]minuteCache
 	keys    []byte // arena the key strings are cut from
-	mask    ingest.Masker
+	mask    traffic.Masker
 }
 
 // keyChunk is the size of the arena chunks key strings are copied into.
@@ -183,7 +183,7 @@ func NewParser(fields Fields, source string, now func() time.Time) *Parser {
 // Parse reads one line (without its newline) into ev, overwriting every
 // field. It returns a *ParseError when the line is not usable. ev keeps no
 // reference to line, which the caller may reuse.
-func (p *Parser) Parse(line []byte, ev *ingest.Event) error {
+func (p *Parser) Parse(line []byte, ev *traffic.Event) error {
 	p.vals = [numFields]jsonscan.Span{}
 	if err := p.scanObject(line); err != nil {
 		return err
@@ -192,23 +192,23 @@ func (p *Parser) Parse(line []byte, ev *ingest.Event) error {
 }
 
 var (
-	errNotObject    = perr(ingest.ReasonBadJSON, "not a JSON object")
-	errTruncated    = perr(ingest.ReasonBadJSON, "unexpected end of line")
-	errTrailing     = perr(ingest.ReasonBadJSON, "data after the object")
-	errTooDeep      = perr(ingest.ReasonBadJSON, fmt.Sprintf("nested deeper than %d", MaxDepth))
-	errMissingTable = perr(ingest.ReasonMissingTable, "no table name")
-	errMissingPK    = perr(ingest.ReasonMissingPK, "no partition key")
-	errMissingOp    = perr(ingest.ReasonBadOp, "no operation")
+	errNotObject    = perr(traffic.ReasonBadJSON, "not a JSON object")
+	errTruncated    = perr(traffic.ReasonBadJSON, "unexpected end of line")
+	errTrailing     = perr(traffic.ReasonBadJSON, "data after the object")
+	errTooDeep      = perr(traffic.ReasonBadJSON, fmt.Sprintf("nested deeper than %d", MaxDepth))
+	errMissingTable = perr(traffic.ReasonMissingTable, "no table name")
+	errMissingPK    = perr(traffic.ReasonMissingPK, "no partition key")
+	errMissingOp    = perr(traffic.ReasonBadOp, "no operation")
 )
 
 // syntaxErrors are the rejections of the scanner's errors, made once so
 // that a bad line costs no allocation.
 var syntaxErrors = func() map[error]*ParseError {
 	m := map[error]*ParseError{jsonscan.ErrEnd: errTruncated, jsonscan.ErrTooDeep: errTooDeep,
-		jsonscan.ErrBadUTF8: perr(ingest.ReasonBadUTF8, jsonscan.ErrBadUTF8.Error())}
+		jsonscan.ErrBadUTF8: perr(traffic.ReasonBadUTF8, jsonscan.ErrBadUTF8.Error())}
 	for _, e := range []error{jsonscan.ErrControlChar, jsonscan.ErrBadEscape, jsonscan.ErrBadNumber, jsonscan.ErrBadLiteral,
 		jsonscan.ErrExpectName, jsonscan.ErrExpectColon, jsonscan.ErrObjectComma, jsonscan.ErrArrayComma, jsonscan.ErrExpectValue} {
-		m[e] = perr(ingest.ReasonBadJSON, e.Error())
+		m[e] = perr(traffic.ReasonBadJSON, e.Error())
 	}
 	return m
 }()
@@ -218,7 +218,7 @@ func syntaxError(err error) *ParseError {
 	if pe, ok := syntaxErrors[err]; ok {
 		return pe
 	}
-	return perr(ingest.ReasonBadJSON, err.Error())
+	return perr(traffic.ReasonBadJSON, err.Error())
 }
 
 // scanObject walks the top-level object, checking all of it, and records
@@ -295,7 +295,7 @@ func (p *Parser) internBytes(b []byte) string {
 }
 
 func (p *Parser) wrongType(f int, want string) error {
-	return &ParseError{Reason: ingest.ReasonBadType, Detail: fmt.Sprintf("%q is %s, want %s", p.names[f], aKind(p.vals[f].Kind), want)}
+	return &ParseError{Reason: traffic.ReasonBadType, Detail: fmt.Sprintf("%q is %s, want %s", p.names[f], aKind(p.vals[f].Kind), want)}
 }
 
 // aKind names a kind of value with its article: "a string", "an object".
@@ -313,9 +313,9 @@ func aKind(k jsonscan.Kind) string {
 func optional(v jsonscan.Span) bool { return v.Kind == jsonscan.None || v.Kind == jsonscan.Null }
 
 // build fills ev from the recorded spans.
-func (p *Parser) build(line []byte, ev *ingest.Event) error {
+func (p *Parser) build(line []byte, ev *traffic.Event) error {
 	v := &p.vals
-	*ev = ingest.Event{Source: p.source}
+	*ev = traffic.Event{Source: p.source}
 
 	// table
 	switch {
@@ -328,8 +328,8 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 	if len(tb) == 0 {
 		return errMissingTable
 	}
-	if ev.Table = p.internBytes(tb); !ingest.ValidName(ev.Table) {
-		return p.invalid(ingest.CheckName("table", ev.Table))
+	if ev.Table = p.internBytes(tb); !traffic.ValidName(ev.Table) {
+		return p.invalid(traffic.CheckName("table", ev.Table))
 	}
 
 	// op, before pk: a Scan has no key.
@@ -339,9 +339,9 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 	case v[fOp].Kind != jsonscan.String:
 		return p.wrongType(fOp, "a string")
 	}
-	op, ok := ingest.LookupOperation(unsafeString(p.bytesOf(line, v[fOp])))
+	op, ok := traffic.LookupOperation(unsafeString(p.bytesOf(line, v[fOp])))
 	if !ok {
-		return &ParseError{Reason: ingest.ReasonBadOp, Detail: "unknown operation " + p.quote(p.bytesOf(line, v[fOp]))}
+		return &ParseError{Reason: traffic.ReasonBadOp, Detail: "unknown operation " + p.quote(p.bytesOf(line, v[fOp]))}
 	}
 	ev.Class = op.Class
 	keyless := op.Keyless
@@ -369,8 +369,8 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 		return p.wrongType(fIndex, "a string")
 	default:
 		if ix := p.bytesOf(line, v[fIndex]); len(ix) > 0 {
-			if ev.Index = p.internBytes(ix); !ingest.ValidName(ev.Index) {
-				return p.invalid(ingest.CheckName("index", ev.Index))
+			if ev.Index = p.internBytes(ix); !traffic.ValidName(ev.Index) {
+				return p.invalid(traffic.CheckName("index", ev.Index))
 			}
 		}
 	}
@@ -389,17 +389,17 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 	switch u := v[fUnits]; {
 	case optional(u):
 	case u.Kind != jsonscan.Number:
-		return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("%q is %s, want a number", p.names[fUnits], aKind(u.Kind))}
+		return &ParseError{Reason: traffic.ReasonBadUnits, Detail: fmt.Sprintf("%q is %s, want a number", p.names[fUnits], aKind(u.Kind))}
 	default:
 		f, err := strconv.ParseFloat(unsafeString(line[u.Start:u.End]), 64)
 		switch {
 		case err != nil || math.IsInf(f, 0) || math.IsNaN(f):
-			return &ParseError{Reason: ingest.ReasonBadUnits, Detail: "units " + p.quote(line[u.Start:u.End]) + " out of range"}
+			return &ParseError{Reason: traffic.ReasonBadUnits, Detail: "units " + p.quote(line[u.Start:u.End]) + " out of range"}
 		case f < 0:
-			return &ParseError{Reason: ingest.ReasonBadUnits, Detail: "negative units " + p.quote(line[u.Start:u.End])}
+			return &ParseError{Reason: traffic.ReasonBadUnits, Detail: "negative units " + p.quote(line[u.Start:u.End])}
 		case f > op.MaxUnits:
-			// No call of this kind consumes that much (ingest.MaxUnits).
-			return &ParseError{Reason: ingest.ReasonBadUnits, Detail: fmt.Sprintf("%s units for %s: one call consumes at most %g",
+			// No call of this kind consumes that much (traffic.MaxUnits).
+			return &ParseError{Reason: traffic.ReasonBadUnits, Detail: fmt.Sprintf("%s units for %s: one call consumes at most %g",
 				p.quote(line[u.Start:u.End]), p.quote(p.bytesOf(line, v[fOp])), op.MaxUnits)}
 		}
 		ev.Units = f
@@ -413,22 +413,22 @@ func (p *Parser) build(line []byte, ev *ingest.Event) error {
 		s := p.bytesOf(line, t)
 		tm, ok := p.parseTime(s)
 		if !ok {
-			return &ParseError{Reason: ingest.ReasonBadTime, Detail: p.quote(s) + " is not an RFC 3339 time"}
+			return &ParseError{Reason: traffic.ReasonBadTime, Detail: p.quote(s) + " is not an RFC 3339 time"}
 		}
 		ev.Time = tm
 	case t.Kind == jsonscan.Number:
 		ms, err := strconv.ParseFloat(unsafeString(line[t.Start:t.End]), 64)
 		if err != nil || ms < 0 || ms > maxEpochMillis {
-			return &ParseError{Reason: ingest.ReasonBadTime, Detail: "epoch milliseconds " + p.quote(line[t.Start:t.End]) + " out of range"}
+			return &ParseError{Reason: traffic.ReasonBadTime, Detail: "epoch milliseconds " + p.quote(line[t.Start:t.End]) + " out of range"}
 		}
 		whole := math.Floor(ms)
 		ev.Time = time.UnixMilli(int64(whole)).Add(time.Duration((ms - whole) * 1e6)).UTC()
 	default:
 		return p.wrongType(fTime, "an RFC 3339 string or epoch milliseconds")
 	}
-	if ev.Time.Before(ingest.DynamoDBLaunch) {
+	if ev.Time.Before(traffic.DynamoDBLaunch) {
 		// Year 0001 would be the zero time: no time at all.
-		return &ParseError{Reason: ingest.ReasonBadTime, Detail: p.quote(line[v[fTime].Start:v[fTime].End]) + " is before 2012, when DynamoDB did not exist"}
+		return &ParseError{Reason: traffic.ReasonBadTime, Detail: p.quote(line[v[fTime].Start:v[fTime].End]) + " is before 2012, when DynamoDB did not exist"}
 	}
 	return nil
 }
@@ -481,11 +481,11 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 const maxEpochMillis = 253402300799999
 
 // quote cites a piece of the line in an error, masked as keys are
-// (ingest.Quote).
-func (p *Parser) quote(b []byte) string { return ingest.Quote(p.mask, b) }
+// (traffic.Quote).
+func (p *Parser) quote(b []byte) string { return traffic.Quote(p.mask, b) }
 
 // invalid turns a check's refusal into the line's rejection.
-func (*Parser) invalid(e *ingest.Invalid) *ParseError {
+func (*Parser) invalid(e *traffic.Invalid) *ParseError {
 	return &ParseError{Reason: e.Reason, Detail: e.Detail}
 }
 

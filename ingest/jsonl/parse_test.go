@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 var readTime = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
@@ -18,61 +18,61 @@ func TestParseValid(t *testing.T) {
 	ts := time.Date(2026, 11, 22, 10, 0, 0, 123e6, time.UTC)
 	cases := []struct {
 		name, line string
-		want       ingest.Event
+		want       traffic.Event
 	}{
 		{"contract example",
 			`{"ts":"2026-11-22T10:00:00.123Z","table":"orders","index":"GSI1","pk":"USER#123","sk":"ORDER#2026-11-22#9","op":"GetItem","units":0.5}`,
-			ingest.Event{Table: "orders", Index: "GSI1", PK: "USER#123", SK: "ORDER#2026-11-22#9", Class: ingest.Read, Units: 0.5, Time: ts}},
+			traffic.Event{Table: "orders", Index: "GSI1", PK: "USER#123", SK: "ORDER#2026-11-22#9", Class: traffic.Read, Units: 0.5, Time: ts}},
 		{"defaults: no ts, no units, no index or sk",
 			`{"table":"tbl","pk":"k","op":"PutItem"}`,
-			ingest.Event{Table: "tbl", PK: "k", Class: ingest.Write, Units: 1, Time: readTime}},
+			traffic.Event{Table: "tbl", PK: "k", Class: traffic.Write, Units: 1, Time: readTime}},
 		{"nulls are absent",
 			`{"table":"tbl","pk":"k","op":"write","ts":null,"units":null,"sk":null,"index":null}`,
-			ingest.Event{Table: "tbl", PK: "k", Class: ingest.Write, Units: 1, Time: readTime}},
+			traffic.Event{Table: "tbl", PK: "k", Class: traffic.Write, Units: 1, Time: readTime}},
 		{"epoch milliseconds",
 			`{"ts":1795341600123,"table":"tbl","pk":"k","op":"read"}`,
-			ingest.Event{Table: "tbl", PK: "k", Units: 1, Time: time.UnixMilli(1795341600123).UTC()}},
+			traffic.Event{Table: "tbl", PK: "k", Units: 1, Time: time.UnixMilli(1795341600123).UTC()}},
 		{"fractional epoch milliseconds",
 			`{"ts":1795341600123.5,"table":"tbl","pk":"k","op":"read"}`,
-			ingest.Event{Table: "tbl", PK: "k", Units: 1, Time: time.UnixMilli(1795341600123).Add(500 * time.Microsecond).UTC()}},
+			traffic.Event{Table: "tbl", PK: "k", Units: 1, Time: time.UnixMilli(1795341600123).Add(500 * time.Microsecond).UTC()}},
 		{"offset time is kept as the same instant in UTC",
 			`{"ts":"2026-11-22T12:00:00.123+02:00","table":"tbl","pk":"k","op":"Query"}`,
-			ingest.Event{Table: "tbl", PK: "k", Units: 1, Time: ts}},
+			traffic.Event{Table: "tbl", PK: "k", Units: 1, Time: ts}},
 		{"escapes and unicode in keys",
 			`{"table":"tbl","pk":"USER\u0023\"1\"\\é\ud83d\ude00","sk":"a\/b","op":"UpdateItem","units":2e0}`,
-			ingest.Event{Table: "tbl", PK: "USER#\"1\"\\é😀", SK: "a/b", Class: ingest.Write, Units: 2, Time: readTime}},
+			traffic.Event{Table: "tbl", PK: "USER#\"1\"\\é😀", SK: "a/b", Class: traffic.Write, Units: 2, Time: readTime}},
 		{"escaped member names",
 			`{"t\u0061ble":"tbl","\u0070k":"k","op":"DeleteItem"}`,
-			ingest.Event{Table: "tbl", PK: "k", Class: ingest.Write, Units: 1, Time: readTime}},
+			traffic.Event{Table: "tbl", PK: "k", Class: traffic.Write, Units: 1, Time: readTime}},
 		{"unknown members of every kind are skipped",
 			` { "x" : [1, {"a": [true, false, null, "s"]}, -0.5e-3], "y": {}, "z": [], "table":"tbl","pk":"k","op":"BatchGetItem","units":0 } ` + "\r",
-			ingest.Event{Table: "tbl", PK: "k", Units: 0, Time: readTime}},
+			traffic.Event{Table: "tbl", PK: "k", Units: 0, Time: readTime}},
 		{"last duplicate wins",
 			`{"table":"aaa","table":"bbb","pk":"k","op":"read"}`,
-			ingest.Event{Table: "bbb", PK: "k", Units: 1, Time: readTime}},
+			traffic.Event{Table: "bbb", PK: "k", Units: 1, Time: readTime}},
 		{"scan needs no key",
 			`{"table":"tbl","op":"Scan","units":128}`,
-			ingest.Event{Table: "tbl", Units: 128, Time: readTime}},
+			traffic.Event{Table: "tbl", Units: 128, Time: readTime}},
 		{"every write operation",
 			`{"table":"tbl","pk":"k","op":"TransactWriteItems"}`,
-			ingest.Event{Table: "tbl", PK: "k", Class: ingest.Write, Units: 1, Time: readTime}},
+			traffic.Event{Table: "tbl", PK: "k", Class: traffic.Write, Units: 1, Time: readTime}},
 		{"every read operation",
 			`{"table":"tbl","pk":"k","op":"TransactGetItems"}`,
-			ingest.Event{Table: "tbl", PK: "k", Units: 1, Time: readTime}},
+			traffic.Event{Table: "tbl", PK: "k", Units: 1, Time: readTime}},
 		{"the most a batch of writes consumes",
 			`{"table":"tbl","pk":"k","op":"BatchWriteItem","units":110000}`,
-			ingest.Event{Table: "tbl", PK: "k", Class: ingest.Write, Units: 110000, Time: readTime}},
+			traffic.Event{Table: "tbl", PK: "k", Class: traffic.Write, Units: 110000, Time: readTime}},
 		{"the most one item read consumes",
 			`{"table":"my-table.v2_x","index":"GSI.1-by_date","pk":"k","op":"GetItem","units":100}`,
-			ingest.Event{Table: "my-table.v2_x", Index: "GSI.1-by_date", PK: "k", Units: 100, Time: readTime}},
+			traffic.Event{Table: "my-table.v2_x", Index: "GSI.1-by_date", PK: "k", Units: 100, Time: readTime}},
 		{"the longest table name",
 			`{"table":"` + strings.Repeat("T", 255) + `","pk":"k","op":"read","units":4196}`,
-			ingest.Event{Table: strings.Repeat("T", 255), PK: "k", Units: 4196, Time: readTime}},
+			traffic.Event{Table: strings.Repeat("T", 255), PK: "k", Units: 4196, Time: readTime}},
 	}
 	p := NewParser(Fields{}, "jsonl", fixedNow)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var ev ingest.Event
+			var ev traffic.Event
 			if err := p.Parse([]byte(c.line), &ev); err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
@@ -92,69 +92,69 @@ func TestParseRejects(t *testing.T) {
 	cases := []struct {
 		name, line, reason string
 	}{
-		{"empty object", `{}`, ingest.ReasonMissingTable},
-		{"truncated", `{"table":"tbl","pk":"k","op":"read"`, ingest.ReasonBadJSON},
-		{"truncated in a string", `{"table":"tbl","pk":"k`, ingest.ReasonBadJSON},
-		{"truncated literal", `{"table":"tbl","pk":"k","op":"read","x":tru`, ingest.ReasonBadJSON},
-		{"not an object", `["table","t"]`, ingest.ReasonBadJSON},
-		{"a bare string", `"table"`, ingest.ReasonBadJSON},
-		{"binary", "\x00\x01\x02\xff\xfe{", ingest.ReasonBadJSON},
-		{"invalid UTF-8 in a key", "{\"table\":\"tbl\",\"pk\":\"\xff\xfe\",\"op\":\"read\"}", ingest.ReasonBadUTF8},
-		{"invalid UTF-8 in an unknown member", "{\"table\":\"tbl\",\"pk\":\"k\",\"op\":\"read\",\"x\":\"\xc3\x28\"}", ingest.ReasonBadUTF8},
-		{"control character", "{\"table\":\"tbl\",\"pk\":\"a\tb\",\"op\":\"read\"}", ingest.ReasonBadJSON},
-		{"bad escape", `{"table":"tbl","pk":"\q","op":"read"}`, ingest.ReasonBadJSON},
-		{"short unicode escape", `{"table":"tbl","pk":"\u12","op":"read"}`, ingest.ReasonBadJSON},
-		{"trailing data", `{"table":"tbl","pk":"k","op":"read"} x`, ingest.ReasonBadJSON},
-		{"two objects", `{"table":"tbl","pk":"k","op":"read"}{"table":"tbl","pk":"k","op":"read"}`, ingest.ReasonBadJSON},
-		{"trailing comma", `{"table":"tbl","pk":"k","op":"read",}`, ingest.ReasonBadJSON},
-		{"missing colon", `{"table" "t"}`, ingest.ReasonBadJSON},
-		{"single quotes", `{'table':'t'}`, ingest.ReasonBadJSON},
-		{"bad number", `{"table":"tbl","pk":"k","op":"read","units":01}`, ingest.ReasonBadJSON},
-		{"bad exponent", `{"table":"tbl","pk":"k","op":"read","units":1e}`, ingest.ReasonBadJSON},
-		{"NaN literal", `{"table":"tbl","pk":"k","op":"read","units":NaN}`, ingest.ReasonBadJSON},
-		{"deep nesting", `{"x":` + strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1) + `,"table":"tbl","pk":"k","op":"read"}`, ingest.ReasonBadJSON},
-		{"10 000 nested braces", strings.Repeat("{", 10000), ingest.ReasonBadJSON},
-		{"10 000 nested values", strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000), ingest.ReasonBadJSON},
-		{"missing table", `{"pk":"k","op":"read"}`, ingest.ReasonMissingTable},
-		{"empty table", `{"table":"","pk":"k","op":"read"}`, ingest.ReasonMissingTable},
-		{"null table", `{"table":null,"pk":"k","op":"read"}`, ingest.ReasonMissingTable},
-		{"missing pk", `{"table":"tbl","op":"GetItem"}`, ingest.ReasonMissingPK},
-		{"empty pk", `{"table":"tbl","pk":"","op":"GetItem"}`, ingest.ReasonMissingPK},
-		{"numeric table", `{"table":5,"pk":"k","op":"read"}`, ingest.ReasonBadType},
-		{"object pk", `{"table":"tbl","pk":{"S":"k"},"op":"read"}`, ingest.ReasonBadType},
-		{"boolean sk", `{"table":"tbl","pk":"k","sk":true,"op":"read"}`, ingest.ReasonBadType},
-		{"array index", `{"table":"tbl","pk":"k","index":[],"op":"read"}`, ingest.ReasonBadType},
-		{"numeric op", `{"table":"tbl","pk":"k","op":1}`, ingest.ReasonBadType},
-		{"boolean ts", `{"table":"tbl","pk":"k","op":"read","ts":true}`, ingest.ReasonBadType},
-		{"unknown op", `{"table":"tbl","pk":"k","op":"ExecuteStatement"}`, ingest.ReasonBadOp},
-		{"missing op", `{"table":"tbl","pk":"k"}`, ingest.ReasonBadOp},
-		{"negative units", `{"table":"tbl","pk":"k","op":"read","units":-1}`, ingest.ReasonBadUnits},
-		{"string units", `{"table":"tbl","pk":"k","op":"read","units":"1"}`, ingest.ReasonBadUnits},
-		{"boolean units", `{"table":"tbl","pk":"k","op":"read","units":true}`, ingest.ReasonBadUnits},
-		{"infinite units", `{"table":"tbl","pk":"k","op":"read","units":1e999}`, ingest.ReasonBadUnits},
-		{"units near the float limit", `{"table":"tbl","pk":"k","op":"write","units":1.7e308}`, ingest.ReasonBadUnits},
-		{"more units than any read", `{"table":"tbl","pk":"k","op":"read","units":4196.5}`, ingest.ReasonBadUnits},
-		{"more units than any write", `{"table":"tbl","pk":"k","op":"write","units":110000.25}`, ingest.ReasonBadUnits},
-		{"more units than one item holds", `{"table":"tbl","pk":"k","op":"GetItem","units":101}`, ingest.ReasonBadUnits},
-		{"more units than a page", `{"table":"tbl","pk":"k","op":"Query","units":357}`, ingest.ReasonBadUnits},
-		{"more units than a transaction", `{"table":"tbl","pk":"k","op":"TransactWriteItems","units":92313}`, ingest.ReasonBadUnits},
-		{"short table name", `{"table":"ab","pk":"k","op":"read"}`, ingest.ReasonBadTable},
-		{"long table name", `{"table":"` + strings.Repeat("a", 256) + `","pk":"k","op":"read"}`, ingest.ReasonBadTable},
-		{"table name with a space", `{"table":"my table","pk":"k","op":"read"}`, ingest.ReasonBadTable},
-		{"table name with a slash", `{"table":"orders/GSI1","pk":"k","op":"read"}`, ingest.ReasonBadTable},
-		{"escaped control character in table", `{"table":"ord\u0000ers","pk":"k","op":"read"}`, ingest.ReasonBadTable},
-		{"short index name", `{"table":"tbl","index":"ix","pk":"k","op":"Query"}`, ingest.ReasonBadTable},
-		{"index name with a colon", `{"table":"tbl","index":"a:b:c","pk":"k","op":"Query"}`, ingest.ReasonBadTable},
-		{"unparseable ts", `{"table":"tbl","pk":"k","op":"read","ts":"yesterday"}`, ingest.ReasonBadTime},
-		{"ts without zone", `{"table":"tbl","pk":"k","op":"read","ts":"2026-11-22T10:00:00"}`, ingest.ReasonBadTime},
-		{"ts out of range", `{"table":"tbl","pk":"k","op":"read","ts":"2026-02-30T10:00:00Z"}`, ingest.ReasonBadTime},
-		{"negative epoch", `{"table":"tbl","pk":"k","op":"read","ts":-5}`, ingest.ReasonBadTime},
-		{"huge epoch", `{"table":"tbl","pk":"k","op":"read","ts":1e300}`, ingest.ReasonBadTime},
+		{"empty object", `{}`, traffic.ReasonMissingTable},
+		{"truncated", `{"table":"tbl","pk":"k","op":"read"`, traffic.ReasonBadJSON},
+		{"truncated in a string", `{"table":"tbl","pk":"k`, traffic.ReasonBadJSON},
+		{"truncated literal", `{"table":"tbl","pk":"k","op":"read","x":tru`, traffic.ReasonBadJSON},
+		{"not an object", `["table","t"]`, traffic.ReasonBadJSON},
+		{"a bare string", `"table"`, traffic.ReasonBadJSON},
+		{"binary", "\x00\x01\x02\xff\xfe{", traffic.ReasonBadJSON},
+		{"invalid UTF-8 in a key", "{\"table\":\"tbl\",\"pk\":\"\xff\xfe\",\"op\":\"read\"}", traffic.ReasonBadUTF8},
+		{"invalid UTF-8 in an unknown member", "{\"table\":\"tbl\",\"pk\":\"k\",\"op\":\"read\",\"x\":\"\xc3\x28\"}", traffic.ReasonBadUTF8},
+		{"control character", "{\"table\":\"tbl\",\"pk\":\"a\tb\",\"op\":\"read\"}", traffic.ReasonBadJSON},
+		{"bad escape", `{"table":"tbl","pk":"\q","op":"read"}`, traffic.ReasonBadJSON},
+		{"short unicode escape", `{"table":"tbl","pk":"\u12","op":"read"}`, traffic.ReasonBadJSON},
+		{"trailing data", `{"table":"tbl","pk":"k","op":"read"} x`, traffic.ReasonBadJSON},
+		{"two objects", `{"table":"tbl","pk":"k","op":"read"}{"table":"tbl","pk":"k","op":"read"}`, traffic.ReasonBadJSON},
+		{"trailing comma", `{"table":"tbl","pk":"k","op":"read",}`, traffic.ReasonBadJSON},
+		{"missing colon", `{"table" "t"}`, traffic.ReasonBadJSON},
+		{"single quotes", `{'table':'t'}`, traffic.ReasonBadJSON},
+		{"bad number", `{"table":"tbl","pk":"k","op":"read","units":01}`, traffic.ReasonBadJSON},
+		{"bad exponent", `{"table":"tbl","pk":"k","op":"read","units":1e}`, traffic.ReasonBadJSON},
+		{"NaN literal", `{"table":"tbl","pk":"k","op":"read","units":NaN}`, traffic.ReasonBadJSON},
+		{"deep nesting", `{"x":` + strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1) + `,"table":"tbl","pk":"k","op":"read"}`, traffic.ReasonBadJSON},
+		{"10 000 nested braces", strings.Repeat("{", 10000), traffic.ReasonBadJSON},
+		{"10 000 nested values", strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000), traffic.ReasonBadJSON},
+		{"missing table", `{"pk":"k","op":"read"}`, traffic.ReasonMissingTable},
+		{"empty table", `{"table":"","pk":"k","op":"read"}`, traffic.ReasonMissingTable},
+		{"null table", `{"table":null,"pk":"k","op":"read"}`, traffic.ReasonMissingTable},
+		{"missing pk", `{"table":"tbl","op":"GetItem"}`, traffic.ReasonMissingPK},
+		{"empty pk", `{"table":"tbl","pk":"","op":"GetItem"}`, traffic.ReasonMissingPK},
+		{"numeric table", `{"table":5,"pk":"k","op":"read"}`, traffic.ReasonBadType},
+		{"object pk", `{"table":"tbl","pk":{"S":"k"},"op":"read"}`, traffic.ReasonBadType},
+		{"boolean sk", `{"table":"tbl","pk":"k","sk":true,"op":"read"}`, traffic.ReasonBadType},
+		{"array index", `{"table":"tbl","pk":"k","index":[],"op":"read"}`, traffic.ReasonBadType},
+		{"numeric op", `{"table":"tbl","pk":"k","op":1}`, traffic.ReasonBadType},
+		{"boolean ts", `{"table":"tbl","pk":"k","op":"read","ts":true}`, traffic.ReasonBadType},
+		{"unknown op", `{"table":"tbl","pk":"k","op":"ExecuteStatement"}`, traffic.ReasonBadOp},
+		{"missing op", `{"table":"tbl","pk":"k"}`, traffic.ReasonBadOp},
+		{"negative units", `{"table":"tbl","pk":"k","op":"read","units":-1}`, traffic.ReasonBadUnits},
+		{"string units", `{"table":"tbl","pk":"k","op":"read","units":"1"}`, traffic.ReasonBadUnits},
+		{"boolean units", `{"table":"tbl","pk":"k","op":"read","units":true}`, traffic.ReasonBadUnits},
+		{"infinite units", `{"table":"tbl","pk":"k","op":"read","units":1e999}`, traffic.ReasonBadUnits},
+		{"units near the float limit", `{"table":"tbl","pk":"k","op":"write","units":1.7e308}`, traffic.ReasonBadUnits},
+		{"more units than any read", `{"table":"tbl","pk":"k","op":"read","units":4196.5}`, traffic.ReasonBadUnits},
+		{"more units than any write", `{"table":"tbl","pk":"k","op":"write","units":110000.25}`, traffic.ReasonBadUnits},
+		{"more units than one item holds", `{"table":"tbl","pk":"k","op":"GetItem","units":101}`, traffic.ReasonBadUnits},
+		{"more units than a page", `{"table":"tbl","pk":"k","op":"Query","units":357}`, traffic.ReasonBadUnits},
+		{"more units than a transaction", `{"table":"tbl","pk":"k","op":"TransactWriteItems","units":92313}`, traffic.ReasonBadUnits},
+		{"short table name", `{"table":"ab","pk":"k","op":"read"}`, traffic.ReasonBadTable},
+		{"long table name", `{"table":"` + strings.Repeat("a", 256) + `","pk":"k","op":"read"}`, traffic.ReasonBadTable},
+		{"table name with a space", `{"table":"my table","pk":"k","op":"read"}`, traffic.ReasonBadTable},
+		{"table name with a slash", `{"table":"orders/GSI1","pk":"k","op":"read"}`, traffic.ReasonBadTable},
+		{"escaped control character in table", `{"table":"ord\u0000ers","pk":"k","op":"read"}`, traffic.ReasonBadTable},
+		{"short index name", `{"table":"tbl","index":"ix","pk":"k","op":"Query"}`, traffic.ReasonBadTable},
+		{"index name with a colon", `{"table":"tbl","index":"a:b:c","pk":"k","op":"Query"}`, traffic.ReasonBadTable},
+		{"unparseable ts", `{"table":"tbl","pk":"k","op":"read","ts":"yesterday"}`, traffic.ReasonBadTime},
+		{"ts without zone", `{"table":"tbl","pk":"k","op":"read","ts":"2026-11-22T10:00:00"}`, traffic.ReasonBadTime},
+		{"ts out of range", `{"table":"tbl","pk":"k","op":"read","ts":"2026-02-30T10:00:00Z"}`, traffic.ReasonBadTime},
+		{"negative epoch", `{"table":"tbl","pk":"k","op":"read","ts":-5}`, traffic.ReasonBadTime},
+		{"huge epoch", `{"table":"tbl","pk":"k","op":"read","ts":1e300}`, traffic.ReasonBadTime},
 	}
 	p := NewParser(Fields{}, "jsonl", fixedNow)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var ev ingest.Event
+			var ev traffic.Event
 			err := p.Parse([]byte(c.line), &ev)
 			if err == nil {
 				t.Fatalf("accepted %q as %+v", c.line, ev)
@@ -172,16 +172,16 @@ func TestParseRejects(t *testing.T) {
 
 func TestParseCustomFields(t *testing.T) {
 	p := NewParser(Fields{Time: "@timestamp", Table: "TableName", PK: "key", Op: "operation", Units: "rcu"}, "app", fixedNow)
-	var ev ingest.Event
+	var ev traffic.Event
 	line := `{"@timestamp":"2026-11-22T10:00:00Z","TableName":"Music","key":"Acme","operation":"Query","rcu":4,"table":"ignored","sk":"s"}`
 	if err := p.Parse([]byte(line), &ev); err != nil {
 		t.Fatal(err)
 	}
-	want := ingest.Event{Table: "Music", PK: "Acme", SK: "s", Units: 4, Source: "app", Time: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	want := traffic.Event{Table: "Music", PK: "Acme", SK: "s", Units: 4, Source: "app", Time: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
 	if ev != want {
 		t.Errorf("got %+v, want %+v", ev, want)
 	}
-	if err := p.Parse([]byte(`{"table":"tbl","pk":"k","op":"read"}`), &ev); Reason(err) != ingest.ReasonMissingTable {
+	if err := p.Parse([]byte(`{"table":"tbl","pk":"k","op":"read"}`), &ev); Reason(err) != traffic.ReasonMissingTable {
 		t.Errorf("default names still read with custom Fields: %v", err)
 	}
 }
@@ -191,7 +191,7 @@ func TestParseCustomFields(t *testing.T) {
 func TestParseInternsNames(t *testing.T) {
 	p := NewParser(Fields{}, "jsonl", fixedNow)
 	line := []byte(`{"table":"orders","index":"GSI1","pk":"USER#1","op":"read"}`)
-	var a, b ingest.Event
+	var a, b traffic.Event
 	if err := p.Parse(line, &a); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func bytesIndex(b []byte, s string) int { return strings.Index(string(b), s) }
 func TestParseAllocs(t *testing.T) {
 	p := NewParser(Fields{}, "jsonl", fixedNow)
 	line := []byte(`{"ts":"2026-11-22T10:00:00.123Z","table":"orders","index":"GSI1","pk":"USER#123","sk":"ORDER#9","op":"GetItem","units":0.5,"extra":{"a":[1,2]}}`)
-	var ev ingest.Event
+	var ev traffic.Event
 	if err := p.Parse(line, &ev); err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestParseAgreesWithEncodingJSON(t *testing.T) {
 	}
 	p := NewParser(Fields{}, "jsonl", fixedNow)
 	for _, l := range lines {
-		var ev ingest.Event
+		var ev traffic.Event
 		err := p.Parse([]byte(l), &ev)
 		valid := json.Valid([]byte(l))
 		if (err == nil) != valid {
@@ -281,7 +281,7 @@ func TestParseTimeAgreesWithTimeParse(t *testing.T) {
 // lines, big keys and new arena chunks.
 func TestParseKeysSurviveArenaChunks(t *testing.T) {
 	p := NewParser(Fields{}, "", fixedNow)
-	var evs []ingest.Event
+	var evs []traffic.Event
 	var want []string
 	line := []byte{}
 	for i := range 5000 {
@@ -294,7 +294,7 @@ func TestParseKeysSurviveArenaChunks(t *testing.T) {
 		line = append(line, `","sk":"s`...)
 		line = append(line, pk[:1]...)
 		line = append(line, `"}`...)
-		var ev ingest.Event
+		var ev traffic.Event
 		if err := p.Parse(line, &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -320,7 +320,7 @@ func TestParseTimesOutOfOrder(t *testing.T) {
 	for i := range 5000 {
 		at := base.Add(time.Duration((i*7919)%(50*60*1000)) * time.Millisecond)
 		ts := at.Format("2006-01-02T15:04:05.000Z")
-		var ev ingest.Event
+		var ev traffic.Event
 		if err := p.Parse([]byte(`{"ts":"`+ts+`","table":"orders","pk":"k","op":"read"}`), &ev); err != nil {
 			t.Fatalf("%s: %v", ts, err)
 		}
@@ -335,12 +335,12 @@ func TestParseTimesOutOfOrder(t *testing.T) {
 // the prefix of another) are told apart.
 func TestParseFieldsSharingFirstBytes(t *testing.T) {
 	p := NewParser(Fields{Time: "t", Table: "tt", Index: "ttt", PK: "k", SK: "kk", Op: "o", Units: "u"}, "jsonl", fixedNow)
-	var ev ingest.Event
+	var ev traffic.Event
 	line := `{"ttt":"byDay","kk":"S","k":"P","tt":"orders","t":"2026-11-22T10:00:00Z","o":"GetItem","u":2,"tttt":"x"}`
 	if err := p.Parse([]byte(line), &ev); err != nil {
 		t.Fatal(err)
 	}
-	want := ingest.Event{Source: "jsonl", Table: "orders", Index: "byDay", PK: "P", SK: "S", Class: ingest.Read, Units: 2,
+	want := traffic.Event{Source: "jsonl", Table: "orders", Index: "byDay", PK: "P", SK: "S", Class: traffic.Read, Units: 2,
 		Time: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
 	if ev != want {
 		t.Errorf("got %+v, want %+v", ev, want)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Defaults of Options.
@@ -36,7 +37,7 @@ type Options struct {
 	// Now stamps lines without a time (time.Now when nil).
 	Now func() time.Time
 	// Reporter is told about every rejected line (discarded when nil).
-	Reporter ingest.Reporter
+	Reporter traffic.Reporter
 	// Source is the source label of the Events and the rejections ("jsonl" when empty).
 	Source string
 	// LinesBefore, for an input read from a line in its middle (a part of
@@ -50,7 +51,7 @@ type Options struct {
 	// sketch.Store copies the few keys it keeps). The reader then fills one
 	// batch, and one arena of key strings, over and over instead of
 	// handing the sink a new one each time: reading allocates nothing per
-	// batch. Put otherwise takes ownership, as ingest.Sink says.
+	// batch. Put otherwise takes ownership, as traffic.Sink says.
 	Recycle bool
 	// Keys, when set, skips the access-log lines whose partition key is
 	// none of its keys before they are parsed (KeyFilter): they are
@@ -71,7 +72,7 @@ type RecordLines interface {
 	// DecodeLine appends the Events of one line (lineNo of input name) to
 	// dst, reports what it cannot use, and returns how many records it
 	// rejected.
-	DecodeLine(line []byte, name string, lineNo int64, dst []ingest.Event) ([]ingest.Event, int)
+	DecodeLine(line []byte, name string, lineNo int64, dst []traffic.Event) ([]traffic.Event, int)
 }
 
 func (o Options) withDefaults() Options {
@@ -82,7 +83,7 @@ func (o Options) withDefaults() Options {
 		o.BatchSize = DefaultBatchSize
 	}
 	if o.Reporter == nil {
-		o.Reporter = ingest.NopReporter{}
+		o.Reporter = traffic.NopReporter{}
 	}
 	if o.Source == "" {
 		o.Source = SourceName
@@ -132,7 +133,7 @@ type stream struct {
 	name    string
 	parser  *Parser
 	lines   *lineReader
-	batch   []ingest.Event
+	batch   []traffic.Event
 	counts  Counts
 	onError func(*LineError) // besides the Reporter; may be nil
 	// records is set once the first line was found to be of
@@ -148,7 +149,7 @@ type stream struct {
 func newStream(opts Options, name string) *stream {
 	opts = opts.withDefaults()
 	p := NewParser(opts.Fields, opts.Source, opts.Now)
-	p.mask = ingest.MaskerOf(opts.Reporter)
+	p.mask = traffic.MaskerOf(opts.Reporter)
 	return &stream{
 		opts:   opts,
 		name:   name,
@@ -171,7 +172,7 @@ func (s *stream) line(b []byte) {
 	}
 	s.counts.Records++
 	if s.batch == nil {
-		s.batch = make([]ingest.Event, 0, s.opts.BatchSize)
+		s.batch = make([]traffic.Event, 0, s.opts.BatchSize)
 	}
 	if !s.decided {
 		s.decided = true
@@ -188,12 +189,12 @@ func (s *stream) line(b []byte) {
 	if !s.opts.Keys.Maybe(b) {
 		return
 	}
-	s.batch = append(s.batch, ingest.Event{})
+	s.batch = append(s.batch, traffic.Event{})
 	if err := s.parser.Parse(b, &s.batch[len(s.batch)-1]); err != nil {
 		s.batch = s.batch[:len(s.batch)-1]
 		var pe *ParseError
 		if !errors.As(err, &pe) {
-			pe = perr(ingest.ReasonBadJSON, err.Error())
+			pe = perr(traffic.ReasonBadJSON, err.Error())
 		}
 		s.reject(pe)
 		return
@@ -217,11 +218,11 @@ func (s *stream) reject(pe *ParseError) {
 }
 
 func (s *stream) tooLong() {
-	s.reject(perr(ingest.ReasonTooLong, fmt.Sprintf("line longer than %d bytes", s.opts.MaxLineBytes)))
+	s.reject(perr(traffic.ReasonTooLong, fmt.Sprintf("line longer than %d bytes", s.opts.MaxLineBytes)))
 }
 
 // drain handles every complete line buffered, putting full batches.
-func (s *stream) drain(ctx context.Context, sink ingest.Sink) error {
+func (s *stream) drain(ctx context.Context, sink traffic.Sink) error {
 	for {
 		b, st := s.lines.next()
 		switch st {
@@ -250,7 +251,7 @@ func (s *stream) finish() {
 // flush hands the batch to the sink. The sink owns it afterwards, unless
 // Options.Recycle says it keeps nothing of it: then the batch and the key
 // arena are filled again.
-func (s *stream) flush(ctx context.Context, sink ingest.Sink) error {
+func (s *stream) flush(ctx context.Context, sink traffic.Sink) error {
 	if len(s.batch) == 0 {
 		return nil
 	}
@@ -268,7 +269,7 @@ func (s *stream) flush(ctx context.Context, sink ingest.Sink) error {
 // readFrom reads r to its end (or ctx's), handing Events to sink. A short
 // read means the writer is slower than we are, so the partial batch is
 // flushed before waiting for more: a live pipe never sits on Events.
-func (s *stream) readFrom(ctx context.Context, r io.Reader, sink ingest.Sink) error {
+func (s *stream) readFrom(ctx context.Context, r io.Reader, sink traffic.Sink) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -305,7 +306,7 @@ func (s *stream) readFrom(ctx context.Context, r io.Reader, sink ingest.Sink) er
 // It returns when r ends, with the counts, or early with ctx's error or the
 // sink's. When ctx ends while r blocks (a pipe, a terminal) and r has
 // SetReadDeadline (an *os.File on a pipe), the read is interrupted.
-func ReadAll(ctx context.Context, r io.Reader, name string, sink ingest.Sink, opts Options) (Counts, error) {
+func ReadAll(ctx context.Context, r io.Reader, name string, sink traffic.Sink, opts Options) (Counts, error) {
 	if d, ok := r.(interface{ SetReadDeadline(time.Time) error }); ok {
 		stop := context.AfterFunc(ctx, func() { _ = d.SetReadDeadline(time.Unix(1, 0)) })
 		defer stop()

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // recorder is a Reporter that keeps every call.
@@ -55,11 +55,11 @@ func (r *recorder) reasons() []reject {
 // collector is a Sink that keeps every Event and every batch size.
 type collector struct {
 	mu      sync.Mutex
-	events  []ingest.Event
+	events  []traffic.Event
 	batches []int
 }
 
-func (c *collector) Put(ctx context.Context, batch []ingest.Event) error {
+func (c *collector) Put(ctx context.Context, batch []traffic.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -70,10 +70,10 @@ func (c *collector) Put(ctx context.Context, batch []ingest.Event) error {
 	return nil
 }
 
-func (c *collector) snapshot() []ingest.Event {
+func (c *collector) snapshot() []traffic.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]ingest.Event(nil), c.events...)
+	return append([]traffic.Event(nil), c.events...)
 }
 
 func (c *collector) len() int {
@@ -124,7 +124,7 @@ func okLines(t *testing.T, data []byte, p *Parser) []int64 {
 	var oks []int64
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := int64(1); sc.Scan(); n++ {
-		var ev ingest.Event
+		var ev traffic.Event
 		if len(bytes.TrimSpace(sc.Bytes())) > 0 && p.Parse(bytes.TrimSuffix(sc.Bytes(), []byte("\r")), &ev) == nil {
 			oks = append(oks, n)
 		}
@@ -193,20 +193,20 @@ func TestReadAllHostile(t *testing.T) {
 	cases := []struct {
 		name, line, reason string
 	}{
-		{"3 MB line", `{"table":"tbl","pk":"` + strings.Repeat("x", 3<<20) + `","op":"read"}`, ingest.ReasonTooLong},
-		{"3 MB of one byte", strings.Repeat("\x00", 3<<20), ingest.ReasonTooLong},
-		{"line one byte over", `{"table":"tbl","op":"read","pk":"` + strings.Repeat("y", maxLine-30) + `"}`, ingest.ReasonTooLong},
-		{"10 000 nested braces", strings.Repeat("{", 10000)[:maxLine-1], ingest.ReasonBadJSON},
-		{"nested values", strings.Repeat(`{"a":`, 500) + "1" + strings.Repeat("}", 500), ingest.ReasonBadJSON},
-		{"truncated", good[:20], ingest.ReasonBadJSON},
-		{"binary", "\x89PNG\r\n\x1a\x00\x00", ingest.ReasonBadJSON},
-		{"invalid UTF-8", "{\"table\":\"t\xc0\xaf\",\"pk\":\"k\",\"op\":\"read\"}", ingest.ReasonBadUTF8},
-		{"wrong type", `{"table":["t"],"pk":"k","op":"read"}`, ingest.ReasonBadType},
-		{"missing table", `{"pk":"k","op":"read"}`, ingest.ReasonMissingTable},
-		{"missing pk", `{"table":"tbl","op":"read"}`, ingest.ReasonMissingPK},
-		{"negative units", `{"table":"tbl","pk":"k","op":"read","units":-0.5}`, ingest.ReasonBadUnits},
-		{"non-numeric units", `{"table":"tbl","pk":"k","op":"read","units":"NaN"}`, ingest.ReasonBadUnits},
-		{"unparseable ts", `{"table":"tbl","pk":"k","op":"read","ts":"2026-13-01T00:00:00Z"}`, ingest.ReasonBadTime},
+		{"3 MB line", `{"table":"tbl","pk":"` + strings.Repeat("x", 3<<20) + `","op":"read"}`, traffic.ReasonTooLong},
+		{"3 MB of one byte", strings.Repeat("\x00", 3<<20), traffic.ReasonTooLong},
+		{"line one byte over", `{"table":"tbl","op":"read","pk":"` + strings.Repeat("y", maxLine-30) + `"}`, traffic.ReasonTooLong},
+		{"10 000 nested braces", strings.Repeat("{", 10000)[:maxLine-1], traffic.ReasonBadJSON},
+		{"nested values", strings.Repeat(`{"a":`, 500) + "1" + strings.Repeat("}", 500), traffic.ReasonBadJSON},
+		{"truncated", good[:20], traffic.ReasonBadJSON},
+		{"binary", "\x89PNG\r\n\x1a\x00\x00", traffic.ReasonBadJSON},
+		{"invalid UTF-8", "{\"table\":\"t\xc0\xaf\",\"pk\":\"k\",\"op\":\"read\"}", traffic.ReasonBadUTF8},
+		{"wrong type", `{"table":["t"],"pk":"k","op":"read"}`, traffic.ReasonBadType},
+		{"missing table", `{"pk":"k","op":"read"}`, traffic.ReasonMissingTable},
+		{"missing pk", `{"table":"tbl","op":"read"}`, traffic.ReasonMissingPK},
+		{"negative units", `{"table":"tbl","pk":"k","op":"read","units":-0.5}`, traffic.ReasonBadUnits},
+		{"non-numeric units", `{"table":"tbl","pk":"k","op":"read","units":"NaN"}`, traffic.ReasonBadUnits},
+		{"unparseable ts", `{"table":"tbl","pk":"k","op":"read","ts":"2026-13-01T00:00:00Z"}`, traffic.ReasonBadTime},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -286,10 +286,10 @@ func TestReadAllRecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := func(recycle bool) ([]ingest.Event, map[*ingest.Event]bool) {
-		var events []ingest.Event
-		batches := map[*ingest.Event]bool{}
-		sink := ingest.SinkFunc(func(_ context.Context, b []ingest.Event) error {
+	read := func(recycle bool) ([]traffic.Event, map[*traffic.Event]bool) {
+		var events []traffic.Event
+		batches := map[*traffic.Event]bool{}
+		sink := traffic.SinkFunc(func(_ context.Context, b []traffic.Event) error {
 			batches[&b[:1][0]] = true
 			for _, e := range b {
 				e.PK, e.SK = strings.Clone(e.PK), strings.Clone(e.SK)

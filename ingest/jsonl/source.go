@@ -16,6 +16,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/follow"
 	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // DefaultPoll is how often the follower looks for new lines, rotated and
@@ -53,7 +54,7 @@ func (c *Config) Validate() error {
 // daemon's Reporter and standard input. A file whose first line is a
 // DynamoDB stream record (Firehose's files of Kinesis payloads, logged
 // Lambda events) is read as such, with the config file's key schemas.
-func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
+func (c *Config) NewSource(env ingest.Env) (traffic.Source, error) {
 	cfg := *c
 	cfg.Reporter, cfg.Stdin = env.Reporter, env.Stdin
 	if cfg.Records == nil {
@@ -71,7 +72,7 @@ func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
 }
 
 // Source follows JSON-lines files like tail -F (package follow), and reads
-// stdin for "-". It implements ingest.Source and ingest.Readier.
+// stdin for "-". It implements traffic.Source and traffic.Readier.
 type Source struct {
 	cfg    Config
 	log    *zap.Logger
@@ -79,7 +80,7 @@ type Source struct {
 	files  *files
 	// progress takes each followed file's progress in event time (a lane
 	// per file); nil keeps none.
-	progress *ingest.Progress
+	progress *traffic.Progress
 
 	scanned func() // test hook: called after each poll
 }
@@ -141,7 +142,7 @@ func (s *Source) Ready() error {
 // Run follows the files and reads stdin until ctx is done. Stdin ending
 // ends its part; files are followed until ctx is done. It returns nil
 // except when the sink fails for another reason than ctx.
-func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
+func (s *Source) Run(ctx context.Context, sink traffic.Sink) error {
 	stdin := slices.Contains(s.cfg.Paths, "-")
 	var wg sync.WaitGroup
 	var stdinErr error
@@ -161,7 +162,7 @@ func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
 	return errors.Join(err, stdinErr)
 }
 
-func (s *Source) readStdin(ctx context.Context, sink ingest.Sink) error {
+func (s *Source) readStdin(ctx context.Context, sink traffic.Sink) error {
 	// Stdin has no lane: a read that blocks cannot tell a quiet pipe
 	// from a slow one, and a quiet pipe is caught up.
 	counts, err := ReadAll(ctx, s.cfg.Stdin, "stdin", wrapSink(sink), s.cfg.Options)
@@ -187,8 +188,8 @@ func isSinkErr(err error) bool {
 }
 
 // wrapSink marks the sink's errors so that they can be told from read errors.
-func wrapSink(sink ingest.Sink) ingest.Sink {
-	return ingest.SinkFunc(func(ctx context.Context, batch []ingest.Event) error {
+func wrapSink(sink traffic.Sink) traffic.Sink {
+	return traffic.SinkFunc(func(ctx context.Context, batch []traffic.Event) error {
 		if err := sink.Put(ctx, batch); err != nil {
 			return sinkError{err}
 		}

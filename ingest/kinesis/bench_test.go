@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // replay answers every request with the same body, from memory: the
@@ -75,8 +75,8 @@ func BenchmarkKinesisReader(b *testing.B) {
 		}),
 	})
 	events := 0
-	sink := ingest.SinkFunc(func(_ context.Context, batch []ingest.Event) error { events += len(batch); return nil })
-	schemas := map[string]ingest.KeySchema{"orders": {PartitionKey: "customer", SortKey: "order"}}
+	sink := traffic.SinkFunc(func(_ context.Context, batch []traffic.Event) error { events += len(batch); return nil })
+	schemas := map[string]traffic.KeySchema{"orders": {PartitionKey: "customer", SortKey: "order"}}
 	src, err := NewWithClients(Config{Streams: []string{"s"}, Tables: schemas}, client, nil, nil, nil, nil)
 	if err != nil {
 		b.Fatal(err)

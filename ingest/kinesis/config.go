@@ -23,6 +23,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // SourceName is the source label of the Events, rejections and errors.
@@ -64,7 +65,7 @@ type Config struct {
 
 	// Tables are the key schemas of the tables whose keys have two
 	// attributes; in the config file, the top-level tables.
-	Tables map[string]ingest.KeySchema `yaml:"-"`
+	Tables map[string]traffic.KeySchema `yaml:"-"`
 	// BatchLimit is GetRecords' Limit (default 10000, the maximum).
 	BatchLimit int32 `yaml:"-"`
 }
@@ -126,7 +127,7 @@ func (c *Config) LeaseTableName() string { return c.LeaseTable }
 
 // NewSource builds the reader of a sources entry of type kinesis, with the
 // config file's key schemas, and registers its metrics.
-func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
+func (c *Config) NewSource(env ingest.Env) (traffic.Source, error) {
 	cfg := *c
 	cfg.Tables = env.Tables
 	src, err := New(cfg, env.Log, env.Reporter, env.Registerer)

@@ -18,8 +18,8 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -52,10 +52,10 @@ func put(t *testing.T, c *kinesis.Client, stream string, recs ...[]byte) {
 
 type sink struct {
 	mu     sync.Mutex
-	events []ingest.Event
+	events []traffic.Event
 }
 
-func (s *sink) Put(ctx context.Context, b []ingest.Event) error {
+func (s *sink) Put(ctx context.Context, b []traffic.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func TestKinesalite(t *testing.T) {
 		}
 	}
 	for _, e := range got.events {
-		if e.Source != SourceName || e.Class != ingest.Write || e.Units != 2 || time.Since(e.Time) > time.Minute || e.Shard != "" {
+		if e.Source != SourceName || e.Class != traffic.Write || e.Units != 2 || time.Since(e.Time) > time.Minute || e.Shard != "" {
 			t.Fatalf("event %+v", e)
 			break
 		}

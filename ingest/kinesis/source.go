@@ -14,19 +14,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Source reads Kinesis Data Streams for DynamoDB. It implements
-// ingest.Source and ingest.Readier.
+// traffic.Source and traffic.Readier.
 type Source struct {
 	cfg     Config
 	log     *zap.Logger
-	rep     ingest.Reporter
+	rep     traffic.Reporter
 	m       *metrics
 	api     API
 	records *streamrecord.DumpDecoder
@@ -44,20 +44,20 @@ const DefaultRetention = 24 * time.Hour
 
 // Retention returns how long the streams hold a record: the longest
 // RetentionPeriodHours of the streams described (configured by name), at
-// least DefaultRetention (ingest.Retainer).
+// least DefaultRetention (traffic.Retainer).
 func (s *Source) Retention() time.Duration {
 	return max(DefaultRetention, time.Duration(s.retention.Load())*time.Hour)
 }
 
 var (
-	_ ingest.Source  = (*Source)(nil)
-	_ ingest.Readier = (*Source)(nil)
+	_ traffic.Source  = (*Source)(nil)
+	_ traffic.Readier = (*Source)(nil)
 )
 
 // New returns a Source for cfg with SDK clients built from the default
 // credential chain, cfg.Region and the endpoints. Its metrics are
 // registered on reg (nil registers nothing); errors go to rep.
-func New(cfg Config, log *zap.Logger, rep ingest.Reporter, reg prometheus.Registerer) (*Source, error) {
+func New(cfg Config, log *zap.Logger, rep traffic.Reporter, reg prometheus.Registerer) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func New(cfg Config, log *zap.Logger, rep ingest.Reporter, reg prometheus.Regist
 
 // NewWithClients is New with the clients given: db serves the lease table
 // and is needed only with cfg.LeaseTable.
-func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, rep ingest.Reporter, reg prometheus.Registerer) (*Source, error) {
+func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, rep traffic.Reporter, reg prometheus.Registerer) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 		log = zap.NewNop()
 	}
 	if rep == nil {
-		rep = ingest.NopReporter{}
+		rep = traffic.NopReporter{}
 	}
 	m, err := newMetrics(reg)
 	if err != nil {
@@ -125,7 +125,7 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 
 // SetProgress makes the reader report each shard's progress in event
 // time to p (a lane per shard). Call it before Run.
-func (s *Source) SetProgress(p *ingest.Progress) {
+func (s *Source) SetProgress(p *traffic.Progress) {
 	p.Declare(SourceName, 0)
 	s.e.Progress = p
 }
@@ -151,7 +151,7 @@ func (s *Source) Ready() error { return s.e.Ready() }
 
 // Run reads every configured stream until ctx is done. It returns nil when
 // ctx is done; AWS errors are retried, never returned.
-func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
+func (s *Source) Run(ctx context.Context, sink traffic.Sink) error {
 	s.e.Run(ctx, func() {
 		var wg sync.WaitGroup
 		for _, arn := range s.cfg.StreamARNs {

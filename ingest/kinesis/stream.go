@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // stream is one Kinesis stream as the shard engine reads it: its calls to
@@ -22,13 +22,13 @@ type stream struct {
 	s    *Source
 	arn  string
 	name string // the stream's name: API calls, metrics
-	sink ingest.Sink
+	sink traffic.Sink
 	log  *zap.Logger
 }
 
 var _ shards.Stream[*kinesis.GetRecordsOutput] = (*stream)(nil)
 
-func (s *Source) newStream(arn, name string, sink ingest.Sink) *stream {
+func (s *Source) newStream(arn, name string, sink traffic.Sink) *stream {
 	s.m.initStream(name)
 	return &stream{s: s, arn: arn, name: name, sink: sink, log: s.log.With(zap.String("stream", name))}
 }
@@ -123,7 +123,7 @@ func (st *stream) Emit(ctx context.Context, shard string, out *kinesis.GetRecord
 	if len(out.Records) == 0 {
 		return e, true
 	}
-	batch := make([]ingest.Event, 0, len(out.Records))
+	batch := make([]traffic.Event, 0, len(out.Records))
 	var ttl, dup uint64
 	where := "stream " + st.name + " shard " + shard + " sequence "
 	for i := range out.Records {
@@ -136,7 +136,7 @@ func (st *stream) Emit(ctx context.Context, shard string, out *kinesis.GetRecord
 		dup += ds.Duplicates
 	}
 	if len(batch) > 0 {
-		e.Newest = ingest.Newest(batch)
+		e.Newest = traffic.Newest(batch)
 		if err := st.sink.Put(ctx, batch); err != nil {
 			return e, false
 		}

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Reason is the reason label of hotkeyd_source_errors_total for errors of
@@ -38,7 +38,7 @@ type ShardLister interface {
 type Coordinator struct {
 	cfg    Config
 	log    *zap.Logger
-	rep    ingest.Reporter
+	rep    traffic.Reporter
 	m      *metrics
 	db     *table
 	lister ShardLister
@@ -84,7 +84,7 @@ type vanished struct {
 
 // New returns a Coordinator for cfg on db. Its metrics are registered on
 // reg (nil registers nothing); errors go to rep.
-func New(cfg Config, db DynamoDBAPI, lister ShardLister, log *zap.Logger, rep ingest.Reporter, reg prometheus.Registerer) (*Coordinator, error) {
+func New(cfg Config, db DynamoDBAPI, lister ShardLister, log *zap.Logger, rep traffic.Reporter, reg prometheus.Registerer) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func New(cfg Config, db DynamoDBAPI, lister ShardLister, log *zap.Logger, rep in
 		log = zap.NewNop()
 	}
 	if rep == nil {
-		rep = ingest.NopReporter{}
+		rep = traffic.NopReporter{}
 	}
 	m, err := newMetrics(reg)
 	if err != nil {

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/formats"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // unit is one input.
@@ -51,7 +51,7 @@ func (u *unit) close() {
 
 // part is one part of an input: a byte range of a plain file, or the whole
 // input.
-type part[S ingest.Sink] struct {
+type part[S traffic.Sink] struct {
 	unit *unit
 	// inOrder says the part is read in order, straight into the result.
 	inOrder bool
@@ -217,7 +217,7 @@ func lineStart(f io.ReaderAt, at, size int64, buf []byte) (int64, error) {
 }
 
 // decode reads part p into sink, noting the time its events span in sp.
-func (r *reader[S]) decode(p *part[S], sp *span, sink ingest.Sink) error {
+func (r *reader[S]) decode(p *part[S], sp *span, sink traffic.Sink) error {
 	u := p.unit
 	t := &tally{next: sink, span: sp, reorder: int64(r.cfg.Reorder), events: &r.events}
 	ctx := r.ctx
@@ -329,13 +329,13 @@ func (s *span) add(o span) {
 // tally is the sink in front of a part's: it notes the span of the
 // events' times and counts them for the progress line.
 type tally struct {
-	next    ingest.Sink
+	next    traffic.Sink
 	span    *span
 	reorder int64
 	events  *atomic.Int64
 }
 
-func (t *tally) Put(ctx context.Context, batch []ingest.Event) error {
+func (t *tally) Put(ctx context.Context, batch []traffic.Event) error {
 	s := t.span
 	for i := range batch {
 		tm := &batch[i].Time

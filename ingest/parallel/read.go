@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/formats"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // DefaultMinPart is the smallest part a plain file is cut into: merging a
@@ -29,7 +29,7 @@ const GCPercent = 25
 
 // Config says how to read and what into. S is the sink every part counts
 // into (a *sketch.Store).
-type Config[S ingest.Sink] struct {
+type Config[S traffic.Sink] struct {
 	// Formats reads the inputs. Its decoders are used from every worker at
 	// once.
 	Formats *formats.Set
@@ -84,7 +84,7 @@ type Outcome struct {
 // (see the package doc for how). The error is ctx's, New's or Merge's;
 // errors of single inputs go to Config.Failed and the other inputs are
 // still read.
-func Read[S ingest.Sink](ctx context.Context, cfg Config[S], names ...string) (S, Outcome, error) {
+func Read[S traffic.Sink](ctx context.Context, cfg Config[S], names ...string) (S, Outcome, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -133,7 +133,7 @@ func Read[S ingest.Sink](ctx context.Context, cfg Config[S], names ...string) (S
 }
 
 // reader is one Read: its inputs, their parts and the merge frontier.
-type reader[S ingest.Sink] struct {
+type reader[S traffic.Sink] struct {
 	cfg    Config[S]
 	ctx    context.Context
 	result S

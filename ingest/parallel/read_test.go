@@ -20,9 +20,9 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"go.uber.org/goleak"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/formats"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -403,7 +403,7 @@ func TestReadPeaksAcrossCuts(t *testing.T) {
 
 	peak := func(o outcome) (float64, float64) {
 		orders := o.snap.Tables[0]
-		return orders.Classes[ingest.Write].PeakSecondUnits, orders.Classes[ingest.Write].Top[0].PeakUnitsPerSecond
+		return orders.Classes[traffic.Write].PeakSecondUnits, orders.Classes[traffic.Write].Top[0].PeakUnitsPerSecond
 	}
 	whole, wholeKey := peak(want)
 	a, aKey := peak(sequential(t, "", write(t, dir, "first", "", string(data[:cut]))))
@@ -445,10 +445,10 @@ func TestReadStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	puts := 0
 	var mu sync.Mutex
-	_, _, err := Read(ctx, Config[ingest.Sink]{
+	_, _, err := Read(ctx, Config[traffic.Sink]{
 		Formats: formats.New(formats.Config{}),
-		New: func() (ingest.Sink, error) {
-			return ingest.SinkFunc(func(ctx context.Context, _ []ingest.Event) error {
+		New: func() (traffic.Sink, error) {
+			return traffic.SinkFunc(func(ctx context.Context, _ []traffic.Event) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if puts++; puts == 3 {
@@ -457,7 +457,7 @@ func TestReadStops(t *testing.T) {
 				return ctx.Err()
 			}), nil
 		},
-		Merge:   func(dst, src ingest.Sink) error { return nil },
+		Merge:   func(dst, src traffic.Sink) error { return nil },
 		Workers: 3,
 		MinPart: 1 << 10,
 	}, path, path, path)
@@ -508,15 +508,15 @@ func TestReadProgress(t *testing.T) {
 		total += tb.Classes[0].Events + tb.Classes[1].Events
 	}
 	var out syncBuffer
-	_, _, err := Read(context.Background(), Config[ingest.Sink]{
+	_, _, err := Read(context.Background(), Config[traffic.Sink]{
 		Formats: formats.New(formats.Config{}),
-		New: func() (ingest.Sink, error) {
-			return ingest.SinkFunc(func(context.Context, []ingest.Event) error {
+		New: func() (traffic.Sink, error) {
+			return traffic.SinkFunc(func(context.Context, []traffic.Event) error {
 				time.Sleep(2 * time.Millisecond)
 				return nil
 			}), nil
 		},
-		Merge:         func(dst, src ingest.Sink) error { return nil },
+		Merge:         func(dst, src traffic.Sink) error { return nil },
 		Workers:       3,
 		MinPart:       4 << 10,
 		Progress:      &out,

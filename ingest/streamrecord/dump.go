@@ -18,6 +18,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Dumps are stream records as users keep them, read whole (hotkeyd
@@ -50,7 +51,7 @@ type DumpConfig struct {
 	// which attribute is the partition key: a one-attribute key is, and a
 	// key of several attributes of a table without a schema is counted
 	// whole (name=value pairs), the table listed in DumpStats.NoSchema.
-	Schemas map[string]ingest.KeySchema
+	Schemas map[string]traffic.KeySchema
 	// Table is the table of the records that name none (the output of
 	// `aws dynamodbstreams get-records` does not). When set, records of
 	// any other table are rejected. Empty: records naming no table are
@@ -63,7 +64,7 @@ type DumpConfig struct {
 	// schema, said once per table); nil logs nothing.
 	Log *zap.Logger
 	// Reporter is told about every record rejected; nil discards.
-	Reporter ingest.Reporter
+	Reporter traffic.Reporter
 	// Now stamps records without a creation time when no record before
 	// them in the input had one (time.Now when nil); the others take the
 	// time of the record before them.
@@ -120,7 +121,7 @@ func NewDumpDecoder(cfg DumpConfig) *DumpDecoder {
 		cfg.Log = zap.NewNop()
 	}
 	if cfg.Reporter == nil {
-		cfg.Reporter = ingest.NopReporter{}
+		cfg.Reporter = traffic.NopReporter{}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -134,7 +135,7 @@ func NewDumpDecoder(cfg DumpConfig) *DumpDecoder {
 // Reporter and counted in DumpStats.Rejected; the records around them are
 // read. The error is non-nil only when r itself fails, ctx is done or sink
 // refuses a batch.
-func (dd *DumpDecoder) Decode(ctx context.Context, r io.Reader, name string, sink ingest.Sink) (DumpStats, error) {
+func (dd *DumpDecoder) Decode(ctx context.Context, r io.Reader, name string, sink traffic.Sink) (DumpStats, error) {
 	st := &dumpStream{dd: dd, ctx: ctx, sink: sink, name: name, dec: &decoder{}}
 	err := st.decode(r)
 	if ferr := st.flush(); err == nil {
@@ -152,7 +153,7 @@ func (dd *DumpDecoder) Sniff(line []byte) bool { return SniffDump(line) }
 // Lambda event) and appends the Events it holds to dst. Bad records are
 // reported, as Decode does, lineNo naming the line; the number of records
 // rejected is returned.
-func (dd *DumpDecoder) DecodeLine(line []byte, name string, lineNo int64, dst []ingest.Event) ([]ingest.Event, int) {
+func (dd *DumpDecoder) DecodeLine(line []byte, name string, lineNo int64, dst []traffic.Event) ([]traffic.Event, int) {
 	st := dd.stream(name, dst)
 	st.line = lineNo
 	st.top(line)
@@ -165,7 +166,7 @@ func (dd *DumpDecoder) DecodeLine(line []byte, name string, lineNo int64, dst []
 // dst; name says where it is in messages ("stream S shard X sequence N").
 // The stats tell what became of it: a write, a Time to Live delete, a
 // duplicate of a record read lately, or a rejection (reported).
-func (dd *DumpDecoder) DecodeRecord(data []byte, name string, dst []ingest.Event) ([]ingest.Event, DumpStats) {
+func (dd *DumpDecoder) DecodeRecord(data []byte, name string, dst []traffic.Event) ([]traffic.Event, DumpStats) {
 	st := dd.stream(name, dst)
 	st.record(data)
 	dd.decoders.Put(st.dec)
@@ -174,7 +175,7 @@ func (dd *DumpDecoder) DecodeRecord(data []byte, name string, dst []ingest.Event
 
 // stream returns the state of a call reading one line or record, with a
 // recycled decoder (to be put back).
-func (dd *DumpDecoder) stream(name string, dst []ingest.Event) *dumpStream {
+func (dd *DumpDecoder) stream(name string, dst []traffic.Event) *dumpStream {
 	dec, ok := dd.decoders.Get().(*decoder)
 	if !ok {
 		dec = &decoder{}
@@ -186,12 +187,12 @@ func (dd *DumpDecoder) stream(name string, dst []ingest.Event) *dumpStream {
 type dumpStream struct {
 	dd    *DumpDecoder
 	ctx   context.Context
-	sink  ingest.Sink
+	sink  traffic.Sink
 	name  string
 	line  int64 // for DecodeLine
 	dec   *decoder
 	rec   dumpRecord
-	batch []ingest.Event
+	batch []traffic.Event
 	stats DumpStats
 	// n counts the records, for messages.
 	n uint64
@@ -241,13 +242,13 @@ func (st *dumpStream) Bad(p jsonscan.Problem, err error) {
 		st.rejectInput(err)
 	case jsonscan.TooLong:
 		st.n++
-		st.reject(ingest.ReasonTooLong, fmt.Errorf("over %d bytes", maxDumpValue))
+		st.reject(traffic.ReasonTooLong, fmt.Errorf("over %d bytes", maxDumpValue))
 	case jsonscan.NotObject:
 		st.n++
-		st.reject(ingest.ReasonBadRecord, err)
+		st.reject(traffic.ReasonBadRecord, err)
 	default:
 		st.n++
-		st.reject(ingest.ReasonBadJSON, err)
+		st.reject(traffic.ReasonBadJSON, err)
 	}
 }
 
@@ -264,7 +265,7 @@ func (st *dumpStream) top(raw []byte) {
 		next, more, err := jsonscan.Element(raw, i, first)
 		if err != nil {
 			st.n++
-			st.reject(ingest.ReasonBadJSON, fmt.Errorf("the Records list: %v", err))
+			st.reject(traffic.ReasonBadJSON, fmt.Errorf("the Records list: %v", err))
 			return
 		}
 		if !more {
@@ -273,7 +274,7 @@ func (st *dumpStream) top(raw []byte) {
 		end, err := jsonscan.Skip(raw, next, maxNesting)
 		if err != nil {
 			st.n++
-			st.reject(ingest.ReasonBadJSON, fmt.Errorf("the Records list: %v", err))
+			st.reject(traffic.ReasonBadJSON, fmt.Errorf("the Records list: %v", err))
 			return
 		}
 		st.record(raw[next:end])
@@ -309,11 +310,11 @@ func (st *dumpStream) record(raw []byte) {
 	st.n++
 	st.stats.Records++
 	if len(raw) > maxDumpRecord {
-		st.reject(ingest.ReasonTooLong, fmt.Errorf("record of %d bytes, over %d: larger than a record of a DynamoDB item can be", len(raw), maxDumpRecord))
+		st.reject(traffic.ReasonTooLong, fmt.Errorf("record of %d bytes, over %d: larger than a record of a DynamoDB item can be", len(raw), maxDumpRecord))
 		return
 	}
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
-		st.reject(ingest.ReasonBadRecord, errors.New("record is not a JSON object"))
+		st.reject(traffic.ReasonBadRecord, errors.New("record is not a JSON object"))
 		return
 	}
 	dr := &st.rec
@@ -329,20 +330,20 @@ func (st *dumpStream) record(raw []byte) {
 	case table == "":
 		st.stats.NoTable++
 		if dr.arn != "" {
-			st.reject(ingest.ReasonMissingTable, fmt.Errorf("record names no table: eventSourceARN %q is not a DynamoDB table's stream ARN", dr.arn))
+			st.reject(traffic.ReasonMissingTable, fmt.Errorf("record names no table: eventSourceARN %q is not a DynamoDB table's stream ARN", dr.arn))
 		} else {
-			st.reject(ingest.ReasonMissingTable, errors.New("record names no table (no eventSourceARN, no tableName)"))
+			st.reject(traffic.ReasonMissingTable, errors.New("record names no table (no eventSourceARN, no tableName)"))
 		}
 		return
 	case cfg.Table != "" && table != cfg.Table:
-		st.reject(ingest.ReasonBadRecord, fmt.Errorf("record of table %q, not of table %q", table, cfg.Table))
+		st.reject(traffic.ReasonBadRecord, fmt.Errorf("record of table %q, not of table %q", table, cfg.Table))
 		return
 	}
 	if st.dd.duplicate(table, &dr.rec) {
 		st.stats.Duplicates++
 		return
 	}
-	var ev ingest.Event
+	var ev traffic.Event
 	kind, reason, err := st.mapKeys(table, &dr.rec, &ev)
 	switch kind {
 	case KindTTLDelete:
@@ -371,7 +372,7 @@ func (st *dumpStream) record(raw []byte) {
 
 // mapKeys maps a record with the table's key schema, counting a key of
 // several attributes whole when the table has none.
-func (st *dumpStream) mapKeys(table string, r *types.Record, ev *ingest.Event) (Kind, string, error) {
+func (st *dumpStream) mapKeys(table string, r *types.Record, ev *traffic.Event) (Kind, string, error) {
 	ks := st.dd.cfg.Schemas[table]
 	kind, reason, err := Map(r, table, "", ks, ev)
 	if kind != KindRejected || ks.PartitionKey != "" || r.Dynamodb == nil || len(r.Dynamodb.Keys) < 2 {
@@ -379,11 +380,11 @@ func (st *dumpStream) mapKeys(table string, r *types.Record, ev *ingest.Event) (
 	}
 	pk, first, err := wholeKey(r.Dynamodb.Keys)
 	if err != nil {
-		return KindRejected, ingest.ReasonBadType, err
+		return KindRejected, traffic.ReasonBadType, err
 	}
 	// Mapped with any attribute as the partition key, whose value the
 	// whole key replaces.
-	kind, reason, err = Map(r, table, "", ingest.KeySchema{PartitionKey: first}, ev)
+	kind, reason, err = Map(r, table, "", traffic.KeySchema{PartitionKey: first}, ev)
 	ev.PK, ev.SK = pk, ""
 	st.stats.AddNoSchema(table)
 	st.dd.warnOnce(table, r.Dynamodb.Keys)
@@ -447,14 +448,14 @@ func (dd *DumpDecoder) duplicate(table string, r *types.Record) bool {
 	return dd.seen.add(table, id, seq)
 }
 
-func (st *dumpStream) emit(ev ingest.Event) {
+func (st *dumpStream) emit(ev traffic.Event) {
 	st.stats.Events++
 	if st.sink == nil {
 		st.batch = append(st.batch, ev)
 		return
 	}
 	if st.batch == nil {
-		st.batch = make([]ingest.Event, 0, dumpBatch)
+		st.batch = make([]traffic.Event, 0, dumpBatch)
 	}
 	st.batch = append(st.batch, ev)
 	if len(st.batch) >= dumpBatch {
@@ -478,7 +479,7 @@ func (st *dumpStream) flush() error {
 
 // rejectRecord reports a record the decoder refused.
 func (st *dumpStream) rejectRecord(err error) {
-	reason := ingest.ReasonBadRecord
+	reason := traffic.ReasonBadRecord
 	var re *recordError
 	if errors.As(err, &re) {
 		reason = re.reason
@@ -499,5 +500,5 @@ func (st *dumpStream) reject(reason string, err error) {
 // rejectInput reports an input that could not be read to its end.
 func (st *dumpStream) rejectInput(err error) {
 	st.stats.Rejected++
-	st.dd.cfg.Reporter.Reject(st.dd.cfg.Source, ingest.ReasonBadFile, fmt.Errorf("%s: %w", st.name, err))
+	st.dd.cfg.Reporter.Reject(st.dd.cfg.Source, traffic.ReasonBadFile, fmt.Errorf("%s: %w", st.name, err))
 }

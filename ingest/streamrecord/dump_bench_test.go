@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // BenchmarkDumpDecode measures the dump decoder (hotkeyd analyze, followed
@@ -41,12 +41,12 @@ func BenchmarkDumpDecode(b *testing.B) {
 			base64.StdEncoding.EncodeToString(p) + `"},"eventSource":"aws:kinesis","eventName":"aws:kinesis:record"}`)
 	}
 	envelopes.WriteString(`]}`)
-	schemas := map[string]ingest.KeySchema{"orders": {PartitionKey: "customer", SortKey: "order"}}
+	schemas := map[string]traffic.KeySchema{"orders": {PartitionKey: "customer", SortKey: "order"}}
 	report := func(b *testing.B) {
 		b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "records/s")
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
 	}
-	discard := ingest.SinkFunc(func(context.Context, []ingest.Event) error { return nil })
+	discard := traffic.SinkFunc(func(context.Context, []traffic.Event) error { return nil })
 	for _, in := range []struct {
 		name string
 		text []byte
@@ -72,7 +72,7 @@ func BenchmarkDumpDecode(b *testing.B) {
 		})
 	}
 	b.Run("baseline-getrecords-fast-decode-map", func(b *testing.B) {
-		ks := ingest.KeySchema{PartitionKey: "customer", SortKey: "order"}
+		ks := traffic.KeySchema{PartitionKey: "customer", SortKey: "order"}
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
@@ -80,9 +80,9 @@ func BenchmarkDumpDecode(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			batch := make([]ingest.Event, 0, len(out.Records))
+			batch := make([]traffic.Event, 0, len(out.Records))
 			for i := range out.Records {
-				var ev ingest.Event
+				var ev traffic.Event
 				if k, _, _ := Map(&out.Records[i], "orders", "", ks, &ev); k == KindWrite {
 					batch = append(batch, ev)
 				}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/ingesttest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // dumpRecordJSON is a Lambda-event record of table "orders".
@@ -28,7 +29,7 @@ func kinesisPayload(id, table, pk string, ms int64) string {
 }
 
 type dumpResult struct {
-	events  []ingest.Event
+	events  []traffic.Event
 	stats   DumpStats
 	rejects map[string]int
 	msgs    []string
@@ -51,7 +52,7 @@ func decodeDumpText(t testing.TB, text string, cfg DumpConfig) dumpResult {
 	return res
 }
 
-func pks(evs []ingest.Event) string {
+func pks(evs []traffic.Event) string {
 	var s []string
 	for _, e := range evs {
 		s = append(s, e.Table+":"+e.PK)
@@ -91,7 +92,7 @@ func TestDumpShapes(t *testing.T) {
 				t.Fatalf("events %q, rejects %v %q", got, r.rejects, r.msgs)
 			}
 			for _, e := range r.events {
-				if e.Class != ingest.Write || e.Units < 1 || e.Time.Year() != 2026 || e.Source != SourceName {
+				if e.Class != traffic.Write || e.Units < 1 || e.Time.Year() != 2026 || e.Source != SourceName {
 					t.Errorf("event %+v", e)
 				}
 			}
@@ -120,18 +121,18 @@ func TestDumpBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name, bad, reason string
 	}{
-		{"no Keys", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"SizeBytes":1}}`, ingest.ReasonBadRecord},
-		{"empty Keys", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"Keys":{}}}`, ingest.ReasonBadRecord},
-		{"number as a key", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"Keys":{"pk":5}}}`, ingest.ReasonBadType},
-		{"number in N without quotes", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"Keys":{"pk":{"N":5}}}}`, ingest.ReasonBadType},
-		{"not a number in N", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"Keys":{"pk":{"N":"five"}}}}`, ingest.ReasonBadType},
-		{"map as a key", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"Keys":{"pk":{"M":{}}}}}`, ingest.ReasonBadType},
-		{"image too large", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"Keys":{"pk":{"S":"c"}},"NewImage":{"blob":{"S":"` + big + `"}}}}`, ingest.ReasonTooLong},
-		{"another table's ARN", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/other/stream/s","dynamodb":{"Keys":{"pk":{"S":"c"}}}}`, ingest.ReasonBadRecord},
-		{"kinesis payload not JSON", `{"kinesis":{"data":"` + base64.StdEncoding.EncodeToString([]byte("not json {")) + `"},"eventSource":"aws:kinesis"}`, ingest.ReasonBadJSON},
-		{"kinesis data not base64", `{"kinesis":{"data":"%%%"},"eventSource":"aws:kinesis"}`, ingest.ReasonBadRecord},
-		{"bad time", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"ApproximateCreationDateTime":"yesterday","Keys":{"pk":{"S":"c"}}}}`, ingest.ReasonBadTime},
-		{"broken JSON", `{"eventID":"x","dynamodb":{"Keys":{"pk":{"S":"c"}}},}`, ingest.ReasonBadJSON},
+		{"no Keys", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"SizeBytes":1}}`, traffic.ReasonBadRecord},
+		{"empty Keys", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"Keys":{}}}`, traffic.ReasonBadRecord},
+		{"number as a key", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"Keys":{"pk":5}}}`, traffic.ReasonBadType},
+		{"number in N without quotes", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"Keys":{"pk":{"N":5}}}}`, traffic.ReasonBadType},
+		{"not a number in N", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"Keys":{"pk":{"N":"five"}}}}`, traffic.ReasonBadType},
+		{"map as a key", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"Keys":{"pk":{"M":{}}}}}`, traffic.ReasonBadType},
+		{"image too large", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"Keys":{"pk":{"S":"c"}},"NewImage":{"blob":{"S":"` + big + `"}}}}`, traffic.ReasonTooLong},
+		{"another table's ARN", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/other/stream/s","dynamodb":{"Keys":{"pk":{"S":"c"}}}}`, traffic.ReasonBadRecord},
+		{"kinesis payload not JSON", `{"kinesis":{"data":"` + base64.StdEncoding.EncodeToString([]byte("not json {")) + `"},"eventSource":"aws:kinesis"}`, traffic.ReasonBadJSON},
+		{"kinesis data not base64", `{"kinesis":{"data":"%%%"},"eventSource":"aws:kinesis"}`, traffic.ReasonBadRecord},
+		{"bad time", `{"eventID":"x","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/orders/stream/s","dynamodb":{"ApproximateCreationDateTime":"yesterday","Keys":{"pk":{"S":"c"}}}}`, traffic.ReasonBadTime},
+		{"broken JSON", `{"eventID":"x","dynamodb":{"Keys":{"pk":{"S":"c"}}},}`, traffic.ReasonBadJSON},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, layout := range []string{"list", "lines"} {
@@ -155,7 +156,7 @@ func TestDumpBadInput(t *testing.T) {
 		zw.Close()
 		cut := buf.Bytes()[:buf.Len()*2/3]
 		r := decodeDumpText(t, string(cut), DumpConfig{})
-		if len(r.events) < 50 || len(r.events) >= 200 || r.rejects[ingest.ReasonBadFile] != 1 {
+		if len(r.events) < 50 || len(r.events) >= 200 || r.rejects[traffic.ReasonBadFile] != 1 {
 			t.Errorf("events %d, rejects %v %q; want the records before the cut and one bad_file", len(r.events), r.rejects, r.msgs)
 		}
 	})
@@ -182,7 +183,7 @@ func TestDumpSchemasAndCounts(t *testing.T) {
 	if fmt.Sprint(r.stats) != fmt.Sprint(want) {
 		t.Errorf("stats %+v, want %+v", r.stats, want)
 	}
-	r = decodeDumpText(t, text, DumpConfig{Schemas: map[string]ingest.KeySchema{"t": {PartitionKey: "pk", SortKey: "sk"}}})
+	r = decodeDumpText(t, text, DumpConfig{Schemas: map[string]traffic.KeySchema{"t": {PartitionKey: "pk", SortKey: "sk"}}})
 	if got := pks(r.events); got != "t:a t:AAEqQQ==" || r.events[0].SK != "1.5" || len(r.stats.NoSchema) != 0 {
 		t.Errorf("with a schema: %q %+v", got, r.stats)
 	}
@@ -258,8 +259,8 @@ func FuzzDumpDecode(f *testing.F) {
 func TestDumpNotAnObject(t *testing.T) {
 	good1, good2 := dumpRecordJSON("1", "a", 10), dumpRecordJSON("2", "b", 10)
 	for text, reason := range map[string]string{
-		`{"Records":[` + good1 + `,42,"x",[1],` + good2 + `]}`: ingest.ReasonBadRecord,
-		good1 + "\n42\nnot json\n" + good2:                     ingest.ReasonBadJSON,
+		`{"Records":[` + good1 + `,42,"x",[1],` + good2 + `]}`: traffic.ReasonBadRecord,
+		good1 + "\n42\nnot json\n" + good2:                     traffic.ReasonBadJSON,
 	} {
 		r := decodeDumpText(t, text, DumpConfig{})
 		if got := pks(r.events); got != "orders:a orders:b" || len(r.rejects) != 1 || r.rejects[reason] == 0 {

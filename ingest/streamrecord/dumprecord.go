@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // The record decoder of decode.go also reads stream records as users
@@ -62,7 +62,7 @@ func badKey(name string, err error) error {
 	if errors.As(err, &re) {
 		return err
 	}
-	return rejectf(ingest.ReasonBadType, "key attribute %q is not a string, number or binary value ({\"S\": \"...\"})", name)
+	return rejectf(traffic.ReasonBadType, "key attribute %q is not a string, number or binary value ({\"S\": \"...\"})", name)
 }
 
 // decodeDump decodes one record of a dump (raw is one JSON object) into
@@ -98,11 +98,11 @@ func shapeError(raw []byte, err error, what string) error {
 	}
 	i := jsonscan.Space(raw, 0)
 	if end, serr := jsonscan.Skip(raw, i, maxNesting); serr != nil {
-		return rejectf(ingest.ReasonBadJSON, "%s is not JSON: %v", what, serr)
+		return rejectf(traffic.ReasonBadJSON, "%s is not JSON: %v", what, serr)
 	} else if jsonscan.Space(raw, end) != len(raw) {
-		return rejectf(ingest.ReasonBadJSON, "%s is not one JSON value", what)
+		return rejectf(traffic.ReasonBadJSON, "%s is not one JSON value", what)
 	}
-	return rejectf(ingest.ReasonBadRecord, "%s of an unknown shape (a member of the wrong type)", what)
+	return rejectf(traffic.ReasonBadRecord, "%s of an unknown shape (a member of the wrong type)", what)
 }
 
 // dumpIdentity reads the Lambda spelling of userIdentity's members.
@@ -162,7 +162,7 @@ func (d *decoder) dumpMember(key []byte, r *types.Record) error {
 func (d *decoder) envelope() error {
 	out := d.dump
 	if out.wrapped {
-		return rejectf(ingest.ReasonBadRecord, "Kinesis record with two payloads")
+		return rejectf(traffic.ReasonBadRecord, "Kinesis record with two payloads")
 	}
 	enc, err := d.string(&d.text)
 	if err != nil {
@@ -171,7 +171,7 @@ func (d *decoder) envelope() error {
 	payload := make([]byte, base64.StdEncoding.DecodedLen(len(enc)))
 	n, err := base64.StdEncoding.Decode(payload, enc)
 	if err != nil {
-		return rejectf(ingest.ReasonBadRecord, "Kinesis record data is not base64: %v", err)
+		return rejectf(traffic.ReasonBadRecord, "Kinesis record data is not base64: %v", err)
 	}
 	payload = payload[:n]
 	b, i := d.b, d.i
@@ -201,16 +201,16 @@ func (d *decoder) dumpTime(sr *types.StreamRecord) error {
 			return err
 		}
 		if t, err = time.Parse(time.RFC3339Nano, string(s)); err != nil {
-			return rejectf(ingest.ReasonBadTime, "ApproximateCreationDateTime %q is not an ISO 8601 time", s)
+			return rejectf(traffic.ReasonBadTime, "ApproximateCreationDateTime %q is not an ISO 8601 time", s)
 		}
 	} else {
 		num, err := d.number()
 		if err != nil {
-			return rejectf(ingest.ReasonBadTime, "ApproximateCreationDateTime is not a number or a time")
+			return rejectf(traffic.ReasonBadTime, "ApproximateCreationDateTime is not a number or a time")
 		}
 		f, err := strconv.ParseFloat(string(num), 64)
 		if err != nil || f < 0 || math.IsInf(f, 0) {
-			return rejectf(ingest.ReasonBadTime, "ApproximateCreationDateTime %s is out of range", num)
+			return rejectf(traffic.ReasonBadTime, "ApproximateCreationDateTime %s is out of range", num)
 		}
 		switch {
 		case f >= 1e14:

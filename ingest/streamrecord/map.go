@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // SourceName is the source label of the Events Map makes and of the
@@ -40,14 +40,14 @@ var (
 // write capacity the write consumed: one WCU per started KB of the record's
 // SizeBytes, at least 1 (SizeBytes counts the key and the images the stream
 // view type carries, so it is an estimate of the item size, never exact).
-// When a rejected record is returned, reason is an ingest.Reason* value.
-func Map(r *types.Record, table, shard string, ks ingest.KeySchema, ev *ingest.Event) (kind Kind, reason string, err error) {
+// When a rejected record is returned, reason is an traffic.Reason* value.
+func Map(r *types.Record, table, shard string, ks traffic.KeySchema, ev *traffic.Event) (kind Kind, reason string, err error) {
 	if id := r.UserIdentity; id != nil && id.PrincipalId != nil && *id.PrincipalId == TTLPrincipal {
 		return KindTTLDelete, "", nil
 	}
 	sr := r.Dynamodb
 	if sr == nil || len(sr.Keys) == 0 {
-		return KindRejected, ingest.ReasonBadRecord, errNoKeys
+		return KindRejected, traffic.ReasonBadRecord, errNoKeys
 	}
 	hash, rng := ks.PartitionKey, ks.SortKey
 	if hash == "" && len(sr.Keys) == 1 {
@@ -59,21 +59,21 @@ func Map(r *types.Record, table, shard string, ks ingest.KeySchema, ev *ingest.E
 	}
 	pkv, ok := sr.Keys[hash]
 	if !ok {
-		return KindRejected, ingest.ReasonMissingPK, fmt.Errorf("%w %q", errMissingHash, hash)
+		return KindRejected, traffic.ReasonMissingPK, fmt.Errorf("%w %q", errMissingHash, hash)
 	}
 	pk, err := keyText(pkv)
 	if err != nil {
-		return KindRejected, ingest.ReasonBadType, fmt.Errorf("partition key %q: %w", hash, err)
+		return KindRejected, traffic.ReasonBadType, fmt.Errorf("partition key %q: %w", hash, err)
 	}
 	if pk == "" {
 		// DynamoDB refuses empty key values: the record is broken.
-		return KindRejected, ingest.ReasonMissingPK, fmt.Errorf("partition key %q is empty", hash)
+		return KindRejected, traffic.ReasonMissingPK, fmt.Errorf("partition key %q is empty", hash)
 	}
 	var sk string
 	if rng != "" {
 		if skv, ok := sr.Keys[rng]; ok {
 			if sk, err = keyText(skv); err != nil {
-				return KindRejected, ingest.ReasonBadType, fmt.Errorf("sort key %q: %w", rng, err)
+				return KindRejected, traffic.ReasonBadType, fmt.Errorf("sort key %q: %w", rng, err)
 			}
 		}
 	}
@@ -85,17 +85,17 @@ func Map(r *types.Record, table, shard string, ks ingest.KeySchema, ev *ingest.E
 	if sr.ApproximateCreationDateTime != nil {
 		at = *sr.ApproximateCreationDateTime
 	}
-	*ev = ingest.Event{
+	*ev = traffic.Event{
 		Table:  table,
 		PK:     pk,
 		SK:     sk,
-		Class:  ingest.Write,
+		Class:  traffic.Write,
 		Units:  writeUnits(size),
 		Time:   at,
 		Source: SourceName,
 		Shard:  shard,
 	}
-	if inv := ingest.CheckUnits(ingest.Write, ev.Units); inv != nil {
+	if inv := traffic.CheckUnits(traffic.Write, ev.Units); inv != nil {
 		// A record size no item can have (a record holds at most the
 		// keys and two images of 400 KB).
 		return KindRejected, inv.Reason, fmt.Errorf("size %d bytes: %w", size, inv)
@@ -141,10 +141,10 @@ func (e *badNumber) Unwrap() error { return errBadNumber }
 
 // QuoteBadNumber adds the value of a badNumber in err to its text, masked
 // by m as keys are.
-func QuoteBadNumber(err error, m ingest.Masker) error {
+func QuoteBadNumber(err error, m traffic.Masker) error {
 	var bn *badNumber
 	if errors.As(err, &bn) {
-		return fmt.Errorf("%w: %s", err, ingest.Quote(m, []byte(bn.value)))
+		return fmt.Errorf("%w: %s", err, traffic.Quote(m, []byte(bn.value)))
 	}
 	return err
 }

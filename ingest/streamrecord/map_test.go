@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // TestMapRecord covers the key forms and the units estimate, table-driven.
@@ -20,7 +20,7 @@ func TestMapRecord(t *testing.T) {
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 	b := func(v ...byte) types.AttributeValue { return &types.AttributeValueMemberB{Value: v} }
-	ks := ingest.KeySchema{PartitionKey: "pk", SortKey: "sk"}
+	ks := traffic.KeySchema{PartitionKey: "pk", SortKey: "sk"}
 	for _, tc := range []struct {
 		name       string
 		r          *types.Record
@@ -39,18 +39,18 @@ func TestMapRecord(t *testing.T) {
 		{"3000 bytes is 3 units", rec(map[string]types.AttributeValue{"pk": s("a")}, 3000), KindWrite, "", "a", "", 3, false},
 		{"zero size is 1 unit", rec(map[string]types.AttributeValue{"pk": s("a")}, 0), KindWrite, "", "a", "", 1, false},
 		{"schemaless single key", rec(map[string]types.AttributeValue{"id": n("007")}, 10), KindWrite, "", "7", "", 1, true},
-		{"schemaless two keys", rec(map[string]types.AttributeValue{"a": s("x"), "b": s("y")}, 10), KindRejected, ingest.ReasonMissingPK, "", "", 0, true},
-		{"missing partition key", rec(map[string]types.AttributeValue{"sk": s("x")}, 10), KindRejected, ingest.ReasonMissingPK, "", "", 0, false},
-		{"bad number", rec(map[string]types.AttributeValue{"pk": n("1.2.3")}, 10), KindRejected, ingest.ReasonBadType, "", "", 0, false},
-		{"not a key type", rec(map[string]types.AttributeValue{"pk": &types.AttributeValueMemberBOOL{Value: true}}, 10), KindRejected, ingest.ReasonBadType, "", "", 0, false},
-		{"no keys", &types.Record{Dynamodb: &types.StreamRecord{}}, KindRejected, ingest.ReasonBadRecord, "", "", 0, false},
+		{"schemaless two keys", rec(map[string]types.AttributeValue{"a": s("x"), "b": s("y")}, 10), KindRejected, traffic.ReasonMissingPK, "", "", 0, true},
+		{"missing partition key", rec(map[string]types.AttributeValue{"sk": s("x")}, 10), KindRejected, traffic.ReasonMissingPK, "", "", 0, false},
+		{"bad number", rec(map[string]types.AttributeValue{"pk": n("1.2.3")}, 10), KindRejected, traffic.ReasonBadType, "", "", 0, false},
+		{"not a key type", rec(map[string]types.AttributeValue{"pk": &types.AttributeValueMemberBOOL{Value: true}}, 10), KindRejected, traffic.ReasonBadType, "", "", 0, false},
+		{"no keys", &types.Record{Dynamodb: &types.StreamRecord{}}, KindRejected, traffic.ReasonBadRecord, "", "", 0, false},
 		{"ttl delete", &types.Record{EventName: types.OperationTypeRemove, UserIdentity: &types.Identity{Type: aws.String("Service"), PrincipalId: aws.String("dynamodb.amazonaws.com")},
 			Dynamodb: &types.StreamRecord{Keys: map[string]types.AttributeValue{"pk": s("a")}}}, KindTTLDelete, "", "", "", 0, false},
 	} {
-		var ev ingest.Event
+		var ev traffic.Event
 		k := ks
 		if tc.schemaless {
-			k = ingest.KeySchema{}
+			k = traffic.KeySchema{}
 		}
 		kind, reason, err := Map(tc.r, "orders", "shard-9", k, &ev)
 		if kind != tc.kind || reason != tc.reason {
@@ -60,7 +60,7 @@ func TestMapRecord(t *testing.T) {
 		if kind != KindWrite {
 			continue
 		}
-		want := ingest.Event{Table: "orders", PK: tc.pk, SK: tc.sk, Class: ingest.Write, Units: tc.units, Time: ts, Source: SourceName, Shard: "shard-9"}
+		want := traffic.Event{Table: "orders", PK: tc.pk, SK: tc.sk, Class: traffic.Write, Units: tc.units, Time: ts, Source: SourceName, Shard: "shard-9"}
 		if ev != want {
 			t.Errorf("%s: event %+v, want %+v", tc.name, ev, want)
 		}
@@ -76,8 +76,8 @@ func (redactAll) Mask(string) string { return "<redacted>" }
 // is without a masker.
 func TestBadNumberKeyIsQuotedMasked(t *testing.T) {
 	rec := &types.Record{Dynamodb: &types.StreamRecord{Keys: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberN{Value: "4242-SECRET"}}}}
-	var ev ingest.Event
-	_, _, err := Map(rec, "orders", "shard-1", ingest.KeySchema{PartitionKey: "pk"}, &ev)
+	var ev traffic.Event
+	_, _, err := Map(rec, "orders", "shard-1", traffic.KeySchema{PartitionKey: "pk"}, &ev)
 	if got := QuoteBadNumber(err, redactAll{}).Error(); strings.Contains(got, "4242") || !strings.HasSuffix(got, `: "<redacted>"`) {
 		t.Errorf("masked: %q", got)
 	}

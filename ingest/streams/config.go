@@ -9,6 +9,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Start positions for shards that have no checkpoint yet.
@@ -111,7 +112,7 @@ func (c *Config) Validate() error {
 
 // NewSource builds the reader of a sources entry of type
 // dynamodb-streams: New with the daemon's logger, Reporter and registry.
-func (c *Config) NewSource(env ingest.Env) (ingest.Source, error) {
+func (c *Config) NewSource(env ingest.Env) (traffic.Source, error) {
 	src, err := New(*c, env.Log, env.Reporter, env.Registerer)
 	if err != nil {
 		return nil, err

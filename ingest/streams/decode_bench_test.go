@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // replayTransport answers every request with the same recorded body, from
@@ -48,11 +48,11 @@ func replayClient(body []byte) *dynamodbstreams.Client {
 func BenchmarkGetRecords(b *testing.B) {
 	for _, rec := range []struct {
 		name string
-		keys ingest.KeySchema
+		keys traffic.KeySchema
 	}{
-		{recordedResponse, ingest.KeySchema{PartitionKey: "customer", SortKey: "order"}},
+		{recordedResponse, traffic.KeySchema{PartitionKey: "customer", SortKey: "order"}},
 		// KEYS_ONLY view, the cheapest to read: keys "USER#n", sort key N.
-		{recordedKeysOnly, ingest.KeySchema{PartitionKey: "pk", SortKey: "sk"}},
+		{recordedKeysOnly, traffic.KeySchema{PartitionKey: "pk", SortKey: "sk"}},
 	} {
 		b.Run(rec.name, func(b *testing.B) { benchGetRecords(b, rec.name, rec.keys) })
 	}
@@ -62,7 +62,7 @@ func BenchmarkGetRecords(b *testing.B) {
 // recorded from DynamoDB Local the same way.
 const recordedKeysOnly = "getrecords-1000-keys-only.json"
 
-func benchGetRecords(b *testing.B, file string, benchKeys ingest.KeySchema) {
+func benchGetRecords(b *testing.B, file string, benchKeys traffic.KeySchema) {
 	body := readTestdata(b, file)
 	client := replayClient(body)
 	ctx := context.Background()
@@ -145,9 +145,9 @@ func benchGetRecords(b *testing.B, file string, benchKeys ingest.KeySchema) {
 		start()
 		var events int
 		for b.Loop() {
-			batch := make([]ingest.Event, 0, n)
+			batch := make([]traffic.Event, 0, n)
 			for i := range out.Records {
-				var ev ingest.Event
+				var ev traffic.Event
 				if k, _, _ := streamrecord.Map(&out.Records[i], "orders", "shard", benchKeys, &ev); k == streamrecord.KindWrite {
 					batch = append(batch, ev)
 				}
@@ -164,16 +164,16 @@ func benchGetRecords(b *testing.B, file string, benchKeys ingest.KeySchema) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		batch := make([]ingest.Event, 0, n)
+		batch := make([]traffic.Event, 0, n)
 		for i := range out.Records {
-			var ev ingest.Event
+			var ev traffic.Event
 			streamrecord.Map(&out.Records[i], "orders", "shard", benchKeys, &ev)
 			batch = append(batch, ev)
 		}
 		b.ReportAllocs()
 		start()
 		for b.Loop() {
-			if err := store.Put(ctx, append([]ingest.Event(nil), batch...)); err != nil {
+			if err := store.Put(ctx, append([]traffic.Event(nil), batch...)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -190,7 +190,7 @@ func benchGetRecords(b *testing.B, file string, benchKeys ingest.KeySchema) {
 	}
 }
 
-func benchEndToEnd(b *testing.B, client *dynamodbstreams.Client, in *dynamodbstreams.GetRecordsInput, opts []func(*dynamodbstreams.Options), benchKeys ingest.KeySchema, now func() time.Time, size int, report func(*testing.B)) {
+func benchEndToEnd(b *testing.B, client *dynamodbstreams.Client, in *dynamodbstreams.GetRecordsInput, opts []func(*dynamodbstreams.Options), benchKeys traffic.KeySchema, now func() time.Time, size int, report func(*testing.B)) {
 	ctx := context.Background()
 	{
 		store, err := sketch.NewStore(sketch.DefaultConfig(), now)
@@ -204,9 +204,9 @@ func benchEndToEnd(b *testing.B, client *dynamodbstreams.Client, in *dynamodbstr
 			if err != nil {
 				b.Fatal(err)
 			}
-			batch := make([]ingest.Event, 0, len(out.Records))
+			batch := make([]traffic.Event, 0, len(out.Records))
 			for i := range out.Records {
-				var ev ingest.Event
+				var ev traffic.Event
 				if k, _, _ := streamrecord.Map(&out.Records[i], "orders", "shard", benchKeys, &ev); k == streamrecord.KindWrite {
 					batch = append(batch, ev)
 				}

@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // handCrafted holds what the recordings lack: escapes in names and values,
@@ -76,9 +76,9 @@ func compareRecords(t *testing.T, slow, fast []types.Record) {
 	if len(slow) != len(fast) {
 		t.Fatalf("%d records vs %d", len(slow), len(fast))
 	}
-	for _, ks := range []ingest.KeySchema{{PartitionKey: "pk", SortKey: "sk"}, {PartitionKey: "customer", SortKey: "order"}, {PartitionKey: "Id"}, {PartitionKey: "key", SortKey: "val"}, {}} {
+	for _, ks := range []traffic.KeySchema{{PartitionKey: "pk", SortKey: "sk"}, {PartitionKey: "customer", SortKey: "order"}, {PartitionKey: "Id"}, {PartitionKey: "key", SortKey: "val"}, {}} {
 		for i := range slow {
-			var a, b ingest.Event
+			var a, b traffic.Event
 			ka, ra, ea := streamrecord.Map(&slow[i], "t", "s", ks, &a)
 			kb, rb, eb := streamrecord.Map(&fast[i], "t", "s", ks, &b)
 			if ka != kb || ra != rb || a != b || (ea == nil) != (eb == nil) {

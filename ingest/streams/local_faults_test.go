@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/ingesttest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // keysOf returns how often each partition key of table was seen.
@@ -220,7 +220,7 @@ func testStreamReenabled(t *testing.T, d *testenv.DDBLocal) {
 	update(true)
 	putItems(t, d.DB, "f_reenabled", "pk", "b", 0, 3)
 	ingesttest.WaitFor(t, 10*time.Second, "3 more events from the new stream", func() bool {
-		return r.sink.CountWhere(func(e ingest.Event) bool { return strings.HasPrefix(e.PK, "b") }) >= 3
+		return r.sink.CountWhere(func(e traffic.Event) bool { return strings.HasPrefix(e.PK, "b") }) >= 3
 	})
 
 	if _, err := d.DB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String("f_deleted")}); err != nil {
@@ -229,7 +229,7 @@ func testStreamReenabled(t *testing.T, d *testenv.DDBLocal) {
 	ingesttest.WaitFor(t, 10*time.Second, "not_found errors", func() bool { return r.rep.Errors(shards.ReasonNotFound) > 0 })
 	putItems(t, d.DB, "f_reenabled", "pk", "c", 0, 3)
 	ingesttest.WaitFor(t, 10*time.Second, "events after the delete", func() bool {
-		return r.sink.CountWhere(func(e ingest.Event) bool { return strings.HasPrefix(e.PK, "c") }) >= 3
+		return r.sink.CountWhere(func(e traffic.Event) bool { return strings.HasPrefix(e.PK, "c") }) >= 3
 	})
 	if err := r.src.Ready(); err != nil {
 		t.Errorf("not ready with one table of two deleted: %v", err)

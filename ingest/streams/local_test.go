@@ -12,10 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/ingesttest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // TestDynamoDBLocal runs the reader against AWS's own emulator, started once
@@ -76,15 +76,15 @@ func testMultipleTables(t *testing.T, d *testenv.DDBLocal) {
 	}
 
 	ingesttest.WaitFor(t, 20*time.Second, "7 users and 4 orders events", func() bool {
-		return r.sink.CountWhere(func(e ingest.Event) bool { return e.Table == "mt_users" }) >= 7 &&
-			r.sink.CountWhere(func(e ingest.Event) bool { return e.Table == "mt_orders" }) >= 4
+		return r.sink.CountWhere(func(e traffic.Event) bool { return e.Table == "mt_users" }) >= 7 &&
+			r.sink.CountWhere(func(e traffic.Event) bool { return e.Table == "mt_orders" }) >= 4
 	})
 	ingesttest.WaitFor(t, 5*time.Second, "ready", func() bool { return r.src.Ready() == nil })
 	r.stop(t)
 
-	var users, orders []ingest.Event
+	var users, orders []traffic.Event
 	for _, e := range r.sink.Events() {
-		if e.Class != ingest.Write || e.Source != SourceName || e.Shard == "" || e.Time.IsZero() {
+		if e.Class != traffic.Write || e.Source != SourceName || e.Shard == "" || e.Time.IsZero() {
 			t.Errorf("event %+v: want a write from %s with a shard and a time", e, SourceName)
 		}
 		switch e.Table {

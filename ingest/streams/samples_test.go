@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // samplesDir holds third-party stream records (read-only test inputs).
@@ -26,14 +26,14 @@ var samplesDir = filepath.Join("..", "..", "..", "shared", "data", "streams")
 func TestSampleRecords(t *testing.T) {
 	for _, tc := range []struct {
 		file    string
-		ks      ingest.KeySchema
+		ks      traffic.KeySchema
 		wantPKs []string // of the client writes, in order
 		ttl     int
 	}{
-		{"aws-lambda-go-dynamodb-event.json", ingest.KeySchema{PartitionKey: "key", SortKey: "val"}, []string{"binary"}, 1},
-		{"aws-lambda-go-dynamodb-time-window-event.json", ingest.KeySchema{PartitionKey: "Id"}, []string{"101", "101", "101"}, 0},
-		{"aws-sam-cli-DynamoDBUpdate.json", ingest.KeySchema{PartitionKey: "Id"}, []string{"101", "101", "101"}, 0},
-		{"powertools-python-dynamoStreamEvent.json", ingest.KeySchema{}, []string{"101", "101"}, 0},
+		{"aws-lambda-go-dynamodb-event.json", traffic.KeySchema{PartitionKey: "key", SortKey: "val"}, []string{"binary"}, 1},
+		{"aws-lambda-go-dynamodb-time-window-event.json", traffic.KeySchema{PartitionKey: "Id"}, []string{"101", "101", "101"}, 0},
+		{"aws-sam-cli-DynamoDBUpdate.json", traffic.KeySchema{PartitionKey: "Id"}, []string{"101", "101", "101"}, 0},
+		{"powertools-python-dynamoStreamEvent.json", traffic.KeySchema{}, []string{"101", "101"}, 0},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			body, err := os.ReadFile(filepath.Join(samplesDir, tc.file))
@@ -64,7 +64,7 @@ func TestSampleRecords(t *testing.T) {
 			var pks []string
 			ttl := 0
 			for i := range recs {
-				var ev ingest.Event
+				var ev traffic.Event
 				kind, reason, err := streamrecord.Map(&recs[i], "t", "shard-1", tc.ks, &ev)
 				switch kind {
 				case streamrecord.KindTTLDelete:
@@ -73,7 +73,7 @@ func TestSampleRecords(t *testing.T) {
 					t.Errorf("record %d rejected (%s): %v", i, reason, err)
 				case streamrecord.KindWrite:
 					pks = append(pks, ev.PK)
-					if ev.Units != 1 || ev.Class != ingest.Write || ev.Shard != "shard-1" {
+					if ev.Units != 1 || ev.Class != traffic.Write || ev.Shard != "shard-1" {
 						t.Errorf("record %d: %+v", i, ev)
 					}
 					if d := recs[i].Dynamodb.ApproximateCreationDateTime; d != nil && !ev.Time.Equal(*d) {

@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Iterator calls GetShardIterator.
@@ -66,11 +66,11 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 		e.Lag, e.LagSet = 0, true
 		return e, true
 	}
-	batch := make([]ingest.Event, 0, len(recs))
+	batch := make([]traffic.Event, 0, len(recs))
 	var ttl int
 	now := sr.s.now()
 	for i := range recs {
-		var ev ingest.Event
+		var ev traffic.Event
 		kind, reason, err := streamrecord.Map(&recs[i], table, shard, sr.ks, &ev)
 		switch kind {
 		case streamrecord.KindWrite:
@@ -84,7 +84,7 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 		case streamrecord.KindTTLDelete:
 			ttl++
 		case streamrecord.KindRejected:
-			err = streamrecord.QuoteBadNumber(err, ingest.MaskerOf(sr.s.rep))
+			err = streamrecord.QuoteBadNumber(err, traffic.MaskerOf(sr.s.rep))
 			sr.s.rep.Reject(SourceName, reason, fmt.Errorf("record %s of shard %q: %w", aws.ToString(recs[i].EventID), shard, err))
 		}
 	}
@@ -144,6 +144,6 @@ func (p *pacer) Wait(n int, sinceCall time.Duration, leased bool) time.Duration 
 }
 
 // sinkPut hands a batch to the sink.
-func (s *Source) sinkPut(ctx context.Context, sink ingest.Sink, batch []ingest.Event) error {
+func (s *Source) sinkPut(ctx context.Context, sink traffic.Sink, batch []traffic.Event) error {
 	return sink.Put(ctx, batch)
 }

@@ -11,22 +11,22 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // SourceName is the value of the source label of the reader's Events and
 // errors: the label of the stream records it decodes.
 const SourceName = streamrecord.SourceName
 
-// Source reads DynamoDB Streams. It implements ingest.Source and
-// ingest.Readier.
+// Source reads DynamoDB Streams. It implements traffic.Source and
+// traffic.Readier.
 type Source struct {
 	cfg     Config
 	log     *zap.Logger
-	rep     ingest.Reporter
+	rep     traffic.Reporter
 	m       *metrics
 	streams StreamsAPI
 	tables  TablesAPI
@@ -39,14 +39,14 @@ type Source struct {
 }
 
 var (
-	_ ingest.Source  = (*Source)(nil)
-	_ ingest.Readier = (*Source)(nil)
+	_ traffic.Source  = (*Source)(nil)
+	_ traffic.Readier = (*Source)(nil)
 )
 
 // New returns a Source for cfg with SDK clients built from the default
 // credential chain, cfg.Region and cfg.Endpoint. Its metrics are registered
 // on reg (nil registers nothing); errors go to rep.
-func New(cfg Config, log *zap.Logger, rep ingest.Reporter, reg prometheus.Registerer) (*Source, error) {
+func New(cfg Config, log *zap.Logger, rep traffic.Reporter, reg prometheus.Registerer) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func New(cfg Config, log *zap.Logger, rep ingest.Reporter, reg prometheus.Regist
 // wrapped by a fault-injecting layer in tests. With cfg.LeaseTable, tables
 // must also implement lease.DynamoDBAPI (*dynamodb.Client does): it serves
 // the lease table too.
-func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.Logger, rep ingest.Reporter, reg prometheus.Registerer) (*Source, error) {
+func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.Logger, rep traffic.Reporter, reg prometheus.Registerer) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 		log = zap.NewNop()
 	}
 	if rep == nil {
-		rep = ingest.NopReporter{}
+		rep = traffic.NopReporter{}
 	}
 	m, err := newMetrics(reg)
 	if err != nil {
@@ -114,13 +114,13 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 
 // SetProgress makes the reader report each shard's progress in event
 // time to p (a lane per shard). Call it before Run.
-func (s *Source) SetProgress(p *ingest.Progress) {
+func (s *Source) SetProgress(p *traffic.Progress) {
 	p.Declare(SourceName, 0)
 	s.e.Progress = p
 }
 
 // Retention is how long a DynamoDB stream holds a record: 24 hours
-// (ingest.Retainer).
+// (traffic.Retainer).
 func (s *Source) Retention() time.Duration { return Retention }
 
 // Retention is how long a DynamoDB stream holds a record.
@@ -145,13 +145,13 @@ func (s *Source) Ready() error { return s.e.Ready() }
 // Run reads every configured stream until ctx is done, handing one batch of
 // Events per GetRecords response to sink. It returns nil when ctx is done;
 // AWS errors are retried, never returned.
-func (s *Source) Run(ctx context.Context, sink ingest.Sink) error {
+func (s *Source) Run(ctx context.Context, sink traffic.Sink) error {
 	s.e.Run(ctx, func() { s.read(ctx, sink) })
 	return nil
 }
 
 // read runs a reader of every configured table and stream.
-func (s *Source) read(ctx context.Context, sink ingest.Sink) {
+func (s *Source) read(ctx context.Context, sink traffic.Sink) {
 	var wg sync.WaitGroup
 	for _, t := range s.cfg.Tables {
 		wg.Go(func() { s.watchTable(ctx, sink, t) })

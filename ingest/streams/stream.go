@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // watchTable follows a table's current stream: it asks DescribeTable for
@@ -23,7 +23,7 @@ import (
 // DescribeInterval and whenever the stream reader found its stream gone. A
 // stream disabled and enabled again gets a new ARN; the old stream is read
 // to its end and the new one from its first record.
-func (s *Source) watchTable(ctx context.Context, sink ingest.Sink, table string) {
+func (s *Source) watchTable(ctx context.Context, sink traffic.Sink, table string) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	gone := make(chan struct{}, 1)
@@ -95,7 +95,7 @@ type streamReader struct {
 	s      *Source
 	arn    string
 	key    string // health key: the configured table or stream ARN
-	sink   ingest.Sink
+	sink   traffic.Sink
 	onGone func() // tells the table watcher the stream was not found; nil for configured ARNs
 	log    *zap.Logger
 
@@ -103,7 +103,7 @@ type streamReader struct {
 
 	// Set by the first successful listing, read-only afterwards.
 	table string
-	ks    ingest.KeySchema
+	ks    traffic.KeySchema
 
 	// clocks narrow each shard's coarse record times (see coarse.go).
 	clocks shardClocks
@@ -111,7 +111,7 @@ type streamReader struct {
 
 var _ shards.Stream[*dynamodbstreams.GetRecordsOutput] = (*streamReader)(nil)
 
-func (s *Source) newStreamReader(arn, key, table string, sink ingest.Sink, onGone func()) *streamReader {
+func (s *Source) newStreamReader(arn, key, table string, sink traffic.Sink, onGone func()) *streamReader {
 	return &streamReader{
 		s: s, arn: arn, key: key, table: table, sink: sink, onGone: onGone,
 		log: s.log.With(zap.String("stream", arn)),
@@ -196,11 +196,11 @@ func (sr *streamReader) First(ctx context.Context, _ shards.Listing, fresh bool)
 // tableKeySchema asks DescribeTable for the key schema, for streams whose
 // description lacks it. Failure leaves it empty: records with one key
 // attribute are still mapped.
-func (s *Source) tableKeySchema(ctx context.Context, table string) ingest.KeySchema {
+func (s *Source) tableKeySchema(ctx context.Context, table string) traffic.KeySchema {
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	out, err := s.tables.DescribeTable(cctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-	var ks ingest.KeySchema
+	var ks traffic.KeySchema
 	if err != nil {
 		s.rep.Error(SourceName, classify(err), fmt.Errorf("describe table %q: %w", table, err))
 		return ks

@@ -10,16 +10,24 @@ const module = "github.com/hotkeyd/hotkeyd"
 
 // floors are the floors of docs/architecture.md, top first: a package's
 // floor is that of the longest prefix listed ("x/..." is x and everything
-// under it). A package may import packages of its own floor and below.
+// under it). A package may import packages of its own floor and below,
+// except that the readers' floor stands beside the pipeline's floors, not
+// under them: readers import only readers' shared parts, the ground and
+// helpers, and only the wiring and the programs import readers.
 var floors = [][]string{
 	{"cmd/...", "internal/cmd/...", "internal/membench", "internal/bench/...", "dashboards/...", "deploy/..."},
 	{"internal/app/..."},
+	{"ingest/..."},
 	{"export", "judge"},
 	{"detect", "detect/report"},
 	{"sketch"},
-	{"ingest/..."},
+	{"traffic"},
 	{"internal/atomicfile", "internal/awslog", "internal/logging", "internal/promutil", "internal/strictyaml", "internal/testenv"},
 }
+
+// readersFloor is the floor of ingest/..., groundFloor that of the event
+// contract.
+const readersFloor, groundFloor = 2, 6
 
 // knownUp are the arrows pointing up that a move under way removes: the
 // importing package, and the move. Once it has moved, its entry must go.
@@ -41,8 +49,10 @@ func floorOf(p string) int {
 }
 
 // TestFloors: every package of the module has a floor, and imports only
-// packages of its floor or below; detect/report imports nothing of the
-// module, and no reader imports another reader.
+// packages of its floor or below; the readers import nothing downstream
+// and nothing downstream imports them (sketch, detect, export and judge
+// stand on traffic, not on ingest/...); traffic and detect/report import
+// nothing of the module, and no reader imports another reader.
 func TestFloors(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").Output()
 	if err != nil {
@@ -73,6 +83,10 @@ func TestFloors(t *testing.T) {
 				t.Errorf("%s (floor %d) imports %s (floor %d): an arrow pointing up", pkg, from, dep, to)
 			case pkg == "detect/report":
 				t.Errorf("detect/report imports %s: the view model imports nothing of hotkeyd", dep)
+			case from == readersFloor && to > readersFloor && to < groundFloor:
+				t.Errorf("reader %s imports %s: readers know nothing downstream of the event contract", pkg, dep)
+			case pkg == "traffic":
+				t.Errorf("traffic imports %s: the ground package imports nothing of hotkeyd", dep)
 			case from == 0 && to == 0 && dep != pkg && !strings.HasPrefix(dep, "dashboards") && !strings.HasPrefix(dep, "deploy") && !strings.HasPrefix(dep, "internal/bench"):
 				t.Errorf("%s imports the program %s", pkg, dep)
 			}
@@ -91,11 +105,30 @@ func TestFloors(t *testing.T) {
 	}
 }
 
+// TestPipelineTestsStandOnTraffic: the tests of sketch, detect, export and
+// judge do not import the readers either, so that a reader's change never
+// breaks the pipeline's tests.
+func TestPipelineTestsStandOnTraffic(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}`,
+		module+"/sketch/...", module+"/detect/...", module+"/export/...", module+"/judge/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, module+"/ingest") {
+				t.Errorf("the tests of %s import the reader package %s", fields[0], imp)
+			}
+		}
+	}
+}
+
 // TestFloorOf: the longest prefix places a package.
 func TestFloorOf(t *testing.T) {
 	for p, want := range map[string]int{
-		"cmd/hotkeyd": 0, "internal/cmd/screenshots": 0, "internal/app/config": 1, "judge": 2,
-		"detect/report": 3, "sketch": 4, "ingest/internal/shards": 5, "internal/promutil": 6, "internal/nothing": -1, "detector": -1,
+		"cmd/hotkeyd": 0, "internal/cmd/screenshots": 0, "internal/app/config": 1, "ingest/internal/shards": 2, "judge": 3,
+		"detect/report": 4, "sketch": 5, "traffic": 6, "internal/promutil": 7, "internal/nothing": -1, "detector": -1, "trafficker": -1,
 	} {
 		if got := floorOf(p); got != want {
 			t.Errorf("floorOf(%q) = %d, want %d", p, got, want)

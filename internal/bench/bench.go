@@ -20,12 +20,12 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/formats"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/ingest/parallel"
 	"github.com/hotkeyd/hotkeyd/internal/app/analyze"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Result is what an implementation found: enough to check that both read
@@ -55,7 +55,7 @@ type exactLine struct {
 
 type entryClass struct {
 	table, index string
-	class        ingest.Class
+	class        traffic.Class
 }
 
 // Exact counts r the obvious way: every line decoded by encoding/json, units
@@ -77,10 +77,10 @@ func Exact(r io.Reader) (Result, error) {
 				continue
 			}
 		}
-		c := ingest.Read
+		c := traffic.Read
 		switch l.Op {
 		case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "write":
-			c = ingest.Write
+			c = traffic.Write
 		}
 		u := 1.0
 		if l.Units != nil {
@@ -104,14 +104,14 @@ func Exact(r io.Reader) (Result, error) {
 		other := counts[entryClass{id.table, id.index, 1 - id.class}]
 		for k := range m {
 			// Count a key in both classes once, under Write.
-			if id.class == ingest.Read && other != nil {
+			if id.class == traffic.Read && other != nil {
 				if _, ok := other[k]; ok {
 					continue
 				}
 			}
 			res.DistinctKeys++
 		}
-		if id.table == "orders" && id.index == "" && id.class == ingest.Write {
+		if id.table == "orders" && id.index == "" && id.class == traffic.Write {
 			res.TopKey, res.TopKeyUnits = top(m)
 		}
 	}
@@ -180,8 +180,8 @@ func summary(snap sketch.Snapshot) Result {
 		for _, c := range t.Classes {
 			res.Events += int64(c.Events)
 		}
-		if t.Table == "orders" && t.Index == "" && len(t.Classes[ingest.Write].Top) > 0 {
-			k := t.Classes[ingest.Write].Top[0]
+		if t.Table == "orders" && t.Index == "" && len(t.Classes[traffic.Write].Top) > 0 {
+			k := t.Classes[traffic.Write].Top[0]
 			res.TopKey, res.TopKeyUnits = k.Key, k.Units
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // API is the part of the S3 client the reader uses. *s3.Client implements
@@ -55,14 +55,14 @@ type Options struct {
 
 // Lister lists the CloudTrail files of a bucket and hands the new ones to
 // its Handler, in key order per region folder. It implements
-// ingest.Readier and prometheus.Collector (its S3 requests).
+// traffic.Readier and prometheus.Collector (its S3 requests).
 type Lister struct {
 	cfg  Config
 	opts Options
 	api  API
 	h    Handler
 	log  *zap.Logger
-	rep  ingest.Reporter
+	rep  traffic.Reporter
 	now  func() time.Time
 
 	mu       sync.Mutex
@@ -89,13 +89,13 @@ const (
 )
 
 var (
-	_ ingest.Readier       = (*Lister)(nil)
+	_ traffic.Readier      = (*Lister)(nil)
 	_ prometheus.Collector = (*Lister)(nil)
 )
 
 // New returns a Lister of cfg's bucket with an S3 client from the SDK's
 // default credential chain, cfg.Region and cfg.Endpoint.
-func New(cfg Config, opts Options, h Handler, log *zap.Logger, rep ingest.Reporter) (*Lister, error) {
+func New(cfg Config, opts Options, h Handler, log *zap.Logger, rep traffic.Reporter) (*Lister, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func New(cfg Config, opts Options, h Handler, log *zap.Logger, rep ingest.Report
 
 // NewWithClient is New with the S3 client given. It reads the checkpoint
 // file and starts nothing: Run does the work.
-func NewWithClient(cfg Config, opts Options, api API, h Handler, log *zap.Logger, rep ingest.Reporter) (*Lister, error) {
+func NewWithClient(cfg Config, opts Options, api API, h Handler, log *zap.Logger, rep traffic.Reporter) (*Lister, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func NewWithClient(cfg Config, opts Options, api API, h Handler, log *zap.Logger
 		log = zap.NewNop()
 	}
 	if rep == nil {
-		rep = ingest.NopReporter{}
+		rep = traffic.NopReporter{}
 	}
 	last, err := loadState(opts.CheckpointDir, cfg.Bucket)
 	if err != nil {

@@ -9,19 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Sink keeps every Event it takes, and the partition keys of each batch.
 // The zero value is ready; safe for concurrent use.
 type Sink struct {
 	mu      sync.Mutex
-	events  []ingest.Event
+	events  []traffic.Event
 	batches [][]string
 }
 
 // Put keeps the batch; it refuses it once ctx is done.
-func (s *Sink) Put(ctx context.Context, batch []ingest.Event) error {
+func (s *Sink) Put(ctx context.Context, batch []traffic.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -37,10 +37,10 @@ func (s *Sink) Put(ctx context.Context, batch []ingest.Event) error {
 }
 
 // Events returns the Events taken so far.
-func (s *Sink) Events() []ingest.Event {
+func (s *Sink) Events() []traffic.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]ingest.Event(nil), s.events...)
+	return append([]traffic.Event(nil), s.events...)
 }
 
 // LastBatch returns the partition keys of the last batch taken.
@@ -54,7 +54,7 @@ func (s *Sink) LastBatch() []string {
 }
 
 // CountWhere counts the Events taken for which f holds.
-func (s *Sink) CountWhere(f func(ingest.Event) bool) int {
+func (s *Sink) CountWhere(f func(traffic.Event) bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0

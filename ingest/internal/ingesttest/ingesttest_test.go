@@ -5,27 +5,27 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 func TestSinkAndReporter(t *testing.T) {
 	var s Sink
 	ctx := context.Background()
-	if err := s.Put(ctx, []ingest.Event{{PK: "a"}, {PK: "b"}}); err != nil {
+	if err := s.Put(ctx, []traffic.Event{{PK: "a"}, {PK: "b"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put(ctx, []ingest.Event{{PK: "c"}}); err != nil {
+	if err := s.Put(ctx, []traffic.Event{{PK: "c"}}); err != nil {
 		t.Fatal(err)
 	}
 	stopped, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := s.Put(stopped, []ingest.Event{{PK: "d"}}); err == nil {
+	if err := s.Put(stopped, []traffic.Event{{PK: "d"}}); err == nil {
 		t.Error("a stopped Put was taken")
 	}
 	if n, last := len(s.Events()), s.LastBatch(); n != 3 || len(last) != 1 || last[0] != "c" {
 		t.Errorf("%d events, last batch %v; want 3 and [c]", n, last)
 	}
-	if n := s.CountWhere(func(e ingest.Event) bool { return e.PK != "b" }); n != 2 {
+	if n := s.CountWhere(func(e traffic.Event) bool { return e.PK != "b" }); n != 2 {
 		t.Errorf("CountWhere = %d, want 2", n)
 	}
 

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Position is where a shard iterator points. The values are the
@@ -115,7 +115,7 @@ type Settings struct {
 // once a stream runs.
 type Engine struct {
 	Settings
-	Reporter ingest.Reporter
+	Reporter traffic.Reporter
 	// Checkpoints keeps the checkpoint files (without a lease table).
 	Checkpoints *Store
 	// Coord and Book are set with a lease table: the coordinator, and the
@@ -140,7 +140,7 @@ type Engine struct {
 	// Progress, when set, takes each shard reader's progress in event time
 	// (a lane per shard, under Settings.Source): busy at the newest event
 	// time read while the shard has a backlog, idle once caught up.
-	Progress *ingest.Progress
+	Progress *traffic.Progress
 }
 
 // Run runs the lease coordinator, when there is one, and the checkpoint

@@ -23,12 +23,12 @@ import (
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/formats"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/ingest/parallel"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Config is what one analysis reads and how it reports.
@@ -39,7 +39,7 @@ type Config struct {
 	Settings detect.Settings
 	// Schemas are the key schemas of CloudTrail tables and of stream
 	// records' tables.
-	Schemas map[string]ingest.KeySchema
+	Schemas map[string]traffic.KeySchema
 	// Table is the table of stream records that name none (formats.Config).
 	Table string
 	// Fields are the JSON-lines member names.
@@ -81,7 +81,7 @@ type Config struct {
 // temporary file first, so that they can be read twice and in parts
 // (spool). Times that make no sense are refused as bad_time (times.go).
 func Run(ctx context.Context, cfg Config) error {
-	var mask ingest.Masker
+	var mask traffic.Masker
 	if cfg.Masker != nil {
 		mask = cfg.Masker
 	}
@@ -113,7 +113,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// what they counted cannot be taken out of a sketch.
 		fmt.Fprintf(cfg.Stderr, "hotkeyd: skipped %d events far in time from the rest of the input (bad_time), from %s to %s\n",
 			left, time.Unix(first*3600, 0).UTC().Format(time.RFC3339), time.Unix((last+1)*3600-1, 0).UTC().Format(time.RFC3339))
-		quiet := cfg.formats(ingest.NopReporter{}, zap.NewNop(), cfg.Format != "html")
+		quiet := cfg.formats(traffic.NopReporter{}, zap.NewNop(), cfg.Format != "html")
 		if c, err = count(ctx, cfg, counting{formats: quiet, paths: paths, valid: valid, keep: keep}); err != nil {
 			return err
 		}
@@ -149,7 +149,7 @@ func Run(ctx context.Context, cfg Config) error {
 	result := detect.Evaluate(snap, cfg.Settings)
 	result.Rejected = rep.Rejected() + left
 	result.Notes = inputs.Notes()
-	result.BadTime = badTimes(rep.Reason(ingest.ReasonBadTime), left, first, last)
+	result.BadTime = badTimes(rep.Reason(traffic.ReasonBadTime), left, first, last)
 	var series report.Series
 	if c.rec != nil {
 		series = c.rec.series(result)
@@ -183,7 +183,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 // formats returns the readers of the inputs, telling rep and log; recycle
 // says that nothing keeps an Event past Put (package formats).
-func (cfg *Config) formats(rep ingest.Reporter, log *zap.Logger, recycle bool) *formats.Set {
+func (cfg *Config) formats(rep traffic.Reporter, log *zap.Logger, recycle bool) *formats.Set {
 	return formats.New(formats.Config{Schemas: cfg.Schemas, Table: cfg.Table, Fields: cfg.Fields, Log: log, Reporter: rep, Recycle: recycle})
 }
 
@@ -201,7 +201,7 @@ func (cfg *Config) storeConfig() sketch.Config {
 type counting struct {
 	formats *formats.Set
 	// rep is told about refused events; nil when counting again.
-	rep   ingest.Reporter
+	rep   traffic.Reporter
 	paths map[string]string
 	// valid is the range of plausible times, keep the range counted.
 	valid, keep timeRange
@@ -230,13 +230,13 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 	scfg := cfg.storeConfig()
 	passed := new(atomic.Uint64)
 	// Every Event is checked once more before it is counted, as in the
-	// daemon (ingest.Checked), then for its time.
-	part := func(store *sketch.Store, next ingest.Sink) *checkedStore {
-		times := newTimeCheck(ingest.SinkFunc(func(ctx context.Context, batch []ingest.Event) error {
+	// daemon (traffic.Checked), then for its time.
+	part := func(store *sketch.Store, next traffic.Sink) *checkedStore {
+		times := newTimeCheck(traffic.SinkFunc(func(ctx context.Context, batch []traffic.Event) error {
 			passed.Add(uint64(len(batch)))
 			return next.Put(ctx, batch)
 		}), how.rep, how.valid, how.keep)
-		return &checkedStore{store: store, times: times, check: ingest.Checked(times, how.rep)}
+		return &checkedStore{store: store, times: times, check: traffic.Checked(times, how.rep)}
 	}
 	var progress io.Writer
 	if how.fail != nil {
@@ -284,7 +284,7 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 // want, with the same checks as the first reading, told to no one.
 func countKeys(ctx context.Context, cfg Config, paths map[string]string, want map[rankedKey]struct{}, valid, keep timeRange) (*keyCounter, error) {
 	type keyPart struct {
-		ingest.Sink
+		traffic.Sink
 		keys *keyCounter
 	}
 	// Lines of other keys are skipped before they are parsed.
@@ -293,12 +293,12 @@ func countKeys(ctx context.Context, cfg Config, paths map[string]string, want ma
 		keys = append(keys, id.key)
 	}
 	set := formats.New(formats.Config{Schemas: cfg.Schemas, Table: cfg.Table, Fields: cfg.Fields, Log: zap.NewNop(),
-		Reporter: ingest.NopReporter{}, Recycle: true, Keys: keys})
+		Reporter: traffic.NopReporter{}, Recycle: true, Keys: keys})
 	kp, _, err := parallel.Read(ctx, parallel.Config[*keyPart]{
 		Formats: set, Stdin: cfg.Stdin, Paths: paths, Workers: cfg.Workers, MinPart: cfg.MinPart,
 		New: func() (*keyPart, error) {
 			keys := newKeyCounter(want)
-			return &keyPart{Sink: ingest.Checked(newTimeCheck(keys, nil, valid, keep), nil), keys: keys}, nil
+			return &keyPart{Sink: traffic.Checked(newTimeCheck(keys, nil, valid, keep), nil), keys: keys}, nil
 		},
 		Merge: func(dst, src *keyPart) error {
 			dst.keys.absorb(src.keys)
@@ -313,7 +313,7 @@ func countKeys(ctx context.Context, cfg Config, paths map[string]string, want ma
 
 // readFile reads the input name, from its copy in paths if it has one,
 // into sink, with a progress line on progress (formats.Set.ReadFile).
-func readFile(ctx context.Context, set *formats.Set, name string, paths map[string]string, stdin io.Reader, sink ingest.Sink, progress io.Writer) error {
+func readFile(ctx context.Context, set *formats.Set, name string, paths map[string]string, stdin io.Reader, sink traffic.Sink, progress io.Writer) error {
 	path, ok := paths[name]
 	if !ok {
 		return set.ReadFile(ctx, name, stdin, sink, progress)
@@ -333,16 +333,16 @@ func readFile(ctx context.Context, set *formats.Set, name string, paths map[stri
 }
 
 // checkedStore is the store of one part of the inputs (package parallel),
-// behind the daemon's last check of every Event (ingest.Checked) and the
+// behind the daemon's last check of every Event (traffic.Checked) and the
 // check of its time.
 type checkedStore struct {
 	store *sketch.Store
 	times *timeCheck
-	check ingest.Sink
+	check traffic.Sink
 }
 
 // Put checks the batch's Events and counts those that pass.
-func (c *checkedStore) Put(ctx context.Context, batch []ingest.Event) error {
+func (c *checkedStore) Put(ctx context.Context, batch []traffic.Event) error {
 	return c.check.Put(ctx, batch)
 }
 
@@ -374,8 +374,8 @@ func bareError(err error) error {
 
 // KeySchemas merges the config file's tables with --key-schema values
 // (TABLE=PK[,SK]); a value given wins over the file for the same table.
-func KeySchemas(tables map[string]ingest.KeySchema, flags []string) (map[string]ingest.KeySchema, error) {
-	out := make(map[string]ingest.KeySchema, len(tables)+len(flags))
+func KeySchemas(tables map[string]traffic.KeySchema, flags []string) (map[string]traffic.KeySchema, error) {
+	out := make(map[string]traffic.KeySchema, len(tables)+len(flags))
 	for name, ks := range tables {
 		out[name] = ks
 	}
@@ -385,7 +385,7 @@ func KeySchemas(tables map[string]ingest.KeySchema, flags []string) (map[string]
 		if !ok || table == "" || pk == "" || strings.Contains(sk, ",") {
 			return nil, fmt.Errorf("%q: want TABLE=PK or TABLE=PK,SK", f)
 		}
-		out[table] = ingest.KeySchema{PartitionKey: pk, SortKey: sk}
+		out[table] = traffic.KeySchema{PartitionKey: pk, SortKey: sk}
 	}
 	return out, nil
 }

@@ -3,16 +3,16 @@ package analyze
 import (
 	"testing"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 func TestKeySchemas(t *testing.T) {
-	got, err := KeySchemas(map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist"}, "orders": {PartitionKey: "x"}},
+	got, err := KeySchemas(map[string]traffic.KeySchema{"Music": {PartitionKey: "Artist"}, "orders": {PartitionKey: "x"}},
 		[]string{"orders=PK,SK", "sessions=id"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]ingest.KeySchema{
+	want := map[string]traffic.KeySchema{
 		"Music":    {PartitionKey: "Artist"},
 		"orders":   {PartitionKey: "PK", SortKey: "SK"},
 		"sessions": {PartitionKey: "id"},

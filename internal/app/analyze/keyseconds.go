@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // The busiest second of a key (KeyStat.PeakUnitsPerSecond), its recent
@@ -31,7 +31,7 @@ const (
 // rankedKey names one key of one class of one table.
 type rankedKey struct {
 	table, index, key string
-	class             ingest.Class
+	class             traffic.Class
 }
 
 // keySeconds is one key's units per second, in quarter units, in blocks
@@ -83,7 +83,7 @@ func newKeyCounter(want map[rankedKey]struct{}) *keyCounter {
 // Put counts the batch's events of ranked keys, each in its second; an
 // event without a time counts in none. The events come checked, as the
 // store got them.
-func (k *keyCounter) Put(_ context.Context, batch []ingest.Event) error {
+func (k *keyCounter) Put(_ context.Context, batch []traffic.Event) error {
 	for i := range batch {
 		e := &batch[i]
 		if e.Throttled || e.PK == "" || e.Time.IsZero() || !(e.Units >= 0 && e.Units <= math.MaxFloat64) {
@@ -132,7 +132,7 @@ func (k *keyCounter) apply(snap *sketch.Snapshot) {
 		for c := range ts.Classes {
 			top := ts.Classes[c].Top
 			for j := range top {
-				ks := k.keys[rankedKey{ts.Table, ts.Index, top[j].Key, ingest.Class(c)}]
+				ks := k.keys[rankedKey{ts.Table, ts.Index, top[j].Key, traffic.Class(c)}]
 				if ks == nil {
 					continue
 				}
@@ -169,7 +169,7 @@ func rankedKeys(snap sketch.Snapshot, estimatedOnly bool) map[rankedKey]struct{}
 				if estimatedOnly && ks.Error == 0 {
 					continue
 				}
-				want[rankedKey{ts.Table, ts.Index, ks.Key, ingest.Class(c)}] = struct{}{}
+				want[rankedKey{ts.Table, ts.Index, ks.Key, traffic.Class(c)}] = struct{}{}
 			}
 		}
 	}

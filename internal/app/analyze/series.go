@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // MaxPoints bounds the points of each table's series in the HTML report:
@@ -28,7 +28,7 @@ const MaxPoints = 300
 // A key's point is then the units counted while it was kept: under its
 // true units by at most that remembered amount.
 type recorder struct {
-	next      ingest.Sink
+	next      traffic.Sink
 	keep      int
 	maxTables int
 
@@ -40,7 +40,7 @@ type entryKey struct{ table, index string }
 
 type stepKey struct {
 	key   string
-	class ingest.Class
+	class traffic.Class
 }
 
 // tableSteps is one table's steps: first and last are the step numbers
@@ -53,21 +53,21 @@ type tableSteps struct {
 }
 
 type stepUnits struct {
-	classes [ingest.NumClasses]float64
+	classes [traffic.NumClasses]float64
 	keys    map[stepKey]float64
 	// dropped is, per class, the most units a key dropped from keys had
 	// (summed when steps merge): a key not in keys had at most that.
-	dropped [ingest.NumClasses]float64
+	dropped [traffic.NumClasses]float64
 }
 
 // newRecorder returns a recorder that passes every batch on to next;
 // keep is the keys each step keeps per class.
-func newRecorder(next ingest.Sink, keep, maxTables int) *recorder {
+func newRecorder(next traffic.Sink, keep, maxTables int) *recorder {
 	return &recorder{next: next, keep: keep, maxTables: maxTables, tables: map[entryKey]*tableSteps{}}
 }
 
 // Put records batch and passes it on.
-func (r *recorder) Put(ctx context.Context, batch []ingest.Event) error {
+func (r *recorder) Put(ctx context.Context, batch []traffic.Event) error {
 	r.mu.Lock()
 	for i := range batch {
 		r.add(&batch[i])
@@ -79,8 +79,8 @@ func (r *recorder) Put(ctx context.Context, batch []ingest.Event) error {
 // add counts one event as the store does: traffic of a known class, not a
 // throttled call, units that are a number (else 0); an event without a
 // time counts in its table's newest second.
-func (r *recorder) add(e *ingest.Event) {
-	if e.Class >= ingest.NumClasses || e.Throttled || e.Table == "" {
+func (r *recorder) add(e *traffic.Event) {
+	if e.Class >= traffic.NumClasses || e.Throttled || e.Table == "" {
 		return
 	}
 	id := entryKey{e.Table, e.Index}
@@ -118,7 +118,7 @@ func (r *recorder) add(e *ingest.Event) {
 		return
 	}
 	s.keys[stepKey{e.PK, e.Class}] += units
-	if len(s.keys) > 2*ingest.NumClasses*r.keep {
+	if len(s.keys) > 2*traffic.NumClasses*r.keep {
 		s.prune(r.keep)
 	}
 }
@@ -141,7 +141,7 @@ func (t *tableSteps) coarsen(keep int) {
 		for k, v := range s.keys {
 			m.keys[k] += v
 		}
-		if len(m.keys) > 2*ingest.NumClasses*keep {
+		if len(m.keys) > 2*traffic.NumClasses*keep {
 			m.prune(keep)
 		}
 	}
@@ -173,7 +173,7 @@ func (s *stepUnits) prune(keep int) {
 		}
 		return int(a.k.class) - int(b.k.class)
 	})
-	var kept [ingest.NumClasses]int
+	var kept [traffic.NumClasses]int
 	for _, e := range all {
 		if kept[e.k.class] < keep {
 			kept[e.k.class]++

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Times that make no sense are refused as bad_time before they are
@@ -48,7 +48,7 @@ type timeRange struct {
 // plausible is the range of times that make sense for DynamoDB traffic
 // read at now.
 func plausible(now time.Time) timeRange {
-	return timeRange{from: ingest.DynamoDBLaunch.Unix(), to: now.Add(maxAhead).Unix()}
+	return timeRange{from: traffic.DynamoDBLaunch.Unix(), to: now.Add(maxAhead).Unix()}
 }
 
 // timeCheck is the sink in front of a part's store that refuses events of
@@ -56,19 +56,19 @@ func plausible(now time.Time) timeRange {
 // outside keep; events without a time pass. It counts the events that
 // pass by hour, for finding outliers.
 type timeCheck struct {
-	next  ingest.Sink
-	rep   ingest.Reporter // nil: refuse silently (a second read)
-	valid timeRange       // refused outside, as bad_time
-	keep  timeRange       // left out outside, silently (outliers)
+	next  traffic.Sink
+	rep   traffic.Reporter // nil: refuse silently (a second read)
+	valid timeRange        // refused outside, as bad_time
+	keep  timeRange        // left out outside, silently (outliers)
 	hours map[int64]uint64
 }
 
-func newTimeCheck(next ingest.Sink, rep ingest.Reporter, valid, keep timeRange) *timeCheck {
+func newTimeCheck(next traffic.Sink, rep traffic.Reporter, valid, keep timeRange) *timeCheck {
 	return &timeCheck{next: next, rep: rep, valid: valid, keep: keep, hours: map[int64]uint64{}}
 }
 
-// Put implements ingest.Sink: the batch is filtered in place.
-func (c *timeCheck) Put(ctx context.Context, batch []ingest.Event) error {
+// Put implements traffic.Sink: the batch is filtered in place.
+func (c *timeCheck) Put(ctx context.Context, batch []traffic.Event) error {
 	kept := batch[:0]
 	// The hour of a run of events is counted once: the map is the
 	// costly part, and a batch's events are mostly of one hour.
@@ -111,16 +111,16 @@ func (c *timeCheck) Put(ctx context.Context, batch []ingest.Event) error {
 
 // keepAt appends batch[i] to kept, a prefix of batch that ends at or
 // before i, without copying it onto itself while nothing was left out.
-func keepAt(kept, batch []ingest.Event, i int) []ingest.Event {
+func keepAt(kept, batch []traffic.Event, i int) []traffic.Event {
 	if len(kept) == i {
 		return batch[:i+1]
 	}
 	return append(kept, batch[i])
 }
 
-func (c *timeCheck) refuse(e *ingest.Event, format string, args ...any) {
+func (c *timeCheck) refuse(e *traffic.Event, format string, args ...any) {
 	if c.rep != nil {
-		c.rep.Reject(e.Source, ingest.ReasonBadTime, fmt.Errorf(format, args...))
+		c.rep.Reject(e.Source, traffic.ReasonBadTime, fmt.Errorf(format, args...))
 	}
 }
 

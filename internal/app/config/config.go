@@ -21,9 +21,9 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/export"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/internal/strictyaml"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Config is the domain configuration read from the YAML file
@@ -49,7 +49,7 @@ type Config struct {
 	KeyHashSecretFile string `yaml:"key_hash_secret_file"`
 	// Tables names key schemas for sources whose records do not say which
 	// attribute is the partition key (CloudTrail).
-	Tables map[string]ingest.KeySchema `yaml:"tables"`
+	Tables map[string]traffic.KeySchema `yaml:"tables"`
 	// MaxTables bounds the tables and indexes tracked at once; when more
 	// have traffic, the idle and least busy are dropped (sketch.Store).
 	// The default fits the shipped memory limits (docs/limits.md).
@@ -216,7 +216,7 @@ func (c *Config) Validate() error {
 			if n == index && !strings.Contains(name, "/") {
 				continue
 			}
-			if err := ingest.CheckName("table or index", n); err != nil {
+			if err := traffic.CheckName("table or index", n); err != nil {
 				return fmt.Errorf("tables.%s: %s", name, err.Detail)
 			}
 		}

@@ -11,11 +11,11 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/export"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/cloudtrail"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/ingest/streams"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 func TestLoadConfigInvalid(t *testing.T) {
@@ -120,7 +120,7 @@ func TestLoadConfigValid(t *testing.T) {
 		"valid-empty.yml": Default(),
 		"valid-design.yml": {
 			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables, Detector: DefaultDetector(),
-			Tables: map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
+			Tables: map[string]traffic.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
 			Sources: []Source{
 				streamsSource(func(c *streams.Config) {
 					c.Tables, c.Region, c.Endpoint, c.Start, c.CheckpointDir = []string{"orders", "sessions"}, "us-east-1", "http://127.0.0.1:8000", "latest", "/var/lib/hotkeyd"
@@ -133,7 +133,7 @@ func TestLoadConfigValid(t *testing.T) {
 			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Threshold: 0.2, Keys: export.KeysHash, KeyHashSecret: "s3cret", MaxTables: 500,
 			MaxFuture: 2 * time.Minute, MaxEventAge: 48 * time.Hour,
 			Detector: func() detect.Settings { s := DefaultDetector(); s.HoldEvaluations = 5; s.MinEvents = 10; return s }(),
-			Tables:   map[string]ingest.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
+			Tables:   map[string]traffic.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
 			Sources: []Source{
 				// start defaults to latest.
 				streamsSource(func(c *streams.Config) {

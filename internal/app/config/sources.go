@@ -15,6 +15,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/kinesis"
 	"github.com/hotkeyd/hotkeyd/ingest/streams"
 	"github.com/hotkeyd/hotkeyd/internal/strictyaml"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // sourceTypes are the types of the sources list, in the order errors name
@@ -36,7 +37,7 @@ type SourceSettings interface {
 	// Validate returns an error naming the first bad key (paths[1]: ...).
 	Validate() error
 	// NewSource builds the reader; it starts nothing.
-	NewSource(ingest.Env) (ingest.Source, error)
+	NewSource(ingest.Env) (traffic.Source, error)
 }
 
 // Source is one entry of the sources list: its type, and the settings of

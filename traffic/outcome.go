@@ -1,4 +1,4 @@
-package ingest
+package traffic
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // endpoint — says so in its answer; other sources pass no Outcome, and
 // sinks then add to nothing. It is safe for concurrent use.
 type Outcome struct {
-	// Refused counts events a Sink refused as impossible (ingest.Checked).
+	// Refused counts events a Sink refused as impossible (traffic.Checked).
 	Refused atomic.Int64
 	// Untracked counts events of tables that are not tracked.
 	Untracked atomic.Int64

@@ -1,4 +1,4 @@
-package detect_test
+package app
 
 import (
 	"context"
@@ -8,17 +8,17 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/demo"
 	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // demoWindow returns half a minute of the demo workload at its default
 // rate and seed: what the detector must diagnose as the demo promises.
-func demoWindow() []ingest.Event {
+func demoWindow() []traffic.Event {
 	const seconds = 30
 	w := demo.New(demo.Config{Seed: demo.DefaultSeed})
-	evs := make([]ingest.Event, demo.DefaultRate*seconds)
+	evs := make([]traffic.Event, demo.DefaultRate*seconds)
 	start := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	step := time.Second / demo.DefaultRate
 	for i := range evs {

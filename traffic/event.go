@@ -1,9 +1,11 @@
-// Package ingest owns the Event type and the seam between readers and the
-// rest of hotkeyd: a Source turns its input into Events and hands them, in
-// batches, to a Sink. Readers live in sub-packages (jsonl, streams,
-// cloudtrail, demo); none of them knows what happens to an Event after the
-// Sink accepted it.
-package ingest
+// Package traffic is the event contract every other package stands on: the
+// Event (one access to a table or index) and its Class, the Source → Sink
+// seam between readers and the rest of hotkeyd, each source's Progress in
+// event time, and the input limits and checks an Event passes before it is
+// counted (DynamoDB's own bounds on names, keys and units). It imports
+// nothing of hotkeyd. The readers live under ingest/; none of them knows
+// what happens to an Event after the Sink accepted it.
+package traffic
 
 import (
 	"context"
@@ -63,9 +65,10 @@ type Event struct {
 	// Units is the consumed capacity (RCU or WCU); sources that cannot know
 	// it count 1 per item.
 	Units float64
-	// Time is when the access happened, as the source saw it. Live windows
-	// run on arrival time; Time is used for reports over whole files and for
-	// lag metrics.
+	// Time is when the access happened, as the source saw it: the second
+	// it is counted in, live and in reports over whole files, and what the
+	// sources' watermarks and lag are measured on. A source that cannot
+	// know it uses the time it read the access.
 	Time time.Time
 	// Source names the reader ("jsonl", "http", "dynamodb-streams",
 	// "cloudtrail", "demo"), the value of the metrics' source label.
