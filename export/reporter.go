@@ -84,7 +84,7 @@ func NewReporter(log *zap.Logger, reg prometheus.Registerer, cfg ReporterConfig)
 		interval: cfg.Interval,
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotkeyd_input_rejected_total",
-			Help: "Input lines or records a source could not use and skipped, by source and reason (bad_json, too_long, bad_utf8, missing_table, bad_table, missing_pk, bad_type, bad_units, bad_time, bad_op, bad_record, bad_file, key_too_long).",
+			Help: "Input lines or records a source could not use and skipped, by source and reason (bad_json, too_long, bad_utf8, missing_table, bad_table, missing_pk, bad_type, bad_units, bad_time, bad_op, bad_record, bad_file, key_too_long, bad_throttle_reason).",
 		}, []string{"source", "reason"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotkeyd_source_errors_total",

@@ -63,7 +63,7 @@ type Event struct {
 	// Class is read or write.
 	Class Class
 	// Units is the consumed capacity (RCU or WCU); sources that cannot know
-	// it count 1 per item.
+	// it count 1 per item, 2 per item of a transaction (TransactionalUnits).
 	Units float64
 	// Time is when the access happened, as the source saw it: the second
 	// it is counted in, live and in reports over whole files, and what the
@@ -79,6 +79,10 @@ type Event struct {
 	// Throttled marks a call that failed with a throttling error. It is
 	// counted per key as throttled and never as traffic.
 	Throttled bool
+	// ThrottleReason is why a throttled call was throttled, when the input
+	// says so (DynamoDB's ThrottlingReasons); zero when it does not, and
+	// for a call that was not throttled.
+	ThrottleReason ThrottleReason
 }
 
 // Sink receives batches of Events.

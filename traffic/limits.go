@@ -154,23 +154,34 @@ type Operation struct {
 	// MaxUnits is the most units the call can consume of one table or
 	// index (the Max*Units constants).
 	MaxUnits float64
+	// DefaultUnits is what one item of the call costs when the input does
+	// not say: 2 for a transaction, whose every item DynamoDB reads or
+	// writes twice (TransactionalUnits), else 1.
+	DefaultUnits float64
 }
+
+// TransactionalUnits is what one item of a transaction (TransactGetItems,
+// TransactWriteItems, ExecuteTransaction) costs at least: DynamoDB
+// performs two underlying reads or writes of every item, "two RCUs per
+// item read up to 4 KB, two WCUs per item written up to 1 KB" (Amazon
+// DynamoDB Transactions: How it works, capacity management).
+const TransactionalUnits = transactional
 
 // operations are the calls an access log may name, and the class names
 // themselves for logs that only know read or write.
 var operations = map[string]Operation{
-	"GetItem":            {Class: Read, MaxUnits: MaxGetItemUnits},
-	"BatchGetItem":       {Class: Read, MaxUnits: MaxBatchGetUnits},
-	"Query":              {Class: Read, MaxUnits: MaxQueryUnits},
-	"Scan":               {Class: Read, Keyless: true, MaxUnits: MaxQueryUnits},
-	"TransactGetItems":   {Class: Read, MaxUnits: MaxTransactGetUnits},
-	"read":               {Class: Read, MaxUnits: MaxBatchGetUnits},
-	"PutItem":            {Class: Write, MaxUnits: MaxWriteItemUnits},
-	"UpdateItem":         {Class: Write, MaxUnits: MaxWriteItemUnits},
-	"DeleteItem":         {Class: Write, MaxUnits: MaxWriteItemUnits},
-	"BatchWriteItem":     {Class: Write, MaxUnits: MaxBatchWriteUnits},
-	"TransactWriteItems": {Class: Write, MaxUnits: MaxTransactWriteUnits},
-	"write":              {Class: Write, MaxUnits: MaxBatchWriteUnits},
+	"GetItem":            {Class: Read, MaxUnits: MaxGetItemUnits, DefaultUnits: 1},
+	"BatchGetItem":       {Class: Read, MaxUnits: MaxBatchGetUnits, DefaultUnits: 1},
+	"Query":              {Class: Read, MaxUnits: MaxQueryUnits, DefaultUnits: 1},
+	"Scan":               {Class: Read, Keyless: true, MaxUnits: MaxQueryUnits, DefaultUnits: 1},
+	"TransactGetItems":   {Class: Read, MaxUnits: MaxTransactGetUnits, DefaultUnits: TransactionalUnits},
+	"read":               {Class: Read, MaxUnits: MaxBatchGetUnits, DefaultUnits: 1},
+	"PutItem":            {Class: Write, MaxUnits: MaxWriteItemUnits, DefaultUnits: 1},
+	"UpdateItem":         {Class: Write, MaxUnits: MaxWriteItemUnits, DefaultUnits: 1},
+	"DeleteItem":         {Class: Write, MaxUnits: MaxWriteItemUnits, DefaultUnits: 1},
+	"BatchWriteItem":     {Class: Write, MaxUnits: MaxBatchWriteUnits, DefaultUnits: 1},
+	"TransactWriteItems": {Class: Write, MaxUnits: MaxTransactWriteUnits, DefaultUnits: TransactionalUnits},
+	"write":              {Class: Write, MaxUnits: MaxBatchWriteUnits, DefaultUnits: 1},
 }
 
 // LookupOperation returns the Operation named name: a DynamoDB item call
@@ -228,8 +239,10 @@ func CheckName(what, name string) *Invalid {
 // CheckEvent returns nil when e can be counted: its table and index
 // names are names DynamoDB accepts (ReasonBadTable), its class is read or
 // write (ReasonBadOp), its keys are no longer than DynamoDB allows
-// (ReasonKeyTooLong) and its units are a number one call can consume
-// (ReasonBadUnits; throttled calls count no units and are not checked).
+// (ReasonKeyTooLong), its throttling reason, if any, is that of a
+// throttled call of its class (ReasonBadThrottleReason), and its units are
+// a number one call can consume (ReasonBadUnits; throttled calls count no
+// units and are not checked).
 // Every reader checks the Events it makes with it (or through a parser
 // that does) before handing them to a Sink, and rejects those it refuses
 // with the reason it gives; the daemon checks every batch once more
@@ -251,6 +264,9 @@ func CheckEvent(e *Event) *Invalid {
 	}
 	if err := CheckKeys(e); err != nil {
 		return err
+	}
+	if e.ThrottleReason.Known() && (!e.Throttled || e.ThrottleReason.Class() != e.Class) {
+		return &Invalid{ReasonBadThrottleReason, fmt.Sprintf("%s on a %s call that was throttled: %v", e.ThrottleReason, e.Class, e.Throttled)}
 	}
 	if e.Throttled {
 		return nil

@@ -34,6 +34,11 @@ const (
 	ReasonBadRecord    = "bad_record"    // a record of a known format with a broken shape
 	ReasonBadFile      = "bad_file"      // a file that is truncated or not of a known format
 	ReasonKeyTooLong   = "key_too_long"  // a partition or sort key longer than DynamoDB allows (MaxPKLen, MaxSKLen)
+	// ReasonBadThrottleReason: a throttling reason that is not one of
+	// DynamoDB's sixteen, names the other operation than the call's, or
+	// comes with a resource that is not the call's table or one of its
+	// indexes.
+	ReasonBadThrottleReason = "bad_throttle_reason"
 )
 
 // NopReporter discards everything. Useful in tests and benchmarks.

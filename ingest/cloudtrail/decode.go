@@ -58,8 +58,9 @@ type Stats struct {
 	// Keyless counts the Events produced without a partition key (Scan,
 	// PartiQL statements whose key could not be read).
 	Keyless uint64 `json:"keyless"`
-	// UnitsPerItem is true when Events count 1 unit per item rather than
-	// consumed capacity, which CloudTrail does not record. Always true for
+	// UnitsPerItem is true when Events count 1 unit per item (2 in a
+	// transaction) rather than consumed capacity, which CloudTrail does
+	// not record. Always true for
 	// this package; reports should say so.
 	UnitsPerItem bool `json:"units_per_item"`
 }

@@ -30,11 +30,18 @@ func ev(name, rp string, extra ...string) string {
 
 func records(recs ...string) string { return `{"Records":[` + strings.Join(recs, ",") + `]}` }
 
-// short renders an Event as table|index|pk|sk|class, with !throttled.
+// short renders an Event as table|index|pk|sk|class, with |throttled
+// and its reason, and |2u for a transaction's item (two units).
 func short(e traffic.Event) string {
 	s := e.Table + "|" + e.Index + "|" + e.PK + "|" + e.SK + "|" + e.Class.String()
 	if e.Throttled {
 		s += "|throttled"
+	}
+	if e.ThrottleReason.Known() {
+		s += "|" + e.ThrottleReason.String()
+	}
+	if e.Units == 2 {
+		s += "|2u"
 	}
 	return s
 }
@@ -48,8 +55,8 @@ func decodeString(t *testing.T, in string, tables map[string]traffic.KeySchema) 
 	}
 	var got []string
 	for _, e := range col.events {
-		if e.Units != 1 || e.Source != "cloudtrail" || e.Time.IsZero() {
-			t.Errorf("event %+v: want units 1, source cloudtrail and a time", e)
+		if e.Units != 1 && e.Units != 2 || e.Source != "cloudtrail" || e.Time.IsZero() {
+			t.Errorf("event %+v: want units 1 (2 in a transaction), source cloudtrail and a time", e)
 		}
 		got = append(got, short(e))
 	}
@@ -97,7 +104,7 @@ func TestDecodeCalls(t *testing.T) {
 			in: records(ev("TransactGetItems", `{"requestItems":[
 				{"tableName":"Music","key":{"Artist":"A","SongTitle":"s1"}},
 				{"TableName":"Orders","Key":{"order":"o-1"}}]}`)),
-			want: []string{"Music||A|s1|read", "Orders||o-1||read"},
+			want: []string{"Music||A|s1|read|2u", "Orders||o-1||read|2u"},
 		},
 		{
 			name: "Query on an index with a schema counts the index partition key",
@@ -133,7 +140,23 @@ func TestDecodeCalls(t *testing.T) {
 				ev("GetItem", `{"tableName":"Orders","key":{"order":"o-1"}}`, `"errorCode":"ProvisionedThroughputExceededException"`),
 				ev("PutItem", `{"tableName":"Orders","key":{"order":"o-2"}}`, `"errorCode":"ThrottlingException"`),
 				ev("BatchGetItem", `{"requestItems":{"Orders":{"keys":[{"order":"o-3"},{"order":"o-4"}]}}}`, `"errorCode":"RequestLimitExceeded"`)),
-			want: []string{"Orders||o-1||read|throttled", "Orders||o-2||write|throttled", "Orders||o-3||read|throttled", "Orders||o-4||read|throttled"},
+			want: []string{"Orders||o-1||read|throttled", "Orders||o-2||write|throttled",
+				"Orders||o-3||read|throttled|TableReadAccountLimitExceeded", "Orders||o-4||read|throttled|TableReadAccountLimitExceeded"},
+		},
+		{
+			// CloudTrail keeps the exception's message, not its
+			// ThrottlingReasons: a message that names a reason gives it,
+			// with each item's own operation.
+			name: "a reason named in the message",
+			in: records(
+				ev("PutItem", `{"tableName":"Orders","key":{"order":"o-1"}}`, `"errorCode":"ProvisionedThroughputExceededException"`,
+					`"errorMessage":"Throughput exceeds the limit (TableWriteKeyRangeThroughputExceeded)"`),
+				ev("GetItem", `{"tableName":"Orders","key":{"order":"o-2"}}`, `"errorCode":"ProvisionedThroughputExceededException"`,
+					`"errorMessage":"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."`),
+				ev("ExecuteTransaction", `{"transactStatements":[{"statement":"UPDATE Orders SET n = 2 WHERE order = 'o-3'"}]}`,
+					`"errorCode":"ThrottlingException"`, `"errorMessage":"IndexReadMaxOnDemandThroughputExceeded"`)),
+			want: []string{"Orders||o-1||write|throttled|TableWriteKeyRangeThroughputExceeded", "Orders||o-2||read|throttled",
+				"Orders||o-3||write|throttled|IndexWriteMaxOnDemandThroughputExceeded|2u"},
 		},
 		{
 			name: "a cancelled transaction counts its throttled items only",
@@ -142,7 +165,7 @@ func TestDecodeCalls(t *testing.T) {
 				{"operation":"Update","tableName":"Orders","key":{"order":"o-2"}}]}`,
 				`"errorCode":"TransactionCanceledException"`,
 				`"errorMessage":"Transaction cancelled, please refer cancellation reasons for specific reasons [None, ThrottlingError]"`)),
-			want: []string{"Orders||o-2||write|throttled"},
+			want: []string{"Orders||o-2||write|throttled|2u"},
 		},
 		{
 			name: "other failed calls are neither traffic nor throttled",
@@ -175,7 +198,7 @@ func TestDecodeCalls(t *testing.T) {
 					{"statement":"EXISTS(SELECT * FROM Orders WHERE order = 'o-9')"},
 					{"statement":"UPDATE Orders SET n = 2 WHERE (order = 'o-9') RETURNING ALL NEW *"}]}`)),
 			want: []string{"Orders|byCustomer|C-1||read", "Orders||||write", "Orders||||write", "Music||It's Me|7|write",
-				"Unknown||||read", "Orders||o-9||read", "Orders||o-9||write"},
+				"Unknown||||read", "Orders||o-9||read|2u", "Orders||o-9||write|2u"},
 		},
 		{
 			name: "bad records are rejected, the others kept",

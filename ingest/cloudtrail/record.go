@@ -80,6 +80,33 @@ func isThrottleCode(code []byte) bool {
 	return false
 }
 
+// throttleReason is why a call that failed with errorCode code and
+// errorMessage msg was throttled, as far as the record says: CloudTrail
+// keeps the exception's code and message, not its ThrottlingReasons, so a
+// reason is known when the message names one of DynamoDB's sixteen, or
+// when the code is RequestLimitExceeded, which DynamoDB's API reference
+// defines as throughput beyond the account's quota. Its class is checked
+// against each item's.
+func throttleReason(code, msg []byte, c traffic.Class) traffic.ThrottleReason {
+	if r, ok := traffic.FindThrottleReason(string(msg)); ok {
+		return r
+	}
+	if string(code) == "RequestLimitExceeded" {
+		return traffic.MakeThrottleReason(false, c, traffic.LimitAccount)
+	}
+	return 0
+}
+
+// transactional reports whether a call is a transaction, whose items
+// cost twice a plain call's (traffic.TransactionalUnits).
+func transactional(name []byte) bool {
+	switch string(name) {
+	case "TransactGetItems", "TransactWriteItems", "ExecuteTransaction":
+		return true
+	}
+	return false
+}
+
 // isThrottleReason reports whether a transaction cancellation reason is a
 // throttling one.
 func isThrottleReason(r string) bool {
@@ -127,10 +154,12 @@ func (st *stream) record(v *fastjson.Value) {
 	// others (a failed condition, a validation error) not at all.
 	throttled := false
 	var reasons []string
+	var why traffic.ThrottleReason
 	if code := v.GetStringBytes("errorCode"); len(code) > 0 {
 		switch {
 		case isThrottleCode(code):
 			throttled = true
+			why = throttleReason(code, v.GetStringBytes("errorMessage"), class)
 		case string(code) == "TransactionCanceledException":
 			reasons = cancelReasons(v.GetStringBytes("errorMessage"))
 			throttled = false
@@ -159,8 +188,13 @@ func (st *stream) record(v *fastjson.Value) {
 		return
 	}
 	// A cancelled transaction names a reason per item, in order: only the
-	// items that were throttled count, as throttled.
+	// items that were throttled count, as throttled. CloudTrail records no
+	// consumed capacity: an item costs one unit, a transaction's two.
 	perItem := reasons != nil && len(reasons) == len(st.items)
+	units := 1.0
+	if transactional(name) {
+		units = traffic.TransactionalUnits
+	}
 	for i := range st.items {
 		if perItem && !isThrottleReason(reasons[i]) {
 			continue
@@ -168,8 +202,13 @@ func (st *stream) record(v *fastjson.Value) {
 		e := st.items[i]
 		e.Time = ts
 		e.Source = SourceName
-		e.Units = 1
+		e.Units = units
 		e.Throttled = throttled
+		if throttled && why.Known() {
+			// The operation of the reason is the item's own (a
+			// statement's class comes from its verb).
+			e.ThrottleReason = traffic.MakeThrottleReason(why.Index(), e.Class, why.Limit())
+		}
 		st.emit(e)
 		if st.err != nil {
 			return

@@ -399,7 +399,7 @@ func (c *cloudTrail) Notes() []string {
 		return nil
 	}
 	st := c.stats
-	notes := []string{"CloudTrail records no item size or consumed capacity: units from CloudTrail input are 1 per item read or written, not RCU/WCU."}
+	notes := []string{"CloudTrail records no item size or consumed capacity: units from CloudTrail input are 1 per item read or written (2 in a transaction, which reads or writes each item twice), not RCU/WCU."}
 	if st.Throttled > 0 || st.Failed > 0 {
 		notes = append(notes, fmt.Sprintf("CloudTrail: %d throttled and %d otherwise failed calls are not counted as traffic; throttled ones are ranked in throttled_keys.", st.Throttled, st.Failed))
 	}

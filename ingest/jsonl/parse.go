@@ -31,11 +31,21 @@ type Fields struct {
 	Op string `yaml:"op,omitempty" json:"op,omitempty"`
 	// Units holds the consumed capacity units. Default "units".
 	Units string `yaml:"units,omitempty" json:"units,omitempty"`
+	// Throttled holds true for a call DynamoDB refused by throttling.
+	// Default "throttled".
+	Throttled string `yaml:"throttled,omitempty" json:"throttled,omitempty"`
+	// ThrottleReason holds the reason DynamoDB gave for throttling the
+	// call, one of its sixteen ThrottlingReasons. Default "throttle_reason".
+	ThrottleReason string `yaml:"throttle_reason,omitempty" json:"throttle_reason,omitempty"`
+	// ThrottleResource holds the throttled resource the reason names, the
+	// ARN of the table or index. Default "throttle_resource".
+	ThrottleResource string `yaml:"throttle_resource,omitempty" json:"throttle_resource,omitempty"`
 }
 
 // DefaultFields returns the member names of the JSON-lines contract.
 func DefaultFields() Fields {
-	return Fields{Time: "ts", Table: "table", Index: "index", PK: "pk", SK: "sk", Op: "op", Units: "units"}
+	return Fields{Time: "ts", Table: "table", Index: "index", PK: "pk", SK: "sk", Op: "op", Units: "units",
+		Throttled: "throttled", ThrottleReason: "throttle_reason", ThrottleResource: "throttle_resource"}
 }
 
 // withDefaults fills empty names with the contract's names.
@@ -53,6 +63,9 @@ func (f Fields) withDefaults() Fields {
 	set(&f.SK, d.SK)
 	set(&f.Op, d.Op)
 	set(&f.Units, d.Units)
+	set(&f.Throttled, d.Throttled)
+	set(&f.ThrottleReason, d.ThrottleReason)
+	set(&f.ThrottleResource, d.ThrottleResource)
 	return f
 }
 
@@ -65,6 +78,9 @@ const (
 	fSK
 	fOp
 	fUnits
+	fThrottled
+	fThrottleReason
+	fThrottleResource
 	numFields
 )
 
@@ -108,7 +124,7 @@ func Reason(err error) string {
 // Parser is not safe for concurrent use; give each reader its own.
 type Parser struct {
 	names   [numFields][]byte
-	first   [256]uint8 // by first byte, the fields whose names start with it (bit f)
+	first   [256]uint16 // by first byte, the fields whose names start with it (bit f)
 	now     func() time.Time
 	source  string
 	intern  map[string]string
@@ -173,6 +189,7 @@ func NewParser(fields Fields, source string, now func() time.Time) *Parser {
 	p.names = [numFields][]byte{
 		fTime: []byte(f.Time), fTable: []byte(f.Table), fIndex: []byte(f.Index),
 		fPK: []byte(f.PK), fSK: []byte(f.SK), fOp: []byte(f.Op), fUnits: []byte(f.Units),
+		fThrottled: []byte(f.Throttled), fThrottleReason: []byte(f.ThrottleReason), fThrottleResource: []byte(f.ThrottleResource),
 	}
 	for i, n := range p.names {
 		p.first[n[0]] |= 1 << i
@@ -265,7 +282,7 @@ func (p *Parser) field(name []byte) int {
 		return -1
 	}
 	for m := p.first[name[0]]; m != 0; m &= m - 1 {
-		f := bits.TrailingZeros8(m)
+		f := bits.TrailingZeros16(m)
 		if string(p.names[f]) == string(name) {
 			return f
 		}
@@ -384,8 +401,8 @@ func (p *Parser) build(line []byte, ev *traffic.Event) error {
 		}
 	}
 
-	// units
-	ev.Units = 1
+	// units: a transaction costs twice its items (traffic.Operation)
+	ev.Units = op.DefaultUnits
 	switch u := v[fUnits]; {
 	case optional(u):
 	case u.Kind != jsonscan.Number:
@@ -403,6 +420,10 @@ func (p *Parser) build(line []byte, ev *traffic.Event) error {
 				p.quote(line[u.Start:u.End]), p.quote(p.bytesOf(line, v[fOp])), op.MaxUnits)}
 		}
 		ev.Units = f
+	}
+
+	if err := p.throttle(line, ev); err != nil {
+		return err
 	}
 
 	// ts
@@ -429,6 +450,70 @@ func (p *Parser) build(line []byte, ev *traffic.Event) error {
 	if ev.Time.Before(traffic.DynamoDBLaunch) {
 		// Year 0001 would be the zero time: no time at all.
 		return &ParseError{Reason: traffic.ReasonBadTime, Detail: p.quote(line[v[fTime].Start:v[fTime].End]) + " is before 2012, when DynamoDB did not exist"}
+	}
+	return nil
+}
+
+// throttle reads throttled, throttle_reason and throttle_resource. A
+// reason marks the call throttled; it must be one of DynamoDB's sixteen,
+// name the call's operation, and agree with the resource when there is
+// one. A call throttled by one of its table's indexes (an index's
+// reason, whose resource names the index: a write held back by the
+// index's capacity) is counted on that index, without the table's key,
+// which is not the index's.
+func (p *Parser) throttle(line []byte, ev *traffic.Event) error {
+	v := &p.vals
+	said := false
+	switch t := v[fThrottled]; {
+	case optional(t):
+	case t.Kind == jsonscan.True:
+		ev.Throttled, said = true, true
+	case t.Kind == jsonscan.False:
+		said = true
+	default:
+		return p.wrongType(fThrottled, "a boolean")
+	}
+	switch r := v[fThrottleReason]; {
+	case optional(r):
+	case r.Kind != jsonscan.String:
+		return p.wrongType(fThrottleReason, "a string")
+	default:
+		b := p.bytesOf(line, r)
+		if len(b) == 0 {
+			break
+		}
+		reason, ok := traffic.ParseThrottleReason(unsafeString(b))
+		switch {
+		case !ok:
+			return &ParseError{Reason: traffic.ReasonBadThrottleReason, Detail: p.quote(b) + " is not one of DynamoDB's throttling reasons (such as TableWriteKeyRangeThroughputExceeded)"}
+		case said && !ev.Throttled:
+			return &ParseError{Reason: traffic.ReasonBadThrottleReason, Detail: fmt.Sprintf("%s on a call that was not throttled (%q is false)", reason, p.names[fThrottled])}
+		case reason.Class() != ev.Class:
+			return &ParseError{Reason: traffic.ReasonBadThrottleReason, Detail: fmt.Sprintf("%s on a %s", reason, ev.Class)}
+		}
+		ev.Throttled, ev.ThrottleReason = true, reason
+	}
+	switch r := v[fThrottleResource]; {
+	case optional(r):
+	case r.Kind != jsonscan.String:
+		return p.wrongType(fThrottleResource, "a string")
+	default:
+		b := p.bytesOf(line, r)
+		if len(b) == 0 || !ev.ThrottleReason.Known() {
+			// A resource without a reason says nothing the table does not.
+			break
+		}
+		table, index, err := traffic.ParseResourceARN(unsafeString(b))
+		switch {
+		case err != nil:
+			return &ParseError{Reason: traffic.ReasonBadThrottleReason, Detail: fmt.Sprintf("resource %s: %v", p.quote(b), err)}
+		case table != ev.Table:
+			return &ParseError{Reason: traffic.ReasonBadThrottleReason, Detail: fmt.Sprintf("resource %s is not of table %q", p.quote(b), ev.Table)}
+		case (index != "") != ev.ThrottleReason.Index():
+			return &ParseError{Reason: traffic.ReasonBadThrottleReason, Detail: fmt.Sprintf("resource %s with %s", p.quote(b), ev.ThrottleReason)}
+		case index != "" && index != ev.Index:
+			ev.Index, ev.PK, ev.SK = p.internBytes([]byte(index)), "", ""
+		}
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-source-no-paths.yml":                "sources[1].paths: at least one path is required",
 		"invalid-source-empty-path.yml":              "sources[0].paths[1]: empty path",
 		"invalid-cloudtrail-stdin.yml":               "sources[0].paths[0]: stdin is not supported by this source",
-		"invalid-jsonl-field.yml":                    "sources[0].fields.user: unknown key (known keys: index, op, pk, sk, table, ts, units)",
+		"invalid-jsonl-field.yml":                    "sources[0].fields.user: unknown key (known keys: index, op, pk, sk, table, throttle_reason, throttle_resource, throttled, ts, units)",
 		"invalid-streams-no-tables.yml":              "sources[0].tables: one of tables or stream_arns is required",
 		"invalid-streams-start.yml":                  `sources[0].start: must be latest or trim_horizon, got "earliest"`,
 		"invalid-streams-endpoint.yml":               `sources[0].endpoint: not an absolute URL: "localhost:8000"`,
