@@ -422,8 +422,10 @@ func (p *Parser) build(line []byte, ev *traffic.Event) error {
 		ev.Units = f
 	}
 
-	if err := p.throttle(line, ev); err != nil {
-		return err
+	if v[fThrottled].Kind|v[fThrottleReason].Kind|v[fThrottleResource].Kind != jsonscan.None {
+		if err := p.throttle(line, ev); err != nil {
+			return err
+		}
 	}
 
 	// ts
