@@ -210,7 +210,7 @@ func (t *table) diagnosis(f *report.Finding, fs []report.Finding, root []int, r 
 	case report.KindHotKey, report.KindPartitionLimit:
 		k := t.keyStat(c, f.Key)
 		d.Keys = []string{f.Key}
-		d.Share, d.PeakUnitsPerSecond, d.Throttled = f.Share, f.PeakUnitsPerSecond, t.throttled[f.Key]
+		d.Share, d.PeakUnitsPerSecond, d.Throttled = f.Share, f.PeakUnitsPerSecond, t.throttledOf(c, f.Key)
 		if k != nil {
 			d.Fix = t.adviseKey(c, k, f.Share, f.PeakUnitsPerSecond)
 		}
@@ -267,7 +267,7 @@ func (t *table) hottestOf(c traffic.Class, d *report.Diagnosis) {
 			d.Share = math.Max(d.Share, t.share(c, k))
 			d.PeakUnitsPerSecond = math.Max(d.PeakUnitsPerSecond, t.keyPeak(k))
 		}
-		d.Throttled += t.throttled[key]
+		d.Throttled += t.throttledOf(c, key)
 	}
 }
 

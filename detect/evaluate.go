@@ -43,18 +43,21 @@ type table struct {
 	seconds float64
 	// rankedTop caches ranked per class: the report's one ranking of keys.
 	rankedTop [traffic.NumClasses][]sketch.KeyStat
-	// throttled counts throttled calls per key.
-	throttled map[string]uint64
+	// throttled is, per class, each listed key's throttled calls, within
+	// bounds (sketch.ThrottleStats).
+	throttled [traffic.NumClasses]map[string]sketch.KeyCount
 }
 
 // newTable wraps a TableSnapshot for the rules. Evaluate and the Tracker
 // both see a table through it, so a share or a rate is computed one way.
 func newTable(ts *sketch.TableSnapshot, s Settings, live bool) *table {
 	t := &table{TableSnapshot: ts, s: s, live: live, seconds: max(ts.End.Sub(ts.Start).Seconds(), 1)}
-	if len(ts.Throttled) > 0 {
-		t.throttled = make(map[string]uint64, len(ts.Throttled))
-		for _, k := range ts.Throttled {
-			t.throttled[k.Key] += k.Count
+	for c := range ts.Classes {
+		if keys := ts.Classes[c].Throttled.Keys; len(keys) > 0 {
+			t.throttled[c] = make(map[string]sketch.KeyCount, len(keys))
+			for _, k := range keys {
+				t.throttled[c][k.Key] = k
+			}
 		}
 	}
 	return t
@@ -71,9 +74,7 @@ func (t *table) evaluate() report.TableReport {
 		Classes:               t.classes(),
 		TopKeys:               t.topKeys(),
 	}
-	for _, k := range t.Throttled[:min(len(t.Throttled), max(t.s.Top, 0))] {
-		tr.ThrottledKeys = append(tr.ThrottledKeys, report.ThrottledKey{Key: k.Key, Count: k.Count})
-	}
+	tr.ThrottledKeys, tr.ThrottledBound = t.throttledKeys()
 	var fs []report.Finding
 	for c := range traffic.Class(traffic.NumClasses) {
 		fs = append(fs, t.keyFindings(c)...)
@@ -171,6 +172,7 @@ func (t *table) classes() []report.ClassReport {
 		out = append(out, report.ClassReport{
 			Class: c.String(), Events: cs.Events, Units: cs.Units,
 			UnitsPerSecond: t.rate(cs.Units), PeakUnitsPerSecond: t.classPeak(c), Limit: t.limit(c),
+			Throttled: cs.Throttled.Events,
 		})
 	}
 	return out
@@ -203,4 +205,68 @@ func compareDiagnoses(a, b report.Diagnosis) int {
 		cmp.Compare(a.Class, b.Class),
 		cmp.Compare(a.Key(), b.Key()),
 	)
+}
+
+// throttledOf is the throttled calls of key in class c the window is sure
+// of: the lower bound of its count, 0 for a key not listed.
+func (t *table) throttledOf(c traffic.Class, key string) uint64 {
+	return t.throttled[c][key].Count
+}
+
+// throttledKeys lists the table's most throttled keys, both classes
+// together, each within the bounds its counts are known in, and the bound
+// of any key not listed. A key is listed only when it is known to have had
+// more throttled calls than any key the window could not count (its Count
+// above the classes' Error): a count that cannot be told from the error is
+// not a ranking.
+func (t *table) throttledKeys() ([]report.ThrottledKey, uint64) {
+	var bound uint64
+	for c := range t.Classes {
+		bound += t.Classes[c].Throttled.Error
+	}
+	all := map[string]*report.ThrottledKey{}
+	for c := range t.Classes {
+		st := &t.Classes[c].Throttled
+		for _, k := range st.Keys {
+			a := all[k.Key]
+			if a == nil {
+				a = &report.ThrottledKey{Key: k.Key}
+				all[k.Key] = a
+			}
+			a.Count += k.Count
+			a.CountMax += k.Max
+		}
+	}
+	if len(all) == 0 {
+		return nil, bound
+	}
+	keys := make([]report.ThrottledKey, 0, len(all))
+	for key, a := range all {
+		// In a class that does not list the key, it may have had up to
+		// that class's Error.
+		for c := range t.Classes {
+			if _, listed := t.throttled[c][key]; !listed {
+				a.CountMax += t.Classes[c].Throttled.Error
+			}
+		}
+		keys = append(keys, *a)
+	}
+	slices.SortFunc(keys, func(a, b report.ThrottledKey) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(b.CountMax, a.CountMax), cmp.Compare(a.Key, b.Key))
+	})
+	out := make([]report.ThrottledKey, 0, min(len(keys), max(t.s.Top, 0)))
+	unlisted := bound
+	for _, k := range keys {
+		if k.Count <= bound || len(out) >= max(t.s.Top, 0) {
+			unlisted = max(unlisted, k.CountMax)
+			continue
+		}
+		out = append(out, k)
+	}
+	for i := range out {
+		if out[i].CountMax == out[i].Count {
+			out[i].CountMax = 0 // exact
+		}
+	}
+	return out, unlisted
 }

@@ -41,7 +41,7 @@ func (t *table) keyFindings(c traffic.Class) []report.Finding {
 			Limit:              t.limit(c),
 			SortKeys:           k.SortKeys,
 			PeakUnitsPerSecond: peak,
-			Throttled:          t.throttled[k.Key],
+			Throttled:          t.throttledOf(c, k.Key),
 		}
 		if hot {
 			e := *ev

@@ -218,7 +218,7 @@ func readJSONL(path string) ([]traffic.Event, error) {
 
 // snapshot feeds events through a whole-input store, as hotkeyd analyze
 // does, and fills in from the events what the store does not report
-// (per-key sort key counts, shards, throttled keys), so the detector's
+// (per-key sort key counts, shards), so the detector's
 // rules are exercised whichever store implementation is in place.
 func snapshot(t *testing.T, events []traffic.Event) sketch.Snapshot {
 	t.Helper()
@@ -238,14 +238,9 @@ func snapshot(t *testing.T, events []traffic.Event) sketch.Snapshot {
 	}
 	sortKeys := map[id]map[classKey]map[string]bool{}
 	shards := map[id]map[string]uint64{}
-	throttled := map[id]map[string]uint64{}
 	for _, e := range events {
 		k := id{e.Table, e.Index}
 		if e.Throttled {
-			if throttled[k] == nil {
-				throttled[k] = map[string]uint64{}
-			}
-			throttled[k][e.PK]++
 			continue
 		}
 		if e.SK != "" {
@@ -288,15 +283,6 @@ func snapshot(t *testing.T, events []traffic.Event) sketch.Snapshot {
 			}
 			slices.SortFunc(ts.Shards, func(a, b sketch.ShardStat) int {
 				return cmp.Or(cmp.Compare(b.Records, a.Records), cmp.Compare(a.Shard, b.Shard))
-			})
-		}
-		if len(ts.Throttled) == 0 {
-			for key, n := range throttled[k] {
-				ts.Throttled = append(ts.Throttled, sketch.KeyCount{Key: key, Count: n})
-				ts.ThrottledEvents += n
-			}
-			slices.SortFunc(ts.Throttled, func(a, b sketch.KeyCount) int {
-				return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Key, b.Key))
 			})
 		}
 	}

@@ -22,7 +22,7 @@ func (t *table) severity(c traffic.Class, peak float64, throttled uint64) report
 // keySeverity is the severity of a key's busiest second, or critical when
 // it was throttled.
 func (t *table) keySeverity(c traffic.Class, key string, peak float64) report.Severity {
-	return t.severity(c, peak, t.throttled[key])
+	return t.severity(c, peak, t.throttledOf(c, key))
 }
 
 // nearCeiling reports whether a peak is within LimitFraction of the

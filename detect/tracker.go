@@ -260,7 +260,7 @@ func (tr *Tracker) holds(t *table, id diagID, st *tracked) bool {
 		return false
 	}
 	d := &st.last
-	d.Share, d.PeakUnitsPerSecond, d.Throttled = share, peak, t.throttled[id.key]
+	d.Share, d.PeakUnitsPerSecond, d.Throttled = share, peak, t.throttledOf(c, id.key)
 	d.Severity = t.heldSeverity(c, d.Severity, peak, d.Throttled)
 	if d.Cause == report.KindPartitionLimit && !byPeak {
 		d.Cause = report.KindHotKey

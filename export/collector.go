@@ -71,7 +71,10 @@ var (
 		"Estimated number of distinct partition keys accessed in the sliding window (HyperLogLog).",
 		[]string{"table"}, nil)
 	descKeyThrottled = prometheus.NewDesc("hotkeyd_key_throttled",
-		"Calls to a partition key that were throttled in the sliding window; only the table's most throttled keys are exported.",
+		"Calls to a partition key that were throttled in the sliding window, at least (exact unless more keys were throttled than the window counts; then hotkeyd_key_throttled_max is the most); only the table's most throttled keys are exported, those known to have had more than any key not exported.",
+		[]string{"table", "key"}, nil)
+	descKeyThrottledMax = prometheus.NewDesc("hotkeyd_key_throttled_max",
+		"Calls to a partition key that were throttled in the sliding window, at most: equal to hotkeyd_key_throttled when that is exact; the same keys.",
 		[]string{"table", "key"}, nil)
 	descKeysOmitted = prometheus.NewDesc("hotkeyd_keys_omitted",
 		"Distinct partition keys of the sliding window that have no hotkeyd_key_* series because they are outside the exported top keys; it keeps the series count bounded whatever the traffic.",
@@ -91,7 +94,7 @@ func NewCollector(live *Live, cfg CollectorConfig) *Collector {
 
 // Describe sends the descriptors of every metric the Collector emits.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descKeyUnitsPerSecond, descKeyShare, descKeyPeak, descClassPeak, descDiagnosis, descHotKey, descDistinct, descKeyThrottled, descKeysOmitted, descLastEvaluation} {
+	for _, d := range []*prometheus.Desc{descKeyUnitsPerSecond, descKeyShare, descKeyPeak, descClassPeak, descDiagnosis, descHotKey, descDistinct, descKeyThrottled, descKeyThrottledMax, descKeysOmitted, descLastEvaluation} {
 		ch <- d
 	}
 }
@@ -154,7 +157,8 @@ func (c *Collector) buildTable(ms []prometheus.Metric, b *labelDeduper, t *repor
 
 	for _, k := range t.ThrottledKeys[:min(len(t.ThrottledKeys), c.topN)] {
 		key := b.unique(descKeyThrottled, table, c.masker.Mask(k.Key))
-		ms = append(ms, prometheus.MustNewConstMetric(descKeyThrottled, prometheus.GaugeValue, float64(k.Count), table, key))
+		ms = append(ms, prometheus.MustNewConstMetric(descKeyThrottled, prometheus.GaugeValue, float64(k.Count), table, key),
+			prometheus.MustNewConstMetric(descKeyThrottledMax, prometheus.GaugeValue, float64(max(k.Count, k.CountMax)), table, key))
 	}
 	return c.buildDiagnoses(ms, b, t, table)
 }

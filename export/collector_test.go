@@ -31,13 +31,13 @@ func handSnapshot() sketch.Snapshot {
 			Classes: [traffic.NumClasses]sketch.ClassStats{
 				traffic.Read: {Events: 100, Units: 200, Top: []sketch.KeyStat{
 					{Key: "USER#bob", Units: 20}, {Key: "USER#alice", Units: 50}, {Key: "USER#carol", Units: 10},
-				}},
+				}, Throttled: sketch.ThrottleStats{Events: 3, Causes: [traffic.NumThrottleCauses]uint64{3}, Keys: []sketch.KeyCount{{Key: "USER#bob", Count: 3, Max: 3}}}},
 				traffic.Write: {Events: 200, Units: 1000, Top: []sketch.KeyStat{
 					{Key: "USER#alice", Units: 600}, {Key: "USER#dave", Units: 100}, {Key: "USER#erin", Units: 50},
-				}},
+				}, Throttled: sketch.ThrottleStats{Events: 46, Causes: [traffic.NumThrottleCauses]uint64{46},
+					Keys: []sketch.KeyCount{{Key: "USER#alice", Count: 42, Max: 44}, {Key: "USER#frank", Count: 1, Max: 3}}, Error: 2}},
 			},
-			Throttled:       []sketch.KeyCount{{Key: "USER#alice", Count: 42}, {Key: "USER#bob", Count: 3}},
-			ThrottledEvents: 45,
+			ThrottledEvents: 49,
 		},
 		{
 			Table: "orders", Index: "status-index", Start: t0, End: t0.Add(100 * time.Second), Events: 50, DistinctKeys: 2,
@@ -111,10 +111,14 @@ hotkeyd_key_share{class="read",key="USER#alice",table="orders"} 0.25
 hotkeyd_key_share{class="read",key="USER#bob",table="orders"} 0.1
 hotkeyd_key_share{class="write",key="USER#alice",table="orders"} 0.6
 hotkeyd_key_share{class="write",key="USER#dave",table="orders"} 0.1
-# HELP hotkeyd_key_throttled Calls to a partition key that were throttled in the sliding window; only the table's most throttled keys are exported.
+# HELP hotkeyd_key_throttled Calls to a partition key that were throttled in the sliding window, at least (exact unless more keys were throttled than the window counts; then hotkeyd_key_throttled_max is the most); only the table's most throttled keys are exported, those known to have had more than any key not exported.
 # TYPE hotkeyd_key_throttled gauge
 hotkeyd_key_throttled{key="USER#alice",table="orders"} 42
 hotkeyd_key_throttled{key="USER#bob",table="orders"} 3
+# HELP hotkeyd_key_throttled_max Calls to a partition key that were throttled in the sliding window, at most: equal to hotkeyd_key_throttled when that is exact; the same keys.
+# TYPE hotkeyd_key_throttled_max gauge
+hotkeyd_key_throttled_max{key="USER#alice",table="orders"} 44
+hotkeyd_key_throttled_max{key="USER#bob",table="orders"} 5
 # HELP hotkeyd_key_units_per_second Capacity units per second consumed by a partition key over the sliding window (read units for class=read, write units for class=write); only the table's top keys of each class are exported.
 # TYPE hotkeyd_key_units_per_second gauge
 hotkeyd_key_units_per_second{class="read",key="OPEN",table="orders/status-index"} 0.2

@@ -26,7 +26,9 @@ func privacySnapshot() sketch.Snapshot {
 		sketch.KeyStat{Key: "USER#bob@example.com", Units: 300, Events: 300},
 		sketch.KeyStat{Key: "USER#carol@example.com", Units: 200, Events: 200})
 	users.Shards = []sketch.ShardStat{{Shard: "shardId-000001", Records: 8000}, {Shard: "shardId-000002", Records: 1000}, {Shard: "shardId-000003", Records: 1000}}
-	users.Throttled = []sketch.KeyCount{{Key: "USER#alice@example.com", Count: 40}}
+	users.Classes[traffic.Write].Throttled = sketch.ThrottleStats{Events: 40, Causes: [traffic.NumThrottleCauses]uint64{40},
+		Keys: []sketch.KeyCount{{Key: "USER#alice@example.com", Count: 40, Max: 40}}}
+	users.ThrottledEvents = 40
 	logs := tbl("logs", 40, traffic.Write, 10000,
 		sketch.KeyStat{Key: "2026-11-22#dave-laptop", Units: 9000, Events: 9000},
 		sketch.KeyStat{Key: "2026-11-21#erin-laptop", Units: 500, Events: 500})

@@ -67,7 +67,10 @@ func writeTable(w io.Writer, t report.TableReport) {
 	if len(t.ThrottledKeys) > 0 {
 		fmt.Fprintln(w, "  throttled:")
 		for _, k := range t.ThrottledKeys {
-			fmt.Fprintf(w, "    %s  %s calls\n", printable(k.Key), groupDigits(k.Count))
+			fmt.Fprintf(w, "    %s  %s calls\n", printable(k.Key), throttledCount(k))
+		}
+		if t.ThrottledBound > 0 {
+			fmt.Fprintf(w, "    (every other key at most %s)\n", groupDigits(t.ThrottledBound))
 		}
 	}
 	if len(t.Diagnoses) == 0 {
@@ -324,4 +327,13 @@ func escapeUnsafe(dst, p []byte) []byte {
 		p = p[size:]
 	}
 	return dst
+}
+
+// throttledCount writes a throttled key's count: exact, or the bounds it
+// is known within ("1 900 to 2 010").
+func throttledCount(k report.ThrottledKey) string {
+	if k.CountMax > k.Count {
+		return groupDigits(k.Count) + " to " + groupDigits(k.CountMax)
+	}
+	return groupDigits(k.Count)
 }

@@ -149,7 +149,7 @@ func (cb *Combiner) Combine(self Replica, peers []Replica, tracked int) *Combine
 			a := tables[id]
 			if a == nil {
 				a = &merging{ts: TableSnapshot{Table: ts.Table, Index: ts.Index},
-					shards: map[string]uint64{}, throttle: map[string]uint64{}}
+					shards: map[string]uint64{}}
 				for c := range a.slots {
 					a.slots[c] = map[int64]*[2]float64{}
 					a.keys[c] = map[string]*KeyStat{}
@@ -216,6 +216,7 @@ func (cb *Combiner) Combine(self Replica, peers []Replica, tracked int) *Combine
 					m.SortKeys = max(m.SortKeys, k.SortKeys)
 					m.PeakUnitsPerSecond = max(m.PeakUnitsPerSecond, k.PeakUnitsPerSecond)
 				}
+				a.throttle[c].add(&in.Throttled)
 			}
 			for _, sh := range ts.Shards {
 				a.shards[sh.Shard] += sh.Records
@@ -223,9 +224,6 @@ func (cb *Combiner) Combine(self Replica, peers []Replica, tracked int) *Combine
 				if sh.Records > 0 && (a.lowShard == "" || sh.Shard < a.lowShard || (sh.Shard == a.lowShard && r.Worker < a.lowBy)) {
 					a.lowShard, a.lowBy = sh.Shard, r.Worker
 				}
-			}
-			for _, k := range ts.Throttled {
-				a.throttle[k.Key] += k.Count
 			}
 			a.addDistinct(ts.DistinctKeys, part)
 		}
@@ -294,17 +292,8 @@ func (cb *Combiner) Combine(self Replica, peers []Replica, tracked int) *Combine
 			}
 			return strings.Compare(x.Shard, y.Shard)
 		})
-		for k, n := range a.throttle {
-			ts.Throttled = append(ts.Throttled, KeyCount{Key: k, Count: n})
-		}
-		slices.SortFunc(ts.Throttled, func(x, y KeyCount) int {
-			if x.Count != y.Count {
-				return cmp.Compare(y.Count, x.Count)
-			}
-			return strings.Compare(x.Key, y.Key)
-		})
-		if tracked > 0 && len(ts.Throttled) > tracked {
-			ts.Throttled = ts.Throttled[:tracked]
+		for c := range ts.Classes {
+			ts.Classes[c].Throttled = a.throttle[c].stats(tracked)
 		}
 		if a.from > 1 {
 			ts.DistinctKeys = cb.union(id, a.distinct, a.regBytes)
@@ -351,7 +340,7 @@ type merging struct {
 	slots    [traffic.NumClasses]map[int64]*[2]float64
 	keys     [traffic.NumClasses]map[string]*KeyStat
 	shards   map[string]uint64
-	throttle map[string]uint64
+	throttle [traffic.NumClasses]throttleSum
 	distinct []distinctInput
 	regBytes [][]byte
 	lowShard string
@@ -441,4 +430,56 @@ func satAdd64(a, b uint64) uint64 {
 		return s
 	}
 	return math.MaxUint64
+}
+
+// throttleSum adds up the replicas' throttled calls of a table's class.
+// The bounds of a key add too: a replica that does not list it may have
+// counted up to its Error of it.
+type throttleSum struct {
+	st   ThrottleStats
+	keys map[string]*throttleKey
+}
+
+type throttleKey struct {
+	KeyCount
+	listedErr uint64 // the Error of the replicas that listed the key
+}
+
+func (ts *throttleSum) add(in *ThrottleStats) {
+	ts.st.Events += in.Events
+	for c, n := range in.Causes {
+		ts.st.Causes[c] += n
+	}
+	ts.st.Error += in.Error
+	for _, k := range in.Keys {
+		if ts.keys == nil {
+			ts.keys = map[string]*throttleKey{}
+		}
+		m := ts.keys[k.Key]
+		if m == nil {
+			m = &throttleKey{KeyCount: KeyCount{Key: k.Key}}
+			ts.keys[k.Key] = m
+		}
+		m.Count += k.Count
+		m.Max += k.Max
+		m.listedErr += in.Error
+	}
+}
+
+// stats returns the sum, with at most tracked keys (all when tracked is
+// not positive).
+func (ts *throttleSum) stats(tracked int) ThrottleStats {
+	st := ts.st
+	st.Keys = nil
+	for _, m := range ts.keys {
+		k := m.KeyCount
+		k.Max += st.Error - m.listedErr
+		st.Keys = append(st.Keys, k)
+	}
+	slices.SortFunc(st.Keys, compareKeyCounts)
+	if tracked > 0 {
+		st.Keys, st.Error = cutKeyCounts(st.Keys, tracked, st.Error)
+	}
+	st.clampBounds()
+	return st
 }

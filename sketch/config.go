@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Defaults of Config. DefaultConfig documents the memory they cost.
@@ -28,14 +30,15 @@ const (
 	DefaultHLLPrecision = 14
 	// DefaultMaxTables bounds the tables and indexes tracked, so that input
 	// with random table names cannot exhaust memory: its MemoryBudget,
-	// 300 × at most 0.98 MiB plus the process, fits the shipped 512 MiB
+	// 300 × at most 0.99 MiB plus the process, fits the shipped 512 MiB
 	// memory limit (GOMEMLIMIT 460 MiB) with room for garbage
 	// (docs/limits.md).
 	DefaultMaxTables = 300
 	// DefaultMaxShards bounds the stream shards counted per table.
 	DefaultMaxShards = 512
-	// DefaultMaxThrottledKeys bounds the throttled keys counted per table.
-	DefaultMaxThrottledKeys = 128
+	// DefaultMaxThrottledKeys bounds the throttled keys counted per table
+	// and class.
+	DefaultMaxThrottledKeys = 64
 	// DefaultRecentSeconds is the number of complete seconds whose units
 	// are reported as recent, for judging a key's onset quickly.
 	DefaultRecentSeconds = 3
@@ -88,7 +91,8 @@ type Config struct {
 	// DefaultMaxShards.
 	MaxShards int
 	// MaxThrottledKeys bounds the throttled partition keys counted per
-	// table. Zero means DefaultMaxThrottledKeys.
+	// table and class; past it a key's count is known within bounds
+	// (ThrottleStats). Zero means DefaultMaxThrottledKeys.
 	MaxThrottledKeys int
 	// RecentSeconds is the number of complete seconds, up to the last one,
 	// whose units are reported per key and class (KeyStat.RecentUnits,
@@ -99,7 +103,7 @@ type Config struct {
 // DefaultConfig returns the defaults: a 60 s window of 12 × 5 s slots, 100
 // keys reported and 384 counted per table and class, count-min 5 × 4096
 // (ε ≈ 0.066 %, δ ≈ 0.67 %), HyperLogLog precision 14 (0.81 %), at most
-// 300 tables. A table costs at most Footprint() bytes, 0.98 MiB.
+// 300 tables. A table costs at most Footprint() bytes, 0.99 MiB.
 func DefaultConfig() Config {
 	return Config{
 		Window:           DefaultWindow,
@@ -229,7 +233,8 @@ const (
 //     hashes in a 2048-slot table) and a dense HyperLogLog (2^p bytes), plus
 //     one merge buffer;
 //   - shards and throttled keys: per entry the id, the key bytes and
-//     per-slot counts;
+//     per-slot counts (throttled keys, per class: counts and what they
+//     inherited), and per class and slot the throttled calls by cause;
 //   - per-slot and per-second class totals and fixed headers;
 //   - 4 % for allocator size classes and map growth.
 func (c Config) Footprint() int {
@@ -241,7 +246,7 @@ func (c Config) Footprint() int {
 	exact := exactTableSize * 8
 	distinct := s*max(hll, exact) + hll
 	shards := c.MaxShards * (footprintShardBytes + 16 + 8 + s*4 + 16)
-	throttled := c.MaxThrottledKeys * (MaxKeyBytes + 16 + 8 + s*4 + 16)
+	throttled := traffic.NumClasses * (c.MaxThrottledKeys*(MaxKeyBytes+16+8+2*s*4+16) + s*(4+8*int(traffic.NumThrottleCauses)))
 	sum := cms + cand + distinct + shards + throttled + classBytes(c) + headerBytes
 	// Allocator size classes and map growth add a few percent: measured at
 	// the defaults, a table filled to every bound holds about 3 % more heap

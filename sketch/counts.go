@@ -2,7 +2,7 @@ package sketch
 
 import (
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/zeebo/xxh3"
@@ -15,23 +15,39 @@ import (
 // When the set is full, names with nothing left in the window are dropped
 // first. If every name still counts, a new name either is not counted
 // (shards: a table has at most max partitions worth reporting) or takes
-// over the smallest name's counts plus its own, as in Space-Saving
-// (throttled keys: a key's count then overestimates by at most the count it
-// took over, and the most throttled keys stay).
+// the place of the name with the smallest count, as in Space-Saving
+// (throttled keys). A name counted since it took a place may have had
+// calls before, which nobody counted: so it starts, slot by slot, from
+// floor, the most any name not in the set can have had in each slot (the
+// largest count of a name that lost its place there), and counts its own
+// on top. Its count is then known within bounds, per slot and so over the
+// window: at least its own (count - inherit), at most count; a name not in
+// the set has at most the sum of floor. While no name ever lost its place
+// in the window's slots, every count is exact. A slot that expires takes
+// its part of the counts, of what they inherited and of floor with it.
 type namedCounts struct {
-	max       int
-	slots     int
-	takeOver  bool
-	index     map[string]int32
-	names     []string
-	counts    []uint32 // [name][slot]
+	max      int
+	slots    int
+	takeOver bool
+	index    map[string]int32
+	names    []string
+	counts   []uint32 // [name][slot]
+	// inherit is the part of counts a name took with its place ([name][slot],
+	// takeOver only), floor the most a name outside the set can have had
+	// ([slot], takeOver only).
+	inherit   []uint32
+	floor     []uint32
 	lastName  string
 	lastID    int32
 	untracked uint64 // events of names that could not be counted
 }
 
 func newNamedCounts(maxNames, slots int, takeOver bool) *namedCounts {
-	return &namedCounts{max: maxNames, slots: slots, takeOver: takeOver, index: map[string]int32{}, lastID: -1}
+	n := &namedCounts{max: maxNames, slots: slots, takeOver: takeOver, index: map[string]int32{}, lastID: -1}
+	if takeOver {
+		n.floor = make([]uint32, slots)
+	}
+	return n
 }
 
 // add counts one event of name in slot s. A name longer than MaxKeyBytes
@@ -59,6 +75,8 @@ func (n *namedCounts) add(name string, s int) {
 	}
 }
 
+// insert gives name a place, starting from floor; -1 when the set is full
+// and names do not take over.
 func (n *namedCounts) insert(name string) int32 {
 	if len(n.names) >= n.max {
 		n.compact()
@@ -67,20 +85,33 @@ func (n *namedCounts) insert(name string) int32 {
 		id := int32(len(n.names))
 		name = strings.Clone(name)
 		n.names = append(n.names, name)
-		n.counts = append(n.counts, make([]uint32, n.slots)...)
+		if n.takeOver {
+			n.counts = append(n.counts, n.floor...)
+			n.inherit = append(n.inherit, n.floor...)
+		} else {
+			n.counts = append(n.counts, make([]uint32, n.slots)...)
+		}
 		n.index[name] = id
 		return id
 	}
 	if !n.takeOver {
 		return -1
 	}
-	// Space-Saving: the new name inherits the smallest name's counts.
+	// Space-Saving: the name with the smallest count gives its place up,
+	// and its counts bound, slot by slot, what it and any name outside the
+	// set had.
 	minID, minSum := int32(0), uint64(math.MaxUint64)
 	for id := range n.names {
 		if s := n.sum(id); s < minSum {
 			minID, minSum = int32(id), s
 		}
 	}
+	row := n.row(int(minID))
+	for s, c := range row {
+		n.floor[s] = max(n.floor[s], c)
+	}
+	copy(row, n.floor)
+	copy(n.inherit[int(minID)*n.slots:(int(minID)+1)*n.slots], n.floor)
 	delete(n.index, n.names[minID])
 	name = strings.Clone(name)
 	n.names[minID] = name
@@ -89,10 +120,27 @@ func (n *namedCounts) insert(name string) int32 {
 	return minID
 }
 
+// row returns the counts of name id, slot by slot.
+func (n *namedCounts) row(id int) []uint32 { return n.counts[id*n.slots : (id+1)*n.slots] }
+
 func (n *namedCounts) sum(id int) uint64 {
 	var s uint64
-	for _, c := range n.counts[id*n.slots : (id+1)*n.slots] {
+	for _, c := range n.row(id) {
 		s += uint64(c)
+	}
+	return s
+}
+
+// own is what name id is known to have had: its count less what it
+// inherited.
+func (n *namedCounts) own(id int) uint64 {
+	s := n.sum(id)
+	if n.inherit != nil {
+		var in uint64
+		for _, c := range n.inherit[id*n.slots : (id+1)*n.slots] {
+			in += uint64(c)
+		}
+		s -= min(s, in) // a count that saturated
 	}
 	return s
 }
@@ -100,8 +148,12 @@ func (n *namedCounts) sum(id int) uint64 {
 // compact drops the names with nothing in the window.
 func (n *namedCounts) compact() {
 	names, counts := n.names[:0], n.counts[:0]
+	var inherit []uint32
+	if n.inherit != nil {
+		inherit = n.inherit[:0]
+	}
 	for id, name := range n.names {
-		row := n.counts[id*n.slots : (id+1)*n.slots]
+		row := n.row(id)
 		if n.sum(id) == 0 {
 			delete(n.index, name)
 			continue
@@ -109,9 +161,12 @@ func (n *namedCounts) compact() {
 		n.index[name] = int32(len(names))
 		names = append(names, name)
 		counts = append(counts, row...)
+		if inherit != nil {
+			inherit = append(inherit, n.inherit[id*n.slots:(id+1)*n.slots]...)
+		}
 	}
 	clear(n.names[len(names):])
-	n.names, n.counts = names, counts
+	n.names, n.counts, n.inherit = names, counts, inherit
 	n.lastID = -1
 }
 
@@ -120,24 +175,68 @@ func (n *namedCounts) clear(s int) {
 	for id := range n.names {
 		n.counts[id*n.slots+s] = 0
 	}
+	if n.inherit != nil {
+		for id := range n.names {
+			n.inherit[id*n.slots+s] = 0
+		}
+		n.floor[s] = 0
+	}
 	if n.slots == 1 {
 		n.compact()
 	}
 }
 
-// collect returns the names with counts in the window, most first.
+// bound is the most events a name not in the set can have had in the
+// window: 0 while every count is exact.
+func (n *namedCounts) bound() uint64 {
+	var b uint64
+	for _, f := range n.floor {
+		b += uint64(f)
+	}
+	return b
+}
+
+// collect returns the names with events of their own in the window, each
+// with its bounds (KeyCount), ranked by what they are known to have had
+// (Count), then by what they may have had (Max), then by name.
 func (n *namedCounts) collect() []KeyCount {
 	var out []KeyCount
 	for id, name := range n.names {
-		if s := n.sum(id); s > 0 {
-			out = append(out, KeyCount{Key: name, Count: s})
+		if own := n.own(id); own > 0 {
+			out = append(out, KeyCount{Key: name, Count: own, Max: n.sum(id)})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Count != out[j].Count {
-			return out[i].Count > out[j].Count
-		}
-		return out[i].Key < out[j].Key
-	})
+	slices.SortFunc(out, compareKeyCounts)
 	return out
+}
+
+// compareKeyCounts ranks the known count first, then the upper bound, then
+// the name.
+func compareKeyCounts(a, b KeyCount) int {
+	switch {
+	case a.Count != b.Count:
+		if a.Count > b.Count {
+			return -1
+		}
+		return 1
+	case a.Max != b.Max:
+		if a.Max > b.Max {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.Key, b.Key)
+}
+
+// cutKeyCounts keeps the first n of keys (ranked by compareKeyCounts), and
+// returns the bound of a key not kept: the larger of bound and the upper
+// bound of any key left out.
+func cutKeyCounts(keys []KeyCount, n int, bound uint64) ([]KeyCount, uint64) {
+	if n < 0 || len(keys) <= n {
+		return keys, bound
+	}
+	for _, k := range keys[n:] {
+		bound = max(bound, k.Max)
+	}
+	return keys[:n], bound
 }

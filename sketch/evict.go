@@ -162,8 +162,10 @@ func (s *Store) rank(at clock) {
 // classes and its throttled calls. It is called with t.mu held.
 func (t *table) traffic() uint64 {
 	n := t.events()
-	for _, c := range t.throttledSlots {
-		n += c
+	for _, th := range t.throttles {
+		if th != nil {
+			n += th.events()
+		}
 	}
 	return n
 }

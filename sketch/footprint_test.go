@@ -71,7 +71,7 @@ func TestFootprint(t *testing.T) {
 	used := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / tables
 	snap := s.Snapshot()
 	ts := findTable(t, snap, "full0", "")
-	t.Logf("filled table: %d bytes of heap, %d shards, %d throttled keys, %d distinct", used, len(ts.Shards), len(ts.Throttled), ts.DistinctKeys)
+	t.Logf("filled table: %d bytes of heap, %d shards, %d throttled keys, %d distinct", used, len(ts.Shards), len(ts.Classes[traffic.Read].Throttled.Keys)+len(ts.Classes[traffic.Write].Throttled.Keys), ts.DistinctKeys)
 	if len(ts.Shards) != cfg.MaxShards || len(ts.Classes[traffic.Read].Top) != cfg.Tracked {
 		t.Fatalf("table not filled: %d shards, %d keys", len(ts.Shards), len(ts.Classes[traffic.Read].Top))
 	}

@@ -58,11 +58,12 @@ func TestLongKeysHeldShort(t *testing.T) {
 	if len(seen) != 50 {
 		t.Errorf("%d different keys reported for 50", len(seen))
 	}
-	if len(ts.Throttled) != 50 {
-		t.Fatalf("%d throttled keys, want 50", len(ts.Throttled))
+	thr := ts.Classes[traffic.Write].Throttled
+	if len(thr.Keys) != 50 || thr.Error != 0 {
+		t.Fatalf("%d throttled keys within %d, want 50 exactly", len(thr.Keys), thr.Error)
 	}
-	for _, k := range ts.Throttled {
-		if len(k.Key) > MaxKeyBytes || k.Count != 1 {
+	for _, k := range thr.Keys {
+		if len(k.Key) > MaxKeyBytes || k.Count != 1 || k.Max != 1 {
 			t.Errorf("throttled key %q (%d bytes) counted %d, want held short and 1", k.Key, len(k.Key), k.Count)
 		}
 	}

@@ -116,16 +116,15 @@ func (t *table) events() uint64 {
 // held.
 func (t *table) clone() *table {
 	c := &table{
-		id:             t.id,
-		cfg:            t.cfg,
-		epoch:          t.epoch,
-		cur:            t.cur,
-		sc:             t.sc,
-		sec:            t.sec,
-		throttledSlots: slices.Clone(t.throttledSlots),
-		first:          t.first,
-		last:           t.last,
-		exact:          t.exact.clone(),
+		id:    t.id,
+		cfg:   t.cfg,
+		epoch: t.epoch,
+		cur:   t.cur,
+		sc:    t.sc,
+		sec:   t.sec,
+		first: t.first,
+		last:  t.last,
+		exact: t.exact.clone(),
 	}
 	for i := range t.classes {
 		a, b := &t.classes[i], &c.classes[i]
@@ -146,8 +145,10 @@ func (t *table) clone() *table {
 	if t.shards != nil {
 		c.shards = t.shards.clone()
 	}
-	if t.throttled != nil {
-		c.throttled = t.throttled.clone()
+	for i, th := range t.throttles {
+		if th != nil {
+			c.throttles[i] = th.clone()
+		}
 	}
 	return c
 }
@@ -188,6 +189,8 @@ func (n *namedCounts) clone() *namedCounts {
 	}
 	c.names = slices.Clone(n.names)
 	c.counts = slices.Clone(n.counts)
+	c.inherit = slices.Clone(n.inherit)
+	c.floor = slices.Clone(n.floor)
 	c.lastID = -1
 	return &c
 }
@@ -207,20 +210,20 @@ func (t *table) merge(b *table) {
 	if t.exact != nil {
 		t.exact.absorb(b.exact)
 	}
-	for s, n := range b.throttledSlots {
-		t.throttledSlots[s] += n
-	}
 	if b.shards != nil {
 		if t.shards == nil {
 			t.shards = newNamedCounts(t.cfg.MaxShards, t.cfg.SubWindows, false)
 		}
 		t.shards.absorb(b.shards)
 	}
-	if b.throttled != nil {
-		if t.throttled == nil {
-			t.throttled = newNamedCounts(t.cfg.MaxThrottledKeys, t.cfg.SubWindows, true)
+	for c, th := range b.throttles {
+		if th == nil {
+			continue
 		}
-		t.throttled.absorb(b.throttled)
+		if t.throttles[c] == nil {
+			t.throttles[c] = newThrottle(t.cfg.SubWindows)
+		}
+		t.throttles[c].absorb(th, t.cfg)
 	}
 	// The distinct keys first: while a table counts every key exactly, its
 	// candidates are its distinct keys, and merging may evict some.
@@ -309,9 +312,28 @@ func (d *distinct) absorb(o *distinct) {
 	}
 }
 
-// absorb adds o's counts, name by name, as add would have.
+// absorb adds o's counts, name by name, as add would have. With takeOver,
+// the bounds add up: a name one side counts and the other does not may
+// have had up to the other's floor there, which its count (and what it
+// inherited) takes on; a name neither counts, up to both floors.
 func (n *namedCounts) absorb(o *namedCounts) {
 	n.untracked += o.untracked
+	if n.takeOver && o.bound() > 0 {
+		for id, name := range n.names {
+			if _, ok := o.index[name]; ok {
+				continue
+			}
+			row, inh := n.row(id), n.inherit[id*n.slots:(id+1)*n.slots]
+			for s, f := range o.floor {
+				row[s] = satAdd(row[s], f)
+				inh[s] = satAdd(inh[s], f)
+			}
+		}
+	}
+	var floor []uint32
+	if n.takeOver {
+		floor = slices.Clone(n.floor)
+	}
 	for oid, name := range o.names {
 		id, ok := n.index[name]
 		if !ok {
@@ -320,10 +342,19 @@ func (n *namedCounts) absorb(o *namedCounts) {
 				continue
 			}
 		}
-		row := n.counts[int(id)*n.slots : (int(id)+1)*n.slots]
-		for s, v := range o.counts[oid*o.slots : (oid+1)*o.slots] {
-			row[s] = uint32(min(uint64(row[s])+uint64(v), math.MaxUint32))
+		row := n.row(int(id))
+		for s, v := range o.row(oid) {
+			row[s] = satAdd(row[s], v)
 		}
+		if n.takeOver {
+			inh := n.inherit[int(id)*n.slots : (int(id)+1)*n.slots]
+			for s, v := range o.inherit[oid*o.slots : (oid+1)*o.slots] {
+				inh[s] = satAdd(inh[s], v)
+			}
+		}
+	}
+	for s := range floor {
+		n.floor[s] = max(n.floor[s], satAdd(floor[s], o.floor[s]))
 	}
 	n.lastID = -1
 }

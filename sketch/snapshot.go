@@ -38,9 +38,8 @@ type TableSnapshot struct {
 	// for sources that know the shard (DynamoDB Streams). A shard is one
 	// physical partition.
 	Shards []ShardStat
-	// Throttled ranks the partition keys of throttled calls, most first.
-	Throttled []KeyCount
-	// ThrottledEvents counts every throttled call in the window.
+	// ThrottledEvents counts every throttled call in the window, both
+	// classes (ClassStats.Throttled has each class's, with its keys).
 	ThrottledEvents uint64
 	// RecentSpan is the time the RecentUnits of the classes and keys cover:
 	// Config.RecentSeconds complete seconds up to LastSecond, fewer when the
@@ -73,6 +72,27 @@ type ClassStats struct {
 	// Top ranks the heaviest partition keys by estimated units, heaviest
 	// first, at most the configured number tracked.
 	Top []KeyStat
+	// Throttled is the class's calls refused by throttling in the window:
+	// never part of Events or Units.
+	Throttled ThrottleStats
+}
+
+// ThrottleStats is one class's throttled calls in a window.
+type ThrottleStats struct {
+	// Events counts them all, exactly.
+	Events uint64
+	// Causes counts them by what their reason says (traffic.ThrottleCause:
+	// the limit, on the table or on one of its indexes), exactly; those
+	// without a reason are in the table's traffic.LimitUnknown.
+	Causes [traffic.NumThrottleCauses]uint64
+	// Keys ranks the most throttled partition keys, each known within
+	// bounds (KeyCount), by the calls they are known to have had, at most
+	// the configured number tracked. A key counted since the start of the
+	// window is exact.
+	Keys []KeyCount
+	// Error is the most throttled calls a key not in Keys can have had in
+	// the window: 0 when Keys holds every throttled key, exactly.
+	Error uint64
 }
 
 // KeyStat is one heavy partition key.
@@ -106,8 +126,10 @@ type ShardStat struct {
 	Records uint64
 }
 
-// KeyCount is a partition key and a count, used for throttled keys.
+// KeyCount is a partition key and how many of its calls were throttled,
+// within bounds: at least Count, at most Max (equal when exact).
 type KeyCount struct {
-	Key   string
-	Count uint64
+	Key   string `json:"k"`
+	Count uint64 `json:"n"`
+	Max   uint64 `json:"m"`
 }

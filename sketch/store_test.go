@@ -146,8 +146,8 @@ func TestSemantics(t *testing.T) {
 	if o.DistinctKeys != 2 {
 		t.Errorf("distinct = %d, want 2", o.DistinctKeys)
 	}
-	if o.ThrottledEvents != 3 || fmt.Sprint(o.Throttled) != "[{USER#9 2} {USER#8 1}]" {
-		t.Errorf("throttled = %d %v", o.ThrottledEvents, o.Throttled)
+	if o.ThrottledEvents != 3 || fmt.Sprint(o.Classes[traffic.Write].Throttled.Keys) != "[{USER#9 2 2}]" || fmt.Sprint(o.Classes[traffic.Read].Throttled.Keys) != "[{USER#8 1 1}]" {
+		t.Errorf("throttled = %d %+v", o.ThrottledEvents, o.Classes)
 	}
 	// Whole files: the rate is units over the covered duration, at least 1 s.
 	if got := w.PeakUnitsPerSecond; math.Abs(got-0.5) > 1e-9 {

@@ -216,15 +216,18 @@ func TestDecodeSummaryRejects(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, "not gzip"},
-		{"plain JSON", []byte(`{"v":2}`), "not gzip"},
-		{"truncated", gz(`{"v":2,"tables":[]}`)[:12], "decompress"},
+		{"plain JSON", []byte(`{"v":3}`), "not gzip"},
+		{"truncated", gz(`{"v":3,"tables":[]}`)[:12], "decompress"},
 		{"not JSON", gz(`hello`), "not its JSON form"},
 		{"other version", gz(`{"v":1,"tables":[]}`), "format 1"},
-		{"no table name", gz(`{"v":2,"tables":[{"t":""}]}`), "no table name"},
-		{"negative units", gz(`{"v":2,"tables":[{"t":"x","c":[{"u":-1},{}]}]}`), "not counts"},
-		{"slots of two lengths", gz(`{"v":2,"tables":[{"t":"x","su":[[1,2],[]],"sp":[[1],[]]}]}`), "slot series"},
-		{"key without a name", gz(`{"v":2,"tables":[{"t":"x","c":[{"k":[{"u":1}]},{}]}]}`), "no key"},
-		{"wrong types", gz(`{"v":2,"tables":[{"t":7}]}`), "not its JSON form"},
+		{"no table name", gz(`{"v":3,"tables":[{"t":""}]}`), "no table name"},
+		{"negative units", gz(`{"v":3,"tables":[{"t":"x","c":[{"u":-1},{}]}]}`), "not counts"},
+		{"slots of two lengths", gz(`{"v":3,"tables":[{"t":"x","su":[[1,2],[]],"sp":[[1],[]]}]}`), "slot series"},
+		{"key without a name", gz(`{"v":3,"tables":[{"t":"x","c":[{"k":[{"u":1}]},{}]}]}`), "no key"},
+		{"wrong types", gz(`{"v":3,"tables":[{"t":7}]}`), "not its JSON form"},
+		{"throttled calls by cause that do not add up", gz(`{"v":3,"tables":[{"t":"x","c":[{"th":{"e":5,"c":[1,1,0,0,0,0,0,0,0,0]}},{}]}]}`), "by cause"},
+		{"a throttled key's bounds upside down", gz(`{"v":3,"tables":[{"t":"x","c":[{"th":{"e":5,"c":[5,0,0,0,0,0,0,0,0,0],"k":[{"k":"a","n":3,"m":2}]}},{}]}]}`), "bounds"},
+		{"a throttled key over the calls", gz(`{"v":3,"tables":[{"t":"x","c":[{"th":{"e":5,"c":[5,0,0,0,0,0,0,0,0,0],"k":[{"k":"a","n":3,"m":6}]}},{}]}]}`), "bounds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeSummary(tc.in)
@@ -233,7 +236,7 @@ func TestDecodeSummaryRejects(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeSummary(gz(`{"v":2,"tables":[]}`)); err != nil {
+	if _, err := DecodeSummary(gz(`{"v":3,"tables":[]}`)); err != nil {
 		t.Errorf("an empty summary: %v", err)
 	}
 }

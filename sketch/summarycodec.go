@@ -17,7 +17,7 @@ import (
 // DecodeSummary reads. A replica that reads another version ignores that
 // summary (a rolling update between versions judges on its own traffic for
 // a moment).
-const SummaryFormat = 2
+const SummaryFormat = 3
 
 // maxDecoded bounds the decompressed size of a summary DecodeSummary
 // accepts: far above what EncodeSummary writes within DynamoDB's item size,
@@ -47,7 +47,6 @@ type wireTable struct {
 	Distinct   uint64                        `json:"d"`
 	Registers  []byte                        `json:"hll,omitempty"`
 	Shards     []ShardStat                   `json:"sh,omitempty"`
-	Throttled  []KeyCount                    `json:"th,omitempty"`
 	ThrEvents  uint64                        `json:"the,omitempty"`
 	RecentSpan int64                         `json:"rs"`           // nanoseconds
 	LastSecond int64                         `json:"ls"`           // Unix seconds, 0 for none
@@ -66,6 +65,15 @@ type wireClass struct {
 	Recent     float64   `json:"r"`
 	Last       float64   `json:"l"`
 	Top        []wireKey `json:"k,omitempty"`
+	// Throttled is the class's throttled calls; nil for none.
+	Throttled *wireThrottle `json:"th,omitempty"`
+}
+
+type wireThrottle struct {
+	Events uint64                            `json:"e"`
+	Causes [traffic.NumThrottleCauses]uint64 `json:"c"`
+	Keys   []KeyCount                        `json:"k,omitempty"`
+	Error  uint64                            `json:"x,omitempty"`
 }
 
 type wireKey struct {
@@ -112,11 +120,8 @@ func encodeSummary(s *Summary, maxKeys int, regs bool) ([]byte, error) {
 	for i := range s.Tables {
 		ts := &s.Tables[i]
 		wt := wireTable{Table: ts.Table, Index: ts.Index, Events: ts.Events, Distinct: ts.DistinctKeys,
-			Shards: ts.Shards, Throttled: ts.Throttled, ThrEvents: ts.ThrottledEvents, RecentSpan: int64(ts.RecentSpan),
+			Shards: ts.Shards, ThrEvents: ts.ThrottledEvents, RecentSpan: int64(ts.RecentSpan),
 			Start: unixNanos(ts.Start), End: unixNanos(ts.End)}
-		if len(wt.Throttled) > maxKeys {
-			wt.Throttled = wt.Throttled[:maxKeys]
-		}
 		if !ts.LastSecond.IsZero() {
 			wt.LastSecond = ts.LastSecond.Unix()
 		}
@@ -133,6 +138,10 @@ func encodeSummary(s *Summary, maxKeys int, regs bool) ([]byte, error) {
 			for _, k := range cs.Top[:min(len(cs.Top), maxKeys)] {
 				wc.Top = append(wc.Top, wireKey{Key: k.Key, Units: k.Units, Error: k.Error, Events: k.Events, SortKeys: k.SortKeys,
 					Peak: k.PeakUnitsPerSecond, Recent: k.RecentUnits, Last: k.LastSecondUnits})
+			}
+			if th := &cs.Throttled; th.Events > 0 {
+				keys, bound := cutKeyCounts(th.Keys, maxKeys, th.Error)
+				wc.Throttled = &wireThrottle{Events: th.Events, Causes: th.Causes, Keys: keys, Error: bound}
 			}
 			wt.Classes[c] = wc
 		}
@@ -185,7 +194,7 @@ func DecodeSummary(b []byte) (*Summary, error) {
 			return nil, fmt.Errorf("tables[%d]: no table name", i)
 		}
 		ts := TableSnapshot{Table: wt.Table, Index: wt.Index, Events: wt.Events, DistinctKeys: wt.Distinct,
-			Shards: wt.Shards, Throttled: wt.Throttled, ThrottledEvents: wt.ThrEvents, Start: s.Start, End: s.End}
+			Shards: wt.Shards, ThrottledEvents: wt.ThrEvents, Start: s.Start, End: s.End}
 		if wt.RecentSpan < 0 {
 			return nil, fmt.Errorf("tables[%d] (%s): recent span %d", i, wt.Table, wt.RecentSpan)
 		}
@@ -217,6 +226,21 @@ func DecodeSummary(b []byte) (*Summary, error) {
 				}
 				cs.Top = append(cs.Top, KeyStat{Key: k.Key, Units: k.Units, Error: k.Error, Events: k.Events, SortKeys: k.SortKeys,
 					PeakUnitsPerSecond: k.Peak, RecentUnits: k.Recent, LastSecondUnits: k.Last})
+			}
+			if th := wc.Throttled; th != nil {
+				var sum uint64
+				for _, n := range th.Causes {
+					sum += n
+				}
+				if sum != th.Events {
+					return nil, fmt.Errorf("tables[%d] (%s) class %s: %d throttled calls by cause, %d in all", i, wt.Table, traffic.Class(c), sum, th.Events)
+				}
+				for j, k := range th.Keys {
+					if k.Key == "" || k.Count > k.Max || k.Max > th.Events {
+						return nil, fmt.Errorf("tables[%d] (%s) class %s throttled key %d: no key, or bounds %d to %d of %d calls", i, wt.Table, traffic.Class(c), j, k.Count, k.Max, th.Events)
+					}
+				}
+				cs.Throttled = ThrottleStats{Events: th.Events, Causes: th.Causes, Keys: th.Keys, Error: th.Error}
 			}
 			ts.Classes[c] = cs
 		}

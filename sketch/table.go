@@ -56,9 +56,10 @@ type table struct {
 	distinctEpoch int64 // slot of the last HyperLogLog estimate
 	distinctDone  bool  // an estimate was made
 
-	shards         *namedCounts
-	throttled      *namedCounts
-	throttledSlots []uint64
+	shards *namedCounts
+	// throttles holds each class's throttled calls; nil for a class never
+	// throttled.
+	throttles [traffic.NumClasses]*throttle
 
 	// first and last are the earliest and latest event times, kept in
 	// analyze mode only (live windows are bounded by the clock).
@@ -115,15 +116,14 @@ const noiseEvery = 4096
 func newTable(id tableID, cfg *Config, epoch, sec int64, slot time.Duration) *table {
 	s := cfg.SubWindows
 	t := &table{
-		id:             id,
-		cfg:            cfg,
-		epoch:          epoch,
-		cur:            slotIndex(epoch, s),
-		sc:             secClock{slotNanos: int64(slot), epoch: epoch, slots: s},
-		sec:            sec,
-		throttledSlots: make([]uint64, s),
-		fresh:          cfg.Window > 0,
-		began:          sec,
+		id:    id,
+		cfg:   cfg,
+		epoch: epoch,
+		cur:   slotIndex(epoch, s),
+		sc:    secClock{slotNanos: int64(slot), epoch: epoch, slots: s},
+		sec:   sec,
+		fresh: cfg.Window > 0,
+		began: sec,
 	}
 	rl := cfg.classRing()
 	for c := range t.classes {
@@ -220,10 +220,11 @@ func (t *table) clearSlot(s int) {
 	if t.shards != nil {
 		t.shards.clear(s)
 	}
-	if t.throttled != nil {
-		t.throttled.clear(s)
+	for _, th := range t.throttles {
+		if th != nil {
+			th.clear(s)
+		}
 	}
-	t.throttledSlots[s] = 0
 }
 
 // addEvents adds a run of this table's events (or, with idx, the events
@@ -297,7 +298,7 @@ func (t *table) addEvents(events []traffic.Event, idx []int32, hs []uint64, now 
 		u := e.Units
 		if e.Throttled || e.Shard != "" || !(u >= 0 && u <= maxEventUnits) {
 			var traffic bool
-			if u, traffic = t.addSpecial(e); !traffic {
+			if u, traffic = t.addSpecial(e, s); !traffic {
 				if !e.Throttled {
 					bad++
 				}
@@ -443,18 +444,18 @@ func (t *table) addLate(source string) {
 	t.late = append(t.late, lateCount{source: source, n: 1})
 }
 
-// addSpecial counts what an event has besides its units and key: a
-// throttled call (never traffic), a stream shard's record. It returns the
+// addSpecial counts what an event has besides its units and key, in slot
+// s, the event's: a throttled call (never traffic), a stream shard's
+// record. It returns the
 // units to count and whether the event is traffic: an event whose units
 // are not a number one call can consume is not (readers and the daemon
 // check them, traffic.CheckEvent; here a NaN or a 1e308 must not reach
 // the totals all the same).
 //
 //go:noinline
-func (t *table) addSpecial(e *traffic.Event) (units float64, traffic bool) {
-	s := t.cur
+func (t *table) addSpecial(e *traffic.Event, s int) (units float64, traffic bool) {
 	if e.Throttled {
-		t.addThrottled(e.PK, s)
+		t.addThrottled(e, s)
 		return 0, false
 	}
 	units = e.Units
@@ -636,15 +637,13 @@ func (t *table) overflow(cs *classSketch) {
 	}
 }
 
-func (t *table) addThrottled(pk string, s int) {
-	t.throttledSlots[s]++
-	if pk == "" {
-		return
+func (t *table) addThrottled(e *traffic.Event, s int) {
+	th := t.throttles[e.Class]
+	if th == nil {
+		th = newThrottle(t.cfg.SubWindows)
+		t.throttles[e.Class] = th
 	}
-	if t.throttled == nil {
-		t.throttled = newNamedCounts(t.cfg.MaxThrottledKeys, t.cfg.SubWindows, true)
-	}
-	t.throttled.add(pk, s)
+	th.add(e, s, t.cfg)
 }
 
 func (t *table) addShard(shard string, s int) {
@@ -762,14 +761,17 @@ func (t *table) snapshot(tracked int, sw *secWindow, scratch []keyStat) (TableSn
 			ts.Shards = append(ts.Shards, ShardStat{Shard: kc.Key, Records: kc.Count})
 		}
 	}
-	if t.throttled != nil {
-		ts.Throttled = t.throttled.collect()
-		if len(ts.Throttled) > tracked {
-			ts.Throttled = ts.Throttled[:tracked]
+	for c, th := range t.throttles {
+		if th != nil {
+			// Over whole files every key counted is listed: analyze
+			// counts again those whose count it cannot tell.
+			n := tracked
+			if t.cfg.Window == 0 {
+				n = -1
+			}
+			ts.Classes[c].Throttled = th.stats(n)
+			ts.ThrottledEvents += ts.Classes[c].Throttled.Events
 		}
-	}
-	for _, n := range t.throttledSlots {
-		ts.ThrottledEvents += n
 	}
 	return ts, scratch
 }

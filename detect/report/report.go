@@ -101,8 +101,16 @@ type TableReport struct {
 	Diagnoses []Diagnosis `json:"diagnoses"`
 	// Findings are the evidence: every rule that fired, each explained by
 	// exactly one diagnosis.
-	Findings      []Finding      `json:"findings"`
+	Findings []Finding `json:"findings"`
+	// ThrottledKeys are the most throttled keys, both classes together,
+	// each exact or within the bounds it is known in; a key is listed only
+	// when it is known to have had more throttled calls than
+	// ThrottledBound.
 	ThrottledKeys []ThrottledKey `json:"throttled_keys,omitempty"`
+	// ThrottledBound is the most throttled calls a key not listed in
+	// ThrottledKeys can have had in the window: 0 (absent) when every
+	// throttled key was counted exactly and all of them are listed.
+	ThrottledBound uint64 `json:"throttled_keys_bound,omitempty"`
 	// Quiet says why the entry has no diagnosis at warning or above although
 	// its heaviest key is above the threshold; absent otherwise.
 	Quiet *Quiet `json:"quiet,omitempty"`
@@ -135,6 +143,9 @@ type ClassReport struct {
 	PeakUnitsPerSecond float64 `json:"peak_units_per_second"`
 	// Limit is one partition's ceiling for the class, units per second.
 	Limit float64 `json:"limit"`
+	// Throttled counts the class's calls refused by throttling in the
+	// window: never part of Events or Units.
+	Throttled uint64 `json:"throttled,omitempty"`
 }
 
 // TopKey is one of the heaviest partition keys of a class.
@@ -159,10 +170,16 @@ type TopKey struct {
 	Replica string `json:"replica,omitempty"`
 }
 
-// ThrottledKey is a partition key and how many of its calls were throttled.
+// ThrottledKey is a partition key and how many of its calls were
+// throttled: exactly Count, or, when the window could not count all its
+// throttled keys (more keys throttled than it keeps per class), at least
+// Count and at most CountMax.
 type ThrottledKey struct {
 	Key   string `json:"key"`
 	Count uint64 `json:"count"`
+	// CountMax is the upper bound of the count; 0 (absent) when Count is
+	// exact.
+	CountMax uint64 `json:"count_max,omitempty"`
 }
 
 // Finding is one rule that fired on a table's traffic: the evidence a

@@ -62,6 +62,11 @@
     if (a >= 10) return trim(v.toFixed(1));
     return trim(v.toFixed(2));
   }
+  // throttledCount is a throttled key's count: exact, or the bounds it is
+  // known within.
+  function throttledCount(k) {
+    return k.count_max > k.count ? fmt(k.count) + ' to ' + fmt(k.count_max) : fmt(k.count);
+  }
   function pct(share) {
     return (share * 100).toFixed(1) + '%';
   }
@@ -443,8 +448,9 @@
     html += '</section>';
     if (t.throttled_keys && t.throttled_keys.length) {
       html += '<h2>Throttled keys</h2><section class="card"><ul class="findings">' + t.throttled_keys.map(function (k) {
-        return '<li><code class="key" title="' + esc(k.key) + '">' + esc(k.key) + '</code> ' + fmt(k.count) + ' calls</li>';
-      }).join('') + '</ul></section>';
+        return '<li><code class="key" title="' + esc(k.key) + '">' + esc(k.key) + '</code> ' + throttledCount(k) + ' calls</li>';
+      }).join('') + (t.throttled_keys_bound ? '<li class="none">every other key at most ' + fmt(t.throttled_keys_bound) + ' calls</li>' : '') +
+        '</ul></section>';
     }
     if (t.findings && t.findings.length) {
       html += '<details data-id="findings"><summary>Evidence: ' + t.findings.length + ' findings</summary><ul class="findings">' +

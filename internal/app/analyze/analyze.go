@@ -138,13 +138,18 @@ func Run(ctx context.Context, cfg Config) error {
 
 	snap := c.store.Snapshot()
 	// Keys counted exactly from their first event in inputs read in time
-	// are exact already; the others are counted again.
-	if want := rankedKeys(snap, c.inOrder); len(want) > 0 {
-		keys, err := countKeys(ctx, cfg, paths, want, valid, keep)
+	// are exact already; the others are counted again, and so are the
+	// throttled keys when there were more than the store counts.
+	want, throttled := rankedKeys(snap, c.inOrder), needsThrottleRecount(&snap)
+	if len(want) > 0 || throttled {
+		keys, err := countKeys(ctx, cfg, paths, want, throttled, valid, keep)
 		if err != nil {
 			return err
 		}
 		keys.apply(&snap)
+		if keys.throttled != nil {
+			keys.throttled.apply(&snap)
+		}
 	}
 	result := detect.Evaluate(snap, cfg.Settings)
 	result.Rejected = rep.Rejected() + left
@@ -194,6 +199,7 @@ func (cfg *Config) storeConfig() sketch.Config {
 	scfg.Window = 0
 	scfg.Tracked = max(scfg.Tracked, cfg.Settings.Top)
 	scfg.MaxTables = cfg.MaxTables
+	scfg.MaxThrottledKeys = analyzeThrottledKeys
 	return scfg
 }
 
@@ -281,16 +287,21 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 }
 
 // countKeys reads the inputs again and counts the seconds of the keys of
-// want, with the same checks as the first reading, told to no one.
-func countKeys(ctx context.Context, cfg Config, paths map[string]string, want map[rankedKey]struct{}, valid, keep timeRange) (*keyCounter, error) {
+// want, and with throttled every throttled call's key, with the same checks
+// as the first reading, told to no one.
+func countKeys(ctx context.Context, cfg Config, paths map[string]string, want map[rankedKey]struct{}, throttled bool, valid, keep timeRange) (*keyCounter, error) {
 	type keyPart struct {
 		traffic.Sink
 		keys *keyCounter
 	}
-	// Lines of other keys are skipped before they are parsed.
-	keys := make([]string, 0, len(want))
-	for id := range want {
-		keys = append(keys, id.key)
+	// Lines of other keys are skipped before they are parsed, unless
+	// every throttled key is counted.
+	var keys []string
+	if !throttled {
+		keys = make([]string, 0, len(want))
+		for id := range want {
+			keys = append(keys, id.key)
+		}
 	}
 	set := formats.New(formats.Config{Schemas: cfg.Schemas, Table: cfg.Table, Fields: cfg.Fields, Log: zap.NewNop(),
 		Reporter: traffic.NopReporter{}, Recycle: true, Keys: keys})
@@ -298,6 +309,9 @@ func countKeys(ctx context.Context, cfg Config, paths map[string]string, want ma
 		Formats: set, Stdin: cfg.Stdin, Paths: paths, Workers: cfg.Workers, MinPart: cfg.MinPart,
 		New: func() (*keyPart, error) {
 			keys := newKeyCounter(want)
+			if throttled {
+				keys.throttled = newThrottleCounter()
+			}
 			return &keyPart{Sink: traffic.Checked(newTimeCheck(keys, nil, valid, keep), nil), keys: keys}, nil
 		},
 		Merge: func(dst, src *keyPart) error {

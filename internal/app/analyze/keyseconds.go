@@ -69,6 +69,9 @@ type keyCounter struct {
 	// never assigned again: the events' strings are the decoders' buffers,
 	// and assigning to a map entry stores the key given.
 	keys map[rankedKey]*keySeconds
+	// throttled counts every throttled call's key; nil when they were
+	// counted exactly the first time.
+	throttled *throttleCounter
 }
 
 // newKeyCounter returns a counter of the keys of want (shared, read only).
@@ -86,6 +89,10 @@ func newKeyCounter(want map[rankedKey]struct{}) *keyCounter {
 func (k *keyCounter) Put(_ context.Context, batch []traffic.Event) error {
 	for i := range batch {
 		e := &batch[i]
+		if e.Throttled && k.throttled != nil {
+			k.throttled.add(e)
+			continue
+		}
 		if e.Throttled || e.PK == "" || e.Time.IsZero() || !(e.Units >= 0 && e.Units <= math.MaxFloat64) {
 			continue
 		}
@@ -103,6 +110,9 @@ func (k *keyCounter) Put(_ context.Context, batch []traffic.Event) error {
 
 // absorb adds o's seconds.
 func (k *keyCounter) absorb(o *keyCounter) {
+	if k.throttled != nil && o.throttled != nil {
+		k.throttled.absorb(o.throttled)
+	}
 	for id, os := range o.keys {
 		ks := k.keys[id]
 		for n, ob := range os.blocks {
