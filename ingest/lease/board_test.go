@@ -75,7 +75,7 @@ func testBoard(t *testing.T, d *testenv.DDBLocal) {
 	const table = "leases_board"
 	a := startBoard(t, d, table, "a")
 	b := startBoard(t, d, table, "b")
-	waitFor(t, 10*time.Second, "a and b to see each other", func() bool {
+	waitFor(t, slowCalls, "a and b to see each other", func() bool {
 		return peerNames(a.b.Peers()) == "b" && peerNames(b.b.Peers()) == "a"
 	})
 	if v := a.b.Peers()[0].Value; !strings.HasPrefix(v, "b#") {
@@ -99,7 +99,7 @@ func testBoard(t *testing.T, d *testenv.DDBLocal) {
 		"leaseKey": s(SummaryKeyPrefix + "old"), "entityType": s(EntitySummary),
 		"workerId": s("old"), "summarySeq": n("1"), "publishedAt": n("1000"), "summary": bin("old#1"),
 	})
-	waitFor(t, 10*time.Second, "the bad items reported", func() bool {
+	waitFor(t, slowCalls, "the bad items reported", func() bool {
 		return a.logged("ignoring a worker summary") >= 2
 	})
 	time.Sleep(3 * a.b.cfg.Every)
@@ -117,7 +117,7 @@ func testBoard(t *testing.T, d *testenv.DDBLocal) {
 	b.quiet.Store(true)
 	// It moved last at most one period before quiet was set, and a sees it
 	// go stale at its next read after the failover time.
-	took := waitFor(t, testFailover+2*a.b.cfg.Every+time.Second, "b stale", func() bool {
+	took := waitFor(t, slowCalls, "b stale", func() bool {
 		for _, p := range a.b.Peers() {
 			if p.Age > testFailover {
 				t.Fatalf("a counts b's summary %v after it last moved, over the failover time", p.Age)
@@ -127,7 +127,7 @@ func testBoard(t *testing.T, d *testenv.DDBLocal) {
 	})
 	t.Logf("b stale %v after it stopped publishing (failover time %v)", took.Round(time.Millisecond), testFailover)
 	b.quiet.Store(false)
-	waitFor(t, 10*time.Second, "b live again", func() bool { return peerNames(a.b.Peers()) == "b" })
+	waitFor(t, slowCalls, "b live again", func() bool { return peerNames(a.b.Peers()) == "b" })
 
 	// b stops: its item is deleted.
 	b.stopBoard()

@@ -135,6 +135,12 @@ func (w *worker) logged(msg string) int {
 	return w.logs.FilterMessageSnippet(msg).Len()
 }
 
+// slowCalls bounds a wait for something that must happen and whose length
+// the test does not judge: long enough for DynamoDB Local answering slowly
+// on a loaded machine (a scan that times out is tried again at the next
+// round). A wait that ends early costs nothing.
+const slowCalls = time.Minute
+
 // waitFor polls cond until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()

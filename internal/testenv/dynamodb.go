@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -40,13 +39,14 @@ type DDBLocal struct {
 	// credentials, region us-east-1, no retries beyond the SDK default).
 	Config aws.Config
 
-	t      testing.TB
-	dir    string
-	args   []string
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	output *bytes.Buffer
-	exited chan struct{}
+	t    testing.TB
+	dir  string
+	args []string
+	port int
+	pick func() (int, error)
+	mu   sync.Mutex
+	proc *child
+	out  *lockedBuffer // the last start's output
 }
 
 // DDBOption changes how DynamoDBLocal starts the emulator.
@@ -54,6 +54,7 @@ type DDBOption func(*ddbOptions)
 
 type ddbOptions struct {
 	dbPath string
+	pick   func() (int, error)
 }
 
 // WithDBPath keeps the emulator's data in dir (-dbPath) instead of memory,
@@ -61,6 +62,11 @@ type ddbOptions struct {
 func WithDBPath(dir string) DDBOption {
 	return func(o *ddbOptions) { o.dbPath = dir }
 }
+
+// ddbStartTimeout bounds how long the emulator may take to answer after it
+// started: a JVM on a loaded machine is slow, and a start that fails is
+// seen at once.
+const ddbStartTimeout = 2 * time.Minute
 
 // DynamoDBLocal starts DynamoDB Local on a free port and waits until it
 // answers. Java and the emulator's jar must be installed: when they are
@@ -83,113 +89,85 @@ func DynamoDBLocal(t testing.TB, opts ...DDBOption) *DDBLocal {
 		}
 		t.Skip("SKIPPING, " + msg)
 	}
-	port, err := freePort()
-	if err != nil {
-		t.Fatalf("dynamodb local: %v", err)
-	}
-	args := []string{"-Djava.library.path=DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar", "-port", strconv.Itoa(port), "-disableTelemetry"}
+	args := []string{"-disableTelemetry"}
 	if o.dbPath != "" {
 		args = append(args, "-sharedDb", "-dbPath", o.dbPath)
 	} else {
 		args = append(args, "-inMemory")
 	}
-	d := &DDBLocal{
-		Endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
-		t:        t,
-		dir:      dir,
-		args:     args,
-	}
+	d := &DDBLocal{t: t, dir: dir, args: args, pick: o.pick}
 	d.Config = aws.Config{
 		Region:      DDBRegion,
 		Credentials: credentials.NewStaticCredentialsProvider("hotkeyd", "hotkeyd", ""),
 	}
-	d.DB = dynamodb.NewFromConfig(d.Config, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(d.Endpoint) })
-	d.Streams = dynamodbstreams.NewFromConfig(d.Config, func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(d.Endpoint) })
 	t.Cleanup(d.Stop)
 	d.Start()
 	return d
 }
 
-// Start starts the emulator again after Stop, on the same port, and waits
-// until it answers. Data survives only with WithDBPath.
+// client returns a DynamoDB client for the emulator at endpoint.
+func (d *DDBLocal) client(endpoint string) *dynamodb.Client {
+	return dynamodb.NewFromConfig(d.Config, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
+}
+
+// Start starts the emulator (again after Stop, on the same port) and waits
+// until it answers. Data survives a restart only with WithDBPath.
 func (d *DDBLocal) Start() {
 	d.t.Helper()
 	d.mu.Lock()
-	if d.cmd != nil {
-		d.mu.Unlock()
+	running, port := d.proc != nil, d.port
+	d.mu.Unlock()
+	if running {
 		return
 	}
-	cmd := exec.Command("java", d.args...)
-	cmd.Dir = d.dir
-	out := &bytes.Buffer{}
-	cmd.Stdout = &ddbLockedWriter{w: out, mu: &d.mu}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		d.mu.Unlock()
-		d.t.Fatalf("start dynamodb local: %v", err)
+	start := func(port int) (*child, error) {
+		cmd := exec.Command("java", append([]string{"-Djava.library.path=DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar", "-port", strconv.Itoa(port)}, d.args...)...)
+		cmd.Dir = d.dir
+		return startChild("dynamodb local", cmd, 1<<20)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	d.cmd, d.output, d.exited = cmd, out, exited
-	d.mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var lastErr error
-	for ctx.Err() == nil {
-		select {
-		case <-exited:
-			d.mu.Lock()
-			msg := out.String()
-			d.cmd = nil
-			d.mu.Unlock()
-			d.t.Fatalf("dynamodb local exited while starting: %s", msg)
-		default:
-		}
-		cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
-		_, lastErr = d.DB.ListTables(cctx, &dynamodb.ListTablesInput{})
-		ccancel()
-		if lastErr == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	ready := func(ctx context.Context, port int) error {
+		_, err := d.client(endpointOf(port)).ListTables(ctx, &dynamodb.ListTablesInput{})
+		return err
 	}
-	d.t.Fatalf("dynamodb local at %s did not answer within 60s: %v\n%s", d.Endpoint, lastErr, d.Output())
+	proc, port, err := startOnPort("dynamodb local", port, d.pick, ddbStartTimeout, start, ready)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.proc, d.out = proc, proc.out
+	if d.port == 0 {
+		d.port = port
+		d.Endpoint = endpointOf(port)
+		d.DB = d.client(d.Endpoint)
+		d.Streams = dynamodbstreams.NewFromConfig(d.Config, func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(d.Endpoint) })
+	}
 }
+
+// endpointOf is the loopback URL of a port.
+func endpointOf(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
 
 // Stop kills the emulator and waits for it to exit. It is safe to call
 // more than once.
 func (d *DDBLocal) Stop() {
 	d.mu.Lock()
-	cmd, exited := d.cmd, d.exited
-	d.cmd = nil
+	proc := d.proc
+	d.proc = nil
 	d.mu.Unlock()
-	if cmd == nil {
-		return
+	if proc != nil {
+		proc.stop()
 	}
-	_ = cmd.Process.Kill()
-	<-exited
 }
 
-// Output returns what the emulator printed so far, for failure messages.
+// Output returns what the emulator printed since it last started, for
+// failure messages.
 func (d *DDBLocal) Output() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.output == nil {
+	if d.out == nil {
 		return ""
 	}
-	return d.output.String()
-}
-
-type ddbLockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (w *ddbLockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Write(p)
+	return d.out.String()
 }
 
 // dynamoDBLocalDir finds the folder holding DynamoDBLocal.jar.

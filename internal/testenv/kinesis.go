@@ -28,23 +28,29 @@ type Kinesalite struct {
 }
 
 // StartKinesalite starts kinesalite on a free port and waits until it
-// answers ListStreams. Streams it creates become ACTIVE after 50 ms. When
+// listens there and answers ListStreams. Streams it creates become ACTIVE after 50 ms. When
 // Node or the package is missing the test fails under CI and is skipped
 // otherwise.
 func StartKinesalite(t testing.TB) *Kinesalite {
 	t.Helper()
+	return startKinesalite(t, freePort)
+}
+
+// startKinesalite is StartKinesalite picking ports with pick.
+func startKinesalite(t testing.TB, pick func() (int, error)) *Kinesalite {
+	t.Helper()
 	script := nodeTool(t, "kinesalite", "cli.js")
-	port, err := freePort()
-	if err != nil {
-		t.Fatalf("kinesalite: %v", err)
-	}
-	k := &Kinesalite{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port)}
+	k := &Kinesalite{}
 	k.Config = aws.Config{
 		Region:      DDBRegion,
 		Credentials: credentials.NewStaticCredentialsProvider("hotkeyd", "hotkeyd", ""),
 	}
-	k.Client = kinesis.NewFromConfig(k.Config, func(o *kinesis.Options) { o.BaseEndpoint = aws.String(k.Endpoint) })
-	args := []string{"--port", strconv.Itoa(port), "--createStreamMs", "50", "--deleteStreamMs", "50", "--updateStreamMs", "50", "--shardLimit", "100"}
+	client := func(port int) *kinesis.Client {
+		return kinesis.NewFromConfig(k.Config, func(o *kinesis.Options) { o.BaseEndpoint = aws.String(endpointOf(port)) })
+	}
+	args := func(port int) []string {
+		return []string{"--port", strconv.Itoa(port), "--createStreamMs", "50", "--deleteStreamMs", "50", "--updateStreamMs", "50", "--shardLimit", "100"}
+	}
 	// kinesalite throws, and dies, when a client aborts a request (a
 	// reader stopped in the middle of a GetRecords, more likely on a loaded
 	// machine): a preloaded handler logs those and keeps it serving, and
@@ -53,10 +59,12 @@ func StartKinesalite(t testing.TB) *Kinesalite {
 	if err := os.WriteFile(guard, []byte(kinesaliteGuard), 0o644); err != nil {
 		t.Fatalf("kinesalite: %v", err)
 	}
-	k.p = startNode(t, "kinesalite", []string{"--require", guard}, script, args, func(ctx context.Context) error {
-		_, err := k.Client.ListStreams(ctx, &kinesis.ListStreamsInput{})
+	k.p = startNode(t, "kinesalite", pick, []string{"--require", guard}, script, args, func(ctx context.Context, port int) error {
+		_, err := client(port).ListStreams(ctx, &kinesis.ListStreamsInput{})
 		return err
 	})
+	k.Endpoint = endpointOf(k.p.port)
+	k.Client = client(k.p.port)
 	return k
 }
 

@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
+	"slices"
 	"testing"
 	"time"
 )
@@ -47,53 +47,22 @@ func nodeTool(t testing.TB, name, script string) string {
 
 // nodeProcess is an emulator running on Node, killed when the test ends.
 type nodeProcess struct {
-	name   string
-	cmd    *exec.Cmd
-	out    *lockedBuffer
-	exited chan struct{}
-	once   sync.Once
+	*child
+	port int
 }
 
-// startNode runs `node nodeFlags... script args...` and waits until ready
-// returns nil (at most a minute), failing the test if the process exits
-// first.
-func startNode(t testing.TB, name string, nodeFlags []string, script string, args []string, ready func(context.Context) error) *nodeProcess {
+// startNode runs `node nodeFlags... script args(port)...` on a free port
+// and waits until it listens there and ready returns nil (at most two
+// minutes), failing the test if it cannot start.
+func startNode(t testing.TB, name string, pick func() (int, error), nodeFlags []string, script string, args func(port int) []string, ready func(ctx context.Context, port int) error) *nodeProcess {
 	t.Helper()
-	cmd := exec.Command("node", append(append(nodeFlags, script), args...)...)
-	out := &lockedBuffer{limit: 64 << 10}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
+	start := func(port int) (*child, error) {
+		return startChild(name, exec.Command("node", append(append(slices.Clone(nodeFlags), script), args(port)...)...), 64<<10)
 	}
-	p := &nodeProcess{name: name, cmd: cmd, out: out, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.exited) }()
-	t.Cleanup(p.stop)
-
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var lastErr error
-	for ctx.Err() == nil {
-		select {
-		case <-p.exited:
-			t.Fatalf("%s exited while starting: %s", name, out.String())
-		default:
-		}
-		cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
-		lastErr = ready(cctx)
-		ccancel()
-		if lastErr == nil {
-			return p
-		}
-		time.Sleep(50 * time.Millisecond)
+	c, port, err := startOnPort(name, 0, pick, 2*time.Minute, start, ready)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s did not answer within a minute: %v\n%s", name, lastErr, out.String())
-	return nil
-}
-
-// stop kills the process and waits for it to exit.
-func (p *nodeProcess) stop() {
-	p.once.Do(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	})
+	t.Cleanup(c.stop)
+	return &nodeProcess{child: c, port: port}
 }

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -60,7 +59,7 @@ func WithJobName(name string) PromOption {
 }
 
 // WithStartTimeout bounds how long Prometheus may take to become ready
-// (30 s unless set).
+// (two minutes unless set; a start that fails is seen at once).
 func WithStartTimeout(d time.Duration) PromOption {
 	return func(c *promConfig) { c.timeout = d }
 }
@@ -74,10 +73,8 @@ type Prometheus struct {
 	URL string
 
 	t      testing.TB
-	cmd    *exec.Cmd
-	out    *lockedBuffer
+	proc   *child
 	client *http.Client
-	done   chan struct{}
 }
 
 // StartPrometheus starts the prometheus binary scraping targets
@@ -86,7 +83,7 @@ type Prometheus struct {
 func StartPrometheus(t testing.TB, targets []string, opts ...PromOption) *Prometheus {
 	t.Helper()
 	bin := RequireCommand(t, "prometheus")
-	cfg := promConfig{jobName: "hotkeyd", timeout: 30 * time.Second}
+	cfg := promConfig{jobName: "hotkeyd", timeout: 2 * time.Minute}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -100,42 +97,29 @@ func StartPrometheus(t testing.TB, targets []string, opts ...PromOption) *Promet
 	if err := os.WriteFile(configPath, conf, 0o644); err != nil {
 		t.Fatalf("write prometheus config: %v", err)
 	}
-	port, err := freePort()
-	if err != nil {
-		t.Fatalf("free port for prometheus: %v", err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-
 	p := &Prometheus{
-		URL:    "http://" + addr,
 		t:      t,
-		out:    &lockedBuffer{limit: 1 << 20},
 		client: &http.Client{Timeout: 10 * time.Second},
-		done:   make(chan struct{}),
 	}
-	p.cmd = exec.Command(bin,
-		"--config.file="+configPath,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
-		"--web.enable-lifecycle",
-		"--log.level=warn",
-	)
-	p.cmd.Stdout = p.out
-	p.cmd.Stderr = p.out
-	// Its own process group, so the kill at cleanup reaches nothing else.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start prometheus: %v", err)
+	start := func(port int) (*child, error) {
+		return startChild("prometheus", exec.Command(bin,
+			"--config.file="+configPath,
+			"--storage.tsdb.path="+filepath.Join(dir, "data"),
+			"--web.listen-address="+net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			"--web.enable-lifecycle",
+			"--log.level=warn",
+		), 1<<20)
 	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(p.stop)
-
-	if err := p.waitReady(cfg.timeout); err != nil {
-		t.Fatalf("prometheus at %s: %v\noutput:\n%s", p.URL, err, p.out.String())
+	ready := func(ctx context.Context, port int) error {
+		return p.ready(ctx, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	}
+	proc, port, err := startOnPort("prometheus", 0, freePort, cfg.timeout, start, ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.proc = proc
+	p.URL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	t.Cleanup(proc.stop)
 	return p
 }
 
@@ -176,50 +160,26 @@ func promConfigYAML(cfg promConfig, targets []string) ([]byte, error) {
 	return yaml.Marshal(doc)
 }
 
-func (p *Prometheus) waitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.done:
-			return fmt.Errorf("exited before ready: %v", p.cmd.ProcessState)
-		default:
-		}
-		resp, err := p.client.Get(p.URL + "/-/ready")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Errorf("GET /-/ready: %s", resp.Status)
-		} else {
-			last = err
-		}
-		time.Sleep(50 * time.Millisecond)
+// ready answers nil when the Prometheus at url says it is ready.
+func (p *Prometheus) ready(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/-/ready", nil)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("not ready after %s: %v", timeout, last)
-}
-
-func (p *Prometheus) stop() {
-	if p.cmd.Process == nil {
-		return
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return err
 	}
-	select {
-	case <-p.done:
-		return
-	default:
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /-/ready: %s", resp.Status)
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		p.t.Logf("prometheus pid %d did not exit after SIGKILL", p.cmd.Process.Pid)
-	}
+	return nil
 }
 
 // Output returns what Prometheus logged so far, for failure messages.
-func (p *Prometheus) Output() string { return p.out.String() }
+func (p *Prometheus) Output() string { return p.proc.out.String() }
 
 // Sample is one series of an instant query result.
 type Sample struct {

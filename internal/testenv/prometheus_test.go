@@ -125,8 +125,8 @@ func TestPrometheusScrapesQueriesAndAlerts(t *testing.T) {
 	}
 	// The subtest's cleanup killed the server.
 	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
+	case <-p.proc.exited:
+	case <-time.After(time.Minute):
 		t.Fatal("prometheus still running after cleanup")
 	}
 }

@@ -37,27 +37,30 @@ type S3rver struct {
 func StartS3rver(t testing.TB) *S3rver {
 	t.Helper()
 	script := nodeTool(t, "s3rver", "bin/s3rver.js")
-	port, err := freePort()
-	if err != nil {
-		t.Fatalf("s3rver: %v", err)
-	}
-	s := &S3rver{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port)}
+	s := &S3rver{}
 	s.Config = aws.Config{
 		Region:      DDBRegion,
 		Credentials: credentials.NewStaticCredentialsProvider(S3rverAccessKey, S3rverSecretKey, ""),
 	}
-	s.Client = s3.NewFromConfig(s.Config, func(o *s3.Options) {
-		o.BaseEndpoint = aws.String(s.Endpoint)
-		o.UsePathStyle = true
-	})
-	args := []string{"--directory", t.TempDir(), "--address", "127.0.0.1", "--port", strconv.Itoa(port), "--silent"}
+	client := func(port int) *s3.Client {
+		return s3.NewFromConfig(s.Config, func(o *s3.Options) {
+			o.BaseEndpoint = aws.String(endpointOf(port))
+			o.UsePathStyle = true
+		})
+	}
+	dir := t.TempDir()
+	args := func(port int) []string {
+		return []string{"--directory", dir, "--address", "127.0.0.1", "--port", strconv.Itoa(port), "--silent"}
+	}
 	// s3rver ciphers its continuation tokens with DES, which Node's
 	// OpenSSL 3 keeps in its legacy provider: without it every listing
 	// cut in pages answers 500.
-	s.p = startNode(t, "s3rver", []string{"--openssl-legacy-provider"}, script, args, func(ctx context.Context) error {
-		_, err := s.Client.ListBuckets(ctx, &s3.ListBucketsInput{})
+	s.p = startNode(t, "s3rver", freePort, []string{"--openssl-legacy-provider"}, script, args, func(ctx context.Context, port int) error {
+		_, err := client(port).ListBuckets(ctx, &s3.ListBucketsInput{})
 		return err
 	})
+	s.Endpoint = endpointOf(s.p.port)
+	s.Client = client(s.p.port)
 	return s
 }
 

@@ -210,9 +210,13 @@ func TestEngineReadsParentsFirst(t *testing.T) {
 	f.add("right", 4)
 	dir := t.TempDir()
 	r := runEngine(t, dir, f)
-	ingesttest.WaitFor(t, 10*time.Second, "12 records", func() bool { return len(f.read()) == 12 })
-	ingesttest.WaitFor(t, 10*time.Second, "the states of the listing", func() bool {
-		return testutil.ToFloat64(r.e.Metrics.shards.WithLabelValues("orders", StateFinished)) == 2
+	ingesttest.WaitFor(t, time.Minute, "12 records", func() bool { return len(f.read()) == 12 })
+	// A finished shard's checkpoint is written, and the listing may count
+	// it as finished, before the reader drops its lag series: wait for
+	// both, then judge.
+	ingesttest.WaitFor(t, time.Minute, "two shards finished and their lag series dropped", func() bool {
+		n, err := testutil.GatherAndCount(r.reg, "fake_lag_records")
+		return err == nil && n == 1 && testutil.ToFloat64(r.e.Metrics.shards.WithLabelValues("orders", StateFinished)) == 2
 	})
 
 	got := f.read()
