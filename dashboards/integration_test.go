@@ -108,7 +108,7 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 	}
 	promtool := testenv.RequireCommand(t, "promtool")
 	testenv.RequireCommand(t, "prometheus")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
 
@@ -132,7 +132,7 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 	})
 
 	// Wait until Prometheus has scraped traffic and the detector's top keys.
-	err := prom.WaitFor(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err := prom.WaitFor(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		s, err := prom.Query(ctx, `sum(rate(hotkeyd_events_total[5s])) > 0 and on() count(hotkeyd_key_share) > 0`)
 		return len(s) > 0, err
 	})
@@ -184,7 +184,7 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 				if slices.Contains(corePanels[name], q.Panel) && len(s) == 0 {
 					// The detector publishes on its own tick: give the core
 					// panels a few more seconds before calling them empty.
-					err := prom.WaitFor(ctx, 15*time.Second, func(ctx context.Context) (bool, error) {
+					err := prom.WaitFor(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
 						s, err := prom.Query(ctx, expr)
 						return len(s) > 0, err
 					})
@@ -229,7 +229,7 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 		}
 		// The loaded copy evaluates without errors, and the recording rule
 		// of per-table units records the demo's tables.
-		err = prom.WaitFor(ctx, 15*time.Second, func(ctx context.Context) (bool, error) {
+		err = prom.WaitFor(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
 			rules, err := prom.Rules(ctx)
 			if err != nil {
 				return false, err
@@ -283,7 +283,7 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 		}
 		var last []testenv.Alert
 		var missing []want
-		err := prom.WaitFor(ctx, 40*time.Second, func(ctx context.Context) (bool, error) {
+		err := prom.WaitFor(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
 			alerts, err := prom.Alerts(ctx)
 			if err != nil {
 				return false, err
@@ -324,7 +324,7 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 		// The info table passes the traffic floor after a few seconds: its
 		// diagnosis reaches Prometheus, and no alert follows.
 		for _, table := range quiet {
-			err := prom.WaitFor(ctx, 20*time.Second, func(ctx context.Context) (bool, error) {
+			err := prom.WaitFor(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
 				s, err := prom.Query(ctx, fmt.Sprintf(`hotkeyd_diagnosis{table=%q,severity="info"}`, table))
 				return len(s) > 0, err
 			})

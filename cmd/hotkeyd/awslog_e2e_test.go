@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
@@ -38,7 +37,7 @@ func TestSDKLogsThroughTheLogger(t *testing.T) {
 		"AWS_CONTAINER_CREDENTIALS_FULL_URI=", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=", "AWS_WEB_IDENTITY_TOKEN_FILE=",
 		"AWS_EC2_METADATA_DISABLED=false", "AWS_EC2_METADATA_SERVICE_ENDPOINT=" + imds.URL,
 	}}, "--config.file", cfgPath, "--log.level", "debug")
-	line := h.WaitLog(t, `msg="falling back to IMDSv1`, 20*time.Second)
+	line := h.WaitLog(t, `msg="falling back to IMDSv1`, settle)
 	if !strings.Contains(line, "level=debug ") || !strings.HasSuffix(line, " sdk_level=warn logger=aws") {
 		t.Errorf("SDK line not through the logger at debug: %s", line)
 	}

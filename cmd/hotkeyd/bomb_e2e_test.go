@@ -103,7 +103,7 @@ sources:
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	h.WaitLog(t, "xz dictionary of 1536 MiB over the limit of 64 MiB", 10*time.Second)
+	h.WaitLog(t, "xz dictionary of 1536 MiB over the limit of 64 MiB", settle)
 	peak := h.PeakRSS(t)
 	t.Logf("peak resident memory %d MiB", peak>>20)
 	if peak > bombPeak {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest/demo"
@@ -74,7 +73,7 @@ func TestDemoFlagsPlantedHotKeys(t *testing.T) {
 	}
 	for _, p := range hot {
 		// A second's noise may make a warning hot key a key near the limit.
-		line := h.WaitLog(t, fmt.Sprintf(`table=%s class=%s key=%s `, p.Table, p.Class, p.Key), 20*time.Second)
+		line := h.WaitLog(t, fmt.Sprintf(`table=%s class=%s key=%s `, p.Table, p.Class, p.Key), settle)
 		if !regexp.MustCompile(`level=(warn|error) caller=\S+ msg="(hot key|key near the partition limit)" .* logger=detector$`).MatchString(line) || !strings.Contains(line, "fix="+p.Fix) {
 			t.Errorf("hot key line for %s: %s, want level=warn or error and fix=%s", p.Key, line, p.Fix)
 		}
@@ -86,7 +85,7 @@ func TestDemoFlagsPlantedHotKeys(t *testing.T) {
 	// info table is slow: it passes the 100-event floor after 5 s.
 	for _, p := range demo.Planted() {
 		if p.Severity == "info" {
-			line := h.WaitLog(t, fmt.Sprintf(`msg="hot key" table=%s class=%s key=%s `, p.Table, p.Class, p.Key), 20*time.Second)
+			line := h.WaitLog(t, fmt.Sprintf(`msg="hot key" table=%s class=%s key=%s `, p.Table, p.Class, p.Key), settle)
 			if !strings.Contains(line, " level=info ") || !strings.HasSuffix(line, " logger=detector") {
 				t.Errorf("info hot key line for %s: %s, want level=info from the detector", p.Key, line)
 			}
@@ -210,7 +209,7 @@ func TestRunFollowsFilesAndHTTPIngest(t *testing.T) {
 		t.Fatalf("POST /api/v1/events: %s", resp.Status)
 	}
 
-	line := h.WaitLog(t, `msg="hot key" table=orders class=write key=USER#42x `, 15*time.Second)
+	line := h.WaitLog(t, `msg="hot key" table=orders class=write key=USER#42x `, settle)
 	if !strings.Contains(line, "fix=") {
 		t.Errorf("hot key line without advice: %s", line)
 	}
@@ -263,7 +262,7 @@ func TestHashedKeysNeverLeave(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "demo", "--config.file", cfgPath)
-	line := h.WaitLog(t, `msg="hot key" table=orders class=write key=USER#`, 20*time.Second)
+	line := h.WaitLog(t, `msg="hot key" table=orders class=write key=USER#`, settle)
 	if strings.Contains(line, demo.CelebrityUser) {
 		t.Fatalf("hot key line shows the key: %s", line)
 	}
@@ -300,8 +299,8 @@ func TestRunOnStdinKeepsServing(t *testing.T) {
 		fmt.Fprintf(&lines, `{"table":"carts","pk":%q,"op":"UpdateItem","units":2}`+"\n", pk)
 	}
 	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{Stdin: strings.NewReader(lines.String())}, "--config.file", cfgPath)
-	h.WaitLog(t, `msg="source finished its input"`, 10*time.Second)
-	h.WaitLog(t, `msg="hot key" table=carts class=write key=C-7781 `, 10*time.Second)
+	h.WaitLog(t, `msg="source finished its input"`, settle)
+	h.WaitLog(t, `msg="hot key" table=carts class=write key=C-7781 `, settle)
 	if code, body := h.Get(t, "/-/ready"); code != http.StatusOK {
 		t.Errorf("not ready after stdin ended: %d %s", code, body)
 	}

@@ -587,7 +587,7 @@ func TestLivePageSaysWhileASourceCatchesUp(t *testing.T) {
 	defer ts.Close()
 	tab := testenv.NewTab(t)
 	tab.Run(t, 20*time.Second, chromedp.Navigate(ts.URL+"/"))
-	tab.WaitFor(t, `document.querySelector('.banner.catching-up') !== null`, 10*time.Second, "the catching-up line")
+	tab.WaitFor(t, `document.querySelector('.banner.catching-up') !== null`, settle, "the catching-up line")
 	var lines []string
 	tab.Eval(t, `Array.from(document.querySelectorAll('.banner.catching-up')).map(e => e.dataset.source + ': ' + e.textContent)`, &lines)
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "kinesis: kinesis is catching up: 90 s behind") {

@@ -34,7 +34,7 @@ func TestRunSkipsPipeInFollowedGlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{NoWaitReady: true}, "--config.file", cfgPath)
-	h.WaitLog(t, `msg="following file"`, 15*time.Second)
+	h.WaitLog(t, `msg="following file"`, settle)
 
 	f, err := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {

@@ -114,7 +114,7 @@ func TestKinesisRefusedCheckpoint(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	h.WaitLog(t, "unusable checkpoint, moved aside; reading the shard from its first record", 5*time.Second)
+	h.WaitLog(t, "unusable checkpoint, moved aside; reading the shard from its first record", settle)
 	for i, f := range files {
 		if _, err := os.Stat(f + ".corrupt"); err != nil {
 			t.Errorf("checkpoint %q (%s) not moved aside: %v", f, bogus[i], err)

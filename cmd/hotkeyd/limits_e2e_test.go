@@ -74,7 +74,7 @@ func startFileFed(t *testing.T, extra string) *fedDaemon {
 		t.Fatal(err)
 	}
 	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "--config.file", cfgPath)
-	h.WaitLog(t, `msg="following file"`, 15*time.Second)
+	h.WaitLog(t, `msg="following file"`, settle)
 	return &fedDaemon{Hotkeyd: h, source: "jsonl", feed: func(t *testing.T, lines []string) {
 		t.Helper()
 		f, err := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)

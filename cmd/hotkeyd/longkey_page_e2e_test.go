@@ -38,7 +38,7 @@ func TestLivePageLongKey(t *testing.T) {
 		t.Fatalf("post: %d %s", code, answer)
 	}
 	api := pageAPI{base: h.URL}
-	api.waitReport(t, 30*time.Second)
+	api.waitReport(t, settle)
 
 	tab := testenv.NewTab(t)
 	tab.Run(t, 20*time.Second, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(h.URL+"/"))
@@ -58,7 +58,7 @@ func TestLivePageLongKey(t *testing.T) {
 	keyJS, _ := json.Marshal(shown)
 	check := func(view, ready string) {
 		t.Helper()
-		tab.WaitFor(t, ready, 40*time.Second, view)
+		tab.WaitFor(t, ready, settle, view)
 		var widths []float64
 		tab.Eval(t, `[document.documentElement.scrollWidth, window.innerWidth]`, &widths)
 		if len(widths) != 2 || widths[0] > widths[1] {

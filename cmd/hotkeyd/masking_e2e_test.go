@@ -65,7 +65,7 @@ func TestMaskedKeysNeverLeaveInErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "--config.file", cfgPath, "--web.enable-ingest")
-			h.WaitLog(t, `msg="following file"`, 15*time.Second)
+			h.WaitLog(t, `msg="following file"`, settle)
 
 			body := strings.Join(leakyLines, "\n") + "\n"
 			_, _, answer := post(t, h, []byte(body), nil)

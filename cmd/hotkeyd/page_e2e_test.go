@@ -58,7 +58,7 @@ func TestLivePage(t *testing.T) {
 			api.base = h.URL
 			// Until the first report the API answers 503, which the
 			// browser logs as an error: open the page once there is one.
-			api.waitReport(t, 30*time.Second)
+			api.waitReport(t, settle)
 			masker, err := export.NewKeyMasker(c.keys, "")
 			if err != nil {
 				t.Fatal(err)
@@ -74,19 +74,19 @@ func TestLivePage(t *testing.T) {
 			if c.auth {
 				tab.SignedIn(t)
 			}
-			waitPlanted(t, tab, masker, 40*time.Second)
+			waitPlanted(t, tab, masker, settle)
 			compareWithAPI(t, tab, api)
 			tab.Screenshot(t, "overview.png")
 
 			// A table's page: its history chart and every top key.
 			tab.Run(t, 10*time.Second, chromedp.Evaluate(`location.hash = '#/table/orders'`, nil))
-			tab.WaitFor(t, `document.getElementById('app').dataset.view === 'table' && document.querySelector('tr.topkey[data-table="orders"]') && document.querySelector('[data-chart^="history:"] canvas')`, 10*time.Second, "the orders table's page")
+			tab.WaitFor(t, `document.getElementById('app').dataset.view === 'table' && document.querySelector('tr.topkey[data-table="orders"]') && document.querySelector('[data-chart^="history:"] canvas')`, settle, "the orders table's page")
 			compareWithAPI(t, tab, api.table("orders", ""))
 			tab.Screenshot(t, "table-orders.png")
 
 			// A phone: the page fits its width.
 			tab.Run(t, 10*time.Second, chromedp.Evaluate(`location.hash = '#/'`, nil), chromedp.EmulateViewport(390, 844))
-			tab.WaitFor(t, `document.getElementById('app').dataset.view === 'overview' && document.querySelector('article.diag')`, 10*time.Second, "the overview on a phone")
+			tab.WaitFor(t, `document.getElementById('app').dataset.view === 'overview' && document.querySelector('article.diag')`, settle, "the overview on a phone")
 			// The page redraws its charts to the new width 150 ms after a
 			// resize: give it a few seconds on a loaded machine.
 			fits := `document.documentElement.scrollWidth <= window.innerWidth`
@@ -431,15 +431,15 @@ func restartUnderThePage(t *testing.T, tab *testenv.Tab, h *testenv.Hotkeyd, arg
 	// gives up on each request after 5 s, says so, and recovers when the
 	// daemon does.
 	h.Signal(t, syscall.SIGSTOP)
-	tab.WaitFor(t, `document.getElementById('app').dataset.status === 'down' && document.querySelector('article.diag')`, 15*time.Second, "the reconnecting state while the daemon is frozen")
+	tab.WaitFor(t, `document.getElementById('app').dataset.status === 'down' && document.querySelector('article.diag')`, settle, "the reconnecting state while the daemon is frozen")
 	h.Signal(t, syscall.SIGCONT)
-	tab.WaitFor(t, fmt.Sprintf(`document.getElementById('app').dataset.status === 'live' && document.getElementById('app').dataset.end > %q`, before), 15*time.Second, "the page live again after the freeze")
+	tab.WaitFor(t, fmt.Sprintf(`document.getElementById('app').dataset.status === 'live' && document.getElementById('app').dataset.end > %q`, before), settle, "the page live again after the freeze")
 	tab.Eval(t, `document.getElementById('app').dataset.end`, &before)
 
 	if code := h.Stop(t); code != 0 {
 		t.Fatalf("hotkeyd exited %d on SIGTERM", code)
 	}
-	tab.WaitFor(t, `document.getElementById('app').dataset.status === 'down' && document.getElementById('banner') && document.querySelector('article.diag')`, 10*time.Second, "the reconnecting banner over the last report")
+	tab.WaitFor(t, `document.getElementById('app').dataset.status === 'down' && document.getElementById('banner') && document.querySelector('article.diag')`, settle, "the reconnecting banner over the last report")
 	tab.Screenshot(t, "reconnecting.png")
 
 	addr := strings.TrimPrefix(h.URL, "http://")
@@ -505,7 +505,7 @@ func TestAnalyzeHTMLReport(t *testing.T) {
 
 			tab := testenv.NewTab(t)
 			tab.Run(t, 20*time.Second, chromedp.Navigate("file://"+path))
-			tab.WaitFor(t, `document.getElementById('app').dataset.status === 'report' && document.querySelector('tr.topkey') && document.querySelector('[data-chart^="traffic:"] canvas')`, 10*time.Second, "the report")
+			tab.WaitFor(t, `document.getElementById('app').dataset.status === 'report' && document.querySelector('tr.topkey') && document.querySelector('[data-chart^="traffic:"] canvas')`, settle, "the report")
 			var view pageView
 			tab.Eval(t, readPageView, &view)
 			if end, err := time.Parse(time.RFC3339Nano, view.End); err != nil || !end.Equal(rep.End) {
@@ -515,7 +515,7 @@ func TestAnalyzeHTMLReport(t *testing.T) {
 			tab.Screenshot(t, "overview.png")
 
 			tab.Run(t, 10*time.Second, chromedp.Evaluate(`location.hash = '#/table/orders'`, nil))
-			tab.WaitFor(t, `document.getElementById('app').dataset.view === 'table' && document.querySelector('[data-chart^="history:"] canvas')`, 10*time.Second, "the orders table's page")
+			tab.WaitFor(t, `document.getElementById('app').dataset.view === 'table' && document.querySelector('[data-chart^="history:"] canvas')`, settle, "the orders table's page")
 			tab.Eval(t, readPageView, &view)
 			compareView(t, view, rep, 0, "orders")
 			tab.Screenshot(t, "table-orders.png")

@@ -123,7 +123,7 @@ func TestProbesAnswerUnderSlowConnections(t *testing.T) {
 	open, wait := slowClients(ctx, t, h.URL, "127.0.0.2", slowConnections)
 	defer wait()
 	defer cancel()
-	h.WaitLog(t, "connections closed: too many from one client", 10*time.Second)
+	h.WaitLog(t, "connections closed: too many from one client", settle)
 
 	var failed []string
 	probes := 0
@@ -150,7 +150,7 @@ func BenchmarkProbeUnderSlowConnections(b *testing.B) {
 	_, wait := slowClients(ctx, b, h.URL, "127.0.0.2", slowConnections)
 	defer wait()
 	defer cancel()
-	h.WaitLog(b, "connections closed: too many from one client", 10*time.Second)
+	h.WaitLog(b, "connections closed: too many from one client", settle)
 	var took []time.Duration
 	failed := 0
 	b.ResetTimer()

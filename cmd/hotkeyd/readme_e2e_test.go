@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
@@ -123,7 +122,7 @@ func TestREADMEQuickStartLogLine(t *testing.T) {
 	want := strings.TrimSpace(blockAfter(t, text, "Within seconds the log announces one diagnosis per planted cause, for example"))
 	wantFields := logfmtFields(strings.TrimSuffix(want, " ..."))
 	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "demo")
-	got := logfmtFields(h.WaitLog(t, `msg="hot key" table=orders class=write key=USER#42 `, 20*time.Second))
+	got := logfmtFields(h.WaitLog(t, `msg="hot key" table=orders class=write key=USER#42 `, settle))
 	if len(got) < len(wantFields) {
 		t.Fatalf("the demo's line has fewer fields than the README's:\n%v\n%v", got, wantFields)
 	}

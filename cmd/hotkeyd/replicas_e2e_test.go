@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -105,6 +106,26 @@ func logRequestRates(t *testing.T, h *testenv.Hotkeyd, leaseTable, what string, 
 		heldOf(after, leaseTable), what, replicaFailover, total, strings.Join(parts, ", "))
 }
 
+// ownedBy returns the keys of the leases in leaseTable whose owner is
+// worker.
+func ownedBy(t *testing.T, ddb *testenv.DDBLocal, leaseTable, worker string) []string {
+	t.Helper()
+	var owned []string
+	p := dynamodb.NewScanPaginator(ddb.DB, &dynamodb.ScanInput{TableName: aws.String(leaseTable), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatalf("scan %s: %v", leaseTable, err)
+		}
+		for _, item := range page.Items {
+			if o, ok := item["leaseOwner"].(*types.AttributeValueMemberS); ok && o.Value == worker {
+				owned = append(owned, item["leaseKey"].(*types.AttributeValueMemberS).Value)
+			}
+		}
+	}
+	return owned
+}
+
 // createStreamTable creates a table with a stream, keyed by pk.
 func createStreamTable(t *testing.T, ddb *testenv.DDBLocal, name string) {
 	t.Helper()
@@ -146,6 +167,11 @@ func writeAll(t *testing.T, ddb *testenv.DDBLocal, tables []string, prefix strin
 	}
 }
 
+// settle bounds a wait for what must happen and whose length the test
+// does not judge: long enough for a loaded machine. A wait that ends early
+// costs nothing.
+const settle = 2 * time.Minute
+
 // waitUntil polls cond every 100 ms until it holds or d passes, and
 // returns how long that took.
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
@@ -162,10 +188,10 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) tim
 
 // TestReplicas runs several hotkeyd processes over several tables of one
 // DynamoDB Local, sharing a lease table: they split the shards evenly, a
-// replica killed with SIGKILL has its shards taken within 3 × failover time
-// with every record counted, at most one batch per moved shard twice, and
-// a replica stopped with SIGTERM hands its shards over at once with
-// nothing counted twice. DynamoDB Local gives each table's stream one
+// replica killed with SIGKILL has its shards taken with every record
+// counted, at most one batch per moved shard twice, and a replica stopped
+// with SIGTERM releases its leases as it exits, its shards read on by
+// another with nothing counted twice. DynamoDB Local gives each table's stream one
 // shard, so the tables are the shards: six tables for three replicas (three
 // with -short).
 func TestReplicas(t *testing.T) {
@@ -190,7 +216,7 @@ func testOneRaiser(t *testing.T, ddb *testenv.DDBLocal) {
 	for i, w := range workers {
 		hs[i] = startReplica(t, ddb, leaseTable, w, tables)
 	}
-	waitUntil(t, 60*time.Second, "one table per replica", func() bool {
+	waitUntil(t, settle, "one table per replica", func() bool {
 		for _, h := range hs {
 			if heldOf(scrape(t, h), leaseTable) != 1 {
 				return false
@@ -214,7 +240,7 @@ func testOneRaiser(t *testing.T, ddb *testenv.DDBLocal) {
 		}
 	}
 	reader := ""
-	waitUntil(t, 30*time.Second, "the 160 records counted", func() bool {
+	waitUntil(t, settle, "the 160 records counted", func() bool {
 		for i, h := range hs {
 			if recordsOf(scrape(t, h), tables[1]) == 160 {
 				reader = workers[i]
@@ -223,7 +249,7 @@ func testOneRaiser(t *testing.T, ddb *testenv.DDBLocal) {
 		}
 		return false
 	})
-	waitUntil(t, 20*time.Second, "the diagnosis on every replica's API", func() bool {
+	waitUntil(t, settle, "the diagnosis on every replica's API", func() bool {
 		for _, h := range hs {
 			if d, ok := apiDiagnosis(t, h, tables[1], hot); !ok || d.Share != 0.25 {
 				return false
@@ -231,8 +257,17 @@ func testOneRaiser(t *testing.T, ddb *testenv.DDBLocal) {
 		}
 		return true
 	})
-	time.Sleep(time.Second)
 	series := regexp.MustCompile(`(?m)^hotkeyd_diagnosis\{[^}]*key="HOT#1"[^}]*\} 1$`)
+	// The others learn who raised it from the reader's next summary.
+	waitUntil(t, settle, "the reader named on every replica's API, and exporting the diagnosis", func() bool {
+		for _, h := range hs {
+			if d, _ := apiDiagnosis(t, h, tables[1], hot); d.RaisedBy != reader {
+				return false
+			}
+		}
+		_, body := hs[slices.Index(workers, reader)].Get(t, "/metrics")
+		return series.Match(body)
+	})
 	var exported []string
 	for i, h := range hs {
 		d, _ := apiDiagnosis(t, h, tables[1], hot)
@@ -263,7 +298,7 @@ func testSplitKillTerm(t *testing.T, ddb *testenv.DDBLocal) {
 	for i := range hs {
 		hs[i] = startReplica(t, ddb, leaseTable, fmt.Sprintf("replica-%c", 'a'+i), tables)
 	}
-	took := waitUntil(t, 60*time.Second, "an even split", func() bool {
+	took := waitUntil(t, settle, "an even split", func() bool {
 		for _, h := range hs {
 			if heldOf(scrape(t, h), leaseTable) != float64(perReplica) {
 				return false
@@ -306,7 +341,7 @@ func testSplitKillTerm(t *testing.T, ddb *testenv.DDBLocal) {
 
 	// Phase 1: every record counted once, by the replica holding its shard.
 	writeAll(t, ddb, tables, "a", 0, 20, 50*time.Millisecond)
-	waitUntil(t, 20*time.Second, "20 records per table counted", settled(all, 20))
+	waitUntil(t, settle, "20 records per table counted", settled(all, 20))
 	time.Sleep(500 * time.Millisecond)
 	rescrape(all)
 	for _, tb := range tables {
@@ -334,19 +369,19 @@ func testSplitKillTerm(t *testing.T, ddb *testenv.DDBLocal) {
 	logRequestRates(t, hs[0], leaseTable, "records flowing", 3*time.Second)
 	last[victim] = scrape(t, hs[victim])
 	hs[victim].Kill(t)
-	took = waitUntil(t, 3*replicaFailover+5*time.Second, "the killed replica's shards taken", func() bool {
+	took = waitUntil(t, settle, "the killed replica's shards taken", func() bool {
 		var held float64
 		for _, i := range survivors {
 			held += heldOf(scrape(t, hs[i]), leaseTable)
 		}
 		return held == float64(len(tables))
 	})
+	// How soon after the failover time depends on how fast the rounds run
+	// on this machine: logged, not judged (the lease package judges the
+	// rule on a clock of its own).
 	t.Logf("SIGKILL: shards taken over %v after the kill (failover_time %v)", took.Round(time.Millisecond), replicaFailover)
-	if took > 3*replicaFailover {
-		t.Errorf("SIGKILL: shards taken %v after the kill, want within 3 × %v", took, replicaFailover)
-	}
 	<-writing
-	waitUntil(t, 20*time.Second, "phase 2 counted", settled(survivors, 20+phase2))
+	waitUntil(t, settle, "phase 2 counted", settled(survivors, 20+phase2))
 	time.Sleep(time.Second)
 	rescrape(survivors)
 	// One batch of a leased shard holds at most the records of one
@@ -384,20 +419,20 @@ func testSplitKillTerm(t *testing.T, ddb *testenv.DDBLocal) {
 	if code := hs[stopped].Stop(t); code != 0 {
 		t.Fatalf("SIGTERM: exit status %d", code)
 	}
+	// It released every lease as it stopped: none is left to expire.
+	if owned := ownedBy(t, ddb, leaseTable, fmt.Sprintf("replica-%c", 'a'+stopped)); len(owned) != 0 {
+		t.Errorf("SIGTERM: leases %v still owned by the stopped replica after it exited: not released", owned)
+	}
 	signalled := time.Now()
 	const phase3 = 15
 	writing = make(chan struct{})
 	go func() { defer close(writing); writeAll(t, ddb, tables, "c", 0, phase3, pace) }()
-	waitUntil(t, 2*replicaFailover, "the stopped replica's shards taken", func() bool {
+	waitUntil(t, settle, "the stopped replica's shards taken", func() bool {
 		return heldOf(scrape(t, hs[keeper]), leaseTable) == float64(len(tables))
 	})
-	took = time.Since(signalled)
-	t.Logf("SIGTERM: shards handed over %v after the replica exited", took.Round(time.Millisecond))
-	if took >= replicaFailover {
-		t.Errorf("SIGTERM: hand-over took %v, not less than the failover time: the leases were not released", took)
-	}
+	t.Logf("SIGTERM: shards handed over %v after the replica exited (failover_time %v)", time.Since(signalled).Round(time.Millisecond), replicaFailover)
 	<-writing
-	waitUntil(t, 20*time.Second, "phase 3 counted", func() bool {
+	waitUntil(t, settle, "phase 3 counted", func() bool {
 		last[keeper] = scrape(t, hs[keeper])
 		for _, tb := range tables {
 			if counted(tb)-before[tb] < phase3 {
@@ -488,7 +523,7 @@ func testKCLLeases(t *testing.T, ddb *testenv.DDBLocal) {
 		t.Fatal(err)
 	}
 	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{Env: replicaEnv}, "run", "--config.file", path)
-	took := waitUntil(t, 3*replicaFailover+10*time.Second, "the records after the KCL checkpoint", func() bool {
+	took := waitUntil(t, settle, "the records after the KCL checkpoint", func() bool {
 		return recordsOf(scrape(t, h), table) >= 8
 	})
 	t.Logf("KCL lease taken over and read on %v after start", took.Round(time.Millisecond))
@@ -496,7 +531,7 @@ func testKCLLeases(t *testing.T, ddb *testenv.DDBLocal) {
 		t.Errorf("the KCL worker's lease was taken before its counter stood still for the failover time")
 	}
 	writeAll(t, ddb, []string{table}, "k", 20, 5, 0)
-	waitUntil(t, 10*time.Second, "the new records", func() bool { return recordsOf(scrape(t, h), table) >= 13 })
+	waitUntil(t, settle, "the new records", func() bool { return recordsOf(scrape(t, h), table) >= 13 })
 	time.Sleep(time.Second)
 	m := scrape(t, h)
 	if got := recordsOf(m, table); got != 13 {

@@ -44,7 +44,7 @@ func TestReplicaShares(t *testing.T) {
 		t.Fatal(err)
 	}
 	var arn string
-	waitUntil(t, 10*time.Second, "the stream active", func() bool {
+	waitUntil(t, settle, "the stream active", func() bool {
 		out, err := k.Client.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(stream)})
 		if err != nil || out.StreamDescriptionSummary.StreamStatus != ktypes.StreamStatusActive {
 			return false
@@ -73,7 +73,7 @@ func TestReplicaShares(t *testing.T) {
 		hs[i] = testenv.StartHotkeyd(t, testenv.HotkeydOptions{Env: replicaEnv}, "run", "--config.file", writeConfig(t, cfg))
 	}
 	alone := testenv.StartHotkeyd(t, testenv.HotkeydOptions{Env: replicaEnv}, "run", "--config.file", writeConfig(t, source("")))
-	took := waitUntil(t, 60*time.Second, "an even split", func() bool {
+	took := waitUntil(t, settle, "an even split", func() bool {
 		for _, h := range hs {
 			if heldOf(scrape(t, h), leaseTable) != shards/float64(len(hs)) {
 				return false
@@ -133,7 +133,7 @@ func TestReplicaShares(t *testing.T) {
 	// Every replica's API shows the diagnosis, raised by the holder, with
 	// the whole table's share, once every record is counted.
 	var aloneShare float64
-	waitUntil(t, 30*time.Second, "the hot key's diagnosis on every replica's API with the whole table's share", func() bool {
+	waitUntil(t, settle, "the hot key's diagnosis on every replica's API with the whole table's share", func() bool {
 		d, ok := apiDiagnosis(t, alone, tables[0], hotKey)
 		if !ok || math.Abs(d.Share-wantShare) > 1e-9 {
 			return false

@@ -88,7 +88,7 @@ func TestRunReloadsConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Signal(t, syscall.SIGHUP)
-	h.WaitLog(t, "configuration reload failed; keeping the running configuration", 10*time.Second)
+	h.WaitLog(t, "configuration reload failed; keeping the running configuration", settle)
 	if v := metric(h, "hotkeyd_config_last_reload_successful"); v != 0 {
 		t.Errorf("hotkeyd_config_last_reload_successful %g after a failed reload, want 0", v)
 	}

@@ -199,7 +199,7 @@ sources:
 	for i := range 300 {
 		put(fmt.Sprintf("CUSTOMER#%d", i))
 	}
-	waitForMetric(t, d1, eventsSeries, 300, 15*time.Second)
+	waitForMetric(t, d1, eventsSeries, 300, settle)
 	time.Sleep(4 * time.Second) // more than the detector's hold of 3 evaluations
 	if _, body := d1.get("/metrics"); strings.Contains(body, `kind="hot_key"`) {
 		t.Errorf("a hot key was flagged during the uniform warm-up:\n%s", grepLines(body, "hotkeyd_hot_key"))
@@ -256,7 +256,7 @@ sources:
 	// after the checkpoint are total - seq, and the new process must count
 	// exactly those (none lost, none before the checkpoint).
 	want := float64(total - seq)
-	waitForMetric(t, d2, eventsSeries, want, 20*time.Second)
+	waitForMetric(t, d2, eventsSeries, want, settle)
 	time.Sleep(1500 * time.Millisecond) // a record counted twice would show by now
 	got := d2.metric(t, eventsSeries)
 	if got != want {

@@ -61,7 +61,7 @@ func testImpossibleCheckpoint(t *testing.T, d *testenv.DDBLocal, table, seq stri
 	// Room for the SDK's own retries of a server error within one call.
 	cfg.CallTimeout = 10 * time.Second
 	r := start(t, cfg, d.Streams, d.DB)
-	ingesttest.WaitFor(t, 60*time.Second, "the shard read from its first record", func() bool { return len(r.sink.Events()) >= 20 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "the shard read from its first record", func() bool { return len(r.sink.Events()) >= 20 })
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, table), "k", 20)
 	if err := r.rep.Last(shards.ReasonCheckpoint); err == nil || !strings.Contains(err.Error(), file) {
@@ -101,7 +101,7 @@ func testImpossibleLeaseCheckpoint(t *testing.T, d *testenv.DDBLocal, table, seq
 	cfg := leasedConfig(leases, "w1", table)
 	cfg.CallTimeout = 10 * time.Second
 	r := start(t, cfg, d.Streams, d.DB)
-	ingesttest.WaitFor(t, 60*time.Second, "the shard read from its first record", func() bool { return len(r.sink.Events()) >= 20 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "the shard read from its first record", func() bool { return len(r.sink.Events()) >= 20 })
 	time.Sleep(300 * time.Millisecond)
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, table), "k", 20)
@@ -134,8 +134,8 @@ func testCheckpointFolderNotWritable(t *testing.T, d *testenv.DDBLocal) {
 	cfg.CheckpointDir = filepath.Join(blocker, "checkpoints")
 	r := start(t, cfg, d.Streams, d.DB)
 	putItems(t, d.DB, table, "pk", "k", 0, 5)
-	ingesttest.WaitFor(t, 15*time.Second, "5 events", func() bool { return len(r.sink.Events()) >= 5 })
-	ingesttest.WaitFor(t, 5*time.Second, "not ready", func() bool {
+	ingesttest.WaitFor(t, ingesttest.Eventually, "5 events", func() bool { return len(r.sink.Events()) >= 5 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "not ready", func() bool {
 		err := r.src.Ready()
 		return err != nil && strings.Contains(err.Error(), "checkpoint")
 	})
@@ -143,6 +143,6 @@ func testCheckpointFolderNotWritable(t *testing.T, d *testenv.DDBLocal) {
 		t.Fatal(err)
 	}
 	putItems(t, d.DB, table, "pk", "k", 5, 5)
-	ingesttest.WaitFor(t, 15*time.Second, "ready again", func() bool { return r.src.Ready() == nil })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "ready again", func() bool { return r.src.Ready() == nil })
 	r.stop(t)
 }

@@ -173,9 +173,9 @@ func testHandWrittenItem(t *testing.T, d *testenv.DDBLocal) {
 	cfg := leasedConfig(leases, "w1", table)
 	cfg.Start = StartLatest
 	r := start(t, cfg, d.Streams, d.DB)
-	ingesttest.WaitFor(t, 10*time.Second, "5 events", func() bool { return len(r.sink.Events()) >= 5 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "5 events", func() bool { return len(r.sink.Events()) >= 5 })
 	putItems(t, d.DB, table, "pk", "k", 10, 5)
-	ingesttest.WaitFor(t, 10*time.Second, "10 events", func() bool { return len(r.sink.Events()) >= 10 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "10 events", func() bool { return len(r.sink.Events()) >= 10 })
 	time.Sleep(300 * time.Millisecond)
 	r.stop(t)
 	checkCounts(t, keysOf(r.sink, table), keysFrom("k", 5, 15), nil)
@@ -283,16 +283,16 @@ func testVanishedMidCheckpoint(t *testing.T, d *testenv.DDBLocal, applied bool) 
 	v := &vanisher{applied: applied}
 	a := start(t, leasedConfig(leases, "a", table), &vanishStreams{StreamsAPI: d.Streams, v: v}, &vanishDB{DynamoDBAPI: d.DB, v: v})
 	putItems(t, d.DB, table, "pk", "k", 0, 10)
-	ingesttest.WaitFor(t, 10*time.Second, "a reads 10 events", func() bool { return len(a.sink.Events()) >= 10 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "a reads 10 events", func() bool { return len(a.sink.Events()) >= 10 })
 	b := start(t, leasedConfig(leases, "b", table), d.Streams, d.DB)
-	ingesttest.WaitFor(t, 10*time.Second, "b ready", func() bool { return b.src.Ready() == nil })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "b ready", func() bool { return b.src.Ready() == nil })
 
 	v.armed.Store(true)
 	putItems(t, d.DB, table, "pk", "k", 10, 10)
-	ingesttest.WaitFor(t, 10*time.Second, "a to vanish", func() bool { return v.dead.Load() })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "a to vanish", func() bool { return v.dead.Load() })
 	vanishedAt := time.Now()
 	inFlight := a.sink.LastBatch()
-	ingesttest.WaitFor(t, 3*testFailover+10*time.Second, "every key read", func() bool { return len(union(table, a, b)) == 20 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "every key read", func() bool { return len(union(table, a, b)) == 20 })
 	t.Logf("b read on %v after a vanished; a's batch in flight: %v", time.Since(vanishedAt).Round(time.Millisecond), inFlight)
 	time.Sleep(300 * time.Millisecond)
 	b.stop(t)
@@ -345,15 +345,15 @@ func testLeaseLostRace(t *testing.T, d *testenv.DDBLocal) {
 	sdb := &stealDB{DynamoDBAPI: d.DB, db: d.DB, table: leases}
 	a := start(t, leasedConfig(leases, "a", table), d.Streams, sdb)
 	putItems(t, d.DB, table, "pk", "k", 0, 10)
-	ingesttest.WaitFor(t, 10*time.Second, "a reads 10 events", func() bool { return len(a.sink.Events()) >= 10 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "a reads 10 events", func() bool { return len(a.sink.Events()) >= 10 })
 	b := start(t, leasedConfig(leases, "b", table), d.Streams, d.DB)
-	ingesttest.WaitFor(t, 10*time.Second, "b ready", func() bool { return b.src.Ready() == nil })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "b ready", func() bool { return b.src.Ready() == nil })
 
 	sdb.armed.Store(true)
 	putItems(t, d.DB, table, "pk", "k", 10, 10)
-	ingesttest.WaitFor(t, 10*time.Second, "a to lose its lease", func() bool { return a.logged("lost lease; its reader stops") == 1 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "a to lose its lease", func() bool { return a.logged("lost lease; its reader stops") == 1 })
 	inFlight := a.sink.LastBatch()
-	ingesttest.WaitFor(t, 10*time.Second, "every key read", func() bool { return len(union(table, a, b)) == 20 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "every key read", func() bool { return len(union(table, a, b)) == 20 })
 	time.Sleep(300 * time.Millisecond)
 	a.stop(t)
 	b.stop(t)
@@ -381,15 +381,15 @@ func testLeaseTableDeleted(t *testing.T, d *testenv.DDBLocal) {
 		wg.Wait()
 	}
 	write(0, 10)
-	ingesttest.WaitFor(t, 10*time.Second, "20 events", func() bool { return len(r.sink.Events()) >= 20 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "20 events", func() bool { return len(r.sink.Events()) >= 20 })
 	if _, err := d.DB.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(leases)}); err != nil {
 		t.Fatal(err)
 	}
 	write(10, 10)
-	ingesttest.WaitFor(t, 10*time.Second, "the table created again", func() bool { return r.logged("lease table was deleted") == 1 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "the table created again", func() bool { return r.logged("lease table was deleted") == 1 })
 	write(20, 10)
-	ingesttest.WaitFor(t, 15*time.Second, "60 events", func() bool { return len(r.sink.Events()) >= 60 })
-	ingesttest.WaitFor(t, 5*time.Second, "ready", func() bool { return r.src.Ready() == nil })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "60 events", func() bool { return len(r.sink.Events()) >= 60 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "ready", func() bool { return r.src.Ready() == nil })
 	time.Sleep(300 * time.Millisecond)
 	r.stop(t)
 	for _, tb := range tables {
@@ -414,24 +414,24 @@ func TestLeasesEndpointRestart(t *testing.T) {
 	a := start(t, leasedConfig(leases, "a", tables...), d.Streams, d.DB)
 	b := start(t, leasedConfig(leases, "b", tables...), d.Streams, d.DB)
 	held := func(r *running) float64 { return testutilGauge(r, "hotkeyd_leases_held") }
-	ingesttest.WaitFor(t, 30*time.Second, "one lease each", func() bool { return held(a) == 1 && held(b) == 1 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "one lease each", func() bool { return held(a) == 1 && held(b) == 1 })
 	for _, tb := range tables {
 		putItems(t, d.DB, tb, "pk", "k", 0, 10)
 	}
-	ingesttest.WaitFor(t, 10*time.Second, "20 events", func() bool { return len(a.sink.Events())+len(b.sink.Events()) >= 20 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "20 events", func() bool { return len(a.sink.Events())+len(b.sink.Events()) >= 20 })
 	// Leases may have moved while the two started; count what the
 	// restart does.
 	lostBefore := []int{a.logged("lost lease"), b.logged("lost lease")}
 
 	d.Stop()
-	ingesttest.WaitFor(t, 10*time.Second, "both unready", func() bool { return a.src.Ready() != nil && b.src.Ready() != nil })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "both unready", func() bool { return a.src.Ready() != nil && b.src.Ready() != nil })
 	time.Sleep(2 * testFailover)
 	d.Start()
 	for _, tb := range tables {
 		putItems(t, d.DB, tb, "pk", "k", 10, 10)
 	}
-	ingesttest.WaitFor(t, 20*time.Second, "40 events", func() bool { return len(a.sink.Events())+len(b.sink.Events()) >= 40 })
-	ingesttest.WaitFor(t, 10*time.Second, "both ready", func() bool { return a.src.Ready() == nil && b.src.Ready() == nil })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "40 events", func() bool { return len(a.sink.Events())+len(b.sink.Events()) >= 40 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "both ready", func() bool { return a.src.Ready() == nil && b.src.Ready() == nil })
 	time.Sleep(300 * time.Millisecond)
 	a.stop(t)
 	b.stop(t)

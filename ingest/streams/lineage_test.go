@@ -136,7 +136,7 @@ func TestLineageOrder(t *testing.T) {
 	cfg.StreamARNs = []string{"arn:aws:dynamodb:us-west-2:111122223333:table/Forum/stream/2015-05-20T20:51:10.252"}
 	cfg.CheckpointDir = t.TempDir()
 	r := start(t, cfg, rs.client(), nil)
-	ingesttest.WaitFor(t, 10*time.Second, "12 events", func() bool { return len(r.sink.Events()) >= 12 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "12 events", func() bool { return len(r.sink.Events()) >= 12 })
 	time.Sleep(100 * time.Millisecond)
 	r.stop(t)
 

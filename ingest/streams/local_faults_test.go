@@ -58,9 +58,9 @@ func testExpiredIterator(t *testing.T, d *testenv.DDBLocal) {
 	cfg := fastConfig()
 	cfg.Tables = []string{"f_expired"}
 	r := start(t, cfg, fs, d.DB)
-	ingesttest.WaitFor(t, 10*time.Second, "the fault to fire", func() bool { return fs.pending() == 0 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "the fault to fire", func() bool { return fs.pending() == 0 })
 	putItems(t, d.DB, "f_expired", "pk", "k", 10, 10)
-	ingesttest.WaitFor(t, 10*time.Second, "20 events", func() bool { return len(r.sink.Events()) >= 20 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "20 events", func() bool { return len(r.sink.Events()) >= 20 })
 	time.Sleep(200 * time.Millisecond) // a duplicate would show by now
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, "f_expired"), "k", 20)
@@ -77,11 +77,11 @@ func testTrimmed(t *testing.T, d *testenv.DDBLocal) {
 	cfg := fastConfig()
 	cfg.Tables = []string{"f_trimmed"}
 	r := start(t, cfg, fs, d.DB)
-	ingesttest.WaitFor(t, 10*time.Second, "the fault to fire", func() bool { return fs.pending() == 0 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "the fault to fire", func() bool { return fs.pending() == 0 })
 	putItems(t, d.DB, "f_trimmed", "pk", "k", 5, 5)
 	// After the "trim" the reader goes to the oldest record left; the
 	// emulator trimmed nothing, so the first five are read again.
-	ingesttest.WaitFor(t, 10*time.Second, "15 events", func() bool { return len(r.sink.Events()) >= 15 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "15 events", func() bool { return len(r.sink.Events()) >= 15 })
 	r.stop(t)
 	if got := testutil.ToFloat64(r.src.m.gaps.WithLabelValues("f_trimmed")); got != 1 {
 		t.Errorf("hotkeyd_stream_trimmed_gaps_total = %v, want 1", got)
@@ -101,9 +101,9 @@ func testThrottled(t *testing.T, d *testenv.DDBLocal) {
 	cfg := fastConfig()
 	cfg.Tables = []string{"f_throttled"}
 	r := start(t, cfg, fs, d.DB)
-	ingesttest.WaitFor(t, 10*time.Second, "the faults to fire", func() bool { return fs.pending() == 0 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "the faults to fire", func() bool { return fs.pending() == 0 })
 	putItems(t, d.DB, "f_throttled", "pk", "k", 5, 5)
-	ingesttest.WaitFor(t, 10*time.Second, "10 events", func() bool { return len(r.sink.Events()) >= 10 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "10 events", func() bool { return len(r.sink.Events()) >= 10 })
 	time.Sleep(200 * time.Millisecond)
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, "f_throttled"), "k", 10)
@@ -121,11 +121,12 @@ func testThrottled(t *testing.T, d *testenv.DDBLocal) {
 	fs2.failGetRecords(0, many...)
 	cfg.MaxBackoff = time.Hour
 	r2 := start(t, cfg, fs2, d.DB)
-	ingesttest.WaitFor(t, 10*time.Second, "throttling", func() bool { return r2.rep.Errors(shards.ReasonThrottled) >= 3 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "throttling", func() bool { return r2.rep.Errors(shards.ReasonThrottled) >= 3 })
 	began := time.Now()
 	r2.stop(t)
-	if took := time.Since(began); took > 2*time.Second {
-		t.Errorf("stopping a throttled reader took %v", took)
+	// Well short of the hour's backoff, however loaded the machine.
+	if took := time.Since(began); took > time.Minute {
+		t.Errorf("stopping a throttled reader took %v: it waited on its backoff", took)
 	}
 }
 
@@ -138,11 +139,11 @@ func testStartLatest(t *testing.T, d *testenv.DDBLocal) {
 	cfg.Start = StartLatest
 	cfg.Tables = []string{"f_latest"}
 	r := start(t, cfg, d.Streams, d.DB)
-	ingesttest.WaitFor(t, 10*time.Second, "the first GetRecords call", func() bool {
+	ingesttest.WaitFor(t, ingesttest.Eventually, "the first GetRecords call", func() bool {
 		return testutil.ToFloat64(r.src.m.calls.WithLabelValues("f_latest")) > 0
 	})
 	putItems(t, d.DB, "f_latest", "pk", "new", 0, 5)
-	ingesttest.WaitFor(t, 10*time.Second, "5 events", func() bool { return len(r.sink.Events()) >= 5 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "5 events", func() bool { return len(r.sink.Events()) >= 5 })
 	time.Sleep(300 * time.Millisecond)
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, "f_latest"), "new", 5)
@@ -159,14 +160,14 @@ func testResume(t *testing.T, d *testenv.DDBLocal) {
 	cfg.CheckpointDir = dir
 	putItems(t, d.DB, "f_resume", "pk", "a", 0, 30)
 	r1 := start(t, cfg, d.Streams, d.DB)
-	ingesttest.WaitFor(t, 10*time.Second, "30 events", func() bool { return len(r1.sink.Events()) >= 30 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "30 events", func() bool { return len(r1.sink.Events()) >= 30 })
 	r1.stop(t)
 	exactlyOnce(t, keysOf(r1.sink, "f_resume"), "a", 30)
 
 	putItems(t, d.DB, "f_resume", "pk", "b", 0, 20)
 	cfg.Start = StartLatest
 	r2 := start(t, cfg, d.Streams, d.DB)
-	ingesttest.WaitFor(t, 10*time.Second, "20 events", func() bool { return len(r2.sink.Events()) >= 20 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "20 events", func() bool { return len(r2.sink.Events()) >= 20 })
 	time.Sleep(300 * time.Millisecond)
 	r2.stop(t)
 	exactlyOnce(t, keysOf(r2.sink, "f_resume"), "b", 20)
@@ -181,7 +182,7 @@ func testResume(t *testing.T, d *testenv.DDBLocal) {
 		t.Fatal(err)
 	}
 	r3 := start(t, cfg, d.Streams, d.DB)
-	ingesttest.WaitFor(t, 10*time.Second, "50 events", func() bool { return len(r3.sink.Events()) >= 50 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "50 events", func() bool { return len(r3.sink.Events()) >= 50 })
 	r3.stop(t)
 	if err := r3.rep.Last(shards.ReasonCheckpoint); err == nil || !strings.Contains(err.Error(), files[0]) {
 		t.Errorf("checkpoint error %v does not name %s", err, files[0])
@@ -205,7 +206,7 @@ func testStreamReenabled(t *testing.T, d *testenv.DDBLocal) {
 	cfg.Tables = []string{"f_reenabled", "f_deleted"}
 	r := start(t, cfg, d.Streams, d.DB)
 	putItems(t, d.DB, "f_reenabled", "pk", "a", 0, 3)
-	ingesttest.WaitFor(t, 10*time.Second, "3 events", func() bool { return len(r.sink.Events()) >= 3 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "3 events", func() bool { return len(r.sink.Events()) >= 3 })
 
 	update := func(enabled bool) {
 		spec := &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(enabled)}
@@ -219,16 +220,16 @@ func testStreamReenabled(t *testing.T, d *testenv.DDBLocal) {
 	update(false)
 	update(true)
 	putItems(t, d.DB, "f_reenabled", "pk", "b", 0, 3)
-	ingesttest.WaitFor(t, 10*time.Second, "3 more events from the new stream", func() bool {
+	ingesttest.WaitFor(t, ingesttest.Eventually, "3 more events from the new stream", func() bool {
 		return r.sink.CountWhere(func(e traffic.Event) bool { return strings.HasPrefix(e.PK, "b") }) >= 3
 	})
 
 	if _, err := d.DB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String("f_deleted")}); err != nil {
 		t.Fatalf("delete table: %v", err)
 	}
-	ingesttest.WaitFor(t, 10*time.Second, "not_found errors", func() bool { return r.rep.Errors(shards.ReasonNotFound) > 0 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "not_found errors", func() bool { return r.rep.Errors(shards.ReasonNotFound) > 0 })
 	putItems(t, d.DB, "f_reenabled", "pk", "c", 0, 3)
-	ingesttest.WaitFor(t, 10*time.Second, "events after the delete", func() bool {
+	ingesttest.WaitFor(t, ingesttest.Eventually, "events after the delete", func() bool {
 		return r.sink.CountWhere(func(e traffic.Event) bool { return strings.HasPrefix(e.PK, "c") }) >= 3
 	})
 	if err := r.src.Ready(); err != nil {
@@ -249,18 +250,18 @@ func TestEndpointRestart(t *testing.T) {
 	cfg.CheckpointDir = t.TempDir()
 	r := start(t, cfg, d.Streams, d.DB)
 	putItems(t, d.DB, "restart", "pk", "k", 0, 5)
-	ingesttest.WaitFor(t, 15*time.Second, "5 events", func() bool { return len(r.sink.Events()) >= 5 })
-	ingesttest.WaitFor(t, 5*time.Second, "ready", func() bool { return r.src.Ready() == nil })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "5 events", func() bool { return len(r.sink.Events()) >= 5 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "ready", func() bool { return r.src.Ready() == nil })
 
 	d.Stop()
-	ingesttest.WaitFor(t, 10*time.Second, "not ready while the endpoint is down", func() bool { return r.src.Ready() != nil })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "not ready while the endpoint is down", func() bool { return r.src.Ready() != nil })
 	if err := r.src.Ready(); !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("Ready() = %v, want it to say the endpoint is unreachable", err)
 	}
 	d.Start()
 	putItems(t, d.DB, "restart", "pk", "k", 5, 5)
-	ingesttest.WaitFor(t, 20*time.Second, "10 events", func() bool { return len(r.sink.Events()) >= 10 })
-	ingesttest.WaitFor(t, 5*time.Second, "ready again", func() bool { return r.src.Ready() == nil })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "10 events", func() bool { return len(r.sink.Events()) >= 10 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "ready again", func() bool { return r.src.Ready() == nil })
 	time.Sleep(300 * time.Millisecond)
 	r.stop(t)
 	exactlyOnce(t, keysOf(r.sink, "restart"), "k", 10)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -75,11 +74,11 @@ func testMultipleTables(t *testing.T, d *testenv.DDBLocal) {
 		t.Fatalf("batch write: %v", err)
 	}
 
-	ingesttest.WaitFor(t, 20*time.Second, "7 users and 4 orders events", func() bool {
+	ingesttest.WaitFor(t, ingesttest.Eventually, "7 users and 4 orders events", func() bool {
 		return r.sink.CountWhere(func(e traffic.Event) bool { return e.Table == "mt_users" }) >= 7 &&
 			r.sink.CountWhere(func(e traffic.Event) bool { return e.Table == "mt_orders" }) >= 4
 	})
-	ingesttest.WaitFor(t, 5*time.Second, "ready", func() bool { return r.src.Ready() == nil })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "ready", func() bool { return r.src.Ready() == nil })
 	r.stop(t)
 
 	var users, orders []traffic.Event

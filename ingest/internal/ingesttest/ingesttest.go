@@ -120,6 +120,11 @@ func (r *Reporter) Last(reason string) error {
 	return r.last[reason]
 }
 
+// Eventually bounds a wait for what must happen and whose length the test
+// does not judge: long enough for a machine loaded by other test runs. A
+// wait that ends early costs nothing.
+const Eventually = 2 * time.Minute
+
 // WaitFor polls cond until it holds, and fails the test when d passes
 // first, naming what was awaited.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {

@@ -210,11 +210,11 @@ func TestEngineReadsParentsFirst(t *testing.T) {
 	f.add("right", 4)
 	dir := t.TempDir()
 	r := runEngine(t, dir, f)
-	ingesttest.WaitFor(t, time.Minute, "12 records", func() bool { return len(f.read()) == 12 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "12 records", func() bool { return len(f.read()) == 12 })
 	// A finished shard's checkpoint is written, and the listing may count
 	// it as finished, before the reader drops its lag series: wait for
 	// both, then judge.
-	ingesttest.WaitFor(t, time.Minute, "two shards finished and their lag series dropped", func() bool {
+	ingesttest.WaitFor(t, ingesttest.Eventually, "two shards finished and their lag series dropped", func() bool {
 		n, err := testutil.GatherAndCount(r.reg, "fake_lag_records")
 		return err == nil && n == 1 && testutil.ToFloat64(r.e.Metrics.shards.WithLabelValues("orders", StateFinished)) == 2
 	})
@@ -262,12 +262,12 @@ func TestEngineResumesAfterCheckpoint(t *testing.T) {
 	f.add("only", 3)
 	dir := t.TempDir()
 	r := runEngine(t, dir, f)
-	ingesttest.WaitFor(t, 10*time.Second, "3 records", func() bool { return len(f.read()) == 3 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "3 records", func() bool { return len(f.read()) == 3 })
 	r.stop()
 
 	f.add("only", 2)
 	r2 := runEngine(t, dir, f)
-	ingesttest.WaitFor(t, 10*time.Second, "5 records", func() bool { return len(f.read()) == 5 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "5 records", func() bool { return len(f.read()) == 5 })
 	r2.stop()
 	if got, want := f.read(), []string{"only/only-001", "only/only-002", "only/only-003", "only/only-004", "only/only-005"}; !slices.Equal(got, want) {
 		t.Errorf("read %v, want every record once: %v", got, want)
@@ -285,7 +285,7 @@ func TestEngineRecoversExpiredIterator(t *testing.T) {
 	f.add("only", 5)
 	f.failures["only"] = []error{errExpired}
 	r := runEngine(t, t.TempDir(), f)
-	ingesttest.WaitFor(t, 10*time.Second, "5 records", func() bool { return len(f.read()) == 5 })
+	ingesttest.WaitFor(t, ingesttest.Eventually, "5 records", func() bool { return len(f.read()) == 5 })
 	if n := r.rep.Errors(ReasonExpiredIterator); n != 1 {
 		t.Errorf("%d expired iterators reported, want 1", n)
 	}
