@@ -7,6 +7,7 @@ package ingest
 
 import (
 	"io"
+	"time"
 
 	"github.com/hotkeyd/hotkeyd/traffic"
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,4 +32,7 @@ type Env struct {
 	// Progress takes how far the reader has read in event time, per lane
 	// (a shard, a followed file, a delivery folder); nil keeps none.
 	Progress *traffic.Progress
+	// Window is the window the events count in: a stream shard taken
+	// over without a position is read back this far (zero: all of it).
+	Window time.Duration
 }

@@ -172,7 +172,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	if err != nil {
 		return nil, err
 	}
-	env := ingest.Env{Log: log, Reporter: d.reporter, Registerer: reg, Tables: cfg.Tables, Stdin: io.stdin, Progress: d.progress}
+	env := ingest.Env{Log: log, Reporter: d.reporter, Registerer: reg, Tables: cfg.Tables, Stdin: io.stdin, Progress: d.progress, Window: cfg.Window}
 	sourceConfigs := cfg.Sources
 	if demo {
 		// The demo's events carry their arrival time.

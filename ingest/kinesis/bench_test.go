@@ -96,7 +96,7 @@ func BenchmarkKinesisReader(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, ok := st.Emit(ctx, shard, out); !ok {
+		if _, ok := st.Emit(ctx, shard, out, time.Time{}); !ok {
 			b.Fatal("sink refused the batch")
 		}
 	}

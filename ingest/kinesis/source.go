@@ -130,6 +130,10 @@ func (s *Source) SetProgress(p *traffic.Progress) {
 	s.e.Progress = p
 }
 
+// SetCatchUp sets how far back a shard taken over at LATEST from an
+// earlier owner is read (shards.Settings.CatchUp): the daemon's window.
+func (s *Source) SetCatchUp(d time.Duration) { s.e.CatchUp = d }
+
 // configured lists the streams of the configuration, ARNs and names.
 func (s *Source) configured() []string {
 	return append(slices.Clone(s.cfg.StreamARNs), s.cfg.Streams...)

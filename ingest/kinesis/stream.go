@@ -108,7 +108,7 @@ func (st *stream) Records(ctx context.Context, _, iter string) (*kinesis.GetReco
 }
 
 // Emit decodes the batch's records and hands their writes to the sink.
-func (st *stream) Emit(ctx context.Context, shard string, out *kinesis.GetRecordsOutput) (shards.Emitted, bool) {
+func (st *stream) Emit(ctx context.Context, shard string, out *kinesis.GetRecordsOutput, from time.Time) (shards.Emitted, bool) {
 	m := st.s.m
 	e := shards.Emitted{Records: len(out.Records), Next: aws.ToString(out.NextShardIterator), End: out.NextShardIterator == nil}
 	if out.MillisBehindLatest != nil {
@@ -135,6 +135,8 @@ func (st *stream) Emit(ctx context.Context, shard string, out *kinesis.GetRecord
 		ttl += ds.TTLDeletes
 		dup += ds.Duplicates
 	}
+	// A shard taken over at LATEST is read up to the window.
+	batch = shards.Recent(batch, from)
 	if len(batch) > 0 {
 		e.Newest = traffic.Newest(batch)
 		if err := st.sink.Put(ctx, batch); err != nil {

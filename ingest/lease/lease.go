@@ -35,7 +35,10 @@ type Lease struct {
 	shard Shard
 	key   string
 	start string
-	lost  chan struct{}
+	// inherited: the checkpoint was Latest and the lease had been held
+	// before (see Inherited).
+	inherited bool
+	lost      chan struct{}
 
 	mu         sync.Mutex
 	counter    types.AttributeValue
@@ -59,6 +62,15 @@ func (l *Lease) Shard() Shard { return l.shard }
 // Start returns the checkpoint the lease held when it was taken: a sequence
 // number to read after, TrimHorizon or Latest.
 func (l *Lease) Start() string { return l.start }
+
+// Inherited reports whether the lease was taken at Latest from an earlier
+// owner: a worker began reading the shard at LATEST and recorded no
+// position before it stopped or vanished, so the records written since it
+// began may have been counted by nobody. Reading at LATEST again would
+// lose them; the new owner reads the shard from its oldest record of
+// interest instead. A lease taken at Latest straight after its creation
+// is not inherited: its first owner starts where start: latest says.
+func (l *Lease) Inherited() bool { return l.inherited }
 
 // Lost is closed when another worker took the lease. The reader must stop
 // without writing anything more: the new owner reads from the last

@@ -372,6 +372,9 @@ func (c *Coordinator) takeOne(ctx context.Context, o *observed, steal bool) {
 	if l.start == "" {
 		l.start = TrimHorizon
 	}
+	// A lease is created with counter 0; any write since (a take, a
+	// renewal, a release) moved it.
+	l.inherited = l.start == Latest && it.count > 0
 	l.applyLocked(out, sent)
 	c.mu.Lock()
 	c.held[key] = l
@@ -384,7 +387,7 @@ func (c *Coordinator) takeOne(ctx context.Context, o *observed, steal bool) {
 		c.m.takes.WithLabelValues(c.cfg.Table).Inc()
 	}
 	c.log.Info("took lease", zap.String("lease", key), zap.String("from", it.owner),
-		zap.String("checkpoint", l.start), zap.Bool("stolen", steal))
+		zap.String("checkpoint", l.start), zap.Bool("inherited", l.inherited), zap.Bool("stolen", steal))
 }
 
 // repairs returns the writes that put right the attributes of an item

@@ -118,6 +118,7 @@ func (c *Config) NewSource(env ingest.Env) (traffic.Source, error) {
 		return nil, err
 	}
 	src.SetProgress(env.Progress)
+	src.SetCatchUp(env.Window)
 	return src, nil
 }
 

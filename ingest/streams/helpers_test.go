@@ -56,8 +56,8 @@ func (r *running) stop(t testing.TB) {
 		if r.err != nil {
 			t.Errorf("Run returned %v", r.err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return within 10s of cancel")
+	case <-time.After(ingesttest.Eventually):
+		t.Fatalf("Run did not return within %v of cancel", ingesttest.Eventually)
 	}
 }
 

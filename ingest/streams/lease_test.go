@@ -51,6 +51,7 @@ func TestLeases(t *testing.T) {
 		t.Run("WriteLost", func(t *testing.T) { testVanishedMidCheckpoint(t, d, false) })
 	})
 	t.Run("LostRace", func(t *testing.T) { testLeaseLostRace(t, d) })
+	t.Run("TakenOverAtLatest", func(t *testing.T) { testTakenOverAtLatest(t, d) })
 	t.Run("TableDeleted", func(t *testing.T) { testLeaseTableDeleted(t, d) })
 }
 
@@ -307,6 +308,41 @@ func testVanishedMidCheckpoint(t *testing.T, d *testenv.DDBLocal, applied bool) 
 	}
 	if line := b.logs.FilterMessage("took lease").All(); len(line) == 1 && line[0].ContextMap()["from"] != "a" {
 		t.Errorf("b took the lease from %v, want a", line[0].ContextMap()["from"])
+	}
+}
+
+// A reader started at LATEST vanishes before it read a record, so its
+// lease holds no position; the records written before and after are read
+// by the worker that takes the lease over, from the shard's oldest record
+// (all within the window), once each: none is lost to a second LATEST.
+func testTakenOverAtLatest(t *testing.T, d *testenv.DDBLocal) {
+	const table, leases = "l_latest_taken", "l_latest_taken_leases"
+	createTable(t, d, hashTable(table))
+	putItems(t, d.DB, table, "pk", "before", 0, 5)
+	latest := func(worker string) Config {
+		c := leasedConfig(leases, worker, table)
+		c.Start = StartLatest
+		return c
+	}
+	v := &vanisher{}
+	a := start(t, latest("a"), &vanishStreams{StreamsAPI: d.Streams, v: v}, &vanishDB{DynamoDBAPI: d.DB, v: v})
+	ingesttest.WaitFor(t, ingesttest.Eventually, "a reading its shard", func() bool {
+		return a.src.Ready() == nil && a.logged("reading leased shard") == 1
+	})
+	v.dead.Store(true)
+	putItems(t, d.DB, table, "pk", "after", 0, 10)
+	b := start(t, latest("b"), d.Streams, d.DB)
+	ingesttest.WaitFor(t, ingesttest.Eventually, "b to read the 15 records", func() bool { return len(keysOf(b.sink, table)) == 15 })
+	time.Sleep(300 * time.Millisecond) // room for a record read twice to show
+	b.stop(t)
+	a.stop(t)
+	if n := len(keysOf(a.sink, table)); n != 0 {
+		t.Errorf("a counted %d keys, want none (it began at LATEST)", n)
+	}
+	checkCounts(t, keysOf(b.sink, table), append(keysFrom("before", 0, 5), keysFrom("after", 0, 10)...), nil)
+	took := b.logs.FilterMessage("took lease").All()
+	if len(took) != 1 || took[0].ContextMap()["inherited"] != true {
+		t.Errorf("b's takes: %v, want one of an inherited lease", took)
 	}
 }
 

@@ -49,7 +49,7 @@ func (sr *streamReader) Records(ctx context.Context, shard, iter string) (*dynam
 // Emit maps the records to Events and hands them to the sink in one batch.
 // It returns false when the sink refused the batch (the pipeline is
 // stopping); the position then stays before the batch.
-func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstreams.GetRecordsOutput) (shards.Emitted, bool) {
+func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstreams.GetRecordsOutput, from time.Time) (shards.Emitted, bool) {
 	m := sr.s.m
 	table := sr.table
 	recs := out.Records
@@ -87,6 +87,11 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 			err = streamrecord.QuoteBadNumber(err, traffic.MaskerOf(sr.s.rep))
 			sr.s.rep.Reject(SourceName, reason, fmt.Errorf("record %s of shard %q: %w", aws.ToString(recs[i].EventID), shard, err))
 		}
+	}
+	if !from.IsZero() {
+		// A shard taken over at LATEST, read up to the window.
+		batch = shards.Recent(batch, from)
+		e.Newest = traffic.Newest(batch)
 	}
 	if len(batch) > 0 {
 		if err := sr.s.sinkPut(ctx, sr.sink, batch); err != nil {

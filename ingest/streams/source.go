@@ -119,6 +119,10 @@ func (s *Source) SetProgress(p *traffic.Progress) {
 	s.e.Progress = p
 }
 
+// SetCatchUp sets how far back a shard taken over at LATEST from an
+// earlier owner is read (shards.Settings.CatchUp): the daemon's window.
+func (s *Source) SetCatchUp(d time.Duration) { s.e.CatchUp = d }
+
 // Retention is how long a DynamoDB stream holds a record: 24 hours
 // (traffic.Retainer).
 func (s *Source) Retention() time.Duration { return Retention }

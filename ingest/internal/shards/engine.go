@@ -76,9 +76,11 @@ type Stream[B any] interface {
 	// Records calls GetRecords once (the engine bounds ctx and wraps the
 	// error).
 	Records(ctx context.Context, shard, iter string) (B, error)
-	// Emit decodes an answer and hands its events to the sink. It returns
-	// false when the sink refused them (the pipeline is stopping).
-	Emit(ctx context.Context, shard string, b B) (Emitted, bool)
+	// Emit decodes an answer and hands its events to the sink, leaving out
+	// those whose time is before from (Recent; a zero from leaves out
+	// none). It returns false when the sink refused them (the pipeline is
+	// stopping).
+	Emit(ctx context.Context, shard string, b B, from time.Time) (Emitted, bool)
 }
 
 // Pacer says how long one shard's reader waits before its next GetRecords
@@ -105,6 +107,11 @@ type Settings struct {
 	MaxBackoff time.Duration
 	// CallTimeout bounds each call.
 	CallTimeout time.Duration
+	// CatchUp is how far back a shard taken over at LATEST from an
+	// earlier owner (lease.Lease.Inherited) is read: from its oldest
+	// record, leaving out the events older than this (the window they
+	// would count in). Zero reads the whole shard.
+	CatchUp time.Duration
 }
 
 // Engine runs the loops of a reader of sharded streams: per stream,

@@ -95,7 +95,7 @@ func (f *fakeStream) Records(_ context.Context, shard, iter string) (fakePage, e
 	return fakePage{shard: shard, from: i, to: min(i+f.page, len(f.records[shard]))}, nil
 }
 
-func (f *fakeStream) Emit(_ context.Context, shard string, p fakePage) (Emitted, bool) {
+func (f *fakeStream) Emit(_ context.Context, shard string, p fakePage, _ time.Time) (Emitted, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	recs := f.records[shard][p.from:p.to]

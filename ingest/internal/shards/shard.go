@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jpillora/backoff"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // shardReader reads one shard from its checkpoint (or its start position)
@@ -35,6 +37,13 @@ type shardReader[B any] struct {
 	// taken at yet: an error there may be the checkpoint's (impossible).
 	unproven bool
 	failures int // GetShardIterator errors in a row at an unproven position
+
+	// from, while set, leaves out of the batches the events older than it:
+	// a shard taken over at LATEST is read from its oldest record for what
+	// lies in the window (startLeased). skipped counts the records read
+	// meanwhile.
+	from    time.Time
+	skipped int
 
 	// With a lease table: the shard's lease; lost once another worker took
 	// it, ended once the shard was finished.
@@ -86,7 +95,8 @@ func (r *shardReader[B]) run(ctx context.Context) (finished bool) {
 		if r.awaitLease(ctx) != nil {
 			return false
 		}
-		out, ok := r.api.Emit(ctx, r.shard.ID, b)
+		out, ok := r.api.Emit(ctx, r.shard.ID, b, r.from)
+		r.caughtUpFrom(out)
 		if out.LagSet {
 			r.e.Metrics.setLag(r.sr.spec.label(), r.shard.ID, out.Lag)
 		}
@@ -171,7 +181,20 @@ func (r *shardReader[B]) startLeased(ctx context.Context) bool {
 	case lease.ShardEnd:
 		return false
 	case lease.Latest:
-		r.startType = AtLatest
+		if !r.lease.Inherited() {
+			r.startType = AtLatest
+			break
+		}
+		// An earlier owner began at LATEST and recorded no position:
+		// what was written since may be counted by nobody. Read from the
+		// oldest record, leaving out what is older than the window; the
+		// event-time windows place the rest at their times.
+		r.startType = AtTrimHorizon
+		if r.e.CatchUp > 0 {
+			r.from = r.e.Now().Add(-r.e.CatchUp)
+		}
+		r.log.Info("shard taken over at LATEST without a checkpoint; reading it from its oldest record to count what its earlier owner may not have",
+			zap.Duration("catch_up", r.e.CatchUp))
 	case lease.TrimHorizon:
 		r.startType = AtTrimHorizon
 	default:
@@ -180,6 +203,30 @@ func (r *shardReader[B]) startLeased(ctx context.Context) bool {
 	}
 	r.log.Info("reading leased shard", zap.String("checkpoint", r.lease.Start()))
 	return ctx.Err() == nil
+}
+
+// caughtUpFrom ends the leaving out of old events once an answer reached
+// from: a shard's records come in order of time, so later ones count.
+func (r *shardReader[B]) caughtUpFrom(out Emitted) {
+	if r.from.IsZero() {
+		return
+	}
+	r.skipped += out.Records
+	if out.Newest.Before(r.from) && !out.CaughtUp && !out.End {
+		return
+	}
+	r.log.Info("read up to the window of a shard taken over; counting from here",
+		zap.Int("records_read", r.skipped), zap.Time("from", r.from))
+	r.from, r.skipped = time.Time{}, 0
+}
+
+// Recent leaves out of events, in place, those whose time is before from
+// (none when from is zero), and returns the rest.
+func Recent(events []traffic.Event, from time.Time) []traffic.Event {
+	if from.IsZero() {
+		return events
+	}
+	return slices.DeleteFunc(events, func(ev traffic.Event) bool { return ev.Time.Before(from) })
 }
 
 // resume starts after a checkpoint.
