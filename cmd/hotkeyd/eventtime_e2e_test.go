@@ -586,7 +586,7 @@ func TestLivePageSaysWhileASourceCatchesUp(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	tab := testenv.NewTab(t)
-	tab.Run(t, 20*time.Second, chromedp.Navigate(ts.URL+"/"))
+	tab.Run(t, settle, chromedp.Navigate(ts.URL+"/"))
 	tab.WaitFor(t, `document.querySelector('.banner.catching-up') !== null`, settle, "the catching-up line")
 	var lines []string
 	tab.Eval(t, `Array.from(document.querySelectorAll('.banner.catching-up')).map(e => e.dataset.source + ': ' + e.textContent)`, &lines)

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -41,7 +40,7 @@ func TestLivePageLongKey(t *testing.T) {
 	api.waitReport(t, settle)
 
 	tab := testenv.NewTab(t)
-	tab.Run(t, 20*time.Second, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(h.URL+"/"))
+	tab.Run(t, settle, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(h.URL+"/"))
 	// The daemon holds and reports a key this long as its first bytes and
 	// its hash (sketch.MaxKeyBytes): that is the key the page shows.
 	shown := ""
@@ -79,7 +78,7 @@ func TestLivePageLongKey(t *testing.T) {
 		tab.Screenshot(t, strings.ReplaceAll(view, " ", "-")+".png")
 	}
 	check("overview", `document.querySelector('article.diag')`)
-	tab.Run(t, 10*time.Second, chromedp.Evaluate(`location.hash = '#/table/orders'`, nil))
+	tab.Run(t, settle, chromedp.Evaluate(`location.hash = '#/table/orders'`, nil))
 	check("table page", `document.getElementById('app').dataset.view === 'table' && document.querySelector('tr.topkey[data-table="orders"]')`)
 	if errs := tab.Errors(); len(errs) > 0 {
 		t.Errorf("errors in the page: %q", errs)

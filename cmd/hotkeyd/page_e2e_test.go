@@ -70,7 +70,7 @@ func TestLivePage(t *testing.T) {
 				// page's own requests then carry what the browser kept.
 				tab.SignIn(t, api.user, api.password)
 			}
-			tab.Run(t, 20*time.Second, chromedp.Navigate(h.URL+"/"))
+			tab.Run(t, settle, chromedp.Navigate(h.URL+"/"))
 			if c.auth {
 				tab.SignedIn(t)
 			}
@@ -79,13 +79,13 @@ func TestLivePage(t *testing.T) {
 			tab.Screenshot(t, "overview.png")
 
 			// A table's page: its history chart and every top key.
-			tab.Run(t, 10*time.Second, chromedp.Evaluate(`location.hash = '#/table/orders'`, nil))
+			tab.Run(t, settle, chromedp.Evaluate(`location.hash = '#/table/orders'`, nil))
 			tab.WaitFor(t, `document.getElementById('app').dataset.view === 'table' && document.querySelector('tr.topkey[data-table="orders"]') && document.querySelector('[data-chart^="history:"] canvas')`, settle, "the orders table's page")
 			compareWithAPI(t, tab, api.table("orders", ""))
 			tab.Screenshot(t, "table-orders.png")
 
 			// A phone: the page fits its width.
-			tab.Run(t, 10*time.Second, chromedp.Evaluate(`location.hash = '#/'`, nil), chromedp.EmulateViewport(390, 844))
+			tab.Run(t, settle, chromedp.Evaluate(`location.hash = '#/'`, nil), chromedp.EmulateViewport(390, 844))
 			tab.WaitFor(t, `document.getElementById('app').dataset.view === 'overview' && document.querySelector('article.diag')`, settle, "the overview on a phone")
 			// The page redraws its charts to the new width 150 ms after a
 			// resize: give it a few seconds on a loaded machine.
@@ -100,7 +100,7 @@ func TestLivePage(t *testing.T) {
 				t.Errorf("on a 390 px wide phone the page is %v px wide (scroll width, window width) after 5 s: it scrolls sideways", widths)
 			}
 			tab.Screenshot(t, "phone.png")
-			tab.Run(t, 10*time.Second, chromedp.EmulateViewport(1280, 900))
+			tab.Run(t, settle, chromedp.EmulateViewport(1280, 900))
 
 			if c.keys == export.KeysRedact {
 				noRawKeys(t, tab)
@@ -504,7 +504,7 @@ func TestAnalyzeHTMLReport(t *testing.T) {
 			checkSeries(t, page, rep)
 
 			tab := testenv.NewTab(t)
-			tab.Run(t, 20*time.Second, chromedp.Navigate("file://"+path))
+			tab.Run(t, settle, chromedp.Navigate("file://"+path))
 			tab.WaitFor(t, `document.getElementById('app').dataset.status === 'report' && document.querySelector('tr.topkey') && document.querySelector('[data-chart^="traffic:"] canvas')`, settle, "the report")
 			var view pageView
 			tab.Eval(t, readPageView, &view)
@@ -514,7 +514,7 @@ func TestAnalyzeHTMLReport(t *testing.T) {
 			compareView(t, view, rep, 5, "")
 			tab.Screenshot(t, "overview.png")
 
-			tab.Run(t, 10*time.Second, chromedp.Evaluate(`location.hash = '#/table/orders'`, nil))
+			tab.Run(t, settle, chromedp.Evaluate(`location.hash = '#/table/orders'`, nil))
 			tab.WaitFor(t, `document.getElementById('app').dataset.view === 'table' && document.querySelector('[data-chart^="history:"] canvas')`, settle, "the orders table's page")
 			tab.Eval(t, readPageView, &view)
 			compareView(t, view, rep, 0, "orders")

@@ -341,7 +341,7 @@ func (tab *Tab) Run(t testing.TB, timeout time.Duration, actions ...chromedp.Act
 func (tab *Tab) Eval(t testing.TB, expr string, out any) {
 	t.Helper()
 	var raw json.RawMessage
-	tab.Run(t, 10*time.Second, chromedp.Evaluate("JSON.stringify("+expr+")", &raw))
+	tab.Run(t, time.Minute, chromedp.Evaluate("JSON.stringify("+expr+")", &raw))
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		t.Fatalf("evaluate %s: %v (%s)", expr, err, raw)
@@ -358,7 +358,7 @@ func (tab *Tab) WaitFor(t testing.TB, expr string, timeout time.Duration, what s
 	deadline := time.Now().Add(timeout)
 	for {
 		var ok bool
-		ctx, cancel := context.WithTimeout(tab.Ctx, 5*time.Second)
+		ctx, cancel := context.WithTimeout(tab.Ctx, 30*time.Second)
 		err := chromedp.Run(ctx, chromedp.Evaluate("!!("+expr+")", &ok))
 		cancel()
 		if err == nil && ok {
@@ -376,7 +376,7 @@ func (tab *Tab) WaitFor(t testing.TB, expr string, timeout time.Duration, what s
 func (tab *Tab) Screenshot(t testing.TB, name string) string {
 	t.Helper()
 	var png []byte
-	tab.Run(t, 20*time.Second, chromedp.FullScreenshot(&png, 100))
+	tab.Run(t, time.Minute, chromedp.FullScreenshot(&png, 100))
 	path := filepath.Join(ArtifactDir(t), name)
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatalf("write screenshot: %v", err)
