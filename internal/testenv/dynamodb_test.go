@@ -12,7 +12,7 @@ import (
 
 func TestDynamoDBLocalSurvivesRestart(t *testing.T) {
 	d := DynamoDBLocal(t, WithDBPath(t.TempDir()))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	_, err := d.DB.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String("restart"),
