@@ -114,10 +114,61 @@ type Source interface {
 }
 
 // KeySchema names a table's key attributes, for sources whose records do not
-// say which attribute is the partition key (CloudTrail's untyped key maps).
+// say which attribute is the partition key (CloudTrail's untyped key maps),
+// and its secondary indexes, for sources that derive the writes of an
+// index from item images (stream records).
 type KeySchema struct {
 	PartitionKey string `yaml:"partition_key" json:"partition_key"`
 	SortKey      string `yaml:"sort_key,omitempty" json:"sort_key,omitempty"`
+	// Indexes are the table's secondary indexes by name; empty for an
+	// index's own key schema and for a table without any.
+	Indexes map[string]IndexSchema `yaml:"-" json:"indexes,omitempty"`
+}
+
+// IndexSchema is one secondary index of a table, as DescribeTable tells it
+// (or the config's tables section declares it): its key attributes, which
+// attributes it projects, and whether it is local.
+type IndexSchema struct {
+	// PartitionKey and SortKey are the index's key attributes; a local
+	// index's partition key is its table's.
+	PartitionKey string `json:"partition_key"`
+	SortKey      string `json:"sort_key,omitempty"`
+	// Local is set for a local secondary index: its entries live in the
+	// table's partitions and its writes consume the table's capacity.
+	Local bool `json:"local,omitempty"`
+	// Projection says which attributes an index entry holds besides the
+	// keys.
+	Projection Projection `json:"projection"`
+}
+
+// ProjectionType is DynamoDB's projection type of a secondary index.
+type ProjectionType string
+
+// Projection types.
+const (
+	// ProjectAll copies every attribute of the item into the index.
+	ProjectAll ProjectionType = "ALL"
+	// ProjectKeysOnly copies the table's and the index's key attributes.
+	ProjectKeysOnly ProjectionType = "KEYS_ONLY"
+	// ProjectInclude copies the keys and the attributes listed.
+	ProjectInclude ProjectionType = "INCLUDE"
+)
+
+// Projection is the attributes an index entry holds besides the table's
+// and the index's keys.
+type Projection struct {
+	Type ProjectionType `json:"type"`
+	// Attributes are the non-key attributes of an INCLUDE projection.
+	Attributes []string `json:"attributes,omitempty"`
+}
+
+// Noter is implemented by sources with something a report must say about
+// how their input was counted (a stream whose view type hides index
+// writes): the daemon adds their notes to the report's.
+type Noter interface {
+	// Notes returns sentences for the report's notes; none when all is
+	// counted as it should be.
+	Notes() []string
 }
 
 // Readier is implemented by sources that can tell whether they are working

@@ -33,7 +33,7 @@ func runAnalyze(f *flags, io stdio) int {
 		fmt.Fprintf(io.stderr, "hotkeyd: --top: must be 1 to %d, got %d\n", config.MaxTop, f.top)
 		return 2
 	}
-	schemas, err := analyze.KeySchemas(cfg.Tables, f.keySchemas)
+	schemas, err := analyze.KeySchemas(cfg.KeySchemas(), f.keySchemas)
 	if err != nil {
 		fmt.Fprintf(io.stderr, "hotkeyd: --key-schema: %v\n", err)
 		return 2

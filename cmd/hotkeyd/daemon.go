@@ -172,7 +172,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	if err != nil {
 		return nil, err
 	}
-	env := ingest.Env{Log: log, Reporter: d.reporter, Registerer: reg, Tables: cfg.Tables, Stdin: io.stdin, Progress: d.progress, Window: cfg.Window}
+	env := ingest.Env{Log: log, Reporter: d.reporter, Registerer: reg, Tables: cfg.KeySchemas(), Stdin: io.stdin, Progress: d.progress, Window: cfg.Window}
 	sourceConfigs := cfg.Sources
 	if demo {
 		// The demo's events carry their arrival time.
@@ -361,6 +361,7 @@ func (d *daemon) run(ctx context.Context) error {
 					d.history.Record(detect.LastSeconds(j.Snapshot, d.history.Keys()))
 					j.Report.Rejected = d.reporter.Rejected()
 					j.Report.Sources = export.SourcesReport(d.progress.States())
+					j.Report.Notes = sourceNotes(d.sources)
 					d.live.Update(j.Report)
 					ann.Announce(j.Changes)
 				}
@@ -414,6 +415,18 @@ func (d *daemon) run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// sourceNotes gathers what the sources say a report must know of how
+// their input was counted (traffic.Noter).
+func sourceNotes(sources []traffic.Source) []string {
+	var notes []string
+	for _, src := range sources {
+		if n, ok := src.(traffic.Noter); ok {
+			notes = append(notes, n.Notes()...)
+		}
+	}
+	return notes
 }
 
 // perClient turns the --web.max-connections-per-client flag, where 0 means

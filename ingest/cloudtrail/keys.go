@@ -122,7 +122,7 @@ func (s *schemas) put(name string, ks traffic.KeySchema) {
 		s.learnt[name] = ks
 	}
 	s.mu.Unlock()
-	if !had || old != ks {
+	if !had || old.PartitionKey != ks.PartitionKey || old.SortKey != ks.SortKey {
 		s.log.Info("key schema learnt from a control-plane event", zap.String("table", name),
 			zap.String("partition_key", ks.PartitionKey), zap.String("sort_key", ks.SortKey))
 	}

@@ -86,7 +86,9 @@ type noter interface {
 // Config is what the decoders need.
 type Config struct {
 	// Schemas are the key schemas of tables whose records do not say which
-	// attribute is the partition key (CloudTrail, stream records).
+	// attribute is the partition key (CloudTrail, stream records), with
+	// the tables' secondary indexes, whose writes stream records' item
+	// images tell.
 	Schemas map[string]traffic.KeySchema
 	// Table is the table of stream records that name none (the output of
 	// aws dynamodbstreams get-records); stream records of any other table
@@ -130,7 +132,7 @@ func New(cfg Config) *Set {
 	}
 	return &Set{decoders: []Decoder{
 		&streamRecords{dec: streamrecord.NewDumpDecoder(streamrecord.DumpConfig{
-			Schemas: cfg.Schemas, Table: cfg.Table, Log: cfg.Log, Reporter: cfg.Reporter,
+			Schemas: streamrecord.NewSchemas(cfg.Schemas), Table: cfg.Table, Log: cfg.Log, Reporter: cfg.Reporter,
 		})},
 		&cloudTrail{dec: cloudtrail.NewDecoder(cfg.Schemas, cfg.Log, cfg.Reporter)},
 		&jsonLines{opts: jsonl.Options{Fields: cfg.Fields, Reporter: cfg.Reporter, Recycle: cfg.Recycle, Keys: keyFilter(cfg)}},
@@ -463,6 +465,12 @@ func (s *streamRecords) Notes() []string {
 	}
 	if st.NoTable > 0 {
 		notes = append(notes, fmt.Sprintf("Stream records: %d records name no table (get-records output carries none); give it with --table NAME.", st.NoTable))
+	}
+	if n := streamrecord.GapNote(st.Incomplete); n != "" {
+		notes = append(notes, n)
+	}
+	if n := streamrecord.GapNote(st.Incomplete); n != "" {
+		notes = append(notes, n)
 	}
 	if len(st.NoSchema) > 0 {
 		notes = append(notes, fmt.Sprintf("Stream records: no key schema for %s, so keys were counted whole (all attributes); give one with --key-schema TABLE=PK[,SK] or the config's tables section.", strings.Join(st.NoSchema, ", ")))

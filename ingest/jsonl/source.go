@@ -58,8 +58,14 @@ func (c *Config) NewSource(env ingest.Env) (traffic.Source, error) {
 	cfg := *c
 	cfg.Reporter, cfg.Stdin = env.Reporter, env.Stdin
 	if cfg.Records == nil {
+		source := cmp.Or(cfg.Source, SourceName)
+		gaps, err := streamrecord.NewGaps(source, env.Log, env.Registerer)
+		if err != nil {
+			return nil, err
+		}
 		cfg.Records = streamrecord.NewDumpDecoder(streamrecord.DumpConfig{
-			Schemas: env.Tables, Source: cmp.Or(cfg.Source, SourceName), Log: env.Log, Reporter: env.Reporter,
+			Schemas: streamrecord.NewSchemas(env.Tables), Gaps: gaps,
+			Source: source, Log: env.Log, Reporter: env.Reporter,
 		})
 	}
 	src, err := New(cfg, env.Log)
@@ -128,6 +134,16 @@ func New(cfg Config, log *zap.Logger) (*Source, error) {
 
 // Name returns the source label.
 func (s *Source) Name() string { return s.cfg.Source }
+
+// Notes says what a report must know of how the stream records of its
+// files were counted (traffic.Noter): the tables whose index writes their
+// streams' view type hides.
+func (s *Source) Notes() []string {
+	if n, ok := s.cfg.Records.(traffic.Noter); ok {
+		return n.Notes()
+	}
+	return nil
+}
 
 // Ready returns why the source cannot read a file it should (a permission
 // error, a path that is not a regular file), or nil. A file that does not

@@ -90,7 +90,7 @@ func BenchmarkKinesisReader(b *testing.B) {
 		// A fresh window of recent records per answer set: the rounds
 		// repeat every 8 answers.
 		if next == 0 {
-			src.records = streamrecord.NewDumpDecoder(streamrecord.DumpConfig{Schemas: schemas, Source: SourceName})
+			src.records = streamrecord.NewDumpDecoder(streamrecord.DumpConfig{Schemas: streamrecord.NewSchemas(schemas), Source: SourceName})
 		}
 		out, err := st.Records(ctx, shard, "it")
 		if err != nil {

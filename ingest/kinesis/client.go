@@ -23,8 +23,8 @@ type API interface {
 	GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error)
 }
 
-// newClients builds the Kinesis client, and with a lease table the
-// DynamoDB client, from the default credential chain, with the SDK's
+// newClients builds the Kinesis client, and with a lease table or
+// describe_tables the DynamoDB client, from the default credential chain, with the SDK's
 // retries off (shards.AWSConfig).
 func newClients(ctx context.Context, cfg Config) (*kinesis.Client, *dynamodb.Client, error) {
 	awsCfg, err := shards.AWSConfig(ctx, cfg.Region)
@@ -37,7 +37,7 @@ func newClients(ctx context.Context, cfg Config) (*kinesis.Client, *dynamodb.Cli
 		}
 	})
 	var dc *dynamodb.Client
-	if cfg.LeaseTable != "" {
+	if cfg.LeaseTable != "" || cfg.DescribeTables {
 		dc = dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 			if cfg.DynamoDBEndpoint != "" {
 				o.BaseEndpoint = aws.String(cfg.DynamoDBEndpoint)

@@ -51,9 +51,15 @@ type Config struct {
 	// lease_table, worker_id, failover_time, checkpoint_interval,
 	// max_backoff and call_timeout.
 	shards.Config `yaml:",inline"`
-	// DynamoDBEndpoint overrides the endpoint of the lease table's
-	// DynamoDB (an emulator).
+	// DynamoDBEndpoint overrides the endpoint of DynamoDB (an emulator):
+	// the lease table's, and DescribeTable's.
 	DynamoDBEndpoint string `yaml:"dynamodb_endpoint"`
+	// DescribeTables learns each table's key schema and secondary indexes
+	// with DynamoDB's DescribeTable when its first record is read, and
+	// again every ListInterval (default true): the writes of an index are
+	// told from the records' item images by its key and projection.
+	// Indexes declared in the config's tables section need no call.
+	DescribeTables bool `yaml:"describe_tables"`
 	// PollInterval is the least time between two GetRecords calls on a
 	// shard (default 1 s, the Kinesis Client Library's: a shard serves 5
 	// calls per second to all its consumers together). A call that
@@ -74,10 +80,11 @@ type Config struct {
 // stream to read.
 func DefaultConfig() Config {
 	return Config{
-		Config:       shards.DefaultConfig(),
-		PollInterval: time.Second,
-		ListInterval: 30 * time.Second,
-		BatchLimit:   10000,
+		Config:         shards.DefaultConfig(),
+		PollInterval:   time.Second,
+		ListInterval:   30 * time.Second,
+		BatchLimit:     10000,
+		DescribeTables: true,
 	}
 }
 
@@ -115,8 +122,8 @@ func (c *Config) Validate() error {
 	if err := c.Config.Validate(map[string]time.Duration{"poll_interval": c.PollInterval, "list_interval": c.ListInterval}); err != nil {
 		return err
 	}
-	if c.LeaseTable == "" && c.DynamoDBEndpoint != "" {
-		return errors.New("dynamodb_endpoint: only used with lease_table")
+	if c.LeaseTable == "" && !c.DescribeTables && c.DynamoDBEndpoint != "" {
+		return errors.New("dynamodb_endpoint: only used with lease_table or describe_tables")
 	}
 	return nil
 }

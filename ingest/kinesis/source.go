@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/hotkeyd/hotkeyd/ingest/internal/describe"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
@@ -37,6 +38,14 @@ type Source struct {
 	// retention is the longest retention of the streams described, in
 	// hours (0 until one was: DefaultRetention).
 	retention atomic.Int64
+	// schemas are the tables' key schemas and indexes, from the config
+	// and DescribeTable (describer, which watches each table from its
+	// first record on, for as long as runCtx, Run's, lives); gaps are the
+	// index writes the records could not tell.
+	schemas   *streamrecord.Schemas
+	describer *describe.Describer
+	gaps      *streamrecord.Gaps
+	runCtx    context.Context
 }
 
 // DefaultRetention is a Kinesis stream's retention unless it was raised.
@@ -52,6 +61,7 @@ func (s *Source) Retention() time.Duration {
 var (
 	_ traffic.Source  = (*Source)(nil)
 	_ traffic.Readier = (*Source)(nil)
+	_ traffic.Noter   = (*Source)(nil)
 )
 
 // New returns a Source for cfg with SDK clients built from the default
@@ -73,7 +83,8 @@ func New(cfg Config, log *zap.Logger, rep traffic.Reporter, reg prometheus.Regis
 }
 
 // NewWithClients is New with the clients given: db serves the lease table
-// and is needed only with cfg.LeaseTable.
+// and DescribeTable, and is needed only with cfg.LeaseTable or
+// cfg.DescribeTables (without it, no table is described).
 func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, rep traffic.Reporter, reg prometheus.Registerer) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -90,12 +101,24 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 	}
 	cfg = cfg.withDefaults()
 	log = log.Named("kinesis")
-	s := &Source{
-		cfg: cfg, log: log, rep: rep, m: m, api: api,
-		records: streamrecord.NewDumpDecoder(streamrecord.DumpConfig{
-			Schemas: cfg.Tables, Source: SourceName, Log: log, Reporter: rep,
-		}),
+	s := &Source{cfg: cfg, log: log, rep: rep, m: m, api: api, schemas: streamrecord.NewSchemas(cfg.Tables)}
+	var tables describe.API
+	if cfg.DescribeTables && db != nil {
+		tables = db
 	}
+	if s.describer, err = describe.New(describe.Config{Source: SourceName, Interval: cfg.ListInterval, CallTimeout: cfg.CallTimeout},
+		tables, s.schemas, log, rep, reg); err != nil {
+		return nil, err
+	}
+	if s.gaps, err = streamrecord.NewGaps(SourceName, log, reg); err != nil {
+		return nil, fmt.Errorf("register kinesis metrics: %w", err)
+	}
+	s.records = streamrecord.NewDumpDecoder(streamrecord.DumpConfig{
+		Schemas: s.schemas, Gaps: s.gaps, Source: SourceName, Log: log, Reporter: rep,
+		// A table is described on its first record, before the index
+		// writes of that record are told.
+		Meet: func(table string) { s.describer.Watch(s.runCtx, table) },
+	})
 	s.e = &shards.Engine{
 		Settings:    cfg.Settings(SourceName, cfg.ListInterval),
 		Reporter:    rep,
@@ -156,6 +179,8 @@ func (s *Source) Ready() error { return s.e.Ready() }
 // Run reads every configured stream until ctx is done. It returns nil when
 // ctx is done; AWS errors are retried, never returned.
 func (s *Source) Run(ctx context.Context, sink traffic.Sink) error {
+	s.runCtx = ctx
+	defer s.describer.Wait()
 	s.e.Run(ctx, func() {
 		var wg sync.WaitGroup
 		for _, arn := range s.cfg.StreamARNs {
@@ -171,6 +196,15 @@ func (s *Source) Run(ctx context.Context, sink traffic.Sink) error {
 		}
 		wg.Wait()
 	})
+	return nil
+}
+
+// Notes says what a report must know of how the records were counted:
+// the tables whose index writes their streams' view type hides.
+func (s *Source) Notes() []string {
+	if n := s.gaps.Note(); n != "" {
+		return []string{n}
+	}
 	return nil
 }
 

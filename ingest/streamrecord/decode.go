@@ -20,12 +20,17 @@ var ErrFallback = errors.New("answer not in the shape the fast decoder knows")
 // DecodeGetRecords decodes a GetRecords answer in one pass over the bytes,
 // keeping of each record what Map reads: eventID, eventName,
 // userIdentity, and of "dynamodb" the Keys, SequenceNumber, SizeBytes,
-// ApproximateCreationDateTime and StreamViewType. Images and other members
-// are skipped without building values, but checked as JSON (the shared
-// scanner, ingest/jsonscan), so that an answer the SDK would refuse is left
-// to it. Anything unexpected returns ErrFallback.
-func DecodeGetRecords(body []byte) (*dynamodbstreams.GetRecordsOutput, error) {
+// ApproximateCreationDateTime and StreamViewType. The records are of table
+// t (nil when not known): when it has secondary indexes, the item images
+// are read as far as IndexWrites needs them (image.go); otherwise images
+// and other members are skipped without building values, but checked as
+// JSON (the shared scanner, ingest/jsonscan), so that an answer the SDK
+// would refuse is left to it. Anything unexpected returns ErrFallback.
+func DecodeGetRecords(body []byte, t *Table) (*dynamodbstreams.GetRecordsOutput, error) {
 	d := &decoder{b: body}
+	if t.HasIndexes() {
+		d.table = t
+	}
 	out := &dynamodbstreams.GetRecordsOutput{}
 	err := d.object(func(key []byte) error {
 		switch string(key) {
@@ -73,6 +78,10 @@ type decoder struct {
 	dump *dumpRecord
 	// payload is the record a dump's base64 envelope holds.
 	payload types.Record
+	// table, when set, is the table of a GetRecords answer whose images
+	// are read for its indexes; scratch holds binary values sized.
+	table   *Table
+	scratch []byte
 }
 
 // strArena copies the strings of an answer into shared blocks, as the
@@ -383,6 +392,8 @@ func (d *decoder) streamRecord(sr *types.StreamRecord) error {
 			s, err := d.internStr()
 			sr.StreamViewType = types.StreamViewType(s)
 			return err
+		case "NewImage", "OldImage":
+			return d.imageMember(key[0] == 'N', sr)
 		case "Keys":
 			if d.null() {
 				return nil
@@ -402,6 +413,41 @@ func (d *decoder) streamRecord(sr *types.StreamRecord) error {
 		}
 		return nil
 	})
+}
+
+// imageMember reads an image member of a stream record: for a table with
+// indexes, decoded as far as they need it (image.go); in a dump, whose
+// table may be named after it, kept as a span to be read once the table is
+// known; otherwise skipped.
+func (d *decoder) imageMember(isNew bool, sr *types.StreamRecord) error {
+	switch {
+	case d.dump != nil:
+		start := jsonscan.Space(d.b, d.i)
+		if err := d.skip(); err != nil {
+			return err
+		}
+		span := d.b[start:d.i]
+		if string(span) == "null" {
+			span = nil
+		}
+		if isNew {
+			d.dump.newImage = span
+		} else {
+			d.dump.oldImage = span
+		}
+		return nil
+	case d.table == nil:
+		return d.skip()
+	case d.null():
+		return nil
+	}
+	img, err := d.image(d.table)
+	if isNew {
+		sr.NewImage = img
+	} else {
+		sr.OldImage = img
+	}
+	return err
 }
 
 // epochMillis converts epoch seconds to milliseconds as the SDK does

@@ -47,11 +47,22 @@ const (
 
 // DumpConfig configures a DumpDecoder.
 type DumpConfig struct {
-	// Schemas are key schemas by table name. A record's Keys do not say
-	// which attribute is the partition key: a one-attribute key is, and a
-	// key of several attributes of a table without a schema is counted
-	// whole (name=value pairs), the table listed in DumpStats.NoSchema.
-	Schemas map[string]traffic.KeySchema
+	// Schemas are what is known of each table: its key schema and its
+	// secondary indexes (the config's tables section, and what
+	// DescribeTable taught a reader). A record's Keys do not say which
+	// attribute is the partition key: a one-attribute key is, and a key of
+	// several attributes of a table without a schema is counted whole
+	// (name=value pairs), the table listed in DumpStats.NoSchema. The
+	// writes of a table's indexes are told from the records' images
+	// (IndexWrites). Nil knows nothing.
+	Schemas *Schemas
+	// Meet, when set, is called with the table of every record mapped,
+	// before its index writes are told: a reader that learns tables'
+	// schemas as it meets them (DescribeTable) does so here.
+	Meet func(table string)
+	// Gaps counts and logs the records whose images could not tell their
+	// index writes; nil does not (DumpStats still counts them).
+	Gaps *Gaps
 	// Table is the table of the records that name none (the output of
 	// `aws dynamodbstreams get-records` does not). When set, records of
 	// any other table are rejected. Empty: records naming no table are
@@ -86,7 +97,18 @@ type DumpStats struct {
 	Unsized uint64 `json:"unsized"`
 	// NoTable counts the records rejected for naming no table.
 	NoTable uint64 `json:"no_table"`
+	// IndexWrites counts the writes of global secondary indexes told
+	// from the records' images (Events of TABLE/INDEX, in Events too).
+	IndexWrites uint64 `json:"index_writes"`
+	// Incomplete counts, by table and view type, the writes to tables
+	// with secondary indexes whose images could not tell every index
+	// write (IndexWrites counted those they make certain).
+	Incomplete map[IndexGap]uint64 `json:"-"`
 }
+
+// IndexGap names a table whose records could not tell their index writes,
+// and the view type of its stream that hid them.
+type IndexGap struct{ Table, ViewType string }
 
 // Add adds o's counts to s.
 func (s *DumpStats) Add(o DumpStats) {
@@ -95,6 +117,13 @@ func (s *DumpStats) Add(o DumpStats) {
 	s.Duplicates += o.Duplicates
 	s.Unsized += o.Unsized
 	s.NoTable += o.NoTable
+	s.IndexWrites += o.IndexWrites
+	for k, n := range o.Incomplete {
+		if s.Incomplete == nil {
+			s.Incomplete = map[IndexGap]uint64{}
+		}
+		s.Incomplete[k] += n
+	}
 }
 
 // DumpDecoder turns dumps of stream records into write Events. It keeps,
@@ -142,6 +171,16 @@ func (dd *DumpDecoder) Decode(ctx context.Context, r io.Reader, name string, sin
 		err = ferr
 	}
 	return st.stats, err
+}
+
+// Notes says what a report must know of the records read (traffic.Noter):
+// the tables whose index writes the records could not all tell, as
+// counted by DumpConfig.Gaps.
+func (dd *DumpDecoder) Notes() []string {
+	if n := dd.cfg.Gaps.Note(); n != "" {
+		return []string{n}
+	}
+	return nil
 }
 
 // Sniff reports whether line, the first line of a file, is a stream
@@ -193,6 +232,8 @@ type dumpStream struct {
 	dec   *decoder
 	rec   dumpRecord
 	batch []traffic.Event
+	// ixs holds one record's index writes.
+	ixs   []traffic.Event
 	stats DumpStats
 	// n counts the records, for messages.
 	n uint64
@@ -367,13 +408,61 @@ func (st *dumpStream) record(raw []byte) {
 		ev.Time = cfg.Now()
 	}
 	ev.Source = cfg.Source
+	var ixs []traffic.Event
+	if cfg.Meet != nil {
+		cfg.Meet(table)
+	}
+	if t := cfg.Schemas.Table(table); t.HasIndexes() {
+		// Before the table write is emitted: a local index's writes add
+		// to its units.
+		ixs = st.indexWrites(dr, table, t, &ev)
+	}
 	st.emit(ev)
+	for _, ix := range ixs {
+		st.emit(ix)
+	}
+}
+
+// indexWrites returns the writes a record's table write caused in the
+// table's global secondary indexes, and adds its local indexes' to ev.
+func (st *dumpStream) indexWrites(dr *dumpRecord, table string, t *Table, ev *traffic.Event) []traffic.Event {
+	sr := dr.rec.Dynamodb
+	for _, img := range []struct {
+		span []byte
+		dst  *map[string]types.AttributeValue
+	}{{dr.newImage, &sr.NewImage}, {dr.oldImage, &sr.OldImage}} {
+		if img.span == nil {
+			continue
+		}
+		m, err := st.dec.imageAt(img.span, t)
+		if err != nil {
+			// An image the decoder cannot read hides the index writes
+			// it would tell; the table write stands.
+			m = nil
+		}
+		*img.dst = m
+	}
+	var complete bool
+	st.ixs, complete = IndexWrites(&dr.rec, t, ev, st.ixs[:0])
+	st.stats.IndexWrites += uint64(len(st.ixs))
+	if !complete {
+		gap := IndexGap{table, string(sr.StreamViewType)}
+		if st.stats.Incomplete == nil {
+			st.stats.Incomplete = map[IndexGap]uint64{}
+		}
+		st.stats.Incomplete[gap]++
+		st.dd.cfg.Gaps.Add(table, gap.ViewType)
+	}
+	return st.ixs
 }
 
 // mapKeys maps a record with the table's key schema, counting a key of
 // several attributes whole when the table has none.
 func (st *dumpStream) mapKeys(table string, r *types.Record, ev *traffic.Event) (Kind, string, error) {
-	ks := st.dd.cfg.Schemas[table]
+	var ks traffic.KeySchema
+	if t := st.dd.cfg.Schemas.Table(table); t != nil {
+		ks = t.Key
+	}
 	kind, reason, err := Map(r, table, "", ks, ev)
 	if kind != KindRejected || ks.PartitionKey != "" || r.Dynamodb == nil || len(r.Dynamodb.Keys) < 2 {
 		return kind, reason, err

@@ -56,7 +56,7 @@ func BenchmarkDumpDecode(b *testing.B) {
 		{"lambda-kinesis-envelopes", envelopes.Bytes()},
 	} {
 		b.Run(in.name, func(b *testing.B) {
-			dd := NewDumpDecoder(DumpConfig{Schemas: schemas, Table: "orders"})
+			dd := NewDumpDecoder(DumpConfig{Schemas: NewSchemas(schemas), Table: "orders"})
 			b.ReportAllocs()
 			b.SetBytes(int64(len(in.text)))
 			for b.Loop() {
@@ -76,7 +76,7 @@ func BenchmarkDumpDecode(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			out, err := DecodeGetRecords(body)
+			out, err := DecodeGetRecords(body, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -183,7 +183,7 @@ func TestDumpSchemasAndCounts(t *testing.T) {
 	if fmt.Sprint(r.stats) != fmt.Sprint(want) {
 		t.Errorf("stats %+v, want %+v", r.stats, want)
 	}
-	r = decodeDumpText(t, text, DumpConfig{Schemas: map[string]traffic.KeySchema{"t": {PartitionKey: "pk", SortKey: "sk"}}})
+	r = decodeDumpText(t, text, DumpConfig{Schemas: NewSchemas(map[string]traffic.KeySchema{"t": {PartitionKey: "pk", SortKey: "sk"}})})
 	if got := pks(r.events); got != "t:a t:AAEqQQ==" || r.events[0].SK != "1.5" || len(r.stats.NoSchema) != 0 {
 		t.Errorf("with a schema: %q %+v", got, r.stats)
 	}

@@ -41,6 +41,9 @@ type dumpRecord struct {
 	kinesis bool
 	// wrapped is set once a base64 envelope was opened.
 	wrapped bool
+	// newImage and oldImage are the spans of the record's images (nil
+	// when it has none), read once the table is known (readImages).
+	newImage, oldImage []byte
 }
 
 // recordError is a record a dump decoder rejects, with the reason.
@@ -177,6 +180,7 @@ func (d *decoder) envelope() error {
 	b, i := d.b, d.i
 	d.b, d.i = payload, 0
 	out.wrapped, out.kinesis = true, true
+	out.newImage, out.oldImage = nil, nil
 	d.payload = types.Record{}
 	err = d.record(&d.payload)
 	if err == nil && jsonscan.Space(d.b, d.i) != len(d.b) {

@@ -53,6 +53,10 @@ type Config struct {
 	// has nothing new (default 1 s). The wait grows to it from
 	// MinPollInterval while reads keep coming back empty.
 	IdlePollInterval time.Duration `yaml:"idle_poll_interval"`
+	// Schemas are the config file's tables section: key schemas, and the
+	// secondary indexes declared there, which win over what DescribeTable
+	// tells of the same name.
+	Schemas map[string]traffic.KeySchema `yaml:"-"`
 	// BatchLimit is GetRecords' Limit (default and maximum 1000).
 	BatchLimit int32 `yaml:"-"`
 	// SDKDecode decodes GetRecords answers with the SDK's generic
@@ -111,9 +115,12 @@ func (c *Config) Validate() error {
 }
 
 // NewSource builds the reader of a sources entry of type
-// dynamodb-streams: New with the daemon's logger, Reporter and registry.
+// dynamodb-streams: New with the daemon's logger, Reporter, registry and
+// the config file's tables.
 func (c *Config) NewSource(env ingest.Env) (traffic.Source, error) {
-	src, err := New(*c, env.Log, env.Reporter, env.Registerer)
+	cfg := *c
+	cfg.Schemas = env.Tables
+	src, err := New(cfg, env.Log, env.Reporter, env.Registerer)
 	if err != nil {
 		return nil, err
 	}

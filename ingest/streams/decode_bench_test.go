@@ -105,7 +105,7 @@ func benchGetRecords(b *testing.B, file string, benchKeys traffic.KeySchema) {
 		start()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			out, err := client.GetRecords(ctx, in, withFastGetRecords)
+			out, err := client.GetRecords(ctx, in, withFastGetRecords(nil))
 			if err != nil || len(out.Records) != n {
 				b.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func benchGetRecords(b *testing.B, file string, benchKeys traffic.KeySchema) {
 		b.ReportAllocs()
 		start()
 		for b.Loop() {
-			if _, err := empty.GetRecords(ctx, in, withFastGetRecords); err != nil {
+			if _, err := empty.GetRecords(ctx, in, withFastGetRecords(nil)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -134,7 +134,7 @@ func benchGetRecords(b *testing.B, file string, benchKeys traffic.KeySchema) {
 		start()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			if _, err := streamrecord.DecodeGetRecords(body); err != nil {
+			if _, err := streamrecord.DecodeGetRecords(body, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -182,15 +182,62 @@ func benchGetRecords(b *testing.B, file string, benchKeys traffic.KeySchema) {
 	for _, path := range []struct {
 		name string
 		opts []func(*dynamodbstreams.Options)
-	}{{"end-to-end-sdk", nil}, {"end-to-end-fast", []func(*dynamodbstreams.Options){withFastGetRecords}}} {
+	}{{"end-to-end-sdk", nil}, {"end-to-end-fast", []func(*dynamodbstreams.Options){withFastGetRecords(nil)}}} {
 		b.Run(path.name, func(b *testing.B) {
 			start()
 			benchEndToEnd(b, client, in, path.opts, benchKeys, now, len(body), report)
 		})
 	}
+	// The same with the table's secondary indexes: the images read as far
+	// as the indexes need, and the index writes told from them.
+	for name, tb := range benchIndexes(benchKeys) {
+		b.Run("fast-decode-body-only-"+name, func(b *testing.B) {
+			b.ReportAllocs()
+			start()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, err := streamrecord.DecodeGetRecords(body, tb); err != nil {
+					b.Fatal(err)
+				}
+			}
+			report(b)
+		})
+		b.Run("end-to-end-fast-"+name, func(b *testing.B) {
+			start()
+			benchEndToEndIndexes(b, client, in, []func(*dynamodbstreams.Options){withFastGetRecords(tb)}, benchKeys, tb, now, len(body), report)
+		})
+	}
+}
+
+// benchIndexes are the tables the index sub-benchmarks read the recorded
+// answers as: "gsi-keys" has indexes that read a few attributes of each
+// image (a KEYS_ONLY index on status/updatedAt, an INCLUDE one on amount
+// with lines), the other attributes skipped; "gsi-all" an ALL index on
+// status, whose entries are as large as the item, every attribute sized.
+func benchIndexes(keys traffic.KeySchema) map[string]*streamrecord.Table {
+	with := func(ixs map[string]traffic.IndexSchema) *streamrecord.Table {
+		ks := keys
+		ks.Indexes = ixs
+		return streamrecord.NewSchemas(map[string]traffic.KeySchema{"orders": ks}).Table("orders")
+	}
+	return map[string]*streamrecord.Table{
+		"gsi-keys": with(map[string]traffic.IndexSchema{
+			"by-status": {PartitionKey: "status", SortKey: "updatedAt", Projection: traffic.Projection{Type: traffic.ProjectKeysOnly}},
+			"by-amount": {PartitionKey: "amount", Projection: traffic.Projection{Type: traffic.ProjectInclude, Attributes: []string{"lines"}}},
+		}),
+		"gsi-all": with(map[string]traffic.IndexSchema{
+			"by-status": {PartitionKey: "status", Projection: traffic.Projection{Type: traffic.ProjectAll}},
+		}),
+	}
 }
 
 func benchEndToEnd(b *testing.B, client *dynamodbstreams.Client, in *dynamodbstreams.GetRecordsInput, opts []func(*dynamodbstreams.Options), benchKeys traffic.KeySchema, now func() time.Time, size int, report func(*testing.B)) {
+	benchEndToEndIndexes(b, client, in, opts, benchKeys, nil, now, size, report)
+}
+
+// benchEndToEndIndexes is the reader's path with the index writes of
+// table tb (nil: none), as Emit makes them.
+func benchEndToEndIndexes(b *testing.B, client *dynamodbstreams.Client, in *dynamodbstreams.GetRecordsInput, opts []func(*dynamodbstreams.Options), benchKeys traffic.KeySchema, tb *streamrecord.Table, now func() time.Time, size int, report func(*testing.B)) {
 	ctx := context.Background()
 	{
 		store, err := sketch.NewStore(sketch.DefaultConfig(), now)
@@ -209,6 +256,9 @@ func benchEndToEnd(b *testing.B, client *dynamodbstreams.Client, in *dynamodbstr
 				var ev traffic.Event
 				if k, _, _ := streamrecord.Map(&out.Records[i], "orders", "shard", benchKeys, &ev); k == streamrecord.KindWrite {
 					batch = append(batch, ev)
+					if tb != nil {
+						batch, _ = streamrecord.IndexWrites(&out.Records[i], tb, &ev, batch)
+					}
 				}
 			}
 			if err := store.Put(ctx, batch); err != nil {

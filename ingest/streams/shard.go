@@ -38,7 +38,7 @@ func (sr *streamReader) Records(ctx context.Context, shard, iter string) (*dynam
 	sr.clocks.get(shard).polled(sr.s.now())
 	var opts []func(*dynamodbstreams.Options)
 	if !sr.s.cfg.SDKDecode {
-		opts = append(opts, withFastGetRecords)
+		opts = append(opts, withFastGetRecords(sr.s.schemas.Table(sr.table)))
 	}
 	return sr.s.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{
 		ShardIterator: aws.String(iter),
@@ -69,6 +69,7 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 	batch := make([]traffic.Event, 0, len(recs))
 	var ttl int
 	now := sr.s.now()
+	t := sr.s.schemas.Table(table)
 	for i := range recs {
 		var ev traffic.Event
 		kind, reason, err := streamrecord.Map(&recs[i], table, shard, sr.ks, &ev)
@@ -80,7 +81,20 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 			if ev.Time.After(e.Newest) {
 				e.Newest = ev.Time
 			}
+			if !t.HasIndexes() {
+				batch = append(batch, ev)
+				break
+			}
+			// The table write goes before its index writes, with its
+			// local indexes' units.
+			at := len(batch)
 			batch = append(batch, ev)
+			var complete bool
+			batch, complete = streamrecord.IndexWrites(&recs[i], t, &ev, batch)
+			batch[at].Units = ev.Units
+			if !complete {
+				sr.s.gaps.Add(table, string(recs[i].Dynamodb.StreamViewType))
+			}
 		case streamrecord.KindTTLDelete:
 			ttl++
 		case streamrecord.KindRejected:

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
+	"github.com/hotkeyd/hotkeyd/ingest/internal/describe"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
@@ -36,11 +37,18 @@ type Source struct {
 	// checkpoints; coord is its lease coordinator, with a lease table.
 	e     *shards.Engine
 	coord *lease.Coordinator
+	// schemas are the tables' key schemas and indexes, from the config
+	// and DescribeTable (describer); gaps are the index writes the
+	// records could not tell.
+	schemas   *streamrecord.Schemas
+	describer *describe.Describer
+	gaps      *streamrecord.Gaps
 }
 
 var (
 	_ traffic.Source  = (*Source)(nil)
 	_ traffic.Readier = (*Source)(nil)
+	_ traffic.Noter   = (*Source)(nil)
 )
 
 // New returns a Source for cfg with SDK clients built from the default
@@ -89,6 +97,18 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 		// DescribeStream allows 10 calls per second per account.
 		limit: rate.NewLimiter(rate.Every(100*time.Millisecond), 1),
 		now:   time.Now,
+	}
+	s.schemas = streamrecord.NewSchemas(cfg.Schemas)
+	var api describe.API
+	if tables != nil {
+		api = tables
+	}
+	if s.describer, err = describe.New(describe.Config{Source: SourceName, Interval: cfg.DescribeInterval, CallTimeout: cfg.CallTimeout},
+		api, s.schemas, s.log, rep, reg); err != nil {
+		return nil, err
+	}
+	if s.gaps, err = streamrecord.NewGaps(SourceName, s.log, reg); err != nil {
+		return nil, fmt.Errorf("register stream metrics: %w", err)
 	}
 	s.e = s.newEngine()
 	for _, t := range cfg.Tables {
@@ -151,6 +171,16 @@ func (s *Source) Ready() error { return s.e.Ready() }
 // AWS errors are retried, never returned.
 func (s *Source) Run(ctx context.Context, sink traffic.Sink) error {
 	s.e.Run(ctx, func() { s.read(ctx, sink) })
+	s.describer.Wait()
+	return nil
+}
+
+// Notes says what a report must know of how the records were counted:
+// the tables whose index writes the stream's view type hides.
+func (s *Source) Notes() []string {
+	if n := s.gaps.Note(); n != "" {
+		return []string{n}
+	}
 	return nil
 }
 

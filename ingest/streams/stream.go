@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -83,6 +84,9 @@ func (s *Source) latestStreamARN(ctx context.Context, table string) (string, err
 		return "", fmt.Errorf("describe table %q: %w", table, err)
 	}
 	t := out.Table
+	// The same answer tells the table's indexes (an index created or
+	// deleted is seen within DescribeInterval).
+	s.describer.Learn(table, t)
 	if t == nil || t.LatestStreamArn == nil || t.StreamSpecification == nil || !aws.ToBool(t.StreamSpecification.StreamEnabled) {
 		return "", nil
 	}
@@ -189,8 +193,20 @@ func (sr *streamReader) First(ctx context.Context, _ shards.Listing, fresh bool)
 	if sr.ks.PartitionKey == "" && sr.s.tables != nil && sr.table != "" {
 		sr.ks = sr.s.tableKeySchema(ctx, sr.table)
 	}
+	if sr.onGone == nil && sr.table != "" && !sr.s.followsTable(sr.table) {
+		// A stream configured by ARN: its table's indexes are described
+		// here, every DescribeInterval (a followed table's are learnt
+		// from the descriptions that find its stream).
+		sr.s.describer.Watch(ctx, sr.table)
+	}
 	sr.log.Info("listed stream", zap.String("table", sr.table), zap.Int("shards", len(d.Shards)),
 		zap.String("partition_key", sr.ks.PartitionKey), zap.String("sort_key", sr.ks.SortKey), zap.Bool("new", fresh))
+}
+
+// followsTable reports whether table is one of the configured tables,
+// described every DescribeInterval to follow its stream.
+func (s *Source) followsTable(table string) bool {
+	return slices.Contains(s.cfg.Tables, table)
 }
 
 // tableKeySchema asks DescribeTable for the key schema, for streams whose

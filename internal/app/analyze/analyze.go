@@ -387,7 +387,8 @@ func bareError(err error) error {
 }
 
 // KeySchemas merges the config file's tables with --key-schema values
-// (TABLE=PK[,SK]); a value given wins over the file for the same table.
+// (TABLE=PK[,SK]); a value given wins over the file's key attributes for
+// the same table (the file's indexes of the table stay).
 func KeySchemas(tables map[string]traffic.KeySchema, flags []string) (map[string]traffic.KeySchema, error) {
 	out := make(map[string]traffic.KeySchema, len(tables)+len(flags))
 	for name, ks := range tables {
@@ -399,7 +400,8 @@ func KeySchemas(tables map[string]traffic.KeySchema, flags []string) (map[string
 		if !ok || table == "" || pk == "" || strings.Contains(sk, ",") {
 			return nil, fmt.Errorf("%q: want TABLE=PK or TABLE=PK,SK", f)
 		}
-		out[table] = traffic.KeySchema{PartitionKey: pk, SortKey: sk}
+		// The table's indexes, from the file, stay.
+		out[table] = traffic.KeySchema{PartitionKey: pk, SortKey: sk, Indexes: out[table].Indexes}
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/hotkeyd/hotkeyd/traffic"
@@ -21,7 +22,7 @@ func TestKeySchemas(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 	for k, v := range want {
-		if got[k] != v {
+		if !reflect.DeepEqual(got[k], v) {
 			t.Errorf("%s = %+v, want %+v", k, got[k], v)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -23,7 +22,6 @@ import (
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/internal/strictyaml"
 	"github.com/hotkeyd/hotkeyd/sketch"
-	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // Config is the domain configuration read from the YAML file
@@ -48,8 +46,9 @@ type Config struct {
 	// reads it into KeyHashSecret.
 	KeyHashSecretFile string `yaml:"key_hash_secret_file"`
 	// Tables names key schemas for sources whose records do not say which
-	// attribute is the partition key (CloudTrail).
-	Tables map[string]traffic.KeySchema `yaml:"tables"`
+	// attribute is the partition key (CloudTrail), and tables' secondary
+	// indexes (tables.go). The readers take them as KeySchemas.
+	Tables map[string]Table `yaml:"tables"`
 	// MaxTables bounds the tables and indexes tracked at once; when more
 	// have traffic, the idle and least busy are dropped (sketch.Store).
 	// The default fits the shipped memory limits (docs/limits.md).
@@ -202,27 +201,8 @@ func (c *Config) Validate() error {
 	case c.KeyHashSecret == "" && c.KeyHashSecretFile == "" && c.Keys == export.KeysHash:
 		return errors.New("key_hash_secret: required with keys: hash (or key_hash_secret_file)")
 	}
-	names := make([]string, 0, len(c.Tables))
-	for name := range c.Tables {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if name == "" {
-			return errors.New("tables: empty table name")
-		}
-		table, index, _ := strings.Cut(name, "/")
-		for _, n := range []string{table, index} {
-			if n == index && !strings.Contains(name, "/") {
-				continue
-			}
-			if err := traffic.CheckName("table or index", n); err != nil {
-				return fmt.Errorf("tables.%s: %s", name, err.Detail)
-			}
-		}
-		if c.Tables[name].PartitionKey == "" {
-			return fmt.Errorf("tables.%s.partition_key: required", name)
-		}
+	if err := validateTables(c.Tables); err != nil {
+		return err
 	}
 	if c.MaxTables < 1 || c.MaxTables > MaxMaxTables {
 		return fmt.Errorf("max_tables: must be 1 to %d, got %d", MaxMaxTables, c.MaxTables)

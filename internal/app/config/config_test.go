@@ -35,6 +35,16 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-secret-both.yml":                    "key_hash_secret_file: set key_hash_secret or key_hash_secret_file, not both",
 		"invalid-secret-file-plain.yml":              "key_hash_secret_file: only used with keys: hash",
 		"invalid-table-no-pk.yml":                    "tables.Music.partition_key: required",
+		"invalid-index-projection.yml":               `tables.orders.indexes.by-status.projection: unknown projection "KEYS" (want ALL, KEYS_ONLY or a list of the attributes to INCLUDE)`,
+		"invalid-index-include.yml":                  "tables.orders.indexes.by-status.projection[1]: attribute \"total\" given twice",
+		"invalid-index-no-projection.yml":            "tables.orders.indexes.by-status.projection: required (ALL, KEYS_ONLY or a list of the attributes to INCLUDE)",
+		"invalid-index-no-pk.yml":                    "tables.orders.indexes.by-status.partition_key: required (or local: true for a local index)",
+		"invalid-index-local-pk.yml":                 `tables.orders.indexes.by-date.partition_key: a local index's partition key is its table's, "order_id" (leave it out)`,
+		"invalid-index-local-sk.yml":                 "tables.orders.indexes.by-date.sort_key: required for a local index",
+		"invalid-index-name.yml":                     "tables.orders.indexes.by status: index name holds a character other than A-Z, a-z, 0-9, '_', '-' and '.'",
+		"invalid-index-key.yml":                      "tables.orders.indexes.by-status.partiton_key: unknown key (did you mean partition_key?)",
+		"invalid-index-of-index.yml":                 "tables.orders/by-status.indexes: only a table has indexes (orders/by-status names the index by-status of table orders)",
+		"invalid-index-twice.yml":                    "tables.orders/by-status: the key differs from tables.orders.indexes.by-status's",
 		"invalid-table-name.yml":                     "tables.Music/by artist: table or index name holds a character other than A-Z, a-z, 0-9, '_', '-' and '.'",
 		"invalid-max-tables.yml":                     "max_tables: must be 1 to 100000, got 0",
 		"invalid-max-future.yml":                     "max_future: must be positive, got 0s",
@@ -120,7 +130,7 @@ func TestLoadConfigValid(t *testing.T) {
 		"valid-empty.yml": Default(),
 		"valid-design.yml": {
 			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables, Detector: DefaultDetector(),
-			Tables: map[string]traffic.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
+			Tables: map[string]Table{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
 			Sources: []Source{
 				streamsSource(func(c *streams.Config) {
 					c.Tables, c.Region, c.Endpoint, c.Start, c.CheckpointDir = []string{"orders", "sessions"}, "us-east-1", "http://127.0.0.1:8000", "latest", "/var/lib/hotkeyd"
@@ -133,7 +143,14 @@ func TestLoadConfigValid(t *testing.T) {
 			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Threshold: 0.2, Keys: export.KeysHash, KeyHashSecret: "s3cret", MaxTables: 500,
 			MaxFuture: 2 * time.Minute, MaxEventAge: 48 * time.Hour,
 			Detector: func() detect.Settings { s := DefaultDetector(); s.HoldEvaluations = 5; s.MinEvents = 10; return s }(),
-			Tables:   map[string]traffic.KeySchema{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
+			Tables: map[string]Table{
+				"Music": {PartitionKey: "Artist", SortKey: "SongTitle"},
+				"orders": {PartitionKey: "order_id", Indexes: map[string]Index{
+					"by-status":   {PartitionKey: "status", SortKey: "created", Projection: Projection{Type: traffic.ProjectKeysOnly}},
+					"by-customer": {PartitionKey: "customer", Projection: Projection{Type: traffic.ProjectInclude, Attributes: []string{"total", "status"}}},
+					"by-total":    {Local: true, SortKey: "total", Projection: Projection{Type: traffic.ProjectAll}},
+				}},
+			},
 			Sources: []Source{
 				// start defaults to latest.
 				streamsSource(func(c *streams.Config) {
@@ -249,5 +266,31 @@ func TestKeyHashSecretFile(t *testing.T) {
 	cfg, err := Load(cfgPath)
 	if err != nil || cfg.KeyHashSecret != "s3cret" {
 		t.Errorf("secret %q, %v; want s3cret", cfg.KeyHashSecret, err)
+	}
+}
+
+// TestKeySchemas checks what the readers get of the tables section: each
+// table with its indexes, a local index keyed on its table's partition
+// key, and a TABLE/INDEX key schema for each index the section does not
+// give one for.
+func TestKeySchemas(t *testing.T) {
+	cfg, err := Load(filepath.Join("testdata", "valid-full.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.KeySchemas()
+	want := map[string]traffic.KeySchema{
+		"Music": {PartitionKey: "Artist", SortKey: "SongTitle"},
+		"orders": {PartitionKey: "order_id", Indexes: map[string]traffic.IndexSchema{
+			"by-status":   {PartitionKey: "status", SortKey: "created", Projection: traffic.Projection{Type: traffic.ProjectKeysOnly}},
+			"by-customer": {PartitionKey: "customer", Projection: traffic.Projection{Type: traffic.ProjectInclude, Attributes: []string{"total", "status"}}},
+			"by-total":    {PartitionKey: "order_id", SortKey: "total", Local: true, Projection: traffic.Projection{Type: traffic.ProjectAll}},
+		}},
+		"orders/by-status":   {PartitionKey: "status", SortKey: "created"},
+		"orders/by-customer": {PartitionKey: "customer"},
+		"orders/by-total":    {PartitionKey: "order_id", SortKey: "total"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("KeySchemas() =\n%+v\nwant\n%+v", got, want)
 	}
 }

@@ -1,0 +1,190 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hotkeyd/hotkeyd/internal/strictyaml"
+	"github.com/hotkeyd/hotkeyd/traffic"
+)
+
+// Table is an entry of the tables section: a table's key attributes, for
+// sources whose records do not say which attribute is the partition key
+// (CloudTrail), and its secondary indexes, for sources that count the
+// writes of an index from item images (stream records, whose readers also
+// learn the indexes with DescribeTable: an index declared here overrides
+// the one of that name DescribeTable tells). An entry named TABLE/INDEX
+// gives an index's key attributes alone (CloudTrail's Query of an index).
+type Table struct {
+	PartitionKey string           `yaml:"partition_key"`
+	SortKey      string           `yaml:"sort_key"`
+	Indexes      map[string]Index `yaml:"indexes"`
+}
+
+// Index is one secondary index of a table entry:
+//
+//	indexes:
+//	  by-status: {partition_key: status, sort_key: created, projection: KEYS_ONLY}
+//	  by-customer: {partition_key: customer, projection: [total, status]}
+//	  by-date: {local: true, sort_key: created, projection: ALL}
+type Index struct {
+	// PartitionKey is the index's partition key; a local index's is its
+	// table's (and may be left out).
+	PartitionKey string `yaml:"partition_key"`
+	SortKey      string `yaml:"sort_key"`
+	// Local marks a local secondary index.
+	Local bool `yaml:"local"`
+	// Projection is ALL, KEYS_ONLY or the list of non-key attributes an
+	// INCLUDE projection copies.
+	Projection Projection `yaml:"projection"`
+}
+
+// Projection is an index's projection as the file writes it: ALL,
+// KEYS_ONLY, or a list of attributes (INCLUDE).
+type Projection traffic.Projection
+
+// UnmarshalStrictYAML reads ALL, KEYS_ONLY or a list of attribute names.
+func (p *Projection) UnmarshalStrictYAML(n *yaml.Node) error {
+	const want = "ALL, KEYS_ONLY or a list of the attributes to INCLUDE"
+	switch n.Kind {
+	case yaml.ScalarNode:
+		switch t := traffic.ProjectionType(n.Value); t {
+		case traffic.ProjectAll, traffic.ProjectKeysOnly:
+			*p = Projection{Type: t}
+			return nil
+		case traffic.ProjectInclude:
+			return errors.New("INCLUDE: list the attributes to include instead ([total, status])")
+		}
+		return fmt.Errorf("unknown projection %q (want %s)", n.Value, want)
+	case yaml.SequenceNode:
+		var attrs []string
+		if err := strictyaml.DecodeNode(n, &attrs); err != nil {
+			return err
+		}
+		for i, a := range attrs {
+			if a == "" {
+				return &strictyaml.Error{Path: fmt.Sprintf("[%d]", i), Msg: "empty attribute name"}
+			}
+			if slices.Contains(attrs[:i], a) {
+				return &strictyaml.Error{Path: fmt.Sprintf("[%d]", i), Msg: fmt.Sprintf("attribute %q given twice", a)}
+			}
+		}
+		if len(attrs) == 0 {
+			return fmt.Errorf("empty list: give the attributes to INCLUDE, or KEYS_ONLY")
+		}
+		*p = Projection{Type: traffic.ProjectInclude, Attributes: attrs}
+		return nil
+	}
+	return fmt.Errorf("want %s", want)
+}
+
+// validateTables checks the tables section, naming the bad key as a path
+// (tables.orders.indexes.by-status.projection).
+func validateTables(tables map[string]Table) error {
+	names := make([]string, 0, len(tables))
+	for name := range tables {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if name == "" {
+			return errors.New("tables: empty table name")
+		}
+		table, index, isIndex := strings.Cut(name, "/")
+		for _, n := range []string{table, index} {
+			if n == index && !isIndex {
+				continue
+			}
+			if err := traffic.CheckName("table or index", n); err != nil {
+				return fmt.Errorf("tables.%s: %s", name, err.Detail)
+			}
+		}
+		t := tables[name]
+		if t.PartitionKey == "" {
+			return fmt.Errorf("tables.%s.partition_key: required", name)
+		}
+		if isIndex && len(t.Indexes) > 0 {
+			return fmt.Errorf("tables.%s.indexes: only a table has indexes (%s names the index %s of table %s)", name, name, index, table)
+		}
+		if err := validateIndexes(name, t); err != nil {
+			return err
+		}
+		// An index given both ways must be given alike.
+		if isIndex {
+			if ix, ok := tables[table].Indexes[index]; ok && (ix.partitionKey(tables[table]) != t.PartitionKey || ix.SortKey != t.SortKey) {
+				return fmt.Errorf("tables.%s: the key differs from tables.%s.indexes.%s's", name, table, index)
+			}
+		}
+	}
+	return nil
+}
+
+func validateIndexes(table string, t Table) error {
+	names := make([]string, 0, len(t.Indexes))
+	for name := range t.Indexes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		at := fmt.Sprintf("tables.%s.indexes.%s", table, name)
+		if err := traffic.CheckName("index", name); err != nil {
+			return fmt.Errorf("%s: %s", at, err.Detail)
+		}
+		ix := t.Indexes[name]
+		switch {
+		case ix.Local && ix.PartitionKey != "" && ix.PartitionKey != t.PartitionKey:
+			return fmt.Errorf("%s.partition_key: a local index's partition key is its table's, %q (leave it out)", at, t.PartitionKey)
+		case ix.Local && ix.SortKey == "":
+			return fmt.Errorf("%s.sort_key: required for a local index", at)
+		case !ix.Local && ix.PartitionKey == "":
+			return fmt.Errorf("%s.partition_key: required (or local: true for a local index)", at)
+		case ix.Projection.Type == "":
+			return fmt.Errorf("%s.projection: required (ALL, KEYS_ONLY or a list of the attributes to INCLUDE)", at)
+		}
+	}
+	return nil
+}
+
+// partitionKey is the index's partition key: a local index's is its
+// table's.
+func (ix Index) partitionKey(t Table) string {
+	if ix.Local {
+		return t.PartitionKey
+	}
+	return ix.PartitionKey
+}
+
+// KeySchemas returns the tables section as the readers take it: each
+// table's key schema with its indexes, and, for each index, a TABLE/INDEX
+// key schema (CloudTrail reads an index's Query keys by it) unless the
+// section gives one.
+func (c *Config) KeySchemas() map[string]traffic.KeySchema {
+	out := make(map[string]traffic.KeySchema, len(c.Tables))
+	for name, t := range c.Tables {
+		ks := traffic.KeySchema{PartitionKey: t.PartitionKey, SortKey: t.SortKey}
+		for iname, ix := range t.Indexes {
+			if ks.Indexes == nil {
+				ks.Indexes = make(map[string]traffic.IndexSchema, len(t.Indexes))
+			}
+			ks.Indexes[iname] = traffic.IndexSchema{
+				PartitionKey: ix.partitionKey(t), SortKey: ix.SortKey, Local: ix.Local,
+				Projection: traffic.Projection{Type: ix.Projection.Type, Attributes: slices.Clone(ix.Projection.Attributes)},
+			}
+		}
+		out[name] = ks
+	}
+	for name, t := range c.Tables {
+		for iname, ix := range t.Indexes {
+			key := name + "/" + iname
+			if _, given := c.Tables[key]; !given {
+				out[key] = traffic.KeySchema{PartitionKey: ix.partitionKey(t), SortKey: ix.SortKey}
+			}
+		}
+	}
+	return out
+}
