@@ -12,7 +12,11 @@ import (
 // This file picks a diagnosis's one fix from the shape of the traffic:
 //
 //   - a key of an index: shard the index key (calculated_suffix) — an index
-//     is read by Query, never as one item;
+//     is read by Query, never as one item; its writes (every table write
+//     that puts, moves or deletes an item's entry) spread the same way, over
+//     a suffixed copy of the key attribute the index is keyed on — or, when
+//     the index's own reads show its queries hardly ever ask for the hot
+//     value, keep that value's items out of the index (sparse_index);
 //   - a single item read hot (one sort key read, or no sort key anywhere):
 //     cache — spreading the key does not spread reads of one item;
 //   - a hot item collection (many sort keys, or reads without a sort key
@@ -97,18 +101,50 @@ func (t *table) adviseKey(c traffic.Class, k *sketch.KeyStat, share, peak float6
 	}
 }
 
-// adviseIndexKey shards a hot key of an index: the base items write the
-// index key attribute with a suffix computed from their own key, and
-// Queries of the index read every suffix.
+// adviseIndexKey picks the fix of a hot key of an index: keep its items
+// out of the index when the index's queries do not ask for it
+// (sparseFits), else shard the index key — the base items write the
+// attribute the index is keyed on with a suffix computed from their own
+// key, and Queries of the index read every suffix.
 func (t *table) adviseIndexKey(c traffic.Class, key string, peak float64) report.Recommendation {
-	n := t.suffixCount(c, peak)
-	return report.Recommendation{
-		Kind:        report.AdviceCalculatedSuffix,
-		SuffixCount: n,
-		Example:     suffixExample(key, n),
-		Text: fmt.Sprintf("Shard the %s index key: write the attribute as %s with suffix = hash(the item's table key) mod %d, and query %s of the index and merge the results, so that %s and its peak of %s %s/s spread over %d partitions.",
-			t.Index, suffixExample(key, n), n, allKeys(n), quoteKey(key), num(peak), unitName(c), n),
+	if readShare, ok := t.sparseFits(c, key); ok {
+		return report.Recommendation{
+			Kind: report.AdviceSparseIndex,
+			Text: fmt.Sprintf("Make the %s index sparse for %s: its items take %s of the index's writes (%s WCU/s at peak) but only %s of its reads. Write the attribute the index is keyed on only on the items its queries look for (leave it out, or remove it, while an item is %s), so that those items' writes no longer reach the index.",
+				t.Index, quoteKey(key), pct(t.share(c, t.keyStat(c, key))), num(peak), pct(readShare), quoteKey(key)),
+		}
 	}
+	n := t.suffixCount(c, peak)
+	r := report.Recommendation{Kind: report.AdviceCalculatedSuffix, SuffixCount: n, Example: suffixExample(key, n)}
+	if c == traffic.Write {
+		r.Text = fmt.Sprintf("Spread the %s index key: give each item a copy of the attribute the index is keyed on, written as %s with suffix = hash(the item's table key) mod %d, key the index on the copy, and query %s of the index and merge the results, so that %s's peak of %s WCU/s of index writes spreads over %d partitions (or key the index on an attribute of more values, when its queries allow).",
+			t.Index, suffixExample(key, n), n, allKeys(n), quoteKey(key), num(peak), n)
+		return r
+	}
+	r.Text = fmt.Sprintf("Shard the %s index key: write the attribute as %s with suffix = hash(the item's table key) mod %d, and query %s of the index and merge the results, so that %s and its peak of %s %s/s spread over %d partitions.",
+		t.Index, suffixExample(key, n), n, allKeys(n), quoteKey(key), num(peak), unitName(c), n)
+	return r
+}
+
+// sparseFits reports whether an index's hot write key is one its queries
+// hardly read, and that share of the index's reads: the index has reads
+// above the traffic floor (Query calls of the index, from a log or
+// CloudTrail), and the key takes under a tenth of its share of the writes,
+// and under the threshold, of them. Without reads the traffic cannot tell,
+// and the index key is spread instead.
+func (t *table) sparseFits(c traffic.Class, key string) (float64, bool) {
+	if t.Index == "" || c != traffic.Write || !t.active(traffic.Read) {
+		return 0, false
+	}
+	w := t.keyStat(traffic.Write, key)
+	if w == nil {
+		return 0, false
+	}
+	var readShare float64
+	if r := t.keyStat(traffic.Read, key); r != nil {
+		readShare = t.share(traffic.Read, r)
+	}
+	return readShare, readShare < t.s.Threshold && readShare < t.share(traffic.Write, w)/10
 }
 
 // adviseGSI recommends re-keying on a high-cardinality attribute and moving

@@ -108,6 +108,9 @@ func (t *table) afterKey(c traffic.Class, key string, fix report.Recommendation)
 	case report.AdviceCache:
 		share, peak := t.simulate(c, spread{key: 0})
 		return t.after(c, 0, share, peak, fmt.Sprintf("With %s served from a cache", quoteKey(key)))
+	case report.AdviceSparseIndex:
+		share, peak := t.simulate(c, spread{key: 0})
+		return t.after(c, 0, share, peak, fmt.Sprintf("With the items of %s left out of the index", quoteKey(key)))
 	case report.AdviceWriteSharding:
 		n := fix.SuffixCount
 		share, peak := t.simulate(c, spread{key: 1 / float64(n)})
@@ -158,6 +161,9 @@ func (t *table) afterRekey(c traffic.Class) *report.After {
 // how their items spread.
 func (t *table) afterGSI(c traffic.Class, keys []string, fix report.Recommendation) *report.After {
 	if t.Index != "" {
+		if fix.Kind == report.AdviceSparseIndex && len(keys) > 0 {
+			return t.afterKey(c, keys[0], fix)
+		}
 		sp := spread{}
 		for _, k := range keys {
 			sp[k] = hashSpread(t.sortKeys(k), fix.SuffixCount)

@@ -244,8 +244,18 @@ func (t *table) diagnosis(f *report.Finding, fs []report.Finding, root []int, r 
 		d.Summary = fmt.Sprintf("Stream shard %s, one physical partition, carries %s of the %s's stream records at %s records/s, and no hot key accounts for it",
 			f.Key, pct(f.Share), t.noun(), num(f.UnitsPerSecond)) + t.risk(&d)
 	}
+	if t.Index != "" && c == traffic.Write && d.Severity.Pages() {
+		d.Summary += backPressure
+	}
 	return d
 }
+
+// backPressure ends the summary of an index's write diagnosis that pages:
+// why it matters when the table itself looks healthy. An index's writes
+// are the table's writes (DynamoDB makes them), and a global index short
+// of write capacity throttles the table's writes ("GSI write throttling
+// and back pressure" in the DynamoDB developer guide).
+const backPressure = " The table's own keys may look healthy: every table write that puts, moves or deletes an item's entry is a write of this index, and when an index partition throttles, DynamoDB throttles the table's writes too (back-pressure)."
 
 // keyStat finds a tracked key of class c.
 func (t *table) keyStat(c traffic.Class, key string) *sketch.KeyStat {

@@ -62,7 +62,7 @@ var (
 		"Capacity units a table (or index) consumed in its busiest second of the sliding window, per class.",
 		[]string{"table", "class"}, nil)
 	descDiagnosis = prometheus.NewDesc("hotkeyd_diagnosis",
-		"1 while the detector flags a diagnosis, one per root cause: cause is hot_key, partition_limit, low_cardinality, time_ordered_key or hot_partition; key is its first key (the stream shard for hot_partition); severity is info, warning or critical (from the peak against the partition ceiling: alert on warning and critical); fix is write_sharding, calculated_suffix, gsi, rekey or cache.",
+		"1 while the detector flags a diagnosis, one per root cause: cause is hot_key, partition_limit, low_cardinality, time_ordered_key or hot_partition; key is its first key (the stream shard for hot_partition); severity is info, warning or critical (from the peak against the partition ceiling: alert on warning and critical); fix is write_sharding, calculated_suffix, gsi, rekey, cache or sparse_index.",
 		[]string{"table", "class", "key", "cause", "severity", "fix"}, nil)
 	descHotKey = prometheus.NewDesc("hotkeyd_hot_key",
 		"1 while a finding is flagged as the evidence of a diagnosis: kind is hot_key, partition_limit, low_cardinality, time_ordered_key or hot_partition (key is then the stream shard); recommendation is the fix of the diagnosis that explains it. Table-wide findings have an empty key.",

@@ -85,7 +85,7 @@ func TestCollectorPlain(t *testing.T) {
 	}
 	live.Update(handState())
 	want := `
-# HELP hotkeyd_diagnosis 1 while the detector flags a diagnosis, one per root cause: cause is hot_key, partition_limit, low_cardinality, time_ordered_key or hot_partition; key is its first key (the stream shard for hot_partition); severity is info, warning or critical (from the peak against the partition ceiling: alert on warning and critical); fix is write_sharding, calculated_suffix, gsi, rekey or cache.
+# HELP hotkeyd_diagnosis 1 while the detector flags a diagnosis, one per root cause: cause is hot_key, partition_limit, low_cardinality, time_ordered_key or hot_partition; key is its first key (the stream shard for hot_partition); severity is info, warning or critical (from the peak against the partition ceiling: alert on warning and critical); fix is write_sharding, calculated_suffix, gsi, rekey, cache or sparse_index.
 # TYPE hotkeyd_diagnosis gauge
 hotkeyd_diagnosis{cause="hot_partition",class="write",fix="write_sharding",key="shardId-0001",severity="warning",table="orders"} 1
 hotkeyd_diagnosis{cause="low_cardinality",class="read",fix="gsi",key="OPEN",severity="info",table="orders/status-index"} 1

@@ -48,6 +48,10 @@ const (
 	AdviceGSI              AdviceKind = "gsi"
 	AdviceRekey            AdviceKind = "rekey"
 	AdviceCache            AdviceKind = "cache"
+	// AdviceSparseIndex keeps a hot value's items out of an index its
+	// queries do not read them from: the index key attribute is written
+	// only on the items the queries look for.
+	AdviceSparseIndex AdviceKind = "sparse_index"
 )
 
 // Severity says how close a finding or diagnosis is to throttling, judged

@@ -247,7 +247,8 @@ type Evidence struct {
 // Recommendation is a fix: a Diagnosis's one fix, repeated on the findings
 // it explains.
 type Recommendation struct {
-	// Kind is write_sharding, calculated_suffix, gsi, rekey or cache.
+	// Kind is write_sharding, calculated_suffix, gsi, rekey, cache or
+	// sparse_index.
 	Kind        AdviceKind `json:"kind"`
 	SuffixCount int        `json:"suffix_count,omitempty"`
 	Example     string     `json:"example,omitempty"`

@@ -42,6 +42,7 @@
     gsi: 'a GSI re-keyed',
     rekey: 're-key',
     cache: 'cache',
+    sparse_index: 'sparse index',
   };
 
   // ---- formatting ----
