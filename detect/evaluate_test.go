@@ -105,7 +105,7 @@ func TestSettingsValidate(t *testing.T) {
 		{func(s *Settings) { s.Threshold = 1.5 }, "threshold: must be above 0 and below 1, got 1.5"},
 		{func(s *Settings) { s.Threshold = 1 }, "threshold: must be above 0 and below 1, got 1"},
 		{func(s *Settings) { s.ClearThreshold = 0.2 }, "clear_threshold: 0.2 is above threshold 0.1"},
-		{func(s *Settings) { s.HoldEvaluations = 0 }, "hold_evaluations: 0 must be at least 1"},
+		{func(s *Settings) { s.Hold = -time.Second }, "hold: -1s must not be negative"},
 		{func(s *Settings) { s.WriteLimit = -1 }, "write_limit: -1 must be positive"},
 		{func(s *Settings) { s.Headroom = 0 }, "headroom: 0 is outside (0, 1]"},
 		{func(s *Settings) { s.MinUnitsPerSecond = -2 }, "min_units_per_second: -2 must not be negative"},

@@ -14,7 +14,8 @@ import (
 // TestLiveWindowWithTracker runs the detector as the daemon does: a live
 // sliding-window store on a virtual clock, one Tracker evaluation per 5 s
 // tick. A key that takes 1/6 of a table's writes for two minutes is flagged
-// on the third tick and stays flagged without a gap; once it stops, it is
+// on the second tick (the hold is a span of event time: the next tick is
+// 5 s of it) and stays flagged without a gap; once it stops, it is
 // cleared when the window has forgotten enough of it, and never flagged
 // again. The uniform table is never flagged.
 func TestLiveWindowWithTracker(t *testing.T) {
@@ -74,8 +75,8 @@ func TestLiveWindowWithTracker(t *testing.T) {
 		was = is
 		now = now.Add(tick)
 	}
-	if len(flaggedAt) != 1 || flaggedAt[0] != 3 {
-		t.Errorf("flagged at steps %v, want once at step 3", flaggedAt)
+	if len(flaggedAt) != 1 || flaggedAt[0] != 2 {
+		t.Errorf("flagged at steps %v, want once at step 2", flaggedAt)
 	}
 	// The key stops after step 24. With k of the 12 slots still holding it,
 	// its share is 40k / (240k + 200(12-k)), below 8 % once k ≤ 5: seven

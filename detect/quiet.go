@@ -44,8 +44,8 @@ func (t *table) quiet(ds, pending []report.Diagnosis) *report.Quiet {
 			quoteKey(best.Key), pct(best.Share), t.noun(), c, c, cs.Events, num(t.rate(cs.Units)), unitName(c), t.s.MinEvents, num(t.s.MinUnitsPerSecond), unitName(c), ceiling)
 	case hasPaging(pending):
 		best.Reason = report.QuietHolding
-		best.Text = fmt.Sprintf("%s carries %s of the %s's %ss and %s; its diagnosis is held for %d evaluations in a row before it is flagged.",
-			quoteKey(best.Key), pct(best.Share), t.noun(), c, ceiling, t.s.HoldEvaluations)
+		best.Text = fmt.Sprintf("%s carries %s of the %s's %ss and %s; its diagnosis must hold for %s of event time before it is flagged.",
+			quoteKey(best.Key), pct(best.Share), t.noun(), c, ceiling, t.s.Hold)
 	default:
 		best.Reason = report.QuietInfoOnly
 		best.Text = fmt.Sprintf("%s carries %s of the %s's %ss, above the %s threshold, but %s, under the %s that warns: info only, never paged.",

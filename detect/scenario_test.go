@@ -508,7 +508,8 @@ func runScenario(t *testing.T, dir string) golden {
 			if err != nil {
 				t.Fatalf("step %d: %v", i+1, err)
 			}
-			rep, _ := tr.Evaluate(snapshot(t, evs))
+			// Steps are evaluations one second apart in event time.
+			rep, _ := tr.Evaluate(stepped(snapshot(t, evs), i))
 			gs := goldenStep{Flagged: []goldenFlag{}}
 			for _, f := range tr.Flagged() {
 				gs.Flagged = append(gs.Flagged, goldenFlag{Table: f.Table, Index: f.Index, goldenDiagnosis: toGoldenDiagnosis(f.Diagnosis)})

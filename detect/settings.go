@@ -2,6 +2,7 @@ package detect
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
 )
@@ -22,10 +23,16 @@ type Settings struct {
 	// flagged and an unflagged one stays unflagged, so a key hovering near
 	// the threshold does not flap.
 	ClearThreshold float64 `yaml:"clear_threshold"`
-	// HoldEvaluations is the number of consecutive evaluations a finding
-	// must hold before the Tracker flags it, and the number of consecutive
-	// evaluations a table-wide finding must be absent before it is cleared.
-	HoldEvaluations int `yaml:"hold_evaluations"`
+	// Hold is a span of event time (the table's judged seconds, not the
+	// clock): the Tracker flags a diagnosis once every evaluation has seen
+	// it from the judged second it first appeared in to one at least Hold
+	// later, and clears a flagged table-wide diagnosis once it has been
+	// absent for Hold. At the default of 1 s a diagnosis is flagged when
+	// it holds in two consecutive seconds, so one noisy second never
+	// alarms; 0 flags at first sight. (The configuration's former
+	// hold_evaluations: N, N evaluations one a second, is a Hold of N-1
+	// seconds.)
+	Hold time.Duration `yaml:"hold"`
 	// MinUnitsPerSecond (a mean rate over the window) and MinEvents are the
 	// traffic floor of a table's class: below either, share-based rules
 	// stay silent, because a share of almost nothing is noise and throttles
@@ -83,7 +90,7 @@ func DefaultSettings() Settings {
 	return Settings{
 		Threshold:          0.10,
 		ClearThreshold:     0.08,
-		HoldEvaluations:    3,
+		Hold:               time.Second,
 		MinUnitsPerSecond:  1,
 		MinEvents:          100,
 		ReadLimit:          3000,
@@ -170,8 +177,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("warn_fraction: %v is above limit_fraction %v", s.WarnFraction, s.LimitFraction)
 	case s.ClearWarnFraction > s.WarnFraction:
 		return fmt.Errorf("clear_warn_fraction: %v is above warn_fraction %v", s.ClearWarnFraction, s.WarnFraction)
-	case s.HoldEvaluations < 1:
-		return fmt.Errorf("hold_evaluations: %d must be at least 1", s.HoldEvaluations)
+	case s.Hold < 0:
+		return fmt.Errorf("hold: %v must not be negative", s.Hold)
 	case s.Top < 0:
 		return fmt.Errorf("top: %d must not be negative", s.Top)
 	case s.CardinalityFactor < 1 || s.CardinalityFactor != s.CardinalityFactor:

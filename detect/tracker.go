@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/sketch"
@@ -11,16 +12,19 @@ import (
 )
 
 // Tracker adds live-mode judgement to Evaluate, so that a key that turns
-// hot is flagged within seconds, one noisy window does not alarm, and a
+// hot is flagged within seconds, one noisy second does not alarm, and a
 // key hovering near a threshold does not flap. It flags diagnoses, the unit
 // an operator is alerted on:
 //
 //   - each evaluation also judges every key on its share of the last few
 //     seconds (fast onset, see recentShare);
-//   - a diagnosis is flagged once Evaluate has reported it HoldEvaluations
-//     times in a row; a diagnosis that takes over the findings of another
-//     (a low_cardinality explaining a hot key already held) continues that
-//     one's streak, and the one it replaces is cleared once it is flagged;
+//   - a diagnosis is flagged once every evaluation of its table has
+//     reported it over Hold of event time: from the table's judged second
+//     it first appeared in to one at least Hold later (two consecutive
+//     seconds at the default of 1 s). A diagnosis that takes over the
+//     findings of another (a low_cardinality explaining a hot key already
+//     held) continues that one's streak, and the one it replaces is
+//     cleared once it is flagged;
 //   - a flagged key diagnosis (hot_key, partition_limit) stays flagged
 //     until the key's share, of the window and of the last seconds, falls
 //     below ClearThreshold (or its class below the traffic floor) and its
@@ -30,19 +34,56 @@ import (
 //     the clear band (ClearLimitFraction for critical, ClearWarnFraction for
 //     warning);
 //   - a flagged table-wide diagnosis (low_cardinality, time_ordered_key,
-//     hot_partition) stays flagged until Evaluate has not reported it for
-//     HoldEvaluations evaluations in a row;
+//     hot_partition) stays flagged until Evaluate has not reported it over
+//     Hold of event time;
 //   - everything of a table that left the snapshot is cleared.
 //
-// The Tracker has no clock: one call to Evaluate is one evaluation, and the
-// caller's ticker sets the pace. It is safe for concurrent use (the detector
-// tick evaluates while the exporter lists flags).
+// The Tracker has no clock: event time is each table's own, the end of the
+// last second its snapshot judged (TableSnapshot.LastSecond), or its
+// window's end before it has one. Evaluating the same window twice moves
+// nothing.
+//
+// Work follows change: the Tracker keeps each table's evaluation, and an
+// entry of the snapshot that says its table is as the Tracker last saw it
+// (TableSnapshot.Kept, at the Version Held returns) is not evaluated again;
+// its report and hysteresis stay as they were. Held asks for every judged
+// second of a table whose hysteresis is under way (a diagnosis held but
+// not flagged yet, or a table-wide one absent but not cleared yet), so
+// that it progresses with its table's event time.
+//
+// Evaluate and Held are called by one goroutine, the detector tick;
+// Flagged is safe to call from any goroutine meanwhile.
 type Tracker struct {
 	s Settings
 
+	// Touched by the goroutine that calls Evaluate only.
+	tables map[tableKey]*tableState
+	mark   uint64 // Evaluate's calls, to find the tables a call did not list
+	rev    uint64 // the last revision given to a table's report
+	evals  uint64 // tables evaluated so far (Evaluations)
+	revs   []uint64
+
 	mu      sync.Mutex
-	states  map[diagID]*tracked
 	flagged []report.Flag
+}
+
+// tableKey names a table or index across evaluations.
+type tableKey struct{ table, index string }
+
+// tableState is what the Tracker keeps of one table between evaluations.
+type tableState struct {
+	// version is the snapshot entry's version last evaluated (0: none,
+	// or one that cannot be kept); at its event time.
+	version uint64
+	at      time.Time
+	// out is the table's report as last published, rev its revision.
+	out report.TableReport
+	rev uint64
+	// diags holds the hysteresis of the table's diagnoses; flags are the
+	// flagged ones in report order.
+	diags map[diagID]*tracked
+	flags []report.Flag
+	mark  uint64
 }
 
 // diagID identifies a diagnosis across evaluations: a key's diagnosis is
@@ -51,33 +92,34 @@ type Tracker struct {
 // same when its keys or class change, e.g. when a date key rolls over at
 // midnight; a hot_partition is its shard's.
 type diagID struct {
-	table, index string
-	cause        report.Kind
-	class, key   string
+	cause      report.Kind
+	class, key string
 }
 
 // idOf identifies the diagnosis a finding is the root of, or would be as
 // its own root cause.
-func idOf(table, index string, kind report.Kind, class, key string) diagID {
+func idOf(kind report.Kind, class, key string) diagID {
 	switch kind {
 	case report.KindHotKey, report.KindPartitionLimit:
-		return diagID{table: table, index: index, cause: report.KindHotKey, class: class, key: key}
+		return diagID{cause: report.KindHotKey, class: class, key: key}
 	case report.KindLowCardinality, report.KindTimeOrderedKey:
-		return diagID{table: table, index: index, cause: kind}
+		return diagID{cause: kind}
 	}
-	return diagID{table: table, index: index, cause: kind, key: key}
+	return diagID{cause: kind, key: key}
 }
 
-func diagIDOf(table, index string, d report.Diagnosis) diagID {
-	return idOf(table, index, d.Cause, d.Class, d.Key())
+func diagIDOf(d report.Diagnosis) diagID {
+	return idOf(d.Cause, d.Class, d.Key())
 }
 
 type tracked struct {
-	streak   int // consecutive evaluations Evaluate reported it
-	absent   int // consecutive evaluations it was not reported, while flagged
-	flagged  bool
-	last     report.Diagnosis
-	findings []report.Finding // the evidence of last
+	// since is the event time of the first evaluation of the current
+	// streak (the evaluations that reported it); absentSince, while it is
+	// flagged and not reported, that of the first evaluation without it.
+	since, absentSince time.Time
+	flagged            bool
+	last               report.Diagnosis
+	findings           []report.Finding // the evidence of last
 	// by is, while it is not reported as its own diagnosis, the diagnosis
 	// now explaining its findings.
 	by *diagID
@@ -86,126 +128,208 @@ type tracked struct {
 // NewTracker returns a Tracker with nothing flagged. s should be valid
 // (Settings.Validate).
 func NewTracker(s Settings) *Tracker {
-	return &Tracker{s: s, states: map[diagID]*tracked{}}
+	return &Tracker{s: s, tables: map[tableKey]*tableState{}}
 }
 
-// Evaluate runs Evaluate on snap (judging the last few seconds too),
-// advances the hysteresis by one evaluation, and returns the report with,
-// per table, only the flagged diagnoses and the findings they explain, and
-// what changed: the diagnoses raised or changed in this evaluation in
-// report order, then those cleared, by table, index and report order.
+// Held returns the version of the table's snapshot entry the Tracker
+// evaluated last (0 when it holds none), and whether it needs every judged
+// second of the table even when nothing else changed: its hysteresis is
+// under way. It is what a store's incremental snapshot asks
+// (sketch.Store.SnapshotSince). Called by the goroutine that calls
+// Evaluate.
+func (tr *Tracker) Held(table, index string) (version uint64, everySecond bool) {
+	st := tr.tables[tableKey{table, index}]
+	if st == nil {
+		return 0, false
+	}
+	return st.version, st.underWay()
+}
+
+// underWay reports whether a diagnosis of the table is held but not yet
+// flagged, or flagged, table-wide and absent but not yet cleared.
+func (st *tableState) underWay() bool {
+	for _, d := range st.diags {
+		if !d.flagged || !d.absentSince.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// Evaluations returns how many table entries Evaluate has evaluated so
+// far; an entry it kept is not counted. Called by the goroutine that calls
+// Evaluate.
+func (tr *Tracker) Evaluations() uint64 { return tr.evals }
+
+// Revisions returns, for each table of the report Evaluate returned last,
+// a number that changes whenever the table's report does: what a renderer
+// caches a table's output by. The slice is the caller's. Called by the
+// goroutine that calls Evaluate.
+func (tr *Tracker) Revisions() []uint64 { return tr.revs }
+
+// Evaluate runs Evaluate on each table of snap that changed (judging the
+// last few seconds too), advances its hysteresis to the table's event
+// time, and returns the report with, per table, only the flagged
+// diagnoses and the findings they explain, and what changed: the
+// diagnoses raised or changed in this evaluation in report order, then
+// those cleared, by table, index and report order. A table whose entry is
+// Kept keeps its report and hysteresis as they were.
 func (tr *Tracker) Evaluate(snap sketch.Snapshot) (report.Report, []report.Change) {
-	raw := evaluate(snap, tr.s, true)
-	tables := map[[2]string]*table{}
+	tr.mark++
+	rep := report.Report{Start: snap.Start, End: snap.End, Tables: make([]report.TableReport, len(snap.Tables)), Settings: tr.s.Report()}
+	var changes, cleared []report.Change
+	moved := false
+	tr.revs = make([]uint64, len(snap.Tables))
 	for i := range snap.Tables {
 		ts := &snap.Tables[i]
-		tables[[2]string{ts.Table, ts.Index}] = newTable(ts, tr.s, true)
-	}
-
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	seen := map[diagID]bool{}
-	pending := map[[2]string][]report.Diagnosis{}
-	var changes, cleared []report.Change
-	for ti := range raw.Tables {
-		rt := &raw.Tables[ti]
-		tid := [2]string{rt.Table, rt.Index}
-		t := tables[tid]
-		for _, d := range rt.Diagnoses {
-			id := diagIDOf(rt.Table, rt.Index, d)
-			seen[id] = true
-			st := tr.states[id]
-			if st == nil {
-				st = &tracked{}
-				tr.states[id] = st
-			}
-			// A diagnosis that explains findings held under another
-			// continues that one's streak, and marks it taken over.
-			for _, e := range d.Explains {
-				oid := idOf(rt.Table, rt.Index, e.Kind, e.Class, e.Key)
-				if o := tr.states[oid]; oid != id && o != nil && !seen[oid] {
-					st.streak = max(st.streak, o.streak)
-					o.by = &id
-				}
-			}
-			st.streak++
-			st.absent = 0
-			st.by = nil
-			if st.flagged {
-				d = tr.hold(t, st.last, d)
-			}
-			was := st.last
-			st.last, st.findings = d, explained(rt.Findings, d)
-			switch {
-			case st.streak >= tr.s.HoldEvaluations && !st.flagged:
-				st.flagged = true
-				changes = append(changes, report.Change{Flag: report.Flag{Table: rt.Table, Index: rt.Index, Diagnosis: d}})
-			case st.flagged && (was.Cause != d.Cause || was.Severity != d.Severity || was.Fix.Kind != d.Fix.Kind):
-				w := was
-				changes = append(changes, report.Change{Flag: report.Flag{Table: rt.Table, Index: rt.Index, Diagnosis: d}, Was: &w})
-			case !st.flagged && d.Severity.Pages():
-				pending[tid] = append(pending[tid], d)
-			}
+		key := tableKey{ts.Table, ts.Index}
+		st := tr.tables[key]
+		if st == nil {
+			st = &tableState{diags: map[diagID]*tracked{}, out: report.TableReport{Table: ts.Table, Index: ts.Index}}
+			tr.tables[key] = st
 		}
+		st.mark = tr.mark
+		// A kept entry carries no counts: it is only ever the version
+		// Held returned (sketch.Store.SnapshotSince), whose report stands.
+		if !ts.Kept {
+			var c, cl []report.Change
+			c, cl = tr.evaluateTable(st, ts)
+			changes, cleared = append(changes, c...), append(cleared, cl...)
+			moved = true
+		}
+		rep.Tables[i] = st.out
+		rep.Events += st.out.Events
+		tr.revs[i] = st.rev
 	}
-	for id, st := range tr.states {
-		if seen[id] {
+	for key, st := range tr.tables {
+		if st.mark == tr.mark {
 			continue
 		}
-		t := tables[[2]string{id.table, id.index}]
-		keep := st.flagged && t != nil
-		if keep && st.by != nil {
-			// Taken over: cleared once the diagnosis that explains it now
-			// is flagged, held until then.
-			if o := tr.states[*st.by]; o != nil && o.flagged {
-				keep = false
-			}
+		// The table left the snapshot: everything of it is cleared.
+		for _, f := range st.flags {
+			cleared = append(cleared, report.Change{Flag: f, Cleared: true})
 		}
-		if keep {
-			keep = tr.holds(t, id, st)
-		}
-		if !keep {
-			if st.flagged {
-				cleared = append(cleared, report.Change{Flag: report.Flag{Table: id.table, Index: id.index, Diagnosis: st.last}, Cleared: true})
-			}
-			delete(tr.states, id)
-		}
+		delete(tr.tables, key)
+		moved = true
 	}
 	slices.SortFunc(cleared, func(a, b report.Change) int { return compareFlags(a.Flag, b.Flag) })
 	slices.SortStableFunc(changes, func(a, b report.Change) int { return compareFlags(a.Flag, b.Flag) })
 	changes = append(changes, cleared...)
-
-	type flaggedOf struct {
-		ds []report.Diagnosis
-		fs []report.Finding
+	if moved {
+		var flagged []report.Flag
+		for i := range snap.Tables {
+			flagged = append(flagged, tr.tables[tableKey{snap.Tables[i].Table, snap.Tables[i].Index}].flags...)
+		}
+		tr.mu.Lock()
+		tr.flagged = flagged
+		tr.mu.Unlock()
 	}
-	byTable := map[[2]string]*flaggedOf{}
-	tr.flagged = tr.flagged[:0]
-	for id, st := range tr.states {
-		if !st.flagged {
+	return rep, changes
+}
+
+// eventTime is how far a table's entry judges in event time: the end of
+// its last complete second, or its window's end before it has one.
+func eventTime(ts *sketch.TableSnapshot) time.Time {
+	if !ts.LastSecond.IsZero() {
+		return ts.LastSecond.Add(time.Second)
+	}
+	return ts.End
+}
+
+// evaluateTable evaluates one table's entry and advances its hysteresis:
+// it returns the diagnoses raised or changed, and those cleared.
+func (tr *Tracker) evaluateTable(st *tableState, ts *sketch.TableSnapshot) (changes, cleared []report.Change) {
+	tr.evals++
+	t := newTable(ts, tr.s, true)
+	rt := t.evaluate()
+	at := eventTime(ts)
+	if at.Before(st.at) {
+		at = st.at // event time never goes back
+	}
+	st.version, st.at = ts.Version, at
+	seen := map[diagID]bool{}
+	var pending []report.Diagnosis
+	flag := func(d report.Diagnosis) report.Flag {
+		return report.Flag{Table: rt.Table, Index: rt.Index, Diagnosis: d}
+	}
+	for _, d := range rt.Diagnoses {
+		id := diagIDOf(d)
+		seen[id] = true
+		dt := st.diags[id]
+		if dt == nil {
+			dt = &tracked{since: at}
+			st.diags[id] = dt
+		}
+		// A diagnosis that explains findings held under another
+		// continues that one's streak, and marks it taken over.
+		for _, e := range d.Explains {
+			oid := idOf(e.Kind, e.Class, e.Key)
+			if o := st.diags[oid]; oid != id && o != nil && !seen[oid] {
+				if o.since.Before(dt.since) {
+					dt.since = o.since
+				}
+				o.by = &id
+			}
+		}
+		dt.absentSince = time.Time{}
+		dt.by = nil
+		if dt.flagged {
+			d = tr.hold(t, dt.last, d)
+		}
+		was := dt.last
+		dt.last, dt.findings = d, explained(rt.Findings, d)
+		switch {
+		case !dt.flagged && at.Sub(dt.since) >= tr.s.Hold:
+			dt.flagged = true
+			changes = append(changes, report.Change{Flag: flag(d)})
+		case dt.flagged && (was.Cause != d.Cause || was.Severity != d.Severity || was.Fix.Kind != d.Fix.Kind):
+			w := was
+			changes = append(changes, report.Change{Flag: flag(d), Was: &w})
+		case !dt.flagged && d.Severity.Pages():
+			pending = append(pending, d)
+		}
+	}
+	for id, dt := range st.diags {
+		if seen[id] {
 			continue
 		}
-		tid := [2]string{id.table, id.index}
-		if byTable[tid] == nil {
-			byTable[tid] = &flaggedOf{}
+		keep := dt.flagged
+		if keep && dt.by != nil {
+			// Taken over: cleared once the diagnosis that explains it now
+			// is flagged, held until then.
+			if o := st.diags[*dt.by]; o != nil && o.flagged {
+				keep = false
+			}
 		}
-		byTable[tid].ds = append(byTable[tid].ds, st.last)
-		byTable[tid].fs = append(byTable[tid].fs, st.findings...)
-		tr.flagged = append(tr.flagged, report.Flag{Table: id.table, Index: id.index, Diagnosis: st.last})
-	}
-	slices.SortFunc(tr.flagged, compareFlags)
-	for i := range raw.Tables {
-		rt := &raw.Tables[i]
-		tid := [2]string{rt.Table, rt.Index}
-		rt.Diagnoses, rt.Findings = []report.Diagnosis{}, []report.Finding{}
-		if f := byTable[tid]; f != nil {
-			rt.Diagnoses, rt.Findings = f.ds, f.fs
-			sortDiagnoses(rt.Diagnoses)
-			sortFindings(rt.Findings)
+		if keep {
+			keep = tr.holds(t, id, dt, at)
 		}
-		rt.Quiet = tables[tid].quiet(rt.Diagnoses, pending[tid])
+		if !keep {
+			if dt.flagged {
+				cleared = append(cleared, report.Change{Flag: flag(dt.last), Cleared: true})
+			}
+			delete(st.diags, id)
+		}
 	}
-	return raw, changes
+
+	st.flags = st.flags[:0:0]
+	ds, fs := []report.Diagnosis{}, []report.Finding{}
+	for _, dt := range st.diags {
+		if dt.flagged {
+			ds = append(ds, dt.last)
+			fs = append(fs, dt.findings...)
+		}
+	}
+	sortDiagnoses(ds)
+	sortFindings(fs)
+	for _, d := range ds {
+		st.flags = append(st.flags, flag(d))
+	}
+	rt.Diagnoses, rt.Findings = ds, fs
+	rt.Quiet = t.quiet(rt.Diagnoses, pending)
+	tr.rev++
+	st.out, st.rev = rt, tr.rev
+	return changes, cleared
 }
 
 // explained returns the findings of fs that d explains.
@@ -237,11 +361,14 @@ func (tr *Tracker) hold(t *table, was, d report.Diagnosis) report.Diagnosis {
 }
 
 // holds decides whether a flagged diagnosis that Evaluate did not report
-// this time stays flagged (the hysteresis band), updating its numbers.
-func (tr *Tracker) holds(t *table, id diagID, st *tracked) bool {
+// this time, at event time at, stays flagged (the hysteresis band),
+// updating its numbers.
+func (tr *Tracker) holds(t *table, id diagID, st *tracked, at time.Time) bool {
 	if id.cause != report.KindHotKey {
-		st.absent++
-		return st.absent < tr.s.HoldEvaluations
+		if st.absentSince.IsZero() {
+			st.absentSince = at
+		}
+		return at.Sub(st.absentSince) < tr.s.Hold
 	}
 	c, ok := traffic.ParseClass(id.class)
 	if !ok {

@@ -85,7 +85,9 @@ func scrapeGolden(t *testing.T) string {
 		t.Fatal(err)
 	}
 	live := NewLive(clock)
-	reg.MustRegister(NewCollector(live, CollectorConfig{}))
+	// As the daemon serves it: the Collector's cached families beside
+	// the registry's.
+	gatherer := Gatherers(reg, NewCollector(live, CollectorConfig{}))
 
 	evs := goldenEvents()
 	for len(evs) > 0 {
@@ -104,7 +106,7 @@ func scrapeGolden(t *testing.T) string {
 	evaluated.Rejected = rep.Rejected()
 	live.Update(evaluated)
 
-	ts := startServer(t, ServerConfig{Gatherer: reg, Registerer: reg, Live: live}, "")
+	ts := startServer(t, ServerConfig{Gatherer: gatherer, Registerer: reg, Live: live}, "")
 	code, _, body := ts.do(t, "GET", "/metrics", "", nil)
 	if code != 200 {
 		t.Fatalf("GET /metrics = %d", code)

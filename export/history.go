@@ -114,8 +114,10 @@ func NewHistory(cfg HistoryConfig) *History {
 func (h *History) Keys() int { return h.keep }
 
 // Record adds each table's last complete second (detect.LastSeconds). A
-// second seen before is written again (two ticks in one second); seconds
-// no evaluation saw stay unknown; tables no longer there are forgotten.
+// second seen before is written again (two ticks in one second), but for
+// an idle second, which only adds the seconds of no traffic up to it in
+// constant time; seconds no evaluation saw stay unknown; tables no longer
+// there are forgotten.
 func (h *History) Record(secs []report.TableSecond) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -135,6 +137,10 @@ func (h *History) Record(secs []report.TableSecond) {
 			h.tables[id] = r
 		}
 		r.seen = h.gen
+		if ts.Idle {
+			r.idle(ts.At.Unix())
+			continue
+		}
 		if s := r.slot(ts.At.Unix()); s != nil {
 			r.fill(s, ts, h.keep)
 		}
@@ -142,6 +148,24 @@ func (h *History) Record(secs []report.TableSecond) {
 	for id, r := range h.tables {
 		if r.seen != h.gen {
 			delete(h.tables, id)
+		}
+	}
+}
+
+// idle records that the seconds after the newest up to sec had no
+// traffic: each is a second of no units over the newest second's keys. It
+// costs the same however many keys the table has.
+func (r *secondRing) idle(sec int64) {
+	if r.n == 0 || sec <= r.last {
+		return
+	}
+	for x := max(r.last+1, sec-int64(len(r.secs))+1); x <= sec; x++ {
+		s := r.slot(x)
+		s.classes = [traffic.NumClasses]float64{}
+		r.release(s)
+		if r.keys != nil {
+			s.keys = r.keys
+			s.keys.refs++
 		}
 	}
 }

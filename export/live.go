@@ -15,6 +15,10 @@ type State struct {
 	Report report.Report
 	// Updated is when the State was published.
 	Updated time.Time
+	// Revisions holds, when not nil, a number per table of Report that
+	// changes whenever the table's report does (0: unknown): the Collector
+	// keeps a table's series while its revision stays.
+	Revisions []uint64
 }
 
 // Live holds the latest State. The detector tick publishes with Update; the
@@ -37,6 +41,17 @@ func NewLive(now func() time.Time) *Live {
 // modify rep afterwards.
 func (l *Live) Update(rep report.Report) {
 	l.state.Store(&State{Report: rep, Updated: l.now()})
+}
+
+// Publish is Update with each table's revision (judge.Judgement's
+// Revisions, parallel to rep.Tables; nil when unknown), so that renderers
+// of the State redo only the tables whose revision changed. The caller
+// must not modify rep or revisions afterwards.
+func (l *Live) Publish(rep report.Report, revisions []uint64) {
+	if len(revisions) != len(rep.Tables) {
+		revisions = nil
+	}
+	l.state.Store(&State{Report: rep, Updated: l.now(), Revisions: revisions})
 }
 
 // Load returns the latest State, or nil before the first Update.

@@ -21,6 +21,15 @@ import (
 // b raises it: only b's collector exports it and only b announces it, a's
 // API-side report names b. Every key's series come from one replica, the
 // table-wide series from the reader of the lowest shard (a).
+// flagAtOnce are the default settings with no hold: the same combined
+// snapshot evaluated again moves no event time, and these tests are about
+// who raises what, not about the hold.
+var flagAtOnce = func() detect.Settings {
+	s := detect.DefaultSettings()
+	s.Hold = 0
+	return s
+}()
+
 func TestRaisers(t *testing.T) {
 	clock := t0
 	now := func() time.Time { return clock }
@@ -53,11 +62,11 @@ func TestRaisers(t *testing.T) {
 	rb := sketch.Replica{Worker: "b", Summary: sb}
 	judge := func(self sketch.Replica, peer sketch.Replica) (report.Report, []report.Change, *prometheus.Registry) {
 		c := sketch.Combine(self, []sketch.Replica{peer}, 100)
-		tr := detect.NewTracker(detect.DefaultSettings())
+		tr := detect.NewTracker(flagAtOnce)
 		var rep report.Report
 		var changes []report.Change
 		r := detect.NewRaisers(self.Worker)
-		for range detect.DefaultSettings().HoldEvaluations + 1 {
+		for range 2 {
 			var ch []report.Change
 			rep, ch = tr.Evaluate(c.Snapshot)
 			changes = append(changes, r.Assign(&rep, ch, c)...)
@@ -90,11 +99,11 @@ func TestRaisers(t *testing.T) {
 	// b is gone and c reads its shard now: the diagnosis, still flagged,
 	// moves to c rather than staying with a replica nobody hears from.
 	r := detect.NewRaisers("a")
-	tr := detect.NewTracker(detect.DefaultSettings())
+	tr := detect.NewTracker(flagAtOnce)
 	var rep report.Report
-	for i := range detect.DefaultSettings().HoldEvaluations + 2 {
+	for i := range 3 {
 		peer := rb
-		if i > detect.DefaultSettings().HoldEvaluations {
+		if i == 2 {
 			peer = sketch.Replica{Worker: "c", Summary: sb}
 		}
 		c := sketch.Combine(ra, []sketch.Replica{peer}, 100)

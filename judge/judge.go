@@ -21,35 +21,52 @@ import (
 type Judgement struct {
 	// Snapshot is the window judged: this process's, or, with replicas,
 	// the sum of every live replica's (what detect.LastSeconds reads for
-	// the page's charts).
+	// the page's charts). Alone, a table that did not change since the
+	// last evaluation has a Kept entry, without counts.
 	Snapshot sketch.Snapshot
 	// Report is the report of the window, with hysteresis (detect.Tracker);
 	// with replicas, each diagnosis says which replica raises it.
 	Report report.Report
+	// Revisions holds, for each table of Report, a number that changes
+	// whenever the table's report does (0: unknown, render it anew): what
+	// the exporters cache a table's output by.
+	Revisions []uint64
 	// Changes are the diagnoses this process announces: raised, changed
 	// or cleared in this evaluation (with replicas, those it raises).
 	Changes []report.Change
 }
 
-// Evaluator judges the window once per tick. It is called by one
-// goroutine, the detector's tick, and never concurrently.
+// Evaluator judges the window. It is called by one goroutine, the
+// detector's tick, and never concurrently. The tick evaluates once in
+// each second of the clock, and between those whenever Moved says so.
 type Evaluator interface {
+	// Evaluate judges the window as it is now.
 	Evaluate() Judgement
+	// Moved reports, at a cost that does not grow with the tables, whether
+	// the window may have changed since the last Evaluate in a way that a
+	// new one would show (a table's second closed, its window moved):
+	// whether it is worth evaluating before the clock's next second.
+	Moved() bool
 }
 
 // Alone returns the Evaluator of a process that reads its sources alone:
-// it judges its own window.
+// it judges its own window, and of it only the tables that changed
+// (sketch.Store.SnapshotSince, detect.Tracker).
 func Alone(store *sketch.Store, tracker *detect.Tracker) Evaluator {
-	return alone{store: store, tracker: tracker}
+	return &alone{store: store, tracker: tracker}
 }
 
 type alone struct {
 	store   *sketch.Store
 	tracker *detect.Tracker
+	pulse   sketch.Pulse
 }
 
-func (a alone) Evaluate() Judgement {
-	snap := a.store.Snapshot()
+func (a *alone) Evaluate() Judgement {
+	a.pulse = a.store.Pulse()
+	snap := a.store.SnapshotSince(a.tracker.Held)
 	rep, changes := a.tracker.Evaluate(snap)
-	return Judgement{Snapshot: snap, Report: rep, Changes: changes}
+	return Judgement{Snapshot: snap, Report: rep, Revisions: a.tracker.Revisions(), Changes: changes}
 }
+
+func (a *alone) Moved() bool { return a.store.Pulse() != a.pulse }

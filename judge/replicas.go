@@ -113,6 +113,10 @@ func (r *Replicas) payload() ([]byte, error) {
 	return b, nil
 }
 
+// Moved is false: replicas judge once a second, on the clock, since the
+// sum they judge changes with the peers' summaries too.
+func (r *Replicas) Moved() bool { return false }
+
 // Evaluate judges on the sum of this replica's window and the live peers'
 // summaries: the combined snapshot it judged, the report, with who raises
 // what, and the changes this replica announces.

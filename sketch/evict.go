@@ -88,6 +88,7 @@ func (s *Store) admit(id tableID, at clock, weight uint64) (ok bool, credit uint
 	}
 	s.tables.Delete(v.id)
 	s.ntables.Add(-1)
+	s.reorder(v, false)
 	s.evicted.Add(1)
 	if a.onEvict != nil {
 		a.onEvict(v.id.table, v.id.index)

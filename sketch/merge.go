@@ -76,6 +76,7 @@ func (s *Store) Merge(other *Store) error {
 		}
 		t.advance(at.epoch, at.sec)
 		t.merge(b)
+		t.gen++
 		t.mu.Unlock()
 	})
 	s.dropped.Add(other.dropped.Load())

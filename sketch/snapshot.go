@@ -51,6 +51,17 @@ type TableSnapshot struct {
 	// none yet. A live view adds LastSecondUnits per LastSecond to draw
 	// units per second.
 	LastSecond time.Time
+	// Version names the picture this entry shows, in the entries of
+	// Store.SnapshotSince: two entries of a table with the same Version
+	// show the same counts. 0 names none (Store.Snapshot, analyze mode, a
+	// combined snapshot of replicas).
+	Version uint64
+	// Kept is set, by Store.SnapshotSince only, on the entry of a table
+	// whose picture the caller already holds at Version and that has not
+	// changed since in any way the caller has to see: it then carries only
+	// Table, Index, Start, End, LastSecond and Version, no counts (its
+	// Classes, Shards and Throttled are empty; see Store.SnapshotSince).
+	Kept bool
 }
 
 // ClassStats is one class's totals and heavy hitters in a window.

@@ -146,6 +146,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/axiomhq/hyperloglog"
 	"github.com/zeebo/xxh3"
 
 	"github.com/hotkeyd/hotkeyd/traffic"
@@ -167,16 +168,26 @@ type Store struct {
 
 	tables  sync.Map // tableID → *table
 	ntables atomic.Int64
+	// order lists the tables sorted by table then index, as snapshots list
+	// them; replaced whole (under addMu) when a table comes or goes.
+	order   atomic.Pointer[[]*table]
 	addMu   sync.Mutex // serialises insertions into and evictions from tables
 	adm     admission  // guarded by addMu
 	putSeq  atomic.Uint64
 	dropped atomic.Uint64
-	evicted atomic.Uint64
-	hashes  sync.Pool // *[]uint64, key hashes of a run
+	// versions numbers the pictures SnapshotSince copies out, across
+	// tables, so that a table made again never repeats a version.
+	versions atomic.Uint64
+	evicted  atomic.Uint64
+	hashes   sync.Pool // *[]uint64, key hashes of a run
 
-	wm     Watermarks // nil: the clock judges (SetWatermarks)
-	lateMu sync.Mutex
-	late   map[string]uint64 // late events by source (LateEvents)
+	wm Watermarks // nil: the clock judges (SetWatermarks)
+	// sources lists every Event.Source a table was fed by (Pulse reads
+	// their watermarks); srcMu serialises its writers.
+	sources atomic.Pointer[[]string]
+	srcMu   sync.Mutex
+	lateMu  sync.Mutex
+	late    map[string]uint64 // late events by source (LateEvents)
 }
 
 // NewStore returns a Store sized by cfg (zero fields take the defaults).
@@ -191,6 +202,8 @@ func NewStore(cfg Config, now func() time.Time) (*Store, error) {
 		now = time.Now
 	}
 	s := &Store{cfg: cfg, now: now}
+	s.sources.Store(&[]string{})
+	s.order.Store(&[]*table{})
 	s.hashes.New = func() any { b := make([]uint64, 0, 1024); return &b }
 	if cfg.Window > 0 {
 		s.slot = cfg.Window / time.Duration(cfg.SubWindows)
@@ -352,13 +365,22 @@ func (s *Store) putRun(id tableID, events []traffic.Event, idx []int32, at clock
 		return
 	}
 	t.active = s.putSeq.Add(1)
+	t.gen++
 	if s.slot == 0 {
 		t.advance(at.epoch, at.sec)
 	}
+	known := len(t.sources)
 	bad := t.addEvents(events, idx, hs, at.sec)
 	late := t.late
 	t.late = nil
+	var learnt []string
+	if len(t.sources) != known {
+		learnt = slices.Clone(t.sources[known:])
+	}
 	t.mu.Unlock()
+	if learnt != nil {
+		s.noteSources(learnt)
+	}
 	for _, l := range late {
 		s.addLate(l.source, l.n)
 	}
@@ -455,7 +477,30 @@ func (s *Store) table(id tableID, at clock, weight uint64) *table {
 	t.credit, t.creditEpoch = credit, at.epoch
 	s.tables.Store(id, t)
 	s.ntables.Add(1)
+	s.reorder(t, true)
 	return t
+}
+
+// compareIDs orders tables by table, then index.
+func compareIDs(a, b tableID) int {
+	return cmp.Or(strings.Compare(a.table, b.table), strings.Compare(a.index, b.index))
+}
+
+// reorder adds t to the sorted order of the tables, or takes it out. It
+// is called with s.addMu held.
+func (s *Store) reorder(t *table, add bool) {
+	cur := *s.order.Load()
+	i, found := slices.BinarySearchFunc(cur, t.id, func(e *table, id tableID) int { return compareIDs(e.id, id) })
+	var next []*table
+	switch {
+	case add && !found:
+		next = slices.Insert(slices.Clone(cur), i, t)
+	case !add && found && cur[i] == t:
+		next = slices.Delete(slices.Clone(cur), i, i+1)
+	default:
+		return
+	}
+	s.order.Store(&next)
 }
 
 // each calls f with every table tracked.
@@ -469,13 +514,90 @@ func (s *Store) each(f func(id tableID, t *table)) {
 // Snapshot returns the current picture of every table: immutable, sharing
 // nothing with the live sketches. It locks one table at a time, briefly.
 func (s *Store) Snapshot() Snapshot {
-	snap, _ := s.collect(false, false)
+	snap, _ := s.collect(false, false, nil)
 	return snap
+}
+
+// SnapshotSince is Snapshot for a caller that keeps what it made of each
+// table's picture, such as the live detector: held returns the Version of
+// the table's picture the caller holds (0 when none), and whether it must
+// see each of the table's judged seconds even when its counts did not
+// change. A table whose picture the caller holds and that is not due
+// again gets a Kept entry, without counts, and costs the same whatever its
+// keys. A picture is due again when
+//
+//   - its window's start moved (a slot left a full window) while it held
+//     traffic,
+//   - a second closed (the table's judged second moved) and the table got
+//     events since, or the seconds it judges as recent held traffic, or
+//     the caller asked for every second,
+//   - traffic left its window, or
+//   - it got events and its judged second has not moved for two seconds
+//     of the clock (a source holding it back),
+//
+// so that a table's results stay as they were until its window moves or
+// its next second closes, and an idle table is copied out once. Its
+// window's end (and so the rates over the window) in the picture is the
+// one it had then. Live mode only: in analyze mode it is Snapshot. It is
+// called by one goroutine at a time; Snapshot may run beside it.
+func (s *Store) SnapshotSince(held func(table, index string) (version uint64, everySecond bool)) Snapshot {
+	if s.slot == 0 {
+		held = nil
+	}
+	snap, _ := s.collect(false, false, held)
+	return snap
+}
+
+// picture is what SnapshotSince last copied out of a table: its version
+// and what it was due by.
+type picture struct {
+	version uint64
+	gen     uint64 // table.gen then
+	from    int64  // the window's first second
+	ref     int64  // the judged second (secWindow.ref)
+	clock   int64  // the clock's second
+	// recent says the table had traffic in a second it judged as recent,
+	// or later: its recent figures change when its judged second moves.
+	recent bool
+	// traffic says its window held traffic: when it holds none, where the
+	// window starts changes nothing it shows.
+	traffic bool
+}
+
+// due reports whether a table now at cur must be copied out again for a
+// caller holding p (see SnapshotSince).
+func (p *picture) due(cur picture, everySecond bool) bool {
+	switch {
+	case cur.from != p.from && p.traffic:
+		return true
+	case cur.ref != p.ref && (cur.gen != p.gen || p.recent || everySecond):
+		return true
+	case cur.gen != p.gen && cur.clock >= p.clock+2:
+		return true
+	}
+	return false
+}
+
+// newest returns the newest second with traffic of a live table.
+func (t *table) newest() int64 {
+	return max(t.classes[traffic.Read].sec, t.classes[traffic.Write].sec)
+}
+
+// holdsTraffic reports whether the table's window holds any access or
+// throttled call.
+func (t *table) holdsTraffic() bool {
+	for s := range t.throttledSlots {
+		if t.classes[traffic.Read].events[s] != 0 || t.classes[traffic.Write].events[s] != 0 || t.throttledSlots[s] != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // collect takes the snapshot, and with parts each table's part of a
 // Summary (parallel to the snapshot's tables), with its registers or not.
-func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
+// With held (live mode), it is SnapshotSince's.
+func (s *Store) collect(parts, registers bool, held func(table, index string) (uint64, bool)) (Snapshot, []TablePart) {
 	now := s.now()
 	at := s.clockAt(now)
 	snap := Snapshot{Tables: make([]TableSnapshot, 0, s.Tables())}
@@ -483,14 +605,14 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 	var sw secWindow
 	var scratch []keyStat
 	wms := marks{wm: s.wm} // each source's watermark, read once for every table
-	s.each(func(_ tableID, t *table) {
+	for _, t := range *s.order.Load() {
 		var ts TableSnapshot
 		var first, last time.Time
 		var tp TablePart
 		t.mu.Lock()
 		if t.evicted {
 			t.mu.Unlock()
-			return
+			continue
 		}
 		var start, end time.Time
 		if s.slot > 0 {
@@ -498,10 +620,27 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 		} else {
 			sw = t.analyzeSeconds(s.cfg.RecentSeconds)
 		}
-		ts, scratch = t.snapshot(s.cfg.Tracked, &sw, scratch)
-		n, merged := t.distinctMerge()
-		if parts {
-			tp = t.part(&sw, registers)
+		var merged *hyperloglog.Sketch
+		n := uint64(0)
+		if held != nil {
+			cur := picture{gen: t.gen, from: sw.from, ref: sw.ref, clock: now.Unix(), recent: t.newest() >= sw.recentFrom}
+			v, every := held(t.id.table, t.id.index)
+			if v != 0 && v == t.pic.version && !t.pic.due(cur, every) {
+				ts = TableSnapshot{Table: t.id.table, Index: t.id.index, Version: v, Kept: true}
+			} else {
+				cur.version, cur.traffic = s.versions.Add(1), t.holdsTraffic()
+				t.pic = cur
+			}
+		}
+		if !ts.Kept {
+			ts, scratch = t.snapshot(s.cfg.Tracked, &sw, scratch)
+			n, merged = t.distinctMerge()
+			if parts {
+				tp = t.part(&sw, registers)
+			}
+			if held != nil {
+				ts.Version = t.pic.version
+			}
 		}
 		first, last = t.first, t.last
 		t.mu.Unlock()
@@ -509,7 +648,9 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 			n = merged.Estimate()
 			t.setDistinct(n)
 		}
-		ts.DistinctKeys = n
+		if !ts.Kept {
+			ts.DistinctKeys = n
+		}
 		if sw.ref > sw.recentFrom {
 			ts.RecentSpan = time.Duration(sw.ref-sw.recentFrom) * time.Second
 			ts.LastSecond = time.Unix(sw.ref-1, 0)
@@ -536,7 +677,7 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 		if parts {
 			tps = append(tps, tp)
 		}
-	})
+	}
 	if s.slot > 0 && len(snap.Tables) == 0 {
 		snap.Start = time.Unix(0, (at.epoch-int64(s.cfg.SubWindows)+1)*int64(s.slot))
 		if snap.Start.Before(s.started) {
@@ -544,27 +685,8 @@ func (s *Store) collect(parts, registers bool) (Snapshot, []TablePart) {
 		}
 		snap.End = now
 	}
-	less := func(a, b *TableSnapshot) int {
-		if c := strings.Compare(a.Table, b.Table); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Index, b.Index)
-	}
-	if !parts {
-		slices.SortFunc(snap.Tables, func(a, b TableSnapshot) int { return less(&a, &b) })
-		return snap, nil
-	}
-	order := make([]int, len(snap.Tables))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(i, j int) int { return less(&snap.Tables[i], &snap.Tables[j]) })
-	sorted, sortedParts := make([]TableSnapshot, len(order)), make([]TablePart, len(order))
-	for i, o := range order {
-		sorted[i], sortedParts[i] = snap.Tables[o], tps[o]
-	}
-	snap.Tables = sorted
-	return snap, sortedParts
+	// The order of the tables is the snapshot's: by table, then index.
+	return snap, tps
 }
 
 // analyzeRates sets PeakUnitsPerSecond over whole files: the units over the

@@ -68,6 +68,12 @@ type table struct {
 	// (analyze.go).
 	exact *exactSeconds
 
+	// gen counts the changes to the table's counts: each Put of its
+	// events, each merge into it, each slot with traffic leaving its
+	// window. pic is the picture SnapshotSince last copied out.
+	gen uint64
+	pic picture
+
 	// active is the Store's sequence number of the last Put that counted
 	// here; evicted is set once the Store dropped the table; credit is
 	// the events it had refused before it got in, at creditEpoch
@@ -204,6 +210,9 @@ func (t *table) generation() int64 {
 }
 
 func (t *table) clearSlot(s int) {
+	if t.classes[traffic.Read].events[s] != 0 || t.classes[traffic.Write].events[s] != 0 || t.throttledSlots[s] != 0 {
+		t.gen++ // traffic leaves the window
+	}
 	for c := range t.classes {
 		cs := &t.classes[c]
 		cs.units[s] = 0

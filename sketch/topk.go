@@ -682,6 +682,13 @@ func (c *candidates) errorOf(id int) uint64 {
 // expire clears slot s of every entry, drops the entries left empty and
 // gives memory back when the set has shrunk to a quarter of its capacity.
 func (c *candidates) expire(s int) {
+	if len(c.col[s]) == 0 {
+		// No entry has counts in the slot (nor estimates, nor an entry
+		// there): nothing to take out, and no entry emptied. An idle
+		// table's window moves in constant time.
+		c.free[s] = 0
+		return
+	}
 	for id := 0; id < c.n; id++ {
 		r := &c.rec[id]
 		r.total -= c.unitsAt(id, s)

@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -88,4 +89,51 @@ func (s *Store) judged(sources []string, now time.Time, m *marks) time.Time {
 		return now
 	}
 	return j
+}
+
+// Pulse is what moves a live Store's pictures besides each table's own
+// changes: the Puts counted, the tables evicted, the clock's second and
+// the second of each source's watermark. Two equal Pulses taken at two
+// moments mean that no table got events, came or went, and that no
+// table's judged second moved in between: a new SnapshotSince would keep
+// every table. Comparing Pulses costs the same however many tables there
+// are.
+type Pulse struct {
+	puts, evicted uint64
+	clock         int64
+	marks         uint64 // the sources' watermark seconds, mixed
+}
+
+// Pulse returns the Store's Pulse now.
+func (s *Store) Pulse() Pulse {
+	p := Pulse{puts: s.putSeq.Load(), evicted: s.evicted.Load(), clock: s.now().Unix()}
+	if s.wm == nil {
+		return p
+	}
+	for _, src := range *s.sources.Load() {
+		w, ok := s.wm.Watermark(src)
+		if !ok {
+			continue
+		}
+		p.marks = p.marks*0x9E3779B97F4A7C15 + uint64(w.Unix()) + 1
+	}
+	return p
+}
+
+// noteSources adds the sources a table just learnt of to the Store's list,
+// which Pulse reads.
+func (s *Store) noteSources(srcs []string) {
+	s.srcMu.Lock()
+	defer s.srcMu.Unlock()
+	cur := *s.sources.Load()
+	var add []string
+	for _, src := range srcs {
+		if !slices.Contains(cur, src) && !slices.Contains(add, src) {
+			add = append(add, src)
+		}
+	}
+	if len(add) > 0 {
+		next := append(slices.Clip(cur), add...)
+		s.sources.Store(&next)
+	}
 }

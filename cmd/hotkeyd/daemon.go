@@ -28,10 +28,15 @@ import (
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
-// tickEvery is the detector's pace: one snapshot, one evaluation and one
-// published report per tick. The Tracker counts evaluations, so its hold
-// (HoldEvaluations) is this many seconds.
-const tickEvery = time.Second
+// tickEvery is how often the detector's tick looks for something to judge:
+// a table's second that closed, a window that moved. A look that finds
+// nothing costs the same however many tables there are
+// (judge.Evaluator.Moved); the tick evaluates once in each second of the
+// clock and whenever a look finds something, and an evaluation copies out
+// and judges only the tables that changed. So a verdict follows its
+// table's second within a tenth of a second, and an idle daemon does
+// next to nothing.
+const tickEvery = 100 * time.Millisecond
 
 // drainTimeout bounds how long a shutdown waits for the sources to hand
 // over their last batches; a source still running then is left behind.
@@ -78,7 +83,13 @@ func runDaemonOnce(ctx context.Context, f *flags, demo bool, io stdio) (code int
 		log.Error("cannot start", zap.Error(err))
 		return 1, false
 	case f.check:
+		for _, msg := range cfg.Deprecated {
+			fmt.Fprintf(io.stderr, "hotkeyd: deprecated: %s\n", msg)
+		}
 		return printValid(f, !demo, io), false
+	}
+	for _, msg := range cfg.Deprecated {
+		log.Warn("deprecated configuration", zap.String("detail", msg))
 	}
 	err = d.run(ctx)
 	switch {
@@ -224,9 +235,9 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	}
 	d.live = export.NewLive(time.Now)
 	d.history = export.NewHistory(export.HistoryConfig{Window: cfg.Window, Top: settings.Top})
-	if err := reg.Register(export.NewCollector(d.live, ccfg)); err != nil {
-		return nil, fmt.Errorf("register collector: %w", err)
-	}
+	// The report's series are served beside the registry's, each table's
+	// kept between scrapes while its report stays as it was.
+	gatherer := export.Gatherers(reg, export.NewCollector(d.live, ccfg))
 	if err := reg.Register(export.NewProgressCollector(d.progress, d.store)); err != nil {
 		return nil, fmt.Errorf("register progress collector: %w", err)
 	}
@@ -234,7 +245,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	d.ready.Watch(d.sources...)
 	systemd := false
 	d.server, err = export.NewServer(log.Named("web"), export.ServerConfig{
-		Gatherer: reg, Registerer: reg, Live: d.live, History: d.history, Masker: d.masker, Readiness: d.ready, Events: events,
+		Gatherer: gatherer, Registerer: reg, Live: d.live, History: d.history, Masker: d.masker, Readiness: d.ready, Events: events,
 		EventsHint:     "HTTP ingest is disabled; start hotkeyd with --web.enable-ingest to POST JSON lines to /api/v1/events",
 		Web:            &web.FlagConfig{WebListenAddresses: &[]string{cfg.Listen}, WebSystemdSocket: &systemd, WebConfigFile: &f.webConfig},
 		Version:        buildVersion(),
@@ -344,25 +355,31 @@ func (d *daemon) run(ctx context.Context) error {
 		g.Add(func() error { return sources.Run(i) }, func(error) { sources.Cancel() })
 	}
 
-	// Detector tick: snapshot → evaluate with hysteresis → record the
-	// second for the page → publish → log what became hot or cooled.
+	// Detector tick: snapshot what changed → evaluate with hysteresis →
+	// record the second for the page → publish → log what became hot or
+	// cooled. Once a second of the clock, and whenever the window moved.
 	{
 		tickCtx, stopTick := context.WithCancel(context.Background())
 		ann := export.NewAnnouncer(d.log.Named("detector"), d.masker)
 		g.Add(func() error {
 			t := time.NewTicker(tickEvery)
 			defer t.Stop()
+			var last int64 // the clock's second of the last evaluation
 			for {
 				select {
 				case <-tickCtx.Done():
 					return nil
-				case <-t.C:
+				case now := <-t.C:
+					if now.Unix() == last && !d.judge.Moved() {
+						continue
+					}
+					last = now.Unix()
 					j := d.judge.Evaluate()
 					d.history.Record(detect.LastSeconds(j.Snapshot, d.history.Keys()))
 					j.Report.Rejected = d.reporter.Rejected()
 					j.Report.Sources = export.SourcesReport(d.progress.States())
 					j.Report.Notes = sourceNotes(d.sources)
-					d.live.Update(j.Report)
+					d.live.Publish(j.Report, j.Revisions)
 					ann.Announce(j.Changes)
 				}
 			}

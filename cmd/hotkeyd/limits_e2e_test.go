@@ -38,7 +38,7 @@ var feeders = []struct {
 // fedConfig is the config of the daemons of these tests: a window long
 // enough for a slow machine, and findings flagged at their first
 // evaluation.
-const fedConfig = "window: 30s\ndetector:\n  hold_evaluations: 1\n"
+const fedConfig = "window: 30s\ndetector:\n  hold: 0s\n"
 
 func startHTTPFed(t *testing.T, extra string) *fedDaemon {
 	t.Helper()

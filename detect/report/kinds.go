@@ -110,6 +110,6 @@ const (
 	// warn_fraction of the partition ceiling: info only.
 	QuietInfoOnly QuietReason = "info_only"
 	// QuietHolding: the live detector has seen a diagnosis at warning or
-	// above, but not yet for hold_evaluations evaluations in a row.
+	// above, but it has not held for the hold (a span of event time) yet.
 	QuietHolding QuietReason = "holding"
 )

@@ -106,6 +106,10 @@ type TableSecond struct {
 	At time.Time
 	// Classes holds reads and writes, in that order.
 	Classes []ClassSecond
+	// Idle says that the table had no traffic in the second and that its
+	// heaviest keys are those of the second before: Classes is then empty
+	// (the live detector did not copy the table out again).
+	Idle bool
 }
 
 // ClassSecond is one class's units in a second, with its heaviest keys'.

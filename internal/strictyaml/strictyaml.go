@@ -274,7 +274,8 @@ func UnknownKey(key string, known []string) *Error {
 
 // closest returns the known key nearest to key by edit distance, when it is
 // near enough to be a typo (at most a third of its letters differ) or
-// shares its first word (hold_for, hold_evaluations); else "".
+// shares its first word (hold_for and hold, min_rate and min_events);
+// else "".
 func closest(key string, known []string) string {
 	best, bestDist := "", len(key)/3+1
 	for _, k := range known {
@@ -287,7 +288,7 @@ func closest(key string, known []string) string {
 	}
 	if word, _, ok := strings.Cut(key, "_"); ok && len(word) >= 3 {
 		for _, k := range known {
-			if strings.HasPrefix(k, word+"_") {
+			if k == word || strings.HasPrefix(k, word+"_") {
 				return k
 			}
 		}

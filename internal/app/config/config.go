@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,6 +69,11 @@ type Config struct {
 	// limits, ...). Its threshold is the top-level threshold; a zero
 	// clear_threshold means 0.8 × threshold.
 	Detector detect.Settings `yaml:"detector"`
+
+	// Deprecated says, per key the file gives in a form that still works
+	// but is no longer documented, what to write instead. The daemon logs
+	// each when it starts; --config.check prints them.
+	Deprecated []string `yaml:"-"`
 }
 
 // Default returns the settings used for every key the file leaves out.
@@ -141,13 +147,53 @@ func Parse(r io.Reader) (Config, error) {
 }
 
 // UnmarshalStrictYAML decodes the file over the defaults; the detector's
-// threshold is the top-level one.
+// threshold is the top-level one. detector.hold_evaluations, the former
+// form of detector.hold, is read as the hold it was and said to be
+// deprecated.
 func (c *Config) UnmarshalStrictYAML(n *yaml.Node) error {
-	if det := mappingValue(n, "detector"); det != nil && mappingValue(det, "threshold") != nil {
+	det := mappingValue(n, "detector")
+	if det != nil && mappingValue(det, "threshold") != nil {
 		return &strictyaml.Error{Path: "detector.threshold", Msg: "set threshold at the top level"}
 	}
+	evaluations, err := takeHoldEvaluations(det)
+	if err != nil {
+		return err
+	}
 	type plain Config // the same fields, without this method
-	return strictyaml.DecodeNode(n, (*plain)(c))
+	if err := strictyaml.DecodeNode(n, (*plain)(c)); err != nil {
+		return err
+	}
+	if evaluations > 0 {
+		// N evaluations, one a second, held a diagnosis over N-1 seconds
+		// of its table's traffic.
+		c.Detector.Hold = time.Duration(evaluations-1) * time.Second
+		c.Deprecated = append(c.Deprecated, fmt.Sprintf("detector.hold_evaluations: %d is read as detector.hold: %s (a span of event time; the default is %s): write that instead",
+			evaluations, c.Detector.Hold, detect.DefaultSettings().Hold))
+	}
+	return nil
+}
+
+// takeHoldEvaluations removes hold_evaluations, the former form of hold,
+// from the detector mapping det and returns its value (0 when absent): N
+// evaluations, one a second.
+func takeHoldEvaluations(det *yaml.Node) (int, error) {
+	for i := 0; det != nil && det.Kind == yaml.MappingNode && i+1 < len(det.Content); i += 2 {
+		if det.Content[i].Value != "hold_evaluations" {
+			continue
+		}
+		v := det.Content[i+1]
+		path := "detector.hold_evaluations"
+		if mappingValue(det, "hold") != nil {
+			return 0, &strictyaml.Error{Path: path, Msg: "the former form of hold; set hold only"}
+		}
+		var n int
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || v.Decode(&n) != nil || n < 1 {
+			return 0, &strictyaml.Error{Path: path, Msg: fmt.Sprintf("%q is not a whole number of at least 1 (and it is now hold, a span of event time such as 1s)", v.Value)}
+		}
+		det.Content = slices.Delete(det.Content, i, i+2)
+		return n, nil
+	}
+	return 0, nil
 }
 
 // mappingValue returns the value of key in the mapping n, or nil.

@@ -72,8 +72,10 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-jsonl-region.yml":                   "sources[0].region: not used by type jsonl",
 		"invalid-detector-threshold.yml":             "detector.threshold: set threshold at the top level",
 		"invalid-detector-clear.yml":                 "detector.clear_threshold: 0.3 is above threshold 0.2",
-		"invalid-detector-key.yml":                   "detector.hold_for: unknown key (did you mean hold_evaluations?)",
-		"invalid-detector-hold.yml":                  "detector.hold_evaluations: 0 must be at least 1",
+		"invalid-detector-key.yml":                   "detector.hold_for: unknown key (did you mean hold?)",
+		"invalid-detector-hold.yml":                  "detector.hold: -1s must not be negative",
+		"invalid-detector-hold-evaluations.yml":      `detector.hold_evaluations: "0" is not a whole number of at least 1 (and it is now hold, a span of event time such as 1s)`,
+		"invalid-detector-hold-twice.yml":            "detector.hold_evaluations: the former form of hold; set hold only",
 		"invalid-detector-warn.yml":                  "detector.warn_fraction: 0.9 is above limit_fraction 0.8",
 		"invalid-two-documents.yml":                  "more than one YAML document",
 		"invalid-sources-not-list.yml":               "sources: want a list, got a mapping",
@@ -142,7 +144,7 @@ func TestLoadConfigValid(t *testing.T) {
 		"valid-full.yml": {
 			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Threshold: 0.2, Keys: export.KeysHash, KeyHashSecret: "s3cret", MaxTables: 500,
 			MaxFuture: 2 * time.Minute, MaxEventAge: 48 * time.Hour,
-			Detector: func() detect.Settings { s := DefaultDetector(); s.HoldEvaluations = 5; s.MinEvents = 10; return s }(),
+			Detector: func() detect.Settings { s := DefaultDetector(); s.Hold = 4 * time.Second; s.MinEvents = 10; return s }(),
 			Tables: map[string]Table{
 				"Music": {PartitionKey: "Artist", SortKey: "SongTitle"},
 				"orders": {PartitionKey: "order_id", Indexes: map[string]Index{
@@ -163,6 +165,11 @@ func TestLoadConfigValid(t *testing.T) {
 					c.Paths, c.Fields = []string{"/var/log/app/access.log"}, jsonl.Fields{PK: "user_id", Table: "tbl"}
 				}),
 			},
+		},
+		"valid-hold-evaluations.yml": {
+			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables,
+			Detector:   func() detect.Settings { s := DefaultDetector(); s.Hold = 4 * time.Second; s.MinEvents = 10; return s }(),
+			Deprecated: []string{"detector.hold_evaluations: 5 is read as detector.hold: 4s (a span of event time; the default is 1s): write that instead"},
 		},
 		"valid-leases.yml": {
 			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables, Detector: DefaultDetector(),
