@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -135,5 +136,81 @@ func TestLiveHoveringKeyDoesNotFlap(t *testing.T) {
 	}
 	if raised == 1 && cleared != 1 {
 		t.Errorf("cleared %d times after falling to 5 %%, want once", cleared)
+	}
+}
+
+// TestLiveOnsetWithinTwoSeconds runs the detector as the daemon's tick
+// does, on virtual time: a look every tenth of a second, an evaluation of
+// the tables that changed whenever a second closed (Store.Pulse,
+// Store.SnapshotSince). After a minute of uniform traffic (1000 writes a
+// second; nothing is flagged), a key takes 35 % of the writes from a
+// moment in its second that varies from trial to trial. It is flagged
+// when its second second closes: at most 2 s after its first write
+// (median of the trials), and up to 2.3 s when it started too late in its
+// first second for that second to show it hot (past 0.71 of it: 35 % of
+// the rest of the second is under the 10 % threshold).
+func TestLiveOnsetWithinTwoSeconds(t *testing.T) {
+	var onsets []float64
+	for trial := range 10 {
+		phase := time.Duration(trial) * 100 * time.Millisecond
+		r := newLiveRig(t)
+		var pulse sketch.Pulse
+		last := int64(0)
+		// look advances the clock by a tenth of a second with hot's share
+		// of its writes to USER#hot, and evaluates as the daemon's tick.
+		look := func(hot float64) []report.Change {
+			batch := make([]traffic.Event, 0, 100)
+			for range 100 {
+				key := fmt.Sprintf("USER#%d", r.rnd.IntN(5000))
+				if r.rnd.Float64() < hot {
+					key = "USER#hot"
+				}
+				batch = append(batch, traffic.Event{Table: "orders", PK: key, Class: traffic.Write, Units: 1, Time: r.now})
+			}
+			if err := r.store.Put(context.Background(), batch); err != nil {
+				t.Fatal(err)
+			}
+			r.now = r.now.Add(100 * time.Millisecond)
+			if r.now.Unix() == last && r.store.Pulse() == pulse {
+				return nil
+			}
+			last, pulse = r.now.Unix(), r.store.Pulse()
+			_, changes := r.tr.Evaluate(r.store.SnapshotSince(r.tr.Held))
+			return changes
+		}
+		for i := range 600 { // the warm-up: a minute of uniform traffic
+			if cs := look(0); len(cs) != 0 {
+				t.Fatalf("trial %d, %.1f s of uniform traffic: %+v", trial, float64(i)/10, cs)
+			}
+		}
+		for range trial { // the key starts this far into a second
+			if cs := look(0); len(cs) != 0 {
+				t.Fatalf("trial %d: %+v", trial, cs)
+			}
+		}
+		first := r.now
+		flagged := time.Duration(-1)
+		for range 50 {
+			for _, c := range look(0.35) {
+				if c.Diagnosis.Key() == "USER#hot" && c.Was == nil && !c.Cleared {
+					flagged = r.now.Sub(first)
+				}
+			}
+			if flagged >= 0 {
+				break
+			}
+		}
+		if flagged < 0 {
+			t.Fatalf("trial %d: USER#hot not flagged within 5 s", trial)
+		}
+		t.Logf("started %v into its second: flagged %v after its first write", phase, flagged)
+		if flagged > 2300*time.Millisecond {
+			t.Errorf("started %v into its second: flagged after %v, want at most 2.3 s", phase, flagged)
+		}
+		onsets = append(onsets, flagged.Seconds())
+	}
+	slices.Sort(onsets)
+	if m := (onsets[4] + onsets[5]) / 2; m > 2 {
+		t.Errorf("median onset %.2f s, want at most 2 s (%v)", m, onsets)
 	}
 }

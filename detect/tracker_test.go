@@ -2,6 +2,7 @@ package detect
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -323,5 +324,76 @@ func TestTrackerChanges(t *testing.T) {
 		if got := changesOf(stepped(st.snap, i)); !equalStrings(got, st.want) {
 			t.Errorf("step %d: changes %q, want %q", i+1, got, st.want)
 		}
+	}
+}
+
+// TestTrackerHoversAtEachBoundary: a key whose share or peak wanders
+// around each boundary for five minutes of evaluations a second apart
+// (the default hold, 1 s) is raised once, changes at most once on its
+// first crossing, and is never lowered or cleared: the threshold (9–11 %
+// of the writes), info/warning (peaks of 45–55 % of the ceiling),
+// warning/critical with partition_limit (75–85 %). A key hot for one
+// second at a time, between seconds far under the threshold, is never
+// raised.
+func TestTrackerHoversAtEachBoundary(t *testing.T) {
+	share := func(s float64) float64 { return s * 500 / (1 - s) } // beside 500 WCU/s of other keys
+	for _, tc := range []struct {
+		name         string
+		rate         func(u float64) float64 // the key's WCU/s for a uniform draw u
+		raised, most int                     // raises, and changes after the raise at most
+		severity     report.Severity         // at the end
+		cause        report.Kind
+	}{
+		{"threshold", func(u float64) float64 { return share(0.09 + 0.02*u) }, 1, 0, report.SeverityInfo, report.KindHotKey},
+		{"info/warning", func(u float64) float64 { return 450 + 100*u }, 1, 1, report.SeverityWarning, report.KindHotKey},
+		{"warning/critical", func(u float64) float64 { return 750 + 100*u }, 1, 1, report.SeverityCritical, report.KindPartitionLimit},
+		{"blips", func(u float64) float64 {
+			if u < 0.3 {
+				return share(0.2)
+			}
+			return share(0.03)
+		}, 0, 0, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTracker(DefaultSettings())
+			rnd := rand.New(rand.NewPCG(7, 8))
+			raised, changed, blip := 0, 0, false
+			for i := range 300 {
+				u := rnd.Float64()
+				if tc.name == "blips" {
+					// Never two hot seconds in a row.
+					if blip {
+						u = 1
+					}
+					blip = u < 0.3
+				}
+				_, cs := tr.Evaluate(stepped(rateSnapshot(tc.rate(u)), i))
+				for _, c := range cs {
+					switch {
+					case c.Cleared:
+						t.Fatalf("step %d: cleared %s %s", i, c.Diagnosis.Cause, c.Diagnosis.Severity)
+					case c.Was == nil:
+						raised++
+					case c.Was.Severity.Rank() < c.Diagnosis.Severity.Rank():
+						t.Fatalf("step %d: lowered from %s to %s", i, c.Was.Severity, c.Diagnosis.Severity)
+					default:
+						changed++
+					}
+				}
+			}
+			if raised != tc.raised || changed > tc.most {
+				t.Errorf("raised %d times and changed %d times, want %d raise and at most %d change", raised, changed, tc.raised, tc.most)
+			}
+			flags := tr.Flagged()
+			if tc.raised == 0 {
+				if len(flags) != 0 {
+					t.Errorf("flagged %q", flagsOf(tr))
+				}
+				return
+			}
+			if len(flags) != 1 || flags[0].Diagnosis.Severity != tc.severity || flags[0].Diagnosis.Cause != tc.cause {
+				t.Errorf("flagged %q, want one %s %s", flagsOf(tr), tc.cause, tc.severity)
+			}
+		})
 	}
 }

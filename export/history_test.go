@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"fmt"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -385,5 +386,69 @@ func TestHistoryMatchesOracle(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// idleSecond is a table's entry for a second with no traffic, as
+// detect.LastSeconds gives it for a table the detector did not copy out
+// again.
+func idleSecond(sec int64, tables ...string) []report.TableSecond {
+	var snap sketch.Snapshot
+	for _, name := range tables {
+		snap.Tables = append(snap.Tables, sketch.TableSnapshot{Table: name, LastSecond: time.Unix(sec, 0), Kept: true, Version: 1})
+	}
+	return detect.LastSeconds(snap, 20)
+}
+
+// TestHistoryIdleSeconds: an idle second is a second of no units for the
+// keys of the second before it, not an unknown one, however many seconds
+// passed since; one seen already changes nothing; and recording it costs
+// no allocation, whatever the table's keys.
+func TestHistoryIdleSeconds(t *testing.T) {
+	h := NewHistory(HistoryConfig{Window: 5 * time.Second, Top: 10})
+	h.Record(secondSnap(100, 10))
+	h.Record(idleSecond(100, "orders")) // the second recorded already: kept
+	h.Record(idleSecond(101, "orders"))
+	h.Record(idleSecond(103, "orders")) // 102 was idle too
+	ts := h.Series(historyReport("orders"), 0).Tables[0]
+	for _, c := range []struct {
+		name string
+		got  report.Points
+		want []float64
+	}{
+		{"writes", ts.Classes[traffic.Write].UnitsPerSecond, []float64{10, 0, 0, 0}},
+		{"reads", ts.Classes[traffic.Read].UnitsPerSecond, []float64{3, 0, 0, 0}},
+		{"alice's writes", ts.Keys[0].UnitsPerSecond, []float64{5, 0, 0, 0}},
+		{"carol's writes (never recorded)", ts.Keys[1].UnitsPerSecond, []float64{-1, -1, -1, -1}},
+	} {
+		if !slices.Equal(points(c.got), c.want) {
+			t.Errorf("%s: %v, want %v (-1 for null)", c.name, points(c.got), c.want)
+		}
+	}
+	// A busy second after idle ones, then a long idle stretch past the
+	// window.
+	h.Record(secondSnap(104, 8))
+	h.Record(idleSecond(120, "orders"))
+	ts = h.Series(historyReport("orders"), 0).Tables[0]
+	if w := points(ts.Classes[traffic.Write].UnitsPerSecond); !ts.Start.Equal(time.Unix(116, 0)) || !slices.Equal(w, []float64{0, 0, 0, 0, 0}) {
+		t.Errorf("after 16 idle seconds: start %s, writes %v", ts.Start, w)
+	}
+
+	var tables []string
+	for i := range 100 {
+		tables = append(tables, fmt.Sprintf("t%03d", i))
+	}
+	busy := NewHistory(HistoryConfig{Window: time.Minute, Top: 10})
+	busy.Record(secondSnap(100, 10, tables...))
+	sec := int64(100)
+	idle := idleSecond(sec, tables...)
+	if n := testing.AllocsPerRun(50, func() {
+		sec++
+		for i := range idle {
+			idle[i].At = time.Unix(sec, 0)
+		}
+		busy.Record(idle)
+	}); n != 0 {
+		t.Errorf("an idle second of 100 tables allocates %v times, want 0", n)
 	}
 }

@@ -91,22 +91,23 @@ func (s *Store) judged(sources []string, now time.Time, m *marks) time.Time {
 	return j
 }
 
-// Pulse is what moves a live Store's pictures besides each table's own
-// changes: the Puts counted, the tables evicted, the clock's second and
-// the second of each source's watermark. Two equal Pulses taken at two
-// moments mean that no table got events, came or went, and that no
-// table's judged second moved in between: a new SnapshotSince would keep
-// every table. Comparing Pulses costs the same however many tables there
+// Pulse is what makes a live Store's tables due for a new picture
+// (SnapshotSince): the clock's second, the second of each source's
+// watermark, the tables evicted. Events alone do not: a table's picture
+// waits for its next second to close. Two equal Pulses taken at two
+// moments mean that no table's judged second moved and none went in
+// between: a new SnapshotSince would keep every table but those that came
+// meanwhile. Comparing Pulses costs the same however many tables there
 // are.
 type Pulse struct {
-	puts, evicted uint64
-	clock         int64
-	marks         uint64 // the sources' watermark seconds, mixed
+	evicted uint64
+	clock   int64
+	marks   uint64 // the sources' watermark seconds, mixed
 }
 
 // Pulse returns the Store's Pulse now.
 func (s *Store) Pulse() Pulse {
-	p := Pulse{puts: s.putSeq.Load(), evicted: s.evicted.Load(), clock: s.now().Unix()}
+	p := Pulse{evicted: s.evicted.Load(), clock: s.now().Unix()}
 	if s.wm == nil {
 		return p
 	}

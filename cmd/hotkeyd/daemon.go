@@ -361,8 +361,15 @@ func (d *daemon) run(ctx context.Context) error {
 	{
 		tickCtx, stopTick := context.WithCancel(context.Background())
 		ann := export.NewAnnouncer(d.log.Named("detector"), d.masker)
+		// The looks fall on the clock's tenths of a second, so that the
+		// first look of a second comes as it begins: a second that closes
+		// on the clock is judged at once.
+		nextLook := func() time.Duration {
+			now := time.Now()
+			return now.Truncate(tickEvery).Add(tickEvery).Sub(now)
+		}
 		g.Add(func() error {
-			t := time.NewTicker(tickEvery)
+			t := time.NewTimer(nextLook())
 			defer t.Stop()
 			var last int64 // the clock's second of the last evaluation
 			for {
@@ -370,6 +377,7 @@ func (d *daemon) run(ctx context.Context) error {
 				case <-tickCtx.Done():
 					return nil
 				case now := <-t.C:
+					t.Reset(nextLook())
 					if now.Unix() == last && !d.judge.Moved() {
 						continue
 					}
