@@ -4,12 +4,14 @@
 #   scripts/bench-sketch.sh   counting core (sketch/)
 #   scripts/bench-jsonl.sh    JSON-lines ingest and analyze path (internal/bench)
 #   scripts/bench-analyze.sh  hotkeyd analyze, both reads, on a shuffled file
+#   scripts/bench-live.sh     the daemon: ingest speed (HTTP, a followed file, the
+#                             stream decoder) and what it costs idle (BASE=REV to compare)
 # and `go test -run '^$' -bench . ./ingest/streams ./ingest/cloudtrail` for the readers;
 #   scripts/bench-decoders.sh REV   the JSON decoders against revision REV
 #                                   (for a change to ingest/jsonscan or a decoder)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-for s in scripts/bench-sketch.sh scripts/bench-jsonl.sh scripts/bench-analyze.sh; do
+for s in scripts/bench-sketch.sh scripts/bench-jsonl.sh scripts/bench-analyze.sh scripts/bench-live.sh; do
 	if [ -x "$s" ]; then
 		echo "== $s"
 		"$s"

@@ -13,7 +13,18 @@
 // the CPU the daemon used meanwhile and its resident memory at the end:
 // what the garbage collector costs and keeps once the burst is over.
 //
-// Profiles: empty, small, mixed, large, full, long (keys of 2 KiB).
+// Profiles: empty, ten, small, mixed, large, full, long (keys of 2 KiB).
+//
+// With -ingest http or -ingest file it measures the live path's speed
+// instead: -events JSON lines over -tables tables, every key drawn at
+// random from 5 million (key churn: nearly every access a key the
+// sketches have not seen), are posted to the HTTP endpoint from two
+// connections, or written to a file the daemon follows; it reports the
+// events per second from the first byte until every event is counted, the
+// CPU the daemon used meanwhile (cores, and events per CPU-second), and
+// its peak resident memory.
+//
+//	membench -bin ./hotkeyd -ingest http [-events 4000000] [-tables 20] [-tsv]
 package main
 
 import (
@@ -58,17 +69,29 @@ var profiles = map[string][]group{
 	"long": {{300, 400, 2048}},
 	// No table: the process's base.
 	"empty": {},
+	// 10 tables of 200 keys each: a sidecar's few tables.
+	"ten": {{10, 200, 0}},
 }
 
 func main() {
 	bin := flag.String("bin", "./hotkeyd", "hotkeyd binary")
-	profile := flag.String("profile", "large", "large, small, full, mixed, long or empty")
+	profile := flag.String("profile", "large", "large, small, full, mixed, long, ten or empty")
 	maxTables := flag.Int("max-tables", 0, "max_tables of the daemon's config (0: the default)")
 	memLimit := flag.String("gomemlimit", "", "GOMEMLIMIT of the daemon (empty: none)")
 	tsv := flag.Bool("tsv", false, "print one tab-separated line")
 	idle := flag.Duration("idle", 0, "then run idle this long and report CPU and memory")
 	settle := flag.Duration("settle", 3*time.Second, "how long the daemon runs once its counts settled, before it is measured (past a minute: the live page's history holds a full window)")
+	ingest := flag.String("ingest", "", "measure the live path's speed instead: http (the HTTP endpoint) or file (a followed file)")
+	events := flag.Int("events", 4_000_000, "with -ingest: events to feed")
+	tables := flag.Int("tables", 20, "with -ingest: tables the events spread over")
 	flag.Parse()
+	if *ingest != "" {
+		if err := runIngest(*bin, *ingest, *events, *tables, *tsv); err != nil {
+			fmt.Fprintf(os.Stderr, "membench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	groups, ok := profiles[*profile]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "membench: unknown profile %q\n", *profile)
