@@ -2,8 +2,8 @@ package export
 
 import (
 	"bytes"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"regexp"

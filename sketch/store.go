@@ -586,8 +586,8 @@ func (t *table) newest() int64 {
 // holdsTraffic reports whether the table's window holds any access or
 // throttled call.
 func (t *table) holdsTraffic() bool {
-	for s := range t.throttledSlots {
-		if t.classes[traffic.Read].events[s] != 0 || t.classes[traffic.Write].events[s] != 0 || t.throttledSlots[s] != 0 {
+	for s := range t.cfg.SubWindows {
+		if t.slotHasTraffic(s) {
 			return true
 		}
 	}

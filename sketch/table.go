@@ -209,8 +209,22 @@ func (t *table) generation() int64 {
 	return g
 }
 
+// slotHasTraffic reports whether slot s holds an access or a throttled
+// call.
+func (t *table) slotHasTraffic(s int) bool {
+	if t.classes[traffic.Read].events[s] != 0 || t.classes[traffic.Write].events[s] != 0 {
+		return true
+	}
+	for _, th := range t.throttles {
+		if th != nil && th.inSlot(s) {
+			return true
+		}
+	}
+	return false
+}
+
 func (t *table) clearSlot(s int) {
-	if t.classes[traffic.Read].events[s] != 0 || t.classes[traffic.Write].events[s] != 0 || t.throttledSlots[s] != 0 {
+	if t.slotHasTraffic(s) {
 		t.gen++ // traffic leaves the window
 	}
 	for c := range t.classes {

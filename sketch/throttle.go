@@ -31,6 +31,16 @@ func (th *throttle) add(e *traffic.Event, s int, cfg *Config) {
 	th.keys.add(e.PK, s)
 }
 
+// inSlot reports whether slot s holds a throttled call.
+func (th *throttle) inSlot(s int) bool {
+	for _, c := range th.causes[s] {
+		if c != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // clear expires slot s.
 func (th *throttle) clear(s int) {
 	th.causes[s] = [traffic.NumThrottleCauses]uint64{}
