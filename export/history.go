@@ -156,10 +156,14 @@ func (h *History) Record(secs []report.TableSecond) {
 // traffic: each is a second of no units over the newest second's keys. It
 // costs the same however many keys the table has.
 func (r *secondRing) idle(sec int64) {
-	if r.n == 0 || sec <= r.last {
+	if r.n > 0 && sec <= r.last {
 		return
 	}
-	for x := max(r.last+1, sec-int64(len(r.secs))+1); x <= sec; x++ {
+	from := sec
+	if r.n > 0 {
+		from = max(r.last+1, sec-int64(len(r.secs))+1)
+	}
+	for x := from; x <= sec; x++ {
 		s := r.slot(x)
 		s.classes = [traffic.NumClasses]float64{}
 		r.release(s)
