@@ -149,9 +149,10 @@ func TestDemoFlagsPlantedHotKeys(t *testing.T) {
 		if len(tr.Findings) != 0 || len(tr.Diagnoses) != 0 {
 			t.Errorf("uniform table %s %s has diagnoses %+v and findings %+v", p.Table, p.Index, tr.Diagnoses, tr.Findings)
 		}
-		label, where := p.Table, "table="+p.Table+" "
+		// A line of the table's index names the table too, then the index.
+		label, where := p.Table, "table="+p.Table+" class="
 		if p.Index != "" {
-			label, where = p.Table+"/"+p.Index, where+"index="+p.Index+" "
+			label, where = p.Table+"/"+p.Index, "table="+p.Table+" index="+p.Index+" "
 		}
 		if regexp.MustCompile(`(?m)msg="[^"]+" ` + regexp.QuoteMeta(where) + `.*logger=detector$`).MatchString(h.Stderr()) {
 			t.Errorf("the log announces a diagnosis on uniform table %s", label)

@@ -32,7 +32,8 @@ const maxCatchUp = 2
 
 // Config configures a Workload.
 type Config struct {
-	// Rate is the events per second (DefaultRate when 0).
+	// Rate is the accesses per second (DefaultRate when 0); the writes
+	// some of them cause in their table's indexes come on top.
 	Rate float64
 	// Seed seeds the random choices (DefaultSeed when 0).
 	Seed uint64
@@ -52,6 +53,8 @@ type Workload struct {
 	total int
 	seq   uint64
 	buf   []byte
+	// indexWrites are the index writes of the last event (IndexWrites).
+	indexWrites []traffic.Event
 }
 
 // kind is one kind of access and its weight in the mix (per 1000 events).
@@ -110,10 +113,12 @@ func (w *Workload) Run(ctx context.Context, sink traffic.Sink) error {
 			last = now
 			continue
 		}
-		batch := make([]traffic.Event, n)
+		batch := make([]traffic.Event, 0, n+n/8)
 		step := now.Sub(last) / time.Duration(n)
-		for i := range batch {
-			w.Next(&batch[i], last.Add(step*time.Duration(i+1)))
+		for i := range n {
+			var ev traffic.Event
+			w.Next(&ev, last.Add(step*time.Duration(i+1)))
+			batch = w.IndexWrites(append(batch, ev))
 		}
 		last = now
 		if err := sink.Put(ctx, batch); err != nil {
@@ -125,9 +130,11 @@ func (w *Workload) Run(ctx context.Context, sink traffic.Sink) error {
 	}
 }
 
-// Next fills ev with the next event of the workload, stamped at.
+// Next fills ev with the next event of the workload, stamped at. The
+// writes it caused in its table's indexes, if any, are then IndexWrites'.
 func (w *Workload) Next(ev *traffic.Event, at time.Time) {
 	*ev = traffic.Event{Time: at, Source: SourceName, Units: 1}
+	w.indexWrites = w.indexWrites[:0]
 	w.seq++
 	r := w.rng.IntN(w.total)
 	for _, k := range w.mix {

@@ -45,6 +45,19 @@ const (
 	// hot by share, at 0.7 % of the ceiling: info, never paged.
 	TrivialKey = "CONFIG#global"
 
+	// ShipmentStatus is the status most shipments are written in: the
+	// shipments table's own keys are all distinct, but its global index
+	// by-status (partition key status, INCLUDE manifest) takes every
+	// shipment write too, told from the item images as the stream readers
+	// tell them. New shipments (ShipmentNewShare of the writes) go in
+	// IN_TRANSIT, the others move from IN_TRANSIT to DELIVERED (a delete
+	// and a put): all 200 shipment writes a second write IN_TRANSIT's
+	// index partition, an entry of ShipmentIndexUnits WCU each, 600 WCU/s,
+	// a warning.
+	ShipmentStatus     = "IN_TRANSIT"
+	ShipmentNewShare   = 0.80
+	ShipmentIndexUnits = 3
+
 	// Sessions is the key space of the uniform sessions table.
 	Sessions = 1_000_000
 	// SKUs is the key space of the orders table's GSI1 index.
@@ -61,8 +74,9 @@ const (
 	wProducts       = 150
 	wTelemetry      = 150
 	wSettings       = 10
-	wSessionsRead   = 95
-	wSessionsWrite  = 94
+	wShipments      = 100
+	wSessionsRead   = 45
+	wSessionsWrite  = 44
 	wSessionsScan   = 1
 	mixTotal        = 1000
 	scanUnits       = 16
@@ -140,7 +154,12 @@ func (p Plant) Causes() []string {
 //   - sessions: uniform over a million keys, plus an occasional keyless
 //     Scan → nothing;
 //   - orders index GSI1: uniform Queries over 20 000 SKUs → nothing (it
-//     shows as its own entry in reports).
+//     shows as its own entry in reports);
+//   - shipments: every shipment its own key → nothing on the table; its
+//     index by-status takes the writes the item images tell, IN_TRANSIT
+//     at 600 WCU/s of 720 → one low_cardinality on shipments/by-status
+//     (warning) whose fix spreads the index key (calculated_suffix), and
+//     whose summary says why the table's writes throttle with it.
 func Planted() []Plant {
 	return []Plant{
 		{Table: "orders", Key: CelebrityUser, Class: traffic.Write, Cause: "hot_key", Severity: "warning", Fix: "calculated_suffix",
@@ -157,6 +176,9 @@ func Planted() []Plant {
 			Why: "a small settings table where one item takes a third of 20 WCU/s: hot by share, far from any ceiling"},
 		{Table: "sessions", Why: "uniform reads and writes over a million sessions, and a Scan now and then"},
 		{Table: "orders", Index: "GSI1", Class: traffic.Read, Why: "uniform Queries by SKU on a global secondary index"},
+		{Table: "shipments", Why: "every shipment its own key: a table that looks healthy"},
+		{Table: "shipments", Index: "by-status", Key: ShipmentStatus, Class: traffic.Write, Cause: "low_cardinality", Severity: "warning", Fix: "calculated_suffix",
+			Why: "the shipments' status index, written by every shipment write, most of them in IN_TRANSIT"},
 	}
 }
 
@@ -222,6 +244,7 @@ func mix() []kind {
 				ev.PK = w.key("CONFIG#user-", w.rng.Uint64N(200))
 			}
 		}},
+		{wShipments, (*Workload).shipment},
 		{wSessionsRead, func(w *Workload, ev *traffic.Event) {
 			ev.Table, ev.Class, ev.Units = "sessions", traffic.Read, 0.5
 			ev.PK = w.key("SESSION#", w.rng.Uint64N(Sessions))

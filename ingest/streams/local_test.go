@@ -28,6 +28,7 @@ func TestDynamoDBLocal(t *testing.T) {
 	t.Run("Resume", func(t *testing.T) { testResume(t, d) })
 	t.Run("StartLatest", func(t *testing.T) { testStartLatest(t, d) })
 	t.Run("StreamReenabled", func(t *testing.T) { testStreamReenabled(t, d) })
+	t.Run("DescribeTableRefused", func(t *testing.T) { testDescribeTableRefused(t, d) })
 }
 
 // testMultipleTables writes to two tables with every write operation an

@@ -14,15 +14,18 @@ import (
 )
 
 // demoWindow returns half a minute of the demo workload at its default
-// rate and seed: what the detector must diagnose as the demo promises.
+// rate and seed, with the index writes its writes cause: what the
+// detector must diagnose as the demo promises.
 func demoWindow() []traffic.Event {
 	const seconds = 30
 	w := demo.New(demo.Config{Seed: demo.DefaultSeed})
-	evs := make([]traffic.Event, demo.DefaultRate*seconds)
+	evs := make([]traffic.Event, 0, demo.DefaultRate*seconds)
 	start := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	step := time.Second / demo.DefaultRate
-	for i := range evs {
-		w.Next(&evs[i], start.Add(time.Duration(i)*step))
+	for i := range demo.DefaultRate * seconds {
+		var ev traffic.Event
+		w.Next(&ev, start.Add(time.Duration(i)*step))
+		evs = w.IndexWrites(append(evs, ev))
 	}
 	return evs
 }

@@ -187,9 +187,15 @@ func (d *Describer) Failed(table string, err error) {
 	}
 	lost := "the writes of its secondary indexes are not counted (grant dynamodb:DescribeTable, or declare the indexes under tables: in the config)"
 	if n := d.indexCount(table); n > 0 {
-		lost = fmt.Sprintf("only the %d indexes declared under tables: in the config are counted; any other index's writes are not (grant dynamodb:DescribeTable)", n)
+		lost = fmt.Sprintf("only the indexes declared under tables: in the config (%d) are counted; any other index's writes are not (grant dynamodb:DescribeTable)", n)
 	}
 	d.log.Warn("describe table refused: reading on without it; "+lost, zap.String("table", table), zap.Error(err))
+}
+
+// Errors is the hotkeyd_describe_table_errors_total series of source,
+// table and reason (for tests of the readers).
+func (d *Describer) Errors(source, table, reason string) prometheus.Counter {
+	return d.m.errors.WithLabelValues(source, table, reason)
 }
 
 // indexCount is the number of indexes of table whose writes are counted.
