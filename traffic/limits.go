@@ -377,16 +377,33 @@ func (l TimeLimits) Check(e *Event, now time.Time) *Invalid {
 	}
 	if l.MaxFuture > 0 && e.Time.After(now.Add(l.MaxFuture)) {
 		return &Invalid{ReasonBadTime, fmt.Sprintf("time %s is %s in the future; at most %s is accepted (max_future)",
-			e.Time.UTC().Format(time.RFC3339), e.Time.Sub(now).Round(time.Second), l.MaxFuture)}
+			e.Time.UTC().Format(time.RFC3339), span(now, e.Time), l.MaxFuture)}
 	}
 	if l.MaxAge == nil {
 		return nil
 	}
 	if age := l.MaxAge(e.Source); age > 0 && e.Time.Before(now.Add(-age)) {
 		return &Invalid{ReasonBadTime, fmt.Sprintf("time %s is %s old; the input holds at most %s",
-			e.Time.UTC().Format(time.RFC3339), now.Sub(e.Time).Round(time.Second), age)}
+			e.Time.UTC().Format(time.RFC3339), span(e.Time, now), age)}
 	}
 	return nil
+}
+
+// span says how long it is from a to b (b after a), in whole seconds as a
+// Duration prints them up to 100 days, in days beyond, and in years beyond
+// ten years: a Duration holds at most 292 years, and a time of year 9999
+// (or 0001) is further than that from now.
+func span(a, b time.Time) string {
+	const day, year = 86400, 365.2425 * 86400
+	secs := b.Unix() - a.Unix() // seconds since year 1 fit an int64 many times over
+	switch {
+	case secs < 100*day:
+		return b.Sub(a).Round(time.Second).String()
+	case float64(secs) < 10*year:
+		return fmt.Sprintf("%d days", secs/day)
+	default:
+		return fmt.Sprintf("%.0f years", float64(secs)/year)
+	}
 }
 
 // Put implements Sink.
@@ -404,6 +421,7 @@ func (s checkedSink) Put(ctx context.Context, batch []Event) error {
 		return s.next.Put(ctx, batch)
 	}
 	// Drop the bad ones in place: the batch is this Sink's now.
+	o := OutcomeOf(ctx)
 	kept := batch[:bad]
 	for i := bad; i < len(batch); i++ {
 		e := &batch[i]
@@ -418,9 +436,7 @@ func (s checkedSink) Put(ctx context.Context, batch []Event) error {
 		if inv != nil {
 			s.rep.Reject(e.Source, inv.Reason, inv)
 		}
-	}
-	if o := OutcomeOf(ctx); o != nil {
-		o.Refused.Add(int64(len(batch) - len(kept)))
+		o.Refuse(i, inv)
 	}
 	clear(batch[len(kept):])
 	if len(kept) == 0 {

@@ -196,3 +196,52 @@ func TestCheckedTimes(t *testing.T) {
 		t.Errorf("Checked without time limits refused a time: %v, %d passed", err, got)
 	}
 }
+
+// TestTimeRefusalSaysHowFar names how far a refused time is, in units a
+// reader takes in, and never an overflowed duration (a Duration holds 292
+// years; year 9999 is further than that).
+func TestTimeRefusalSaysHowFar(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	lim := TimeLimits{MaxFuture: 5 * time.Minute, MaxAge: func(string) time.Duration { return 24 * time.Hour }, Now: func() time.Time { return now }}
+	for _, c := range []struct {
+		at   time.Time
+		want string
+	}{
+		{now.Add(6 * time.Minute), "is 6m0s in the future"},
+		{now.Add(50 * 24 * time.Hour), "is 1200h0m0s in the future"},
+		{now.Add(400 * 24 * time.Hour), "is 400 days in the future"},
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), "is 7973 years in the future"},
+		{now.Add(-25 * time.Hour), "is 25h0m0s old"},
+		{time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC), "is 2026 years old"},
+	} {
+		inv := lim.Check(&Event{Time: c.at}, now)
+		if inv == nil || !strings.Contains(inv.Detail, c.want) || strings.Contains(inv.Detail, "2562047h") {
+			t.Errorf("Check(%s) = %v, want it to say %q", c.at.Format(time.RFC3339), inv, c.want)
+		}
+	}
+}
+
+// TestCheckedKeepsRefusals tells an Outcome which events of a batch it
+// refused and why, in order, up to KeepRefusals, and counts them all.
+func TestCheckedKeepsRefusals(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	lim := TimeLimits{MaxFuture: 5 * time.Minute, Now: func() time.Time { return now }}
+	s := CheckedTimes(SinkFunc(func(context.Context, []Event) error { return nil }), &rejections{}, lim)
+	ok := Event{Table: "orders", Units: 1, Time: now}
+	future := Event{Table: "orders", Units: 1, Time: now.Add(time.Hour)}
+	long := Event{Table: "orders", Units: 1, Time: now, PK: strings.Repeat("k", MaxPKLen+1)}
+	o := &Outcome{KeepRefusals: 2}
+	if err := s.Put(WithOutcome(context.Background(), o), []Event{ok, future, ok, long, future}); err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Refused.Load(); got != 3 {
+		t.Errorf("Refused = %d, want 3", got)
+	}
+	got := o.TakeRefusals()
+	if len(got) != 2 || got[0].Index != 1 || got[0].Why.Reason != ReasonBadTime || got[1].Index != 3 || got[1].Why.Reason != ReasonKeyTooLong {
+		t.Errorf("refusals %+v, want index 1 bad_time and index 3 key_too_long", got)
+	}
+	if again := o.TakeRefusals(); len(again) != 0 {
+		t.Errorf("refusals taken twice: %+v", again)
+	}
+}

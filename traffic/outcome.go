@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 )
 
@@ -16,6 +17,46 @@ type Outcome struct {
 	Refused atomic.Int64
 	// Untracked counts events of tables that are not tracked.
 	Untracked atomic.Int64
+	// KeepRefusals is how many refusals (which event, and why) the
+	// Outcome keeps until TakeRefusals; zero keeps none, only the count.
+	KeepRefusals int
+
+	mu       sync.Mutex
+	refusals []Refusal
+}
+
+// Refusal is one event a Sink refused: its index in the batch given to
+// that Sink's Put, and why.
+type Refusal struct {
+	Index int
+	Why   *Invalid
+}
+
+// Refuse counts a refused event, and keeps why while fewer than
+// KeepRefusals are kept. A nil Outcome counts nothing.
+func (o *Outcome) Refuse(index int, why *Invalid) {
+	if o == nil {
+		return
+	}
+	o.Refused.Add(1)
+	if o.KeepRefusals <= 0 {
+		return
+	}
+	o.mu.Lock()
+	if len(o.refusals) < o.KeepRefusals {
+		o.refusals = append(o.refusals, Refusal{Index: index, Why: why})
+	}
+	o.mu.Unlock()
+}
+
+// TakeRefusals returns the refusals kept since the last call, in the order
+// they were made, and forgets them.
+func (o *Outcome) TakeRefusals() []Refusal {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.refusals
+	o.refusals = nil
+	return r
 }
 
 type outcomeKey struct{}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 
 	"github.com/klauspost/compress/gzip"
@@ -167,6 +168,8 @@ func Decompress(r io.Reader) (*Reader, error) {
 // "identity" for none. ok is false for a name it does not know.
 func DecompressAs(r io.Reader, name string) (rd *Reader, ok bool, err error) {
 	src := &source{r: r}
+	// Content codings are case-insensitive (RFC 9110, 8.4.1).
+	name = strings.ToLower(strings.TrimSpace(name))
 	switch name {
 	case "", "identity":
 		return &Reader{src: src, r: &bomSkipper{r: src}, close: func() {}}, true, nil

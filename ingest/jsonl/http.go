@@ -56,14 +56,16 @@ type HandlerConfig struct {
 // A body is all or nothing with respect to size: over MaxBodyBytes the
 // request is refused with 413 and nothing is counted. Within the limit,
 // each line stands alone: good lines are handed to the Sink, bad ones are
-// reported and listed. The response is JSON
+// reported and listed, and so are the events the Sink refuses (the
+// daemon's checks behind the reader: traffic.Outcome), in line order. The
+// response is JSON
 // {"accepted":N,"counted":C,"untracked":U,"rejected":M,"errors":["line K: reason: detail",...]}
 // (N = C + U: U events of tables the window does not track) with
 // status 200 when at least one line was accepted (check "rejected" and
 // "untracked"), 400
 // when no line was usable, 413 for a body over the limit, 415 for a content
 // type that is not JSON lines (no Content-Type at all is taken for JSON
-// lines) or an encoding other than gzip or zstd, 405
+// lines) or an encoding other than gzip or zstd (in any case), 405
 // for another method, 429 over the rate limit (with Retry-After) and 503
 // when the pipeline is stopping.
 type Handler struct {
@@ -196,28 +198,39 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var resp Response
-	var outcome traffic.Outcome
+	// The lines refused, by the reader and by the Sinks behind it (the
+	// daemon's checks), each list in line order: the answer lists the
+	// first MaxErrors of both.
+	outcome := traffic.Outcome{KeepRefusals: h.cfg.MaxErrors}
 	ctx := traffic.WithOutcome(r.Context(), &outcome)
+	st := newStream(h.cfg.Options, "")
+	st.trackLines = true
+	var refusals []lineRefusal
 	var putErr error
 	put := traffic.SinkFunc(func(ctx context.Context, b []traffic.Event) error {
+		lines := st.takeLines()
 		putErr = h.sink.Put(ctx, b)
+		for _, rf := range outcome.TakeRefusals() {
+			if len(refusals) < h.cfg.MaxErrors && rf.Index < len(lines) {
+				refusals = append(refusals, lineRefusal{line: lines[rf.Index], why: rf.Why})
+			}
+		}
 		return putErr
 	})
-	st := newStream(h.cfg.Options, "")
 	st.opts.Reporter = traffic.NopReporter{} // reported below
 	var lineErrs []*LineError
-	st.onError = func(le *LineError) { lineErrs = append(lineErrs, le) }
+	st.onError = func(le *LineError) {
+		h.cfg.Reporter.Reject(h.cfg.Source, le.Err.Reason, le)
+		if len(lineErrs) < h.cfg.MaxErrors {
+			lineErrs = append(lineErrs, le)
+		}
+	}
 	err = st.readFrom(ctx, bytes.NewReader(data), put)
 	if err == nil {
 		st.finish()
 		err = st.flush(ctx, put)
 	}
-	for _, le := range lineErrs {
-		h.cfg.Reporter.Reject(h.cfg.Source, le.Err.Reason, le)
-		if len(resp.Errors) < h.cfg.MaxErrors {
-			resp.Errors = append(resp.Errors, le.Error())
-		}
-	}
+	resp.Errors = mergeErrors(lineErrs, refusals, h.cfg.MaxErrors)
 	switch {
 	case putErr != nil:
 		h.log.Warn("events not delivered", zap.Error(putErr))
@@ -243,20 +256,48 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.write(w, status, resp)
 }
 
+// lineRefusal is a line whose event a Sink behind the reader refused.
+type lineRefusal struct {
+	line int64
+	why  *traffic.Invalid
+}
+
+// mergeErrors lists the reader's line errors and the Sinks' refusals, each
+// in line order, as one list in line order of at most limit entries.
+func mergeErrors(les []*LineError, rfs []lineRefusal, limit int) []string {
+	var out []string
+	for len(out) < limit && (len(les) > 0 || len(rfs) > 0) {
+		if len(rfs) == 0 || (len(les) > 0 && les[0].Line <= rfs[0].line) {
+			out = append(out, les[0].Error())
+			les = les[1:]
+			continue
+		}
+		why := "refused"
+		if rfs[0].why != nil {
+			why = rfs[0].why.Error()
+		}
+		out = append(out, "line "+strconv.FormatInt(rfs[0].line, 10)+": "+why)
+		rfs = rfs[1:]
+	}
+	return out
+}
+
 var errBodyTooLarge = errors.New("body too large")
 
-// readBody reads a body whole, limited by its reader: in one allocation
-// when its length is known (net/http ends such a body there), else as
+// readBody reads a body whole, limited by its reader: into one buffer the
+// size of its length when that is known (net/http ends such a body there;
+// what is read may be shorter, a byte order mark left out), else as
 // io.ReadAll does.
 func readBody(r io.Reader, length int64) ([]byte, error) {
 	if length <= 0 {
 		return io.ReadAll(r)
 	}
-	buf := make([]byte, length)
-	if _, err := io.ReadFull(r, buf); err != nil {
+	// Room for the read that finds the end without growing the buffer.
+	buf := bytes.NewBuffer(make([]byte, 0, length+bytes.MinRead))
+	if _, err := buf.ReadFrom(r); err != nil {
 		return nil, err
 	}
-	return buf, nil
+	return buf.Bytes(), nil
 }
 
 // limitedReader fails once more than n bytes were read (a gzip bomb).

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -78,6 +79,13 @@ func TestHandler(t *testing.T) {
 		{name: "gzip bomb", body: bomb.Bytes(), header: map[string]string{"Content-Encoding": "gzip"}, status: 413},
 		{name: "not gzip", body: []byte(good), header: map[string]string{"Content-Encoding": "gzip"}, status: 400},
 		{name: "brotli", body: []byte(good), header: map[string]string{"Content-Encoding": "br"}, status: 415},
+		// curl sends a Content-Length; the byte order mark is left out of
+		// what is read, so the body is shorter than it.
+		{name: "byte order mark", body: append([]byte("\ufeff"), good...), status: 200, accepted: 2, put: 2},
+		{name: "byte order mark, gzip", body: gzipped(t, "\ufeff"+good), header: map[string]string{"Content-Encoding": "gzip"}, status: 200, accepted: 2, put: 2},
+		// Content codings are case-insensitive.
+		{name: "GZIP", body: gz.Bytes(), header: map[string]string{"Content-Encoding": "GZIP"}, status: 200, accepted: 2, put: 2},
+		{name: "X-Gzip", body: gz.Bytes(), header: map[string]string{"Content-Encoding": " X-Gzip"}, status: 200, accepted: 2, put: 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -193,5 +201,66 @@ func TestHandlerZstd(t *testing.T) {
 	w, _ = post(t, h, strings.NewReader(lines("a")), map[string]string{"Content-Encoding": "zstd"})
 	if w.Code != 400 {
 		t.Errorf("plain body sent as zstd: status %d, want 400", w.Code)
+	}
+}
+
+func gzipped(t *testing.T, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestHandlerListsEveryReason puts the handler before the daemon's own
+// checks (traffic.CheckedTimes): the answer counts and lists the lines
+// those refuse as it does the reader's, one list in line order.
+func TestHandlerListsEveryReason(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	ok := func(pk string) string { return `{"table":"tbl","pk":"` + pk + `","op":"read","ts":"2026-11-22T09:59:00Z"}` }
+	future := func(pk string) string { return `{"table":"tbl","pk":"` + pk + `","op":"read","ts":"2100-01-01T00:00:00Z"}` }
+	longKey := `{"table":"tbl","pk":"` + strings.Repeat("k", 60<<10) + `","op":"read","ts":"2026-11-22T09:59:00Z"}`
+	for _, c := range []struct {
+		name     string
+		body     []string
+		status   int
+		accepted int64
+		rejected int64
+		errors   []string
+	}{
+		{"long key", []string{ok("a"), longKey}, 200, 1, 1, []string{"line 2: key_too_long: partition key of 61440 bytes"}},
+		{"only far-future times", []string{future("a"), future("b")}, 400, 0, 2, []string{
+			"line 1: bad_time: time 2100-01-01T00:00:00Z is 73 years in the future", "line 2: bad_time: time 2100-01-01T00:00:00Z is 73 years in the future"}},
+		{"both checks, in line order", []string{ok("a"), future("b"), "{nope", ok("c"), longKey, "x", future("d"), "y"}, 200, 2, 6, []string{
+			"line 2: bad_time", "line 3: bad_json", "line 5: key_too_long", "line 6: bad_json", "line 7: bad_time"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sink := &collector{}
+			rec := &recorder{}
+			lim := traffic.TimeLimits{MaxFuture: 5 * time.Minute, Now: func() time.Time { return now }}
+			// A batch of two events: the refusals of several batches are
+			// listed.
+			h := NewHandler(traffic.CheckedTimes(sink, rec, lim), rec, HandlerConfig{Options: Options{Now: func() time.Time { return now }, BatchSize: 2}}, nil)
+			w, resp := post(t, h, strings.NewReader(strings.Join(c.body, "\n")+"\n"), nil)
+			if w.Code != c.status || resp.Accepted != c.accepted || resp.Rejected != c.rejected {
+				t.Errorf("status %d accepted %d rejected %d, want %d %d %d", w.Code, resp.Accepted, resp.Rejected, c.status, c.accepted, c.rejected)
+			}
+			if len(resp.Errors) != len(c.errors) {
+				t.Fatalf("errors %q, want %d beginning %q", resp.Errors, len(c.errors), c.errors)
+			}
+			for i, want := range c.errors {
+				if !strings.HasPrefix(resp.Errors[i], want) {
+					t.Errorf("error %d is %q, want it to begin %q", i, resp.Errors[i], want)
+				}
+			}
+			if got := int64(len(rec.reasons())); got != c.rejected {
+				t.Errorf("%d rejections reported, want %d", got, c.rejected)
+			}
+		})
 	}
 }

@@ -136,6 +136,10 @@ type stream struct {
 	batch   []traffic.Event
 	counts  Counts
 	onError func(*LineError) // besides the Reporter; may be nil
+	// lineOf, when trackLines is set, holds the line number of each event
+	// of the batch (HTTP ingest answers with the lines a Sink refused).
+	lineOf     []int64
+	trackLines bool
 	// records is set once the first line was found to be of
 	// opts.Records' format; decided tells that the first line was seen.
 	records, decided bool
@@ -174,6 +178,9 @@ func (s *stream) line(b []byte) {
 	if s.batch == nil {
 		s.batch = make([]traffic.Event, 0, s.opts.BatchSize)
 	}
+	if s.trackLines {
+		defer s.trackLine(len(s.batch))
+	}
 	if !s.decided {
 		s.decided = true
 		s.records = s.opts.Records != nil && s.opts.Records.Sniff(b)
@@ -200,6 +207,22 @@ func (s *stream) line(b []byte) {
 		return
 	}
 	s.counts.Events++
+}
+
+// trackLine notes the current line as the line of the events appended to
+// the batch past n.
+func (s *stream) trackLine(n int) {
+	for range len(s.batch) - n {
+		s.lineOf = append(s.lineOf, max(s.before, 0)+s.lines.lines)
+	}
+}
+
+// takeLines returns the line numbers of the batch's events (valid until
+// the next line is read) and starts over for the next batch.
+func (s *stream) takeLines() []int64 {
+	l := s.lineOf
+	s.lineOf = s.lineOf[:0]
+	return l
 }
 
 func (s *stream) reject(pe *ParseError) {
