@@ -470,13 +470,14 @@ type entryView struct {
 	hash               uint64
 	key                string
 	est, exact, events []uint64
-	sk, peak           []uint32
+	sk                 []uint32
+	peak               []secUnits
 	sec, headSec       int64
-	ring               []uint32
-	headUnits          uint32
+	ring               []secUnits
+	headUnits          secUnits
 	// folds are the complete seconds the merge added up, for the peaks of
 	// their slots.
-	folds []secPoint[uint32]
+	folds []secPoint[secUnits]
 }
 
 // views appends every entry of c, taken apart.
@@ -493,11 +494,11 @@ func (c *candidates) view(id int) entryView {
 	v := entryView{
 		hash: r.hash, key: c.keys[id],
 		est: make([]uint64, c.slots), exact: make([]uint64, c.slots),
-		events: make([]uint64, c.slots), sk: make([]uint32, c.slots), peak: make([]uint32, c.slots),
+		events: make([]uint64, c.slots), sk: make([]uint32, c.slots), peak: make([]secUnits, c.slots),
 		sec: r.sec,
 	}
 	v.headSec, v.headUnits = c.head(id)
-	v.ring = make([]uint32, c.ringMask+1)
+	v.ring = make([]secUnits, c.ringMask+1)
 	copy(v.ring, c.seconds(id, v.ring))
 	estMask, entry, entryQ := c.est(id)
 	for j := range c.slots {
@@ -532,7 +533,7 @@ func (v *entryView) add(o *entryView) {
 		v.sk[j] |= o.sk[j]
 		v.peak[j] = max(v.peak[j], o.peak[j])
 	}
-	mergeSeconds(v.ring, &v.sec, &v.headSec, &v.headUnits, true, o.ring, o.sec, o.headSec, o.headUnits, func(x int64, u uint32) { v.folds = append(v.folds, secPoint[uint32]{x, u}) })
+	mergeSeconds(v.ring, &v.sec, &v.headSec, &v.headUnits, true, o.ring, o.sec, o.headSec, o.headUnits, func(x int64, u secUnits) { v.folds = append(v.folds, secPoint[secUnits]{x, u}) })
 }
 
 // addEstimates adds the count-min estimates of m, the other input's, for a
@@ -604,6 +605,7 @@ func (c *candidates) insertView(v *entryView, m *genCMS, cur int, sc *secClock) 
 		}
 	}
 	copy(c.ringOf(id), v.ring)
+	delete(c.big, id) // the ring holds the merged seconds
 	x.headSec, x.headUnits = v.headSec, v.headUnits
 	c.reindex(id)
 	c.up(id)
@@ -615,7 +617,7 @@ func (c *candidates) insertView(v *entryView, m *genCMS, cur int, sc *secClock) 
 // result keeps the newer newest second and the earlier head, and every
 // second that is complete in the result is folded, with its sum, by fold
 // (folding is a maximum, so seconds folded before cost nothing).
-func mergeSeconds[T uint32 | float64](ring []T, newest, head *int64, headUnits *T, has bool, ob []T, on, oh int64, ou T, fold func(int64, T)) {
+func mergeSeconds[T secUnits | float64](ring []T, newest, head *int64, headUnits *T, has bool, ob []T, on, oh int64, ou T, fold func(int64, T)) {
 	mask := int64(len(ring) - 1)
 	var pts []secPoint[T]
 	if has {
@@ -651,14 +653,14 @@ func mergeSeconds[T uint32 | float64](ring []T, newest, head *int64, headUnits *
 }
 
 // secPoint is one second's units.
-type secPoint[T uint32 | float64] struct {
+type secPoint[T secUnits | float64] struct {
 	sec int64
 	v   T
 }
 
 // secPoints appends the seconds a ring holds, and its head second when the
 // ring no longer does.
-func secPoints[T uint32 | float64](dst []secPoint[T], ring []T, newest, mask, head int64, headUnits T) []secPoint[T] {
+func secPoints[T secUnits | float64](dst []secPoint[T], ring []T, newest, mask, head int64, headUnits T) []secPoint[T] {
 	for x := newest - mask; x <= newest; x++ {
 		dst = append(dst, secPoint[T]{x, ring[x&mask]})
 	}
@@ -668,10 +670,5 @@ func secPoints[T uint32 | float64](dst []secPoint[T], ring []T, newest, mask, he
 	return dst
 }
 
-// sum adds without wrapping.
-func sum[T uint32 | float64](a, b T) T {
-	if s := a + b; s >= a {
-		return s
-	}
-	return T(math.MaxUint32) // only uint32 wraps
-}
+// sum adds.
+func sum[T secUnits | float64](a, b T) T { return a + b }

@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"testing/synctest"
@@ -242,4 +243,33 @@ func TestPeaksExact(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestPeaksPastTwoToThirty sends a key more than 2^30 units in one second
+// (a log of many hosts, or made-up input): its busiest second says so
+// within 1e-6, as its total does exactly, instead of stopping at
+// 1 073 741 823.75, the most 32 bits of quarter units held.
+func TestPeaksPastTwoToThirty(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestStore(t, DefaultConfig(), time.Now)
+		const per, n = traffic.MaxBatchWriteUnits, 300_000 // 300 000 × 16 000 units: 4.8e9
+		batch := make([]traffic.Event, 0, 1000)
+		for range n / 1000 {
+			batch = batch[:0]
+			for range 1000 {
+				batch = append(batch, ev("orders", "HUGE", traffic.Write, per))
+			}
+			put(t, s, batch...)
+		}
+		time.Sleep(time.Second) // the second completes
+		w := findTable(t, s.Snapshot(), "orders", "").Classes[traffic.Write]
+		huge := reported(t, w, "HUGE")
+		want := float64(per) * n
+		if huge.Units != want {
+			t.Errorf("HUGE: units %v, want %v", huge.Units, want)
+		}
+		if math.Abs(huge.PeakUnitsPerSecond-want) > want*1e-6 || math.Abs(w.PeakSecondUnits-want) > want*1e-6 {
+			t.Errorf("HUGE: busiest second %v, class %v; want %v", huge.PeakUnitsPerSecond, w.PeakSecondUnits, want)
+		}
+	})
 }

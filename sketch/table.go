@@ -383,10 +383,9 @@ func (t *table) addEvents(events []traffic.Event, idx []int32, hs []uint64, now 
 		kc.sk |= skBit
 		if r.sec == es {
 			if r.ext == 0 {
-				r.secQ = satAdd(r.secQ, q)
+				cand.addNewest(id, &r.secQ, q)
 			} else {
-				p := &cand.xring[int(r.ext-1)*int(cand.ringMask+1)+int(es&cand.ringMask)]
-				*p = satAdd(*p, q)
+				cand.addNewest(id, &cand.xring[int(r.ext-1)*int(cand.ringMask+1)+int(es&cand.ringMask)], q)
 			}
 		} else {
 			cand.second(id, es, q, &t.sc)

@@ -76,7 +76,7 @@ type candidates struct {
 	// second&ringMask]: units per second, quanta; xrec the rest.
 	xn    int
 	xpos  []uint16
-	xring []uint32
+	xring []secUnits
 	xrec  []extRec
 	// over holds what an entry's counts of one slot (index entry*slots +
 	// slot) hold past their 32 bits: a key's units or accesses in one
@@ -84,6 +84,41 @@ type candidates struct {
 	// log in analyze mode, one slot) and the key busy. Nil until a
 	// counter first overflows, so that it costs nothing otherwise.
 	over map[int]overCount
+	// big holds an entry's newest second exactly (quanta) once it passed
+	// exactQuanta, where its float32 cell rounds. Nil until then.
+	big map[int]uint64
+}
+
+// exactQuanta is where a float32 per-second cell stops holding every
+// whole number of quanta: 2^24 quanta, 4 194 304 units in one second.
+const exactQuanta = 1 << 24
+
+// addNewest adds q quanta to *p, entry id's newest second: in the float32
+// while it stays exact, else in big (addBig).
+func (c *candidates) addNewest(id int, p *secUnits, q uint32) {
+	if v := *p + secUnits(q); v < exactQuanta {
+		*p = v
+		return
+	}
+	c.addBig(id, p, q)
+}
+
+// addBig adds q quanta to entry id's newest second, *p, counting it
+// exactly in big and keeping *p its nearest float32, which completed
+// seconds and peaks keep (within 6e-8 of the count).
+//
+//go:noinline
+func (c *candidates) addBig(id int, p *secUnits, q uint32) {
+	if c.big == nil {
+		c.big = map[int]uint64{}
+	}
+	n, ok := c.big[id]
+	if !ok {
+		n = uint64(*p) // below exactQuanta, or rounded already (a merge)
+	}
+	n += uint64(q)
+	c.big[id] = n
+	*p = secUnits(n)
 }
 
 // overCount is what a slotCount's counters hold past their 32 bits.
@@ -99,7 +134,7 @@ type candRec struct {
 	sec     int64  // newest second of the entry's per-second ring
 	heapPos int32
 	ext     int32  // 1 + the entry's extension, 0 for none
-	secQ    uint32 // units of second sec, quanta, without an extension
+	secQ    secUnits // units of second sec, quanta, without an extension
 	p       uint16 // 1 + position of the counts in slot's column, without an extension
 	slot    int8
 }
@@ -111,7 +146,7 @@ type extRec struct {
 	// needs to add up a second that two inputs split between them.
 	headSec   int64
 	estMask   uint64 // slots whose units are count-min estimates
-	headUnits uint32
+	headUnits secUnits
 	entryQ    uint32 // estimate part of the entry slot's units
 	owner     int32  // entry id
 	entry     int8   // slot the key entered in, -1 once it expired
@@ -152,7 +187,7 @@ func (c *candidates) setPos(id, s int, p uint16) {
 
 // ringOf returns entry id's per-second ring, which it has with an
 // extension only (seconds reads any entry's).
-func (c *candidates) ringOf(id int) []uint32 {
+func (c *candidates) ringOf(id int) []secUnits {
 	rl := int(c.ringMask + 1)
 	x := int(c.rec[id].ext - 1)
 	return c.xring[x*rl : (x+1)*rl]
@@ -160,7 +195,7 @@ func (c *candidates) ringOf(id int) []uint32 {
 
 // seconds returns entry id's per-second ring: its own with an extension,
 // else buf (ringMask+1 long), cleared, holding the entry's one second.
-func (c *candidates) seconds(id int, buf []uint32) []uint32 {
+func (c *candidates) seconds(id int, buf []secUnits) []secUnits {
 	r := &c.rec[id]
 	if r.ext != 0 {
 		return c.ringOf(id)
@@ -191,7 +226,7 @@ func (c *candidates) est(id int) (mask uint64, entry int, entryQ uint32) {
 
 // head returns entry id's first second and its units once it left the
 // ring.
-func (c *candidates) head(id int) (sec int64, units uint32) {
+func (c *candidates) head(id int) (sec int64, units secUnits) {
 	r := &c.rec[id]
 	if r.ext == 0 {
 		return r.sec, r.secQ
@@ -251,7 +286,7 @@ func (c *candidates) unextend(id int) {
 func (c *candidates) resizeExt(size int) {
 	rl := int(c.ringMask + 1)
 	pos := make([]uint16, size*c.slots)
-	ring := make([]uint32, size*rl)
+	ring := make([]secUnits, size*rl)
 	xrec := make([]extRec, size)
 	copy(pos, c.xpos[:c.xn*c.slots])
 	copy(ring, c.xring[:c.xn*rl])
@@ -264,7 +299,7 @@ type slotCount struct {
 	units  uint32 // quanta
 	events uint32
 	sk     uint32 // sort-key bitmap
-	peak   uint32 // units of the busiest complete second of the slot, quanta
+	peak   secUnits // units of the busiest complete second of the slot, quanta
 }
 
 // get returns entry id's counts in slot s (zero when it has none).
@@ -396,6 +431,7 @@ func (c *candidates) setCounts(id, s int, units, events uint64) {
 
 // dropOver forgets what over holds of entry id.
 func (c *candidates) dropOver(id int) {
+	delete(c.big, id)
 	if c.over == nil {
 		return
 	}
@@ -555,25 +591,26 @@ func (c *candidates) second(id int, sec int64, q uint32, sc *secClock) {
 	}
 	x := c.ext(id)
 	ring := c.ringOf(id)
-	if ok := ringAdvance(ring, &r.sec, sec, c.ringMask, func(s int64, v uint32) { c.fold(id, s, v, sc) }); !ok {
+	if ok := ringAdvance(ring, &r.sec, sec, c.ringMask, func(s int64, v secUnits) { c.fold(id, s, v, sc) }); !ok {
 		// A late second still in the ring: complete, so fold it again.
 		p := &ring[sec&c.ringMask]
-		*p = satAdd(*p, q)
+		*p += secUnits(q)
 		if sec < x.headSec {
 			x.headSec = sec
 		}
 		c.fold(id, sec, *p, sc)
 		return
 	}
-	ring[sec&c.ringMask] = q
+	delete(c.big, id) // a new newest second
+	ring[sec&c.ringMask] = secUnits(q)
 	if sec < x.headSec {
-		x.headSec, x.headUnits = sec, q
+		x.headSec, x.headUnits = sec, secUnits(q)
 	}
 }
 
 // fold records v quanta in second x, complete, as a candidate for the peak
 // of x's slot, and as the head's units when x is the entry's first second.
-func (c *candidates) fold(id int, x int64, v uint32, sc *secClock) {
+func (c *candidates) fold(id int, x int64, v secUnits, sc *secClock) {
 	if s := sc.slotOf(x); s >= 0 && v > c.get(id, s).peak {
 		c.at(id, s).peak = v
 	}
@@ -588,7 +625,7 @@ func (c *candidates) fold(id int, x int64, v uint32, sc *secClock) {
 // by second). It calls done for the seconds that complete and clears the
 // entries it reuses; it reports false, changing nothing, when sec is an
 // older second still in the ring.
-func ringAdvance[T uint32 | float64](ring []T, newest *int64, sec, mask int64, done func(int64, T)) bool {
+func ringAdvance[T secUnits | float64](ring []T, newest *int64, sec, mask int64, done func(int64, T)) bool {
 	old := *newest
 	if sec < old && sec > old-mask-1 {
 		return false
@@ -636,7 +673,7 @@ func (c *candidates) admit(h uint64, key string, s int, q, skBit, curEst, prevEs
 	r := &c.rec[id]
 	r.hash = h
 	c.keys[id] = key
-	r.sec, r.secQ = sec, q
+	r.sec, r.secQ = sec, secUnits(q)
 	curEst = max(curEst, q)
 	*c.at(id, s) = slotCount{units: curEst, events: 1 + perAccess(curEst-q, q), sk: skBit}
 	total := uint64(curEst)
@@ -764,6 +801,10 @@ func (c *candidates) move(from, to int) {
 	if x := c.rec[to].ext; x != 0 {
 		c.xrec[x-1].owner = int32(to)
 	}
+	if n, ok := c.big[from]; ok {
+		c.big[to] = n
+		delete(c.big, from)
+	}
 	if c.over != nil {
 		for s := range c.slots {
 			if o, ok := c.over[from*c.slots+s]; ok {
@@ -876,10 +917,11 @@ func (c *candidates) collect(dst []keyStat, sw *secWindow, tracked int) []keySta
 		return strings.Compare(c.keys[a], c.keys[b])
 	})
 	// Room for the ring of an entry without an extension (seconds).
-	one := make([]uint32, c.ringMask+1)
+	one := make([]secUnits, c.ringMask+1)
 	for _, id := range rank[:min(len(rank), tracked)] {
 		var ev uint64
-		var sk, peak uint32
+		var sk uint32
+		var peak secUnits
 		for j := range c.slots {
 			k := c.get(int(id), j)
 			ev += c.eventsAt(int(id), j)
