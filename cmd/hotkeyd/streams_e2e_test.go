@@ -69,7 +69,7 @@ func startStreamsDaemon(t *testing.T, cfgPath, addr string, env ...string) *stre
 			t.Logf("hotkeyd stderr:\n%s", d.log())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(settle)
 	for {
 		if code, _ := d.get("/-/ready"); code == http.StatusOK {
 			return d
@@ -80,7 +80,7 @@ func startStreamsDaemon(t *testing.T, cfgPath, addr string, env ...string) *stre
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("hotkeyd not ready within 30s:\n%s", d.log())
+			t.Fatalf("hotkeyd not ready within %v:\n%s", settle, d.log())
 		}
 	}
 }
@@ -92,7 +92,7 @@ func (d *streamsDaemon) log() string {
 }
 
 func (d *streamsDaemon) get(path string) (int, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.url+path, nil)
 	resp, err := http.DefaultClient.Do(req)
@@ -231,10 +231,10 @@ sources:
 		if hotSeries.MatchString(body) {
 			break
 		}
-		if time.Since(began) > 15*time.Second {
+		if time.Since(began) > settle {
 			close(stop)
 			wg.Wait()
-			t.Fatalf("HOT#1 not flagged within 15s of its traffic starting:\n%s", grepLines(body, "hotkeyd_"))
+			t.Fatalf("HOT#1 not flagged within %v of its traffic starting:\n%s", settle, grepLines(body, "hotkeyd_"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -112,8 +112,15 @@ func run(t *testing.T, src *Lister, got *sink, want int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for len(got.sorted()) < want && time.Now().Before(deadline) {
+	// The files, and a listing done (the source is ready once one
+	// completed; its files are handled while it runs).
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(got.sorted()) < want || src.Ready() != nil {
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("after %v: %d files read, want %d; ready: %v", 2*time.Minute, len(got.sorted()), want, src.Ready())
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	// One more poll: anything beyond want would show.
