@@ -2,6 +2,8 @@ package sketch
 
 import (
 	"cmp"
+	"maps"
+	"math"
 	"slices"
 
 	"github.com/zeebo/xxh3"
@@ -10,17 +12,22 @@ import (
 // Which tables are tracked once Config.MaxTables are.
 //
 // Input can name any number of tables (a client of the ingest endpoint, a
-// buggy log), and most of a junk flood's names carry an event or two. A
-// table is tracked in place of another only when it is busier: a table
-// that is not tracked wins the place of the least busy tracked one when
-// that one is idle (no events or throttled calls in the window) or had
-// fewer events in the window than the newcomer brings. The newcomer's
-// events are those of the Put that brings it, plus the events of its
-// earlier refused Puts (and its own traffic, if it was tracked before and
-// evicted) in the current window. So a table with traffic always keeps
-// its place against names that come once, names that come once churn
-// only among themselves, and a real table that arrives during a flood of
-// them gets in with its second event at most.
+// buggy log), and a flood of made-up names can carry many events each: one
+// body of 3 MB holds 3000 names of 20 events. A table is tracked in place
+// of another only when it has shown more traffic over time: a table that
+// is not tracked wins the place of the least busy tracked one when that
+// one is idle (no events or throttled calls in the window), or when the
+// newcomer brought more events than it had in the window, in more
+// seconds of the Store's clock (arrivals) than it had events in. The
+// newcomer's events and seconds are those of the Put that brings it, plus
+// those of its earlier refused Puts (and its own, if it was tracked before
+// and evicted) in the current window. So a table with traffic keeps its
+// place against any number of names that come in one burst, however many
+// events each carries; names that come once churn only among themselves
+// and idle tables; and a real table that arrives during a flood gets in
+// once it has come in more seconds, with more events, than the least busy
+// tracked table. In analyze mode (whole files, no clock) the events alone
+// decide: the busiest tables of the input are counted.
 //
 // The least busy tables are found by ranking every tracked table by its
 // events in the window, then by how long ago it last counted anything; the
@@ -34,12 +41,46 @@ type admission struct {
 	ranked   []*table // tracked tables, least busy first, as of rankedAt
 	next     int      // ranked[next] is the next victim considered
 	rankedAt int64    // the clock second (live) or Put sequence (analyze) of the ranking
-	// refused holds the events of tables not tracked (refused, or
-	// evicted with their traffic) in the current window, by name hash;
-	// cleared every window and when it holds 4 × MaxTables names.
-	refused      map[uint64]uint64
+	// refused holds the claims of tables not tracked (refused, or evicted
+	// with their traffic) in the current window, by name hash; cleared
+	// every window, and of the names that came in one second only when it
+	// holds 4 × MaxTables names.
+	refused      map[uint64]claim
 	refusedEpoch int64
 	onEvict      func(table, index string)
+}
+
+// claim is what a table not tracked brought in the current window: its
+// events, and the seconds of the Store's clock they came in, the last of
+// them last.
+type claim struct {
+	events  uint64
+	seconds uint32
+	last    int64
+}
+
+// arrival counts the seconds of one slot in which Puts brought a table
+// events.
+type arrival struct {
+	epoch   int64
+	seconds uint32
+}
+
+// arrived notes that a Put at brought t events (live mode). It is called
+// with t.mu held.
+func (t *table) arrived(at clock, slots int) {
+	if t.arrivals != nil && at.sec == t.lastArrival {
+		return
+	}
+	if t.arrivals == nil {
+		t.arrivals = make([]arrival, slots)
+	}
+	t.lastArrival = at.sec
+	a := &t.arrivals[slotIndex(at.epoch, slots)]
+	if a.epoch != at.epoch {
+		*a = arrival{epoch: at.epoch}
+	}
+	a.seconds++
 }
 
 // OnEvict sets f to be called with the name of every table (index) the
@@ -53,30 +94,43 @@ func idHash(id tableID) uint64 {
 
 // admit decides whether the table id, not tracked and bringing weight
 // events, takes the place of the least busy tracked table; if so, that
-// one is evicted, and admit returns the events the newcomer had refused
-// before (its credit). It is called with addMu held and MaxTables tracked.
-func (s *Store) admit(id tableID, at clock, weight uint64) (ok bool, credit uint64) {
+// one is evicted, and admit returns what the newcomer had brought before
+// this Put (its credit). It is called with addMu held and MaxTables
+// tracked.
+func (s *Store) admit(id tableID, at clock, weight uint64) (ok bool, credit claim) {
 	a := &s.adm
-	if a.refused == nil || len(a.refused) >= 4*s.cfg.MaxTables ||
-		(s.slot > 0 && at.epoch-a.refusedEpoch >= int64(s.cfg.SubWindows)) {
-		a.refused = map[uint64]uint64{}
+	if a.refused == nil || (s.slot > 0 && at.epoch-a.refusedEpoch >= int64(s.cfg.SubWindows)) {
+		a.refused = map[uint64]claim{}
 		a.refusedEpoch = at.epoch
 	}
+	if len(a.refused) >= 4*s.cfg.MaxTables {
+		// A flood of names: forget those that came in one second only,
+		// keeping the claims of tables that keep coming.
+		maps.DeleteFunc(a.refused, func(_ uint64, c claim) bool { return c.seconds <= 1 })
+		if len(a.refused) >= 4*s.cfg.MaxTables {
+			clear(a.refused)
+		}
+	}
 	h := idHash(id)
-	credit = a.refused[h]
-	weight += credit
+	before := a.refused[h]
+	c := before
+	c.events += weight
+	if c.seconds == 0 || c.last != at.sec {
+		c.seconds++
+		c.last = at.sec
+	}
 	v := s.victim(at)
 	if v == nil {
-		a.refused[h] = weight
-		return false, 0
+		a.refused[h] = c
+		return false, claim{}
 	}
 	v.mu.Lock()
 	v.advance(at.epoch, at.sec)
-	traffic := s.weight(v, at)
-	if traffic > 0 && traffic >= weight {
+	traffic, seconds := s.weight(v, at)
+	if traffic > 0 && (c.events <= traffic || (s.slot > 0 && uint64(c.seconds) <= seconds)) {
 		v.mu.Unlock()
-		a.refused[h] = weight
-		return false, 0
+		a.refused[h] = c
+		return false, claim{}
 	}
 	v.evicted = true
 	v.mu.Unlock()
@@ -84,7 +138,7 @@ func (s *Store) admit(id tableID, at clock, weight uint64) (ok bool, credit uint
 	delete(a.refused, h)
 	if traffic > 0 {
 		// If it comes back, it competes with the traffic it had.
-		a.refused[idHash(v.id)] = traffic
+		a.refused[idHash(v.id)] = claim{events: traffic, seconds: uint32(min(seconds, math.MaxUint32)), last: v.lastArrival}
 	}
 	s.tables.Delete(v.id)
 	s.ntables.Add(-1)
@@ -93,19 +147,32 @@ func (s *Store) admit(id tableID, at clock, weight uint64) (ok bool, credit uint
 	if a.onEvict != nil {
 		a.onEvict(v.id.table, v.id.index)
 	}
+	// This Put's second is the new table's first arrival: the credit is
+	// the seconds before it.
+	credit = before
+	if credit.seconds > 0 && credit.last == at.sec {
+		credit.seconds--
+	}
 	return true, credit
 }
 
 // weight is what a tracked table weighs against a newcomer: its traffic
-// in the window, and, for a window after it got in, the events it had
-// refused before (so that the newcomer that just won a place is not the
-// next one out). It is called with t.mu held.
-func (s *Store) weight(t *table, at clock) uint64 {
-	w := t.traffic()
-	if t.credit > 0 && (s.slot == 0 || at.epoch-t.creditEpoch < int64(s.cfg.SubWindows)) {
-		w += t.credit
+// in the window and the seconds of the Store's clock it came in (live
+// mode), and, for a window after it got in, the events it had refused
+// before and their seconds (so that the newcomer that just won a place is
+// not the next one out). It is called with t.mu held.
+func (s *Store) weight(t *table, at clock) (events, seconds uint64) {
+	events = t.traffic()
+	for _, a := range t.arrivals {
+		if a.epoch > at.epoch-int64(s.cfg.SubWindows) && a.epoch <= at.epoch {
+			seconds += uint64(a.seconds)
+		}
 	}
-	return w
+	if (t.credit > 0 || t.creditSecs > 0) && (s.slot == 0 || at.epoch-t.creditEpoch < int64(s.cfg.SubWindows)) {
+		events += t.credit
+		seconds += t.creditSecs
+	}
+	return events, seconds
 }
 
 // victim returns the least busy tracked table, ranking the tables again
@@ -145,7 +212,8 @@ func (s *Store) rank(at clock) {
 		t.mu.Lock()
 		if !t.evicted {
 			t.advance(at.epoch, at.sec)
-			all = append(all, ranked{t, s.weight(t, at), t.active})
+			events, _ := s.weight(t, at)
+			all = append(all, ranked{t, events, t.active})
 		}
 		t.mu.Unlock()
 	})

@@ -95,7 +95,7 @@
 // for every key, 196 KB with counts for every slot;
 // TestFootprintSmallTable). The number of tables is bounded by
 // Config.MaxTables (300 by default, so at most about 321 MiB); past it, a table is tracked
-// only in place of an idle or less busy one (evict.go), and the events of
+// only in place of an idle one or one it beats in traffic over time (evict.go), and the events of
 // tables not tracked are dropped and counted by Store.Dropped. The
 // process's memory as a function of its tables and their keys is
 // Config.MemoryFor, bounded by Config.MemoryBudget (docs/limits.md).
@@ -368,6 +368,8 @@ func (s *Store) putRun(id tableID, events []traffic.Event, idx []int32, at clock
 	t.gen++
 	if s.slot == 0 {
 		t.advance(at.epoch, at.sec)
+	} else {
+		t.arrived(at, s.cfg.SubWindows)
 	}
 	known := len(t.sources)
 	bad := t.addEvents(events, idx, hs, at.sec)
@@ -463,7 +465,7 @@ func (s *Store) table(id tableID, at clock, weight uint64) *table {
 	if t, ok := s.tables.Load(id); ok {
 		return t.(*table)
 	}
-	var credit uint64
+	var credit claim
 	if int(s.ntables.Load()) >= s.cfg.MaxTables {
 		ok := false
 		if ok, credit = s.admit(id, at, weight); !ok {
@@ -474,7 +476,7 @@ func (s *Store) table(id tableID, at clock, weight uint64) *table {
 	if s.slot > 0 {
 		t.began = s.started.Unix()
 	}
-	t.credit, t.creditEpoch = credit, at.epoch
+	t.credit, t.creditSecs, t.creditEpoch = credit.events, uint64(credit.seconds), at.epoch
 	s.tables.Store(id, t)
 	s.ntables.Add(1)
 	s.reorder(t, true)

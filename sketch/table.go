@@ -75,13 +75,18 @@ type table struct {
 	pic picture
 
 	// active is the Store's sequence number of the last Put that counted
-	// here; evicted is set once the Store dropped the table; credit is
-	// the events it had refused before it got in, at creditEpoch
-	// (evict.go).
+	// here; evicted is set once the Store dropped the table; credit and
+	// creditSecs are the events it had refused before it got in, and the
+	// seconds they came in, at creditEpoch; arrivals are the seconds in
+	// which Puts brought it events, by slot, the last at lastArrival
+	// (live windows; evict.go).
 	active      uint64
 	evicted     bool
 	credit      uint64
+	creditSecs  uint64
 	creditEpoch int64
+	arrivals    []arrival
+	lastArrival int64
 }
 
 // lateCount is a source's late events in one Put.
