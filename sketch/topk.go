@@ -133,9 +133,9 @@ type candRec struct {
 	total   uint64 // window units, quanta
 	sec     int64  // newest second of the entry's per-second ring
 	heapPos int32
-	ext     int32  // 1 + the entry's extension, 0 for none
+	ext     int32    // 1 + the entry's extension, 0 for none
 	secQ    secUnits // units of second sec, quanta, without an extension
-	p       uint16 // 1 + position of the counts in slot's column, without an extension
+	p       uint16   // 1 + position of the counts in slot's column, without an extension
 	slot    int8
 }
 
@@ -298,7 +298,7 @@ func (c *candidates) resizeExt(size int) {
 type slotCount struct {
 	units  uint32 // quanta
 	events uint32
-	sk     uint32 // sort-key bitmap
+	sk     uint32   // sort-key bitmap
 	peak   secUnits // units of the busiest complete second of the slot, quanta
 }
 
