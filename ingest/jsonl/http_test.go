@@ -222,8 +222,12 @@ func gzipped(t *testing.T, s string) []byte {
 // those refuse as it does the reader's, one list in line order.
 func TestHandlerListsEveryReason(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	ok := func(pk string) string { return `{"table":"tbl","pk":"` + pk + `","op":"read","ts":"2026-11-22T09:59:00Z"}` }
-	future := func(pk string) string { return `{"table":"tbl","pk":"` + pk + `","op":"read","ts":"2100-01-01T00:00:00Z"}` }
+	ok := func(pk string) string {
+		return `{"table":"tbl","pk":"` + pk + `","op":"read","ts":"2026-11-22T09:59:00Z"}`
+	}
+	future := func(pk string) string {
+		return `{"table":"tbl","pk":"` + pk + `","op":"read","ts":"2100-01-01T00:00:00Z"}`
+	}
 	longKey := `{"table":"tbl","pk":"` + strings.Repeat("k", 60<<10) + `","op":"read","ts":"2026-11-22T09:59:00Z"}`
 	for _, c := range []struct {
 		name     string
