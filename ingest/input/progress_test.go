@@ -31,11 +31,17 @@ func TestProgressLine(t *testing.T) {
 	bytes.Store(2_000_000)
 	events.Store(10_000)
 	stop := StartProgress(out, "access.log", bytes.Load, events.Load, 10*time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
+	printed := func() string {
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		return buf.String()
+	}
+	// Two lines, however slowly the ticker's goroutine runs.
+	for deadline := time.Now().Add(time.Minute); strings.Count(printed(), "\n") < 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	stop()
-	out.mu.Lock()
-	got := buf.String()
-	out.mu.Unlock()
+	got := printed()
 	lines := strings.Split(strings.TrimSpace(got), "\n")
 	if len(lines) < 2 {
 		t.Fatalf("progress printed %q, want a line every interval", got)

@@ -54,11 +54,13 @@ func shards(n int, streams ...string) []Shard {
 	return out
 }
 
-// countingReporter counts errors by reason, and logs them.
+// countingReporter counts errors by reason, keeps their texts, and logs
+// them.
 type countingReporter struct {
 	t      testing.TB
 	mu     sync.Mutex
 	errors map[string]int
+	texts  []string
 }
 
 func (r *countingReporter) Reject(string, string, error) {}
@@ -70,7 +72,22 @@ func (r *countingReporter) Error(_, reason string, err error) {
 		r.errors = map[string]int{}
 	}
 	r.errors[reason]++
+	r.texts = append(r.texts, err.Error())
 	r.mu.Unlock()
+}
+
+// countContaining counts the errors whose text holds substr: on a loaded
+// machine a lease table call can time out and be reported too.
+func (r *countingReporter) countContaining(substr string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, text := range r.texts {
+		if strings.Contains(text, substr) {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *countingReporter) count(reason string) int {

@@ -183,8 +183,8 @@ func testHandWrittenItem(t *testing.T, d *testenv.DDBLocal) {
 	if got := r.logged("lease item has attributes of the wrong type"); got != 1 {
 		t.Errorf("%d log lines about the hand-written item, want 1", got)
 	}
-	if got := r.rep.Errors(lease.Reason); got != 1 {
-		t.Errorf("%d lease errors reported, want 1", got)
+	if got := r.rep.ErrorsContaining(lease.Reason, fmt.Sprintf("lease %q: ", arn+":"+shard)); got != 1 {
+		t.Errorf("the hand-written item reported %d times as a lease error, want once", got)
 	}
 }
 

@@ -5,6 +5,7 @@ package ingesttest
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,13 +75,37 @@ type Reporter struct {
 	errors  map[string]int
 	rejects map[string]int
 	last    map[string]error
+	texts   map[string][]string // the errors' texts, by reason
 }
 
 // Reject counts a rejection.
 func (r *Reporter) Reject(_, reason string, err error) { r.add(&r.rejects, reason, err) }
 
 // Error counts an error.
-func (r *Reporter) Error(_, reason string, err error) { r.add(&r.errors, reason, err) }
+func (r *Reporter) Error(_, reason string, err error) {
+	r.add(&r.errors, reason, err)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.texts == nil {
+		r.texts = map[string][]string{}
+	}
+	r.texts[reason] = append(r.texts[reason], err.Error())
+}
+
+// ErrorsContaining returns how many errors of reason were told whose text
+// holds substr: a test on a loaded machine can tell the error it caused
+// from a call that timed out.
+func (r *Reporter) ErrorsContaining(reason, substr string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, text := range r.texts[reason] {
+		if strings.Contains(text, substr) {
+			n++
+		}
+	}
+	return n
+}
 
 func (r *Reporter) add(m *map[string]int, reason string, err error) {
 	r.mu.Lock()
