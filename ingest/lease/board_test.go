@@ -109,7 +109,7 @@ func testBoard(t *testing.T, d *testenv.DDBLocal) {
 	if got := peerNames(a.b.Peers()); got != "b" {
 		t.Errorf("a's live peers %q, want b alone (the bad items and the old one ignored)", got)
 	}
-	if got := a.rep.countContaining("summary item "); got != 2 {
+	if got := a.rep.countPrefixed("summary item "); got != 2 {
 		t.Errorf("%d errors reported about the summary items, want 2", got)
 	}
 

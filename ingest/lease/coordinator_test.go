@@ -483,7 +483,7 @@ func testBadItems(t *testing.T, d *testenv.DDBLocal) {
 	if got := w.logged("lease item has attributes of the wrong type"); got != 3 {
 		t.Errorf("%d log lines about bad items, want one per item (3)", got)
 	}
-	if got := w.rep.countContaining(`lease "s:`); got != 3 {
+	if got := w.rep.countPrefixed(`lease "s:`); got != 3 {
 		t.Errorf("%d errors reported about the items, want 3 (one each)", got)
 	}
 	if w.c.Lease(a.Key()).Start() != "777" || w.c.Lease(b.Key()).Start() != "000000000000000012345" || w.c.Lease(c.Key()).Start() != TrimHorizon {

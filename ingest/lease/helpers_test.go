@@ -76,14 +76,14 @@ func (r *countingReporter) Error(_, reason string, err error) {
 	r.mu.Unlock()
 }
 
-// countContaining counts the errors whose text holds substr: on a loaded
+// countPrefixed counts the errors whose text begins with prefix: on a loaded
 // machine a lease table call can time out and be reported too.
-func (r *countingReporter) countContaining(substr string) int {
+func (r *countingReporter) countPrefixed(prefix string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
 	for _, text := range r.texts {
-		if strings.Contains(text, substr) {
+		if strings.HasPrefix(text, prefix) {
 			n++
 		}
 	}

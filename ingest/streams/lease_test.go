@@ -183,7 +183,7 @@ func testHandWrittenItem(t *testing.T, d *testenv.DDBLocal) {
 	if got := r.logged("lease item has attributes of the wrong type"); got != 1 {
 		t.Errorf("%d log lines about the hand-written item, want 1", got)
 	}
-	if got := r.rep.ErrorsContaining(lease.Reason, fmt.Sprintf("lease %q: ", arn+":"+shard)); got != 1 {
+	if got := r.rep.ErrorsPrefixed(lease.Reason, fmt.Sprintf("lease %q: ", arn+":"+shard)); got != 1 {
 		t.Errorf("the hand-written item reported %d times as a lease error, want once", got)
 	}
 }

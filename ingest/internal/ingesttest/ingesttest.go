@@ -92,15 +92,15 @@ func (r *Reporter) Error(_, reason string, err error) {
 	r.texts[reason] = append(r.texts[reason], err.Error())
 }
 
-// ErrorsContaining returns how many errors of reason were told whose text
-// holds substr: a test on a loaded machine can tell the error it caused
+// ErrorsPrefixed returns how many errors of reason were told whose text
+// begins with prefix: a test on a loaded machine can tell the error it caused
 // from a call that timed out.
-func (r *Reporter) ErrorsContaining(reason, substr string) int {
+func (r *Reporter) ErrorsPrefixed(reason, prefix string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
 	for _, text := range r.texts[reason] {
-		if strings.Contains(text, substr) {
+		if strings.HasPrefix(text, prefix) {
 			n++
 		}
 	}
