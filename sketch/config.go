@@ -212,8 +212,6 @@ const (
 	// cost no more than short ones (the hash keeps keys that share their
 	// first bytes apart).
 	MaxKeyBytes = 96
-	// footprintKeyBytes is the key length FootprintFor assumes.
-	footprintKeyBytes = 64
 	// footprintShardBytes is the length of a stream shard id
 	// ("shardId-00000001700000000000-0123abcd").
 	footprintShardBytes = 56
@@ -256,9 +254,10 @@ func (c Config) Footprint() int {
 
 // FootprintFor returns the bytes one table (or index) costs under c whose
 // window holds keys distinct partition keys in each of its two classes,
-// every key in every slot, with keys of up to 64 bytes and without stream
-// shards or throttled calls (add about 150 bytes for each of those). It is
-// what the memory of a table follows as its keys grow:
+// every key in every slot, keyBytes long on average (a key is held as at
+// most MaxKeyBytes, however long it is; keyBytes ≤ 0 takes that bound),
+// without stream shards or throttled calls (add about 150 bytes for each
+// of those). It is what the memory of a table follows as its keys grow:
 //
 //   - up to Candidates keys a class is counted exactly: its candidate set,
 //     which starts at 8 entries and grows by half, costs at most about
@@ -274,11 +273,14 @@ func (c Config) Footprint() int {
 // Both shrink back as the window empties: a candidate set halves when it
 // is a quarter full, the count-min sketch and the distinct-key sets go
 // when no traffic in the window is counted only by them.
-func (c Config) FootprintFor(keys int) int {
+func (c Config) FootprintFor(keys, keyBytes int) int {
 	c = c.withDefaults()
+	if keyBytes <= 0 || keyBytes > MaxKeyBytes {
+		keyBytes = MaxKeyBytes
+	}
 	sum := headerBytes + classBytes(c) + c.SubWindows*8
 	if keys > 0 {
-		sum += ingest2 * candidateBytes(c, grownCapacity(keys, c.Candidates), min(keys, c.Candidates), footprintKeyBytes)
+		sum += ingest2 * candidateBytes(c, grownCapacity(keys, c.Candidates), min(keys, c.Candidates), keyBytes)
 	}
 	if keys > c.Candidates {
 		sum += ingest2 * 2 * c.Depth * c.Width * 4
@@ -308,18 +310,25 @@ const (
 	TableOverheadBytes = 48 << 10
 )
 
+// TableKeys is what the memory of a table follows: the distinct partition
+// keys of its window (in each class) and their mean length in bytes (0:
+// unknown, taken as MaxKeyBytes, the most a key is held as).
+type TableKeys struct {
+	Keys, KeyBytes int
+}
+
 // MemoryFor returns the live memory, in bytes, of a daemon whose tables
-// hold the given numbers of distinct partition keys (one entry a table or
-// index; past MaxTables only the first MaxTables count, as only that many
-// are tracked): ProcessBaseBytes, plus per table FootprintFor its keys and
-// TableOverheadBytes. Go's collector lets the resident memory grow past
-// the live memory by up to GOGC percent (100 %) unless GOMEMLIMIT holds
-// it down; docs/limits.md says how to size a limit from it.
-func (c Config) MemoryFor(keys []int) int {
+// hold the given keys (one entry a table or index; past MaxTables only the
+// first MaxTables count, as only that many are tracked): ProcessBaseBytes,
+// plus per table FootprintFor its keys and TableOverheadBytes. Go's
+// collector lets the resident memory grow past the live memory by up to
+// GOGC percent (100 %) unless GOMEMLIMIT holds it down; docs/limits.md
+// says how to size a limit from it.
+func (c Config) MemoryFor(tables []TableKeys) int {
 	c = c.withDefaults()
 	sum := ProcessBaseBytes
-	for _, k := range keys[:min(len(keys), c.MaxTables)] {
-		sum += c.FootprintFor(k) + TableOverheadBytes
+	for _, t := range tables[:min(len(tables), c.MaxTables)] {
+		sum += c.FootprintFor(t.Keys, t.KeyBytes) + TableOverheadBytes
 	}
 	return sum
 }

@@ -96,17 +96,21 @@ func TestFootprintSizes(t *testing.T) {
 	full := cfg.Footprint()
 	for _, tc := range []struct {
 		keys, tables int
+		keyBytes     int
 		under        int // FootprintFor must stay under this
 	}{
-		{1, 50, 16 << 10},
-		{10, 50, 24 << 10},
-		{100, 20, full / 8},
-		{300, 10, full / 3},
-		{1000, 3, full},
-		{20_000, 3, full + 1},
+		{1, 50, 64, 16 << 10},
+		{10, 50, 64, 24 << 10},
+		{100, 20, 64, full / 8},
+		{300, 10, 64, full / 3},
+		{1000, 3, 64, full},
+		{20_000, 3, 64, full + 1},
+		// The longest keys DynamoDB allows, held as MaxKeyBytes.
+		{300, 10, 2048, full / 3},
+		{1000, 3, 2048, full},
 	} {
-		t.Run(fmt.Sprint(tc.keys, "keys"), func(t *testing.T) {
-			fp := cfg.FootprintFor(tc.keys)
+		t.Run(fmt.Sprint(tc.keys, "keys of ", tc.keyBytes, " bytes"), func(t *testing.T) {
+			fp := cfg.FootprintFor(tc.keys, tc.keyBytes)
 			t.Logf("%d keys per class: %d bytes computed (%.1f %% of the full %d)", tc.keys, fp, 100*float64(fp)/float64(full), full)
 			if fp > full || fp >= tc.under {
 				t.Fatalf("%d keys: %d bytes computed, want under %d and at most the full bound %d", tc.keys, fp, tc.under, full)
@@ -114,7 +118,7 @@ func TestFootprintSizes(t *testing.T) {
 			if testing.Short() || raceEnabled {
 				t.Skip("heap measurement needs a full, uninstrumented run")
 			}
-			used, s := fillTables(t, cfg, tc.tables, tc.keys)
+			used, s := fillTables(t, cfg, tc.tables, tc.keys, tc.keyBytes)
 			t.Logf("%d keys per class: %d bytes measured", tc.keys, used)
 			if used > int64(fp) {
 				t.Fatalf("%d keys: a table holds %d bytes, over its computed %d", tc.keys, used, fp)
@@ -142,7 +146,7 @@ func TestFootprintShrinks(t *testing.T) {
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	feedSlot := func(keys int) {
-		putKeys(t, s, tables, keys)
+		putKeys(t, s, tables, keys, 64)
 		now = now.Add(slot)
 	}
 	for range cfg.SubWindows {
@@ -154,7 +158,7 @@ func TestFootprintShrinks(t *testing.T) {
 	}
 	small := heapSince(&before) / tables
 	t.Logf("a table: %d bytes with 20 000 keys, %d once its window holds 10", big, small)
-	if want := cfg.FootprintFor(40); small > int64(want) {
+	if want := cfg.FootprintFor(40, 64); small > int64(want) {
 		t.Fatalf("after the window moved on: %d bytes per table, want at most %d", small, want)
 	}
 	ts := findTable(t, s.Snapshot(), "t0", "")
@@ -165,13 +169,13 @@ func TestFootprintShrinks(t *testing.T) {
 
 // putKeys puts one event of each of keys 64-byte keys, in both classes,
 // into each of the tables t0, t1, ...
-func putKeys(t *testing.T, s *Store, tables, keys int) {
+func putKeys(t *testing.T, s *Store, tables, keys, keyBytes int) {
 	t.Helper()
 	batch := make([]traffic.Event, 0, 1024)
 	for tb := range tables {
 		for i := range keys {
 			for c := range traffic.NumClasses {
-				batch = append(batch, ev(fmt.Sprint("t", tb), footprintKey(i), traffic.Class(c), 1))
+				batch = append(batch, ev(fmt.Sprint("t", tb), footprintKey(i, keyBytes), traffic.Class(c), 1))
 				if len(batch) == cap(batch) {
 					put(t, s, batch...)
 					batch = batch[:0]
@@ -182,8 +186,8 @@ func putKeys(t *testing.T, s *Store, tables, keys int) {
 	put(t, s, batch...)
 }
 
-// footprintKey is the 64-byte key i.
-func footprintKey(i int) string { return fmt.Sprintf("%s%08d", strings.Repeat("k", 56), i) }
+// footprintKey is key i, n bytes long (at least 8).
+func footprintKey(i, n int) string { return fmt.Sprintf("%s%08d", strings.Repeat("k", max(n-8, 0)), i) }
 
 func heapSince(before *runtime.MemStats) int64 {
 	runtime.GC()
@@ -195,7 +199,7 @@ func heapSince(before *runtime.MemStats) int64 {
 // fillTables fills n tables of a new live Store with keys distinct keys in
 // both classes and every slot of the window, and returns the heap each
 // holds on average.
-func fillTables(t *testing.T, cfg Config, n, keys int) (int64, *Store) {
+func fillTables(t *testing.T, cfg Config, n, keys, keyBytes int) (int64, *Store) {
 	t.Helper()
 	now := t0
 	s := newTestStore(t, cfg, func() time.Time { return now })
@@ -205,7 +209,7 @@ func fillTables(t *testing.T, cfg Config, n, keys int) (int64, *Store) {
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for sl := range cfg.SubWindows {
-		putKeys(t, s, n, keys)
+		putKeys(t, s, n, keys, keyBytes)
 		if sl < cfg.SubWindows-1 {
 			now = now.Add(slot)
 		}
@@ -224,16 +228,22 @@ func fillTables(t *testing.T, cfg Config, n, keys int) (int64, *Store) {
 // (deploy's tests compare it with them).
 func TestMemoryBudget(t *testing.T) {
 	c := DefaultConfig()
-	small := c.MemoryFor([]int{200})
-	if small >= c.MemoryFor([]int{2500}) || c.MemoryFor(nil) != ProcessBaseBytes {
-		t.Errorf("MemoryFor does not grow with the keys: base %d, 200 keys %d, 2500 keys %d", c.MemoryFor(nil), small, c.MemoryFor([]int{2500}))
+	small := c.MemoryFor([]TableKeys{{200, 20}})
+	if small >= c.MemoryFor([]TableKeys{{2500, 20}}) || c.MemoryFor(nil) != ProcessBaseBytes {
+		t.Errorf("MemoryFor does not grow with the keys: base %d, 200 keys %d, 2500 keys %d", c.MemoryFor(nil), small, c.MemoryFor([]TableKeys{{2500, 20}}))
 	}
-	if got, want := small-ProcessBaseBytes, c.FootprintFor(200)+TableOverheadBytes; got != want {
+	if got, want := small-ProcessBaseBytes, c.FootprintFor(200, 20)+TableOverheadBytes; got != want {
 		t.Errorf("one table of 200 keys costs %d, want %d", got, want)
 	}
-	many := make([]int, 3*c.MaxTables)
+	// Longer keys cost more, up to MaxKeyBytes, the most a key is held as;
+	// an unknown length is taken at that bound.
+	long, held, unknown := c.MemoryFor([]TableKeys{{200, 2048}}), c.MemoryFor([]TableKeys{{200, MaxKeyBytes}}), c.MemoryFor([]TableKeys{{200, 0}})
+	if long <= small || long != held || unknown != held {
+		t.Errorf("200 keys of 20 bytes cost %d, of 2 KiB %d, of MaxKeyBytes %d, of unknown length %d: want more for longer keys, the same past MaxKeyBytes and for unknown", small, long, held, unknown)
+	}
+	many := make([]TableKeys, 3*c.MaxTables)
 	for i := range many {
-		many[i] = 1 << 20
+		many[i] = TableKeys{Keys: 1 << 20}
 	}
 	if got, want := c.MemoryFor(many), c.MemoryFor(many[:c.MaxTables]); got != want {
 		t.Errorf("MemoryFor counts tables past MaxTables: %d, want %d", got, want)
@@ -267,7 +277,7 @@ func TestFootprintSmallTable(t *testing.T) {
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	const tables, keys = 20, 200
-	putKeys(t, s, tables, keys)
+	putKeys(t, s, tables, keys, 64)
 	used := heapSince(&before) / tables
 	const bound = 64 << 10
 	t.Logf("a table of %d keys in each class, each in one slot: %d bytes (bound %d, full %d)", keys, used, bound, cfg.Footprint())

@@ -181,10 +181,10 @@ func run(bin, profile string, groups []group, maxTables int, memLimit string, ts
 	if maxTables > 0 {
 		c.MaxTables = maxTables
 	}
-	var keys []int
+	var keys []sketch.TableKeys
 	for _, g := range groups {
 		for range g.tables {
-			keys = append(keys, g.keys)
+			keys = append(keys, sketch.TableKeys{Keys: g.keys, KeyBytes: max(g.keyBytes, len("KEY#000001"))})
 		}
 	}
 	model := c.MemoryFor(keys)

@@ -112,10 +112,14 @@ func run(t *testing.T, src *Lister, got *sink, want int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx) }()
-	// The files, and a listing done (the source is ready once one
+	// The files, and a listing done (the source is not ready until one
 	// completed; its files are handled while it runs).
+	listed := func() bool {
+		err := src.Ready()
+		return err == nil || !strings.Contains(err.Error(), "not listed yet")
+	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for len(got.sorted()) < want || src.Ready() != nil {
+	for len(got.sorted()) < want || !listed() {
 		if time.Now().After(deadline) {
 			cancel()
 			<-done
