@@ -16,6 +16,9 @@ import (
 	"math"
 	"slices"
 	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/prometheus/common/promslog"
 	"go.uber.org/zap"
@@ -39,12 +42,18 @@ func New(w io.Writer, level, format string) (*zap.Logger, error) {
 	if err := pf.Set(format); err != nil {
 		return nil, fmt.Errorf("log format %q: want logfmt or json", format)
 	}
+	out := w
+	if format == "json" {
+		// logfmt quotes such characters (strconv.Quote); JSON writes them
+		// raw.
+		w = &escaper{w: w}
+	}
 	pl := promslog.NewLevel()
 	if err := pl.Set(slogLevel(lvl).String()); err != nil {
 		return nil, fmt.Errorf("log level: %w", err)
 	}
 	h := promslog.New(&promslog.Config{Level: pl, Format: pf, Style: promslog.GoKitStyle, Writer: w}).Handler()
-	core := &slogCore{LevelEnabler: lvl, h: h, json: format == "json", out: w}
+	core := &slogCore{LevelEnabler: lvl, h: h, json: format == "json", out: out}
 	return zap.New(core, zap.AddCaller(), zap.AddStacktrace(zapcore.DPanicLevel)), nil
 }
 
@@ -163,6 +172,49 @@ func (c *slogCore) float(f float64) any {
 		return fmt.Sprint(f)
 	}
 	return f
+}
+
+// escaper writes JSON lines with every control, format (bidirectional
+// overrides such as U+202E, zero-width characters) and line or paragraph
+// separator character written as a \uXXXX escape instead of raw: a key
+// from the input cannot reorder or hide what a terminal or a log viewer
+// shows. Such characters can only stand inside a JSON string there, where
+// the escape means the same character, so the objects parse to the same
+// values.
+type escaper struct {
+	w   io.Writer
+	buf []byte
+}
+
+// escaped reports whether r, past ASCII (whose controls the handler
+// escapes itself), is written as an escape.
+func escaped(r rune) bool {
+	return r > unicode.MaxASCII && r != utf8.RuneError && unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
+func (e *escaper) Write(p []byte) (int, error) {
+	i := slices.IndexFunc(p, func(b byte) bool { return b >= utf8.RuneSelf })
+	if i < 0 {
+		return e.w.Write(p)
+	}
+	e.buf = append(e.buf[:0], p[:i]...)
+	for i < len(p) {
+		r, n := utf8.DecodeRune(p[i:])
+		switch {
+		case !escaped(r):
+			e.buf = append(e.buf, p[i:i+n]...)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			e.buf = fmt.Appendf(e.buf, `\u%04x\u%04x`, r1, r2)
+		default:
+			e.buf = fmt.Appendf(e.buf, `\u%04x`, r)
+		}
+		i += n
+	}
+	if _, err := e.w.Write(e.buf); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // Sync flushes the output when it can be flushed (a file).

@@ -81,3 +81,37 @@ func TestLoggerBadSettings(t *testing.T) {
 		t.Error("format xml accepted")
 	}
 }
+
+// TestJSONEscapesInvisibleCharacters logs a key holding bidirectional
+// overrides, zero-width, C1 control and tag characters: the JSON line
+// holds none of them raw, only \u escapes, and still parses to the key.
+func TestJSONEscapesInvisibleCharacters(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := New(&buf, "info", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "USER#\u202eevil\u202c\u2066x\u2069\u200b\u200f\u061c\u0085\ufeff\U000e0041é€😀"
+	log.Warn("hot key \u202e", zap.String("key", key))
+	line := buf.String()
+	for _, r := range []rune{'\u202e', '\u202c', '\u2066', '\u2069', '\u200b', '\u200f', '\u061c', '\u0085', '\ufeff', '\U000e0041'} {
+		if strings.ContainsRune(line, r) {
+			t.Errorf("the line holds U+%04X raw: %q", r, line)
+		}
+	}
+	for _, esc := range []string{`\u202e`, `\u0085`, `\udb40\udc41`} {
+		if !strings.Contains(line, esc) {
+			t.Errorf("the line lacks the escape %s: %s", esc, line)
+		}
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(line), &got); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, line)
+	}
+	if got["key"] != key || got["msg"] != "hot key \u202e" {
+		t.Errorf("key %q msg %q, want %q and the message as logged", got["key"], got["msg"], key)
+	}
+	if !strings.HasSuffix(line, "}\n") || strings.Count(line, "\n") != 1 {
+		t.Errorf("not one line: %q", line)
+	}
+}
