@@ -54,6 +54,11 @@ const (
 	MaxSKLen = (1024 + 2) / 3 * 4 // 1 368: base64 of 1024 bytes
 )
 
+// MaxShardLen is the longest stream shard id DynamoDB Streams gives (its
+// API reference: ShardId, at most 65 characters). Only its records carry
+// a shard: an Event with a longer one did not come from a stream.
+const MaxShardLen = 65
+
 // CheckKeys returns nil when e's partition and sort keys are no longer
 // than a DynamoDB key can be (MaxPKLen, MaxSKLen).
 func CheckKeys(e *Event) *Invalid {
@@ -265,6 +270,9 @@ func CheckEvent(e *Event) *Invalid {
 	if err := CheckKeys(e); err != nil {
 		return err
 	}
+	if len(e.Shard) > MaxShardLen {
+		return &Invalid{ReasonBadRecord, fmt.Sprintf("shard id of %d bytes: DynamoDB Streams gives at most %d", len(e.Shard), MaxShardLen)}
+	}
 	if e.ThrottleReason.Known() && (!e.Throttled || e.ThrottleReason.Class() != e.Class) {
 		return &Invalid{ReasonBadThrottleReason, fmt.Sprintf("%s on a %s call that was throttled: %v", e.ThrottleReason, e.Class, e.Throttled)}
 	}
@@ -454,7 +462,7 @@ type nameCache struct {
 
 // check reports whether CheckEvent accepts e.
 func (c *nameCache) check(e *Event) bool {
-	if e.Class >= NumClasses || len(e.PK) > MaxPKLen || len(e.SK) > MaxSKLen {
+	if e.Class >= NumClasses || len(e.PK) > MaxPKLen || len(e.SK) > MaxSKLen || len(e.Shard) > MaxShardLen {
 		return false
 	}
 	if !e.Throttled && !(e.Units >= 0 && e.Units <= MaxUnits(e.Class)) {

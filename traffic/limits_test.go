@@ -110,6 +110,20 @@ func TestChecked(t *testing.T) {
 	if len(got) != 4 || strings.Join(rep.reasons, ",") != "kinesis:bad_table,http:bad_units" {
 		t.Errorf("%d events passed, rejections %v; want 4 and kinesis:bad_table,http:bad_units", len(got), rep.reasons)
 	}
+	// A stream shard id longer than DynamoDB Streams gives is a broken
+	// record; the longest it gives passes.
+	got, rep.reasons = nil, nil
+	longest := Event{Table: orders, Units: 1, Source: "dynamodb-streams", Shard: "shardId-" + strings.Repeat("0", MaxShardLen-8)}
+	tooLong := Event{Table: orders, Units: 1, Source: "dynamodb-streams", Shard: strings.Repeat("s", 100_000)}
+	if err := s.Put(context.Background(), []Event{longest, tooLong}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || strings.Join(rep.reasons, ",") != "dynamodb-streams:bad_record" {
+		t.Errorf("%d events passed, rejections %v; want 1 and dynamodb-streams:bad_record", len(got), rep.reasons)
+	}
+	if inv := CheckEvent(&tooLong); inv == nil || !strings.Contains(inv.Detail, "shard id of 100000 bytes") {
+		t.Errorf("CheckEvent of a 100 000-byte shard id = %v", inv)
+	}
 	// A batch of bad events only is not handed on.
 	got = nil
 	refuse := errors.New("not called")

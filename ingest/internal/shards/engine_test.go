@@ -299,3 +299,26 @@ func TestEngineRecoversExpiredIterator(t *testing.T) {
 		t.Errorf("not ready after recovering: %v", err)
 	}
 }
+
+// TestEngineSkipsLongShardIDs lists a shard whose id is longer than any
+// the APIs give: it is not read (its id would name a checkpoint file and
+// a series), the error is reported, and the other shard is read.
+func TestEngineSkipsLongShardIDs(t *testing.T) {
+	long := strings.Repeat("x", MaxShardIDLen+1)
+	f := newFakeStream(10, Shard{ID: "ok"}, Shard{ID: long})
+	f.add("ok", 3)
+	f.add(long, 3)
+	r := runEngine(t, t.TempDir(), f)
+	ingesttest.WaitFor(t, ingesttest.Eventually, "the short shard's 3 records and the long one reported", func() bool {
+		return len(f.read()) >= 3 && r.rep.Errors(ReasonAPI) > 0
+	})
+	r.stop()
+	for _, rec := range f.read() {
+		if strings.HasPrefix(rec, long) {
+			t.Fatalf("read %s of the shard with a %d-byte id", rec, len(long))
+		}
+	}
+	if err := r.rep.Last(ReasonAPI); err == nil || !strings.Contains(err.Error(), "shard id of 129 bytes") {
+		t.Errorf("reported %v, want the shard id's length", err)
+	}
+}

@@ -2,6 +2,8 @@ package shards
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,6 +64,29 @@ type streamReader[B any] struct {
 	changed  chan struct{} // a shard reader ended
 }
 
+// MaxShardIDLen is the longest shard id either API gives: Kinesis allows
+// 128 characters, DynamoDB Streams 65. A listed shard with a longer id is
+// not read: its id would name a checkpoint file, a lease item and a
+// series.
+const MaxShardIDLen = 128
+
+// dropLongIDs leaves out of a listing the shards whose id (or a parent's)
+// is longer than MaxShardIDLen, reporting each (ReasonAPI).
+func (sr *streamReader[B]) dropLongIDs(list []Shard) []Shard {
+	return slices.DeleteFunc(list, func(s Shard) bool {
+		long := len(s.ID) > MaxShardIDLen
+		for _, p := range s.Parents {
+			long = long || len(p) > MaxShardIDLen
+		}
+		if long {
+			err := fmt.Errorf("stream %q lists a shard id of %d bytes (or a parent's), longer than the %d an id has at most: not read", sr.spec.Name, len(s.ID), MaxShardIDLen)
+			sr.e.Reporter.Error(sr.e.Source, ReasonAPI, err)
+			sr.spec.Log.Warn("shard id too long; not reading the shard", zap.Int("bytes", len(s.ID)), zap.Int("max_bytes", MaxShardIDLen))
+		}
+		return long
+	})
+}
+
 // ReadStream lists the stream's shards and reads them until ctx is done
 // or the stream is gone: disabled and read to its end, or (with
 // spec.OnGone) not found.
@@ -116,6 +141,7 @@ func (sr *streamReader[B]) run(ctx context.Context) {
 			default:
 				bo.Reset()
 				e.Health.Set(sr.spec.Key, nil)
+				l.Shards = sr.dropLongIDs(l.Shards)
 				if !listed {
 					listed = true
 					sr.first(ctx, l)
