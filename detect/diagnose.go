@@ -25,7 +25,10 @@ import (
 //     a low_cardinality whose values are mostly dates;
 //  4. a hot_partition is explained by a hot write key whose writes account
 //     for it (without them the shard would not be hot), one key per shard;
-//  5. every other finding is its own root cause;
+//  5. every other finding is its own root cause: a capacity finding (the
+//     class throttled across its keys for the table's or index's
+//     capacity) among them, one per class, whatever key diagnoses the
+//     class also has;
 //  6. a key hot in both classes whose two fixes are the same kind (a
 //     collection read by Query and written: calculated_suffix twice) is one
 //     diagnosis, with the larger shard count: one change to the key design
@@ -237,6 +240,13 @@ func (t *table) diagnosis(f *report.Finding, fs []report.Finding, root []int, r 
 		d.After = t.afterRekey(c)
 		d.Summary = fmt.Sprintf("The partition keys are %ss: %s of the %s's %ss go to date-shaped keys, all current traffic to the newest",
 			shapeNoun(f.Evidence.Shape), pct(f.Share), t.noun(), c) + t.risk(&d)
+	case report.KindCapacity:
+		cp := *t.throttling(c).capacity
+		d.Keys = []string{}
+		d.Capacity = &cp
+		d.Share, d.PeakUnitsPerSecond, d.Throttled = f.Share, f.PeakUnitsPerSecond, cp.Throttled
+		d.Fix = t.adviseCapacity(c, &cp)
+		d.Summary = t.capacitySummary(c, &cp, d.Severity)
 	case report.KindHotPartition:
 		d.Keys = []string{f.Key}
 		d.Share, d.PeakUnitsPerSecond = f.Share, f.PeakUnitsPerSecond
@@ -287,12 +297,20 @@ func (t *table) risk(d *report.Diagnosis) string {
 	c, _ := traffic.ParseClass(d.Class)
 	s := fmt.Sprintf(", peaking at %s %s/s, %s of one partition's %s %s/s",
 		num(d.PeakUnitsPerSecond), unitName(c), pct(d.PeakUnitsPerSecond/d.Limit), num(d.Limit), unitName(c))
-	if d.Throttled > 0 {
-		s += fmt.Sprintf(", with %d throttled calls", d.Throttled)
+	keyRange := t.keyRangeOf(c, d.Keys)
+	switch {
+	case keyRange > 0 && len(d.Keys) == 1:
+		if th := t.throttling(c); th != nil {
+			s += "; " + t.keyRangeEvidence(c, "", th.keyRange[d.Keys[0]])
+		}
+	case keyRange > 0:
+		s += fmt.Sprintf(", with %d calls throttled in their key ranges", keyRange)
+	case d.Throttled > 0:
+		s += fmt.Sprintf(", with %d throttled calls, no more than the other keys' share: the %s's capacity, not the key", d.Throttled, t.noun())
 	}
 	switch d.Severity {
 	case report.SeverityCritical:
-		return s + fmt.Sprintf(": critical, throttling is here or close (from %s of the ceiling, or any throttled call).", pct(t.s.LimitFraction))
+		return s + fmt.Sprintf(": critical, throttling is here or close (from %s of the ceiling, or throttled in its key range).", pct(t.s.LimitFraction))
 	case report.SeverityWarning:
 		return s + fmt.Sprintf(": warning, past %s of the ceiling.", pct(t.s.WarnFraction))
 	}

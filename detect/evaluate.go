@@ -24,7 +24,7 @@ func Evaluate(snap sketch.Snapshot, s Settings) report.Report {
 func evaluate(snap sketch.Snapshot, s Settings, live bool) report.Report {
 	r := report.Report{Start: snap.Start, End: snap.End, Tables: make([]report.TableReport, 0, len(snap.Tables)), Settings: s.Report()}
 	for i := range snap.Tables {
-		t := newTable(&snap.Tables[i], s, live)
+		t := newTable(&snap.Tables[i], baseOf(snap.Tables, i), s, live)
 		r.Events += t.Events
 		r.Tables = append(r.Tables, t.evaluate())
 	}
@@ -35,6 +35,10 @@ func evaluate(snap sketch.Snapshot, s Settings, live bool) report.Report {
 // rules share.
 type table struct {
 	*sketch.TableSnapshot
+	// base is, for an index, its table's snapshot: an index short of
+	// write capacity holds back the table's writes, which it is judged
+	// against when the input counts none of its own. Nil for a table.
+	base *sketch.TableSnapshot
 	s    Settings
 	live bool
 	// seconds is the window's duration, at least one second: a window of
@@ -46,12 +50,18 @@ type table struct {
 	// throttled is, per class, each listed key's throttled calls, within
 	// bounds (sketch.ThrottleStats).
 	throttled [traffic.NumClasses]map[string]sketch.KeyCount
+	// throttles explains each class's throttled calls (throttle.go), once
+	// throttleDone says it was computed.
+	throttles    [traffic.NumClasses]*throttling
+	throttleDone [traffic.NumClasses]bool
 }
 
-// newTable wraps a TableSnapshot for the rules. Evaluate and the Tracker
-// both see a table through it, so a share or a rate is computed one way.
-func newTable(ts *sketch.TableSnapshot, s Settings, live bool) *table {
-	t := &table{TableSnapshot: ts, s: s, live: live, seconds: max(ts.End.Sub(ts.Start).Seconds(), 1)}
+// newTable wraps a TableSnapshot for the rules, with its base table's
+// when it is an index's (nil otherwise, or when the snapshot has none).
+// Evaluate and the Tracker both see a table through it, so a share or a
+// rate is computed one way.
+func newTable(ts, base *sketch.TableSnapshot, s Settings, live bool) *table {
+	t := &table{TableSnapshot: ts, base: base, s: s, live: live, seconds: max(ts.End.Sub(ts.Start).Seconds(), 1)}
 	for c := range ts.Classes {
 		if keys := ts.Classes[c].Throttled.Keys; len(keys) > 0 {
 			t.throttled[c] = make(map[string]sketch.KeyCount, len(keys))
@@ -78,6 +88,10 @@ func (t *table) evaluate() report.TableReport {
 	var fs []report.Finding
 	for c := range traffic.Class(traffic.NumClasses) {
 		fs = append(fs, t.keyFindings(c)...)
+		fs = t.keyRangeFindings(c, fs)
+		if f, ok := t.capacityFinding(c); ok {
+			fs = append(fs, f)
+		}
 	}
 	if f, ok := t.lowCardinality(); ok {
 		fs = append(fs, f)
@@ -269,4 +283,20 @@ func (t *table) throttledKeys() ([]report.ThrottledKey, uint64) {
 		}
 	}
 	return out, unlisted
+}
+
+// baseOf returns the base table's entry of tables[i] when it is an index's
+// (tables are sorted by table then index, the base table first), nil
+// otherwise.
+func baseOf(tables []sketch.TableSnapshot, i int) *sketch.TableSnapshot {
+	if tables[i].Index == "" {
+		return nil
+	}
+	j, ok := slices.BinarySearchFunc(tables, tables[i].Table, func(ts sketch.TableSnapshot, name string) int {
+		return cmp.Or(cmp.Compare(ts.Table, name), cmp.Compare(ts.Index, ""))
+	})
+	if !ok {
+		return nil
+	}
+	return &tables[j]
 }

@@ -61,6 +61,16 @@ func capitalize(s string) string {
 	return s
 }
 
+// count formats an exact count with its digits grouped by three
+// ("16,920").
+func count(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
 // about words a sort key count, which stores estimate: exact up to 2,
 // "about N" below 100, "more than 100" beyond, where estimates saturate.
 func about(n uint64) string {

@@ -42,6 +42,7 @@ func (t *table) keyFindings(c traffic.Class) []report.Finding {
 			SortKeys:           k.SortKeys,
 			PeakUnitsPerSecond: peak,
 			Throttled:          t.throttledOf(c, k.Key),
+			KeyRangeThrottled:  t.keyRangeThrottled(c, k.Key),
 		}
 		if hot {
 			e := *ev

@@ -53,6 +53,8 @@ type expectation struct {
 	Severity    report.Severity   `yaml:"severity"`
 	Fix         report.AdviceKind `yaml:"fix"`
 	SuffixCount int               `yaml:"suffix_count"`
+	// Limit is a capacity diagnosis's limit.
+	Limit report.CapacityLimit `yaml:"limit"`
 }
 
 // group generates events: Keys partition keys made from PK ("{i}" replaced
@@ -71,6 +73,9 @@ type group struct {
 	Shard     string  `yaml:"shard"`
 	Shards    int     `yaml:"shards"`
 	Throttled bool    `yaml:"throttled"`
+	// ThrottleReason is the throttled calls' reason, one of DynamoDB's
+	// sixteen; it marks them throttled.
+	ThrottleReason string `yaml:"throttle_reason"`
 	// Duration, when set, spreads this group over its own span from the
 	// scenario's start instead of the scenario's duration.
 	Duration time.Duration `yaml:"duration"`
@@ -89,10 +94,16 @@ func (g group) events(start time.Time, d time.Duration) ([]traffic.Event, error)
 	if !ok {
 		return nil, fmt.Errorf("class %q", g.Class)
 	}
-	if g.Table == "" || g.PK == "" || g.Keys < 1 || g.Events < 1 {
-		return nil, fmt.Errorf("group %+v: table, pk, keys and events are required", g)
+	if g.Table == "" || g.PK == "" && g.ThrottleReason == "" || g.Keys < 1 || g.Events < 1 {
+		return nil, fmt.Errorf("group %+v: table, pk (but for throttled calls with a reason), keys and events are required", g)
 	}
 	units := cmp.Or(g.Units, 1)
+	var reason traffic.ThrottleReason
+	if g.ThrottleReason != "" {
+		if reason, ok = traffic.ParseThrottleReason(g.ThrottleReason); !ok || reason.Class() != class {
+			return nil, fmt.Errorf("group %+v: throttle_reason %q of another class or unknown", g, g.ThrottleReason)
+		}
+	}
 	d = cmp.Or(g.Duration, d)
 	if g.Order != "" && g.Order != "interleaved" && g.Order != "sequential" {
 		return nil, fmt.Errorf("order %q", g.Order)
@@ -113,8 +124,9 @@ func (g group) events(start time.Time, d time.Duration) ([]traffic.Event, error)
 		e := traffic.Event{
 			Table: g.Table, Index: g.Index, Class: class, Units: units,
 			PK:        strings.ReplaceAll(g.PK, "{i}", strconv.Itoa(g.From+i)),
-			Source:    "scenario",
-			Throttled: g.Throttled,
+			Source:         "scenario",
+			Throttled:      g.Throttled || reason.Known(),
+			ThrottleReason: reason,
 		}
 		e.Time = start.Add(g.at(d, j, n))
 		if g.SortKeys > 0 {
@@ -329,8 +341,25 @@ type goldenDiagnosis struct {
 	Fix                report.AdviceKind  `json:"fix"`
 	SuffixCount        int                `json:"suffix_count,omitempty"`
 	Example            string             `json:"example,omitempty"`
+	Capacity           *goldenCapacity    `json:"capacity,omitempty"`
 	After              *goldenAfter       `json:"after,omitempty"`
 	Explains           []report.Explained `json:"explains"`
+}
+
+type goldenCapacity struct {
+	Limit          report.CapacityLimit `json:"limit"`
+	Resource       string               `json:"resource"`
+	Inferred       bool                 `json:"inferred,omitempty"`
+	Throttled      uint64               `json:"throttled"`
+	ThrottledShare float64              `json:"throttled_share"`
+}
+
+// capacityLimitOf is a capacity diagnosis's limit, "" for other causes.
+func capacityLimitOf(d report.Diagnosis) report.CapacityLimit {
+	if d.Capacity == nil {
+		return ""
+	}
+	return d.Capacity.Limit
 }
 
 type goldenAfter struct {
@@ -376,6 +405,10 @@ func toGoldenDiagnosis(d report.Diagnosis) goldenDiagnosis {
 		Share: round(d.Share, 1e-4), PeakUnitsPerSecond: round(d.PeakUnitsPerSecond, 1e-3),
 		Fix: d.Fix.Kind, SuffixCount: d.Fix.SuffixCount, Example: d.Fix.Example, Explains: d.Explains,
 	}
+	if cp := d.Capacity; cp != nil {
+		g.Capacity = &goldenCapacity{Limit: cp.Limit, Resource: cp.Resource, Inferred: cp.Inferred, Throttled: cp.Throttled,
+			ThrottledShare: round(cp.ThrottledShare, 1e-4)}
+	}
 	if a := d.After; a != nil {
 		g.After = &goldenAfter{Keys: a.Keys, MaxShare: round(a.MaxShare, 1e-4), PeakUnitsPerSecond: round(a.PeakUnitsPerSecond, 1e-3),
 			UnderThreshold: a.UnderThreshold, UnderCeiling: a.UnderCeiling, Severity: a.Severity}
@@ -410,8 +443,14 @@ func sameDiagnosis(a, b goldenDiagnosis) bool {
 	if a.Cause != b.Cause || a.Class != b.Class || !slices.Equal(a.Keys, b.Keys) || a.Severity != b.Severity ||
 		a.Fix != b.Fix || a.SuffixCount != b.SuffixCount || a.Example != b.Example ||
 		!nearShare(a.Share, b.Share) || !nearRate(a.PeakUnitsPerSecond, b.PeakUnitsPerSecond) ||
-		(a.After == nil) != (b.After == nil) {
+		(a.After == nil) != (b.After == nil) || (a.Capacity == nil) != (b.Capacity == nil) {
 		return false
+	}
+	if a.Capacity != nil {
+		x, y := *a.Capacity, *b.Capacity
+		if x.Limit != y.Limit || x.Resource != y.Resource || x.Inferred != y.Inferred || !nearShare(x.ThrottledShare, y.ThrottledShare) {
+			return false
+		}
 	}
 	if a.After != nil {
 		x, y := *a.After, *b.After
@@ -563,7 +602,7 @@ func checkExpectations(t *testing.T, r report.Report, want []expectation) {
 		for _, d := range tr.Diagnoses {
 			if d.Severity.Pages() {
 				got = append(got, expectation{Table: tr.Table, Index: tr.Index, Cause: d.Cause, Class: d.Class, Key: d.Key(),
-					Severity: d.Severity, Fix: d.Fix.Kind, SuffixCount: d.Fix.SuffixCount})
+					Severity: d.Severity, Fix: d.Fix.Kind, SuffixCount: d.Fix.SuffixCount, Limit: capacityLimitOf(d)})
 			}
 		}
 	}
@@ -609,7 +648,8 @@ func checkReport(t *testing.T, r report.Report, s Settings) {
 		paging := false
 		for di, d := range tr.Diagnoses {
 			paging = paging || d.Severity.Pages()
-			if len(d.Explains) == 0 || len(d.Keys) == 0 || d.Summary == "" {
+			if len(d.Explains) == 0 || len(d.Keys) == 0 && d.Cause != report.KindCapacity || d.Summary == "" ||
+				(d.Cause == report.KindCapacity) != (d.Capacity != nil) {
 				t.Errorf("%s %s: no findings explained, no keys or no summary: %+v", name, d.Cause, d)
 			}
 			if d.Fix.Kind == "" || d.Fix.Text == "" {
@@ -664,7 +704,7 @@ func checkReport(t *testing.T, r report.Report, s Settings) {
 				}
 				want := report.SeverityInfo
 				switch {
-				case f.PeakUnitsPerSecond >= s.LimitFraction*limit || f.Evidence != nil && f.Evidence.Throttled > 0:
+				case f.PeakUnitsPerSecond >= s.LimitFraction*limit || f.Evidence != nil && f.Evidence.KeyRangeThrottled > 0:
 					want = report.SeverityCritical
 				case f.PeakUnitsPerSecond >= s.WarnFraction*limit:
 					want = report.SeverityWarning

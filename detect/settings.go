@@ -83,6 +83,13 @@ type Settings struct {
 	// ShardFactor: a hot shard also carries at least this many times the
 	// mean shard's records (hot_partition).
 	ShardFactor float64 `yaml:"shard_factor"`
+	// CapacityWarnShare and CapacityCriticalShare are the shares of a
+	// class's calls refused for the capacity of the table or index
+	// (capacity) that make its diagnosis a warning and critical; below
+	// CapacityWarnShare it is info. A sustained few percent of calls
+	// throttled is already retries and latency for every caller.
+	CapacityWarnShare     float64 `yaml:"capacity_warn_share"`
+	CapacityCriticalShare float64 `yaml:"capacity_critical_share"`
 }
 
 // DefaultSettings returns the documented defaults.
@@ -107,6 +114,10 @@ func DefaultSettings() Settings {
 		TimeOrderedShare:   0.5,
 		EpochMaxSkewDays:   366,
 		ShardFactor:        2,
+		// Throttling is an error callers see: at 1 % of calls it is
+		// worth a ticket, at 5 % a page.
+		CapacityWarnShare:     0.01,
+		CapacityCriticalShare: 0.05,
 	}
 }
 
@@ -115,6 +126,7 @@ func (s Settings) Report() report.Settings {
 	return report.Settings{
 		Threshold: s.Threshold, WarnFraction: s.WarnFraction, LimitFraction: s.LimitFraction,
 		ReadLimit: s.ReadLimit, WriteLimit: s.WriteLimit, Top: s.Top,
+		CapacityWarnShare: s.CapacityWarnShare, CapacityCriticalShare: s.CapacityCriticalShare,
 	}
 }
 
@@ -158,6 +170,8 @@ func (s Settings) Validate() error {
 		frac("headroom", s.Headroom, false),
 		frac("handful_share", s.HandfulShare, false),
 		frac("time_ordered_share", s.TimeOrderedShare, false),
+		frac("capacity_warn_share", s.CapacityWarnShare, false),
+		frac("capacity_critical_share", s.CapacityCriticalShare, false),
 		pos("read_limit", s.ReadLimit),
 		pos("write_limit", s.WriteLimit),
 		nonneg("min_units_per_second", s.MinUnitsPerSecond),
@@ -185,6 +199,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("cardinality_factor: %v must be at least 1", s.CardinalityFactor)
 	case s.HandfulKeys < 2:
 		return fmt.Errorf("handful_keys: %d must be at least 2", s.HandfulKeys)
+	case s.CapacityWarnShare > s.CapacityCriticalShare:
+		return fmt.Errorf("capacity_warn_share: %v is above capacity_critical_share %v", s.CapacityWarnShare, s.CapacityCriticalShare)
 	case s.ShardFactor < 1 || s.ShardFactor != s.ShardFactor:
 		return fmt.Errorf("shard_factor: %v must be at least 1", s.ShardFactor)
 	}

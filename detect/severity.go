@@ -6,12 +6,15 @@ import (
 )
 
 // severity judges a peak of class c against one partition's ceiling:
-// critical from LimitFraction or when the key was throttled in the window,
-// warning from WarnFraction, info below. A share alone is never urgent:
-// a key with a third of 2 WCU/s throttles nobody.
-func (t *table) severity(c traffic.Class, peak float64, throttled uint64) report.Severity {
+// critical from LimitFraction or when the key was throttled in its key
+// range in the window (keyRange: its throttled calls that are its
+// partition's, not the table's capacity's), warning from WarnFraction,
+// info below. A share alone is never urgent: a key with a third of 2 WCU/s
+// throttles nobody, and a key throttled with all the others because the
+// table is short of capacity is no hotter for it.
+func (t *table) severity(c traffic.Class, peak float64, keyRange uint64) report.Severity {
 	switch limit := t.limit(c); {
-	case throttled > 0 || peak >= t.s.LimitFraction*limit:
+	case keyRange > 0 || peak >= t.s.LimitFraction*limit:
 		return report.SeverityCritical
 	case peak >= t.s.WarnFraction*limit:
 		return report.SeverityWarning
@@ -20,9 +23,9 @@ func (t *table) severity(c traffic.Class, peak float64, throttled uint64) report
 }
 
 // keySeverity is the severity of a key's busiest second, or critical when
-// it was throttled.
+// it was throttled in its key range.
 func (t *table) keySeverity(c traffic.Class, key string, peak float64) report.Severity {
-	return t.severity(c, peak, t.throttledOf(c, key))
+	return t.severity(c, peak, t.keyRangeThrottled(c, key))
 }
 
 // nearCeiling reports whether a peak is within LimitFraction of the
@@ -34,10 +37,10 @@ func (t *table) nearCeiling(c traffic.Class, peak float64) bool {
 // heldSeverity is the severity a flagged diagnosis keeps in live mode: it
 // rises as soon as its peak does, and falls only below the clear band
 // (ClearLimitFraction for critical, ClearWarnFraction for warning), so a
-// peak hovering at a boundary does not flap. A throttled key stays
-// critical.
-func (t *table) heldSeverity(c traffic.Class, was report.Severity, peak float64, throttled uint64) report.Severity {
-	now := t.severity(c, peak, throttled)
+// peak hovering at a boundary does not flap. A key throttled in its key
+// range stays critical.
+func (t *table) heldSeverity(c traffic.Class, was report.Severity, peak float64, keyRange uint64) report.Severity {
+	now := t.severity(c, peak, keyRange)
 	if now.Rank() <= was.Rank() {
 		return now
 	}

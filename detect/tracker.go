@@ -100,6 +100,8 @@ type diagID struct {
 // its own root cause.
 func idOf(kind report.Kind, class, key string) diagID {
 	switch kind {
+	case report.KindCapacity:
+		return diagID{cause: kind, class: class}
 	case report.KindHotKey, report.KindPartitionLimit:
 		return diagID{cause: report.KindHotKey, class: class, key: key}
 	case report.KindLowCardinality, report.KindTimeOrderedKey:
@@ -193,7 +195,7 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) (report.Report, []report.Chang
 		// Held returned (sketch.Store.SnapshotSince), whose report stands.
 		if !ts.Kept {
 			var c, cl []report.Change
-			c, cl = tr.evaluateTable(st, ts)
+			c, cl = tr.evaluateTable(st, ts, baseOf(snap.Tables, i))
 			changes, cleared = append(changes, c...), append(cleared, cl...)
 			moved = true
 		}
@@ -236,11 +238,15 @@ func eventTime(ts *sketch.TableSnapshot) time.Time {
 	return ts.End
 }
 
-// evaluateTable evaluates one table's entry and advances its hysteresis:
-// it returns the diagnoses raised or changed, and those cleared.
-func (tr *Tracker) evaluateTable(st *tableState, ts *sketch.TableSnapshot) (changes, cleared []report.Change) {
+// evaluateTable evaluates one table's entry, with its base table's when
+// it is an index's, and advances its hysteresis: it returns the diagnoses
+// raised or changed, and those cleared.
+func (tr *Tracker) evaluateTable(st *tableState, ts, base *sketch.TableSnapshot) (changes, cleared []report.Change) {
 	tr.evals++
-	t := newTable(ts, tr.s, true)
+	if base != nil && base.Kept {
+		base = nil // a kept entry carries no counts
+	}
+	t := newTable(ts, base, tr.s, true)
 	rt := t.evaluate()
 	at := eventTime(ts)
 	if at.Before(st.at) {
@@ -353,7 +359,11 @@ func compareFlags(a, b report.Flag) int {
 // stays partition_limit while its peak is above ClearLimitFraction.
 func (tr *Tracker) hold(t *table, was, d report.Diagnosis) report.Diagnosis {
 	c, _ := traffic.ParseClass(d.Class)
-	d.Severity = d.Severity.Max(t.heldSeverity(c, was.Severity, d.PeakUnitsPerSecond, d.Throttled))
+	if d.Cause == report.KindCapacity {
+		d.Severity = d.Severity.Max(t.heldCapacitySeverity(was.Severity, d.Share))
+		return d
+	}
+	d.Severity = d.Severity.Max(t.heldSeverity(c, was.Severity, d.PeakUnitsPerSecond, t.keyRangeOf(c, d.Keys)))
 	if was.Cause == report.KindPartitionLimit && d.Cause == report.KindHotKey && d.PeakUnitsPerSecond >= tr.s.ClearLimitFraction*t.limit(c) {
 		d.Cause = report.KindPartitionLimit
 	}
@@ -388,7 +398,7 @@ func (tr *Tracker) holds(t *table, id diagID, st *tracked, at time.Time) bool {
 	}
 	d := &st.last
 	d.Share, d.PeakUnitsPerSecond, d.Throttled = share, peak, t.throttledOf(c, id.key)
-	d.Severity = t.heldSeverity(c, d.Severity, peak, d.Throttled)
+	d.Severity = t.heldSeverity(c, d.Severity, peak, t.keyRangeThrottled(c, id.key))
 	if d.Cause == report.KindPartitionLimit && !byPeak {
 		d.Cause = report.KindHotKey
 	}

@@ -15,6 +15,7 @@ import (
 //	level=warn msg="hot key" table=orders class=write key=USER#42 severity=warning share=0.25 peak_units_per_second=618 fix=calculated_suffix suffix_count=2 example="USER#42#0 .. USER#42#1" advice="..." after="..."
 //	level=error msg="key near the partition limit changed" table=telemetry class=write key=DEVICE#7 severity=critical ... was_cause=hot_key was_severity=warning
 //	level=info msg="hot key cleared" table=orders class=write key=USER#42
+//	level=error msg="short of capacity" table=ledger class=write severity=critical limit=provisioned resource=table throttled_share=0.33 throttled=16920 peak_units_per_second=282 fix=capacity advice="..."
 //
 // A diagnosis at warning or above is logged at warn, a critical one at
 // error, an info one at info. The changes come from detect.Tracker, so what
@@ -38,6 +39,7 @@ var findingMessages = map[report.Kind]string{
 	report.KindLowCardinality: "low partition key cardinality",
 	report.KindTimeOrderedKey: "time-ordered partition key",
 	report.KindHotPartition:   "hot partition",
+	report.KindCapacity:       "short of capacity",
 }
 
 func findingMessage(kind report.Kind) string {
@@ -61,7 +63,10 @@ func (a *Announcer) Announce(changes []report.Change) {
 			fields = append(fields, zap.String("keys", strings.Join(m.Keys, ",")))
 		}
 		fields = append(fields, zap.String("severity", string(m.Severity)))
-		if m.Share > 0 {
+		if cp := m.Capacity; cp != nil {
+			fields = append(fields, zap.String("limit", string(cp.Limit)), zap.String("resource", cp.Resource),
+				zap.Float64("throttled_share", round(cp.ThrottledShare, 4)), zap.Uint64("throttled", cp.Throttled))
+		} else if m.Share > 0 {
 			fields = append(fields, zap.Float64("share", round(m.Share, 4)))
 		}
 		if m.PeakUnitsPerSecond > 0 {

@@ -102,7 +102,18 @@ func writeDiagnosis(w io.Writer, n int, d report.Diagnosis) {
 	for i, k := range d.Keys {
 		keys[i] = printable(k)
 	}
-	fmt.Fprintf(w, "  %d. %s [%s] %s (%s)\n", n, d.Cause, d.Severity, strings.Join(keys, ", "), d.Class)
+	what := strings.Join(keys, ", ")
+	if cp := d.Capacity; cp != nil {
+		limit := map[report.CapacityLimit]string{
+			report.LimitProvisioned: "provisioned capacity", report.LimitAccount: "account quota",
+			report.LimitOnDemandMax: "on-demand maximum",
+		}[cp.Limit]
+		if limit == "" {
+			limit = "capacity (no reason: inferred)"
+		}
+		what = fmt.Sprintf("%s of the %s, %.1f%% of calls refused", limit, cp.Resource, cp.ThrottledShare*100)
+	}
+	fmt.Fprintf(w, "  %d. %s [%s] %s (%s)\n", n, d.Cause, d.Severity, what, d.Class)
 	if d.Summary != "" {
 		fmt.Fprintf(w, "     %s\n", d.Summary)
 	}

@@ -12,6 +12,12 @@ const (
 	KindLowCardinality Kind = "low_cardinality"
 	KindTimeOrderedKey Kind = "time_ordered_key"
 	KindHotPartition   Kind = "hot_partition"
+	// KindCapacity: a table's (or index's) calls of one class are
+	// throttled across its keys, because the table or index, not a
+	// partition, is short of capacity: its provisioned capacity, the
+	// account's per-table quota or its on-demand maximum. Table-wide: no
+	// key.
+	KindCapacity Kind = "capacity"
 )
 
 // KeyType says what a finding's Key names.
@@ -52,6 +58,33 @@ const (
 	// queries do not read them from: the index key attribute is written
 	// only on the items the queries look for.
 	AdviceSparseIndex AdviceKind = "sparse_index"
+	// AdviceCapacity: give the table or index more capacity (raise its
+	// provisioned capacity, auto scaling, on-demand, its on-demand
+	// maximum or the account's quota): a fix of capacity, not of the key
+	// design.
+	AdviceCapacity AdviceKind = "capacity"
+)
+
+// CapacityLimit is which capacity a capacity diagnosis found short: the
+// limit of DynamoDB's throttling reasons (traffic.ThrottleLimit), by the
+// value of Capacity.Limit.
+type CapacityLimit string
+
+// Capacity limits.
+const (
+	// LimitProvisioned: the provisioned capacity of the table or index
+	// (ProvisionedThroughputExceeded).
+	LimitProvisioned CapacityLimit = "provisioned"
+	// LimitAccount: the account's per-table throughput quota of an
+	// on-demand table or index (AccountLimitExceeded).
+	LimitAccount CapacityLimit = "account"
+	// LimitOnDemandMax: the maximum throughput configured on an on-demand
+	// table or index (MaxOnDemandThroughputExceeded).
+	LimitOnDemandMax CapacityLimit = "on_demand_max"
+	// LimitUnknown: no throttling reason in the input says which; the
+	// cause was inferred from how the throttled calls spread over the
+	// keys.
+	LimitUnknown CapacityLimit = "unknown"
 )
 
 // Severity says how close a finding or diagnosis is to throttling, judged

@@ -45,6 +45,11 @@ type Settings struct {
 	WriteLimit float64 `json:"write_limit"`
 	// Top is the number of keys per class listed in a table's top_keys.
 	Top int `json:"top"`
+	// CapacityWarnShare and CapacityCriticalShare are the shares of a
+	// class's calls throttled for capacity where a capacity diagnosis is
+	// a warning and critical.
+	CapacityWarnShare     float64 `json:"capacity_warn_share"`
+	CapacityCriticalShare float64 `json:"capacity_critical_share"`
 }
 
 // BadTime is the events refused for their time, by why: so that a few
@@ -240,15 +245,18 @@ type Evidence struct {
 	// over the stream's shards.
 	Records     uint64  `json:"records,omitempty"`
 	MeanRecords float64 `json:"mean_records,omitempty"`
-	// Throttled is the key's throttled calls in the window.
-	Throttled uint64 `json:"throttled,omitempty"`
+	// Throttled is the key's throttled calls in the window (of the class,
+	// for capacity), KeyRangeThrottled those of its key range: what makes
+	// a key's finding critical, whatever its peak.
+	Throttled         uint64 `json:"throttled,omitempty"`
+	KeyRangeThrottled uint64 `json:"key_range_throttled,omitempty"`
 }
 
 // Recommendation is a fix: a Diagnosis's one fix, repeated on the findings
 // it explains.
 type Recommendation struct {
-	// Kind is write_sharding, calculated_suffix, gsi, rekey, cache or
-	// sparse_index.
+	// Kind is write_sharding, calculated_suffix, gsi, rekey, cache,
+	// sparse_index or capacity.
 	Kind        AdviceKind `json:"kind"`
 	SuffixCount int        `json:"suffix_count,omitempty"`
 	Example     string     `json:"example,omitempty"`
@@ -278,8 +286,12 @@ type Diagnosis struct {
 	Share              float64 `json:"share"`
 	PeakUnitsPerSecond float64 `json:"peak_units_per_second"`
 	Limit              float64 `json:"limit"`
-	// Throttled counts the throttled calls of the keys in the window.
+	// Throttled counts the throttled calls of the keys in the window (of
+	// the class, for capacity).
 	Throttled uint64 `json:"throttled,omitempty"`
+	// Capacity says, for cause capacity, which capacity is short and how
+	// much of the class's calls it throttles; nil for other causes.
+	Capacity *Capacity `json:"capacity,omitempty"`
 	// Summary says in one sentence what is wrong and how urgent it is.
 	Summary string `json:"summary"`
 	// Fix is the one fix for the cause.
@@ -294,6 +306,45 @@ type Diagnosis struct {
 	// its findings, and logs it. The others' APIs show it too. Absent with
 	// one process.
 	RaisedBy string `json:"raised_by,omitempty"`
+}
+
+// Capacity is what a capacity diagnosis found: which capacity throttles
+// the class's calls across the keys, and how much of them.
+type Capacity struct {
+	// Limit is the capacity found short: provisioned, account,
+	// on_demand_max, or unknown when no throttling reason said which.
+	Limit CapacityLimit `json:"limit"`
+	// Resource is "table" or "index": what the reasons name as throttled.
+	// On a table's entry, "index" is one of its indexes (a write held back
+	// by an index short of capacity), which the input did not name.
+	Resource string `json:"resource"`
+	// Inferred is set when no throttling reason said so: the cause was
+	// inferred from the throttled calls spreading over the keys in
+	// proportion to their traffic (docs/how-it-decides.md).
+	Inferred bool `json:"inferred,omitempty"`
+	// Calls are the class's calls in the window but those of keys
+	// throttled in their key range (their own cause), and Throttled those
+	// refused for capacity; ThrottledShare is Throttled over Calls, the
+	// rate at which the capacity refuses any call: what the severity is
+	// judged on.
+	Calls          uint64  `json:"calls"`
+	Throttled      uint64  `json:"throttled"`
+	ThrottledShare float64 `json:"throttled_share"`
+	// UnitsPerSecond is the class's consumed capacity per second over the
+	// window, and DemandUnitsPerSecond what it would have consumed had no
+	// call been throttled (the consumed rate scaled by calls over
+	// successful calls): what the capacity must at least be.
+	UnitsPerSecond       float64 `json:"units_per_second"`
+	DemandUnitsPerSecond float64 `json:"demand_units_per_second"`
+	// Reasons are the throttling reasons the input gave, by DynamoDB's
+	// name, with their calls, most first; empty when it gave none.
+	Reasons []ReasonCount `json:"reasons,omitempty"`
+}
+
+// ReasonCount is one of DynamoDB's throttling reasons and its calls.
+type ReasonCount struct {
+	Reason string `json:"reason"`
+	Calls  uint64 `json:"calls"`
 }
 
 // KeyType says what the diagnosis's Keys name: partition key values, or

@@ -35,6 +35,14 @@
     low_cardinality: 'low partition key cardinality',
     time_ordered_key: 'time-ordered partition key',
     hot_partition: 'hot partition',
+    capacity: 'short of capacity',
+  };
+  // LIMIT names the capacity a capacity diagnosis found short.
+  var LIMIT = {
+    provisioned: 'provisioned capacity',
+    account: 'account quota',
+    on_demand_max: 'on-demand maximum',
+    unknown: 'capacity (no throttling reason: inferred)',
   };
   var FIX = {
     write_sharding: 'write sharding',
@@ -43,6 +51,7 @@
     rekey: 're-key',
     cache: 'cache',
     sparse_index: 'sparse index',
+    capacity: 'more capacity',
   };
 
   // ---- formatting ----
@@ -308,9 +317,17 @@
     html += '<div><span class="sev ' + esc(d.severity) + '">' + esc(d.severity) + '</span> ' +
       '<span class="cause">' + esc(CAUSE[d.cause] || d.cause) + '</span> on <a href="' + tableHref(t) + '">' + esc(tableName(t)) + '</a>' +
       ' · ' + esc(d.class) + 's' + (keys.length ? ' · ' + keyLabel + ' ' + keys.map(function (k) { return '<code class="key" title="' + esc(k) + '">' + esc(k) + '</code>'; }).join(', ') : '') + '</div>';
-    html += '<div class="nums"><span>share <b>' + pct(d.share) + '</b></span><span>busiest second <b>' + fmt(d.peak_units_per_second) + '</b> ' +
-      UNIT[d.class] + '/s</span><span><b>' + trim((ceiling * 100).toFixed(ceiling < 0.1 ? 1 : 0)) + '%</b> of one partition\'s ' + fmt(d.limit) + ' ' + UNIT[d.class] + '/s</span>' +
-      (d.throttled ? '<span>throttled <b>' + fmt(d.throttled) + '</b></span>' : '') + '</div>';
+    if (d.capacity) {
+      var cp = d.capacity;
+      html += '<div class="nums capacity"' + attrs({ limit: cp.limit, resource: cp.resource, 'throttled-share': cp.throttled_share }) + '>' +
+        '<span><b>' + esc(LIMIT[cp.limit] || cp.limit) + '</b> of the ' + esc(cp.resource) + '</span>' +
+        '<span>refused <b>' + pct(cp.throttled_share) + '</b> of ' + fmt(cp.calls) + ' calls</span>' +
+        '<span>consumes <b>' + fmt(cp.units_per_second) + '</b> ' + UNIT[d.class] + '/s, needs about <b>' + fmt(cp.demand_units_per_second) + '</b></span></div>';
+    } else {
+      html += '<div class="nums"><span>share <b>' + pct(d.share) + '</b></span><span>busiest second <b>' + fmt(d.peak_units_per_second) + '</b> ' +
+        UNIT[d.class] + '/s</span><span><b>' + trim((ceiling * 100).toFixed(ceiling < 0.1 ? 1 : 0)) + '%</b> of one partition\'s ' + fmt(d.limit) + ' ' + UNIT[d.class] + '/s</span>' +
+        (d.throttled ? '<span>throttled <b>' + fmt(d.throttled) + '</b></span>' : '') + '</div>';
+    }
     html += '<p class="summary">' + esc(d.summary) + '</p>';
     html += '<div class="fix"><span class="label">Fix: ' + esc(FIX[d.fix.kind] || d.fix.kind) +
       (d.fix.suffix_count ? ', ' + d.fix.suffix_count + ' keys' : '') + '.</span>' + esc(d.fix.text) +
@@ -339,7 +356,7 @@
         (db.peak_units_per_second / db.limit) - (da.peak_units_per_second / da.limit);
     });
     var html = '<h2>Diagnoses</h2>';
-    if (!all.length) return html + '<p class="none" id="no-diagnoses">No diagnosis: no key is hot or near a partition\'s ceiling.</p>';
+    if (!all.length) return html + '<p class="none" id="no-diagnoses">No diagnosis: no key is hot or near a partition\'s ceiling, and no table short of capacity.</p>';
     return html + all.map(function (p) { return diagnosisCard(p[0], p[1]); }).join('');
   }
 
