@@ -80,6 +80,7 @@ var alertForCause = map[string]string{
 	"low_cardinality":  "LowCardinalityPartitionKey",
 	"time_ordered_key": "TimeOrderedPartitionKey",
 	"hot_partition":    "HotPartition",
+	"capacity":         "TableShortOfCapacity",
 }
 
 // corePanels must show data while hotkeyd demo runs: the traffic, the top
@@ -90,7 +91,7 @@ var corePanels = map[string][]string{
 		"Diagnoses now, with the fix", "Top keys' share now", "Top keys' busiest second against the ceiling",
 		"Events per second by table and class", "Units per second by table and class",
 		"Top keys' share over time", "Top keys' units per second", "Top keys' busiest second against the ceiling over time",
-		"Distinct partition keys",
+		"Distinct partition keys", "Throttled calls per second", "Calls refused by throttling",
 	},
 	"hotkeyd-table.json": {
 		"Units/s", "Events/s", "Distinct partition keys", "Hottest key's share", "Busiest key against the ceiling",

@@ -15,7 +15,7 @@ func Overview() Dashboard {
 			`count(count by (table) (hotkeyd_units_total`+all+`))`, 3, 4, nil),
 		l.stat("Events/s", "Accesses per second, all tables, reads and writes.", "reqps",
 			`sum(rate(hotkeyd_events_total`+all+`[$__rate_interval]))`, 4, 4, nil),
-		l.stat("Critical", "Diagnoses flagged now at critical: a key's busiest second at 80 % of a partition's ceiling or more, or throttled calls. They page.", "none",
+		l.stat("Critical", "Diagnoses flagged now at critical: a key's busiest second at 80 % of a partition's ceiling or more, or throttled in its key range; or a table refusing 5 % of its calls or more for lack of capacity. They page.", "none",
 			`count(hotkeyd_diagnosis`+sel(`severity="critical"`)+` == 1) or vector(0)`, 3, 4, thresholds("green", 1.0, "red")),
 		l.stat("Warnings", "Diagnoses flagged now at warning: a key's busiest second past half a partition's ceiling.", "none",
 			`count(hotkeyd_diagnosis`+sel(`severity="warning"`)+` == 1) or vector(0)`, 3, 4, thresholds("green", 1.0, "orange")),
@@ -27,7 +27,7 @@ func Overview() Dashboard {
 			`sum(hotkeyd_keys_omitted`+all+`) or vector(0)`, 3, 4, nil),
 	)
 	diagnoses := l.findingsTable("Diagnoses now, with the fix",
-		"One row per root cause the detector flags now: the table, its severity (critical and warning page; info is the 10 % design rule at rates far from the ceiling, shown here and never alerted on), the cause, the class (read or write), the key (the first of its keys; the stream shard for hot_partition) and the one fix. The full diagnosis, with the shard count and what the fix would do to the traffic, is in /api/v1/hotkeys. See docs/monitoring.md for what to do. Click a table to drill down.",
+		"One row per root cause the detector flags now: the table, its severity (critical and warning page; info is the 10 % design rule at rates far from the ceiling, shown here and never alerted on), the cause, the class (read or write), the key (the first of its keys; the stream shard for hot_partition; none for capacity, a table or index short of capacity) and the one fix. The full diagnosis, with the shard count and what the fix would do to the traffic, is in /api/v1/hotkeys. See docs/monitoring.md for what to do. Click a table to drill down.",
 		`max by (table, severity, cause, class, key, fix) (hotkeyd_diagnosis`+all+` == 1)`,
 		[]string{"table", "severity", "cause", "class", "key", "fix"}, 24, 8)
 	// Each table name links to the drill-down dashboard for it.
@@ -62,8 +62,10 @@ func Overview() Dashboard {
 			`topk(10, `+ofCeiling("table, class, key", "hotkeyd_key_peak_units_per_second")+`)`, "{{table}} {{class}} {{key}}"),
 		l.timeSeries("Distinct partition keys", "Estimated distinct partition keys accessed per table in the sliding window, summed over replicas. Few keys for much traffic means a low-cardinality key design.", "short", 12, 8,
 			Target{Expr: `sum by (table) (hotkeyd_partition_keys_distinct` + all + `)`, LegendFormat: "{{table}}"}),
-		l.timeSeries("Throttled calls per second", "Calls that failed with a throttling error, from sources that see failed calls (CloudTrail).", "reqps", 12, 8,
+		l.timeSeries("Throttled calls per second", "Calls that failed with a throttling error, from sources that see failed calls (CloudTrail; JSON lines and HTTP ingest that say so).", "reqps", 12, 8,
 			Target{Expr: `sum by (table, class) (rate(hotkeyd_throttled_events_total` + all + `[$__rate_interval]))`, LegendFormat: "{{table}} {{class}}"}),
+		l.timeSeries("Calls refused by throttling", "Share of each table's calls of a class refused by throttling. Spread over the keys, it is the table's (or index's) capacity: a capacity diagnosis, warning from 1 %, critical from 5 %; on a few keys, their key range.", "percentunit", 12, 8,
+			Target{Expr: `sum by (table, class) (rate(hotkeyd_throttled_events_total` + all + `[$__rate_interval])) / (sum by (table, class) (rate(hotkeyd_throttled_events_total` + all + `[$__rate_interval])) + sum by (table, class) (rate(hotkeyd_events_total` + all + `[$__rate_interval])))`, LegendFormat: "{{table}} {{class}}"}),
 	)
 
 	panels = append(panels, l.row("Readers"))

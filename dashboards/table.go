@@ -55,8 +55,11 @@ func Table() Dashboard {
 		l.timeSeries("Distinct partition keys", "Estimated distinct partition keys in the sliding window, and the keys outside the exported top keys.", "short", 12, 8,
 			Target{Expr: `sum(hotkeyd_partition_keys_distinct` + t + `)`, LegendFormat: "distinct"},
 			Target{Expr: `sum(hotkeyd_keys_omitted` + t + `)`, LegendFormat: "left out of the top keys"}),
-		l.timeSeries("Most throttled keys", "Throttled calls per key in the sliding window (sources that see failed calls).", "short", 12, 8,
-			Target{Expr: `topk(10, max by (key) (hotkeyd_key_throttled` + t + `))`, LegendFormat: "{{key}}"}),
+		l.timeSeries("Most throttled keys", "Throttled calls per key in the sliding window (sources that see failed calls): at least, and at most where the window counted more throttled keys than it keeps (64 a class). Only keys known to be more throttled than any other are listed.", "short", 12, 8,
+			Target{Expr: `topk(10, max by (key) (hotkeyd_key_throttled` + t + `))`, LegendFormat: "{{key}}"},
+			Target{Expr: `topk(10, max by (key) (hotkeyd_key_throttled_max` + t + `))`, LegendFormat: "{{key}} at most"}),
+		l.timeSeries("Calls refused by throttling", "Share of the table's calls of each class refused by throttling. Spread over the keys, it is the table's capacity (a capacity diagnosis, warning from 1 %, critical from 5 %); on a few keys, their key range.", "percentunit", 12, 8,
+			Target{Expr: `sum by (class) (rate(hotkeyd_throttled_events_total` + tc + `[$__rate_interval])) / (sum by (class) (rate(hotkeyd_throttled_events_total` + tc + `[$__rate_interval])) + sum by (class) (rate(hotkeyd_events_total` + tc + `[$__rate_interval])))`, LegendFormat: "{{class}}"}),
 	)
 
 	panels = append(panels, l.row("Stream"))

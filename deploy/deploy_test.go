@@ -88,7 +88,7 @@ func TestAlertConventions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"HotKey", "HotKeyNearPartitionLimit", "LowCardinalityPartitionKey", "TimeOrderedPartitionKey", "HotPartition",
+	want := []string{"HotKey", "HotKeyNearPartitionLimit", "LowCardinalityPartitionKey", "TimeOrderedPartitionKey", "HotPartition", "TableShortOfCapacity",
 		"StreamReaderLagging", "StreamReaderErrors", "HotkeydDown", "HotkeydNoEvents"}
 	var alerts []string
 	for _, g := range rf.Groups {
@@ -163,7 +163,7 @@ func TestDiagnosisAlerts(t *testing.T) {
 			covered[cause+" "+sev] = true
 		}
 	}
-	for _, cause := range []string{"hot_key", "partition_limit", "low_cardinality", "time_ordered_key", "hot_partition"} {
+	for _, cause := range []string{"hot_key", "partition_limit", "low_cardinality", "time_ordered_key", "hot_partition", "capacity"} {
 		for _, sev := range []string{"warning", "critical"} {
 			if cause == "partition_limit" && sev == "warning" {
 				continue

@@ -62,6 +62,14 @@ const (
 	Sessions = 1_000_000
 	// SKUs is the key space of the orders table's GSI1 index.
 	SKUs = 20_000
+
+	// Accounts is the key space of the ledger table, short of write
+	// capacity: LedgerRefused of every account's writes are refused with
+	// TableWriteProvisionedThroughputExceeded, about 13 of its 40 writes a
+	// second at DefaultRate, while no account comes near a partition's
+	// ceiling (a few WCU/s at most): a capacity diagnosis, critical.
+	Accounts      = 3_000
+	LedgerRefused = 1.0 / 3
 )
 
 // Event mix, per 1000 events.
@@ -75,8 +83,9 @@ const (
 	wTelemetry      = 150
 	wSettings       = 10
 	wShipments      = 100
-	wSessionsRead   = 45
-	wSessionsWrite  = 44
+	wLedger         = 20
+	wSessionsRead   = 35
+	wSessionsWrite  = 34
 	wSessionsScan   = 1
 	mixTotal        = 1000
 	scanUnits       = 16
@@ -151,6 +160,9 @@ func (p Plant) Causes() []string {
 //     (critical) with calculated_suffix;
 //   - settings: CONFIG#global has a third of 20 WCU/s → hot_key at info
 //     (write_sharding), never paged, and a quiet that says so;
+//   - ledger: uniform writes over 3 000 accounts, a third of them refused
+//     for the table's provisioned capacity (the reason logged) → one
+//     capacity diagnosis (critical) with a capacity fix, and no key paged;
 //   - sessions: uniform over a million keys, plus an occasional keyless
 //     Scan → nothing;
 //   - orders index GSI1: uniform Queries over 20 000 SKUs → nothing (it
@@ -174,6 +186,8 @@ func Planted() []Plant {
 			Why: "a chatty device with 7% of a big table's writes, near 1000 WCU/s"},
 		{Table: "settings", Key: TrivialKey, Class: traffic.Write, Cause: "hot_key", Severity: "info", Fix: "write_sharding",
 			Why: "a small settings table where one item takes a third of 20 WCU/s: hot by share, far from any ceiling"},
+		{Table: "ledger", Class: traffic.Write, Cause: "capacity", Severity: "critical", Fix: "capacity",
+			Why: "a ledger short of write capacity: a third of every account's writes refused for the table's provisioned capacity, no key near a ceiling"},
 		{Table: "sessions", Why: "uniform reads and writes over a million sessions, and a Scan now and then"},
 		{Table: "orders", Index: "GSI1", Class: traffic.Read, Why: "uniform Queries by SKU on a global secondary index"},
 		{Table: "shipments", Why: "every shipment its own key: a table that looks healthy"},
@@ -245,6 +259,14 @@ func mix() []kind {
 			}
 		}},
 		{wShipments, (*Workload).shipment},
+		{wLedger, func(w *Workload, ev *traffic.Event) {
+			ev.Table, ev.Class = "ledger", traffic.Write
+			ev.PK = w.key("ACCOUNT#", w.rng.Uint64N(Accounts))
+			if w.chance(LedgerRefused) {
+				ev.Throttled = true
+				ev.ThrottleReason = traffic.MakeThrottleReason(false, traffic.Write, traffic.LimitProvisioned)
+			}
+		}},
 		{wSessionsRead, func(w *Workload, ev *traffic.Event) {
 			ev.Table, ev.Class, ev.Units = "sessions", traffic.Read, 0.5
 			ev.PK = w.key("SESSION#", w.rng.Uint64N(Sessions))
