@@ -123,7 +123,7 @@ func (g group) events(start time.Time, d time.Duration) ([]traffic.Event, error)
 		}
 		e := traffic.Event{
 			Table: g.Table, Index: g.Index, Class: class, Units: units,
-			PK:        strings.ReplaceAll(g.PK, "{i}", strconv.Itoa(g.From+i)),
+			PK:             strings.ReplaceAll(g.PK, "{i}", strconv.Itoa(g.From+i)),
 			Source:         "scenario",
 			Throttled:      g.Throttled || reason.Known(),
 			ThrottleReason: reason,
