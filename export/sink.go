@@ -120,7 +120,7 @@ func NewCountingSink(next traffic.Sink, reg prometheus.Registerer, now func() ti
 		}, []string{"table", "class"}),
 		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotkeyd_throttled_events_total",
-			Help: "Calls that failed with a throttling error, by table (an index as table/index) and class, as reported by sources that see failed calls (CloudTrail).",
+			Help: "Calls that failed with a throttling error, by table (an index as table/index) and class, as reported by sources that see failed calls (CloudTrail; JSON lines and HTTP ingest that say so).",
 		}, []string{"table", "class"}),
 		lastBatch: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hotkeyd_source_last_batch_timestamp_seconds",

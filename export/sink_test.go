@@ -75,7 +75,7 @@ hotkeyd_events_total{class="read",source="jsonl",table="orders"} 1
 hotkeyd_events_total{class="read",source="jsonl",table="orders/status-index"} 1
 hotkeyd_events_total{class="write",source="cloudtrail",table="orders"} 1
 hotkeyd_events_total{class="write",source="jsonl",table="orders"} 4
-# HELP hotkeyd_throttled_events_total Calls that failed with a throttling error, by table (an index as table/index) and class, as reported by sources that see failed calls (CloudTrail).
+# HELP hotkeyd_throttled_events_total Calls that failed with a throttling error, by table (an index as table/index) and class, as reported by sources that see failed calls (CloudTrail; JSON lines and HTTP ingest that say so).
 # TYPE hotkeyd_throttled_events_total counter
 hotkeyd_throttled_events_total{class="read",table="orders"} 0
 hotkeyd_throttled_events_total{class="read",table="orders/status-index"} 0
