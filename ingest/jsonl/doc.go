@@ -1,5 +1,6 @@
 // Package jsonl reads the JSON-lines access log of the contract (one JSON
-// object per line: ts, table, index, pk, sk, op, units; member names
+// object per line: ts, table, index, pk, sk, op, units, throttled,
+// throttle_reason, throttle_resource; member names
 // configurable with Fields) into ingest Events, from three places:
 //
 //   - ReadAll: a whole input (a file for hotkeyd analyze, stdin);
