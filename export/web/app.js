@@ -320,8 +320,8 @@
     if (d.capacity) {
       var cp = d.capacity;
       html += '<div class="nums capacity"' + attrs({ limit: cp.limit, resource: cp.resource, 'throttled-share': cp.throttled_share }) + '>' +
-        '<span><b>' + esc(LIMIT[cp.limit] || cp.limit) + '</b> of the ' + esc(cp.resource) + '</span>' +
         '<span>refused <b>' + pct(cp.throttled_share) + '</b> of ' + fmt(cp.calls) + ' calls</span>' +
+        '<span><b>' + esc(LIMIT[cp.limit] || cp.limit) + '</b> of the ' + esc(cp.resource) + '</span>' +
         '<span>consumes <b>' + fmt(cp.units_per_second) + '</b> ' + UNIT[d.class] + '/s, needs about <b>' + fmt(cp.demand_units_per_second) + '</b></span></div>';
     } else {
       html += '<div class="nums"><span>share <b>' + pct(d.share) + '</b></span><span>busiest second <b>' + fmt(d.peak_units_per_second) + '</b> ' +
