@@ -433,15 +433,6 @@ func reasonNames(rs []report.ReasonCount) string {
 	return s
 }
 
-// keyStatOrEmpty is the key's KeyStat, or an empty one for a key the class
-// does not rank (all its calls throttled, say).
-func (t *table) keyStatOrEmpty(c traffic.Class, key string) *sketch.KeyStat {
-	if k := t.keyStat(c, key); k != nil {
-		return k
-	}
-	return &sketch.KeyStat{Key: key}
-}
-
 // keyRangeOf is the throttled calls of keys in class c that are their key
 // ranges'.
 func (t *table) keyRangeOf(c traffic.Class, keys []string) uint64 {

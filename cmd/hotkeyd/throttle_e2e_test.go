@@ -341,9 +341,9 @@ func TestDaemonTableShortOfCapacity(t *testing.T) {
 	seen := 0
 	for _, m := range re.FindAllSubmatch(metrics, -1) {
 		n, _ := strconv.Atoi(string(m[3]))
-		key, upper := string(m[2]), len(m[1]) > 0
-		if upper && n < truth[key] || !upper && n > truth[key] {
-			t.Errorf("%s = %d, truth %d", m[0], n, truth[key])
+		upper, want := len(m[1]) > 0, truth[string(m[2])]
+		if upper && n < want || !upper && n > want {
+			t.Errorf("%s = %d, truth %d", m[0], n, want)
 		}
 		seen++
 	}
