@@ -47,7 +47,7 @@ func runAnalyze(f *flags, io stdio) int {
 		return printValid(f, false, io)
 	}
 	if len(f.files) == 0 {
-		fmt.Fprintln(io.stderr, "hotkeyd: analyze: name at least one FILE (\"-\" is stdin) (see --help)")
+		fmt.Fprintln(io.stderr, "hotkeyd: analyze: name at least one FILE (\"-\" is stdin) (see hotkeyd analyze --help)")
 		return 2
 	}
 	settings := cfg.DetectSettings()

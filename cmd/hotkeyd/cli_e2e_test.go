@@ -67,11 +67,11 @@ func TestCommandLine(t *testing.T) {
 			"hotkeyd: config typo.yaml: threshhold: unknown key (did you mean threshold?)\n"},
 		{[]string{"analyze", "--config.check", "--key-schema", "orders", "x.jsonl"}, nil, 2, "",
 			"hotkeyd: --key-schema: \"orders\": want TABLE=PK or TABLE=PK,SK\n"},
-		{[]string{"analyze"}, nil, 2, "", "hotkeyd: analyze: name at least one FILE (\"-\" is stdin) (see --help)\n"},
+		{[]string{"analyze"}, nil, 2, "", "hotkeyd: analyze: name at least one FILE (\"-\" is stdin) (see hotkeyd analyze --help)\n"},
 		// Flags.
 		{[]string{"--version"}, nil, 0, version, ""},
-		{[]string{"--log.format", "yaml", "demo"}, nil, 2, "", "hotkeyd: --log.format: must be logfmt or json, got \"yaml\" (see --help)\n"},
-		{[]string{"analyze", "--format", "yaml", "x.jsonl"}, nil, 2, "", "hotkeyd: --format: must be text, json or html, got \"yaml\" (see --help)\n"},
+		{[]string{"demo", "--log.format", "yaml"}, nil, 2, "", "hotkeyd: --log.format: must be logfmt or json, got \"yaml\" (see hotkeyd demo --help)\n"},
+		{[]string{"analyze", "--format", "yaml", "x.jsonl"}, nil, 2, "", "hotkeyd: --format: must be text, json or html, got \"yaml\" (see hotkeyd analyze --help)\n"},
 		{[]string{"demo", "--keys", "hash", "--config.check"}, nil, 1, "", noSecret},
 		{[]string{"demo", "--keys", "hash", "--config.check"}, []string{"HOTKEYD_KEY_HASH_SECRET=s3cret"}, 0, "defaults: valid\n", ""},
 		// YAML errors name the key as a path, without Go types.

@@ -24,7 +24,6 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/hotkeyd/hotkeyd/export"
-	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/internal/app/config"
 )
 
@@ -85,7 +84,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	io := stdio{stdin: stdin, stdout: stdout, stderr: stderr}
 	var f flags
-	app := kingpin.New("hotkeyd", "Finds hot partition keys in DynamoDB tables and says how to fix the key design.")
+	app := newApp(&f)
 	exit := -1
 	app.Terminate(func(code int) {
 		if exit < 0 {
@@ -93,46 +92,6 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 	})
 	app.UsageWriter(stdout).ErrorWriter(stderr)
-	app.HelpFlag.Short('h')
-	app.Version(strings.TrimSuffix(versionString(), "\n"))
-	def := config.Default()
-
-	app.Flag("config.file", "Configuration file (YAML).").Default("hotkeyd.yaml").IsSetByUser(&f.configSet).StringVar(&f.configFile)
-	app.Flag("config", "Alias of --config.file.").PlaceHolder("FILE").IsSetByUser(&f.configAliased).StringVar(&f.configAlias)
-	app.Flag("config.check", "Check the configuration (file and flags) as the command would before reading anything, print the result and exit (0 valid, 1 invalid).").BoolVar(&f.check)
-	app.Flag("web.listen-address", "Address of the HTTP server: /metrics, /api/v1/hotkeys, /-/healthy, /-/ready. Overrides listen in the file.").
-		Default(def.Listen).IsSetByUser(&f.listenSet).StringVar(&f.listen)
-	app.Flag("web.config.file", "exporter-toolkit web configuration file (TLS, basic auth).").Default("").StringVar(&f.webConfig)
-	app.Flag("web.max-connections", "Most HTTP connections served at once; more wait to be accepted.").Default(fmt.Sprint(export.DefaultMaxConnections)).IntVar(&f.maxConns)
-	app.Flag("web.enable-lifecycle", "Reload the configuration on POST /-/reload, as SIGHUP does.").BoolVar(&f.lifecycle)
-	app.Flag("web.max-connections-per-client", "Most HTTP connections one client address holds at once; more are closed when accepted (0: no cap).").Default(fmt.Sprint(export.DefaultMaxConnectionsPerClient)).IntVar(&f.maxConnsPerClient)
-	app.Flag("web.read-timeout", "Most time to read a whole request, headers and body.").Default(export.DefaultReadTimeout.String()).DurationVar(&f.readTimeout)
-	app.Flag("web.write-timeout", "Most time to write an answer.").Default(export.DefaultWriteTimeout.String()).DurationVar(&f.writeTimeout)
-	app.Flag("web.idle-timeout", "Most time a keep-alive connection stays open between requests.").Default(export.DefaultIdleTimeout.String()).DurationVar(&f.idle)
-	app.Flag("web.enable-ingest", "Accept NDJSON events on POST /api/v1/events.").BoolVar(&f.enableIngest)
-	app.Flag("web.ingest.rate-limit", "Requests per second POST /api/v1/events accepts, from all clients together (0: no limit); over it, 429.").
-		Default(fmt.Sprint(jsonl.DefaultRequestsPerSecond)).Float64Var(&f.ingestRate)
-	app.Flag("web.ingest.burst", "Requests POST /api/v1/events accepts at once above the rate limit.").Default(fmt.Sprint(jsonl.DefaultBurst)).IntVar(&f.ingestBurst)
-	enumFlag(app.Flag("log.level", "Log level: debug, info, warn or error."), &f.logLevel, "info", "debug", "info", "warn", "error")
-	enumFlag(app.Flag("log.format", "Log format: logfmt or json."), &f.logFormat, "logfmt", "logfmt", "json")
-	app.Flag("window", "Sliding window shares are computed over. Overrides window in the file.").
-		Default(def.Window.String()).IsSetByUser(&f.windowSet).DurationVar(&f.window)
-	app.Flag("threshold", "Traffic share (0-1) that makes a key hot. Overrides threshold in the file.").
-		Default(fmt.Sprint(def.Threshold)).IsSetByUser(&f.thresholdSet).Float64Var(&f.threshold)
-	enumFlag(app.Flag("keys", "How key values are shown in metrics, the API and logs: plain, hash or redact. Overrides keys in the file; hash takes its secret from the file or "+secretEnv+".").
-		IsSetByUser(&f.keysSet), &f.keys, string(export.KeysPlain), string(export.KeysPlain), string(export.KeysHash), string(export.KeysRedact))
-
-	runCmd := app.Command("run", "Run the daemon on the configured sources (the default).").Default()
-	demoCmd := app.Command("demo", "Run the daemon on a built-in synthetic workload with planted hot keys.")
-	analyzeCmd := app.Command("analyze", "Read whole files (JSON lines, CloudTrail, DynamoDB stream records) as one window and print one report.")
-	enumFlag(analyzeCmd.Flag("format", "Report format: text, json, or html (one self-contained page with charts of the traffic across the input, to open in a browser or attach to a ticket)."), &f.format, "text", "text", "json", "html")
-	analyzeCmd.Flag("top", "Keys listed per table and class.").Default("10").IntVar(&f.top)
-	analyzeCmd.Flag("key-schema", "Key schema of a table, TABLE=PK[,SK], for inputs that do not say which attribute is the key (CloudTrail, stream records). Repeatable.").
-		PlaceHolder("TABLE=PK[,SK]").StringsVar(&f.keySchemas)
-	analyzeCmd.Flag("table", "Table of the stream records that name none (aws dynamodbstreams get-records output); stream records of other tables are then skipped.").
-		PlaceHolder("NAME").StringVar(&f.table)
-	analyzeCmd.Arg("file", `Input files; "-" is stdin.`).StringsVar(&f.files)
-	versionCmd := app.Command("version", "Print the version, revision and Go version.")
 
 	cmd, err := app.Parse(protectStdinArgs(args))
 	for i, name := range f.files {
@@ -144,21 +103,34 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return exit
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "hotkeyd: %v (see --help)\n", err)
+		fmt.Fprintf(stderr, "hotkeyd: %v (%s)\n", err, usageHint(app, args, err))
 		return 2
 	}
 
 	switch cmd {
-	case versionCmd.FullCommand():
+	case "version":
 		fmt.Fprint(stdout, versionString())
 		return 0
-	case analyzeCmd.FullCommand():
+	case "analyze":
 		return runAnalyze(&f, io)
-	case runCmd.FullCommand(), demoCmd.FullCommand():
-		return runDaemon(ctx, &f, cmd == demoCmd.FullCommand(), io)
+	case "run", "demo":
+		return runDaemon(ctx, &f, cmd == "demo", io)
 	}
 	fmt.Fprintf(stderr, "hotkeyd: unknown command %q\n", cmd)
 	return 2
+}
+
+// newApp declares the commands and, through f, their flags.
+func newApp(f *flags) *kingpin.Application {
+	app := kingpin.New("hotkeyd", "Finds hot partition keys in DynamoDB tables and says how to fix the key design. "+
+		"Each command takes the flags it uses: hotkeyd COMMAND --help lists them.")
+	app.HelpFlag.Short('h')
+	app.Version(strings.TrimSuffix(versionString(), "\n"))
+	f.defineRun(app.Command("run", "Run the daemon on the configured sources (the default).").Default())
+	f.defineDemo(app.Command("demo", "Run the daemon on a built-in synthetic workload with planted hot keys."))
+	f.defineAnalyze(app.Command("analyze", "Read whole files (JSON lines, CloudTrail, DynamoDB stream records) as one window and print one report."))
+	app.Command("version", "Print the version, revision and Go version.")
+	return app
 }
 
 // enumValue is a flag with a fixed set of values whose error names the
@@ -254,4 +226,24 @@ func printValid(f *flags, required bool, io stdio) int {
 	}
 	fmt.Fprintf(io.stdout, "%s: valid\n", path)
 	return 0
+}
+
+// usageHint says where the flags of the command the user meant are listed,
+// and, when a command's name came after flags (hotkeyd --log.level debug
+// demo), that the command comes first: flags before it are the default
+// command's.
+func usageHint(app *kingpin.Application, args []string, err error) string {
+	for i, a := range args {
+		if strings.HasPrefix(a, "-") || app.GetCommand(a) == nil {
+			continue
+		}
+		if i > 0 && err.Error() == "unexpected "+a {
+			return fmt.Sprintf("the command comes first: hotkeyd %s [<flags>]", a)
+		}
+		return fmt.Sprintf("see hotkeyd %s --help", a)
+	}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return "see hotkeyd --help for the commands"
+	}
+	return "see hotkeyd run --help" // flags without a command are run's
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,7 +85,7 @@ func TestUsageAndVersion(t *testing.T) {
 	if code := run([]string{"--help"}, nil, &stdout, &stderr); code != 0 {
 		t.Errorf("--help exit status %d", code)
 	}
-	for _, want := range []string{"--config.file", "--web.listen-address", "--log.level", "web.enable-ingest", "analyze", "demo", "version"} {
+	for _, want := range []string{"run*", "analyze", "demo", "version", "hotkeyd COMMAND --help"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("--help lacks %s:\n%s", want, stdout.String())
 		}
@@ -94,5 +97,112 @@ func TestUsageAndVersion(t *testing.T) {
 	stderr.Reset()
 	if code := run([]string{"--no-such-flag"}, nil, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "no-such-flag") {
 		t.Errorf("bad flag: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestCommandFlags holds that each command's --help lists the flags it
+// uses and no other, in this order, with the defaults it applies: analyze
+// and demo read a configuration file only when one is named, so theirs has
+// none.
+func TestCommandFlags(t *testing.T) {
+	web := []string{"web.listen-address", "web.config.file", "web.max-connections", "web.enable-lifecycle", "web.max-connections-per-client",
+		"web.read-timeout", "web.write-timeout", "web.idle-timeout", "web.enable-ingest", "web.ingest.rate-limit", "web.ingest.burst"}
+	config := []string{"config.file", "config", "config.check"}
+	daemon := slices.Concat([]string{"help", "version"}, config, web, []string{"log.level", "log.format", "window", "threshold", "keys"})
+	for _, c := range []struct {
+		cmd        string
+		flags      []string
+		configFlag string
+	}{
+		{"run", daemon, "--config.file=\"hotkeyd.yaml\""},
+		{"demo", daemon, "--config.file=FILE"},
+		{"analyze", slices.Concat([]string{"help", "version"}, config,
+			[]string{"format", "top", "key-schema", "table", "threshold", "keys", "log.level", "log.format"}), "--config.file=FILE"},
+		{"version", []string{"help", "version"}, ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{c.cmd, "--help"}, nil, &stdout, &stderr); code != 0 {
+			t.Errorf("%s --help: exit status %d: %s", c.cmd, code, stderr.String())
+		}
+		var got []string
+		for _, m := range regexp.MustCompile(`(?m)^(?:  -h, |      )--(?:\[no-\])?([a-z.-]+)`).FindAllStringSubmatch(stdout.String(), -1) {
+			got = append(got, m[1])
+		}
+		if !slices.Equal(got, c.flags) {
+			t.Errorf("%s --help lists the flags\n%q\nwant\n%q", c.cmd, got, c.flags)
+		}
+		if c.configFlag != "" && !strings.Contains(stdout.String(), c.configFlag) {
+			t.Errorf("%s --help does not show %s:\n%s", c.cmd, c.configFlag, stdout.String())
+		}
+	}
+	for _, c := range []struct{ args, stderr string }{
+		{"analyze --window 1m x.jsonl", "hotkeyd: unknown long flag '--window' (see hotkeyd analyze --help)\n"},
+		{"analyze --web.listen-address :0 x.jsonl", "hotkeyd: unknown long flag '--web.listen-address' (see hotkeyd analyze --help)\n"},
+		{"demo --top 3", "hotkeyd: unknown long flag '--top' (see hotkeyd demo --help)\n"},
+		{"--log.level debug demo", "hotkeyd: unexpected demo (the command comes first: hotkeyd demo [<flags>])\n"},
+		{"analyse x.jsonl", "hotkeyd: unexpected analyse (see hotkeyd --help for the commands)\n"},
+		{"--no-such-flag", "hotkeyd: unknown long flag '--no-such-flag' (see hotkeyd run --help)\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(strings.Fields(c.args), nil, &stdout, &stderr); code != 2 || stderr.String() != c.stderr {
+			t.Errorf("hotkeyd %s: exit status %d, stderr %q; want 2, %q", c.args, code, stderr.String(), c.stderr)
+		}
+	}
+}
+
+// TestREADMEFlags holds the README's flag table to the program: every flag
+// of every command is in it, with the commands that take it, and it names
+// no flag the program lacks.
+func TestREADMEFlags(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "\n### Flags\n")
+	section, _, _ = strings.Cut(section, "\n### ")
+	// The README's commands per flag.
+	documented := map[string][]string{}
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, " | ")
+		if !strings.HasPrefix(line, "| `--") || len(cells) < 3 {
+			continue
+		}
+		cmds := []string{"run", "demo", "analyze"}
+		if cells[1] != "all" {
+			cmds = nil
+			for _, m := range regexp.MustCompile("`([a-z]+)`").FindAllStringSubmatch(cells[1], -1) {
+				cmds = append(cmds, m[1])
+			}
+		}
+		for _, m := range regexp.MustCompile("`--([a-z.-]+)").FindAllStringSubmatch(cells[0], -1) {
+			documented[m[1]] = cmds
+		}
+	}
+	if len(documented) == 0 {
+		t.Fatal("no flag table under ### Flags in README.md")
+	}
+	// The program's.
+	var f flags
+	actual := map[string][]string{}
+	for _, cmd := range newApp(&f).Model().Commands {
+		for _, fl := range cmd.Flags {
+			actual[fl.Name] = append(actual[fl.Name], cmd.Name)
+		}
+	}
+	actual["version"] = nil // the application's own, no command's
+	delete(documented, "help")
+	for name, cmds := range actual {
+		got, ok := documented[name]
+		switch {
+		case !ok:
+			t.Errorf("README's flag table lacks --%s (%s)", name, strings.Join(cmds, ", "))
+		case !slices.Equal(got, cmds):
+			t.Errorf("README says --%s is a flag of %q; it is one of %q", name, got, cmds)
+		}
+	}
+	for name := range documented {
+		if _, ok := actual[name]; !ok {
+			t.Errorf("README's flag table names --%s, which no command has", name)
+		}
 	}
 }
