@@ -41,8 +41,9 @@ type table struct {
 	base *sketch.TableSnapshot
 	s    Settings
 	live bool
-	// seconds is the window's duration, at least one second: a window of
-	// one instant (all events with one timestamp) is taken as one second
+	// seconds is the time the window's rates are means over
+	// (TableSnapshot.Seconds), at least one second: a window of one
+	// instant (all events with one timestamp) is taken as one second
 	// rather than dividing by zero.
 	seconds float64
 	// rankedTop caches ranked per class: the report's one ranking of keys.
@@ -61,7 +62,11 @@ type table struct {
 // Evaluate and the Tracker both see a table through it, so a share or a
 // rate is computed one way.
 func newTable(ts, base *sketch.TableSnapshot, s Settings, live bool) *table {
-	t := &table{TableSnapshot: ts, base: base, s: s, live: live, seconds: max(ts.End.Sub(ts.Start).Seconds(), 1)}
+	seconds := ts.Seconds
+	if seconds == 0 {
+		seconds = ts.End.Sub(ts.Start)
+	}
+	t := &table{TableSnapshot: ts, base: base, s: s, live: live, seconds: max(seconds.Seconds(), 1)}
 	for c := range ts.Classes {
 		if keys := ts.Classes[c].Throttled.Keys; len(keys) > 0 {
 			t.throttled[c] = make(map[string]sketch.KeyCount, len(keys))

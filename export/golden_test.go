@@ -48,15 +48,16 @@ func goldenEvents() []traffic.Event {
 	for i := range 300 {
 		evs = append(evs, traffic.Event{Table: "sessions", PK: fmt.Sprintf("S%02d", i%30), Class: traffic.Read, Units: 1, Source: "demo"})
 	}
-	// Each table's and index's events spread evenly over t0 .. t0+100s, so
-	// that every entry's window is 100 s and the rates are round.
+	// Each table's and index's events spread evenly over t0 .. t0+99s, so
+	// that every entry's events lie in 100 whole seconds and the rates are
+	// round.
 	groups := map[string][]int{}
 	for i, e := range evs {
 		groups[e.Table+"/"+e.Index] = append(groups[e.Table+"/"+e.Index], i)
 	}
 	for _, idx := range groups {
 		for j, i := range idx {
-			evs[i].Time = t0.Add(time.Duration(j) * 100 * time.Second / time.Duration(len(idx)-1))
+			evs[i].Time = t0.Add(time.Duration(j) * 99 * time.Second / time.Duration(len(idx)-1))
 		}
 	}
 	return evs

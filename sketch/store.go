@@ -691,14 +691,17 @@ func (s *Store) collect(parts, registers bool, held func(table, index string) (u
 	return snap, tps
 }
 
-// analyzeRates sets PeakUnitsPerSecond over whole files: the units over the
-// covered duration, at least one second.
+// analyzeRates sets Seconds and PeakUnitsPerSecond over whole files: the
+// seconds from the first event's to the last's, both counted, and the
+// units over them.
 func analyzeRates(ts *TableSnapshot) {
-	// From the Unix seconds: Sub saturates at 292 years.
-	d := float64(ts.End.Unix()-ts.Start.Unix()) + float64(ts.End.Nanosecond()-ts.Start.Nanosecond())/1e9
-	if d < 1 {
+	// From the Unix seconds: Sub saturates at 292 years, and a duration
+	// holds 292 years of seconds only.
+	d := float64(ts.End.Unix()-ts.Start.Unix()) + 1
+	if ts.Start.IsZero() {
 		d = 1
 	}
+	ts.Seconds = time.Duration(min(d, float64(math.MaxInt64/int64(time.Second)))) * time.Second
 	for c := range ts.Classes {
 		ts.Classes[c].PeakUnitsPerSecond = ts.Classes[c].Units / d
 	}

@@ -149,9 +149,10 @@ func TestSemantics(t *testing.T) {
 	if o.ThrottledEvents != 3 || fmt.Sprint(o.Classes[traffic.Write].Throttled.Keys) != "[{USER#9 2 2}]" || fmt.Sprint(o.Classes[traffic.Read].Throttled.Keys) != "[{USER#8 1 1}]" {
 		t.Errorf("throttled = %d %+v", o.ThrottledEvents, o.Classes)
 	}
-	// Whole files: the rate is units over the covered duration, at least 1 s.
-	if got := w.PeakUnitsPerSecond; math.Abs(got-0.5) > 1e-9 {
-		t.Errorf("write rate = %v, want 5 units / 10 s", got)
+	// Whole files: the rate is units over the seconds covered, the first
+	// event's and the last's counted: t0 to t0+10s is 11 seconds.
+	if got := w.PeakUnitsPerSecond; math.Abs(got-5.0/11) > 1e-9 || o.Seconds != 11*time.Second {
+		t.Errorf("write rate = %v over %s, want 5 units / 11 s", got, o.Seconds)
 	}
 	idx := findTable(t, snap, "orders", "status-index")
 	if got := idx.Classes[traffic.Read].PeakUnitsPerSecond; got != 1 {
