@@ -88,7 +88,11 @@ func TestCommandLine(t *testing.T) {
 	}
 
 	code, help, _ := runBinary(t, dir, nil, "--help")
-	if code != 0 || !strings.Contains(help, "--config=FILE") || !strings.Contains(help, "version ") {
-		t.Errorf("--help: exit %d, lacks --config or --version:\n%s", code, help)
+	if code != 0 || !strings.Contains(help, "hotkeyd COMMAND --help") || !strings.Contains(help, "--[no-]version") {
+		t.Errorf("--help: exit %d, lacks the commands' help or --version:\n%s", code, help)
+	}
+	code, help, _ = runBinary(t, dir, nil, "run", "--help")
+	if code != 0 || !strings.Contains(help, "--config=FILE") || !strings.Contains(help, "--web.listen-address") {
+		t.Errorf("run --help: exit %d, lacks --config or --web.listen-address:\n%s", code, help)
 	}
 }
