@@ -1,7 +1,9 @@
 package detect
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
@@ -139,8 +141,8 @@ func ValidThreshold(v float64) error {
 	return nil
 }
 
-// Validate returns an error naming the first setting out of range, by its
-// YAML name.
+// Validate returns an error naming every setting out of range, by its
+// YAML name, one per line (errors.Join).
 func (s Settings) Validate() error {
 	frac := func(name string, v float64, zeroOK bool) error {
 		if v < 0 || v > 1 || (v == 0 && !zeroOK) || v != v {
@@ -177,32 +179,40 @@ func (s Settings) Validate() error {
 		nonneg("min_units_per_second", s.MinUnitsPerSecond),
 		nonneg("epoch_max_skew_days", s.EpochMaxSkewDays),
 	}
-	for _, err := range errs { // name the first wrong setting
+	// An order between two settings is checked when both are in range.
+	bad := map[string]bool{}
+	for _, err := range errs {
 		if err != nil {
-			return err
+			name, _, _ := strings.Cut(err.Error(), ":")
+			bad[name] = true
 		}
 	}
-	switch {
-	case s.ClearThreshold > s.Threshold:
-		return fmt.Errorf("clear_threshold: %v is above threshold %v", s.ClearThreshold, s.Threshold)
-	case s.ClearLimitFraction > s.LimitFraction:
-		return fmt.Errorf("clear_limit_fraction: %v is above limit_fraction %v", s.ClearLimitFraction, s.LimitFraction)
-	case s.WarnFraction > s.LimitFraction:
-		return fmt.Errorf("warn_fraction: %v is above limit_fraction %v", s.WarnFraction, s.LimitFraction)
-	case s.ClearWarnFraction > s.WarnFraction:
-		return fmt.Errorf("clear_warn_fraction: %v is above warn_fraction %v", s.ClearWarnFraction, s.WarnFraction)
-	case s.Hold < 0:
-		return fmt.Errorf("hold: %v must not be negative", s.Hold)
-	case s.Top < 0:
-		return fmt.Errorf("top: %d must not be negative", s.Top)
-	case s.CardinalityFactor < 1 || s.CardinalityFactor != s.CardinalityFactor:
-		return fmt.Errorf("cardinality_factor: %v must be at least 1", s.CardinalityFactor)
-	case s.HandfulKeys < 2:
-		return fmt.Errorf("handful_keys: %d must be at least 2", s.HandfulKeys)
-	case s.CapacityWarnShare > s.CapacityCriticalShare:
-		return fmt.Errorf("capacity_warn_share: %v is above capacity_critical_share %v", s.CapacityWarnShare, s.CapacityCriticalShare)
-	case s.ShardFactor < 1 || s.ShardFactor != s.ShardFactor:
-		return fmt.Errorf("shard_factor: %v must be at least 1", s.ShardFactor)
+	order := func(name string, v float64, other string, w float64) error {
+		if v > w && !bad[name] && !bad[other] {
+			return fmt.Errorf("%s: %v is above %s %v", name, v, other, w)
+		}
+		return nil
 	}
-	return nil
+	errs = append(errs,
+		order("clear_threshold", s.ClearThreshold, "threshold", s.Threshold),
+		order("clear_limit_fraction", s.ClearLimitFraction, "limit_fraction", s.LimitFraction),
+		order("warn_fraction", s.WarnFraction, "limit_fraction", s.LimitFraction),
+		order("clear_warn_fraction", s.ClearWarnFraction, "warn_fraction", s.WarnFraction),
+		order("capacity_warn_share", s.CapacityWarnShare, "capacity_critical_share", s.CapacityCriticalShare))
+	if s.Hold < 0 {
+		errs = append(errs, fmt.Errorf("hold: %v must not be negative", s.Hold))
+	}
+	if s.Top < 0 {
+		errs = append(errs, fmt.Errorf("top: %d must not be negative", s.Top))
+	}
+	if s.CardinalityFactor < 1 || s.CardinalityFactor != s.CardinalityFactor {
+		errs = append(errs, fmt.Errorf("cardinality_factor: %v must be at least 1", s.CardinalityFactor))
+	}
+	if s.HandfulKeys < 2 {
+		errs = append(errs, fmt.Errorf("handful_keys: %d must be at least 2", s.HandfulKeys))
+	}
+	if s.ShardFactor < 1 || s.ShardFactor != s.ShardFactor {
+		errs = append(errs, fmt.Errorf("shard_factor: %v must be at least 1", s.ShardFactor))
+	}
+	return errors.Join(errs...) // every wrong setting, in this order
 }

@@ -96,7 +96,7 @@ func TestREADMEConfigExamples(t *testing.T) {
 	text, root := readme(t)
 	want := strings.TrimSpace(blockAfter(t, text, "names the key, as a path into the file"))
 	dir := t.TempDir()
-	cfg := "sources:\n  - type: jsonl\n    paths: [access.log]\n  - type: jsonl\n"
+	cfg := "windw: 1m\nsources:\n  - type: jsonl\n    paths: [access.log]\n  - type: jsonl\n    poll_interval: -1s\ndetector:\n  hold: -1s\n"
 	if err := os.WriteFile(filepath.Join(dir, "hotkeyd.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

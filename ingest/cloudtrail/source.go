@@ -52,25 +52,38 @@ type Config struct {
 // leaves out.
 func DefaultConfig() Config { return Config{PollInterval: DefaultPollInterval} }
 
-// Validate reports the first setting that cannot work, naming its key.
+// Validate reports every setting that cannot work, one error each
+// (errors.Join), naming its key.
 func (c *Config) Validate() error {
+	var errs []error
 	if c.S3 != nil {
 		if len(c.Paths) > 0 {
-			return errors.New("paths: not used with s3 (one cloudtrail source reads a folder or a bucket)")
+			errs = append(errs, errors.New("paths: not used with s3 (one cloudtrail source reads a folder or a bucket)"))
 		}
-		if err := c.S3.Validate(); err != nil {
-			return fmt.Errorf("s3.%w", err)
+		for _, err := range unjoin(c.S3.Validate()) {
+			errs = append(errs, fmt.Errorf("s3.%w", err))
 		}
 		if c.PollInterval <= 0 {
-			return fmt.Errorf("poll_interval: must be positive, got %s", c.PollInterval)
+			errs = append(errs, fmt.Errorf("poll_interval: must be positive, got %s", c.PollInterval))
 		}
-	} else if err := follow.ValidateSettings(c.Paths, false, c.PollInterval); err != nil {
-		return err
+	} else {
+		errs = append(errs, follow.ValidateSettings(c.Paths, false, c.PollInterval))
 	}
 	if c.MaxAge < 0 {
-		return fmt.Errorf("max_age: must not be negative, got %s", c.MaxAge)
+		errs = append(errs, fmt.Errorf("max_age: must not be negative, got %s", c.MaxAge))
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// unjoin returns the errors errors.Join joined into err, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }
 
 // DefaultPollInterval is the PollInterval used when none is set. CloudTrail

@@ -32,11 +32,12 @@ func Validate(pattern string) error {
 // input) only when stdin is true; and poll_interval, not negative (zero is
 // the reader's default). Its errors name the key as a path: paths[1].
 func ValidateSettings(paths []string, stdin bool, poll time.Duration) error {
+	var errs []error
 	if poll < 0 {
-		return fmt.Errorf("poll_interval: must be positive, got %s", poll)
+		errs = append(errs, fmt.Errorf("poll_interval: must be positive, got %s", poll))
 	}
 	if len(paths) == 0 {
-		return errors.New("paths: at least one path is required")
+		errs = append(errs, errors.New("paths: at least one path is required"))
 	}
 	for i, p := range paths {
 		var err error
@@ -47,10 +48,10 @@ func ValidateSettings(paths []string, stdin bool, poll time.Duration) error {
 			err = Validate(p)
 		}
 		if err != nil {
-			return fmt.Errorf("paths[%d]: %w", i, err)
+			errs = append(errs, fmt.Errorf("paths[%d]: %w", i, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // hasMeta reports whether a pattern holds glob syntax.

@@ -45,7 +45,8 @@ type Config struct {
 // DefaultConfig returns the settings of a jsonl source the file leaves out.
 func DefaultConfig() Config { return Config{Poll: DefaultPoll} }
 
-// Validate reports the first setting that cannot work, naming its key.
+// Validate reports every setting that cannot work, one error each
+// (errors.Join), naming its key.
 func (c *Config) Validate() error {
 	return follow.ValidateSettings(c.Paths, true, c.Poll)
 }

@@ -100,32 +100,31 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first setting that cannot work, naming its key.
-// Zero tunables mean their defaults.
+// Validate reports every setting that cannot work, one error each
+// (errors.Join), naming its key. Zero tunables mean their defaults.
 func (c *Config) Validate() error {
+	var errs []error
 	if len(c.StreamARNs) == 0 && len(c.Streams) == 0 {
-		return errors.New("stream_arns: one of stream_arns or streams is required")
+		errs = append(errs, errors.New("stream_arns: one of stream_arns or streams is required"))
 	}
 	for i, a := range c.StreamARNs {
 		if _, ok := streamName(a); !ok {
-			return fmt.Errorf("stream_arns[%d]: not a Kinesis stream ARN (arn:aws:kinesis:REGION:ACCOUNT:stream/NAME): %q", i, a)
+			errs = append(errs, fmt.Errorf("stream_arns[%d]: not a Kinesis stream ARN (arn:aws:kinesis:REGION:ACCOUNT:stream/NAME): %q", i, a))
 		}
 	}
 	for i, n := range c.Streams {
 		if n == "" || strings.ContainsAny(n, ":/") {
-			return fmt.Errorf("streams[%d]: not a stream name: %q (an ARN goes in stream_arns)", i, n)
+			errs = append(errs, fmt.Errorf("streams[%d]: not a stream name: %q (an ARN goes in stream_arns)", i, n))
 		}
 	}
-	if err := shards.CheckEndpoint("dynamodb_endpoint", c.DynamoDBEndpoint); err != nil {
-		return err
+	switch err := shards.CheckEndpoint("dynamodb_endpoint", c.DynamoDBEndpoint); {
+	case err != nil:
+		errs = append(errs, err)
+	case c.LeaseTable == "" && !c.DescribeTables && c.DynamoDBEndpoint != "":
+		errs = append(errs, errors.New("dynamodb_endpoint: only used with lease_table or describe_tables"))
 	}
-	if err := c.Config.Validate(map[string]time.Duration{"poll_interval": c.PollInterval, "list_interval": c.ListInterval}); err != nil {
-		return err
-	}
-	if c.LeaseTable == "" && !c.DescribeTables && c.DynamoDBEndpoint != "" {
-		return errors.New("dynamodb_endpoint: only used with lease_table or describe_tables")
-	}
-	return nil
+	errs = append(errs, c.Config.Validate(map[string]time.Duration{"poll_interval": c.PollInterval, "list_interval": c.ListInterval}))
+	return errors.Join(errs...)
 }
 
 // LeaseTableName returns the lease table the reader joins, or "": two

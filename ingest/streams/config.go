@@ -93,25 +93,28 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first setting that cannot work, naming its key as
-// a path (tables[1]). Zero tunables mean their defaults.
+// Validate reports every setting that cannot work, one error each
+// (errors.Join), naming its key as a path (tables[1]). Zero tunables mean
+// their defaults.
 func (c *Config) Validate() error {
+	var errs []error
 	if len(c.Tables) == 0 && len(c.StreamARNs) == 0 {
-		return errors.New("tables: one of tables or stream_arns is required")
+		errs = append(errs, errors.New("tables: one of tables or stream_arns is required"))
 	}
 	for i, t := range c.Tables {
 		if t == "" {
-			return fmt.Errorf("tables[%d]: empty table name", i)
+			errs = append(errs, fmt.Errorf("tables[%d]: empty table name", i))
 		}
 	}
 	for i, a := range c.StreamARNs {
 		if !strings.HasPrefix(a, "arn:") {
-			return fmt.Errorf("stream_arns[%d]: not a stream ARN: %q", i, a)
+			errs = append(errs, fmt.Errorf("stream_arns[%d]: not a stream ARN: %q", i, a))
 		}
 	}
-	return c.Config.Validate(map[string]time.Duration{
+	errs = append(errs, c.Config.Validate(map[string]time.Duration{
 		"describe_interval": c.DescribeInterval, "poll_interval": c.MinPollInterval, "idle_poll_interval": c.IdlePollInterval,
-	})
+	}))
+	return errors.Join(errs...)
 }
 
 // NewSource builds the reader of a sources entry of type

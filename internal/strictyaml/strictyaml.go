@@ -30,8 +30,10 @@ type Error struct {
 	Path string
 	// Msg says what is wrong.
 	Msg string
-	// Unknown is set when the key at Path is not a known key.
+	// Unknown is set when the key at Path is not a known key; Suggest is
+	// then the known key it most likely misspells, if any.
 	Unknown bool
+	Suggest string
 }
 
 func (e *Error) Error() string {
@@ -48,16 +50,42 @@ type Unmarshaler interface {
 }
 
 // At returns err placed under path: an *Error gets path prepended to its
-// own, any other error becomes the message of an *Error at path.
+// own, any other error becomes the message of an *Error at path; each of
+// several errors joined (errors.Join) is placed so.
 func At(path string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if errs := List(err); len(errs) > 1 {
+		placed := make([]error, len(errs))
+		for i, e := range errs {
+			placed[i] = At(path, e)
+		}
+		return errors.Join(placed...)
+	}
 	var e *Error
 	if errors.As(err, &e) {
-		return &Error{Path: Join(path, e.Path), Msg: e.Msg, Unknown: e.Unknown}
+		return &Error{Path: Join(path, e.Path), Msg: e.Msg, Unknown: e.Unknown, Suggest: e.Suggest}
 	}
 	return &Error{Path: path, Msg: err.Error()}
+}
+
+// List returns the errors err holds, in order: those errors.Join (or
+// any error with Unwrap() []error) joined, flattened, or err itself; nil
+// for nil.
+func List(err error) []error {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, List(e)...)
+	}
+	return out
 }
 
 // Join appends child (a key, or an index "[2]") to the path parent.
@@ -91,7 +119,9 @@ func Decode(r io.Reader, out any) error {
 	return DecodeNode(&doc, out)
 }
 
-// DecodeNode decodes n into out, a pointer.
+// DecodeNode decodes n into out, a pointer. It decodes every key it can
+// and returns every error it finds, joined (List), in the file's order: a
+// key that cannot be decoded keeps its value, and the next is decoded.
 func DecodeNode(n *yaml.Node, out any) error {
 	v := reflect.ValueOf(out)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
@@ -147,21 +177,24 @@ func decodeStruct(n *yaml.Node, v reflect.Value) error {
 	}
 	fields := fieldsOf(v.Type())
 	seen := map[string]bool{}
+	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key := n.Content[i].Value
 		if seen[key] {
-			return &Error{Path: key, Msg: "given twice"}
+			errs = append(errs, &Error{Path: key, Msg: "given twice"})
+			continue
 		}
 		seen[key] = true
 		idx, ok := fields[key]
 		if !ok {
-			return UnknownKey(key, Keys(v.Type()))
+			errs = append(errs, UnknownKey(key, Keys(v.Type())))
+			continue
 		}
 		if err := decode(n.Content[i+1], v.FieldByIndex(idx)); err != nil {
-			return At(key, err)
+			errs = append(errs, At(key, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func decodeMap(n *yaml.Node, v reflect.Value) error {
@@ -174,6 +207,7 @@ func decodeMap(n *yaml.Node, v reflect.Value) error {
 	if v.IsNil() {
 		v.Set(reflect.MakeMap(v.Type()))
 	}
+	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key := n.Content[i].Value
 		elem := reflect.New(v.Type().Elem()).Elem()
@@ -181,11 +215,11 @@ func decodeMap(n *yaml.Node, v reflect.Value) error {
 			elem.Set(old)
 		}
 		if err := decode(n.Content[i+1], elem); err != nil {
-			return At(key, err)
+			errs = append(errs, At(key, err))
 		}
 		v.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), elem)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func decodeSlice(n *yaml.Node, v reflect.Value) error {
@@ -193,13 +227,14 @@ func decodeSlice(n *yaml.Node, v reflect.Value) error {
 		return &Error{Msg: "want " + want(v.Type()) + ", got " + got(n)}
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	var errs []error
 	for i, item := range n.Content {
 		if err := decode(item, s.Index(i)); err != nil {
-			return At(fmt.Sprintf("[%d]", i), err)
+			errs = append(errs, At(fmt.Sprintf("[%d]", i), err))
 		}
 	}
 	v.Set(s)
-	return nil
+	return errors.Join(errs...)
 }
 
 // decodeScalar lets yaml.v3 decode a value, and words its errors without
@@ -267,7 +302,7 @@ func got(n *yaml.Node) string {
 // closest known key, or lists them all when none is close.
 func UnknownKey(key string, known []string) *Error {
 	if best := closest(key, known); best != "" {
-		return &Error{Path: key, Msg: "unknown key (did you mean " + best + "?)", Unknown: true}
+		return &Error{Path: key, Msg: "unknown key (did you mean " + best + "?)", Unknown: true, Suggest: best}
 	}
 	return &Error{Path: key, Msg: "unknown key (known keys: " + strings.Join(known, ", ") + ")", Unknown: true}
 }
@@ -365,4 +400,56 @@ func mapKeys[V any](m map[string]V) []string {
 		keys = append(keys, k)
 	}
 	return keys
+}
+
+// InFileOrder sorts errors whose message starts with a key path ("PATH:
+// ...", as *Error and the checks that name their key write them) by where
+// that key is in the YAML document data: the order a person reads the
+// file in. A key the file does not hold (a required key left out) sorts
+// at its nearest enclosing key; errors of no key keep their place first.
+func InFileOrder(errs []error, data []byte) {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil {
+		return
+	}
+	lines := map[string]int{}
+	var walk func(path string, n *yaml.Node)
+	walk = func(path string, n *yaml.Node) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(path, c)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				p := Join(path, n.Content[i].Value)
+				if _, seen := lines[p]; !seen {
+					lines[p] = n.Content[i].Line
+				}
+				walk(p, n.Content[i+1])
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				p := Join(path, fmt.Sprintf("[%d]", i))
+				lines[p] = c.Line
+				walk(p, c)
+			}
+		}
+	}
+	walk("", &doc)
+	line := func(err error) int {
+		path, _, ok := strings.Cut(err.Error(), ": ")
+		for ok && path != "" {
+			if l, found := lines[path]; found {
+				return l
+			}
+			cut := strings.LastIndexAny(path, ".[")
+			if cut < 0 {
+				break
+			}
+			path = path[:cut]
+		}
+		return 0
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return line(errs[i]) < line(errs[j]) })
 }

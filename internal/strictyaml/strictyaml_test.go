@@ -124,3 +124,49 @@ func TestJoinAndAt(t *testing.T) {
 		t.Error("At(nil) is not nil")
 	}
 }
+
+// TestDecodeEveryError: decoding goes on past a bad key and returns every
+// error, each at its path; the keys that decode are set; InFileOrder puts
+// them, and errors of checks made afterwards, in the order of their keys
+// in the file, a key left out at its nearest enclosing key.
+func TestDecodeEveryError(t *testing.T) {
+	in := `share: 0.5
+items:
+  - name: a
+    every: soon
+    nam: b
+  - {name: c, every: 2s}
+windw: 1s
+count: 1.5
+paths: x
+tables:
+  t1: {every: never}
+`
+	var d doc
+	err := Decode(strings.NewReader(in), &d)
+	errs := List(err)
+	errs = append(errs, errors.New("items[1].name: a check after decoding"), errors.New("tables.t1.name: required"),
+		errors.New("of no key"))
+	InFileOrder(errs, []byte(in))
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		"of no key",
+		`items[0].every: "soon" is not a duration such as 90s, 5m or 1h30m`,
+		"items[0].nam: unknown key (did you mean name?)",
+		"items[1].name: a check after decoding",
+		"windw: unknown key (did you mean window?)",
+		`count: "1.5" is not a whole number`,
+		`paths: want a list, got "x"`,
+		`tables.t1.every: "never" is not a duration such as 90s, 5m or 1h30m`,
+		"tables.t1.name: required", // at t1's line, as every is: in the order given
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if d.Share != 0.5 || len(d.Items) != 2 || d.Items[1].Every != 2*time.Second || d.Items[0].Name != "a" {
+		t.Errorf("the good keys were not all decoded: %+v", d)
+	}
+}

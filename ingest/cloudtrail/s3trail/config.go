@@ -40,22 +40,25 @@ type Config struct {
 	Endpoint string `yaml:"endpoint"`
 }
 
-// Validate reports the first setting that cannot work, naming its key.
+// Validate reports every setting that cannot work, one error each
+// (errors.Join), naming its key.
 func (c *Config) Validate() error {
+	var errs []error
 	switch {
 	case c.Bucket == "":
-		return errors.New("bucket: required")
+		errs = append(errs, errors.New("bucket: required"))
 	case strings.ContainsAny(c.Bucket, "/ "):
-		return fmt.Errorf("bucket: %q is a bucket name, not a path or URL (put the folder in prefix)", c.Bucket)
-	case strings.HasPrefix(c.Prefix, "/"):
-		return fmt.Errorf("prefix: %q: S3 keys do not start with /", c.Prefix)
+		errs = append(errs, fmt.Errorf("bucket: %q is a bucket name, not a path or URL (put the folder in prefix)", c.Bucket))
+	}
+	if strings.HasPrefix(c.Prefix, "/") {
+		errs = append(errs, fmt.Errorf("prefix: %q: S3 keys do not start with /", c.Prefix))
 	}
 	if c.Endpoint != "" {
 		if u, err := url.Parse(c.Endpoint); err != nil || u.Scheme == "" || u.Host == "" {
-			return fmt.Errorf("endpoint: not an absolute URL: %q", c.Endpoint)
+			errs = append(errs, fmt.Errorf("endpoint: not an absolute URL: %q", c.Endpoint))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // String names the source in logs and metrics: s3://BUCKET/PREFIX.

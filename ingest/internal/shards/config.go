@@ -92,19 +92,19 @@ func Default(v *time.Duration, def time.Duration) {
 	}
 }
 
-// Validate reports the first shared setting that cannot work, naming its
-// key: endpoint, start, a negative duration (the reader's own durations
-// by key among them), then the lease keys (without lease_table,
-// checkpoint_dir with it, a failover time below the minimum, a table name
-// DynamoDB refuses).
+// Validate reports every shared setting that cannot work, one error each
+// (errors.Join), naming its key: endpoint, start, a negative duration (the
+// reader's own durations by key among them), then the lease keys (without
+// lease_table, checkpoint_dir with it, a failover time below the minimum,
+// a table name DynamoDB refuses).
 func (c *Config) Validate(durations map[string]time.Duration) error {
-	if err := CheckEndpoint("endpoint", c.Endpoint); err != nil {
-		return err
-	}
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	add(CheckEndpoint("endpoint", c.Endpoint))
 	switch c.Start {
 	case "", StartLatest, StartTrimHorizon:
 	default:
-		return fmt.Errorf("start: must be %s or %s, got %q", StartLatest, StartTrimHorizon, c.Start)
+		add(fmt.Errorf("start: must be %s or %s, got %q", StartLatest, StartTrimHorizon, c.Start))
 	}
 	all := map[string]time.Duration{
 		"checkpoint_interval": c.CheckpointInterval, "max_backoff": c.MaxBackoff, "call_timeout": c.CallTimeout,
@@ -112,28 +112,33 @@ func (c *Config) Validate(durations map[string]time.Duration) error {
 	maps.Copy(all, durations)
 	for _, key := range slices.Sorted(maps.Keys(all)) {
 		if d := all[key]; d < 0 {
-			return fmt.Errorf("%s: must be positive, got %s", key, d)
+			add(fmt.Errorf("%s: must be positive, got %s", key, d))
 		}
 	}
 	if c.LeaseTable == "" {
-		switch {
-		case c.WorkerID != "":
-			return errors.New("worker_id: only used with lease_table")
-		case c.FailoverTime != 0:
-			return errors.New("failover_time: only used with lease_table")
+		if c.WorkerID != "" {
+			add(errors.New("worker_id: only used with lease_table"))
 		}
-		return nil
+		if c.FailoverTime != 0 {
+			add(errors.New("failover_time: only used with lease_table"))
+		}
+		return errors.Join(errs...)
 	}
 	if c.CheckpointDir != "" {
-		return errors.New("checkpoint_dir: not used with lease_table, which keeps the checkpoints")
+		add(errors.New("checkpoint_dir: not used with lease_table, which keeps the checkpoints"))
 	}
-	if c.FailoverTime != 0 && c.FailoverTime < lease.MinFailoverTime {
-		return fmt.Errorf("failover_time: %s is below the minimum %s", c.FailoverTime, lease.MinFailoverTime)
+	failover := c.FailoverTime != 0 && c.FailoverTime < lease.MinFailoverTime
+	if failover {
+		add(fmt.Errorf("failover_time: %s is below the minimum %s", c.FailoverTime, lease.MinFailoverTime))
 	}
-	if err := lease.CheckTableName(c.LeaseTable); err != nil {
-		return fmt.Errorf("lease_table: %w", err)
+	table := lease.CheckTableName(c.LeaseTable)
+	if table != nil {
+		add(fmt.Errorf("lease_table: %w", table))
 	}
-	return c.Lease("").Validate()
+	if table == nil && !failover {
+		add(c.Lease("").Validate())
+	}
+	return errors.Join(errs...)
 }
 
 // CheckEndpoint checks an endpoint key: empty, or an absolute URL.

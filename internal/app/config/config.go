@@ -8,6 +8,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -110,7 +111,9 @@ func (c *Config) DetectSettings() detect.Settings {
 	return s
 }
 
-// Load reads and validates the config file at path.
+// Load reads and validates the config file at path. Its error lists every
+// problem found, one per line, each as "config PATH: KEY: what is wrong"
+// (strictyaml.List gives them one by one).
 func Load(path string) (Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -119,7 +122,11 @@ func Load(path string) (Config, error) {
 	defer f.Close()
 	cfg, err := Parse(f)
 	if err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, err)
+		errs := strictyaml.List(err)
+		for i, e := range errs {
+			errs[i] = fmt.Errorf("config %s: %w", path, e)
+		}
+		return Config{}, errors.Join(errs...)
 	}
 	if cfg.KeyHashSecretFile != "" {
 		secret, err := os.ReadFile(cfg.KeyHashSecretFile)
@@ -134,16 +141,56 @@ func Load(path string) (Config, error) {
 }
 
 // Parse decodes a YAML config strictly (unknown keys are errors),
-// fills in defaults and validates it.
+// fills in defaults and validates it. Its error lists every problem it
+// finds (strictyaml.List), in the order of their keys in the file: those
+// of decoding, and those of the checks but for keys that did not decode
+// (they kept their defaults, so what their checks say is not the file's).
 func Parse(r io.Reader) (Config, error) {
-	cfg := Default()
-	if err := strictyaml.Decode(r, &cfg); err != nil {
+	data, err := io.ReadAll(r)
+	if err != nil {
 		return Config{}, err
 	}
-	if err := cfg.Validate(); err != nil {
-		return Config{}, err
+	cfg := Default()
+	err = strictyaml.Decode(bytes.NewReader(data), &cfg)
+	decoded := strictyaml.List(err)
+	// The keys whose values did not decode whole, and the keys a
+	// misspelt key most likely meant: what the checks say of them is not
+	// the file's.
+	var bad []string
+	for _, e := range decoded {
+		var se *strictyaml.Error
+		if !errors.As(e, &se) {
+			return Config{}, err // not YAML: nothing was decoded
+		}
+		bad = append(bad, se.Path)
+		if se.Suggest != "" {
+			bad = append(bad, strictyaml.Join(parentOf(se.Path), se.Suggest))
+		}
+	}
+	problems := decoded
+	for _, e := range strictyaml.List(cfg.Validate()) {
+		key, _, _ := strings.Cut(e.Error(), ": ")
+		if !slices.ContainsFunc(bad, func(b string) bool { return within(key, b) || parentOf(b) == key }) {
+			problems = append(problems, e)
+		}
+	}
+	if len(problems) > 0 {
+		strictyaml.InFileOrder(problems, data)
+		return Config{}, errors.Join(problems...)
 	}
 	return cfg, nil
+}
+
+// within reports whether the key path p is path or a key under it.
+func within(p, path string) bool {
+	rest, ok := strings.CutPrefix(p, path)
+	return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
+}
+
+// parentOf returns the key path that holds the key at path p: a list's
+// for an item (projection for projection[1]), a mapping's for a key.
+func parentOf(p string) string {
+	return p[:max(strings.LastIndexAny(p, ".["), 0)]
 }
 
 // UnmarshalStrictYAML decodes the file over the defaults; the detector's
@@ -151,18 +198,17 @@ func Parse(r io.Reader) (Config, error) {
 // form of detector.hold, is read as the hold it was and said to be
 // deprecated.
 func (c *Config) UnmarshalStrictYAML(n *yaml.Node) error {
+	var errs []error
 	det := mappingValue(n, "detector")
 	if det != nil && mappingValue(det, "threshold") != nil {
-		return &strictyaml.Error{Path: "detector.threshold", Msg: "set threshold at the top level"}
+		errs = append(errs, &strictyaml.Error{Path: "detector.threshold", Msg: "set threshold at the top level"})
+		det = removeKey(det, "threshold")
+		n = replaceValue(n, "detector", det)
 	}
 	evaluations, err := takeHoldEvaluations(det)
-	if err != nil {
-		return err
-	}
+	errs = append(errs, err)
 	type plain Config // the same fields, without this method
-	if err := strictyaml.DecodeNode(n, (*plain)(c)); err != nil {
-		return err
-	}
+	errs = append(errs, strictyaml.DecodeNode(n, (*plain)(c)))
 	if evaluations > 0 {
 		// N evaluations, one a second, held a diagnosis over N-1 seconds
 		// of its table's traffic.
@@ -170,7 +216,7 @@ func (c *Config) UnmarshalStrictYAML(n *yaml.Node) error {
 		c.Deprecated = append(c.Deprecated, fmt.Sprintf("detector.hold_evaluations: %d is read as detector.hold: %s (a span of event time; the default is %s): write that instead",
 			evaluations, c.Detector.Hold, detect.DefaultSettings().Hold))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // takeHoldEvaluations removes hold_evaluations, the former form of hold,
@@ -183,6 +229,9 @@ func takeHoldEvaluations(det *yaml.Node) (int, error) {
 		}
 		v := det.Content[i+1]
 		path := "detector.hold_evaluations"
+		// Taken out whatever it holds, so that the detector's keys are
+		// decoded without it (and say nothing more of it).
+		det.Content = slices.Delete(det.Content, i, i+2)
 		if mappingValue(det, "hold") != nil {
 			return 0, &strictyaml.Error{Path: path, Msg: "the former form of hold; set hold only"}
 		}
@@ -190,10 +239,33 @@ func takeHoldEvaluations(det *yaml.Node) (int, error) {
 		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || v.Decode(&n) != nil || n < 1 {
 			return 0, &strictyaml.Error{Path: path, Msg: fmt.Sprintf("%q is not a whole number of at least 1 (and it is now hold, a span of event time such as 1s)", v.Value)}
 		}
-		det.Content = slices.Delete(det.Content, i, i+2)
 		return n, nil
 	}
 	return 0, nil
+}
+
+// removeKey returns a copy of the mapping n without key.
+func removeKey(n *yaml.Node, key string) *yaml.Node {
+	out := *n
+	out.Content = nil
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value != key {
+			out.Content = append(out.Content, n.Content[i], n.Content[i+1])
+		}
+	}
+	return &out
+}
+
+// replaceValue returns a copy of the mapping n with key's value v.
+func replaceValue(n *yaml.Node, key string, v *yaml.Node) *yaml.Node {
+	out := *n
+	out.Content = slices.Clone(n.Content)
+	for i := 0; i+1 < len(out.Content); i += 2 {
+		if out.Content[i].Value == key {
+			out.Content[i+1] = v
+		}
+	}
+	return &out
 }
 
 // mappingValue returns the value of key in the mapping n, or nil.
@@ -215,64 +287,87 @@ const MinWindow = sketch.DefaultSubWindows * time.Millisecond
 // the heavy keys it can rank.
 const MaxTop = sketch.DefaultCandidates
 
+// Validate checks every key and returns every problem it finds, joined
+// (strictyaml.List), each naming its key as a path into the file; the
+// checks of each source's reader and of the detector are placed under
+// their keys.
 func (c *Config) Validate() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := validateListen(c.Listen); err != nil {
-		return fmt.Errorf("listen: %w", err)
+		add(fmt.Errorf("listen: %w", err))
 	}
-	if c.Window <= 0 {
-		return fmt.Errorf("window: must be positive, got %s", c.Window)
-	}
-	if c.Window < MinWindow {
-		return fmt.Errorf("window: must be at least %s (%d slots of 1ms), got %s", MinWindow, sketch.DefaultSubWindows, c.Window)
+	switch {
+	case c.Window <= 0:
+		add(fmt.Errorf("window: must be positive, got %s", c.Window))
+	case c.Window < MinWindow:
+		add(fmt.Errorf("window: must be at least %s (%d slots of 1ms), got %s", MinWindow, sketch.DefaultSubWindows, c.Window))
 	}
 	if c.MaxFuture <= 0 {
-		return fmt.Errorf("max_future: must be positive, got %s", c.MaxFuture)
+		add(fmt.Errorf("max_future: must be positive, got %s", c.MaxFuture))
 	}
 	if c.MaxEventAge <= 0 {
-		return fmt.Errorf("max_event_age: must be positive, got %s", c.MaxEventAge)
+		add(fmt.Errorf("max_event_age: must be positive, got %s", c.MaxEventAge))
 	}
-	if err := detect.ValidThreshold(c.Threshold); err != nil {
-		return err
-	}
+	thresholdErr := detect.ValidThreshold(c.Threshold)
+	add(thresholdErr)
 	if !c.Keys.Valid() {
-		return fmt.Errorf("keys: must be plain, hash or redact, got %q", c.Keys)
+		add(fmt.Errorf("keys: must be plain, hash or redact, got %q", c.Keys))
 	}
 	switch {
 	case c.KeyHashSecret != "" && c.KeyHashSecretFile != "":
-		return errors.New("key_hash_secret_file: set key_hash_secret or key_hash_secret_file, not both")
+		add(errors.New("key_hash_secret_file: set key_hash_secret or key_hash_secret_file, not both"))
 	case c.KeyHashSecretFile != "" && c.Keys != export.KeysHash:
-		return errors.New("key_hash_secret_file: only used with keys: hash")
+		add(errors.New("key_hash_secret_file: only used with keys: hash"))
 	case c.KeyHashSecret != "" && c.Keys != export.KeysHash:
-		return errors.New("key_hash_secret: only used with keys: hash")
+		add(errors.New("key_hash_secret: only used with keys: hash"))
 	case c.KeyHashSecret == "" && c.KeyHashSecretFile == "" && c.Keys == export.KeysHash:
-		return errors.New("key_hash_secret: required with keys: hash (or key_hash_secret_file)")
+		add(errors.New("key_hash_secret: required with keys: hash (or key_hash_secret_file)"))
 	}
-	if err := validateTables(c.Tables); err != nil {
-		return err
+	for _, err := range strictyaml.List(validateTables(c.Tables)) {
+		add(err)
 	}
 	if c.MaxTables < 1 || c.MaxTables > MaxMaxTables {
-		return fmt.Errorf("max_tables: must be 1 to %d, got %d", MaxMaxTables, c.MaxTables)
+		add(fmt.Errorf("max_tables: must be 1 to %d, got %d", MaxMaxTables, c.MaxTables))
 	}
-	if err := c.DetectSettings().Validate(); err != nil {
-		return fmt.Errorf("detector.%w", err)
+	det := c.DetectSettings()
+	if thresholdErr != nil {
+		// Said once, at the top level; the detector's own checks are
+		// made against the default so that what follows from a wrong
+		// threshold (its clear_threshold) is not said as a second error.
+		det.Threshold = detect.DefaultSettings().Threshold
+		if c.Detector.ClearThreshold == 0 {
+			det.ClearThreshold = 0.8 * det.Threshold
+		}
+	}
+	for _, err := range strictyaml.List(det.Validate()) {
+		add(fmt.Errorf("detector.%w", err))
 	}
 	if c.Detector.Top > MaxTop {
-		return fmt.Errorf("detector.top: must be at most %d (the keys counted exactly per table and class), got %d", MaxTop, c.Detector.Top)
+		add(fmt.Errorf("detector.top: must be at most %d (the keys counted exactly per table and class), got %d", MaxTop, c.Detector.Top))
 	}
 	leaseTables := map[string]int{}
 	for i, src := range c.Sources {
-		if err := src.Settings.Validate(); err != nil {
-			return fmt.Errorf("sources[%d].%w", i, err)
+		if src.Settings == nil {
+			continue // its type did not decode: said by the decoding
+		}
+		for _, err := range strictyaml.List(src.Settings.Validate()) {
+			add(fmt.Errorf("sources[%d].%w", i, err))
 		}
 		if lt, ok := src.Settings.(interface{ LeaseTableName() string }); ok && lt.LeaseTableName() != "" {
 			if j, dup := leaseTables[lt.LeaseTableName()]; dup {
 				// Both would join the table as the same worker.
-				return fmt.Errorf("sources[%d].lease_table: %q is used by sources[%d] already; list every table in one source", i, lt.LeaseTableName(), j)
+				add(fmt.Errorf("sources[%d].lease_table: %q is used by sources[%d] already; list every table in one source", i, lt.LeaseTableName(), j))
+				continue
 			}
 			leaseTables[lt.LeaseTableName()] = i
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // MaxMaxTables is the largest max_tables: a table costs up to about 1 MiB

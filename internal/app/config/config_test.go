@@ -95,6 +95,33 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-cloudtrail-s3-paths.yml":            "sources[0].paths: not used with s3 (one cloudtrail source reads a folder or a bucket)",
 		"invalid-cloudtrail-s3-bucket.yml":           `sources[0].s3.bucket: "s3://trail-bucket/AWSLogs/" is a bucket name, not a path or URL (put the folder in prefix)`,
 		"invalid-cloudtrail-s3-key.yml":              "sources[0].s3.prefx: unknown key (did you mean prefix?)",
+		// Files of several mistakes: every one, in the file's order.
+		"invalid-many.yml": `listen: want host:port, got "9529"
+windw: unknown key (did you mean window?)
+threshold: must be above 0 and below 1, got 1.5
+keys: must be plain, hash or redact, got "sha256"
+sources[0].paths: at least one path is required
+sources[0].poll_interval: must be positive, got -1s
+sources[1].type: unknown source type "kafka" (want dynamodb-streams, kinesis, cloudtrail or jsonl)
+sources[2].tables[1]: empty table name
+sources[2].start: must be latest or trim_horizon, got "earliest"
+sources[2].poll_interval: "often" is not a duration such as 90s, 5m or 1h30m
+detector.hold: -1s must not be negative
+detector.warn_fraction: 0.9 is above limit_fraction 0.8`,
+		"invalid-detector-many.yml": `detector.clear_threshold: 0.3 is above threshold 0.2
+detector.limit_fraction: 1.5 is outside (0, 1]
+detector.handful_keys: 1 must be at least 2
+detector.shard_factor: 0.5 must be at least 1`,
+		"invalid-sources-many.yml": `sources[0].stream_arns[0]: not a Kinesis stream ARN (arn:aws:kinesis:REGION:ACCOUNT:stream/NAME): "arn:aws:dynamodb:us-east-1:111122223333:table/orders"
+sources[0].streams[0]: not a stream name: "a/b" (an ARN goes in stream_arns)
+sources[0].checkpoint_dir: not used with lease_table, which keeps the checkpoints
+sources[1].paths: not used with s3 (one cloudtrail source reads a folder or a bucket)
+sources[1].s3.bucket: "s3://trail/" is a bucket name, not a path or URL (put the folder in prefix)
+sources[1].s3.prefix: "/AWSLogs": S3 keys do not start with /
+sources[1].max_age: must not be negative, got -1h0m0s
+sources[2].paths[1]: empty path
+sources[2].region: not used by type jsonl
+sources[2].poll_interval: must be positive, got -2s`,
 	} {
 		t.Run(file, func(t *testing.T) {
 			path := filepath.Join("testdata", file)
@@ -102,7 +129,9 @@ func TestLoadConfigInvalid(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Load(%s) = nil error, want %q", file, want)
 			}
-			if got, want := err.Error(), "config "+path+": "+want; got != want {
+			// One line per problem, each naming the file.
+			want = "config " + path + ": " + strings.ReplaceAll(want, "\n", "\nconfig "+path+": ")
+			if got := err.Error(); got != want {
 				t.Errorf("Load(%s) error\n got: %s\nwant: %s", file, got, want)
 			}
 		})

@@ -78,14 +78,17 @@ func (s *Source) UnmarshalStrictYAML(n *yaml.Node) error {
 	case s.Type == "":
 		return &strictyaml.Error{Path: "type", Msg: "required (" + list + ")"}
 	case s.Settings == nil:
+		// Its other keys cannot be checked without a type.
 		return &strictyaml.Error{Path: "type", Msg: fmt.Sprintf("unknown source type %q (want %s)", s.Type, list)}
 	}
-	err := strictyaml.DecodeNode(&rest, s.Settings)
-	var e *strictyaml.Error
-	if errors.As(err, &e) && e.Unknown && !strings.ContainsAny(e.Path, ".[") && usedByAnotherType(e.Path) {
-		return &strictyaml.Error{Path: e.Path, Msg: "not used by type " + s.Type}
+	errs := strictyaml.List(strictyaml.DecodeNode(&rest, s.Settings))
+	for i, err := range errs {
+		var e *strictyaml.Error
+		if errors.As(err, &e) && e.Unknown && !strings.ContainsAny(e.Path, ".[") && usedByAnotherType(e.Path) {
+			errs[i] = &strictyaml.Error{Path: e.Path, Msg: "not used by type " + s.Type}
+		}
 	}
-	return err
+	return errors.Join(errs...)
 }
 
 // usedByAnotherType reports whether key is a key of some source type.

@@ -91,9 +91,11 @@ func validateTables(tables map[string]Table) error {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	var errs []error
 	for _, name := range names {
 		if name == "" {
-			return errors.New("tables: empty table name")
+			errs = append(errs, errors.New("tables: empty table name"))
+			continue
 		}
 		table, index, isIndex := strings.Cut(name, "/")
 		for _, n := range []string{table, index} {
@@ -101,27 +103,26 @@ func validateTables(tables map[string]Table) error {
 				continue
 			}
 			if err := traffic.CheckName("table or index", n); err != nil {
-				return fmt.Errorf("tables.%s: %s", name, err.Detail)
+				errs = append(errs, fmt.Errorf("tables.%s: %s", name, err.Detail))
+				break
 			}
 		}
 		t := tables[name]
 		if t.PartitionKey == "" {
-			return fmt.Errorf("tables.%s.partition_key: required", name)
+			errs = append(errs, fmt.Errorf("tables.%s.partition_key: required", name))
 		}
 		if isIndex && len(t.Indexes) > 0 {
-			return fmt.Errorf("tables.%s.indexes: only a table has indexes (%s names the index %s of table %s)", name, name, index, table)
+			errs = append(errs, fmt.Errorf("tables.%s.indexes: only a table has indexes (%s names the index %s of table %s)", name, name, index, table))
 		}
-		if err := validateIndexes(name, t); err != nil {
-			return err
-		}
+		errs = append(errs, validateIndexes(name, t))
 		// An index given both ways must be given alike.
 		if isIndex {
 			if ix, ok := tables[table].Indexes[index]; ok && (ix.partitionKey(tables[table]) != t.PartitionKey || ix.SortKey != t.SortKey) {
-				return fmt.Errorf("tables.%s: the key differs from tables.%s.indexes.%s's", name, table, index)
+				errs = append(errs, fmt.Errorf("tables.%s: the key differs from tables.%s.indexes.%s's", name, table, index))
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func validateIndexes(table string, t Table) error {
@@ -130,24 +131,26 @@ func validateIndexes(table string, t Table) error {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	var errs []error
 	for _, name := range names {
 		at := fmt.Sprintf("tables.%s.indexes.%s", table, name)
 		if err := traffic.CheckName("index", name); err != nil {
-			return fmt.Errorf("%s: %s", at, err.Detail)
+			errs = append(errs, fmt.Errorf("%s: %s", at, err.Detail))
 		}
 		ix := t.Indexes[name]
 		switch {
 		case ix.Local && ix.PartitionKey != "" && ix.PartitionKey != t.PartitionKey:
-			return fmt.Errorf("%s.partition_key: a local index's partition key is its table's, %q (leave it out)", at, t.PartitionKey)
+			errs = append(errs, fmt.Errorf("%s.partition_key: a local index's partition key is its table's, %q (leave it out)", at, t.PartitionKey))
 		case ix.Local && ix.SortKey == "":
-			return fmt.Errorf("%s.sort_key: required for a local index", at)
+			errs = append(errs, fmt.Errorf("%s.sort_key: required for a local index", at))
 		case !ix.Local && ix.PartitionKey == "":
-			return fmt.Errorf("%s.partition_key: required (or local: true for a local index)", at)
-		case ix.Projection.Type == "":
-			return fmt.Errorf("%s.projection: required (ALL, KEYS_ONLY or a list of the attributes to INCLUDE)", at)
+			errs = append(errs, fmt.Errorf("%s.partition_key: required (or local: true for a local index)", at))
+		}
+		if ix.Projection.Type == "" {
+			errs = append(errs, fmt.Errorf("%s.projection: required (ALL, KEYS_ONLY or a list of the attributes to INCLUDE)", at))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // partitionKey is the index's partition key: a local index's is its
