@@ -42,15 +42,24 @@ type Reporter struct {
 
 	rejected      *prometheus.CounterVec
 	errors        *prometheus.CounterVec
+	unknown       *prometheus.CounterVec
 	rejectedTotal atomic.Uint64
 
 	mu     sync.Mutex
 	limits map[limitKey]*limitState
+	// named holds, per source, the member names outside the format the
+	// log has named (at most maxNamedFields).
+	named map[string]map[string]bool
 }
 
+// maxNamedFields is how many names of ignored members the log names per
+// source; the rest are counted only, and one line says so.
+const maxNamedFields = 32
+
 var (
-	_ traffic.Reporter = (*Reporter)(nil)
-	_ traffic.Masker   = (*Reporter)(nil)
+	_ traffic.Reporter   = (*Reporter)(nil)
+	_ traffic.Masker     = (*Reporter)(nil)
+	_ traffic.FieldNoter = (*Reporter)(nil)
 )
 
 type limitKey struct {
@@ -84,15 +93,20 @@ func NewReporter(log *zap.Logger, reg prometheus.Registerer, cfg ReporterConfig)
 		interval: cfg.Interval,
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotkeyd_input_rejected_total",
-			Help: "Input lines or records a source could not use and skipped, by source and reason (bad_json, too_long, bad_utf8, missing_table, bad_table, missing_pk, bad_type, bad_units, bad_time, bad_op, bad_record, bad_file, key_too_long, bad_throttle_reason).",
+			Help: "Input lines or records a source could not use and skipped, by source and reason (bad_json, too_long, bad_utf8, missing_table, bad_table, missing_pk, bad_type, bad_units, bad_time, bad_op, bad_record, bad_file, key_too_long, bad_throttle_reason, misspelled_field).",
 		}, []string{"source", "reason"}),
+		unknown: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotkeyd_input_unknown_fields_total",
+			Help: "Members of accepted input lines that are no field of the input's format (a request_id in an access log), ignored, by source; the log names each name once.",
+		}, []string{"source"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotkeyd_source_errors_total",
 			Help: "Failures reading a source itself (an unreadable file, an AWS API error), by source and reason.",
 		}, []string{"source", "reason"}),
 		limits: map[limitKey]*limitState{},
+		named:  map[string]map[string]bool{},
 	}
-	for _, c := range []prometheus.Collector{r.rejected, r.errors} {
+	for _, c := range []prometheus.Collector{r.rejected, r.errors, r.unknown} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -105,7 +119,7 @@ var rejectReasons = []string{
 	traffic.ReasonBadJSON, traffic.ReasonTooLong, traffic.ReasonBadUTF8,
 	traffic.ReasonMissingTable, traffic.ReasonBadTable, traffic.ReasonMissingPK, traffic.ReasonBadType,
 	traffic.ReasonBadUnits, traffic.ReasonBadTime, traffic.ReasonBadOp,
-	traffic.ReasonBadRecord, traffic.ReasonBadFile,
+	traffic.ReasonBadRecord, traffic.ReasonBadFile, traffic.ReasonMisspelledField,
 }
 
 // InitSource creates the source's hotkeyd_input_rejected_total series for
@@ -114,6 +128,31 @@ var rejectReasons = []string{
 func (r *Reporter) InitSource(source string) {
 	for _, reason := range rejectReasons {
 		r.rejected.WithLabelValues(source, reason)
+	}
+	r.unknown.WithLabelValues(source)
+}
+
+// Ignored implements traffic.FieldNoter: it counts the members and names
+// each name in the log the first time it is seen, for the first
+// maxNamedFields names of a source.
+func (r *Reporter) Ignored(source, field string, lines uint64) {
+	r.unknown.WithLabelValues(source).Add(float64(lines))
+	r.mu.Lock()
+	seen := r.named[source]
+	if seen == nil {
+		seen = map[string]bool{}
+		r.named[source] = seen
+	}
+	n, fresh := len(seen), !seen[field]
+	if fresh && n <= maxNamedFields {
+		seen[field] = true // the one past the last named stands for the rest
+	}
+	r.mu.Unlock()
+	switch {
+	case fresh && n < maxNamedFields:
+		r.log.Info("input field ignored: no field of the format", zap.String("source", source), zap.String("field", r.masker.Mask(field)))
+	case fresh && n == maxNamedFields:
+		r.log.Info("input fields ignored: more names, counted only", zap.String("source", source), zap.Int("named", maxNamedFields))
 	}
 }
 

@@ -2,6 +2,7 @@ package export
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -101,7 +102,7 @@ func TestReporterCountsAllLogsBounded(t *testing.T) {
 		t.Errorf("Rejected() = %d, want 1011", r.Rejected())
 	}
 	want := `
-# HELP hotkeyd_input_rejected_total Input lines or records a source could not use and skipped, by source and reason (bad_json, too_long, bad_utf8, missing_table, bad_table, missing_pk, bad_type, bad_units, bad_time, bad_op, bad_record, bad_file, key_too_long, bad_throttle_reason).
+# HELP hotkeyd_input_rejected_total Input lines or records a source could not use and skipped, by source and reason (bad_json, too_long, bad_utf8, missing_table, bad_table, missing_pk, bad_type, bad_units, bad_time, bad_op, bad_record, bad_file, key_too_long, bad_throttle_reason, misspelled_field).
 # TYPE hotkeyd_input_rejected_total counter
 hotkeyd_input_rejected_total{reason="bad_json",source="jsonl"} 1001
 hotkeyd_input_rejected_total{reason="missing_pk",source="jsonl"} 10
@@ -126,5 +127,40 @@ func TestReporterInitSource(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(r.rejected.WithLabelValues("jsonl", traffic.ReasonBadUnits)); v != 0 {
 		t.Errorf("pre-initialised series = %v, want 0", v)
+	}
+}
+
+// TestReporterIgnoredFields: members outside an input's format are
+// counted per source, and each name is logged once, for the first
+// maxNamedFields names; one more line says the rest are counted only.
+func TestReporterIgnoredFields(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	reg := prometheus.NewRegistry()
+	r, err := NewReporter(zap.New(core), reg, ReporterConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.InitSource("http")
+	for range 3 {
+		r.Ignored("jsonl", "request_id", 100)
+	}
+	for i := range maxNamedFields + 5 {
+		r.Ignored("jsonl", fmt.Sprintf("f%d", i), 1)
+	}
+	want := `
+# HELP hotkeyd_input_unknown_fields_total Members of accepted input lines that are no field of the input's format (a request_id in an access log), ignored, by source; the log names each name once.
+# TYPE hotkeyd_input_unknown_fields_total counter
+hotkeyd_input_unknown_fields_total{source="http"} 0
+hotkeyd_input_unknown_fields_total{source="jsonl"} 337
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hotkeyd_input_unknown_fields_total"); err != nil {
+		t.Error(err)
+	}
+	named := logs.FilterMessage("input field ignored: no field of the format")
+	if named.Len() != maxNamedFields || named.All()[0].ContextMap()["field"] != "request_id" {
+		t.Errorf("%d names logged, the first %v; want %d, request_id", named.Len(), named.All()[0].ContextMap(), maxNamedFields)
+	}
+	if n := logs.FilterMessage("input fields ignored: more names, counted only").Len(); n != 1 {
+		t.Errorf("the rest said %d times, want once", n)
 	}
 }

@@ -39,7 +39,21 @@ const (
 	// comes with a resource that is not the call's table or one of its
 	// indexes.
 	ReasonBadThrottleReason = "bad_throttle_reason"
+	// ReasonMisspelledField is a member whose name is a near miss of a
+	// field the line lacks ("Units", "pkk"): counting the line without it
+	// would be wrong in silence.
+	ReasonMisspelledField = "misspelled_field"
 )
+
+// FieldNoter is a Reporter that is also told about the members of input
+// lines that no field of the input's format is, which the reader ignored
+// (a request_id in an access log). Readers that know their fields tell a
+// Reporter that implements it, in sums, at most once a batch.
+type FieldNoter interface {
+	// Ignored records that lines more accepted lines of source carried a
+	// member named field, ignored.
+	Ignored(source, field string, lines uint64)
+}
 
 // NopReporter discards everything. Useful in tests and benchmarks.
 type NopReporter struct{}

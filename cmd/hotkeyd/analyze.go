@@ -26,7 +26,7 @@ func runAnalyze(f *flags, io stdio) int {
 	io.stderr = input.NewSyncWriter(io.stderr)
 	cfg, err := loadConfig(f, false)
 	if err != nil {
-		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
+		printError(io.stderr, err)
 		return 1
 	}
 	if f.top <= 0 || f.top > config.MaxTop {

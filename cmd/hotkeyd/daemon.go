@@ -62,7 +62,7 @@ func runDaemon(ctx context.Context, f *flags, demo bool, io stdio) int {
 func runDaemonOnce(ctx context.Context, f *flags, demo bool, io stdio) (code int, reload bool) {
 	cfg, err := loadConfig(f, !demo)
 	if err != nil {
-		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
+		printError(io.stderr, err)
 		return 1, false
 	}
 	log, err := logging.New(io.stderr, f.logLevel, f.logFormat)
@@ -77,7 +77,7 @@ func runDaemonOnce(ctx context.Context, f *flags, demo bool, io stdio) (code int
 	d, err := newDaemon(cfg, f, demo, io, log)
 	switch {
 	case err != nil && f.check:
-		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
+		printError(io.stderr, err)
 		return 1, false
 	case err != nil:
 		log.Error("cannot start", zap.Error(err))

@@ -19,12 +19,15 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/hotkeyd/hotkeyd/export"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/internal/app/config"
+	"github.com/hotkeyd/hotkeyd/internal/strictyaml"
 )
 
 func main() {
@@ -126,6 +129,11 @@ func newApp(f *flags) *kingpin.Application {
 		"Each command takes the flags it uses: hotkeyd COMMAND --help lists them.")
 	app.HelpFlag.Short('h')
 	app.Version(strings.TrimSuffix(versionString(), "\n"))
+	// A command's help ends with its notes: analyze's input contract.
+	notes := map[string]string{"analyze": jsonl.ContractText()}
+	app.UsageFuncs(template.FuncMap{"notes": func(cmd string) string { return notes[cmd] }})
+	app.UsageTemplate(kingpin.DefaultUsageTemplate + `{{if .Context.SelectedCommand}}{{with notes .Context.SelectedCommand.FullCommand}}
+{{.}}{{end}}{{end}}`)
 	f.defineRun(app.Command("run", "Run the daemon on the configured sources (the default).").Default())
 	f.defineDemo(app.Command("demo", "Run the daemon on a built-in synthetic workload with planted hot keys."))
 	f.defineAnalyze(app.Command("analyze", "Read whole files (JSON lines, CloudTrail, DynamoDB stream records) as one window and print one report."))
@@ -209,12 +217,25 @@ func loadConfig(f *flags, required bool) (config.Config, error) {
 		return config.Config{}, errors.New("flags: --keys: hash needs a secret: key_hash_secret or key_hash_secret_file in the config file, or " + secretEnv + " in the environment")
 	}
 	if err := cfg.Validate(); err != nil {
-		if key, msg, _ := strings.Cut(err.Error(), ": "); overrides[key] != "" {
-			return config.Config{}, fmt.Errorf("flags: %s: %s", overrides[key], msg)
+		errs := strictyaml.List(err)
+		for i, e := range errs {
+			if key, msg, _ := strings.Cut(e.Error(), ": "); overrides[key] != "" {
+				errs[i] = fmt.Errorf("flags: %s: %s", overrides[key], msg)
+			} else {
+				errs[i] = fmt.Errorf("flags: %w", e)
+			}
 		}
-		return config.Config{}, fmt.Errorf("flags: %w", err)
+		return config.Config{}, errors.Join(errs...)
 	}
 	return cfg, nil
+}
+
+// printError writes err to w as "hotkeyd: " lines, one per problem: a
+// configuration's errors come all at once, one per line.
+func printError(w io.Writer, err error) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(w, "hotkeyd: %s\n", line)
+	}
 }
 
 // printValid is --config.check's answer once everything checked out:

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hotkeyd/hotkeyd/export"
+	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
@@ -28,6 +29,11 @@ func TestConfigCheck(t *testing.T) {
 		{[]string{"--config", "testdata/config/valid-design.yml", "--config.check"}, 0, "testdata/config/valid-design.yml: valid\n", ""},
 		{[]string{"--config.check", "--config.file", "testdata/config/invalid-keys.yml"}, 1, "",
 			"hotkeyd: config testdata/config/invalid-keys.yml: keys: must be plain, hash or redact, got \"sha256\"\n"},
+		{[]string{"--config.check", "--config.file", "testdata/config/invalid-detector-many.yml"}, 1, "",
+			"hotkeyd: config testdata/config/invalid-detector-many.yml: detector.clear_threshold: 0.3 is above threshold 0.2\n" +
+				"hotkeyd: config testdata/config/invalid-detector-many.yml: detector.limit_fraction: 1.5 is outside (0, 1]\n" +
+				"hotkeyd: config testdata/config/invalid-detector-many.yml: detector.handful_keys: 1 must be at least 2\n" +
+				"hotkeyd: config testdata/config/invalid-detector-many.yml: detector.shard_factor: 0.5 must be at least 1\n"},
 		{[]string{"--config.check", "--config.file", "testdata/config/valid-empty.yml", "--threshold", "2"}, 1, "",
 			"hotkeyd: flags: --threshold: must be above 0 and below 1, got 2\n"},
 		{[]string{"demo", "--config.check", "--config.file", "testdata/config/invalid-listen.yml"}, 1, "",
@@ -133,6 +139,11 @@ func TestCommandFlags(t *testing.T) {
 		}
 		if c.configFlag != "" && !strings.Contains(stdout.String(), c.configFlag) {
 			t.Errorf("%s --help does not show %s:\n%s", c.cmd, c.configFlag, stdout.String())
+		}
+		// analyze's help ends with the input contract, the table the
+		// README's input section holds (jsonl.TestREADMEContract).
+		if contract := jsonl.ContractText(); (c.cmd == "analyze") != strings.HasSuffix(stdout.String(), "\n"+contract) {
+			t.Errorf("%s --help and the input contract:\n%s", c.cmd, stdout.String())
 		}
 	}
 	for _, c := range []struct{ args, stderr string }{

@@ -594,3 +594,59 @@ func checkSeries(t *testing.T, page string, rep report.Report) {
 		}
 	}
 }
+
+// TestAnalyzeHTMLReportSmallFile: a report of too little traffic to judge
+// says so in its headline, not "no key is hot", and the share bar of its
+// key at 50% is not drawn as a hot key's: the table is quiet under the
+// traffic floor, and the headline names it with the detector's reason.
+func TestAnalyzeHTMLReportSmallFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	var in strings.Builder
+	for i := range 16 {
+		fmt.Fprintf(&in, `{"ts":"2026-11-22T10:00:%02dZ","table":"orders","pk":"k%d","op":"PutItem"}`+"\n", i, i%2)
+	}
+	input := filepath.Join(t.TempDir(), "small.jsonl")
+	if err := os.WriteFile(input, []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, page, stderr := runAnalyzeCmd(t, "", "analyze", "--format", "html", input)
+	if code != 0 {
+		t.Fatalf("analyze --format html: exit %d: %s", code, stderr)
+	}
+	path := filepath.Join(testenv.ArtifactDir(t), "report.html")
+	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab := testenv.NewTab(t)
+	tab.Run(t, 20*time.Second, chromedp.Navigate("file://"+path))
+	tab.WaitFor(t, `document.getElementById('app').dataset.status === 'report' && document.querySelector('tr.topkey')`, 10*time.Second, "the report")
+	var got struct {
+		Headline, Reasons, Quiet, Fill, Title string
+		Tables                                []string
+	}
+	tab.Eval(t, `(() => {
+		const h = document.getElementById('no-diagnoses');
+		const bar = document.querySelector('tr.topkey[data-key="k0"] .bar');
+		return {
+			Headline: h ? h.innerText : '', Reasons: h ? h.dataset.reasons : '',
+			Quiet: [...document.querySelectorAll('.quiet-tables li')].map(li => li.innerText).join('\n'),
+			Tables: [...document.querySelectorAll('.quiet-tables li')].map(li => li.dataset.table),
+			Fill: bar ? bar.querySelector('.fill').className : '', Title: bar ? bar.title : '',
+		};
+	})()`, &got)
+	tab.Screenshot(t, "small-report.png")
+	if got.Headline != "No diagnosis: the traffic is under the traffic floor, where a key's share is noise." || got.Reasons != "traffic_floor" {
+		t.Errorf("headline %q (reasons %q), want the traffic floor", got.Headline, got.Reasons)
+	}
+	if len(got.Tables) != 1 || got.Tables[0] != "orders" || !strings.Contains(got.Quiet, "under the traffic floor of 100 events and 1 WCU/s") {
+		t.Errorf("quiet tables %q: %q", got.Tables, got.Quiet)
+	}
+	if got.Fill != "fill floor" || !strings.Contains(got.Title, "traffic floor") {
+		t.Errorf("k0's share bar is %q (%q), want it drawn as under the floor", got.Fill, got.Title)
+	}
+	if errs := tab.Errors(); len(errs) > 0 {
+		t.Errorf("errors in the page: %q", errs)
+	}
+}

@@ -356,8 +356,33 @@
         (db.peak_units_per_second / db.limit) - (da.peak_units_per_second / da.limit);
     });
     var html = '<h2>Diagnoses</h2>';
-    if (!all.length) return html + '<p class="none" id="no-diagnoses">No diagnosis: no key is hot or near a partition\'s ceiling, and no table short of capacity.</p>';
+    if (!all.length) return html + noDiagnosis(tables);
     return html + all.map(function (p) { return diagnosisCard(p[0], p[1]); }).join('');
+  }
+
+  // QUIET says why no key is diagnosed though one is at or above the
+  // threshold, by the report's quiet reason.
+  var QUIET = {
+    traffic_floor: 'the traffic is under the traffic floor, where a key\'s share is noise',
+    holding: 'a key is above the threshold, held until it stays there',
+  };
+
+  // noDiagnosis is the headline when there is no diagnosis: the reason the
+  // tables are quiet when a key is at or above the threshold (its bar is
+  // long, the headline must say why it is not a diagnosis), each table's
+  // in the detector's words below it.
+  function noDiagnosis(tables) {
+    var quiet = tables.filter(function (t) { return t.quiet; });
+    if (!quiet.length) return '<p class="none" id="no-diagnoses">No diagnosis: no key is hot or near a partition\'s ceiling, and no table short of capacity.</p>';
+    var reasons = [];
+    quiet.forEach(function (t) { if (reasons.indexOf(t.quiet.reason) < 0) reasons.push(t.quiet.reason); });
+    var yet = reasons.length === 1 && reasons[0] === 'holding' ? ' yet' : '';
+    return '<p class="none" id="no-diagnoses"' + attrs({ reasons: reasons.join(' ') }) + '>No diagnosis' + yet + ': ' +
+      esc(reasons.map(function (r) { return QUIET[r] || r; }).join('; ')) + '.</p>' +
+      '<ul class="quiet-tables">' + quiet.map(function (t) {
+        return '<li' + attrs({ table: t.table, index: t.index || '', reason: t.quiet.reason }) + '><a href="' + tableHref(t) + '">' +
+          esc(tableName(t)) + '</a>: ' + esc(t.quiet.text) + '</li>';
+      }).join('') + '</ul>';
   }
 
   // chartSlot places a chart; yMax, when given, is the top of its scale
@@ -382,12 +407,15 @@
       var id = keyIdentity(k.class, k.key, seen);
       var pts = index[id];
       var hot = threshold && k.share >= threshold;
+      // At or above the threshold, but under the traffic floor: not judged.
+      var floor = hot && t.quiet && t.quiet.reason === 'traffic_floor' && t.quiet.class === cls;
       return '<tr class="topkey"' + attrs({
         table: t.table, index: t.index || '', class: k.class, key: k.key, rank: i + 1,
         units: k.units, share: k.share, ups: k.units_per_second || 0, peak: k.peak_units_per_second,
       }) + '><td class="key" title="' + esc(k.key) + '"><span>' + esc(k.key) + '</span></td>' +
         '<td class="num opt units">' + fmt(k.units) + '</td>' +
-        '<td class="sharecell"><div class="bar"><div class="fill' + (hot ? ' hot' : '') + '" style="width:' + Math.min(100, k.share * 100).toFixed(2) + '%"></div>' +
+        '<td class="sharecell"><div class="bar"' + (floor ? ' title="under the traffic floor: a share is noise, not judged"' : '') +
+        '><div class="fill' + (floor ? ' floor' : hot ? ' hot' : '') + '" style="width:' + Math.min(100, k.share * 100).toFixed(2) + '%"></div>' +
         (threshold ? '<div class="thr" data-threshold="' + threshold + '" style="left:' + (threshold * 100).toFixed(2) + '%" title="threshold ' + pct(threshold) + '"></div>' : '') +
         '<span class="pct share">' + pct(k.share) + '</span></div></td>' +
         '<td class="num opt ups">' + fmt(k.units_per_second || 0) + '</td>' +

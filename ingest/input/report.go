@@ -29,12 +29,15 @@ type TextReporter struct {
 	mu      sync.Mutex
 	printed int
 	reasons map[string]uint64
+	ignored map[string]uint64 // lines by member name outside the format
 }
+
+var _ traffic.FieldNoter = (*TextReporter)(nil)
 
 // NewTextReporter returns a TextReporter writing to w; m masks the input
 // the readers quote (nil shows it as it is).
 func NewTextReporter(w io.Writer, m traffic.Masker) *TextReporter {
-	return &TextReporter{w: w, mask: m, reasons: map[string]uint64{}}
+	return &TextReporter{w: w, mask: m, reasons: map[string]uint64{}, ignored: map[string]uint64{}}
 }
 
 // Mask implements traffic.Masker with the masker given to NewTextReporter.
@@ -61,6 +64,16 @@ func (r *TextReporter) Reject(source, reason string, err error) {
 func (r *TextReporter) Error(source, reason string, err error) {
 	fmt.Fprintf(r.w, "hotkeyd: %s: %s: %v\n", source, reason, err)
 }
+
+// Ignored implements traffic.FieldNoter: Summary names the members.
+func (r *TextReporter) Ignored(source, field string, lines uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ignored[field] += lines
+}
+
+// maxIgnoredNames is how many names of ignored members Summary lists.
+const maxIgnoredNames = 10
 
 // Rejected returns the number of rejected records so far.
 func (r *TextReporter) Rejected() uint64 { return r.rejected.Load() }
@@ -90,13 +103,40 @@ func (r *TextReporter) reasonList() string {
 }
 
 // Summary prints the rejected records per reason when some were not
-// described one by one.
+// described one by one, and the members outside the format that lines
+// carried, most frequent first.
 func (r *TextReporter) Summary() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := r.rejected.Load()
-	if n <= uint64(r.printed) {
+	if n := r.rejected.Load(); n > uint64(r.printed) {
+		fmt.Fprintf(r.w, "hotkeyd: skipped %d records in all: %s\n", n, r.reasonList())
+	}
+	if len(r.ignored) == 0 {
 		return
 	}
-	fmt.Fprintf(r.w, "hotkeyd: skipped %d records in all: %s\n", n, r.reasonList())
+	names := make([]string, 0, len(r.ignored))
+	for name := range r.ignored {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, b := r.ignored[names[i]], r.ignored[names[j]]
+		return a > b || (a == b && names[i] < names[j])
+	})
+	var list []string
+	for _, name := range names[:min(len(names), maxIgnoredNames)] {
+		list = append(list, fmt.Sprintf("%s (%s)", traffic.Quote(r.mask, []byte(name)), Plural(r.ignored[name], "line", "lines")))
+	}
+	if more := len(names) - maxIgnoredNames; more > 0 {
+		list = append(list, Plural(uint64(more), "other name", "other names"))
+	}
+	fmt.Fprintf(r.w, "hotkeyd: ignored fields outside the contract: %s\n", strings.Join(list, ", "))
+}
+
+// Plural writes n with the noun's singular or plural form: "1 line",
+// "2 lines".
+func Plural(n uint64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -1,7 +1,7 @@
 // Package jsonl reads the JSON-lines access log of the contract (one JSON
-// object per line: ts, table, index, pk, sk, op, units, throttled,
-// throttle_reason, throttle_resource; member names
-// configurable with Fields) into ingest Events, from three places:
+// object per line: table, op, pk, sk, index, ts, units, throttled,
+// throttle_reason, throttle_resource, stated once in contract.go; member
+// names configurable with Fields) into ingest Events, from three places:
 //
 //   - ReadAll: a whole input (a file for hotkeyd analyze, stdin);
 //   - Source: files followed like tail -F with package follow (rotation by
@@ -14,8 +14,11 @@
 // of a line that allocates nothing per line, and one bounded line reader: a
 // line over the limit is rejected as too_long and skipped up to the next
 // newline without being buffered. A bad line is reported to the
-// traffic.Reporter with a reason constant of package ingest and skipped; the
-// lines around it are read as usual.
+// traffic.Reporter with a reason constant of package traffic and skipped;
+// the lines around it are read as usual. Members outside the contract are
+// ignored and told to a Reporter that is a traffic.FieldNoter, by name,
+// once a batch; a near miss of a field the line lacks rejects the line
+// (misspelled_field).
 //
 // With Options.Records, an input whose first line that reader recognises
 // is read with it instead, line by line: files of DynamoDB stream records

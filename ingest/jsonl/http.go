@@ -217,7 +217,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return putErr
 	})
-	st.opts.Reporter = traffic.NopReporter{} // reported below
+	st.opts.Reporter = traffic.NopReporter{} // reported below; ignored members by the stream
 	var lineErrs []*LineError
 	st.onError = func(le *LineError) {
 		h.cfg.Reporter.Reject(h.cfg.Source, le.Err.Reason, le)

@@ -1,11 +1,13 @@
 package jsonl
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
 	"math/bits"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -17,7 +19,7 @@ import (
 // already exist can be read without rewriting them. The zero value of a
 // member means its default name (DefaultFields).
 type Fields struct {
-	// Time holds an RFC 3339 string or Unix epoch milliseconds. Default "ts".
+	// Time holds an RFC 3339 string or a Unix epoch number (epochTime). Default "ts".
 	Time string `yaml:"ts,omitempty" json:"ts,omitempty"`
 	// Table holds the table name. Default "table".
 	Table string `yaml:"table,omitempty" json:"table,omitempty"`
@@ -43,46 +45,17 @@ type Fields struct {
 }
 
 // DefaultFields returns the member names of the JSON-lines contract.
-func DefaultFields() Fields {
-	return Fields{Time: "ts", Table: "table", Index: "index", PK: "pk", SK: "sk", Op: "op", Units: "units",
-		Throttled: "throttled", ThrottleReason: "throttle_reason", ThrottleResource: "throttle_resource"}
-}
+func DefaultFields() Fields { return Fields{}.withDefaults() }
 
 // withDefaults fills empty names with the contract's names.
 func (f Fields) withDefaults() Fields {
-	d := DefaultFields()
-	set := func(v *string, def string) {
-		if *v == "" {
-			*v = def
+	for _, c := range contract {
+		if v := c.rename(&f); *v == "" {
+			*v = c.Name
 		}
 	}
-	set(&f.Time, d.Time)
-	set(&f.Table, d.Table)
-	set(&f.Index, d.Index)
-	set(&f.PK, d.PK)
-	set(&f.SK, d.SK)
-	set(&f.Op, d.Op)
-	set(&f.Units, d.Units)
-	set(&f.Throttled, d.Throttled)
-	set(&f.ThrottleReason, d.ThrottleReason)
-	set(&f.ThrottleResource, d.ThrottleResource)
 	return f
 }
-
-// field indexes into Parser.names and the per-line value slots.
-const (
-	fTime = iota
-	fTable
-	fIndex
-	fPK
-	fSK
-	fOp
-	fUnits
-	fThrottled
-	fThrottleReason
-	fThrottleResource
-	numFields
-)
 
 // MaxDepth is the deepest nesting of objects and arrays accepted inside a
 // line (in members the parser skips). Deeper input is rejected as bad_json
@@ -92,6 +65,15 @@ const MaxDepth = 32
 // maxInterned bounds the table/index name cache, so a stream of distinct
 // table names cannot grow it without limit.
 const maxInterned = 4096
+
+// maxOthers bounds the names of members outside the contract a Parser
+// keeps count of; members of other names are counted together, unnamed
+// (OtherFields), so a stream of distinct names cannot grow it.
+const maxOthers = 256
+
+// OtherFields is the name members outside the contract are counted under
+// once a Parser counts maxOthers names.
+const OtherFields = "(other names)"
 
 // ParseError is why one line was rejected. Reason is one of the
 // traffic.Reason* constants.
@@ -119,9 +101,12 @@ func Reason(err error) string {
 // It reads the flat shape of the contract over the shared scanner
 // (ingest/jsonscan): it checks the whole line as JSON (members it does not
 // know are walked and checked, nesting bounded by MaxDepth), takes the
-// members it knows without building a tree, and allocates nothing per line: table and index names
-// are interned, and key strings are cut from an arena (see keyChunk). A
-// Parser is not safe for concurrent use; give each reader its own.
+// members it knows without building a tree, and allocates nothing per
+// line: table and index names are interned, and key strings are cut from
+// an arena (see keyChunk). A member it does not know costs a map lookup
+// of its name, which it counts (Ignored) and, when the name is a near miss
+// of a field, may reject the line with. A Parser is not safe for
+// concurrent use; give each reader its own.
 type Parser struct {
 	names   [numFields][]byte
 	first   [256]uint16 // by first byte, the fields whose names start with it (bit f)
@@ -133,6 +118,27 @@ type Parser struct {
 	minute  [minuteSlots]minuteCache
 	keys    []byte // arena the key strings are cut from
 	mask    traffic.Masker
+	// others counts the members outside the contract by name, with the
+	// field each name is a near miss of; line holds those of the line
+	// being parsed, and pending those counted since Ignored last read
+	// them.
+	others  map[string]*other
+	overall *other // members of names past maxOthers
+	line    []*other
+	pending []*other
+}
+
+// other is a name of members outside the contract.
+type other struct {
+	name string
+	// near is the field the name is a near miss of, or -1.
+	near int
+	// tally is where the lines it is ignored on are counted: itself, or
+	// the Parser's overall count past maxOthers names.
+	tally *other
+	// lines counts the lines the member was ignored on; reported how
+	// many of them Ignored has returned.
+	lines, reported uint64
 }
 
 // keyChunk is the size of the arena chunks key strings are copied into.
@@ -185,14 +191,10 @@ func NewParser(fields Fields, source string, now func() time.Time) *Parser {
 		now = time.Now
 	}
 	f := fields.withDefaults()
-	p := &Parser{now: now, source: source, intern: make(map[string]string)}
-	p.names = [numFields][]byte{
-		fTime: []byte(f.Time), fTable: []byte(f.Table), fIndex: []byte(f.Index),
-		fPK: []byte(f.PK), fSK: []byte(f.SK), fOp: []byte(f.Op), fUnits: []byte(f.Units),
-		fThrottled: []byte(f.Throttled), fThrottleReason: []byte(f.ThrottleReason), fThrottleResource: []byte(f.ThrottleResource),
-	}
-	for i, n := range p.names {
-		p.first[n[0]] |= 1 << i
+	p := &Parser{now: now, source: source, intern: make(map[string]string), others: make(map[string]*other)}
+	for i, c := range contract {
+		p.names[i] = []byte(*c.rename(&f))
+		p.first[p.names[i][0]] |= 1 << i
 	}
 	return p
 }
@@ -202,10 +204,147 @@ func NewParser(fields Fields, source string, now func() time.Time) *Parser {
 // reference to line, which the caller may reuse.
 func (p *Parser) Parse(line []byte, ev *traffic.Event) error {
 	p.vals = [numFields]jsonscan.Span{}
+	p.line = p.line[:0]
 	if err := p.scanObject(line); err != nil {
 		return err
 	}
+	if len(p.line) > 0 {
+		return p.buildOthers(line, ev)
+	}
 	return p.build(line, ev)
+}
+
+// buildOthers is build for a line with members outside the contract: a
+// near miss of a field the line lacks rejects it, and so does what build
+// refuses, naming them; otherwise they are counted.
+func (p *Parser) buildOthers(line []byte, ev *traffic.Event) error {
+	for _, o := range p.line {
+		if o.near >= 0 && optional(p.vals[o.near]) {
+			*ev = traffic.Event{}
+			return &ParseError{Reason: traffic.ReasonMisspelledField, Detail: fmt.Sprintf("unknown field %s (did you mean %q?)",
+				p.quote([]byte(o.name)), p.names[o.near])}
+		}
+	}
+	if err := p.build(line, ev); err != nil {
+		var pe *ParseError
+		if errors.As(err, &pe) && (pe.Reason == traffic.ReasonMissingTable || pe.Reason == traffic.ReasonMissingPK || pe == errMissingOp) {
+			// The field may be there under another name.
+			names := make([]string, len(p.line))
+			for i, o := range p.line {
+				names[i] = p.quote([]byte(o.name))
+			}
+			return &ParseError{Reason: pe.Reason, Detail: pe.Detail + "; fields outside the contract: " + strings.Join(names, ", ")}
+		}
+		return err
+	}
+	for _, o := range p.line {
+		t := o.tally
+		if t.lines == t.reported {
+			p.pending = append(p.pending, t)
+		}
+		t.lines++
+	}
+	return nil
+}
+
+// Ignored returns the members outside the contract counted since it was
+// last called, by name (OtherFields for the names past the first
+// maxOthers): how many accepted lines carried each.
+func (p *Parser) Ignored(yield func(name string, lines uint64)) {
+	for _, o := range p.pending {
+		n := o.lines - o.reported
+		o.reported = o.lines
+		yield(o.name, n)
+	}
+	p.pending = p.pending[:0]
+}
+
+// noteOther records a member outside the contract on the line.
+func (p *Parser) noteOther(name []byte) {
+	o := p.others[string(name)]
+	if o == nil {
+		o = p.learnOther(name)
+	}
+	p.line = append(p.line, o)
+}
+
+// learnOther returns the count of a name not seen before: its own while
+// fewer than maxOthers names are counted, else overall, with the field
+// the name is a near miss of.
+func (p *Parser) learnOther(name []byte) *other {
+	near := -1
+	for f := range p.names {
+		if nearMiss(name, p.names[f]) {
+			near = f
+			break
+		}
+	}
+	if len(p.others) < maxOthers {
+		o := &other{name: string(name), near: near}
+		o.tally = o
+		p.others[o.name] = o
+		return o
+	}
+	if p.overall == nil {
+		p.overall = &other{name: OtherFields, near: -1}
+		p.overall.tally = p.overall
+	}
+	if near < 0 {
+		return p.overall
+	}
+	// Named, since it may reject the line; counted with the others.
+	return &other{name: string(name), near: near, tally: p.overall}
+}
+
+// nearMiss reports whether name is most likely a misspelling of field:
+// the same name in other case ("Units"), or with one letter doubled
+// ("pkk"); or, for a field of four letters or more, with one letter
+// added, left out or changed, or two neighbours swapped ("unit",
+// "tabel"). Shorter names are too close to common members of logs (ip,
+// id, ms) for more.
+func nearMiss(name, field []byte) bool {
+	if bytes.EqualFold(name, field) {
+		return true
+	}
+	n, m := len(name), len(field)
+	if n == m+1 {
+		for i := 1; i < n; i++ { // a letter doubled
+			if lower(name[i]) == lower(name[i-1]) && bytes.EqualFold(name[:i], field[:i]) && bytes.EqualFold(name[i+1:], field[i:]) {
+				return true
+			}
+		}
+	}
+	if m < 4 || n < m-1 || n > m+1 {
+		return false
+	}
+	return editedOnce(name, field)
+}
+
+// editedOnce reports whether a and b, letters compared without case,
+// differ by one letter added, left out or changed, or two neighbours
+// swapped.
+func editedOnce(a, b []byte) bool {
+	i := 0
+	for i < len(a) && i < len(b) && lower(a[i]) == lower(b[i]) {
+		i++
+	}
+	rest := func(x, y []byte) bool { return bytes.EqualFold(x, y) }
+	switch {
+	case len(a) == len(b):
+		return rest(a[i+1:], b[i+1:]) || // changed
+			(i+1 < len(a) && lower(a[i]) == lower(b[i+1]) && lower(a[i+1]) == lower(b[i]) && rest(a[i+2:], b[i+2:])) // swapped
+	case len(a) == len(b)+1:
+		return rest(a[i+1:], b[i:]) // added
+	default:
+		return rest(a[i:], b[i+1:]) // left out
+	}
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 var (
@@ -265,6 +404,8 @@ func (p *Parser) scanObject(b []byte) error {
 		}
 		if f := p.field(name); f >= 0 {
 			p.vals[f] = v
+		} else {
+			p.noteOther(name)
 		}
 		i = next
 	}
@@ -436,18 +577,22 @@ func (p *Parser) build(line []byte, ev *traffic.Event) error {
 		s := p.bytesOf(line, t)
 		tm, ok := p.parseTime(s)
 		if !ok {
-			return &ParseError{Reason: traffic.ReasonBadTime, Detail: p.quote(s) + " is not an RFC 3339 time"}
+			hint := ""
+			if _, err := strconv.ParseFloat(unsafeString(s), 64); err == nil {
+				hint = " (an epoch time is a JSON number, without quotes)"
+			}
+			return &ParseError{Reason: traffic.ReasonBadTime, Detail: p.quote(s) + " is not an RFC 3339 time" + hint}
 		}
 		ev.Time = tm
 	case t.Kind == jsonscan.Number:
-		ms, err := strconv.ParseFloat(unsafeString(line[t.Start:t.End]), 64)
-		if err != nil || ms < 0 || ms > maxEpochMillis {
-			return &ParseError{Reason: traffic.ReasonBadTime, Detail: "epoch milliseconds " + p.quote(line[t.Start:t.End]) + " out of range"}
+		tm, ok := epochTime(unsafeString(line[t.Start:t.End]))
+		if !ok {
+			return &ParseError{Reason: traffic.ReasonBadTime, Detail: "epoch time " + p.quote(line[t.Start:t.End]) +
+				" is no time from 2012 to 9999 in seconds, milliseconds, microseconds or nanoseconds"}
 		}
-		whole := math.Floor(ms)
-		ev.Time = time.UnixMilli(int64(whole)).Add(time.Duration((ms - whole) * 1e6)).UTC()
+		ev.Time = tm
 	default:
-		return p.wrongType(fTime, "an RFC 3339 string or epoch milliseconds")
+		return p.wrongType(fTime, "an RFC 3339 string or a Unix epoch number")
 	}
 	if ev.Time.Before(traffic.DynamoDBLaunch) {
 		// Year 0001 would be the zero time: no time at all.
@@ -563,9 +708,52 @@ func (p *Parser) parseTime(s []byte) (time.Time, bool) {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// maxEpochMillis is 9999-12-31T23:59:59.999Z, the last instant RFC 3339 can
-// write.
-const maxEpochMillis = 253402300799999
+// Epoch numbers are told apart by their size: from DynamoDB's launch
+// (2012) to the last instant RFC 3339 can write (9999-12-31T23:59:59Z),
+// seconds, milliseconds, microseconds and nanoseconds since 1970 fall in
+// ranges that do not meet, so a number is in one unit's range at most.
+// 1795760000 can only be seconds: as milliseconds it would be in 1970.
+const (
+	minEpochSeconds = 1325376000   // 2012-01-01T00:00:00Z
+	maxEpochSeconds = 253402300800 // just past 9999-12-31T23:59:59.999999999Z
+)
+
+// epochTime returns the time of a Unix epoch number in the unit its size
+// says, or false when it is in no unit's range. A whole number is read
+// exactly (nanoseconds need all 19 digits), any other as a float.
+func epochTime(s string) (time.Time, bool) {
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		switch {
+		case i >= minEpochSeconds && i < maxEpochSeconds:
+			return time.Unix(i, 0).UTC(), true
+		case i >= minEpochSeconds*1e3 && i < maxEpochSeconds*1e3:
+			return time.UnixMilli(i).UTC(), true
+		case i >= minEpochSeconds*1e6 && i < maxEpochSeconds*1e6:
+			return time.UnixMicro(i).UTC(), true
+		case i >= minEpochSeconds*1e9:
+			return time.Unix(0, i).UTC(), true
+		}
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil:
+		return time.Time{}, false
+	case n >= minEpochSeconds && n < maxEpochSeconds:
+		whole := math.Floor(n)
+		return time.Unix(int64(whole), int64(math.Round((n-whole)*1e9))).UTC(), true
+	case n >= minEpochSeconds*1e3 && n < maxEpochSeconds*1e3:
+		whole := math.Floor(n)
+		return time.UnixMilli(int64(whole)).Add(time.Duration((n - whole) * 1e6)).UTC(), true
+	case n >= minEpochSeconds*1e6 && n < maxEpochSeconds*1e6:
+		whole := math.Floor(n)
+		return time.UnixMicro(int64(whole)).Add(time.Duration(math.Round((n - whole) * 1e3))).UTC(), true
+	case n >= minEpochSeconds*1e9 && n < math.MaxInt64:
+		// Nanoseconds reach 2262 only, as an int64 does.
+		return time.Unix(0, int64(n)).UTC(), true
+	}
+	return time.Time{}, false
+}
 
 // quote cites a piece of the line in an error, masked as keys are
 // (traffic.Quote).

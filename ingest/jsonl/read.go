@@ -148,19 +148,34 @@ type stream struct {
 	// before is the number of lines ahead of the input (Options.LinesBefore),
 	// read at the first rejection; -1 until then.
 	before int64
+	// noter is told about the members outside the contract the parser
+	// ignored, once a batch; nil when the Reporter is not a FieldNoter.
+	noter traffic.FieldNoter
 }
 
 func newStream(opts Options, name string) *stream {
 	opts = opts.withDefaults()
 	p := NewParser(opts.Fields, opts.Source, opts.Now)
 	p.mask = traffic.MaskerOf(opts.Reporter)
+	noter, _ := opts.Reporter.(traffic.FieldNoter)
 	return &stream{
 		opts:   opts,
 		name:   name,
 		parser: p,
 		lines:  newLineReader(opts.MaxLineBytes),
 		before: -1,
+		noter:  noter,
 	}
+}
+
+// noteIgnored tells the noter how many lines carried each member outside
+// the contract since it was last told.
+func (s *stream) noteIgnored() {
+	s.parser.Ignored(func(field string, lines uint64) {
+		if s.noter != nil {
+			s.noter.Ignored(s.opts.Source, field, lines)
+		}
+	})
 }
 
 // line parses one complete line into the batch or reports it.
@@ -275,6 +290,7 @@ func (s *stream) finish() {
 // Options.Recycle says it keeps nothing of it: then the batch and the key
 // arena are filled again.
 func (s *stream) flush(ctx context.Context, sink traffic.Sink) error {
+	s.noteIgnored()
 	if len(s.batch) == 0 {
 		return nil
 	}

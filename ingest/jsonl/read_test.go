@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,23 @@ type recorder struct {
 	mu      sync.Mutex
 	rejects []reject
 	errors  []string
+	ignored map[string]uint64 // "source field" → lines
+}
+
+// Ignored makes the recorder a traffic.FieldNoter.
+func (r *recorder) Ignored(source, field string, lines uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ignored == nil {
+		r.ignored = map[string]uint64{}
+	}
+	r.ignored[source+" "+field] += lines
+}
+
+func (r *recorder) ignoredSeen() map[string]uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.ignored)
 }
 
 type reject struct {
