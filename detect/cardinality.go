@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/internal/plural"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
@@ -56,8 +57,8 @@ func (t *table) lowCardinality() (report.Finding, bool) {
 				share += top[i].Units / total
 				ev.Keys = append(ev.Keys, top[i].Key)
 			}
-			ev.Summary = fmt.Sprintf("%d distinct partition keys for a peak of %s %s/s, which needs %d partitions: at least %s× as many keys are needed to use them.",
-				distinct, num(t.classPeak(c)), unitName(c), required, num(t.s.CardinalityFactor))
+			ev.Summary = fmt.Sprintf("%s for a peak of %s %s/s, which needs %d partitions: at least %s× as many keys are needed to use them.",
+				plural.Count(distinct, "distinct partition key"), num(t.classPeak(c)), unitName(c), required, num(t.s.CardinalityFactor))
 		default:
 			n := 0
 			for n < len(top) && n < t.s.HandfulKeys && share < t.s.HandfulShare {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/internal/plural"
 	"github.com/hotkeyd/hotkeyd/sketch"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
@@ -227,8 +228,9 @@ func (t *table) diagnosis(f *report.Finding, fs []report.Finding, root []int, r 
 		d.After = t.afterGSI(c, d.Keys, d.Fix)
 		what := fmt.Sprintf("%d values (%s) carry %s of the %s's %ss", len(d.Keys), strings.Join(d.Keys, ", "), pct(f.Share), t.noun(), c)
 		if t.tooFewKeys(f) {
-			what = fmt.Sprintf("%d distinct partition keys are too few for the %d partitions the %s's peak of %s %s/s needs",
-				f.Evidence.DistinctPartitionKeys, f.Evidence.RequiredPartitions, t.noun(), num(f.Evidence.PeakUnitsPerSecond), unitName(c))
+			what = fmt.Sprintf("%s %s too few for the %d partitions the %s's peak of %s %s/s needs",
+				plural.Count(f.Evidence.DistinctPartitionKeys, "distinct partition key"), plural.Noun(f.Evidence.DistinctPartitionKeys, "is", "are"),
+				f.Evidence.RequiredPartitions, t.noun(), num(f.Evidence.PeakUnitsPerSecond), unitName(c))
 		}
 		d.Summary = what + t.risk(&d)
 	case report.KindTimeOrderedKey:

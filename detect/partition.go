@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/internal/plural"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
@@ -37,8 +38,8 @@ func (t *table) hotPartitions() []report.Finding {
 			UnitsPerSecond:     rate,
 			PeakUnitsPerSecond: rate,
 			Evidence: &report.Evidence{
-				Summary: fmt.Sprintf("Stream shard %s carries %s of the %s's %d stream records, %s× the mean of its %d shards.",
-					sh.Shard, pct(share), t.noun(), total, num(float64(sh.Records)/mean), len(t.Shards)),
+				Summary: fmt.Sprintf("Stream shard %s carries %s of the %s's %s, %s× the mean of its %d shards.",
+					sh.Shard, pct(share), t.noun(), plural.Count(total, "stream record"), num(float64(sh.Records)/mean), len(t.Shards)),
 				WindowSeconds: t.seconds,
 				Records:       sh.Records,
 				MeanRecords:   mean,

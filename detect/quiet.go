@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/internal/plural"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
@@ -40,8 +41,9 @@ func (t *table) quiet(ds, pending []report.Diagnosis) *report.Quiet {
 	switch {
 	case !t.active(c):
 		best.Reason = report.QuietTrafficFloor
-		best.Text = fmt.Sprintf("%s carries %s of the %s's %ss, but the %ss (%d events, %s %s/s) are under the traffic floor of %d events and %s %s/s, where a share is noise; %s.",
-			quoteKey(best.Key), pct(best.Share), t.noun(), c, c, cs.Events, num(t.rate(cs.Units)), unitName(c), t.s.MinEvents, num(t.s.MinUnitsPerSecond), unitName(c), ceiling)
+		best.Text = fmt.Sprintf("%s carries %s of the %s's %ss, but the %ss (%s, %s %s/s) are under the traffic floor of %s and %s %s/s, where a share is noise; %s.",
+			quoteKey(best.Key), pct(best.Share), t.noun(), c, c, plural.Count(cs.Events, "event"), num(t.rate(cs.Units)), unitName(c),
+			plural.Count(t.s.MinEvents, "event"), num(t.s.MinUnitsPerSecond), unitName(c), ceiling)
 	case hasPaging(pending):
 		best.Reason = report.QuietHolding
 		best.Text = fmt.Sprintf("%s carries %s of the %s's %ss and %s; its diagnosis must hold for %s of event time before it is flagged.",

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/internal/plural"
 )
 
 // WriteTextReport prints a report for a person at a terminal: per table a
@@ -21,10 +22,10 @@ import (
 // threshold is the one the report was judged by (its Settings).
 func WriteTextReport(w io.Writer, r report.Report) error {
 	ew := &errWriter{w: w}
-	fmt.Fprintf(ew, "%s events (%s rejected) from %s to %s (%s); a key is hot at %.0f%% of its table's units of a class\n",
-		groupDigits(r.Events), groupDigits(r.Rejected), fmtTime(r.Start), fmtTime(r.End), fmtSpanOf(r.Start, r.End), r.Settings.Threshold*100)
+	fmt.Fprintf(ew, "%s %s (%s rejected) from %s to %s (%s); a key is hot at %.0f%% of its table's units of a class\n",
+		groupDigits(r.Events), plural.Noun(r.Events, "event"), groupDigits(r.Rejected), fmtTime(r.Start), fmtTime(r.End), fmtSpanOf(r.Start, r.End), r.Settings.Threshold*100)
 	if b := r.BadTime; b != nil {
-		fmt.Fprintf(ew, "bad_time: %s events refused for their time%s\n", groupDigits(b.Events), badTimeWhy(b))
+		fmt.Fprintf(ew, "bad_time: %s %s refused for their time%s\n", groupDigits(b.Events), plural.Noun(b.Events, "event"), badTimeWhy(b))
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(ew, "note: %s\n", n)
@@ -44,8 +45,9 @@ func writeTable(w io.Writer, t report.TableReport) {
 	if t.Index != "" {
 		name += " (index " + t.Index + ")"
 	}
-	fmt.Fprintf(w, "\n%s: %s events, %s RCU, %s WCU, ~%s distinct partition keys\n",
-		name, groupDigits(t.Events), fmtUnits(t.ReadUnits), fmtUnits(t.WriteUnits), groupDigits(t.DistinctPartitionKeys))
+	fmt.Fprintf(w, "\n%s: %s %s, %s RCU, %s WCU, ~%s distinct partition %s\n",
+		name, groupDigits(t.Events), plural.Noun(t.Events, "event"), fmtUnits(t.ReadUnits), fmtUnits(t.WriteUnits),
+		groupDigits(t.DistinctPartitionKeys), plural.Noun(t.DistinctPartitionKeys, "key"))
 	var rates []string
 	for _, c := range t.Classes {
 		if c.Units > 0 {
@@ -67,7 +69,7 @@ func writeTable(w io.Writer, t report.TableReport) {
 	if len(t.ThrottledKeys) > 0 {
 		fmt.Fprintln(w, "  throttled:")
 		for _, k := range t.ThrottledKeys {
-			fmt.Fprintf(w, "    %s  %s calls\n", printable(k.Key), throttledCount(k))
+			fmt.Fprintf(w, "    %s  %s %s\n", printable(k.Key), throttledCount(k), plural.Noun(max(k.Count, k.CountMax), "call"))
 		}
 		if t.ThrottledBound > 0 {
 			fmt.Fprintf(w, "    (every other key at most %s)\n", groupDigits(t.ThrottledBound))

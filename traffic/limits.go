@@ -236,7 +236,11 @@ func CheckName(what, name string) *Invalid {
 		return nil
 	}
 	if len(name) < MinNameLen || len(name) > MaxNameLen {
-		return &Invalid{ReasonBadTable, fmt.Sprintf("%s name of %d bytes: DynamoDB names are %d to %d characters", what, len(name), MinNameLen, MaxNameLen)}
+		bytes := "bytes"
+		if len(name) == 1 {
+			bytes = "byte"
+		}
+		return &Invalid{ReasonBadTable, fmt.Sprintf("%s name of %d %s: DynamoDB names are %d to %d characters", what, len(name), bytes, MinNameLen, MaxNameLen)}
 	}
 	return &Invalid{ReasonBadTable, fmt.Sprintf("%s name holds a character other than A-Z, a-z, 0-9, '_', '-' and '.'", what)}
 }

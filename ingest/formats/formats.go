@@ -23,6 +23,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/ingest/streamrecord"
+	"github.com/hotkeyd/hotkeyd/internal/plural"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
@@ -254,30 +255,22 @@ func (s *Set) Verdict() string {
 	case t.empty == t.inputs:
 		return "every input is empty"
 	case t.empty > 0:
-		parts = append(parts, plural(t.empty, "empty input"))
+		parts = append(parts, plural.Count(t.empty, "empty input"))
 	}
 	const known = "JSON lines, CloudTrail, DynamoDB stream records"
 	switch {
 	case t.unknown > 0 && t.unknown == t.inputs-t.empty && t.inputs == 1:
 		return "not in a format hotkeyd reads (" + known + ")"
 	case t.unknown > 0:
-		parts = append(parts, plural(t.unknown, "input")+" in no format hotkeyd reads ("+known+")")
+		parts = append(parts, plural.Count(t.unknown, "input")+" in no format hotkeyd reads ("+known+")")
 	}
 	if n := t.rejected; n > 0 && t.unknown == 0 {
-		parts = append(parts, fmt.Sprintf("every one of its %s was rejected", plural(int(n), "record")))
+		parts = append(parts, fmt.Sprintf("every one of its %s was rejected", plural.Count(int(n), "record")))
 	}
 	if len(parts) == 0 {
 		return "no record in the input"
 	}
 	return strings.Join(parts, "; ")
-}
-
-// plural returns "1 input", "2 inputs".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // Notes returns what a report should say about how the inputs read so far
@@ -455,16 +448,17 @@ func (s *streamRecords) Notes() []string {
 	st := s.stats
 	var notes []string
 	if st.Unsized > 0 {
-		notes = append(notes, fmt.Sprintf("Stream records: %d of %d writes carry no SizeBytes and count 1 unit each; the others count one WCU per started KB of SizeBytes (keys and images: an estimate of the item size).", st.Unsized, st.Events))
+		notes = append(notes, fmt.Sprintf("Stream records: %d of %s %s no SizeBytes and %s 1 unit each; the others count one WCU per started KB of SizeBytes (keys and images: an estimate of the item size).",
+			st.Unsized, plural.Count(st.Events, "write"), plural.Noun(st.Unsized, "carries", "carry"), plural.Noun(st.Unsized, "counts", "count")))
 	}
 	if st.TTLDeletes > 0 {
-		notes = append(notes, fmt.Sprintf("Stream records: %d deletes by Time to Live (userIdentity dynamodb.amazonaws.com) are not client writes and are not counted.", st.TTLDeletes))
+		notes = append(notes, fmt.Sprintf("Stream records: %s by Time to Live (userIdentity dynamodb.amazonaws.com) %s not client writes and %s not counted.", plural.Count(st.TTLDeletes, "delete"), plural.Noun(st.TTLDeletes, "is", "are"), plural.Noun(st.TTLDeletes, "is", "are")))
 	}
 	if st.Duplicates > 0 {
-		notes = append(notes, fmt.Sprintf("Stream records: %d records read twice (same table, eventID and sequence number) counted once.", st.Duplicates))
+		notes = append(notes, fmt.Sprintf("Stream records: %s read twice (same table, eventID and sequence number) counted once.", plural.Count(st.Duplicates, "record")))
 	}
 	if st.NoTable > 0 {
-		notes = append(notes, fmt.Sprintf("Stream records: %d records name no table (get-records output carries none); give it with --table NAME.", st.NoTable))
+		notes = append(notes, fmt.Sprintf("Stream records: %s no table (get-records output carries none); give it with --table NAME.", plural.Count(st.NoTable, "record names", "records name")))
 	}
 	if n := streamrecord.GapNote(st.Incomplete); n != "" {
 		notes = append(notes, n)

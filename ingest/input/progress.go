@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/hotkeyd/hotkeyd/internal/plural"
 )
 
 // ProgressEvery is the interval of the progress line; the first line comes
@@ -58,7 +60,7 @@ func progressLine(name string, events, bytes int64, elapsed time.Duration) strin
 	if s := elapsed.Seconds(); s > 0 {
 		rate = float64(events) / s
 	}
-	return fmt.Sprintf("read %s events (%s) from %s, %s/s", humanCount(float64(events)), humanBytes(bytes), name, humanCount(rate))
+	return fmt.Sprintf("read %s %s (%s) from %s, %s/s", humanCount(float64(events)), plural.Noun(events, "event"), humanBytes(bytes), name, humanCount(rate))
 }
 
 // humanCount prints 1234567 as 1.2M and 450123 as 450k.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hotkeyd/hotkeyd/internal/plural"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
@@ -124,19 +125,10 @@ func (r *TextReporter) Summary() {
 	})
 	var list []string
 	for _, name := range names[:min(len(names), maxIgnoredNames)] {
-		list = append(list, fmt.Sprintf("%s (%s)", traffic.Quote(r.mask, []byte(name)), Plural(r.ignored[name], "line", "lines")))
+		list = append(list, fmt.Sprintf("%s (%s)", traffic.Quote(r.mask, []byte(name)), plural.Count(r.ignored[name], "line")))
 	}
 	if more := len(names) - maxIgnoredNames; more > 0 {
-		list = append(list, Plural(uint64(more), "other name", "other names"))
+		list = append(list, plural.Count(more, "other name"))
 	}
 	fmt.Fprintf(r.w, "hotkeyd: ignored fields outside the contract: %s\n", strings.Join(list, ", "))
-}
-
-// Plural writes n with the noun's singular or plural form: "1 line",
-// "2 lines".
-func Plural(n uint64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

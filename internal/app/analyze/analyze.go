@@ -27,6 +27,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/ingest/parallel"
+	"github.com/hotkeyd/hotkeyd/internal/plural"
 	"github.com/hotkeyd/hotkeyd/sketch"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
@@ -111,8 +112,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if keep, left, first, last, ok = outliers(all.hours); ok {
 		// Counted again without them: they must stretch nothing, and
 		// what they counted cannot be taken out of a sketch.
-		fmt.Fprintf(cfg.Stderr, "hotkeyd: skipped %d events far in time from the rest of the input (bad_time), from %s to %s\n",
-			left, time.Unix(first*3600, 0).UTC().Format(time.RFC3339), time.Unix((last+1)*3600-1, 0).UTC().Format(time.RFC3339))
+		fmt.Fprintf(cfg.Stderr, "hotkeyd: skipped %s far in time from the rest of the input (bad_time), from %s to %s\n",
+			plural.Count(left, "event"), time.Unix(first*3600, 0).UTC().Format(time.RFC3339), time.Unix((last+1)*3600-1, 0).UTC().Format(time.RFC3339))
 		quiet := cfg.formats(traffic.NopReporter{}, zap.NewNop(), cfg.Format != "html")
 		if c, err = count(ctx, cfg, counting{formats: quiet, paths: paths, valid: valid, keep: keep}); err != nil {
 			return err
