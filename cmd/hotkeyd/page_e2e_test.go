@@ -77,6 +77,11 @@ func TestLivePage(t *testing.T) {
 			waitPlanted(t, tab, masker, settle)
 			compareWithAPI(t, tab, api)
 			tab.Screenshot(t, "overview.png")
+			if c.name == "plain" {
+				// The demo's page as the README's picture shows it.
+				matchScreenshot(t, tab, "live-page.png")
+			}
+			headersOnOneLine(t, tab)
 
 			// A table's page: its history chart and every top key.
 			tab.Run(t, settle, chromedp.Evaluate(`location.hash = '#/table/orders'`, nil))
@@ -94,6 +99,7 @@ func TestLivePage(t *testing.T) {
 			for ok := false; !ok && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 				tab.Eval(t, fits, &ok)
 			}
+			headersOnOneLine(t, tab)
 			var widths []float64
 			tab.Eval(t, `[document.documentElement.scrollWidth, window.innerWidth]`, &widths)
 			if len(widths) != 2 || widths[0] > widths[1] {
@@ -513,6 +519,11 @@ func TestAnalyzeHTMLReport(t *testing.T) {
 			}
 			compareView(t, view, rep, 5, "")
 			tab.Screenshot(t, "overview.png")
+			if c.input == "testdata/access.jsonl" {
+				// The README's picture of the report is of this input.
+				matchScreenshot(t, tab, "analyze-report.png")
+			}
+			headersOnOneLine(t, tab)
 
 			tab.Run(t, settle, chromedp.Evaluate(`location.hash = '#/table/orders'`, nil))
 			tab.WaitFor(t, `document.getElementById('app').dataset.view === 'table' && document.querySelector('[data-chart^="history:"] canvas')`, settle, "the orders table's page")
@@ -648,5 +659,34 @@ func TestAnalyzeHTMLReportSmallFile(t *testing.T) {
 	}
 	if errs := tab.Errors(); len(errs) > 0 {
 		t.Errorf("errors in the page: %q", errs)
+	}
+}
+
+// matchScreenshot fails the test when the page's structure is no longer
+// the one the README's picture image shows (testenv.ScreenshotManifest):
+// the pictures must then be taken again.
+func matchScreenshot(t *testing.T, tab *testenv.Tab, image string) {
+	t.Helper()
+	tab.WaitFor(t, `document.querySelector('[data-chart^="traffic:"] .u-over')`, 10*time.Second, "the overview's charts")
+	var sections []string
+	tab.Eval(t, testenv.PageStructure, &sections)
+	if err := testenv.MatchScreenshot(filepath.Join("..", "..", testenv.ScreenshotManifest), image, sections); err != nil {
+		t.Error(err)
+	}
+}
+
+// headersOnOneLine fails the test when a column header of a keys table
+// wraps ("WCU/ s"), at the page's present width.
+func headersOnOneLine(t *testing.T, tab *testenv.Tab) {
+	t.Helper()
+	var wrapped []string
+	tab.Eval(t, `[...document.querySelectorAll('table.keys th')].filter(th => th.offsetParent).filter(th => {
+		const r = document.createRange();
+		r.selectNodeContents(th);
+		const tops = new Set([...r.getClientRects()].map(c => Math.round(c.top)));
+		return tops.size > 1;
+	}).map(th => th.textContent + ' (' + window.innerWidth + ' px)')`, &wrapped)
+	if len(wrapped) > 0 {
+		t.Errorf("column headers wrap: %q", wrapped)
 	}
 }

@@ -77,6 +77,11 @@
   function throttledCount(k) {
     return k.count_max > k.count ? fmt(k.count) + ' to ' + fmt(k.count_max) : fmt(k.count);
   }
+  // noun is the singular for a count of 1, else the plural (one + 's'
+  // unless given): "1 finding", "2 findings".
+  function noun(n, one, many) {
+    return n === 1 ? one : (many || one + 's');
+  }
   function pct(share) {
     return (share * 100).toFixed(1) + '%';
   }
@@ -274,7 +279,7 @@
       meta.push('updated ' + clock(rep.end));
     }
     if (rep && mode === 'report') {
-      meta.push(fmt(rep.events) + ' events from ' + stamp(rep.start) + ' to ' + stamp(rep.end));
+      meta.push(fmt(rep.events) + ' ' + noun(rep.events, 'event') + ' from ' + stamp(rep.start) + ' to ' + stamp(rep.end));
     }
     var threshold = judgedBy().threshold;
     if (threshold) meta.push('a key is hot at ' + pct(threshold).replace('.0%', '%') + ' of its table\'s units of a class');
@@ -434,7 +439,7 @@
         attrs({ class: c.class, ups: c.units_per_second, peak: c.peak_units_per_second }) + '>' + fmt(c.units_per_second) + '</b> ' +
         UNIT[c.class] + '/s, peak <b>' + fmt(c.peak_units_per_second) + '</b></span>';
     });
-    return out + '<span>~<b>' + fmt(t.distinct_partition_keys) + '</b> distinct partition keys</span>';
+    return out + '<span>~<b>' + fmt(t.distinct_partition_keys) + '</b> distinct partition ' + noun(t.distinct_partition_keys, 'key') + '</span>';
   }
 
   function classData(ts) {
@@ -494,12 +499,12 @@
     html += '</section>';
     if (t.throttled_keys && t.throttled_keys.length) {
       html += '<h2>Throttled keys</h2><section class="card"><ul class="findings">' + t.throttled_keys.map(function (k) {
-        return '<li><code class="key" title="' + esc(k.key) + '">' + esc(k.key) + '</code> ' + throttledCount(k) + ' calls</li>';
-      }).join('') + (t.throttled_keys_bound ? '<li class="none">every other key at most ' + fmt(t.throttled_keys_bound) + ' calls</li>' : '') +
+        return '<li><code class="key" title="' + esc(k.key) + '">' + esc(k.key) + '</code> ' + throttledCount(k) + ' ' + noun(Math.max(k.count, k.count_max || 0), 'call') + '</li>';
+      }).join('') + (t.throttled_keys_bound ? '<li class="none">every other key at most ' + fmt(t.throttled_keys_bound) + ' ' + noun(t.throttled_keys_bound, 'call') + '</li>' : '') +
         '</ul></section>';
     }
     if (t.findings && t.findings.length) {
-      html += '<details data-id="findings"><summary>Evidence: ' + t.findings.length + ' findings</summary><ul class="findings">' +
+      html += '<details data-id="findings"><summary>Evidence: ' + t.findings.length + ' ' + noun(t.findings.length, 'finding') + '</summary><ul class="findings">' +
         t.findings.map(function (f) {
           return '<li><span class="sev ' + esc(f.severity || 'info') + '">' + esc(f.severity || 'info') + '</span> ' + esc(f.kind) +
             (f.key ? ' <code class="key" title="' + esc(f.key) + '">' + esc(f.key) + '</code>' : '') + (f.class ? ' (' + esc(f.class) + ')' : '') +
@@ -536,19 +541,30 @@
         value: function (u, v) { return v == null ? '–' : fmt(v); },
       });
     });
+    // The overview's charts are small but keep their axes, smaller: the
+    // time of day under, units per second beside.
+    var font = '11px system-ui, sans-serif';
+    var axes;
+    if (kind === 'wide') {
+      axes = [{ stroke: '#5d6575', grid: { stroke: '#eef0f4' }, space: 90, values: timeOfDay },
+        { stroke: '#5d6575', grid: { stroke: '#eef0f4' }, size: 56, label: 'units / s' }];
+    } else if (kind === 'wide-small') {
+      axes = [{ stroke: '#5d6575', font: font, grid: { show: false }, ticks: { size: 3 }, size: 20, space: 110, values: timeOfDay },
+        { stroke: '#5d6575', font: font, grid: { stroke: '#eef0f4' }, ticks: { size: 3 }, size: 44, space: 18,
+          values: function (u, splits) { return splits.map(fmt); } }];
+    } else {
+      axes = [{ show: false }, { show: false }];
+    }
     return {
       width: width,
-      height: kind === 'spark' ? 34 : kind === 'wide-small' ? 70 : 200,
+      height: kind === 'spark' ? 34 : kind === 'wide-small' ? 104 : 200,
       series: series,
       legend: { show: kind === 'wide' },
       cursor: { show: kind === 'wide', drag: { x: false, y: false } },
       select: { show: false },
       scales: { x: { time: true }, y: { range: function (u, lo, hi) { return [0, Math.max(ref.v || 0, hi || 0, 1) * 1.05]; } } },
-      axes: kind === 'wide'
-        ? [{ stroke: '#5d6575', grid: { stroke: '#eef0f4' }, space: 90, values: timeOfDay },
-          { stroke: '#5d6575', grid: { stroke: '#eef0f4' }, size: 56, label: 'units / s' }]
-        : [{ show: false }, { show: false }],
-      padding: small ? [2, 0, 2, 0] : undefined,
+      axes: axes,
+      padding: kind === 'spark' ? [2, 0, 2, 0] : kind === 'wide-small' ? [8, 28, 0, 0] : undefined,
     };
   }
 

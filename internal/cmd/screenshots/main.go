@@ -1,8 +1,12 @@
 // Command screenshots takes the README's pictures from the real program:
 // the live page of `hotkeyd demo` once every planted diagnosis is on it,
-// and the HTML report of `hotkeyd analyze --format html` over a sample
-// log. It builds hotkeyd, runs it, and drives a headless Chromium (Debian's
-// chromium, as the browser tests do). Run it from the repository's root:
+// as it opens and scrolled to its tables, and the HTML report of `hotkeyd
+// analyze --format html` over a sample log as it opens. It builds hotkeyd, runs it, and drives a
+// headless Chromium (Debian's chromium, as the browser tests do). It
+// checks that each page is what the README says it shows, and writes the
+// structure each picture shows beside them (testenv.ScreenshotManifest),
+// which the page tests compare with the page. Run it from the
+// repository's root:
 //
 //	scripts/screenshots.sh            # or: go run ./internal/cmd/screenshots -out docs/img
 package main
@@ -20,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -87,19 +92,46 @@ func run(out, input string, width, height int) error {
 		return err
 	}
 	defer stopDemo()
-	if err := waitPlanted(base, 60*time.Second); err != nil {
+	planted, err := waitPlanted(base, 60*time.Second)
+	if err != nil {
 		return err
 	}
 	time.Sleep(10 * time.Second)
-	// The overview from its tables: the diagnoses above them are in the
-	// report's picture.
-	if err := shoot(bctx, base+"/", `document.querySelector('article.diag') && document.querySelector('[data-chart^="key:"] canvas') &&
-		(document.querySelector('section.tbl').previousElementSibling.scrollIntoView(), window.scrollBy(0, -56), true)`,
-		width, height, filepath.Join(out, "live-page.png")); err != nil {
+	// Both pictures show the page as it opens, from its top: the
+	// diagnoses it leads with, then the tables.
+	liveReady := fmt.Sprintf(`document.querySelectorAll('article.diag').length >= %d && document.querySelector('[data-chart^="key:"] canvas')`, planted)
+	live, err := shoot(bctx, base+"/", liveReady, "", width, height, filepath.Join(out, "live-page.png"))
+	if err != nil {
 		return err
 	}
-	return shoot(bctx, "file://"+report+"#/table/orders", `document.querySelector('[data-chart^="history:"] canvas')`,
+	// The same page further down: its tables, their traffic and top keys.
+	tables, err := shoot(bctx, base+"/", liveReady, `document.querySelector('section.tbl').previousElementSibling.scrollIntoView(), window.scrollBy(0, -60)`,
+		width, height, filepath.Join(out, "live-tables.png"))
+	if err != nil {
+		return err
+	}
+	rep, err := shoot(bctx, "file://"+report+"#/", `document.querySelector('article.diag') && document.querySelector('[data-chart^="traffic:"] canvas')`, "",
 		width, height, filepath.Join(out, "analyze-report.png"))
+	if err != nil {
+		return err
+	}
+	// What the README says the pictures show.
+	want := []string{"view overview", "h2 Diagnoses", "diagnosis", "h2 Tables and indexes", "table with axes"}
+	for _, got := range [][]string{live, tables, rep} {
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("the page is %q, want %q: the README's pictures would show another page than it describes", got, want)
+		}
+	}
+	shots := []testenv.Screenshot{
+		{Image: "live-page.png", What: "hotkeyd demo's live page as it opens, once its planted diagnoses are on it", View: "overview", Sections: live},
+		{Image: "live-tables.png", What: "the same page scrolled to its tables", View: "overview", Sections: tables},
+		{Image: "analyze-report.png", What: "hotkeyd analyze --format html " + input + " as it opens", View: "overview", Sections: rep},
+	}
+	b, err := json.MarshalIndent(shots, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, filepath.Base(testenv.ScreenshotManifest)), append(b, '\n'), 0o644)
 }
 
 // startDemo runs hotkeyd demo on a free port and returns its base URL and
@@ -130,8 +162,8 @@ func startDemo(bin string) (string, func(), error) {
 }
 
 // waitPlanted waits until the demo's report holds as many diagnoses as
-// the demo plants causes.
-func waitPlanted(base string, timeout time.Duration) error {
+// the demo plants causes, and returns how many that is.
+func waitPlanted(base string, timeout time.Duration) (int, error) {
 	want := 0
 	for _, p := range demo.Planted() {
 		if p.Cause != "" {
@@ -152,18 +184,23 @@ func waitPlanted(base string, timeout time.Duration) error {
 			}
 			resp.Body.Close()
 			if got >= want {
-				return nil
+				return want, nil
 			}
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	return fmt.Errorf("the demo's report has %d diagnoses after %s, want %d", got, timeout, want)
+	return 0, fmt.Errorf("the demo's report has %d diagnoses after %s, want %d", got, timeout, want)
 }
 
 // shoot opens url in a new tab of the browser, waits until ready (a
-// JavaScript expression) is true and the charts have settled, and writes
-// a PNG of the viewport to path.
-func shoot(bctx context.Context, url, ready string, width, height int, path string) error {
+// JavaScript expression) is true and the charts have settled, scrolls
+// with the expression scroll (the top when empty), writes a PNG of the
+// viewport to path, and returns the page's structure
+// (testenv.PageStructure).
+func shoot(bctx context.Context, url, ready, scroll string, width, height int, path string) ([]string, error) {
+	if scroll == "" {
+		scroll = `window.scrollTo(0, 0)`
+	}
 	// The view is chosen after the load: a navigation within the page.
 	doc, hash, _ := strings.Cut(url, "#")
 	tab, cancel := chromedp.NewContext(bctx)
@@ -171,9 +208,10 @@ func shoot(bctx context.Context, url, ready string, width, height int, path stri
 	// Open the tab with its own context: the first Run ties the tab's life
 	// to the context it is given.
 	if err := chromedp.Run(tab); err != nil {
-		return fmt.Errorf("open a tab: %w", err)
+		return nil, fmt.Errorf("open a tab: %w", err)
 	}
 	var png []byte
+	var sections []string
 	for _, step := range []struct {
 		what   string
 		action chromedp.Action
@@ -185,18 +223,21 @@ func shoot(bctx context.Context, url, ready string, width, height int, path stri
 		{"choose the view", chromedp.Evaluate(fmt.Sprintf("location.hash = %q", hash), nil)},
 		{"wait for " + ready, chromedp.Poll("!!("+ready+")", nil, chromedp.WithPollingInterval(100*time.Millisecond))},
 		{"let the charts settle", chromedp.Sleep(1500 * time.Millisecond)},
+		{"scroll", chromedp.Evaluate(scroll, nil)},
+		{"let the page settle", chromedp.Sleep(300 * time.Millisecond)},
+		{"read the page's structure", chromedp.Evaluate(testenv.PageStructure, &sections)},
 		{"capture", chromedp.CaptureScreenshot(&png)},
 	} {
 		ctx, cancelStep := context.WithTimeout(tab, 20*time.Second)
 		err := chromedp.Run(ctx, step.action)
 		cancelStep()
 		if err != nil {
-			return fmt.Errorf("screenshot of %s: %s: %w", url, step.what, err)
+			return nil, fmt.Errorf("screenshot of %s: %s: %w", url, step.what, err)
 		}
 	}
 	if err := os.WriteFile(path, png, 0o644); err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "screenshots: %s (%d KB)\n", path, len(png)/1024)
-	return nil
+	return sections, nil
 }
