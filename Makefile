@@ -2,12 +2,28 @@
 GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: all build demo test test-deps check lint bench fuzz clean
+.PHONY: all build ldflags demo test test-deps check lint bench fuzz clean
+
+# The version, revision and branch hotkeyd version prints (and
+# hotkeyd_build_info carries), stamped at link time as Prometheus projects
+# do, from git when the tree is a checkout; empty otherwise, when hotkeyd
+# falls back to what Go recorded (the module version of go install, the
+# VCS revision of a build in a checkout) or says unknown. Set them to
+# override: make build VERSION=1.2.3.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+BRANCH   ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
+VERSION_PKG := github.com/prometheus/common/version
+LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION) -X $(VERSION_PKG).Branch=$(BRANCH)
 
 all: build
 
 build:
-	$(GO) build -o hotkeyd ./cmd/hotkeyd
+	$(GO) build -ldflags "$(LDFLAGS)" -o hotkeyd ./cmd/hotkeyd
+
+# ldflags prints the flags build links with (TestMakefileStampsVersion).
+ldflags:
+	@echo '$(LDFLAGS)'
 
 demo:
 	$(GO) run ./cmd/hotkeyd demo

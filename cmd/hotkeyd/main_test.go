@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -215,5 +218,44 @@ func TestREADMEFlags(t *testing.T) {
 		if _, ok := actual[name]; !ok {
 			t.Errorf("README's flag table names --%s, which no command has", name)
 		}
+	}
+}
+
+// TestMakefileStampsVersion: a binary linked with the flags make build
+// uses reports the checkout's version and revision, even built with
+// -buildvcs=false (where Go records no revision of its own), as the
+// README's "Running it" says.
+func TestMakefileStampsVersion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds hotkeyd")
+	}
+	for _, tool := range []string{"make", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s", tool)
+		}
+	}
+	root := filepath.Join("..", "..")
+	revision, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	ldflags, err := exec.Command("make", "-s", "-C", root, "ldflags").Output()
+	if err != nil {
+		t.Fatalf("make ldflags: %v", err)
+	}
+	version := regexp.MustCompile(`version\.Version=(\S+)`).FindSubmatch(ldflags)
+	if version == nil || !strings.Contains(string(ldflags), "version.Revision="+strings.TrimSpace(string(revision))) {
+		t.Fatalf("make ldflags: %s", ldflags)
+	}
+	bin := filepath.Join(t.TempDir(), "hotkeyd")
+	build := exec.Command("go", "build", "-buildvcs=false", "-ldflags", strings.TrimSpace(string(ldflags)), "-o", bin, "./cmd/hotkeyd")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	want := fmt.Sprintf("hotkeyd version %s\nrevision: %s\n", version[1], strings.TrimSpace(string(revision)))
+	if err != nil || !strings.HasPrefix(string(out), want) {
+		t.Errorf("hotkeyd version: %v\n%s\nwant it to start with\n%s", err, out, want)
 	}
 }
