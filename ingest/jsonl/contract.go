@@ -171,7 +171,11 @@ func (f *Field) MissingText() string {
 func ContractText() string {
 	var b strings.Builder
 	b.WriteString("Input: JSON lines, one object per line, with these fields (the README's\n\"JSON-lines access logs\" says the same):\n")
-	const indent = "          "
+	width := len("other")
+	for _, f := range contract {
+		width = max(width, len(f.Name))
+	}
+	indent := strings.Repeat(" ", width+4) // the names, two spaces either side
 	row := func(first, text string) {
 		line := "  " + first + indent[len(first)+2:]
 		for _, word := range strings.Fields(text) {

@@ -339,3 +339,19 @@ func TestIgnoredReported(t *testing.T) {
 		t.Errorf("HTTP: %d %s, ignored %s", w.Code, w.Body.String(), got)
 	}
 }
+
+// TestContractText: analyze --help's contract fits 80 columns and names
+// every field at the start of its paragraph, whatever its length.
+func TestContractText(t *testing.T) {
+	text := ContractText()
+	for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		if len(l) > 80 {
+			t.Errorf("line of %d columns: %q", len(l), l)
+		}
+	}
+	for _, f := range Contract() {
+		if !strings.Contains(text, "\n  "+f.Name+" ") {
+			t.Errorf("%s has no paragraph:\n%s", f.Name, text)
+		}
+	}
+}

@@ -125,7 +125,13 @@ type Parser struct {
 	others  map[string]*other
 	overall *other // members of names past maxOthers
 	line    []*other
+	near    bool // a member of line is a near miss of a field
 	pending []*other
+	// recent holds, by its place among the line's members outside the
+	// contract, the name the line before had there: a log's lines carry
+	// the same members in the same order, so most are found without
+	// hashing their names.
+	recent [4]*other
 }
 
 // other is a name of members outside the contract.
@@ -204,7 +210,7 @@ func NewParser(fields Fields, source string, now func() time.Time) *Parser {
 // reference to line, which the caller may reuse.
 func (p *Parser) Parse(line []byte, ev *traffic.Event) error {
 	p.vals = [numFields]jsonscan.Span{}
-	p.line = p.line[:0]
+	p.line, p.near = p.line[:0], false
 	if err := p.scanObject(line); err != nil {
 		return err
 	}
@@ -219,6 +225,9 @@ func (p *Parser) Parse(line []byte, ev *traffic.Event) error {
 // refuses, naming them; otherwise they are counted.
 func (p *Parser) buildOthers(line []byte, ev *traffic.Event) error {
 	for _, o := range p.line {
+		if !p.near {
+			break
+		}
 		if o.near >= 0 && optional(p.vals[o.near]) {
 			*ev = traffic.Event{}
 			return &ParseError{Reason: traffic.ReasonMisspelledField, Detail: fmt.Sprintf("unknown field %s (did you mean %q?)",
@@ -261,10 +270,22 @@ func (p *Parser) Ignored(yield func(name string, lines uint64)) {
 
 // noteOther records a member outside the contract on the line.
 func (p *Parser) noteOther(name []byte) {
+	k := len(p.line)
+	if k < len(p.recent) {
+		if o := p.recent[k]; o != nil && o.name == string(name) {
+			p.near = p.near || o.near >= 0
+			p.line = append(p.line, o)
+			return
+		}
+	}
 	o := p.others[string(name)]
 	if o == nil {
 		o = p.learnOther(name)
 	}
+	if k < len(p.recent) && o.tally == o {
+		p.recent[k] = o
+	}
+	p.near = p.near || o.near >= 0
 	p.line = append(p.line, o)
 }
 
