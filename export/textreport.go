@@ -25,7 +25,7 @@ func WriteTextReport(w io.Writer, r report.Report) error {
 	fmt.Fprintf(ew, "%s %s (%s rejected) from %s to %s (%s); a key is hot at %.0f%% of its table's units of a class\n",
 		groupDigits(r.Events), plural.Noun(r.Events, "event"), groupDigits(r.Rejected), fmtTime(r.Start), fmtTime(r.End), fmtSpanOf(r.Start, r.End), r.Settings.Threshold*100)
 	if b := r.BadTime; b != nil {
-		fmt.Fprintf(ew, "bad_time: %s %s refused for their time%s\n", groupDigits(b.Events), plural.Noun(b.Events, "event"), badTimeWhy(b))
+		fmt.Fprintf(ew, "bad_time: %s %s refused for %s time%s\n", groupDigits(b.Events), plural.Noun(b.Events, "event"), plural.Noun(b.Events, "its", "their"), badTimeWhy(b))
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(ew, "note: %s\n", n)
