@@ -42,7 +42,7 @@ type table struct {
 	s    Settings
 	live bool
 	// seconds is the time the window's rates are means over
-	// (TableSnapshot.Seconds), at least one second: a window of one
+	// (TableSnapshot.RateSpan), at least one second: a window of one
 	// instant (all events with one timestamp) is taken as one second
 	// rather than dividing by zero.
 	seconds float64
@@ -62,7 +62,7 @@ type table struct {
 // Evaluate and the Tracker both see a table through it, so a share or a
 // rate is computed one way.
 func newTable(ts, base *sketch.TableSnapshot, s Settings, live bool) *table {
-	seconds := ts.Seconds
+	seconds := ts.RateSpan
 	if seconds == 0 {
 		seconds = ts.End.Sub(ts.Start)
 	}

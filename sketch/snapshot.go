@@ -25,14 +25,14 @@ type TableSnapshot struct {
 	Table, Index string
 	// Start and End bound the traffic this entry covers (see Snapshot).
 	Start, End time.Time
-	// Seconds is, over whole files, the time the rates of the classes and
+	// RateSpan is, over whole files, the time the rates of the classes and
 	// keys are means over: the whole seconds from Start's to End's, both
 	// counted, since units are counted in whole seconds (16 events one a
 	// second from :00 to :15 lie in 16 seconds, though 15 s pass between
 	// the first and the last), so that a mean is never above the busiest
 	// second. Zero means End − Start: a live window's rates are over the
 	// time it has run.
-	Seconds time.Duration
+	RateSpan time.Duration
 	// Events counts the accesses in the window, both classes, excluding
 	// throttled calls.
 	Events uint64

@@ -691,7 +691,7 @@ func (s *Store) collect(parts, registers bool, held func(table, index string) (u
 	return snap, tps
 }
 
-// analyzeRates sets Seconds and PeakUnitsPerSecond over whole files: the
+// analyzeRates sets RateSpan and PeakUnitsPerSecond over whole files: the
 // seconds from the first event's to the last's, both counted, and the
 // units over them.
 func analyzeRates(ts *TableSnapshot) {
@@ -701,7 +701,7 @@ func analyzeRates(ts *TableSnapshot) {
 	if ts.Start.IsZero() {
 		d = 1
 	}
-	ts.Seconds = time.Duration(min(d, float64(math.MaxInt64/int64(time.Second)))) * time.Second
+	ts.RateSpan = time.Duration(min(d, float64(math.MaxInt64/int64(time.Second)))) * time.Second
 	for c := range ts.Classes {
 		ts.Classes[c].PeakUnitsPerSecond = ts.Classes[c].Units / d
 	}

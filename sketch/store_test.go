@@ -151,8 +151,8 @@ func TestSemantics(t *testing.T) {
 	}
 	// Whole files: the rate is units over the seconds covered, the first
 	// event's and the last's counted: t0 to t0+10s is 11 seconds.
-	if got := w.PeakUnitsPerSecond; math.Abs(got-5.0/11) > 1e-9 || o.Seconds != 11*time.Second {
-		t.Errorf("write rate = %v over %s, want 5 units / 11 s", got, o.Seconds)
+	if got := w.PeakUnitsPerSecond; math.Abs(got-5.0/11) > 1e-9 || o.RateSpan != 11*time.Second {
+		t.Errorf("write rate = %v over %s, want 5 units / 11 s", got, o.RateSpan)
 	}
 	idx := findTable(t, snap, "orders", "status-index")
 	if got := idx.Classes[traffic.Read].PeakUnitsPerSecond; got != 1 {
