@@ -38,7 +38,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("stats count %d rejected, reporter got %d", st.Rejected, len(col.rejected))
 		}
 		for _, e := range col.events {
-			if e.Table == "" || e.Units != 1 || e.Source != SourceName || e.PK == "" && e.SK != "" {
+			if e.Table == "" || e.Units != 1 && e.Units != traffic.TransactionalUnits || e.Source != SourceName || e.PK == "" && e.SK != "" {
 				t.Fatalf("bad event %+v", e)
 			}
 			for _, s := range []string{e.Table, e.Index, e.PK, e.SK} {

@@ -55,6 +55,10 @@ type Workload struct {
 	buf   []byte
 	// indexWrites are the index writes of the last event (IndexWrites).
 	indexWrites []traffic.Event
+	// The accesses of each kind with a planted key (planted).
+	nOrders, nProducts, nTelemetry, nSettings uint64
+	// turn is each kind's credit in the round robin of kinds (Next).
+	turn []int
 }
 
 // kind is one kind of access and its weight in the mix (per 1000 events).
@@ -81,6 +85,7 @@ func New(cfg Config) *Workload {
 	for _, k := range w.mix {
 		w.total += k.weight
 	}
+	w.turn = make([]int, len(w.mix))
 	return w
 }
 
@@ -93,7 +98,10 @@ func (w *Workload) Name() string { return SourceName }
 func (w *Workload) Run(ctx context.Context, sink traffic.Sink) error {
 	t := time.NewTicker(w.cfg.Tick)
 	defer t.Stop()
-	last := w.cfg.Now()
+	// The traffic starts at the start of the current second, the first
+	// batch making up for the part gone: every second of the workload
+	// then carries its whole rate, the first one too.
+	last := w.cfg.Now().Truncate(time.Second)
 	carry := 0.0
 	for {
 		select {
@@ -136,14 +144,18 @@ func (w *Workload) Next(ev *traffic.Event, at time.Time) {
 	*ev = traffic.Event{Time: at, Source: SourceName, Units: 1}
 	w.indexWrites = w.indexWrites[:0]
 	w.seq++
-	r := w.rng.IntN(w.total)
-	for _, k := range w.mix {
-		if r < k.weight {
-			k.fill(w, ev)
-			return
+	// The kinds take turns by smooth weighted round robin: each kind's
+	// share of any second's accesses is its weight, within one access,
+	// so the planted rates hold second by second.
+	best := 0
+	for i, k := range w.mix {
+		w.turn[i] += k.weight
+		if w.turn[i] > w.turn[best] {
+			best = i
 		}
-		r -= k.weight
 	}
+	w.turn[best] -= w.total
+	w.mix[best].fill(w, ev)
 }
 
 // key returns prefix + n as a new string.
@@ -154,6 +166,17 @@ func (w *Workload) key(prefix string, n uint64) string {
 
 // chance reports true with probability p.
 func (w *Workload) chance(p float64) bool { return w.rng.Float64() < p }
+
+// planted reports whether the next access of a kind whose accesses *n
+// counts goes to its planted key, which takes share p of them spread
+// evenly: exactly p of any run of accesses, within one. A planted key's
+// rate is then the one its documentation gives from the first second,
+// whatever the seed; the other choices stay random.
+func planted(n *uint64, p float64) bool {
+	i := *n
+	*n++
+	return uint64(float64(i+1)*p) > uint64(float64(i)*p)
+}
 
 // Help tells a newcomer to hotkeyd demo where to look; %[1]s is the
 // daemon's base URL.

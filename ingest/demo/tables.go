@@ -200,7 +200,7 @@ func mix() []kind {
 	return []kind{
 		{wOrdersWrite, func(w *Workload, ev *traffic.Event) {
 			ev.Table, ev.Class, ev.Units = "orders", traffic.Write, OrderUnits
-			if w.chance(CelebrityShare) {
+			if planted(&w.nOrders, CelebrityShare) {
 				ev.PK = CelebrityUser
 			} else {
 				ev.PK = w.key("USER#", w.rng.Uint64N(Users))
@@ -235,7 +235,7 @@ func mix() []kind {
 		}},
 		{wProducts, func(w *Workload, ev *traffic.Event) {
 			ev.Table, ev.Class, ev.Units, ev.SK = "products", traffic.Read, ProductUnits, "DETAILS"
-			if w.chance(HotProductShare) {
+			if planted(&w.nProducts, HotProductShare) {
 				ev.PK = HotProduct
 			} else {
 				ev.PK = w.key("PRODUCT#", w.rng.Uint64N(Products))
@@ -243,7 +243,7 @@ func mix() []kind {
 		}},
 		{wTelemetry, func(w *Workload, ev *traffic.Event) {
 			ev.Table, ev.Class, ev.Units = "telemetry", traffic.Write, TelemetryUnits
-			if w.chance(HotDeviceShare) {
+			if planted(&w.nTelemetry, HotDeviceShare) {
 				ev.PK = HotDevice
 			} else {
 				ev.PK = w.key("DEVICE#", w.rng.Uint64N(Devices))
@@ -252,7 +252,7 @@ func mix() []kind {
 		}},
 		{wSettings, func(w *Workload, ev *traffic.Event) {
 			ev.Table, ev.Class = "settings", traffic.Write
-			if w.chance(1.0 / 3) {
+			if planted(&w.nSettings, 1.0/3) {
 				ev.PK = TrivialKey
 			} else {
 				ev.PK = w.key("CONFIG#user-", w.rng.Uint64N(200))

@@ -452,7 +452,7 @@ func (s *streamRecords) Notes() []string {
 			st.Unsized, plural.Count(st.Events, "write"), plural.Noun(st.Unsized, "carries", "carry"), plural.Noun(st.Unsized, "counts", "count")))
 	}
 	if st.TTLDeletes > 0 {
-		notes = append(notes, fmt.Sprintf("Stream records: %s by Time to Live (userIdentity dynamodb.amazonaws.com) %s not client writes and %s not counted.", plural.Count(st.TTLDeletes, "delete"), plural.Noun(st.TTLDeletes, "is", "are"), plural.Noun(st.TTLDeletes, "is", "are")))
+		notes = append(notes, fmt.Sprintf("Stream records: %s by Time to Live (userIdentity dynamodb.amazonaws.com) %s and %s not counted.", plural.Count(st.TTLDeletes, "delete"), plural.Noun(st.TTLDeletes, "is not a client write", "are not client writes"), plural.Noun(st.TTLDeletes, "is", "are")))
 	}
 	if st.Duplicates > 0 {
 		notes = append(notes, fmt.Sprintf("Stream records: %s read twice (same table, eventID and sequence number) counted once.", plural.Count(st.Duplicates, "record")))
