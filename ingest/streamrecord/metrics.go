@@ -9,6 +9,10 @@ import (
 	"github.com/hotkeyd/hotkeyd/internal/promutil"
 )
 
+// maxGaps bounds the tables and view types a Gaps names in its note (a
+// stream names its tables, any number of them).
+const maxGaps = 1000
+
 // Gaps keeps what a reader of stream records could not tell of index
 // writes: counted per table and view type (hotkeyd_index_writes_unknown_total),
 // logged once each, and said in the report's notes (Note). It is safe
@@ -49,8 +53,11 @@ func (g *Gaps) Add(table, viewType string) {
 	g.unknown.WithLabelValues(g.source, table, viewType).Inc()
 	k := IndexGap{table, viewType}
 	g.mu.Lock()
-	g.n[k]++
-	first := g.n[k] == 1
+	_, seen := g.n[k]
+	first := !seen && len(g.n) < maxGaps
+	if seen || first {
+		g.n[k]++
+	}
 	g.mu.Unlock()
 	if first {
 		g.log.Warn("index writes not all told by the stream's records: counting only those the item images make certain",

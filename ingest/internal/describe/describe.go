@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,6 +55,9 @@ const (
 	ReasonAPI          = shards.ReasonAPI
 )
 
+// MaxTables bounds the tables a Describer watches.
+const MaxTables = 10_000
+
 // Config configures a Describer.
 type Config struct {
 	// Source is the source label of the reader's series and errors.
@@ -75,6 +79,8 @@ type Describer struct {
 	m       *metrics
 
 	watched sync.Map // table → *sync.Once of its first description
+	count   atomic.Int64
+	tooMany sync.Once
 	wg      sync.WaitGroup
 
 	mu     sync.Mutex
@@ -110,7 +116,23 @@ func (d *Describer) Watch(ctx context.Context, table string) {
 	if d == nil || d.api == nil {
 		return
 	}
-	w, _ := d.watched.LoadOrStore(table, &sync.Once{})
+	w, ok := d.watched.Load(table)
+	if !ok {
+		// A stream names its tables: a bounded number of them is watched
+		// (a stream of a hostile producer must not start a watch per
+		// name).
+		if d.count.Add(1) > MaxTables {
+			d.count.Add(-1)
+			d.tooMany.Do(func() {
+				d.log.Warn("too many tables to describe: the others' indexes are counted only when declared under tables: in the config", zap.Int("max", MaxTables), zap.String("table", table))
+			})
+			return
+		}
+		var loaded bool
+		if w, loaded = d.watched.LoadOrStore(table, &sync.Once{}); loaded {
+			d.count.Add(-1)
+		}
+	}
 	w.(*sync.Once).Do(func() {
 		d.m.initTable(d.cfg.Source, table, d.indexCount(table))
 		d.Describe(ctx, table)
