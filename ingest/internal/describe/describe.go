@@ -169,8 +169,8 @@ func (d *Describer) Describe(ctx context.Context, table string) {
 // Learn records what a DescribeTable answer tells of table: its key
 // schema, and the secondary indexes whose writes count now (an index
 // being created counts once it backfills: from then on DynamoDB applies
-// the table's writes to it; one being deleted no longer does). A change is
-// logged.
+// the table's writes to it; one being deleted no longer does). A change of
+// a table's indexes is logged.
 func (d *Describer) Learn(table string, desc *types.TableDescription) {
 	if desc == nil {
 		return
@@ -182,7 +182,9 @@ func (d *Describer) Learn(table string, desc *types.TableDescription) {
 	}
 	d.mu.Unlock()
 	ks, left := schemaOf(desc)
-	if d.schemas.Learn(table, ks) {
+	had := d.schemas.Table(table).HasIndexes()
+	// A table without indexes, now or before, is not worth a line.
+	if d.schemas.Learn(table, ks) && (had || len(ks.Indexes) > 0 || len(left) > 0) {
 		d.log.Info("table indexes", zap.String("table", table),
 			zap.String("partition_key", ks.PartitionKey), zap.String("sort_key", ks.SortKey),
 			zap.Strings("indexes", describeIndexes(ks.Indexes)), zap.Strings("not_counted", left))
