@@ -9,7 +9,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"go.uber.org/zap"
@@ -190,14 +189,15 @@ func (sr *streamReader) First(ctx context.Context, _ shards.Listing, fresh bool)
 			sr.ks.SortKey = aws.ToString(k.AttributeName)
 		}
 	}
-	if sr.ks.PartitionKey == "" && sr.s.tables != nil && sr.table != "" {
-		sr.ks = sr.s.tableKeySchema(ctx, sr.table)
-	}
 	if sr.onGone == nil && sr.table != "" && !sr.s.followsTable(sr.table) {
-		// A stream configured by ARN: its table's indexes are described
-		// here, every DescribeInterval (a followed table's are learnt
-		// from the descriptions that find its stream).
+		// A stream configured by ARN: its table is described here, then
+		// every DescribeInterval (a followed table is learnt from the
+		// descriptions that find its stream).
 		sr.s.describer.Watch(ctx, sr.table)
+	}
+	if t := sr.s.schemas.Table(sr.table); sr.ks.PartitionKey == "" && t != nil {
+		// A stream description without the key schema: the table's.
+		sr.ks = t.Key
 	}
 	sr.log.Info("listed stream", zap.String("table", sr.table), zap.Int("shards", len(d.Shards)),
 		zap.String("partition_key", sr.ks.PartitionKey), zap.String("sort_key", sr.ks.SortKey), zap.Bool("new", fresh))
@@ -209,28 +209,3 @@ func (s *Source) followsTable(table string) bool {
 	return slices.Contains(s.cfg.Tables, table)
 }
 
-// tableKeySchema asks DescribeTable for the key schema, for streams whose
-// description lacks it. Failure leaves it empty: records with one key
-// attribute are still mapped.
-func (s *Source) tableKeySchema(ctx context.Context, table string) traffic.KeySchema {
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-	defer cancel()
-	out, err := s.tables.DescribeTable(cctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-	var ks traffic.KeySchema
-	if err != nil {
-		s.rep.Error(SourceName, classify(err), fmt.Errorf("describe table %q: %w", table, err))
-		return ks
-	}
-	if out.Table == nil {
-		return ks
-	}
-	for _, k := range out.Table.KeySchema {
-		switch k.KeyType {
-		case ddbtypes.KeyTypeHash:
-			ks.PartitionKey = aws.ToString(k.AttributeName)
-		case ddbtypes.KeyTypeRange:
-			ks.SortKey = aws.ToString(k.AttributeName)
-		}
-	}
-	return ks
-}
