@@ -208,4 +208,3 @@ func (sr *streamReader) First(ctx context.Context, _ shards.Listing, fresh bool)
 func (s *Source) followsTable(table string) bool {
 	return slices.Contains(s.cfg.Tables, table)
 }
-
