@@ -24,17 +24,19 @@ import (
 // defineRun declares the flags of hotkeyd run: it reads hotkeyd.yaml unless
 // told otherwise.
 func (f *flags) defineRun(c *kingpin.CmdClause) {
-	f.defineConfig(c, "Configuration file (YAML).", "hotkeyd.yaml")
-	f.defineWeb(c)
-	f.defineLog(c, "Log level: debug, info, warn or error.")
-	f.defineWindow(c)
-	f.defineSettings(c)
+	f.defineDaemon(c, "Configuration file (YAML).", "hotkeyd.yaml")
 }
 
 // defineDemo declares the flags of hotkeyd demo: the daemon's, with a
 // configuration file only when one is named.
 func (f *flags) defineDemo(c *kingpin.CmdClause) {
-	f.defineConfig(c, "Configuration file (YAML) for the detector's settings; without one, the defaults. Its sources are not read.", "")
+	f.defineDaemon(c, "Configuration file (YAML) for the detector's settings; without one, the defaults. Its sources are not read.", "")
+}
+
+// defineDaemon declares the flags of the daemon (run and demo), whose
+// configuration file is configHelp and configDefault.
+func (f *flags) defineDaemon(c *kingpin.CmdClause, configHelp, configDefault string) {
+	f.defineConfig(c, configHelp, configDefault)
 	f.defineWeb(c)
 	f.defineLog(c, "Log level: debug, info, warn or error.")
 	f.defineWindow(c)
