@@ -149,11 +149,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) routes() (http.Handler, error) {
 	mux := http.NewServeMux()
 
-	var metrics http.Handler = promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{
-		EnableOpenMetrics: true,
-		Registry:          s.cfg.Registerer,
-		ErrorLog:          zap.NewStdLog(s.log),
-	})
+	var metrics http.Handler = newScrapes(s.log, s.cfg.Gatherer, s.cfg.Registerer)
 	if s.cfg.Registerer != nil {
 		metrics = promhttp.InstrumentMetricHandler(s.cfg.Registerer, metrics)
 	}

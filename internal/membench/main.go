@@ -7,13 +7,15 @@
 // scripts/bench-memory.sh runs it; the figures are in docs/limits.md.
 //
 //	membench -bin ./hotkeyd -profile large [-max-tables N] [-gomemlimit 460MiB] [-settle 3s] [-idle 30s]
+//	membench -bin ./hotkeyd -profile scrape -gomemlimit 460MiB -scrapes 50 [-scrape-rounds 5]
 //
 // With -idle, it then leaves the daemon running with no traffic (its
 // detector ticking, /metrics scraped every 5 s) for that long and reports
 // the CPU the daemon used meanwhile and its resident memory at the end:
 // what the garbage collector costs and keeps once the burst is over.
 //
-// Profiles: empty, ten, small, mixed, large, full, long (keys of 2 KiB).
+// Profiles: empty, ten, small, mixed, large, full, long (keys of 2 KiB),
+// scrape (the most series /metrics serves by default).
 //
 // With -ingest http or -ingest file it measures the live path's speed
 // instead: -events JSON lines over -tables tables, every key drawn at
@@ -25,6 +27,10 @@
 // its peak resident memory.
 //
 //	membench -bin ./hotkeyd -ingest http [-events 4000000] [-tables 20] [-tsv]
+//
+// With -scrapes N, it then sends rounds of N scrapes of /metrics at once
+// and reports how long they took and the peak resident memory meanwhile
+// (scripts/bench-scrapes.sh).
 package main
 
 import (
@@ -67,6 +73,9 @@ var profiles = map[string][]group{
 	// 300 tables of 400 keys of 2 KiB each, the longest string partition
 	// key DynamoDB allows: key bytes, not counters, take the memory.
 	"long": {{300, 400, 2048}},
+	// 300 tables of 3 000 keys each: the most series /metrics serves with
+	// the default max_tables and top (about 21 000), for -scrapes.
+	"scrape": {{300, 3000, 0}},
 	// No table: the process's base.
 	"empty": {},
 	// 10 tables of 200 keys each: a sidecar's few tables.
@@ -75,11 +84,13 @@ var profiles = map[string][]group{
 
 func main() {
 	bin := flag.String("bin", "./hotkeyd", "hotkeyd binary")
-	profile := flag.String("profile", "large", "large, small, full, mixed, long, ten or empty")
+	profile := flag.String("profile", "large", "large, small, full, mixed, long, ten, scrape or empty")
 	maxTables := flag.Int("max-tables", 0, "max_tables of the daemon's config (0: the default)")
 	memLimit := flag.String("gomemlimit", "", "GOMEMLIMIT of the daemon (empty: none)")
 	tsv := flag.Bool("tsv", false, "print one tab-separated line")
 	idle := flag.Duration("idle", 0, "then run idle this long and report CPU and memory")
+	scrapes := flag.Int("scrapes", 0, "then send this many GET /metrics at once, -scrape-rounds times, and report how long they took and the peak resident memory meanwhile")
+	scrapeRoundsN := flag.Int("scrape-rounds", 5, "rounds of -scrapes")
 	settle := flag.Duration("settle", 3*time.Second, "how long the daemon runs once its counts settled, before it is measured (past a minute: the live page's history holds a full window)")
 	ingest := flag.String("ingest", "", "measure the live path's speed instead: http (the HTTP endpoint) or file (a followed file)")
 	events := flag.Int("events", 4_000_000, "with -ingest: events to feed")
@@ -97,13 +108,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "membench: unknown profile %q\n", *profile)
 		os.Exit(2)
 	}
-	if err := run(*bin, *profile, groups, *maxTables, *memLimit, *tsv, *settle, *idle); err != nil {
+	if err := run(*bin, *profile, groups, *maxTables, *memLimit, *tsv, *settle, *idle, *scrapes, *scrapeRoundsN); err != nil {
 		fmt.Fprintf(os.Stderr, "membench: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, profile string, groups []group, maxTables int, memLimit string, tsv bool, settle, idle time.Duration) error {
+func run(bin, profile string, groups []group, maxTables int, memLimit string, tsv bool, settle, idle time.Duration, scrapes, rounds int) error {
 	dir, err := os.MkdirTemp("", "membench")
 	if err != nil {
 		return err
@@ -198,7 +209,18 @@ func run(bin, profile string, groups []group, maxTables int, memLimit string, ts
 			return err
 		}
 	}
+	var load scrapeLoad
+	if scrapes > 0 {
+		if load, err = scrapeRounds(url, cmd.Process.Pid, scrapes, rounds); err != nil {
+			return err
+		}
+	}
 	if tsv {
+		if scrapes > 0 {
+			fmt.Printf("%s\t%d\t%s\t%.0f\t%d\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%d\t%d\n", profile, c.MaxTables, memLimit, tracked, events, rss, hwm,
+				scrapes, load.quantile(0.5).Seconds(), load.quantile(0.99).Seconds(), load.quantile(1).Seconds(), load.failed, load.hwm)
+			return nil
+		}
 		fmt.Printf("%s\t%d\t%s\t%.0f\t%d\t%d\t%d\t%.0f\t%d\t%d\t%.1f\t%.3f\t%d\n", profile, c.MaxTables, memLimit, tracked, events, rss, hwm, heap, liveMB<<20, model, fed.Seconds(), idleCPU, idleRSS)
 		return nil
 	}
@@ -206,6 +228,10 @@ func run(bin, profile string, groups []group, maxTables int, memLimit string, ts
 		profile, c.MaxTables, memLimit, tracked, m.sum("hotkeyd_tables_evicted_total"), events, fed.Seconds(), m.sum("hotkeyd_untracked_events_total"))
 	fmt.Printf("  RSS %.1f MiB (peak %.1f MiB), Go heap in use %.1f MiB, live heap after the last GC %d MiB; model (sketch.Config.MemoryFor) %.1f MiB\n",
 		mib(rss), mib(hwm), heap/(1<<20), liveMB, mib(model))
+	if scrapes > 0 {
+		fmt.Printf("  %d × %d scrapes at once: median %s, p99 %s, slowest %s, %d failed; peak RSS while scraped %.1f MiB\n",
+			rounds, scrapes, load.quantile(0.5).Round(time.Millisecond), load.quantile(0.99).Round(time.Millisecond), load.quantile(1).Round(time.Millisecond), load.failed, mib(load.hwm))
+	}
 	if idle > 0 {
 		fmt.Printf("  idle %s: CPU %.1f %% of a core, RSS at the end %.1f MiB\n", idle, 100*idleCPU, mib(idleRSS))
 	}

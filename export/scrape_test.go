@@ -1,0 +1,247 @@
+package export
+
+import (
+	"compress/gzip"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// gate is a collector whose Collect waits until the test opens it, and
+// counts its calls: a gathering in flight that the test holds.
+type gate struct {
+	desc  *prometheus.Desc
+	open  chan struct{}
+	calls atomic.Int32
+}
+
+func newGate() *gate {
+	return &gate{desc: prometheus.NewDesc("test_gate", "A gathering the test holds.", nil, nil), open: make(chan struct{})}
+}
+
+func (g *gate) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *gate) Collect(ch chan<- prometheus.Metric) {
+	g.calls.Add(1)
+	<-g.open
+	ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, 1)
+}
+
+// scrapeAll sends n GET /metrics at once with header, and returns their
+// statuses and bodies (decompressed) once all are answered.
+func scrapeAll(t *testing.T, url string, n int, header func(i int) http.Header) ([]int, []string) {
+	t.Helper()
+	codes, bodies := make([]int, n), make([]string, n)
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: true, MaxConnsPerHost: n}}
+	defer client.CloseIdleConnections()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("GET", url+"/metrics", nil)
+			for k, v := range header(i) {
+				req.Header[k] = v
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Errorf("scrape %d: %v", i, err)
+				return
+			}
+			defer resp.Body.Close()
+			var r io.Reader = resp.Body
+			if resp.Header.Get("Content-Encoding") == "gzip" {
+				if r, err = gzip.NewReader(resp.Body); err != nil {
+					t.Errorf("scrape %d: %v", i, err)
+					return
+				}
+			}
+			b, err := io.ReadAll(r)
+			if err != nil {
+				t.Errorf("scrape %d: %v", i, err)
+			}
+			codes[i], bodies[i] = resp.StatusCode, string(b)
+		}()
+	}
+	wg.Wait()
+	return codes, bodies
+}
+
+// waitInFlight waits until n scrapes are inside the /metrics handler, as
+// promhttp_metric_handler_requests_in_flight on reg says.
+func waitInFlight(t *testing.T, reg *prometheus.Registry, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		v, err := testutil.GatherAndCount(reg, "promhttp_metric_handler_requests_in_flight")
+		if err != nil || v != 1 {
+			t.Fatalf("promhttp_metric_handler_requests_in_flight: %d series, %v", v, err)
+		}
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "promhttp_metric_handler_requests_in_flight" && int(mf.GetMetric()[0].GetGauge().GetValue()) == n {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d scrapes never in flight at once", n)
+		}
+	}
+}
+
+// TestScrapesShareOneGathering holds the registry's gathering while 50
+// scrapes arrive, then lets it go: the registry was gathered once for
+// all of them, and each got the whole answer.
+func TestScrapesShareOneGathering(t *testing.T) {
+	const n = 50
+	g := newGate()
+	gathered := prometheus.NewRegistry()
+	gathered.MustRegister(g)
+	own := prometheus.NewRegistry() // the handler's own metrics, read while the gathering is held
+	ts := startServer(t, ServerConfig{Gatherer: gathered, Registerer: own}, "")
+
+	done := make(chan struct{})
+	var codes []int
+	var bodies []string
+	go func() {
+		defer close(done)
+		codes, bodies = scrapeAll(t, ts.url, n, func(int) http.Header { return http.Header{"Accept-Encoding": {"gzip"}} })
+	}()
+	waitInFlight(t, own, n)
+	close(g.open)
+	<-done
+
+	if calls := g.calls.Load(); calls != 1 {
+		t.Errorf("%d scrapes at once gathered the registry %d times, want once", n, calls)
+	}
+	for i := range n {
+		if codes[i] != http.StatusOK || !strings.Contains(bodies[i], "test_gate 1") {
+			t.Errorf("scrape %d: %d %q", i, codes[i], bodies[i])
+		}
+	}
+}
+
+// TestScrapesOfDifferentKinds: scrapes asking for different formats and
+// compressions at once share the gathering, and each gets its own kind of
+// answer; a scrape that leaves early does not spoil the others'.
+func TestScrapesOfDifferentKinds(t *testing.T) {
+	const n = 8
+	g := newGate()
+	gathered := prometheus.NewRegistry()
+	gathered.MustRegister(g)
+	own := prometheus.NewRegistry()
+	ts := startServer(t, ServerConfig{Gatherer: gathered, Registerer: own}, "")
+
+	headers := func(i int) http.Header {
+		h := http.Header{}
+		if i%2 == 1 {
+			h.Set("Accept", "application/openmetrics-text;version=1.0.0")
+		}
+		if i%4 >= 2 {
+			h.Set("Accept-Encoding", "gzip")
+		}
+		return h
+	}
+	// One scrape, of the kind of some below, starts the gathering and
+	// gives up while it is held.
+	ctx, leave := context.WithCancel(context.Background())
+	left := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "GET", ts.url+"/metrics", nil)
+		req.Header = headers(2)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		left <- err
+	}()
+	waitInFlight(t, own, 1)
+	done := make(chan struct{})
+	var codes []int
+	var bodies []string
+	go func() {
+		defer close(done)
+		codes, bodies = scrapeAll(t, ts.url, n, headers)
+	}()
+	waitInFlight(t, own, n+1)
+	leave()
+	if err := <-left; err == nil {
+		t.Fatal("the scrape that left got an answer")
+	}
+	close(g.open)
+	<-done
+
+	if calls := g.calls.Load(); calls != 1 {
+		t.Errorf("the registry was gathered %d times, want once", calls)
+	}
+	for i := range n {
+		openMetrics := strings.HasSuffix(bodies[i], "# EOF\n")
+		if codes[i] != http.StatusOK || !strings.Contains(bodies[i], "test_gate 1") || openMetrics != (i%2 == 1) {
+			t.Errorf("scrape %d (%v): %d %q", i, headers(i), codes[i], bodies[i])
+		}
+	}
+}
+
+// TestScrapeAnswersBounded: past maxScrapeAnswers different answers in
+// the making, a scrape of yet another kind is told to retry.
+func TestScrapeAnswersBounded(t *testing.T) {
+	g := newGate()
+	gathered := prometheus.NewRegistry()
+	gathered.MustRegister(g)
+	own := prometheus.NewRegistry()
+	ts := startServer(t, ServerConfig{Gatherer: gathered, Registerer: own}, "")
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for i := range maxScrapeAnswers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := http.Get(ts.url + "/metrics?name[]=m" + strings.Repeat("x", i))
+				if err == nil {
+					resp.Body.Close()
+				}
+			}()
+		}
+		wg.Wait()
+	}()
+	waitInFlight(t, own, maxScrapeAnswers)
+	code, hdr, _ := ts.do(t, "GET", "/metrics?name[]=another", "", nil)
+	close(g.open)
+	<-done
+	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" {
+		t.Errorf("a scrape past %d answers in the making: %d (Retry-After %q), want 503 with Retry-After", maxScrapeAnswers, code, hdr.Get("Retry-After"))
+	}
+}
+
+func TestAcceptsGzip(t *testing.T) {
+	for _, c := range []struct {
+		values []string
+		want   bool
+	}{
+		{nil, false},
+		{[]string{"gzip"}, true},
+		{[]string{"GZIP"}, true},
+		{[]string{"deflate, gzip;q=1.0, *;q=0.5"}, true},
+		{[]string{"gzip;q=0"}, false},
+		{[]string{"gzip; q=0.0, *"}, false},
+		{[]string{"*"}, true},
+		{[]string{"*;q=0"}, false},
+		{[]string{"identity"}, false},
+		{[]string{"br", "x-gzip"}, true},
+		{[]string{"zstd, gzip;q=bad"}, false},
+	} {
+		if got := acceptsGzip(c.values); got != c.want {
+			t.Errorf("acceptsGzip(%q) = %v, want %v", c.values, got, c.want)
+		}
+	}
+}
