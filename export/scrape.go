@@ -60,10 +60,11 @@ type scrapeKind struct {
 // scrapeAnswer is one answer, shared by the scrapes of its kind that
 // arrived while it was made.
 type scrapeAnswer struct {
-	made   chan struct{} // closed once status, header and body are set
-	status int
-	header http.Header
-	body   []byte
+	scrapes int           // the scrapes waiting for it, guarded by scrapes.mu
+	made    chan struct{} // closed once status, header and body are set
+	status  int
+	header  http.Header
+	body    []byte
 }
 
 func newScrapes(log *zap.Logger, g prometheus.Gatherer, reg prometheus.Registerer) *scrapes {
@@ -95,6 +96,7 @@ func (s *scrapes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a = &scrapeAnswer{made: make(chan struct{})}
 		s.making[kind] = a
 	}
+	a.scrapes++
 	s.mu.Unlock()
 
 	if joined {
@@ -136,6 +138,17 @@ func (s *scrapes) make(a *scrapeAnswer, kind scrapeKind, r *http.Request) {
 		close(a.made)
 	}()
 	s.encode.ServeHTTP(rec, req)
+}
+
+// waiting returns the number of scrapes waiting for an answer being made.
+func (s *scrapes) waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, a := range s.making {
+		n += a.scrapes
+	}
+	return n
 }
 
 // kindOf returns the kind of answer r asks for: the format promhttp

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // gate is a collector whose Collect waits until the test opens it, and
@@ -75,23 +74,12 @@ func scrapeAll(t *testing.T, url string, n int, header func(i int) http.Header) 
 	return codes, bodies
 }
 
-// waitInFlight waits until n scrapes are inside the /metrics handler, as
-// promhttp_metric_handler_requests_in_flight on reg says.
-func waitInFlight(t *testing.T, reg *prometheus.Registry, n int) {
+// waitScrapes waits until n scrapes wait for answers being made.
+func waitScrapes(t *testing.T, ts *testServer, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		v, err := testutil.GatherAndCount(reg, "promhttp_metric_handler_requests_in_flight")
-		if err != nil || v != 1 {
-			t.Fatalf("promhttp_metric_handler_requests_in_flight: %d series, %v", v, err)
-		}
-		mfs, _ := reg.Gather()
-		for _, mf := range mfs {
-			if mf.GetName() == "promhttp_metric_handler_requests_in_flight" && int(mf.GetMetric()[0].GetGauge().GetValue()) == n {
-				return
-			}
-		}
+	for deadline := time.Now().Add(30 * time.Second); ts.scrapes.waiting() != n; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d scrapes never in flight at once", n)
+			t.Fatalf("%d scrapes wait for an answer, want %d", ts.scrapes.waiting(), n)
 		}
 	}
 }
@@ -104,8 +92,7 @@ func TestScrapesShareOneGathering(t *testing.T) {
 	g := newGate()
 	gathered := prometheus.NewRegistry()
 	gathered.MustRegister(g)
-	own := prometheus.NewRegistry() // the handler's own metrics, read while the gathering is held
-	ts := startServer(t, ServerConfig{Gatherer: gathered, Registerer: own}, "")
+	ts := startServer(t, ServerConfig{Gatherer: gathered}, "")
 
 	done := make(chan struct{})
 	var codes []int
@@ -114,7 +101,7 @@ func TestScrapesShareOneGathering(t *testing.T) {
 		defer close(done)
 		codes, bodies = scrapeAll(t, ts.url, n, func(int) http.Header { return http.Header{"Accept-Encoding": {"gzip"}} })
 	}()
-	waitInFlight(t, own, n)
+	waitScrapes(t, ts, n)
 	close(g.open)
 	<-done
 
@@ -136,8 +123,7 @@ func TestScrapesOfDifferentKinds(t *testing.T) {
 	g := newGate()
 	gathered := prometheus.NewRegistry()
 	gathered.MustRegister(g)
-	own := prometheus.NewRegistry()
-	ts := startServer(t, ServerConfig{Gatherer: gathered, Registerer: own}, "")
+	ts := startServer(t, ServerConfig{Gatherer: gathered}, "")
 
 	headers := func(i int) http.Header {
 		h := http.Header{}
@@ -162,7 +148,7 @@ func TestScrapesOfDifferentKinds(t *testing.T) {
 		}
 		left <- err
 	}()
-	waitInFlight(t, own, 1)
+	waitScrapes(t, ts, 1)
 	done := make(chan struct{})
 	var codes []int
 	var bodies []string
@@ -170,7 +156,7 @@ func TestScrapesOfDifferentKinds(t *testing.T) {
 		defer close(done)
 		codes, bodies = scrapeAll(t, ts.url, n, headers)
 	}()
-	waitInFlight(t, own, n+1)
+	waitScrapes(t, ts, n+1)
 	leave()
 	if err := <-left; err == nil {
 		t.Fatal("the scrape that left got an answer")
@@ -195,8 +181,7 @@ func TestScrapeAnswersBounded(t *testing.T) {
 	g := newGate()
 	gathered := prometheus.NewRegistry()
 	gathered.MustRegister(g)
-	own := prometheus.NewRegistry()
-	ts := startServer(t, ServerConfig{Gatherer: gathered, Registerer: own}, "")
+	ts := startServer(t, ServerConfig{Gatherer: gathered}, "")
 
 	done := make(chan struct{})
 	go func() {
@@ -214,7 +199,7 @@ func TestScrapeAnswersBounded(t *testing.T) {
 		}
 		wg.Wait()
 	}()
-	waitInFlight(t, own, maxScrapeAnswers)
+	waitScrapes(t, ts, maxScrapeAnswers)
 	code, hdr, _ := ts.do(t, "GET", "/metrics?name[]=another", "", nil)
 	close(g.open)
 	<-done

@@ -9,13 +9,13 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
-	"golang.org/x/net/netutil"
 )
 
 // DefaultEventsHint is what a request to /api/v1/events is told while HTTP
@@ -51,9 +51,9 @@ type ServerConfig struct {
 	Version string
 	// ShutdownTimeout bounds the graceful shutdown; zero means 5 s.
 	ShutdownTimeout time.Duration
-	// MaxConnections caps the connections served at once; more wait in
-	// the kernel's listen queue until one closes. Zero means
-	// DefaultMaxConnections.
+	// MaxConnections caps the connections held at once; past it, the
+	// connection that has gone longest without progress is closed to make
+	// room for a new one (capListener). Zero means DefaultMaxConnections.
 	MaxConnections int
 	// MaxConnectionsPerClient caps the connections one client address
 	// holds at once; more are closed as soon as they are accepted. Zero
@@ -100,6 +100,12 @@ type Server struct {
 	cfg     ServerConfig
 	handler http.Handler
 	refused *prometheus.CounterVec
+	// closed counts the connections closed by the caps, by reason.
+	closed *prometheus.CounterVec
+	// scrapes serves /metrics.
+	scrapes *scrapes
+	// cap is the connection cap of the listener served, once Serve runs.
+	cap atomic.Pointer[capListener]
 }
 
 // NewServer builds the server's routes. It starts nothing.
@@ -134,7 +140,11 @@ func NewServer(log *zap.Logger, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{log: log, cfg: cfg, refused: refused}
+	closed, err := newClosedCounter(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{log: log, cfg: cfg, refused: refused, closed: closed}
 	h, err := s.routes()
 	if err != nil {
 		return nil, err
@@ -149,7 +159,8 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) routes() (http.Handler, error) {
 	mux := http.NewServeMux()
 
-	var metrics http.Handler = newScrapes(s.log, s.cfg.Gatherer, s.cfg.Registerer)
+	s.scrapes = newScrapes(s.log, s.cfg.Gatherer, s.cfg.Registerer)
+	var metrics http.Handler = s.scrapes
 	if s.cfg.Registerer != nil {
 		metrics = promhttp.InstrumentMetricHandler(s.cfg.Registerer, metrics)
 	}
@@ -247,8 +258,10 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve is Run on a listener the caller opened (the daemon, tests, socket
 // handover); the web config file of the web flags still applies. At most
-// MaxConnections of the listener's connections are served at once, at
-// most MaxConnectionsPerClient of them from one client address.
+// MaxConnections of the listener's connections are held at once, at most
+// MaxConnectionsPerClient of them from one client address; past the
+// first, the connection that has gone longest without progress is closed
+// to make room.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	flags := s.cfg.Web
 	if flags == nil {
@@ -262,15 +275,18 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		ErrorLog:          zap.NewStdLog(s.log),
+		ConnContext:       withConn,
 	}
 	// web.Serve wraps srv.Handler in its TLS-and-auth handler and then
 	// accepts; the first Accept, in the same goroutine and before any
 	// request is served, puts the probes and the refusal count around it.
 	var once sync.Once
 	if s.cfg.MaxConnectionsPerClient > 0 {
-		l = newPerClientListener(l, s.cfg.MaxConnectionsPerClient, s.log)
+		l = newPerClientListener(l, s.cfg.MaxConnectionsPerClient, s.log, s.closed.WithLabelValues(closedPerClient).Inc)
 	}
-	l = acceptHook{Listener: netutil.LimitListener(l, s.cfg.MaxConnections), first: func() {
+	capped := newCapListener(l, s.cfg.MaxConnections, s.log, s.closed.WithLabelValues(closedCapFull).Inc)
+	s.cap.Store(capped)
+	l = acceptHook{Listener: capped, first: func() {
 		once.Do(func() { srv.Handler = s.outer(srv.Handler) })
 	}}
 	done := make(chan error, 1)
@@ -300,10 +316,10 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 }
 
 // outer is the handler in front of authed (the routes behind the web
-// config's TLS and auth): the probes skip the auth, and every refusal is
-// counted.
+// config's TLS and auth): the probes skip the auth, every refusal is
+// counted, and the connection's progress is marked for the cap.
 func (s *Server) outer(authed http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return markProgress(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := authed
 		if slices.Contains(probePaths, r.URL.Path) {
 			h = s.handler
@@ -313,7 +329,7 @@ func (s *Server) outer(authed http.Handler) http.Handler {
 		if refusedCodes[rw.status] {
 			s.refused.WithLabelValues(routeOf(r.URL.Path), strconv.Itoa(rw.status)).Inc()
 		}
-	})
+	}))
 }
 
 // acceptHook calls first before each Accept (it is expected to act once).
@@ -386,6 +402,29 @@ func newRefusedCounter(reg prometheus.Registerer, ingest bool) (*prometheus.Coun
 			c.WithLabelValues("/api/v1/events", code)
 		}
 	}
+	if reg != nil {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register http metrics: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Reasons of hotkeyd_http_connections_closed_total.
+const (
+	closedPerClient = "client_cap"
+	closedCapFull   = "cap_full"
+)
+
+// newClosedCounter registers hotkeyd_http_connections_closed_total on reg
+// (nil: an unregistered counter), both reasons at 0.
+func newClosedCounter(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hotkeyd_http_connections_closed_total",
+		Help: "HTTP connections the server closed to keep its caps, by reason: client_cap (one client address held --web.max-connections-per-client already: the new one is closed), cap_full (--web.max-connections were held: the one gone longest without progress is closed to make room).",
+	}, []string{"reason"})
+	c.WithLabelValues(closedPerClient)
+	c.WithLabelValues(closedCapFull)
 	if reg != nil {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register http metrics: %w", err)

@@ -79,7 +79,7 @@ func (f *flags) defineWeb(c *kingpin.CmdClause) {
 	c.Flag("web.listen-address", "Address of the HTTP server: /metrics, /api/v1/hotkeys, /-/healthy, /-/ready. Overrides listen in the file.").
 		Default(config.Default().Listen).IsSetByUser(&f.listenSet).StringVar(&f.listen)
 	c.Flag("web.config.file", "exporter-toolkit web configuration file (TLS, basic auth).").Default("").StringVar(&f.webConfig)
-	c.Flag("web.max-connections", "Most HTTP connections served at once; more wait to be accepted.").Default(fmt.Sprint(export.DefaultMaxConnections)).IntVar(&f.maxConns)
+	c.Flag("web.max-connections", "Most HTTP connections held at once; past it, the one gone longest without progress is closed to make room for a new one.").Default(fmt.Sprint(export.DefaultMaxConnections)).IntVar(&f.maxConns)
 	c.Flag("web.enable-lifecycle", "Reload the configuration on POST /-/reload, as SIGHUP does.").BoolVar(&f.lifecycle)
 	c.Flag("web.max-connections-per-client", "Most HTTP connections one client address holds at once; more are closed when accepted (0: no cap).").Default(fmt.Sprint(export.DefaultMaxConnectionsPerClient)).IntVar(&f.maxConnsPerClient)
 	c.Flag("web.read-timeout", "Most time to read a whole request, headers and body.").Default(export.DefaultReadTimeout.String()).DurationVar(&f.readTimeout)

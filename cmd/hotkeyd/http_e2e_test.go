@@ -110,7 +110,8 @@ func TestIngestRateLimitIsASetting(t *testing.T) {
 // TestHTTPTimeoutsAndConnectionCap holds connections as a slow or idle
 // client would: a body that never arrives and an idle keep-alive
 // connection are closed by the server, and past the connection cap a new
-// client waits until a connection closes.
+// client is served in the place of the connection gone longest without
+// progress.
 func TestHTTPTimeoutsAndConnectionCap(t *testing.T) {
 	t.Parallel() // a process of its own, on a port of its own
 	h := startIngestOnly(t, "--web.read-timeout=1s", "--web.idle-timeout=1s", "--web.max-connections=2")
@@ -152,21 +153,23 @@ func TestHTTPTimeoutsAndConnectionCap(t *testing.T) {
 	resp.Body.Close()
 	closedWithin("an idle keep-alive connection", idle, 5*time.Second)
 
-	// Two connections that send nothing take the two places.
+	// Two connections that send nothing take the two places: a third
+	// client is still served, and the connection gone longest without
+	// progress, the first, is closed to make room for it.
 	a, b := dial(), dial()
-	client := &http.Client{Timeout: 700 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
-	if resp, err := client.Get(h.URL + "/-/healthy"); err == nil {
-		resp.Body.Close()
-		t.Errorf("a third connection was served past --web.max-connections=2")
-	}
-	a.Close()
-	b.Close()
-	client.Timeout = 5 * time.Second
+	defer b.Close()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err = client.Get(h.URL + "/-/healthy")
 	if err != nil {
-		t.Fatalf("not served once the connections closed: %v", err)
+		t.Fatalf("not served past --web.max-connections=2: %v", err)
 	}
 	resp.Body.Close()
+	closedWithin("the connection without progress the longest, past the cap", a, 5*time.Second)
+	_ = b.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, err := b.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Errorf("the younger connection was closed too: %v", err)
+	}
+	h.WaitLog(t, "connections closed: the connection cap is full", 5*time.Second)
 }
 
 // TestProbesWithoutCredentials runs with basic auth on: the probes the
