@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -111,16 +110,23 @@ func (c *Config) DetectSettings() detect.Settings {
 	return s
 }
 
-// Load reads and validates the config file at path. Its error lists every
-// problem found, one per line, each as "config PATH: KEY: what is wrong"
-// (strictyaml.List gives them one by one).
+// Load reads and validates the config file at path, within the bounds of
+// the zero Reader (see Reader.Load).
 func Load(path string) (Config, error) {
-	f, err := os.Open(path)
+	var r Reader
+	return r.Load(path)
+}
+
+// Load reads the config file at path once, within r's bounds, and the
+// key_hash_secret_file it names, then decodes and validates it. Its error
+// lists every problem found, one per line, each as "config PATH: KEY:
+// what is wrong" (strictyaml.List gives them one by one).
+func (r *Reader) Load(path string) (Config, error) {
+	b, err := r.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("read config: %w", err)
 	}
-	defer f.Close()
-	cfg, err := Parse(f)
+	cfg, err := Parse(bytes.NewReader(b))
 	if err != nil {
 		errs := strictyaml.List(err)
 		for i, e := range errs {
@@ -129,7 +135,7 @@ func Load(path string) (Config, error) {
 		return Config{}, errors.Join(errs...)
 	}
 	if cfg.KeyHashSecretFile != "" {
-		secret, err := os.ReadFile(cfg.KeyHashSecretFile)
+		secret, err := r.ReadFile(cfg.KeyHashSecretFile)
 		if err != nil {
 			return Config{}, fmt.Errorf("config %s: key_hash_secret_file: %w", path, err)
 		}
