@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
@@ -54,7 +55,10 @@ import (
 // Evaluate and Held are called by one goroutine, the detector tick;
 // Flagged is safe to call from any goroutine meanwhile.
 type Tracker struct {
-	s Settings
+	s Settings // the goroutine that calls Evaluate only; next replaces it
+	// next holds SetSettings's settings until the next Evaluate takes
+	// them.
+	next atomic.Pointer[Settings]
 
 	// Touched by the goroutine that calls Evaluate only.
 	tables map[tableKey]*tableState
@@ -144,7 +148,23 @@ func (tr *Tracker) Held(table, index string) (version uint64, everySecond bool) 
 	if st == nil {
 		return 0, false
 	}
+	if tr.next.Load() != nil {
+		// New settings: every table is judged again.
+		return 0, st.underWay()
+	}
 	return st.version, st.underWay()
+}
+
+// SetSettings makes the next Evaluate judge by s (valid, as for
+// NewTracker): what is flagged and the hysteresis under way are kept and
+// judged by s from then on, so that a diagnosis still above a new
+// threshold stays flagged and one below its clear threshold clears. Every
+// table is judged again: a kept entry (sketch.Store.SnapshotSince) at the
+// next Evaluate, the others at the one after. It is a reload's way to
+// change the thresholds without losing the window, and may be called from
+// any goroutine.
+func (tr *Tracker) SetSettings(s Settings) {
+	tr.next.Store(&s)
 }
 
 // underWay reports whether a diagnosis of the table is held but not yet
@@ -177,6 +197,10 @@ func (tr *Tracker) Revisions() []uint64 { return tr.revs }
 // those cleared, by table, index and report order. A table whose entry is
 // Kept keeps its report and hysteresis as they were.
 func (tr *Tracker) Evaluate(snap sketch.Snapshot) (report.Report, []report.Change) {
+	renewed := false
+	if s := tr.next.Swap(nil); s != nil {
+		tr.s, renewed = *s, true
+	}
 	tr.mark++
 	rep := report.Report{Start: snap.Start, End: snap.End, Tables: make([]report.TableReport, len(snap.Tables)), Settings: tr.s.Report()}
 	var changes, cleared []report.Change
@@ -198,6 +222,9 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) (report.Report, []report.Chang
 			c, cl = tr.evaluateTable(st, ts, baseOf(snap.Tables, i))
 			changes, cleared = append(changes, c...), append(cleared, cl...)
 			moved = true
+		} else if renewed {
+			// Judged by the settings before: asked for whole next time.
+			st.version = 0
 		}
 		rep.Tables[i] = st.out
 		rep.Events += st.out.Events

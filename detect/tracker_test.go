@@ -397,3 +397,55 @@ func TestTrackerHoversAtEachBoundary(t *testing.T) {
 		})
 	}
 }
+
+// TestTrackerSetSettings changes the thresholds between evaluations, as a
+// reload does: a key flagged before stays flagged, with no change
+// announced, while its share is above the new clear threshold, and is
+// cleared once it is below; a table whose entry is kept is asked for whole
+// until it has been judged by the new settings.
+func TestTrackerSetSettings(t *testing.T) {
+	s := DefaultSettings()
+	tr := NewTracker(s)
+	snap := rateSnapshot(125) // 20 % of the writes
+	snap.Tables[0].Version = 7
+	i := 0
+	eval := func(snap sketch.Snapshot) []report.Change {
+		_, cs := tr.Evaluate(stepped(snap, i))
+		i++
+		return cs
+	}
+	for range 3 {
+		eval(snap)
+	}
+	if got := flagsOf(tr); len(got) != 1 {
+		t.Fatalf("flagged before: %v", got)
+	}
+	if v, _ := tr.Held("orders", ""); v != 7 {
+		t.Fatalf("Held = %d before, want 7", v)
+	}
+
+	higher := s
+	higher.Threshold, higher.ClearThreshold = 0.15, 0.12
+	tr.SetSettings(higher)
+	if v, _ := tr.Held("orders", ""); v != 0 {
+		t.Errorf("Held = %d with new settings pending, want 0 (judge the table again)", v)
+	}
+	if cs := eval(snap); len(cs) != 0 || len(flagsOf(tr)) != 1 {
+		t.Errorf("threshold 15 %%, key at 20 %%: changes %v, flags %v; want it kept flagged with no change", cs, flagsOf(tr))
+	}
+
+	highest := s
+	highest.Threshold, highest.ClearThreshold = 0.3, 0.24
+	tr.SetSettings(highest)
+	kept := snap
+	kept.Tables = []sketch.TableSnapshot{{Table: "orders", Version: 7, Kept: true}}
+	if cs := eval(kept); len(cs) != 0 || len(flagsOf(tr)) != 1 {
+		t.Errorf("a kept entry keeps its report: changes %v, flags %v", cs, flagsOf(tr))
+	}
+	if v, _ := tr.Held("orders", ""); v != 0 {
+		t.Errorf("Held = %d after a kept entry met new settings, want 0", v)
+	}
+	if cs := eval(snap); len(cs) != 1 || !cs[0].Cleared || len(flagsOf(tr)) != 0 {
+		t.Errorf("threshold 30 %%, key at 20 %%: changes %v, flags %v; want it cleared", cs, flagsOf(tr))
+	}
+}

@@ -96,7 +96,7 @@ func withArrays(t report.TableReport) report.TableReport {
 // N keys per class.
 type historyHandler struct {
 	live    *Live
-	history *History
+	history func() *History
 	masker  *KeyMasker
 	log     *zap.Logger
 }
@@ -119,7 +119,7 @@ func (h historyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rep := st.Report
 	rep.Tables = selectTables(rep.Tables, q)
-	series := h.history.Series(rep, top)
+	series := h.history().Series(rep, top)
 	series.End = rep.End
 	// Compact: the page asks for it every second, and indented points
 	// would take a line each.

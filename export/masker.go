@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
 )
@@ -61,41 +62,66 @@ const maxPrefixLen = 32
 // KeyMasker turns partition keys into what metrics, the API, logs and
 // reports show. The same masker (same mode and hashing key) must be used
 // everywhere so that one key reads the same in all of them, and replicas
-// configured with the same hashing key agree. A KeyMasker is immutable and
-// safe for concurrent use; the nil *KeyMasker shows keys as they are.
+// configured with the same hashing key agree. A KeyMasker is safe for
+// concurrent use, and changes only by Replace (a reload of the
+// configuration); the nil *KeyMasker shows keys as they are.
 type KeyMasker struct {
+	st atomic.Pointer[maskState]
+}
+
+// maskState is a KeyMasker's mode and key, replaced whole.
+type maskState struct {
 	mode KeyMode
 	key  []byte
 	macs *sync.Pool // of keyed HMAC-SHA256 hash.Hash, reset before use
+}
+
+// plainState is the state of the nil KeyMasker.
+var plainState = &maskState{mode: KeysPlain}
+
+func (m *KeyMasker) state() *maskState {
+	if m == nil {
+		return plainState
+	}
+	return m.st.Load()
+}
+
+// Replace makes m mask as with does from now on: what is masked after it
+// returns shows keys in with's mode, and a key reads the same in metrics,
+// the API and the logs again from the next evaluation on.
+func (m *KeyMasker) Replace(with *KeyMasker) {
+	m.st.Store(with.state())
 }
 
 // NewKeyMasker returns a masker for mode. hashKey is the secret the hash mode
 // is keyed with (HMAC-SHA256); it is required in hash mode, so that a key
 // cannot be recovered by hashing guesses without it, and ignored otherwise.
 func NewKeyMasker(mode KeyMode, hashKey string) (*KeyMasker, error) {
+	var st *maskState
 	switch mode {
 	case "", KeysPlain:
-		return &KeyMasker{mode: KeysPlain}, nil
+		st = &maskState{mode: KeysPlain}
 	case KeysRedact:
-		return &KeyMasker{mode: KeysRedact}, nil
+		st = &maskState{mode: KeysRedact}
 	case KeysHash:
 		if hashKey == "" {
 			return nil, fmt.Errorf("key mode hash: a hashing key is required")
 		}
 		key := []byte(hashKey)
-		return &KeyMasker{mode: KeysHash, key: key, macs: &sync.Pool{
+		st = &maskState{mode: KeysHash, key: key, macs: &sync.Pool{
 			New: func() any { return hmac.New(sha256.New, key) },
-		}}, nil
+		}}
+	default:
+		return nil, fmt.Errorf("key mode %q: want plain, hash or redact", mode)
 	}
-	return nil, fmt.Errorf("key mode %q: want plain, hash or redact", mode)
+	m := &KeyMasker{}
+	m.st.Store(st)
+	return m, nil
 }
 
 // Mode returns the masker's mode.
 func (m *KeyMasker) Mode() KeyMode {
-	if m == nil {
-		return KeysPlain
-	}
-	return m.mode
+	return m.state().mode
 }
 
 // Mask returns the form of key shown outside the process.
@@ -108,21 +134,22 @@ func (m *KeyMasker) Mode() KeyMode {
 // replaced. A key without such a prefix is replaced whole. The empty key
 // (table-wide traffic) stays empty.
 func (m *KeyMasker) Mask(key string) string {
-	if m == nil || m.mode == KeysPlain || key == "" {
+	st := m.state()
+	if st.mode == KeysPlain || key == "" {
 		return key
 	}
 	prefix := entityPrefix(key)
-	if m.mode == KeysRedact {
+	if st.mode == KeysRedact {
 		return prefix + redacted
 	}
-	mac := m.macs.Get().(hash.Hash)
+	mac := st.macs.Get().(hash.Hash)
 	mac.Reset()
 	io.WriteString(mac, key)
 	var sum [sha256.Size]byte
 	var buf [maxPrefixLen + 1 + hashHexLen]byte
 	out := append(buf[:0], prefix...)
 	out = hex.AppendEncode(out, mac.Sum(sum[:0])[:hashHexLen/2])
-	m.macs.Put(mac)
+	st.macs.Put(mac)
 	return string(out)
 }
 
@@ -151,7 +178,7 @@ func entityPrefix(key string) string {
 // and is kept. In plain mode r itself is returned; reports are never
 // modified in place.
 func (m *KeyMasker) MaskReport(r report.Report) report.Report {
-	if m == nil || m.mode == KeysPlain {
+	if m.Mode() == KeysPlain {
 		return r
 	}
 	out := r
@@ -165,7 +192,7 @@ func (m *KeyMasker) MaskReport(r report.Report) report.Report {
 // MaskSeries returns a copy of s with its keys masked, as MaskReport masks
 // the report they come with. In plain mode s itself is returned.
 func (m *KeyMasker) MaskSeries(s report.Series) report.Series {
-	if m == nil || m.mode == KeysPlain {
+	if m.Mode() == KeysPlain {
 		return s
 	}
 	out := s
@@ -182,7 +209,7 @@ func (m *KeyMasker) MaskSeries(s report.Series) report.Series {
 
 // MaskTable is MaskReport for one table's entry.
 func (m *KeyMasker) MaskTable(t report.TableReport) report.TableReport {
-	if m == nil || m.mode == KeysPlain {
+	if m.Mode() == KeysPlain {
 		return t
 	}
 	// Every key of the table, so that a finding's text that names another
@@ -255,7 +282,7 @@ func (m *KeyMasker) DiagnosisKey(d report.Diagnosis) string {
 // fix, summary and after-state repeat them in their text. Log lines of
 // diagnoses go through it.
 func (m *KeyMasker) MaskDiagnosis(d report.Diagnosis) report.Diagnosis {
-	if m == nil || m.mode == KeysPlain {
+	if m.Mode() == KeysPlain {
 		return d
 	}
 	return m.maskDiagnosis(d, m.replacements(diagnosisKeys(d, nil)))

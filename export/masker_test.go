@@ -160,3 +160,21 @@ func BenchmarkMask(b *testing.B) {
 		_ = m.Mask("USER#alice@example.com")
 	}
 }
+
+// TestKeyMaskerReplace: a masker replaced by another masks as the other
+// from then on, wherever it is held (a reload of keys).
+func TestKeyMaskerReplace(t *testing.T) {
+	m := mustMasker(t, KeysPlain, "")
+	if got := m.Mask("USER#alice"); got != "USER#alice" {
+		t.Fatalf("plain: %q", got)
+	}
+	hashed := mustMasker(t, KeysHash, "k")
+	m.Replace(hashed)
+	if got, want := m.Mask("USER#alice"), hashed.Mask("USER#alice"); got != want || m.Mode() != KeysHash {
+		t.Errorf("after Replace(hash): %q (%s), want %q", got, m.Mode(), want)
+	}
+	m.Replace(mustMasker(t, KeysRedact, ""))
+	if got := m.Mask("USER#alice"); got != "USER#<redacted>" {
+		t.Errorf("after Replace(redact): %q", got)
+	}
+}

@@ -124,7 +124,7 @@ func TestMaskedReportLeaksNoKey(t *testing.T) {
 }
 
 func TestReplaceKeysWholeWords(t *testing.T) {
-	pairs := (&KeyMasker{mode: KeysRedact}).replacements([]string{"1", "A#1", `say "hi"`})
+	pairs := mustMasker(t, KeysRedact, "").replacements([]string{"1", "A#1", `say "hi"`})
 	got := replaceKeys(`key 1 has 10% of 1 table at 1.5 or 0.1 units; A#1 and A#10 and "say \"hi\"" and 1#0 .. 1#3; ends with 1.`, pairs)
 	want := `key <redacted> has 10% of <redacted> table at 1.5 or 0.1 units; A#<redacted> and A#10 and "<redacted>" and <redacted>#0 .. <redacted>#3; ends with <redacted>.`
 	if got != want {

@@ -40,6 +40,15 @@ func (r *Readiness) Watch(sources ...traffic.Source) {
 	}
 }
 
+// WatchOnly replaces the watched sources with sources (those that
+// implement traffic.Readier), for a reload that restarts the sources.
+func (r *Readiness) WatchOnly(sources ...traffic.Source) {
+	r.mu.Lock()
+	r.sources = nil
+	r.mu.Unlock()
+	r.Watch(sources...)
+}
+
 // SetRunning marks the pipeline running, or stopped with a reason ("shutting
 // down"). The daemon marks it stopped before the HTTP server begins to shut
 // down, so that load balancers and Prometheus stop sending first.

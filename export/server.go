@@ -65,9 +65,10 @@ type ServerConfig struct {
 	// DefaultIdleTimeout.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// Reload, when set, serves POST /-/reload (--web.enable-lifecycle): it
-	// reloads the configuration, or returns why the running one is kept.
-	// When nil the path answers 403, as Prometheus's does.
-	Reload func() error
+	// reloads the configuration and returns what it changed and restarted,
+	// or why the running configuration is kept. When nil the path answers
+	// 403, as Prometheus's does.
+	Reload func() (string, error)
 }
 
 // Limits of the HTTP server. A request's headers must arrive within
@@ -106,6 +107,12 @@ type Server struct {
 	scrapes *scrapes
 	// cap is the connection cap of the listener served, once Serve runs.
 	cap atomic.Pointer[capListener]
+	// history is what /api/v1/hotkeys/history serves (SetHistory).
+	history atomic.Pointer[History]
+	// moves hands Serve a listener to move to; stopped is closed when
+	// Serve returns.
+	moves   chan net.Listener
+	stopped chan struct{}
 }
 
 // NewServer builds the server's routes. It starts nothing.
@@ -144,7 +151,8 @@ func NewServer(log *zap.Logger, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{log: log, cfg: cfg, refused: refused, closed: closed}
+	s := &Server{log: log, cfg: cfg, refused: refused, closed: closed, moves: make(chan net.Listener), stopped: make(chan struct{})}
+	s.history.Store(cfg.History)
 	h, err := s.routes()
 	if err != nil {
 		return nil, err
@@ -152,6 +160,10 @@ func NewServer(log *zap.Logger, cfg ServerConfig) (*Server, error) {
 	s.handler = h
 	return s, nil
 }
+
+// SetHistory makes /api/v1/hotkeys/history serve h from now on (a reload
+// that changes the window or the top keys kept starts a new History).
+func (s *Server) SetHistory(h *History) { s.history.Store(h) }
 
 // Handler returns the server's routes, without TLS or authentication.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -189,15 +201,16 @@ func (s *Server) routes() (http.Handler, error) {
 			w.Header().Set("Allow", "POST, PUT")
 			http.Error(w, "reload with POST", http.StatusMethodNotAllowed)
 		default:
-			if err := s.cfg.Reload(); err != nil {
+			done, err := s.cfg.Reload()
+			if err != nil {
 				http.Error(w, "configuration reload failed, the running configuration is kept: "+err.Error(), http.StatusInternalServerError)
 				return
 			}
-			fmt.Fprintln(w, "reloading the configuration.")
+			fmt.Fprintln(w, done)
 		}
 	})
 	mux.Handle("GET /api/v1/hotkeys", hotkeysHandler{live: s.cfg.Live, masker: s.cfg.Masker, log: s.log})
-	mux.Handle("GET /api/v1/hotkeys/history", historyHandler{live: s.cfg.Live, history: s.cfg.History, masker: s.cfg.Masker, log: s.log})
+	mux.Handle("GET /api/v1/hotkeys/history", historyHandler{live: s.cfg.Live, history: s.history.Load, masker: s.cfg.Masker, log: s.log})
 
 	if s.cfg.Events != nil {
 		// Other methods get 405 with "Allow: POST" from the mux.
@@ -263,6 +276,64 @@ func (s *Server) Run(ctx context.Context) error {
 // first, the connection that has gone longest without progress is closed
 // to make room.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	defer close(s.stopped)
+	cur := s.start(l)
+	var moved sync.WaitGroup // servers of listeners moved from, shutting down
+	defer moved.Wait()
+	for {
+		select {
+		case err := <-cur.done:
+			if errors.Is(err, http.ErrServerClosed) {
+				return nil
+			}
+			return fmt.Errorf("serve http: %w", err)
+		case next := <-s.moves:
+			old := cur
+			cur = s.start(next)
+			moved.Add(1)
+			go func() {
+				defer moved.Done()
+				if err := s.shutdown(ctx, old); err != nil {
+					s.log.Warn("stopped listening, connections cut", zap.String("address", old.addr), zap.Error(err))
+					return
+				}
+				s.log.Info("stopped listening", zap.String("address", old.addr))
+			}()
+			continue
+		case <-ctx.Done():
+		}
+		// Not ready first, so that nothing new is routed here while we drain.
+		s.cfg.Readiness.SetRunning(false, "shutting down")
+		if err := s.shutdown(ctx, cur); err != nil {
+			return fmt.Errorf("shut down http server: %w", err)
+		}
+		s.log.Info("http server stopped")
+		return nil
+	}
+}
+
+// Move makes Serve serve on l from now on, at once; the listener it served
+// so far is closed, its connections answered and closed within
+// ShutdownTimeout. A reload of the configuration moves the server when the
+// listen address changes. It fails once Serve has returned.
+func (s *Server) Move(l net.Listener) error {
+	select {
+	case s.moves <- l:
+		return nil
+	case <-s.stopped:
+		return errors.New("the HTTP server has stopped")
+	}
+}
+
+// serving is one http.Server on one listener.
+type serving struct {
+	srv  *http.Server
+	addr string
+	done chan error // web.Serve's return
+}
+
+// start serves l in a new http.Server, with the caps around it.
+func (s *Server) start(l net.Listener) *serving {
 	flags := s.cfg.Web
 	if flags == nil {
 		empty := ""
@@ -277,6 +348,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		ErrorLog:          zap.NewStdLog(s.log),
 		ConnContext:       withConn,
 	}
+	sv := &serving{srv: srv, addr: l.Addr().String(), done: make(chan error, 1)}
 	// web.Serve wraps srv.Handler in its TLS-and-auth handler and then
 	// accepts; the first Accept, in the same goroutine and before any
 	// request is served, puts the probes and the refusal count around it.
@@ -289,30 +361,19 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	l = acceptHook{Listener: capped, first: func() {
 		once.Do(func() { srv.Handler = s.outer(srv.Handler) })
 	}}
-	done := make(chan error, 1)
-	go func() { done <- web.Serve(l, srv, flags, newSlogLogger(s.log)) }()
+	go func() { sv.done <- web.Serve(l, srv, flags, newSlogLogger(s.log)) }()
+	return sv
+}
 
-	select {
-	case err := <-done:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return fmt.Errorf("serve http: %w", err)
-	case <-ctx.Done():
-	}
-	// Not ready first, so that nothing new is routed here while we drain.
-	s.cfg.Readiness.SetRunning(false, "shutting down")
+// shutdown stops sv gracefully, within ShutdownTimeout.
+func (s *Server) shutdown(ctx context.Context, sv *serving) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
-	err := srv.Shutdown(sctx)
-	if serr := <-done; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+	err := sv.srv.Shutdown(sctx)
+	if serr := <-sv.done; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
-	if err != nil {
-		return fmt.Errorf("shut down http server: %w", err)
-	}
-	s.log.Info("http server stopped")
-	return nil
+	return err
 }
 
 // outer is the handler in front of authed (the routes behind the web

@@ -386,3 +386,44 @@ func basicAuth(user, password string) string {
 	req.SetBasicAuth(user, password)
 	return strings.TrimPrefix(req.Header.Get("Authorization"), "Basic ")
 }
+
+// TestServerMove moves a running server to another listener: the new
+// address answers at once, a keep-alive connection to the old one is
+// answered and then closed, and the old address stops accepting.
+func TestServerMove(t *testing.T) {
+	ts := startServer(t, ServerConfig{}, "")
+	oldHost := strings.TrimPrefix(ts.url, "http://")
+	kept, err := net.Dial("tcp", oldHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kept.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Move(l); err != nil {
+		t.Fatal(err)
+	}
+	ts.url = "http://" + l.Addr().String()
+	if code, _, _ := ts.do(t, "GET", "/-/healthy", "", nil); code != http.StatusOK {
+		t.Errorf("new address: %d", code)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		c, err := net.Dial("tcp", oldHost)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the old address still accepts connections")
+		}
+	}
+	if _, err := io.WriteString(kept, "GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n"); err == nil {
+		kept.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b, _ := io.ReadAll(kept)
+		if len(b) > 0 && !strings.HasPrefix(string(b), "HTTP/1.1 200") {
+			t.Errorf("a connection to the old address got %q", b)
+		}
+	}
+}

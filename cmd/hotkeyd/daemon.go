@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,27 +49,16 @@ const drainTimeout = 10 * time.Second
 // workload (demo), until ctx is done or SIGINT/SIGTERM arrives. With
 // --config.check it builds everything, starts nothing and says so.
 func runDaemon(ctx context.Context, f *flags, demo bool, io stdio) int {
-	for {
-		code, reload := runDaemonOnce(ctx, f, demo, io)
-		if !reload {
-			return code
-		}
-	}
-}
-
-// runDaemonOnce builds the daemon from the configuration file and runs it
-// until it stops (the exit status) or stops to reload: then it returns
-// reload, and runDaemon builds it again from the file.
-func runDaemonOnce(ctx context.Context, f *flags, demo bool, io stdio) (code int, reload bool) {
-	cfg, err := loadConfig(f, !demo)
+	var reader config.Reader
+	cfg, err := loadConfigWith(&reader, f, !demo)
 	if err != nil {
 		printError(io.stderr, err)
-		return 1, false
+		return 1
 	}
 	log, err := logging.New(io.stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)
-		return 1, false
+		return 1
 	}
 	defer func() { _ = log.Sync() }()
 	if f.check {
@@ -78,69 +68,101 @@ func runDaemonOnce(ctx context.Context, f *flags, demo bool, io stdio) (code int
 	switch {
 	case err != nil && f.check:
 		printError(io.stderr, err)
-		return 1, false
+		return 1
 	case err != nil:
 		log.Error("cannot start", zap.Error(err))
-		return 1, false
+		return 1
 	case f.check:
 		for _, msg := range cfg.Deprecated {
 			fmt.Fprintf(io.stderr, "hotkeyd: deprecated: %s\n", msg)
 		}
-		return printValid(f, !demo, io), false
+		return printValid(f, !demo, io)
 	}
 	for _, msg := range cfg.Deprecated {
 		log.Warn("deprecated configuration", zap.String("detail", msg))
 	}
-	err = d.run(ctx)
-	switch {
-	case errors.Is(err, errReload):
-		return 0, true
-	case err != nil:
+	d.reader = &reader
+	if err := d.run(ctx); err != nil {
 		log.Error("stopped on error", zap.Error(err))
-		return 1, false
+		return 1
 	}
-	return 0, false
+	return 0
 }
 
-// daemon is the wired pipeline: sources → counting sink → store; detector
-// tick → live state; HTTP server over the live state and the registry.
+// daemon is the wired pipeline: sources → checked sink → counting sink →
+// window (the sketch store); detector tick → live state; HTTP server over
+// the live state and the registry. What a reload may replace is reached
+// through a switch or an atomic pointer (switches.go); the rest, with every
+// counter, lives as long as the process.
 type daemon struct {
-	log      *zap.Logger
-	cfg      config.Config
-	demo     bool
-	io       stdio
-	store    *sketch.Store
-	sink     traffic.Sink
+	log    *zap.Logger
+	demo   bool
+	io     stdio
+	flags  *flags
+	reader *config.Reader // reads the file again on a reload
+
+	reg      *prometheus.Registry
 	reporter *export.Reporter
+	counting *export.CountingSink
 	live     *export.Live
-	history  *export.History
 	ready    *export.Readiness
 	masker   *export.KeyMasker
-	tracker  *detect.Tracker
 	server   *export.Server
 	// progress is how far each source has read in event time: the
 	// Store judges each table's seconds by it.
 	progress *traffic.Progress
-	sources  []traffic.Source
-	// judge is what the detector's tick evaluates: this process's window,
-	// or, when a source shares its shards through a lease table (replicas
-	// is then set), every replica's.
-	judge    judge.Evaluator
-	replicas *judge.Replicas
-	// flags are the command line's, to load the configuration again.
-	flags *flags
-	// reloads carries a reload asked over HTTP (POST /-/reload) to the
-	// signal actor, with where to answer.
-	reloads chan chan error
+	gogc     int
+	// ingest is set when HTTP ingest is on (--web.enable-ingest).
+	ingest bool
+
+	// sink takes what the sources and HTTP ingest read: the running
+	// configuration's checks in front of counting.
+	sink *switchSink
+	// window is the store behind counting.
+	window *window
+	// gathered is what /metrics serves: reg, the running sources'
+	// registry and the report's series.
+	gathered *gatherers
+	// core is what the detector's tick evaluates and records.
+	core atomic.Pointer[core]
+	// pipe runs the sources; running is the generation it runs (the
+	// first, until run starts it).
+	pipe    *pipeline
+	running *generation
+
+	// cfg is the running configuration and listener the open listener;
+	// after run has started, only the reload loop touches them.
+	cfg      config.Config
+	listener net.Listener
+	// reloads carries the reloads asked (SIGHUP, POST /-/reload) to the
+	// reload loop; stopping is closed when the daemon begins to stop.
+	reloads  chan reloadRequest
+	stopping chan struct{}
 	// reloadOK and reloadAt are hotkeyd_config_last_reload_successful and
 	// hotkeyd_config_last_reload_success_timestamp_seconds.
 	reloadOK, reloadAt prometheus.Gauge
 }
 
+// core is what the detector's tick works with: the store, the tracker
+// with its hysteresis, the history of the live page, and the evaluator
+// over them (this process's window, or every replica's). A reload replaces
+// it whole, sharing what it keeps.
+type core struct {
+	store   *sketch.Store
+	tracker *detect.Tracker
+	history *export.History
+	judge   judge.Evaluator
+	// sources are the running sources, whose notes the report carries.
+	sources []traffic.Source
+}
+
 // newDaemon builds every component, and so runs every check run makes
 // before it reads anything; it starts nothing.
 func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger) (*daemon, error) {
-	d := &daemon{log: log, cfg: cfg, demo: demo, io: io, flags: f, reloads: make(chan chan error)}
+	d := &daemon{
+		log: log, cfg: cfg, demo: demo, io: io, flags: f, ingest: f.enableIngest,
+		reloads: make(chan reloadRequest, 1), stopping: make(chan struct{}),
+	}
 	if f.webConfig != "" {
 		if err := web.Validate(f.webConfig); err != nil {
 			return nil, fmt.Errorf("web config %s: %w", f.webConfig, err)
@@ -150,6 +172,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	if err != nil {
 		return nil, err
 	}
+	d.reg = reg
 	// As Prometheus's own: a start is a successful load.
 	d.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hotkeyd_config_last_reload_successful", Help: "Whether the last configuration reload (SIGHUP, POST /-/reload) succeeded: 1, or 0 while the running configuration is kept after a failed one."})
 	d.reloadAt = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hotkeyd_config_last_reload_success_timestamp_seconds", Help: "When the configuration was last loaded, at start or by a reload (Unix seconds)."})
@@ -164,88 +187,62 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	if d.masker, err = export.NewKeyMasker(cfg.Keys, cfg.KeyHashSecret); err != nil {
 		return nil, err
 	}
-	settings := cfg.DetectSettings()
-	d.tracker = detect.NewTracker(settings)
-	scfg := sketch.DefaultConfig()
-	scfg.Window = cfg.Window
-	scfg.Tracked = max(scfg.Tracked, settings.Top)
-	scfg.MaxTables = cfg.MaxTables
-	if d.store, err = sketch.NewStore(scfg, time.Now); err != nil {
+	scfg, settings := settingsOf(cfg)
+	store, err := sketch.NewStore(scfg, time.Now)
+	if err != nil {
 		return nil, fmt.Errorf("sketch store: %w", err)
 	}
 	d.progress = traffic.NewProgress(time.Now)
-	d.store.SetWatermarks(d.progress)
-	config.LogMemoryBudget(log, scfg, config.SetDaemonGC())
+	store.SetWatermarks(d.progress)
+	d.gogc = config.SetDaemonGC()
+	config.LogMemoryBudget(log, scfg, d.gogc)
 	if d.reporter, err = export.NewReporter(log.Named("ingest"), reg, export.ReporterConfig{Masker: d.masker}); err != nil {
 		return nil, err
 	}
-	counting, err := export.NewCountingSink(d.store, reg, time.Now, log.Named("ingest"))
-	if err != nil {
+	d.window = newWindow(store)
+	if d.counting, err = export.NewCountingSink(d.window, reg, time.Now, log.Named("ingest")); err != nil {
 		return nil, err
 	}
-	env := ingest.Env{Log: log, Reporter: d.reporter, Registerer: reg, Tables: cfg.KeySchemas(), Stdin: io.stdin, Progress: d.progress, Window: cfg.Window}
-	sourceConfigs := cfg.Sources
-	if demo {
-		// The demo's events carry their arrival time.
-		d.sources, sourceConfigs = []traffic.Source{demosource.New(demosource.Config{})}, nil
-		d.progress.Declare(demosource.SourceName, 0)
+	if d.running, err = d.newGeneration(cfg, log); err != nil {
+		return nil, err
 	}
-	for i, sc := range sourceConfigs {
-		src, err := sc.Settings.NewSource(env)
-		if err != nil {
-			return nil, fmt.Errorf("sources[%d] (%s): %w", i, sc.Type, err)
-		}
-		d.sources = append(d.sources, src)
-	}
-	for _, src := range d.sources {
-		d.reporter.InitSource(src.Name())
-		counting.InitSource(src.Name())
-	}
-	// Every Event is checked once more before it is counted, whatever
-	// reader made it: names DynamoDB would refuse, units no call consumes
-	// and times no window can judge (max_future, the input's retention or
-	// max_event_age) never reach a total or a series.
-	d.sink = traffic.CheckedTimes(counting, d.reporter, traffic.TimeLimits{
-		MaxFuture: cfg.MaxFuture, MaxAge: traffic.MaxAges(d.sources, cfg.MaxEventAge), Now: time.Now,
-	})
+	d.sink = newSwitchSink(d.checkedSink(cfg, d.running.sources))
 	var events http.Handler
-	if f.enableIngest {
+	if d.ingest {
 		rate := f.ingestRate
 		if rate <= 0 {
 			rate = -1 // no limit
 		}
 		events = jsonl.NewHandler(d.sink, d.reporter, jsonl.HandlerConfig{RequestsPerSecond: rate, Burst: f.ingestBurst}, log)
 		d.reporter.InitSource(jsonl.HTTPSourceName)
-		counting.InitSource(jsonl.HTTPSourceName)
+		d.counting.InitSource(jsonl.HTTPSourceName)
 		// An event without ts carries its arrival time; one with ts is
 		// taken as it comes: HTTP ingest holds nothing back.
 		d.progress.Declare(jsonl.HTTPSourceName, 0)
 	}
-	if len(d.sources) == 0 && events == nil {
+	if len(d.running.sources) == 0 && events == nil {
 		return nil, errors.New("no sources: list some under sources: in the config file, or pass --web.enable-ingest")
 	}
-
-	if d.replicas, err = newReplicas(d.sources, d.store, d.tracker, scfg.Tracked, log); err != nil {
+	tracker := detect.NewTracker(settings)
+	c, err := d.newCore(cfg, store, tracker, d.running, log)
+	if err != nil {
 		return nil, err
 	}
-	ccfg := export.CollectorConfig{TopN: settings.Top, Masker: d.masker}
-	d.judge = judge.Alone(d.store, d.tracker)
-	if d.replicas != nil {
-		ccfg.Replica, d.judge = d.replicas.Worker(), d.replicas
-	}
+	d.core.Store(c)
 	d.live = export.NewLive(time.Now)
-	d.history = export.NewHistory(export.HistoryConfig{Window: cfg.Window, Top: settings.Top})
-	// The report's series are served beside the registry's, each table's
-	// kept between scrapes while its report stays as it was.
-	gatherer := export.Gatherers(reg, export.NewCollector(d.live, ccfg))
-	if err := reg.Register(export.NewProgressCollector(d.progress, d.store)); err != nil {
+	if err := reg.Register(export.NewProgressCollector(d.progress, d.window)); err != nil {
 		return nil, fmt.Errorf("register progress collector: %w", err)
 	}
+	// The report's series are served beside the registries', each table's
+	// kept between scrapes while its report stays as it was.
+	d.gathered = &gatherers{main: reg}
+	d.gathered.sources.Store(d.running.reg)
+	d.gathered.collector.Store(d.newCollector(settings, d.running))
 	d.ready = export.NewReadiness()
-	d.ready.Watch(d.sources...)
+	d.ready.Watch(d.running.sources...)
 	systemd := false
 	d.server, err = export.NewServer(log.Named("web"), export.ServerConfig{
-		Gatherer: gatherer, Registerer: reg, Live: d.live, History: d.history, Masker: d.masker, Readiness: d.ready, Events: events,
+		Gatherer: d.gathered, Registerer: reg, Live: d.live, History: c.history, Masker: d.masker, Readiness: d.ready, Events: events,
 		EventsHint:     "HTTP ingest is disabled; start hotkeyd with --web.enable-ingest to POST JSON lines to /api/v1/events",
 		Web:            &web.FlagConfig{WebListenAddresses: &[]string{cfg.Listen}, WebSystemdSocket: &systemd, WebConfigFile: &f.webConfig},
 		Version:        buildVersion(),
@@ -255,50 +252,109 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	return d, err
 }
 
-// errReload ends the run group when the configuration is to be loaded
-// again: runDaemon then builds the daemon anew.
-var errReload = errors.New("reloading the configuration")
+// settingsOf returns the sketches' configuration and the detector's
+// settings of cfg.
+func settingsOf(cfg config.Config) (sketch.Config, detect.Settings) {
+	settings := cfg.DetectSettings()
+	scfg := sketch.DefaultConfig()
+	scfg.Window = cfg.Window
+	scfg.Tracked = max(scfg.Tracked, settings.Top)
+	scfg.MaxTables = cfg.MaxTables
+	return scfg, settings
+}
+
+// newGeneration builds the sources of cfg (the demo's in demo mode), with
+// a registry of their own, and the judge across replicas when one shares
+// its shards through a lease table. It starts nothing.
+func (d *daemon) newGeneration(cfg config.Config, log *zap.Logger) (*generation, error) {
+	g := &generation{reg: prometheus.NewRegistry()}
+	env := ingest.Env{Log: log, Reporter: d.reporter, Registerer: g.reg, Tables: cfg.KeySchemas(), Stdin: d.io.stdin, Progress: d.progress, Window: cfg.Window}
+	if d.demo {
+		// The demo's events carry their arrival time.
+		g.sources = []traffic.Source{demosource.New(demosource.Config{})}
+		d.progress.Declare(demosource.SourceName, 0)
+		return g, nil
+	}
+	for i, sc := range cfg.Sources {
+		src, err := sc.Settings.NewSource(env)
+		if err != nil {
+			return nil, fmt.Errorf("sources[%d] (%s): %w", i, sc.Type, err)
+		}
+		g.sources = append(g.sources, src)
+	}
+	return g, nil
+}
+
+// newCore returns the core over store and tracker, with a new history,
+// judging with g's replicas when it has a lease table (made here, as they
+// need the store).
+func (d *daemon) newCore(cfg config.Config, store *sketch.Store, tracker *detect.Tracker, g *generation, log *zap.Logger) (*core, error) {
+	_, settings := settingsOf(cfg)
+	c := &core{store: store, tracker: tracker, judge: judge.Alone(store, tracker), sources: g.sources,
+		history: export.NewHistory(export.HistoryConfig{Window: cfg.Window, Top: settings.Top})}
+	var err error
+	if g.replicas, err = newReplicas(g.sources, store, tracker, store.Config().Tracked, log); err != nil {
+		return nil, err
+	}
+	if g.replicas != nil {
+		c.judge = g.replicas
+	}
+	return c, nil
+}
+
+// newCollector returns the collector of the report's series by settings'
+// top, of the keys g's replica raises when it shares a lease table.
+func (d *daemon) newCollector(settings detect.Settings, g *generation) *export.Collector {
+	ccfg := export.CollectorConfig{TopN: settings.Top, Masker: d.masker}
+	if g.replicas != nil {
+		ccfg.Replica = g.replicas.Worker()
+	}
+	return export.NewCollector(d.live, ccfg)
+}
+
+// checkedSink returns the checks of cfg in front of the counting sink:
+// every Event is checked once more before it is counted, whatever reader
+// made it: names DynamoDB would refuse, units no call consumes and times
+// no window can judge (max_future, the input's retention or max_event_age)
+// never reach a total or a series.
+func (d *daemon) checkedSink(cfg config.Config, sources []traffic.Source) traffic.Sink {
+	for _, src := range sources {
+		d.reporter.InitSource(src.Name())
+		d.counting.InitSource(src.Name())
+	}
+	return traffic.CheckedTimes(d.counting, d.reporter, traffic.TimeLimits{
+		MaxFuture: cfg.MaxFuture, MaxAge: traffic.MaxAges(sources, cfg.MaxEventAge), Now: time.Now,
+	})
+}
 
 // reloadFunc returns what POST /-/reload calls, nil unless enabled
-// (--web.enable-lifecycle): it asks the signal actor to reload and
-// returns its answer.
-func (d *daemon) reloadFunc(enabled bool) func() error {
+// (--web.enable-lifecycle): it asks the reload loop to reload and returns
+// its answer.
+func (d *daemon) reloadFunc(enabled bool) func() (string, error) {
 	if !enabled {
 		return nil
 	}
-	return func() error {
-		answer := make(chan error, 1)
+	return func() (string, error) {
+		answer := make(chan reloadResult, 1)
 		select {
-		case d.reloads <- answer:
-			return <-answer
-		case <-time.After(5 * time.Second):
-			return errors.New("the daemon is stopping or busy; try again")
+		case d.reloads <- reloadRequest{answer: answer}:
+		case <-d.stopping:
+			return "", errStopping
+		}
+		select {
+		case r := <-answer:
+			return r.done, r.err
+		case <-d.stopping:
+			return "", errStopping
 		}
 	}
-}
-
-// checkReload loads the configuration file again and builds every
-// component from it without starting any, as --config.check does: a
-// configuration that would not start is found while the running one is
-// still there. On failure the running configuration is kept, and said.
-func (d *daemon) checkReload() error {
-	cfg, err := loadConfig(d.flags, !d.demo)
-	if err == nil {
-		_, err = newDaemon(cfg, d.flags, d.demo, d.io, zap.NewNop())
-	}
-	if err != nil {
-		d.reloadOK.Set(0)
-		d.log.Error("configuration reload failed; keeping the running configuration", zap.Error(err))
-		return err
-	}
-	d.log.Info("reloading the configuration: stopping the pipeline to start it again from the file")
-	return nil
 }
 
 // run listens, then runs every actor in one group until a signal, ctx or
 // an actor ends it. The shutdown order is: readiness false, sources stop,
 // their in-flight batches drain into the store (for at most drainTimeout),
 // the HTTP server stops. A signal is a clean stop: run returns nil.
+// Reloads run beside the group, one at a time, and never stop it.
 func (d *daemon) run(ctx context.Context) error {
 	// Signals are caught from here on, before the address is announced
 	// and readiness set: a SIGTERM sent as soon as the process is up is a
@@ -311,18 +367,17 @@ func (d *daemon) run(ctx context.Context) error {
 
 	// Listen here rather than in the server, so that the address actually
 	// bound (":0" in tests) can be logged and announced.
-	listener, err := net.Listen("tcp", d.cfg.Listen)
-	if err != nil {
+	var err error
+	if d.listener, err = net.Listen("tcp", d.cfg.Listen); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	d.pipe = newPipeline(d.log, d.sink)
 	var g oklog.Group
 
-	// Signals and the caller's context: either ends the group.
+	// Signals and the caller's context: either ends the group. SIGHUP
+	// asks the reload loop for a reload and the group goes on.
 	{
 		quit := make(chan struct{})
-		// A reload (SIGHUP, POST /-/reload) that checks out stops the
-		// group as cleanly as SIGTERM, with errReload; one that does not
-		// keeps everything running.
 		g.Add(func() error {
 			for {
 				select {
@@ -330,14 +385,9 @@ func (d *daemon) run(ctx context.Context) error {
 					if s != syscall.SIGHUP {
 						return &oklog.SignalError{Signal: s}
 					}
-					if d.checkReload() == nil {
-						return errReload
-					}
-				case answer := <-d.reloads:
-					err := d.checkReload()
-					answer <- err
-					if err == nil {
-						return errReload
+					select {
+					case d.reloads <- reloadRequest{}:
+					default: // one is waiting already; it reads the file as it is then
 					}
 				case <-ctx.Done():
 					return ctx.Err()
@@ -345,15 +395,16 @@ func (d *daemon) run(ctx context.Context) error {
 					return nil
 				}
 			}
-		}, func(error) { close(quit) })
+		}, func(error) {
+			close(quit)
+			close(d.stopping) // a reload under way gives up, and no other starts
+		})
 	}
 
 	// Sources: each reads until told to stop; what it holds then still
-	// lands in the window (ingest.Runner).
-	sources := ingest.NewRunner(d.sources, d.sink, d.log)
-	for i := range d.sources {
-		g.Add(func() error { return sources.Run(i) }, func(error) { sources.Cancel() })
-	}
+	// lands in the window (ingest.Runner). A reload may replace them.
+	first := d.running
+	g.Add(func() error { return d.pipe.Run(first) }, func(error) { d.pipe.Cancel() })
 
 	// Detector tick: snapshot what changed → evaluate with hysteresis →
 	// record the second for the page → publish → log what became hot or
@@ -378,26 +429,21 @@ func (d *daemon) run(ctx context.Context) error {
 					return nil
 				case now := <-t.C:
 					t.Reset(nextLook())
-					if now.Unix() == last && !d.judge.Moved() {
+					c := d.core.Load() // a reload may replace it
+					if now.Unix() == last && !c.judge.Moved() {
 						continue
 					}
 					last = now.Unix()
-					j := d.judge.Evaluate()
-					d.history.Record(detect.LastSeconds(j.Snapshot, d.history.Keys()))
+					j := c.judge.Evaluate()
+					c.history.Record(detect.LastSeconds(j.Snapshot, c.history.Keys()))
 					j.Report.Rejected = d.reporter.Rejected()
 					j.Report.Sources = export.SourcesReport(d.progress.States())
-					j.Report.Notes = sourceNotes(d.sources)
+					j.Report.Notes = sourceNotes(c.sources)
 					d.live.Publish(j.Report, j.Revisions)
 					ann.Announce(j.Changes)
 				}
 			}
 		}, func(error) { stopTick() })
-	}
-
-	// Summaries shared with the other replicas, in the lease table.
-	if d.replicas != nil {
-		boardCtx, stopBoard := context.WithCancel(context.Background())
-		g.Add(func() error { return d.replicas.Run(boardCtx) }, func(error) { stopBoard() })
 	}
 
 	// HTTP: /metrics, the API, health and readiness. Its interrupt runs the
@@ -406,20 +452,25 @@ func (d *daemon) run(ctx context.Context) error {
 	{
 		httpCtx, stopHTTP := context.WithCancel(context.Background())
 		defer stopHTTP()
+		listener := d.listener
 		g.Add(func() error {
 			return d.server.Serve(httpCtx, listener)
 		}, func(error) {
 			d.ready.SetRunning(false, "shutting down")
-			sources.Stop(drainTimeout)
+			d.pipe.Stop(drainTimeout)
 			stopHTTP()
 		})
 	}
 
+	// Reloads, one at a time, beside the group: a reload never ends it,
+	// and a stop does not wait for a reload stuck reading its file.
+	go d.reloadLoop()
+
 	d.ready.SetRunning(true, "")
-	d.log.Info("hotkeyd started", zap.String("address", listener.Addr().String()),
-		zap.Duration("window", d.cfg.Window), zap.Float64("threshold", d.cfg.Threshold), zap.Int("sources", len(d.sources)))
+	d.log.Info("hotkeyd started", zap.String("address", d.listener.Addr().String()),
+		zap.Duration("window", d.cfg.Window), zap.Float64("threshold", d.cfg.Threshold), zap.Int("sources", len(first.sources)))
 	if d.demo {
-		fmt.Fprintf(d.io.stdout, demosource.Help, export.BrowsableURL(listener.Addr()))
+		fmt.Fprintf(d.io.stdout, demosource.Help, export.BrowsableURL(d.listener.Addr()))
 	}
 	err = g.Run()
 	d.reporter.Flush()
@@ -429,9 +480,6 @@ func (d *daemon) run(ctx context.Context) error {
 		// SignalError's own As method matches without filling the target,
 		// so ask for the pointer type.
 		d.log.Info("stopped", zap.String("signal", sig.Signal.String()))
-	case errors.Is(err, errReload):
-		d.log.Info("stopped to reload the configuration")
-		return errReload
 	case errors.Is(err, oklog.ErrSignal):
 		d.log.Info("stopped", zap.Error(err))
 	case err == nil || errors.Is(err, context.Canceled):

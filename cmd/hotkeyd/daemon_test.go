@@ -73,7 +73,7 @@ func TestDaemonDrainsSourcesOnStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &lateSource{started: make(chan struct{})}
-	d.sources = []traffic.Source{src}
+	d.running.sources = []traffic.Source{src}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -88,7 +88,7 @@ func TestDaemonDrainsSourcesOnStop(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("daemon did not stop")
 	}
-	snap := d.store.Snapshot()
+	snap := d.core.Load().store.Snapshot()
 	var events uint64
 	for _, ts := range snap.Tables {
 		events += ts.Events

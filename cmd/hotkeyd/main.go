@@ -184,11 +184,17 @@ func protectStdinArgs(args []string) []string {
 // flag set names the flag. required says whether a missing file is an
 // error (run) or means defaults (demo and analyze, unless a file was named).
 func loadConfig(f *flags, required bool) (config.Config, error) {
+	return loadConfigWith(&config.Reader{}, f, required)
+}
+
+// loadConfigWith is loadConfig reading the file with r (the daemon keeps
+// one for its reloads).
+func loadConfigWith(r *config.Reader, f *flags, required bool) (config.Config, error) {
 	cfg := config.Default()
 	path, named := f.configPath()
 	if named || required {
 		var err error
-		cfg, err = config.Load(path)
+		cfg, err = r.Load(path)
 		if errors.Is(err, fs.ErrNotExist) && !named {
 			return config.Config{}, fmt.Errorf("%w (name one with --config.file, start from hotkeyd.example.yaml, or try hotkeyd demo)", err)
 		}

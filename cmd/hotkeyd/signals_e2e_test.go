@@ -23,12 +23,13 @@ import (
 //     the configuration it has, says so in the log and in
 //     hotkeyd_config_last_reload_successful 0 (before, SIGHUP killed it:
 //     exit 129, nothing drained, no checkpoint written);
-//   - a good file, then SIGHUP: the pipeline stops as cleanly as on
-//     SIGTERM (sources drained and checkpoints written before the HTTP
-//     server stops) and starts again from the new file, in the same
-//     process, on the same address; the file read before is not read
+//   - a new window, then SIGHUP: the sketches restart empty, and the
+//     source with them, stopped as cleanly as on SIGTERM (drained,
+//     checkpoint written) and started again from its checkpoint; the HTTP
+//     server and the counters go on; the file read before is not read
 //     again, and the gauge is 1;
-//   - POST /-/reload (--web.enable-lifecycle) does the same.
+//   - POST /-/reload (--web.enable-lifecycle) does the same, and its
+//     answer says what restarted.
 func TestRunReloadsConfiguration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the hotkeyd binary")
@@ -70,7 +71,7 @@ func TestRunReloadsConfiguration(t *testing.T) {
 			}
 		}
 	}
-	started := func(h *testenv.Hotkeyd) int { return strings.Count(h.Stderr(), `msg="hotkeyd started"`) }
+	reloaded := func(h *testenv.Hotkeyd) int { return strings.Count(h.Stderr(), `msg="configuration reloaded"`) }
 	events := func(h *testenv.Hotkeyd) float64 {
 		return metric(h, "hotkeyd_events_total", `table="orders"`, `source="cloudtrail"`)
 	}
@@ -92,52 +93,52 @@ func TestRunReloadsConfiguration(t *testing.T) {
 	if v := metric(h, "hotkeyd_config_last_reload_successful"); v != 0 {
 		t.Errorf("hotkeyd_config_last_reload_successful %g after a failed reload, want 0", v)
 	}
-	if !strings.Contains(h.Stderr(), "window: must be at least 12ms") || started(h) != 1 || events(h) != 1 {
-		t.Errorf("after a failed reload: the error must be said, and the pipeline run on (started %d times, %g events)", started(h), events(h))
+	if !strings.Contains(h.Stderr(), "window: must be at least 12ms") || reloaded(h) != 0 || events(h) != 1 {
+		t.Errorf("after a failed reload: the error must be said, and the pipeline run on (%d reloads, %g events)", reloaded(h), events(h))
 	}
 
-	// A good file: the pipeline stops cleanly and starts again from it.
+	// A new window: the sketches restart, and the source with them.
 	writeCfg("5m")
 	h.Signal(t, syscall.SIGHUP)
-	waitFor("the second start", func() bool { return started(h) == 2 })
+	waitFor("the reload", func() bool { return reloaded(h) == 1 })
 	stderr := h.Stderr()
-	if i := strings.Index(stderr, "stopped to reload the configuration"); i < 0 ||
-		strings.Index(stderr, `msg="stopped reading CloudTrail files"`) > strings.Index(stderr, `msg="http server stopped"`) {
-		t.Errorf("the reload must stop the source before the HTTP server, and say so:\n%s", stderr)
+	line := stderr[strings.Index(stderr, `msg="configuration reloaded"`):]
+	line = line[:strings.IndexByte(line, '\n')]
+	if !strings.Contains(line, `changed=window restarted="the window (window changed): it starts empty, the counters are kept; the sources (the window restarts)`) {
+		t.Errorf("the reload's log line does not say what restarted: %s", line)
 	}
-	if !strings.Contains(stderr[strings.LastIndex(stderr, `msg="hotkeyd started"`):], "window=5m0s") {
-		t.Errorf("the new configuration (window 5m) is not the one running:\n%s", stderr)
+	if strings.Count(stderr, `msg="stopped reading CloudTrail files"`) != 1 || strings.Contains(stderr, `msg="http server stopped"`) || strings.Count(stderr, `msg="hotkeyd started"`) != 1 {
+		t.Errorf("the reload must stop the source, and neither the HTTP server nor the process:\n%s", stderr)
 	}
-	waitFor("readiness after the reload", func() bool { code, _ := h.Get(t, "/-/ready"); return code == http.StatusOK })
 	if v := metric(h, "hotkeyd_config_last_reload_successful"); v != 1 {
 		t.Errorf("hotkeyd_config_last_reload_successful %g after a reload, want 1", v)
 	}
 	// The file read before the reload was written down: only the new one
-	// is read.
+	// is read, and the counter goes on.
 	ctWriteGz(t, filepath.Join(day, "second.json.gz"), record("C-2"))
-	waitFor("the second file read", func() bool { return events(h) == 1 })
+	waitFor("the second file read", func() bool { return events(h) == 2 })
 	var body []byte
 	waitFor("a report with the new file's key", func() bool {
 		_, body = h.Get(t, "/api/v1/hotkeys")
 		return strings.Contains(string(body), `"C-2"`)
 	})
 	if strings.Contains(string(body), `"C-1"`) {
-		t.Errorf("the file read before the reload was read again:\n%s", body)
+		t.Errorf("the window did not restart, or the file read before the reload was read again:\n%s", body)
 	}
 
-	// POST /-/reload: the same.
+	// POST /-/reload: the same, said in the answer.
 	writeCfg("7m")
 	resp, err := http.Post(h.URL+"/-/reload", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	answer, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /-/reload: %d", resp.StatusCode)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(answer), "restarted: the window (window changed)") {
+		t.Fatalf("POST /-/reload: %d %s", resp.StatusCode, answer)
 	}
-	waitFor("the third start", func() bool { return started(h) == 3 })
-	if s := h.Stderr(); !strings.Contains(s[strings.LastIndex(s, `msg="hotkeyd started"`):], "window=7m0s") {
-		t.Errorf("POST /-/reload did not start the new configuration (window 7m)")
+	if n := reloaded(h); n != 2 {
+		t.Errorf("%d reloads logged, want 2", n)
 	}
 	waitFor("readiness after the second reload", func() bool { code, _ := h.Get(t, "/-/ready"); return code == http.StatusOK })
 }

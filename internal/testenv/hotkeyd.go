@@ -90,6 +90,9 @@ type HotkeydOptions struct {
 	// Timeout bounds the wait for the listen address and for readiness;
 	// zero means 30 s.
 	Timeout time.Duration
+	// ListenFromConfig leaves the listen address to the configuration
+	// file (its listen key) instead of adding --web.listen-address.
+	ListenFromConfig bool
 }
 
 // Hotkeyd is a hotkeyd process started by StartHotkeyd. Its methods are
@@ -117,9 +120,9 @@ type Hotkeyd struct {
 //	h.WaitLog(t, `msg="hot key"`, 10*time.Second)
 //
 // It adds --web.listen-address=127.0.0.1:0 unless args already hold a
-// --web.listen-address, so tests never fight over a port: the address the
-// process bound is read from its "hotkeyd started" log line (logfmt or
-// JSON). It then waits until GET /-/ready answers 200, unless
+// --web.listen-address (or opts.ListenFromConfig), so tests never fight
+// over a port: the address the process bound is read from its "hotkeyd
+// started" log line (logfmt or JSON). It then waits until GET /-/ready answers 200, unless
 // opts.NoWaitReady. A process that exits or never gets ready fails the test
 // with its stderr.
 //
@@ -131,7 +134,7 @@ type Hotkeyd struct {
 func StartHotkeyd(t testing.TB, opts HotkeydOptions, args ...string) *Hotkeyd {
 	t.Helper()
 	bin := Binary(t)
-	if !hkHasFlag(args, "--web.listen-address") {
+	if !hkHasFlag(args, "--web.listen-address") && !opts.ListenFromConfig {
 		args = append(args, "--web.listen-address=127.0.0.1:0")
 	}
 	timeout := opts.Timeout
