@@ -70,17 +70,18 @@ func (g *generation) cancel() {
 	}
 }
 
-// stop stops the sources, their batches in flight landing in the sink
-// for at most drain (ingest.Runner.Stop), then the board, which takes its
-// summary off the lease table.
+// stop stops the board, which takes its summary off the lease table, and
+// the sources, their batches in flight landing in the sink for at most
+// drain (ingest.Runner.Stop); both at once, so that a stop takes at most
+// drain.
 func (g *generation) stop(drain time.Duration) {
 	if g.runner == nil {
 		return
 	}
-	g.runner.Stop(drain)
 	if g.stopBoard != nil {
 		g.stopBoard()
 	}
+	g.runner.Stop(drain)
 	<-g.boardDone
 }
 
@@ -99,13 +100,16 @@ type pipeline struct {
 	draining chan struct{} // closed when the drain of a Replace ends; nil when none
 	stopped  bool
 	quit     chan struct{}
+	// started is closed once Run started the first generation: a Replace
+	// waits for it.
+	started chan struct{}
 }
 
 // errStopping refuses a Replace once the daemon is stopping.
 var errStopping = errors.New("the daemon is stopping")
 
 func newPipeline(log *zap.Logger, sink traffic.Sink) *pipeline {
-	return &pipeline{log: log, sink: sink, errs: make(chan error, 1), quit: make(chan struct{})}
+	return &pipeline{log: log, sink: sink, errs: make(chan error, 1), quit: make(chan struct{}), started: make(chan struct{})}
 }
 
 // Run starts g and returns the first error of a source or a board, or
@@ -117,6 +121,7 @@ func (p *pipeline) Run(g *generation) error {
 		g.start(p.sink, p.log, p.errs)
 	}
 	p.mu.Unlock()
+	close(p.started)
 	select {
 	case err := <-p.errs:
 		return err
@@ -136,8 +141,14 @@ func (p *pipeline) Cancel() {
 }
 
 // Replace stops the running generation, drained for at most drain, then
-// calls swap and starts g, unless the daemon began to stop meanwhile.
+// calls swap and starts g, unless the daemon began to stop meanwhile. It
+// waits for Run to have started the first.
 func (p *pipeline) Replace(g *generation, drain time.Duration, swap func()) error {
+	select {
+	case <-p.started:
+	case <-p.quit:
+		return errStopping
+	}
 	p.mu.Lock()
 	if p.stopped || p.draining != nil {
 		p.mu.Unlock()

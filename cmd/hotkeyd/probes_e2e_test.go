@@ -140,10 +140,10 @@ const slowConnections = 700
 // TestProbesAnswerUnderSlowConnections runs the daemon while one client
 // (127.0.0.2) holds 700 connections trickling request headers — more than
 // the 512 the daemon serves at once — and probes /-/healthy from another
-// (127.0.0.1) five times a second for 5 s with a 1 s timeout: every probe
-// is answered, because one client holds at most
-// --web.max-connections-per-client connections and the others are closed
-// when accepted.
+// (127.0.0.1) five times a second for 5 s: every probe is answered
+// (within probeTimeout; the benchmark below measures the milliseconds),
+// because one client holds at most --web.max-connections-per-client
+// connections and the others are closed when accepted.
 func TestProbesAnswerUnderSlowConnections(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the hotkeyd binary")
@@ -159,7 +159,7 @@ func TestProbesAnswerUnderSlowConnections(t *testing.T) {
 	probes := 0
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		probes++
-		if _, err := probe(h.URL, "/-/healthy", time.Second); err != nil {
+		if _, err := probe(h.URL, "/-/healthy", probeTimeout); err != nil {
 			failed = append(failed, err.Error())
 		}
 	}
