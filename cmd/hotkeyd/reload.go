@@ -42,6 +42,34 @@ import (
 // Flags (--web.listen-address, --window, --threshold, --keys) still
 // override the file, and the other flags are not reloaded.
 
+// reloadKind is how a reload applies a key of the file.
+type reloadKind int
+
+const (
+	inPlace        reloadKind = iota // from the next evaluation or batch
+	restartSources                   // the sources restart
+	reshape                          // the sketches restart empty, and the sources
+	moveListener                     // the HTTP server moves
+)
+
+// reloadKeys says how a reload applies each top-level key of the file
+// (every key of config.Config: a test holds it). detector reshapes only
+// when its top passes the keys a table reports (settingsOf).
+var reloadKeys = map[string]reloadKind{
+	"listen":               moveListener,
+	"window":               reshape,
+	"threshold":            inPlace,
+	"keys":                 inPlace,
+	"key_hash_secret":      inPlace,
+	"key_hash_secret_file": inPlace,
+	"tables":               restartSources,
+	"max_tables":           reshape,
+	"max_future":           inPlace,
+	"max_event_age":        inPlace,
+	"sources":              restartSources,
+	"detector":             inPlace,
+}
+
 // reloadRequest asks the reload loop for a reload; answer, when set (POST
 // /-/reload), gets its result.
 type reloadRequest struct {
@@ -130,18 +158,23 @@ func (d *daemon) plan() (*reloadPlan, error) {
 	if len(p.changed) == 0 {
 		return p, nil
 	}
-	changed := func(keys ...string) []string {
-		var out []string
-		for _, k := range keys {
-			if slices.Contains(p.changed, k) {
-				out = append(out, k)
-			}
+	var sourcesChanged, shapeChanged []string
+	for _, k := range p.changed {
+		kind, ok := reloadKeys[k]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%s: cannot be changed by a reload; restart hotkeyd", k)
+		case kind == inPlace:
+			p.applied = append(p.applied, k)
+		case kind == restartSources && !d.demo:
+			sourcesChanged = append(sourcesChanged, k)
 		}
-		return out
+		if kind == reshape || k == "detector" {
+			shapeChanged = append(shapeChanged, k)
+		}
 	}
-	p.applied = changed("threshold", "detector", "keys", "key_hash_secret", "key_hash_secret_file", "max_future", "max_event_age")
 
-	if len(changed("keys", "key_hash_secret", "key_hash_secret_file")) > 0 {
+	if slices.ContainsFunc(p.changed, func(k string) bool { return strings.HasPrefix(k, "key") }) {
 		if p.masker, err = export.NewKeyMasker(cfg.Keys, cfg.KeyHashSecret); err != nil {
 			return nil, err
 		}
@@ -154,13 +187,14 @@ func (d *daemon) plan() (*reloadPlan, error) {
 			return nil, fmt.Errorf("sketch store: %w", err)
 		}
 		p.store.SetWatermarks(d.progress)
-		p.restarted = append(p.restarted, fmt.Sprintf("the window (%s changed): it starts empty, the counters are kept", strings.Join(changed("window", "max_tables", "detector"), ", ")))
+		p.restarted = append(p.restarted, fmt.Sprintf("the window (%s changed): it starts empty, the counters are kept", strings.Join(shapeChanged, ", ")))
 	}
 	p.history = shape != oldShape || settings.Top != d.cfg.DetectSettings().Top
 
-	if keys := changed("sources", "tables"); len(keys) > 0 && !d.demo || p.store != nil {
-		why := strings.Join(keys, ", ") + " changed"
-		if len(keys) == 0 {
+	restart := len(sourcesChanged) > 0 || p.store != nil
+	if restart {
+		why := strings.Join(sourcesChanged, ", ") + " changed"
+		if len(sourcesChanged) == 0 {
 			why = "the window restarts"
 		}
 		p.restarted = append(p.restarted, fmt.Sprintf("the sources (%s): they stop as on shutdown and go on from their checkpoints", why))
@@ -174,7 +208,7 @@ func (d *daemon) plan() (*reloadPlan, error) {
 	}
 	// The sources are built last: their constructors may say things in
 	// the log, and nothing after them can refuse the file.
-	if slices.ContainsFunc(p.restarted, func(r string) bool { return strings.HasPrefix(r, "the sources") }) {
+	if restart {
 		if p.gen, err = d.newGeneration(cfg, d.log); err != nil {
 			p.closeListener()
 			return nil, err

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,6 +32,21 @@ func TestChangedKeys(t *testing.T) {
 		c.change(&next)
 		if got := changedKeys(base, next); !slices.Equal(got, c.want) {
 			t.Errorf("changedKeys = %v, want %v", got, c.want)
+		}
+	}
+}
+
+// TestReloadKeysClassified: every key of the configuration file says how a
+// reload applies it.
+func TestReloadKeysClassified(t *testing.T) {
+	ct := reflect.TypeFor[config.Config]()
+	for i := range ct.NumField() {
+		name, _, _ := strings.Cut(ct.Field(i).Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		if _, ok := reloadKeys[name]; !ok {
+			t.Errorf("config key %s: not in reloadKeys; say how a reload applies it (and document it in the README)", name)
 		}
 	}
 }
