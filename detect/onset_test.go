@@ -175,7 +175,7 @@ func TestLiveOnsetWithinTwoSeconds(t *testing.T) {
 				return nil
 			}
 			last, pulse = r.now.Unix(), r.store.Pulse()
-			_, changes := r.tr.Evaluate(r.store.SnapshotSince(r.tr.Held))
+			_, changes := r.tr.Evaluate(r.store.SnapshotSince(r.tr.Held, nil))
 			return changes
 		}
 		for i := range 600 { // the warm-up: a minute of uniform traffic

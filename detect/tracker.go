@@ -66,6 +66,9 @@ type Tracker struct {
 	rev    uint64 // the last revision given to a table's report
 	evals  uint64 // tables evaluated so far (Evaluations)
 	revs   []uint64
+	// last and lastEvents are the tables and events of the last report.
+	last       []report.TableReport
+	lastEvents uint64
 
 	mu      sync.Mutex
 	flagged []report.Flag
@@ -185,8 +188,8 @@ func (tr *Tracker) Evaluations() uint64 { return tr.evals }
 
 // Revisions returns, for each table of the report Evaluate returned last,
 // a number that changes whenever the table's report does: what a renderer
-// caches a table's output by. The slice is the caller's. Called by the
-// goroutine that calls Evaluate.
+// caches a table's output by. The slice is shared and must not be
+// modified. Called by the goroutine that calls Evaluate.
 func (tr *Tracker) Revisions() []uint64 { return tr.revs }
 
 // Evaluate runs Evaluate on each table of snap that changed (judging the
@@ -201,8 +204,15 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) (report.Report, []report.Chang
 	if s := tr.next.Swap(nil); s != nil {
 		tr.s, renewed = *s, true
 	}
+	rep := report.Report{Start: snap.Start, End: snap.End, Settings: tr.s.Report()}
+	if !renewed && tr.kept(snap) {
+		// Every table as it was: the last report's tables stand (a
+		// published report is never modified).
+		rep.Tables, rep.Events = tr.last, tr.lastEvents
+		return rep, nil
+	}
 	tr.mark++
-	rep := report.Report{Start: snap.Start, End: snap.End, Tables: make([]report.TableReport, len(snap.Tables)), Settings: tr.s.Report()}
+	rep.Tables = make([]report.TableReport, len(snap.Tables))
 	var changes, cleared []report.Change
 	moved := false
 	tr.revs = make([]uint64, len(snap.Tables))
@@ -241,6 +251,7 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) (report.Report, []report.Chang
 		delete(tr.tables, key)
 		moved = true
 	}
+	tr.last, tr.lastEvents = rep.Tables, rep.Events
 	slices.SortFunc(cleared, func(a, b report.Change) int { return compareFlags(a.Flag, b.Flag) })
 	slices.SortStableFunc(changes, func(a, b report.Change) int { return compareFlags(a.Flag, b.Flag) })
 	changes = append(changes, cleared...)
@@ -254,6 +265,22 @@ func (tr *Tracker) Evaluate(snap sketch.Snapshot) (report.Report, []report.Chang
 		tr.mu.Unlock()
 	}
 	return rep, changes
+}
+
+// kept reports whether every entry of snap is kept and its tables are
+// those of the last report, in its order: nothing to evaluate, and the
+// last report's tables stand.
+func (tr *Tracker) kept(snap sketch.Snapshot) bool {
+	if len(snap.Tables) == 0 || len(snap.Tables) != len(tr.last) || len(tr.tables) != len(tr.last) {
+		return false
+	}
+	for i := range snap.Tables {
+		ts := &snap.Tables[i]
+		if !ts.Kept || ts.Table != tr.last[i].Table || ts.Index != tr.last[i].Index {
+			return false
+		}
+	}
+	return true
 }
 
 // eventTime is how far a table's entry judges in event time: the end of

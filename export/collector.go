@@ -42,10 +42,11 @@ type CollectorConfig struct {
 // key that left the top-K is simply not emitted at the next scrape, and the
 // number of series is bounded by tables × classes × TopN whatever the
 // number of distinct keys), and a prometheus.Gatherer (Gather) that keeps
-// each table's series between scrapes while the table's report stays as
-// it was (State.Revisions): the daemon serves the latter (Gatherers), so
-// that a scrape of idle tables builds, checks and sorts nothing again.
-// The series are the same either way, in the same order.
+// each table's series between calls while the table's report stays as it
+// was (State.Revisions). The series are the same either way, in the same
+// order. The daemon serves it through an Exposition, which keeps each
+// table's text too, so that a scrape of idle tables builds, checks, sorts
+// and encodes nothing again.
 type Collector struct {
 	live    *Live
 	topN    int

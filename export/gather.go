@@ -44,9 +44,14 @@ func (c *Collector) Gather() ([]*dto.MetricFamily, error) {
 		}
 	}
 	c.mu.Unlock()
-	out = append(out, gauge(lastEvaluationName, lastEvaluationHelp, &dto.Metric{Gauge: &dto.Gauge{Value: ptr(float64(st.Updated.UnixNano()) / 1e9)}}))
+	out = append(out, lastEvaluation(st))
 	slices.SortFunc(out, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return out, nil
+}
+
+// lastEvaluation is the family of hotkeyd_last_evaluation_timestamp_seconds.
+func lastEvaluation(st *State) *dto.MetricFamily {
+	return gauge(lastEvaluationName, lastEvaluationHelp, &dto.Metric{Gauge: &dto.Gauge{Value: ptr(float64(st.Updated.UnixNano()) / 1e9)}})
 }
 
 // refresh makes the series of st's tables whose revision changed (or is

@@ -2,10 +2,20 @@ package export
 
 import (
 	"bytes"
+	"compress/gzip"
+	"hash/crc32"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
@@ -116,5 +126,192 @@ func TestGatherKeepsTables(t *testing.T) {
 	live.Publish(report.Report{Tables: rep2.Tables[:1]}, []uint64{1})
 	if fifth := seriesOf(); fifth[index] != nil || fifth[orders] == nil {
 		t.Errorf("after the index left the report: %d series, index %v", len(fifth), fifth[index])
+	}
+}
+
+// scrape asks h for /metrics with the given Accept and Accept-Encoding
+// headers, and returns the answer, decompressed, with its headers.
+func scrape(t *testing.T, h http.Handler, accept, encoding string) (string, http.Header) {
+	t.Helper()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	if encoding != "" {
+		req.Header.Set("Accept-Encoding", encoding)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", rec.Code, rec.Body)
+	}
+	body := rec.Body.Bytes()
+	if rec.Header().Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr.Multistream(false)
+		if body, err = io.ReadAll(zr); err != nil {
+			t.Fatalf("the gzip answer does not read back (CRC, size): %v", err)
+		}
+		if rest, _ := io.ReadAll(zr); len(rest) != 0 {
+			t.Error("data after the gzip member")
+		}
+	}
+	return string(body), rec.Header()
+}
+
+// sortedLines returns text's lines, sorted.
+func sortedLines(text string) []string {
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	slices.Sort(lines)
+	return lines
+}
+
+// TestExpositionAnswers: /metrics answered from the kept text, plain and
+// gzipped, in the text format and OpenMetrics, has the lines promhttp
+// writes for the same families (a family's series come table by table),
+// each family's lines together, OpenMetrics' "# EOF" last; protobuf and
+// name[] filters are promhttp's own answer.
+func TestExpositionAnswers(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotkeyd_a_first", Help: "before the report's"}, func() float64 { return 1 }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotkeyd_zz_last", Help: "after the report's"}, func() float64 { return 2 }))
+	live := NewLive(func() time.Time { return t0 })
+	live.Publish(handState(), []uint64{1, 2})
+	e := NewExposition(reg, NewCollector(live, CollectorConfig{}))
+	opts := promhttp.HandlerOpts{EnableOpenMetrics: true}
+	fast, slow := e.Handler(opts), promhttp.HandlerFor(e, opts)
+	for _, tc := range []struct{ name, accept string }{
+		{"text", ""},
+		{"openmetrics", "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,text/plain;version=0.0.4;q=0.3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, wh := scrape(t, slow, tc.accept, "")
+			plain, ph := scrape(t, fast, tc.accept, "")
+			zipped, zh := scrape(t, fast, tc.accept, "gzip")
+			if ph.Get("Content-Type") != wh.Get("Content-Type") || zh.Get("Content-Type") != wh.Get("Content-Type") {
+				t.Errorf("content types %q and %q, promhttp's %q", ph.Get("Content-Type"), zh.Get("Content-Type"), wh.Get("Content-Type"))
+			}
+			if zh.Get("Content-Encoding") != "gzip" || ph.Get("Content-Encoding") != "" {
+				t.Errorf("content encodings %q (gzip asked) and %q (none)", zh.Get("Content-Encoding"), ph.Get("Content-Encoding"))
+			}
+			if zipped != plain {
+				t.Errorf("gzipped answer differs from the plain one:\n%s\n--\n%s", zipped, plain)
+			}
+			if !slices.Equal(sortedLines(plain), sortedLines(want)) {
+				t.Errorf("answer:\n%s\nwant the lines of promhttp's:\n%s", plain, want)
+			}
+			// Each family's lines together, in the order of the names.
+			var names []string
+			for line := range strings.SplitSeq(plain, "\n") {
+				if name, ok := strings.CutPrefix(line, "# TYPE "); ok {
+					names = append(names, strings.Fields(name)[0])
+				}
+			}
+			if !slices.IsSorted(names) || names[0] != "hotkeyd_a_first" || names[len(names)-1] != "hotkeyd_zz_last" {
+				t.Errorf("families in the order %q", names)
+			}
+			if tc.name == "openmetrics" && !strings.HasSuffix(plain, "# EOF\n") {
+				t.Error("OpenMetrics answer does not end with # EOF")
+			}
+		})
+	}
+	for _, tc := range []struct{ name, accept, query string }{
+		{"protobuf", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited", ""},
+		{"name filter", "", "?name[]=hotkeyd_keys_omitted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			get := func(h http.Handler) []byte {
+				req := httptest.NewRequest("GET", "/metrics"+tc.query, nil)
+				req.Header.Set("Accept", tc.accept)
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				return rec.Body.Bytes()
+			}
+			if a, b := get(fast), get(slow); !bytes.Equal(a, b) || len(a) == 0 {
+				t.Errorf("answer differs from promhttp's (%d and %d bytes)", len(a), len(b))
+			}
+		})
+	}
+}
+
+// TestExpositionKeepsTables holds the incremental rule of the scrape: a
+// table whose report kept its revision keeps its text (the same bytes,
+// not encoded again), and the families' compressed chunks stand while no
+// table changed; a table whose revision changed, or that has none, is
+// encoded again; one gone is gone.
+func TestExpositionKeepsTables(t *testing.T) {
+	rep := handState()
+	live := NewLive(func() time.Time { return t0 })
+	e := NewExposition(prometheus.NewRegistry(), NewCollector(live, CollectorConfig{}))
+	h := e.Handler(promhttp.HandlerOpts{})
+	kept := func() map[string]*tableText {
+		scrape(t, h, "", "gzip")
+		t.Helper()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return maps.Clone(e.texts[textKind{typ: expfmt.TypeTextPlain}].tables)
+	}
+	chunks := func() [numFamilies]*chunk {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.texts[textKind{typ: expfmt.TypeTextPlain}].chunks
+	}
+	live.Publish(rep, []uint64{1, 2})
+	first := kept()
+	c1 := chunks()
+	live.Publish(rep, []uint64{1, 2}) // a new State, nothing changed
+	second := kept()
+	if second["orders"] != first["orders"] || second["orders/status-index"] != first["orders/status-index"] || chunks() != c1 {
+		t.Error("text or chunks made again though no table changed")
+	}
+	rep2 := rep
+	rep2.Tables = append([]report.TableReport(nil), rep.Tables...)
+	rep2.Tables[1].DistinctPartitionKeys = 3
+	live.Publish(rep2, []uint64{1, 3})
+	third := kept()
+	if third["orders"] != first["orders"] || third["orders/status-index"] == first["orders/status-index"] || chunks() == c1 {
+		t.Errorf("after the index changed: orders kept %v, index encoded again %v, chunks made again %v",
+			third["orders"] == first["orders"], third["orders/status-index"] != first["orders/status-index"], chunks() != c1)
+	}
+	if body, _ := scrape(t, h, "", ""); !strings.Contains(body, `hotkeyd_partition_keys_distinct{table="orders/status-index"} 3`) {
+		t.Errorf("the index's new figure is not served:\n%s", body)
+	}
+	live.Update(rep2) // no revisions: every table is encoded again
+	if fourth := kept(); fourth["orders"] == third["orders"] {
+		t.Error("a State without revisions kept a table's text")
+	}
+	live.Publish(report.Report{Tables: rep2.Tables[:1]}, []uint64{1})
+	if fifth := kept(); fifth["orders/status-index"] != nil || fifth["orders"] == nil {
+		t.Errorf("after the index left the report: kept %v", fifth)
+	}
+	// Another Collector (a reload's: one key a class), the same State:
+	// its text, not the former's.
+	e.SetCollector(NewCollector(live, CollectorConfig{TopN: 1}))
+	got, _ := scrape(t, h, "", "gzip")
+	want, _ := scrape(t, promhttp.HandlerFor(e, promhttp.HandlerOpts{}), "", "")
+	if !slices.Equal(sortedLines(got), sortedLines(want)) {
+		t.Errorf("after SetCollector:\n%s\nwant the new Collector's:\n%s", got, want)
+	}
+}
+
+// TestCRC32Combine: the CRC of two pieces put together is the CRC of
+// their concatenation.
+func TestCRC32Combine(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(5, 6))
+	for range 200 {
+		a, b := make([]byte, rnd.IntN(3000)), make([]byte, rnd.IntN(3000))
+		for i := range a {
+			a[i] = byte(rnd.IntN(256))
+		}
+		for i := range b {
+			b[i] = byte(rnd.IntN(256))
+		}
+		want := crc32.ChecksumIEEE(append(slices.Clone(a), b...))
+		if got := crc32Combine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(b), int64(len(b))); got != want {
+			t.Fatalf("%d and %d bytes: %08x, want %08x", len(a), len(b), got, want)
+		}
 	}
 }

@@ -88,7 +88,7 @@ func scrapeGolden(t *testing.T) string {
 	live := NewLive(clock)
 	// As the daemon serves it: the Collector's cached families beside
 	// the registry's.
-	gatherer := Gatherers(reg, NewCollector(live, CollectorConfig{}))
+	gatherer := NewExposition(reg, NewCollector(live, CollectorConfig{}))
 
 	evs := goldenEvents()
 	for len(evs) > 0 {

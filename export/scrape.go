@@ -40,9 +40,11 @@ const maxScrapeAnswers = 8
 // report they show changes once a second anyway.
 type scrapes struct {
 	log *zap.Logger
-	// encode is promhttp's handler, which negotiates, gathers (coalesced,
-	// so that different answers made at once share one gathering too),
-	// encodes, compresses and counts its errors; it writes into a buffer.
+	// encode negotiates, gathers, encodes and compresses an answer, and
+	// counts its errors: an Exposition's handler (the report's series
+	// from its kept text), or promhttp's (its gatherings coalesced, so
+	// that different answers made at once share one gathering too); it
+	// writes into a buffer.
 	encode http.Handler
 
 	mu     sync.Mutex
@@ -71,7 +73,7 @@ type scrapeAnswer struct {
 func newScrapes(log *zap.Logger, g prometheus.Gatherer, reg prometheus.Registerer) *scrapes {
 	return &scrapes{
 		log: log,
-		encode: promhttp.HandlerFor(g, promhttp.HandlerOpts{
+		encode: HandlerFor(g, promhttp.HandlerOpts{
 			EnableOpenMetrics: true,
 			Registry:          reg,
 			ErrorLog:          zap.NewStdLog(log),

@@ -45,7 +45,7 @@ func BenchmarkScrape(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := NewServer(nopLogger(), ServerConfig{Gatherer: Gatherers(reg, NewCollector(live, CollectorConfig{})), Registerer: reg, Live: live, Readiness: NewReadiness()})
+	s, err := NewServer(nopLogger(), ServerConfig{Gatherer: NewExposition(reg, NewCollector(live, CollectorConfig{})), Registerer: reg, Live: live, Readiness: NewReadiness()})
 	if err != nil {
 		b.Fatal(err)
 	}

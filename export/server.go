@@ -24,7 +24,8 @@ const DefaultEventsHint = "HTTP ingest is disabled; enable it in the configurati
 
 // ServerConfig configures the HTTP server.
 type ServerConfig struct {
-	// Gatherer is the registry served at /metrics. Required.
+	// Gatherer is the registry served at /metrics: an *Exposition serves
+	// the report's series from the text it keeps per table. Required.
 	Gatherer prometheus.Gatherer
 	// Registerer, when set, receives the /metrics handler's own metrics
 	// (promhttp_metric_handler_requests_total and friends).

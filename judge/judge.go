@@ -22,7 +22,8 @@ type Judgement struct {
 	// Snapshot is the window judged: this process's, or, with replicas,
 	// the sum of every live replica's (what detect.LastSeconds reads for
 	// the page's charts). Alone, a table that did not change since the
-	// last evaluation has a Kept entry, without counts.
+	// last evaluation has a Kept entry, without counts, and the entries
+	// are written over by the next evaluation: read them before it.
 	Snapshot sketch.Snapshot
 	// Report is the report of the window, with hysteresis (detect.Tracker);
 	// with replicas, each diagnosis says which replica raises it.
@@ -60,11 +61,15 @@ type alone struct {
 	store   *sketch.Store
 	tracker *detect.Tracker
 	pulse   sketch.Pulse
+	// last is the previous snapshot, whose entries the next one is
+	// written over.
+	last []sketch.TableSnapshot
 }
 
 func (a *alone) Evaluate() Judgement {
 	a.pulse = a.store.Pulse()
-	snap := a.store.SnapshotSince(a.tracker.Held)
+	snap := a.store.SnapshotSince(a.tracker.Held, a.last)
+	a.last = snap.Tables
 	rep, changes := a.tracker.Evaluate(snap)
 	return Judgement{Snapshot: snap, Report: rep, Revisions: a.tracker.Revisions(), Changes: changes}
 }

@@ -43,7 +43,7 @@ func (r *sinceRig) put(table, source string, at time.Time, n int) {
 // take takes SnapshotSince and returns, per table, whether it was copied
 // out (true) or kept.
 func (r *sinceRig) take() map[string]bool {
-	snap := r.store.SnapshotSince(func(table, _ string) (uint64, bool) { return r.held[table], r.every })
+	snap := r.store.SnapshotSince(func(table, _ string) (uint64, bool) { return r.held[table], r.every }, nil)
 	out := map[string]bool{}
 	for _, ts := range snap.Tables {
 		out[ts.Table] = !ts.Kept

@@ -516,7 +516,7 @@ func (s *Store) each(f func(id tableID, t *table)) {
 // Snapshot returns the current picture of every table: immutable, sharing
 // nothing with the live sketches. It locks one table at a time, briefly.
 func (s *Store) Snapshot() Snapshot {
-	snap, _ := s.collect(false, false, nil)
+	snap, _ := s.collect(false, false, nil, nil)
 	return snap
 }
 
@@ -542,11 +542,15 @@ func (s *Store) Snapshot() Snapshot {
 // window's end (and so the rates over the window) in the picture is the
 // one it had then. Live mode only: in analyze mode it is Snapshot. It is
 // called by one goroutine at a time; Snapshot may run beside it.
-func (s *Store) SnapshotSince(held func(table, index string) (version uint64, everySecond bool)) Snapshot {
+//
+// The entries are written into buf's array when it holds enough room
+// (the caller's previous snapshot, which it no longer reads): a snapshot
+// of idle tables then allocates nothing.
+func (s *Store) SnapshotSince(held func(table, index string) (version uint64, everySecond bool), buf []TableSnapshot) Snapshot {
 	if s.slot == 0 {
 		held = nil
 	}
-	snap, _ := s.collect(false, false, held)
+	snap, _ := s.collect(false, false, held, buf)
 	return snap
 }
 
@@ -599,10 +603,13 @@ func (t *table) holdsTraffic() bool {
 // collect takes the snapshot, and with parts each table's part of a
 // Summary (parallel to the snapshot's tables), with its registers or not.
 // With held (live mode), it is SnapshotSince's.
-func (s *Store) collect(parts, registers bool, held func(table, index string) (uint64, bool)) (Snapshot, []TablePart) {
+func (s *Store) collect(parts, registers bool, held func(table, index string) (uint64, bool), buf []TableSnapshot) (Snapshot, []TablePart) {
 	now := s.now()
 	at := s.clockAt(now)
-	snap := Snapshot{Tables: make([]TableSnapshot, 0, s.Tables())}
+	if n := s.Tables(); cap(buf) < n {
+		buf = make([]TableSnapshot, 0, n)
+	}
+	snap := Snapshot{Tables: buf[:0]}
 	var tps []TablePart
 	var sw secWindow
 	var scratch []keyStat
@@ -687,6 +694,9 @@ func (s *Store) collect(parts, registers bool, held func(table, index string) (u
 		}
 		snap.End = now
 	}
+	// Entries past the tables, from a longer snapshot of buf, let go of
+	// what they held.
+	clear(snap.Tables[len(snap.Tables):cap(snap.Tables)])
 	// The order of the tables is the snapshot's: by table, then index.
 	return snap, tps
 }

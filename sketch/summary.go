@@ -39,7 +39,7 @@ type TablePart struct {
 // distinct-key registers, which costs about as much again as the snapshot
 // (BenchmarkSummary); without, TablePart.Registers is nil.
 func (s *Store) Summary(registers bool) *Summary {
-	snap, parts := s.collect(true, registers, nil)
+	snap, parts := s.collect(true, registers, nil, nil)
 	sum := &Summary{Snapshot: snap, Parts: parts, SlotNanos: int64(s.slot)}
 	if s.slot > 0 {
 		sum.Slot = s.clockAt(snap.End).epoch

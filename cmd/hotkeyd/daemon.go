@@ -120,9 +120,10 @@ type daemon struct {
 	sink *switchSink
 	// window is the store behind counting.
 	window *window
-	// gathered is what /metrics serves: reg, the running sources'
-	// registry and the report's series.
-	gathered *gatherers
+	// gathered is reg and the running sources' registry; exposition is
+	// what /metrics serves: them and the report's series.
+	gathered   *gatherers
+	exposition *export.Exposition
 	// core is what the detector's tick evaluates and records.
 	core atomic.Pointer[core]
 	// pipe runs the sources; running is the generation it runs (the
@@ -237,12 +238,12 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	// kept between scrapes while its report stays as it was.
 	d.gathered = &gatherers{main: reg}
 	d.gathered.sources.Store(d.running.reg)
-	d.gathered.collector.Store(d.newCollector(settings, d.running))
+	d.exposition = export.NewExposition(d.gathered, d.newCollector(settings, d.running))
 	d.ready = export.NewReadiness()
 	d.ready.Watch(d.running.sources...)
 	systemd := false
 	d.server, err = export.NewServer(log.Named("web"), export.ServerConfig{
-		Gatherer: d.gathered, Registerer: reg, Live: d.live, History: c.history, Masker: d.masker, Readiness: d.ready, Events: events,
+		Gatherer: d.exposition, Registerer: reg, Live: d.live, History: c.history, Masker: d.masker, Readiness: d.ready, Events: events,
 		EventsHint:     "HTTP ingest is disabled; start hotkeyd with --web.enable-ingest to POST JSON lines to /api/v1/events",
 		Web:            &web.FlagConfig{WebListenAddresses: &[]string{cfg.Listen}, WebSystemdSocket: &systemd, WebConfigFile: &f.webConfig},
 		Version:        buildVersion(),

@@ -261,7 +261,7 @@ func (d *daemon) apply(p *reloadPlan) error {
 		if p.history {
 			d.server.SetHistory(next.history)
 		}
-		d.gathered.collector.Store(d.newCollector(p.settings, gen))
+		d.exposition.SetCollector(d.newCollector(p.settings, gen))
 		d.sink.set(d.checkedSink(p.cfg, gen.sources))
 	}
 	if p.gen == nil {

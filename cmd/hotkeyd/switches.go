@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/sketch"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
@@ -112,17 +111,17 @@ func (w *switchSink) Put(ctx context.Context, batch []traffic.Event) error {
 	return (*w.cur.Load()).Put(ctx, batch)
 }
 
-// gatherers gathers the daemon's registry, the running sources' own and
-// the report's series (export.Gatherers): a reload that restarts the
-// sources gives them a new registry, and one that changes the top keys,
-// the masking or the replica a new collector.
+// gatherers gathers the daemon's registry and the running sources' own:
+// a reload that restarts the sources gives them a new registry. The
+// report's series are served beside them (export.Exposition), whose
+// collector a reload that changes the top keys, the masking or the
+// replica replaces.
 type gatherers struct {
-	main      prometheus.Gatherer
-	sources   atomic.Pointer[prometheus.Registry]
-	collector atomic.Pointer[export.Collector]
+	main    prometheus.Gatherer
+	sources atomic.Pointer[prometheus.Registry]
 }
 
 // Gather implements prometheus.Gatherer.
 func (g *gatherers) Gather() ([]*dto.MetricFamily, error) {
-	return export.Gatherers(prometheus.Gatherers{g.main, g.sources.Load()}, g.collector.Load()).Gather()
+	return prometheus.Gatherers{g.main, g.sources.Load()}.Gather()
 }
