@@ -48,7 +48,8 @@ for i in $(seq "$runs"); do
 			case $p in
 			ingest)
 				for mode in http file; do
-					"$tmp/membench" -bin "$tmp/hotkeyd-$v" -ingest "$mode" -tsv | sed "s/^/$v\t/" >>"$tmp/ingest.tsv"
+					"$tmp/membench" -bin "$tmp/hotkeyd-$v" -ingest "$mode" -tsv | sed "s/^/$v\t/" >>"$tmp/ingest.tsv" ||
+						echo "round $i: $v ingest $mode failed" >&2
 				done
 				;;
 			decoder)
@@ -58,7 +59,8 @@ for i in $(seq "$runs"); do
 			idle)
 				for prof in small ten; do
 					"$tmp/membench" -bin "$tmp/hotkeyd-$v" -profile "$prof" -max-tables 1000 -idle 30s -tsv |
-						awk -F'\t' -v v="$v" 'BEGIN {OFS = "\t"} {print v, $1, $12, $13}' >>"$tmp/idle.tsv"
+						awk -F'\t' -v v="$v" 'BEGIN {OFS = "\t"} {print v, $1, $12, $13}' >>"$tmp/idle.tsv" ||
+						echo "round $i: $v idle $prof failed" >&2
 				done
 				;;
 			esac
