@@ -43,6 +43,7 @@ func TestCommandLine(t *testing.T) {
 	write("sixty.yaml", "window: sixty\n")
 	write("jsonl.yaml", "sources:\n  - type: jsonl\n    paths: [access.log]\n")
 	write("bad-web.yml", "tls_server_config:\n  cert_file: /nonexistent.crt\n")
+	write("old-hold.yaml", "sources:\n  - type: jsonl\n    paths: [access.log]\ndetector:\n  hold_evaluations: 3\n")
 	noSecret := "hotkeyd: flags: --keys: hash needs a secret: key_hash_secret or key_hash_secret_file in the config file, or HOTKEYD_KEY_HASH_SECRET in the environment\n"
 
 	_, version, _ := runBinary(t, dir, nil, "version")
@@ -74,6 +75,9 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"analyze", "--format", "yaml", "x.jsonl"}, nil, 2, "", "hotkeyd: --format: must be text, json or html, got \"yaml\" (see hotkeyd analyze --help)\n"},
 		{[]string{"demo", "--keys", "hash", "--config.check"}, nil, 1, "", noSecret},
 		{[]string{"demo", "--keys", "hash", "--config.check"}, []string{"HOTKEYD_KEY_HASH_SECRET=s3cret"}, 0, "defaults: valid\n", ""},
+		// A key in its former form still works, and says what to write.
+		{[]string{"--config.check", "--config.file", "old-hold.yaml"}, nil, 0, "old-hold.yaml: valid\n",
+			"hotkeyd: deprecated: detector.hold_evaluations: 3 is read as detector.hold: 2s (a span of event time; the default is 1s): write that instead\n"},
 		// YAML errors name the key as a path, without Go types.
 		{[]string{"--config.check", "--config.file", "sixty.yaml"}, nil, 1, "",
 			"hotkeyd: config sixty.yaml: window: \"sixty\" is not a duration such as 90s, 5m or 1h30m\n"},
