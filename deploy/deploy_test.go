@@ -89,7 +89,7 @@ func TestAlertConventions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"HotKey", "HotKeyNearPartitionLimit", "LowCardinalityPartitionKey", "TimeOrderedPartitionKey", "HotPartition", "TableShortOfCapacity",
-		"StreamReaderLagging", "StreamReaderErrors", "HotkeydDown", "HotkeydNoEvents"}
+		"StreamReaderLagging", "StreamReaderErrors", "LeasesLost", "HotkeydDown", "HotkeydNoEvents"}
 	var alerts []string
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
