@@ -111,12 +111,14 @@ func (l *layout) shareBarGauge(title, description, expr, legend string, w, h int
 }
 
 // ofCeiling is the expression of a per-class rate metric as a fraction of
-// one DynamoDB partition's ceiling for its class (1000 WCU/s, 3000 RCU/s),
-// aggregated by the given labels: what hotkeyd's severities are judged
-// on (warning from 0.5, critical from 0.8 with the default settings).
+// one DynamoDB partition's ceiling for its class as each instance is
+// configured (hotkeyd_partition_limit_units_per_second: write_limit,
+// 1000 WCU/s, and read_limit, 3000 RCU/s, unless set), aggregated by the
+// given labels: what hotkeyd's severities are judged on (warning from
+// 0.5, critical from 0.8 with the default settings).
 func ofCeiling(agg, metric string, matchers ...string) string {
-	return "max by (" + agg + ") (" + metric + sel(append(matchers, `class="write"`)...) + ") / 1000 or " +
-		"max by (" + agg + ") (" + metric + sel(append(matchers, `class="read"`)...) + ") / 3000"
+	return "max by (" + agg + ") (" + metric + sel(matchers...) +
+		" / on (job, instance, class) group_left hotkeyd_partition_limit_units_per_second" + sel() + ")"
 }
 
 // ceilingThresholds colour a fraction of the partition ceiling as the

@@ -246,3 +246,25 @@ func TestOverviewCorePanels(t *testing.T) {
 		}
 	}
 }
+
+// TestCeilingFromConfig checks that every query drawing a busiest second
+// against one partition's ceiling divides by the ceiling each instance is
+// configured with (hotkeyd_partition_limit_units_per_second), never by the
+// default 1000 or 3000, which read_limit and write_limit can change.
+func TestCeilingFromConfig(t *testing.T) {
+	n := 0
+	for name, d := range All() {
+		for _, q := range d.Queries() {
+			if !strings.Contains(q.Expr, "hotkeyd_key_peak_units_per_second") || !strings.Contains(q.Expr, "/") {
+				continue
+			}
+			n++
+			if strings.Contains(q.Expr, "/ 1000") || strings.Contains(q.Expr, "/ 3000") || !strings.Contains(q.Expr, "hotkeyd_partition_limit_units_per_second") {
+				t.Errorf("%s: %q divides by a fixed ceiling, not the configured one", name, q.Expr)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no query draws a busiest second against the ceiling")
+	}
+}

@@ -44,7 +44,7 @@ func Overview() Dashboard {
 			"The heaviest partition keys' share of their table's units of one class over the sliding window. Orange from 10 % (the default hot threshold), red from 25 %. A share alone never pages: see the busiest second against the ceiling.",
 			`topk(15, max by (table, class, key) (hotkeyd_key_share`+all+`))`, "{{table}} {{class}} {{key}}", 12, 9),
 		l.ceilingBarGauge("Top keys' busiest second against the ceiling",
-			"Each top key's busiest second of the window as a fraction of what one partition serves (1000 WCU/s for writes, 3000 RCU/s for reads): orange from 50 % (warning), red from 80 % (critical), the detector's default severities.",
+			"Each top key's busiest second of the window as a fraction of what one partition serves as configured (write_limit, 1000 WCU/s unless set; read_limit, 3000 RCU/s): orange from 50 % (warning), red from 80 % (critical), the detector's default severities.",
 			`topk(15, `+ofCeiling("table, class, key", "hotkeyd_key_peak_units_per_second")+`)`, "{{table}} {{class}} {{key}}", 12, 9),
 	)
 

@@ -19,7 +19,7 @@ func Table() Dashboard {
 			`sum(hotkeyd_partition_keys_distinct`+t+`)`, 4, 4, nil),
 		l.stat("Hottest key's share", "Largest share of the table's units of one class taken by a single key.", "percentunit",
 			`max(hotkeyd_key_share`+tc+`)`, 5, 4, thresholds("green", 0.10, "orange", 0.25, "red")),
-		l.stat("Busiest key against the ceiling", "The busiest second of the table's hottest key as a fraction of one partition's ceiling (1000 WCU/s, 3000 RCU/s): warning from 50 %, critical from 80 %.", "percentunit",
+		l.stat("Busiest key against the ceiling", "The busiest second of the table's hottest key as a fraction of one partition's ceiling as configured (write_limit and read_limit: 1000 WCU/s and 3000 RCU/s unless set): warning from 50 %, critical from 80 %.", "percentunit",
 			`max(`+ofCeiling("class, key", "hotkeyd_key_peak_units_per_second", `table="$table"`, `class=~"$class"`)+`)`, 5, 4, ceilingThresholds()),
 	)
 	panels = append(panels,

@@ -146,7 +146,24 @@ var (
 	lastEvaluationName = "hotkeyd_last_evaluation_timestamp_seconds"
 	lastEvaluationHelp = "Unix time of the last detector evaluation whose results these metrics show."
 	descLastEvaluation = prometheus.NewDesc(lastEvaluationName, lastEvaluationHelp, nil, nil)
+
+	partitionLimitName = "hotkeyd_partition_limit_units_per_second"
+	partitionLimitHelp = "One partition's ceiling by class, as configured (detector read_limit in RCU/s, write_limit in WCU/s): what the busiest seconds and severities are judged against."
+	descPartitionLimit = prometheus.NewDesc(partitionLimitName, partitionLimitHelp, []string{"class"}, nil)
 )
+
+// partitionLimits returns the ceilings a report was judged by, by class
+// label value.
+func partitionLimits(st *State) [traffic.NumClasses]struct {
+	class string
+	limit float64
+} {
+	s := st.Report.Settings
+	return [traffic.NumClasses]struct {
+		class string
+		limit float64
+	}{{traffic.Read.String(), s.ReadLimit}, {traffic.Write.String(), s.WriteLimit}}
+}
 
 // NewCollector returns a Collector reading live.
 func NewCollector(live *Live, cfg CollectorConfig) *Collector {
@@ -162,6 +179,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- f.desc
 	}
 	ch <- descLastEvaluation
+	ch <- descPartitionLimit
 }
 
 // emitter receives one series: its family, value and label values in the
@@ -175,6 +193,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(descLastEvaluation, prometheus.GaugeValue, float64(st.Updated.UnixNano())/1e9)
+	for _, l := range partitionLimits(st) {
+		ch <- prometheus.MustNewConstMetric(descPartitionLimit, prometheus.GaugeValue, l.limit, l.class)
+	}
 	emit := func(f *family, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(f.desc, prometheus.GaugeValue, v, labels...)
 	}

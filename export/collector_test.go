@@ -138,6 +138,10 @@ hotkeyd_last_evaluation_timestamp_seconds 1.795341701e+09
 # TYPE hotkeyd_partition_keys_distinct gauge
 hotkeyd_partition_keys_distinct{table="orders"} 1000
 hotkeyd_partition_keys_distinct{table="orders/status-index"} 2
+# HELP hotkeyd_partition_limit_units_per_second One partition's ceiling by class, as configured (detector read_limit in RCU/s, write_limit in WCU/s): what the busiest seconds and severities are judged against.
+# TYPE hotkeyd_partition_limit_units_per_second gauge
+hotkeyd_partition_limit_units_per_second{class="read"} 3000
+hotkeyd_partition_limit_units_per_second{class="write"} 1000
 # HELP hotkeyd_peak_units_per_second Capacity units a table (or index) consumed in its busiest second of the sliding window, per class.
 # TYPE hotkeyd_peak_units_per_second gauge
 hotkeyd_peak_units_per_second{class="read",table="orders"} 2

@@ -196,7 +196,7 @@ func (e *Exposition) expose(out exposer, mfs []*dto.MetricFamily, c *Collector, 
 		mf   *dto.MetricFamily // encoded now; nil for a kept family
 		f    int
 	}
-	parts := make([]part, 0, len(mfs)+numFamilies+1)
+	parts := make([]part, 0, len(mfs)+numFamilies+2)
 	for _, mf := range mfs {
 		parts = append(parts, part{name: mf.GetName(), mf: mf})
 	}
@@ -208,7 +208,7 @@ func (e *Exposition) expose(out exposer, mfs []*dto.MetricFamily, c *Collector, 
 			}
 		}
 	}
-	parts = append(parts, part{name: lastEvaluationName, mf: lastEvaluation(st)})
+	parts = append(parts, part{name: lastEvaluationName, mf: lastEvaluation(st)}, part{name: partitionLimitName, mf: partitionLimit(st)})
 	slices.SortStableFunc(parts, func(a, b part) int { return strings.Compare(a.name, b.name) })
 	for _, p := range parts {
 		if p.mf == nil {

@@ -44,9 +44,18 @@ func (c *Collector) Gather() ([]*dto.MetricFamily, error) {
 		}
 	}
 	c.mu.Unlock()
-	out = append(out, lastEvaluation(st))
+	out = append(out, lastEvaluation(st), partitionLimit(st))
 	slices.SortFunc(out, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return out, nil
+}
+
+// partitionLimit is the family of hotkeyd_partition_limit_units_per_second.
+func partitionLimit(st *State) *dto.MetricFamily {
+	var limits []*dto.Metric
+	for _, l := range partitionLimits(st) {
+		limits = append(limits, &dto.Metric{Label: []*dto.LabelPair{{Name: ptr("class"), Value: ptr(l.class)}}, Gauge: &dto.Gauge{Value: ptr(l.limit)}})
+	}
+	return gauge(partitionLimitName, partitionLimitHelp, limits...)
 }
 
 // lastEvaluation is the family of hotkeyd_last_evaluation_timestamp_seconds.
