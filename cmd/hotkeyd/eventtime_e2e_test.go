@@ -63,10 +63,10 @@ func pagedKey(table, key string) *regexp.Regexp {
 }
 
 // judgeBacklog watches a daemon reading the backlog: every /metrics page
-// until the modest and hot tables' events reach their counts and the hot
-// key is raised (at warning or above), then 5 s more. No page may show a
-// diagnosis of the modest table at warning or above.
-func judgeBacklog(t *testing.T, d *streamsDaemon, source string, modest, hot float64) {
+// until the modest and hot tables' events reach their counts and, when
+// page is set, the hot key is raised (at warning or above), then 5 s more.
+// No page may show a diagnosis of the modest table at warning or above.
+func judgeBacklog(t *testing.T, d *streamsDaemon, source string, modest, hot float64, page bool) {
 	t.Helper()
 	modestSeries := fmt.Sprintf(`hotkeyd_events_total{class="write",source=%q,table=%q}`, source, backlogModest)
 	hotSeries := fmt.Sprintf(`hotkeyd_events_total{class="write",source=%q,table=%q}`, source, backlogHot)
@@ -78,7 +78,7 @@ func judgeBacklog(t *testing.T, d *streamsDaemon, source string, modest, hot flo
 		if m := bad.FindString(body); m != "" {
 			t.Fatalf("the modest backlog was paged after %v: %s\n%s", time.Since(began).Round(time.Millisecond), m, grepLines(body, "hotkeyd_diagnosis"))
 		}
-		if doneAt.IsZero() && raised.MatchString(body) && d.metric(t, modestSeries) >= modest && d.metric(t, hotSeries) >= hot {
+		if doneAt.IsZero() && (raised.MatchString(body) || !page) && d.metric(t, modestSeries) >= modest && d.metric(t, hotSeries) >= hot {
 			doneAt = time.Now()
 			t.Logf("backlog read and HOT#1 raised %v after the start: %s", doneAt.Sub(began).Round(time.Millisecond), raised.FindString(body))
 		}
@@ -153,7 +153,7 @@ func TestStreamsBacklogJudgedAtItsRates(t *testing.T) {
 	ddb := testenv.DynamoDBLocal(t)
 	write := streamsBacklog(t, ddb)
 	cpDir := t.TempDir()
-	cfgPath := writeConfig(t, fmt.Sprintf(`window: 60s
+	cfgPath := writeConfig(t, fmt.Sprintf(`window: 10m
 sources:
   - type: dynamodb-streams
     tables: [%s, %s]
@@ -164,15 +164,15 @@ sources:
 `, backlogModest, backlogHot, ddb.Endpoint, cpDir))
 	addr := freeAddr(t)
 
-	modest, hot := write(60 * time.Second)
+	modest, hot, page := write(60 * time.Second)
 	d1 := startStreamsDaemon(t, cfgPath, addr)
-	judgeBacklog(t, d1, "dynamodb-streams", modest, hot)
+	judgeBacklog(t, d1, "dynamodb-streams", modest, hot, page)
 	d1.kill()
 
 	// A backlog left behind by a crash: read from the checkpoints.
-	modest2, hot2 := write(40 * time.Second)
+	modest2, hot2, page2 := write(40 * time.Second)
 	d2 := startStreamsDaemon(t, cfgPath, addr)
-	judgeBacklog(t, d2, "dynamodb-streams", modest2, hot2)
+	judgeBacklog(t, d2, "dynamodb-streams", modest2, hot2, page2)
 	d2.stop(t)
 }
 
@@ -187,7 +187,7 @@ func TestStreamsBacklogTakenOverByReplica(t *testing.T) {
 	ddb := testenv.DynamoDBLocal(t)
 	write := streamsBacklog(t, ddb)
 	cfg := func(worker string) string {
-		return writeConfig(t, fmt.Sprintf(`window: 60s
+		return writeConfig(t, fmt.Sprintf(`window: 10m
 sources:
   - type: dynamodb-streams
     tables: [%s, %s]
@@ -207,16 +207,19 @@ sources:
 		time.Sleep(100 * time.Millisecond)
 	}
 	a.kill()
-	modest, hot := write(40 * time.Second)
+	modest, hot, page := write(40 * time.Second)
 	b := startStreamsDaemon(t, cfg("b"), freeAddr(t))
-	judgeBacklog(t, b, "dynamodb-streams", modest, hot)
+	judgeBacklog(t, b, "dynamodb-streams", modest, hot, page)
 	b.stop(t)
 }
 
 // streamsBacklog creates the scenario's tables in ddb and returns the
 // function that writes d of its traffic, paced per second, and returns
-// the writes made to each table.
-func streamsBacklog(t *testing.T, ddb *testenv.DDBLocal) func(d time.Duration) (modest, hot float64) {
+// the writes made to each table and whether the hot key's busiest second,
+// as written, warrants a page: DynamoDB Local on a loaded machine may
+// take fewer writes a second than asked, and a backlog is judged at the
+// rates it was written, whatever they were.
+func streamsBacklog(t *testing.T, ddb *testenv.DDBLocal) func(d time.Duration) (modest, hot float64, page bool) {
 	t.Helper()
 	ctx := context.Background()
 	for _, tb := range []struct {
@@ -246,8 +249,10 @@ func streamsBacklog(t *testing.T, ddb *testenv.DDBLocal) func(d time.Duration) (
 		}
 		return err == nil
 	}
-	return func(d time.Duration) (modest, hot float64) {
+	return func(d time.Duration) (modest, hot float64, page bool) {
 		var nm, nh atomic.Int64
+		var hotMu sync.Mutex
+		hotPerSecond := map[int64]int{} // HOT#1 writes done, by second of the clock
 		jobs := make(chan func(), 512)
 		var wg sync.WaitGroup
 		for range 8 {
@@ -275,6 +280,9 @@ func streamsBacklog(t *testing.T, ddb *testenv.DDBLocal) func(d time.Duration) (
 					jobs <- func() {
 						if put(backlogHot, "HOT#1", big) {
 							nh.Add(1)
+							hotMu.Lock()
+							hotPerSecond[time.Now().Unix()]++
+							hotMu.Unlock()
 						}
 					}
 				}
@@ -283,8 +291,17 @@ func streamsBacklog(t *testing.T, ddb *testenv.DDBLocal) func(d time.Duration) (
 		}
 		close(jobs)
 		wg.Wait()
-		t.Logf("wrote %d modest and %d hot writes in %v", nm.Load(), nh.Load(), time.Since(began).Round(time.Millisecond))
-		return float64(nm.Load()), float64(nh.Load())
+		busiest := 0
+		for _, n := range hotPerSecond {
+			busiest = max(busiest, n)
+		}
+		// A warning is half the 1000 WCU/s ceiling; DynamoDB Local's
+		// creation times are whole minutes, placed in seconds again by
+		// their order, so ask for a margin above it.
+		page = busiest*backlogHotItemKB >= 700
+		t.Logf("wrote %d modest and %d hot writes in %v, HOT#1 at most %d WCU/s in a second (page expected: %v)",
+			nm.Load(), nh.Load(), time.Since(began).Round(time.Millisecond), busiest*backlogHotItemKB, page)
+		return float64(nm.Load()), float64(nh.Load()), page
 	}
 }
 
@@ -353,7 +370,9 @@ func TestKinesisBacklogJudgedAtItsRates(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	cfgPath := writeConfig(t, fmt.Sprintf(`window: 60s
+	// The window holds the backlog however long the upload and the start
+	// take on a loaded machine: its times are those of its writing.
+	cfgPath := writeConfig(t, fmt.Sprintf(`window: 10m
 sources:
   - type: kinesis
     streams: [%s]
@@ -367,12 +386,12 @@ sources:
 
 	modest, hot := kinesisBacklog(t, k, stream, 60*time.Second)
 	d1 := startStreamsDaemon(t, cfgPath, addr)
-	judgeBacklog(t, d1, "kinesis", modest, hot)
+	judgeBacklog(t, d1, "kinesis", modest, hot, true)
 	d1.kill()
 
 	modest2, hot2 := kinesisBacklog(t, k, stream, 40*time.Second)
 	d2 := startStreamsDaemon(t, cfgPath, addr)
-	judgeBacklog(t, d2, "kinesis", modest2, hot2)
+	judgeBacklog(t, d2, "kinesis", modest2, hot2, true)
 	d2.stop(t)
 }
 
