@@ -15,8 +15,10 @@ import (
 //
 // A shard holds many keys, and the snapshot does not say which; diagnose
 // looks for a hot key whose writes account for the shard. The severity is
-// judged on the shard's mean records per second (a record is one write of
-// at least one WCU): the stream has no per-second peak per shard.
+// judged, as a key's, on the shard's busiest second in the window: its
+// records in that second (a record is one write of at least one WCU, so
+// this is a floor of its WCU/s); the mean rate when the snapshot has no
+// busiest second (a summary from an older replica).
 func (t *table) hotPartitions() []report.Finding {
 	total, mean, ok := t.shardTotals()
 	if !ok {
@@ -29,14 +31,15 @@ func (t *table) hotPartitions() []report.Finding {
 		}
 		share := float64(sh.Records) / float64(total)
 		rate := t.rate(float64(sh.Records))
+		peak := max(float64(sh.PeakRecords), rate)
 		out = append(out, report.Finding{
 			Kind:               report.KindHotPartition,
 			Key:                sh.Shard,
 			Class:              traffic.Write.String(),
-			Severity:           t.severity(traffic.Write, rate, 0),
+			Severity:           t.severity(traffic.Write, peak, 0),
 			Share:              share,
 			UnitsPerSecond:     rate,
-			PeakUnitsPerSecond: rate,
+			PeakUnitsPerSecond: peak,
 			Evidence: &report.Evidence{
 				Summary: fmt.Sprintf("Stream shard %s carries %s of the %s's %s, %s× the mean of its %d shards.",
 					sh.Shard, pct(share), t.noun(), plural.Count(total, "stream record"), num(float64(sh.Records)/mean), len(t.Shards)),

@@ -149,7 +149,7 @@ func (cb *Combiner) Combine(self Replica, peers []Replica, tracked int) *Combine
 			a := tables[id]
 			if a == nil {
 				a = &merging{ts: TableSnapshot{Table: ts.Table, Index: ts.Index},
-					shards: map[string]uint64{}}
+					shards: map[string]uint64{}, shardPeaks: map[string]uint64{}}
 				for c := range a.slots {
 					a.slots[c] = map[int64]*[2]float64{}
 					a.keys[c] = map[string]*KeyStat{}
@@ -220,6 +220,9 @@ func (cb *Combiner) Combine(self Replica, peers []Replica, tracked int) *Combine
 			}
 			for _, sh := range ts.Shards {
 				a.shards[sh.Shard] += sh.Records
+				// One replica reads a shard at a time: its busiest second
+				// is the busiest any replica saw.
+				a.shardPeaks[sh.Shard] = max(a.shardPeaks[sh.Shard], sh.PeakRecords)
 				h.shards[sh.Shard] = offered(h.shards[sh.Shard], r.Worker, float64(sh.Records))
 				if sh.Records > 0 && (a.lowShard == "" || sh.Shard < a.lowShard || (sh.Shard == a.lowShard && r.Worker < a.lowBy)) {
 					a.lowShard, a.lowBy = sh.Shard, r.Worker
@@ -284,7 +287,7 @@ func (cb *Combiner) Combine(self Replica, peers []Replica, tracked int) *Combine
 			}
 		}
 		for sh, n := range a.shards {
-			ts.Shards = append(ts.Shards, ShardStat{Shard: sh, Records: n})
+			ts.Shards = append(ts.Shards, ShardStat{Shard: sh, Records: n, PeakRecords: a.shardPeaks[sh]})
 		}
 		slices.SortFunc(ts.Shards, func(x, y ShardStat) int {
 			if x.Records != y.Records {
@@ -331,21 +334,23 @@ const atHead = math.MaxInt64
 
 // merging is one table of Combine on its way.
 type merging struct {
-	ts       TableSnapshot
-	start    time.Time // the earliest window start of the replicas'
-	end      time.Time // the latest window end
-	series   [traffic.NumClasses][]series
-	have     bool // self has the table
-	from     int  // replicas with the table
-	slots    [traffic.NumClasses]map[int64]*[2]float64
-	keys     [traffic.NumClasses]map[string]*KeyStat
-	shards   map[string]uint64
-	throttle [traffic.NumClasses]throttleSum
-	distinct []distinctInput
-	regBytes [][]byte
-	lowShard string
-	lowBy    string
-	anyBy    string
+	ts     TableSnapshot
+	start  time.Time // the earliest window start of the replicas'
+	end    time.Time // the latest window end
+	series [traffic.NumClasses][]series
+	have   bool // self has the table
+	from   int  // replicas with the table
+	slots  [traffic.NumClasses]map[int64]*[2]float64
+	keys   [traffic.NumClasses]map[string]*KeyStat
+	shards map[string]uint64
+	// shardPeaks are the shards' busiest seconds, in records.
+	shardPeaks map[string]uint64
+	throttle   [traffic.NumClasses]throttleSum
+	distinct   []distinctInput
+	regBytes   [][]byte
+	lowShard   string
+	lowBy      string
+	anyBy      string
 }
 
 // addDistinct notes a replica's distinct keys of the table: its count, and

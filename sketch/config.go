@@ -30,7 +30,7 @@ const (
 	DefaultHLLPrecision = 14
 	// DefaultMaxTables bounds the tables and indexes tracked, so that input
 	// with random table names cannot exhaust memory: its MemoryBudget,
-	// 300 × at most 0.99 MiB plus the process, fits the shipped 512 MiB
+	// 300 × at most 0.998 MiB plus the process, fits the shipped 512 MiB
 	// memory limit (GOMEMLIMIT 460 MiB) with room for garbage
 	// (docs/limits.md).
 	DefaultMaxTables = 300
@@ -103,7 +103,7 @@ type Config struct {
 // DefaultConfig returns the defaults: a 60 s window of 12 × 5 s slots, 100
 // keys reported and 384 counted per table and class, count-min 5 × 4096
 // (ε ≈ 0.066 %, δ ≈ 0.67 %), HyperLogLog precision 14 (0.81 %), at most
-// 300 tables. A table costs at most Footprint() bytes, 0.99 MiB.
+// 300 tables. A table costs at most Footprint() bytes, 0.998 MiB.
 func DefaultConfig() Config {
 	return Config{
 		Window:           DefaultWindow,
@@ -231,8 +231,10 @@ const (
 //     hashes in a 2048-slot table) and a dense HyperLogLog (2^p bytes), plus
 //     one merge buffer;
 //   - shards and throttled keys: per entry the id, the key bytes and
-//     per-slot counts (throttled keys, per class: counts and what they
-//     inherited), and per class and slot the throttled calls by cause;
+//     per-slot counts (shards: and a byte a slot for the busiest second,
+//     the newest second and its records; throttled keys, per class:
+//     counts and what they inherited), and per class and slot the
+//     throttled calls by cause;
 //   - per-slot and per-second class totals and fixed headers;
 //   - 4 % for allocator size classes and map growth.
 func (c Config) Footprint() int {
@@ -243,7 +245,7 @@ func (c Config) Footprint() int {
 	hll := 1 << c.HLLPrecision
 	exact := exactTableSize * 8
 	distinct := s*max(hll, exact) + hll
-	shards := c.MaxShards * (footprintShardBytes + 16 + 8 + s*4 + 16)
+	shards := c.MaxShards * (footprintShardBytes + 16 + 8 + s*4 + s + 4 + 2 + 16)
 	throttled := traffic.NumClasses * (c.MaxThrottledKeys*(MaxKeyBytes+16+8+2*s*4+16) + s*(4+8*int(traffic.NumThrottleCauses)))
 	sum := cms + cand + distinct + shards + throttled + classBytes(c) + headerBytes
 	// Allocator size classes and map growth add a few percent: measured at

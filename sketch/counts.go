@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -40,6 +41,103 @@ type namedCounts struct {
 	lastName  string
 	lastID    int32
 	untracked uint64 // events of names that could not be counted
+
+	// With seconds (shards): each name's newest second (a Unix second; a
+	// second before 1970 or after 2106 is counted in its slot only) and
+	// its events in it, and the events of the busiest complete second of
+	// each slot ([name][slot], as a peakCode). A shard's records come in
+	// order, one second after the other.
+	seconds bool
+	lastSec []uint32
+	inSec   []uint16
+	peaks   []peakCode
+}
+
+// peakCode is a count of events in one second held in a byte, an 8-bit
+// float rounded down: exact up to 63, within 1/32 below beyond, at most
+// maxPeakCount. One byte a slot is what keeps the busiest seconds of
+// MaxShards shards within a table's footprint; the count is a floor, as
+// the records it counts are a floor of a shard's units.
+type peakCode uint8
+
+// maxPeakCount is the largest count a peakCode holds (larger ones
+// saturate): four times the writes one partition takes in a second.
+const maxPeakCount = 63 << 6
+
+// encodePeak returns v's code, rounded down and saturating.
+func encodePeak(v uint32) peakCode {
+	if v < 64 {
+		return peakCode(v)
+	}
+	e := bits.Len32(v) - 5 // v>>(e-1) is in [32, 63]
+	if e > 7 {
+		return math.MaxUint8
+	}
+	return peakCode(e<<5 | int(v>>(e-1)-32))
+}
+
+// count returns the count c stands for.
+func (c peakCode) count() uint32 {
+	e, m := uint32(c>>5), uint32(c&31)
+	if e == 0 {
+		return m
+	}
+	return (32 + m) << (e - 1)
+}
+
+// withSeconds makes the set keep each name's busiest second (addAt).
+func (n *namedCounts) withSeconds() *namedCounts {
+	n.seconds = true
+	return n
+}
+
+// addAt counts one event of name in slot s and second sec, whose slot sc
+// tells.
+func (n *namedCounts) addAt(name string, s int, sec int64, sc *secClock) {
+	id := n.add(name, s)
+	if id < 0 || !n.seconds || sec < 0 || sec > math.MaxUint32 {
+		return
+	}
+	x := uint32(sec)
+	switch last := n.lastSec[id]; {
+	case n.inSec[id] == 0 || x == last:
+		n.lastSec[id] = x
+		n.inSec[id] = satAdd16(n.inSec[id], 1)
+	case x > last:
+		n.fold(int(id), last, n.inSec[id], sc)
+		n.lastSec[id], n.inSec[id] = x, 1
+	default:
+		// An older second (a merge, a shard read again): counted in its
+		// slot, in no second.
+	}
+}
+
+// fold records v events in second x, complete, as a candidate for the
+// busiest second of x's slot.
+func (n *namedCounts) fold(id int, x uint32, v uint16, sc *secClock) {
+	if s := sc.slotOf(int64(x)); s >= 0 {
+		k := id*n.slots + s
+		n.peaks[k] = max(n.peaks[k], encodePeak(uint32(v)))
+	}
+}
+
+// peak returns the events of name id's busiest second in the window: the
+// busiest of its slots' complete seconds (within 1/32 below, peakCode)
+// and of its newest second (exact).
+func (n *namedCounts) peak(id int, sc *secClock) uint32 {
+	if !n.seconds {
+		return 0
+	}
+	p := slices.Max(n.peaks[id*n.slots : (id+1)*n.slots]).count()
+	if n.inSec[id] > 0 && sc.slotOf(int64(n.lastSec[id])) >= 0 {
+		p = max(p, uint32(n.inSec[id]))
+	}
+	return p
+}
+
+// satAdd16 adds without wrapping.
+func satAdd16(a, b uint16) uint16 {
+	return uint16(min(uint32(a)+uint32(b), math.MaxUint16))
 }
 
 func newNamedCounts(maxNames, slots int, takeOver bool) *namedCounts {
@@ -50,9 +148,10 @@ func newNamedCounts(maxNames, slots int, takeOver bool) *namedCounts {
 	return n
 }
 
-// add counts one event of name in slot s. A name longer than MaxKeyBytes
-// is counted under its shortened form (heldKey).
-func (n *namedCounts) add(name string, s int) {
+// add counts one event of name in slot s and returns its id (-1 when it
+// could not be counted). A name longer than MaxKeyBytes is counted under
+// its shortened form (heldKey).
+func (n *namedCounts) add(name string, s int) int32 {
 	if len(name) > MaxKeyBytes {
 		name = heldKey(name, xxh3.HashString(name))
 	}
@@ -64,7 +163,7 @@ func (n *namedCounts) add(name string, s int) {
 			id = n.insert(name)
 			if id < 0 {
 				n.untracked++
-				return
+				return -1
 			}
 		}
 		n.lastName, n.lastID = n.names[id], id
@@ -73,6 +172,7 @@ func (n *namedCounts) add(name string, s int) {
 	if n.counts[k] < math.MaxUint32 {
 		n.counts[k]++
 	}
+	return id
 }
 
 // insert gives name a place, starting from floor; -1 when the set is full
@@ -90,6 +190,11 @@ func (n *namedCounts) insert(name string) int32 {
 			n.inherit = append(n.inherit, n.floor...)
 		} else {
 			n.counts = append(n.counts, make([]uint32, n.slots)...)
+		}
+		if n.seconds {
+			n.lastSec = append(n.lastSec, 0)
+			n.inSec = append(n.inSec, 0)
+			n.peaks = append(n.peaks, make([]peakCode, n.slots)...)
 		}
 		n.index[name] = id
 		return id
@@ -148,6 +253,7 @@ func (n *namedCounts) own(id int) uint64 {
 // compact drops the names with nothing in the window.
 func (n *namedCounts) compact() {
 	names, counts := n.names[:0], n.counts[:0]
+	lastSec, inSec, peaks := n.lastSec[:0], n.inSec[:0], n.peaks[:0]
 	var inherit []uint32
 	if n.inherit != nil {
 		inherit = n.inherit[:0]
@@ -164,9 +270,14 @@ func (n *namedCounts) compact() {
 		if inherit != nil {
 			inherit = append(inherit, n.inherit[id*n.slots:(id+1)*n.slots]...)
 		}
+		if n.seconds {
+			lastSec, inSec = append(lastSec, n.lastSec[id]), append(inSec, n.inSec[id])
+			peaks = append(peaks, n.peaks[id*n.slots:(id+1)*n.slots]...)
+		}
 	}
 	clear(n.names[len(names):])
 	n.names, n.counts, n.inherit = names, counts, inherit
+	n.lastSec, n.inSec, n.peaks = lastSec, inSec, peaks
 	n.lastID = -1
 }
 
@@ -174,6 +285,11 @@ func (n *namedCounts) compact() {
 func (n *namedCounts) clear(s int) {
 	for id := range n.names {
 		n.counts[id*n.slots+s] = 0
+	}
+	if n.seconds {
+		for id := range n.names {
+			n.peaks[id*n.slots+s] = 0
+		}
 	}
 	if n.inherit != nil {
 		for id := range n.names {

@@ -192,8 +192,41 @@ func (n *namedCounts) clone() *namedCounts {
 	c.counts = slices.Clone(n.counts)
 	c.inherit = slices.Clone(n.inherit)
 	c.floor = slices.Clone(n.floor)
+	c.lastSec, c.inSec, c.peaks = slices.Clone(n.lastSec), slices.Clone(n.inSec), slices.Clone(n.peaks)
 	c.lastID = -1
 	return &c
+}
+
+// absorbSeconds adds the busiest seconds of o, the same names counted
+// elsewhere, after absorb: a slot's busiest second is the busier of both
+// (a shard is read by one reader at a time), and the newest seconds add
+// up when they are the same one.
+func (n *namedCounts) absorbSeconds(o *namedCounts, sc *secClock) {
+	if !n.seconds || !o.seconds {
+		return
+	}
+	for oid, name := range o.names {
+		id, ok := n.index[name]
+		if !ok {
+			continue
+		}
+		row, orow := n.peaks[int(id)*n.slots:(int(id)+1)*n.slots], o.peaks[oid*o.slots:(oid+1)*o.slots]
+		for s := range row {
+			row[s] = max(row[s], orow[s])
+		}
+		switch ol, oc := o.lastSec[oid], o.inSec[oid]; {
+		case oc == 0:
+		case n.inSec[id] == 0 || ol > n.lastSec[id]:
+			if n.inSec[id] > 0 {
+				n.fold(int(id), n.lastSec[id], n.inSec[id], sc)
+			}
+			n.lastSec[id], n.inSec[id] = ol, oc
+		case ol == n.lastSec[id]:
+			n.inSec[id] = satAdd16(n.inSec[id], oc)
+		default:
+			n.fold(int(id), ol, oc, sc)
+		}
+	}
 }
 
 // merge adds b, a clone at the same slot and second, into t. It is called
@@ -213,9 +246,10 @@ func (t *table) merge(b *table) {
 	}
 	if b.shards != nil {
 		if t.shards == nil {
-			t.shards = newNamedCounts(t.cfg.MaxShards, t.cfg.SubWindows, false)
+			t.shards = newNamedCounts(t.cfg.MaxShards, t.cfg.SubWindows, false).withSeconds()
 		}
 		t.shards.absorb(b.shards)
+		t.shards.absorbSeconds(b.shards, &t.sc)
 	}
 	for c, th := range b.throttles {
 		if th == nil {

@@ -143,6 +143,12 @@ type KeyStat struct {
 type ShardStat struct {
 	Shard   string
 	Records uint64
+	// PeakRecords is the records of the shard's busiest second in the
+	// window: the newest second exactly, the others within 1/32 below
+	// (at most 4032, four times a partition's writes); a record is one
+	// write of at least one WCU, so it is a floor of the shard's busiest
+	// WCU/s. Zero in a summary from a replica that does not keep it.
+	PeakRecords uint64 `json:",omitempty"`
 }
 
 // KeyCount is a partition key and how many of its calls were throttled,

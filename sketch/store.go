@@ -68,11 +68,11 @@
 //
 // # Memory
 //
-// A table (or index) costs at most Config.Footprint bytes: 1 036 605 bytes
-// (0.99 MiB) at DefaultConfig, both classes and the whole window, whatever
+// A table (or index) costs at most Config.Footprint bytes: 1 046 190 bytes
+// (0.998 MiB) at DefaultConfig, both classes and the whole window, whatever
 // the keys (count-min 320 KiB, candidates 335 KiB with keys of up to
 // MaxKeyBytes and 8 seconds of per-second counts, distinct keys 208 KiB,
-// 512 shards 72 KiB, throttled keys 31 KiB (64 a class), plus 4 % allocator overhead; TestFootprint fills tables to every
+// 512 shards 81 KiB with their busiest seconds, throttled keys 31 KiB (64 a class), plus 4 % allocator overhead; TestFootprint fills tables to every
 // bound and checks the heap against it). A partition key longer than
 // MaxKeyBytes (96) is held, counted and reported as its first bytes, "…"
 // and its 64-bit hash in hex, 96 bytes in all, so that the 2 KiB keys

@@ -212,7 +212,7 @@ func TestShards(t *testing.T) {
 	put(t, s, batch...)
 	ts := findTable(t, s.Snapshot(), "orders", "")
 	// Shards 0, 1, 2 came first and fill the bound; 3 and 4 are not counted.
-	want := "[{shardId-2 6} {shardId-1 4} {shardId-0 2}]"
+	want := "[{shardId-2 6 6} {shardId-1 4 4} {shardId-0 2 2}]" // all in one second: each its busiest
 	if fmt.Sprint(ts.Shards) != want {
 		t.Fatalf("shards = %v, want %v", ts.Shards, want)
 	}

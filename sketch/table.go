@@ -326,7 +326,7 @@ func (t *table) addEvents(events []traffic.Event, idx []int32, hs []uint64, now 
 		u := e.Units
 		if e.Throttled || e.Shard != "" || !(u >= 0 && u <= maxEventUnits) {
 			var traffic bool
-			if u, traffic = t.addSpecial(e, s); !traffic {
+			if u, traffic = t.addSpecial(e, s, es); !traffic {
 				if !e.Throttled {
 					bad++
 				}
@@ -472,7 +472,7 @@ func (t *table) addLate(source string) {
 }
 
 // addSpecial counts what an event has besides its units and key, in slot
-// s, the event's: a throttled call (never traffic), a stream shard's
+// s and second sec, the event's: a throttled call (never traffic), a stream shard's
 // record. It returns the
 // units to count and whether the event is traffic: an event whose units
 // are not a number one call can consume is not (readers and the daemon
@@ -480,7 +480,7 @@ func (t *table) addLate(source string) {
 // the totals all the same).
 //
 //go:noinline
-func (t *table) addSpecial(e *traffic.Event, s int) (units float64, traffic bool) {
+func (t *table) addSpecial(e *traffic.Event, s int, sec int64) (units float64, traffic bool) {
 	if e.Throttled {
 		t.addThrottled(e, s)
 		return 0, false
@@ -490,7 +490,7 @@ func (t *table) addSpecial(e *traffic.Event, s int) (units float64, traffic bool
 		return 0, false
 	}
 	if e.Shard != "" {
-		t.addShard(e.Shard, s)
+		t.addShard(e.Shard, s, sec)
 	}
 	return units, true
 }
@@ -673,11 +673,11 @@ func (t *table) addThrottled(e *traffic.Event, s int) {
 	th.add(e, s, t.cfg)
 }
 
-func (t *table) addShard(shard string, s int) {
+func (t *table) addShard(shard string, s int, sec int64) {
 	if t.shards == nil {
-		t.shards = newNamedCounts(t.cfg.MaxShards, t.cfg.SubWindows, false)
+		t.shards = newNamedCounts(t.cfg.MaxShards, t.cfg.SubWindows, false).withSeconds()
 	}
-	t.shards.add(shard, s)
+	t.shards.addAt(shard, s, sec, &t.sc)
 }
 
 // satAdd adds without wrapping.
@@ -785,7 +785,7 @@ func (t *table) snapshot(tracked int, sw *secWindow, scratch []keyStat) (TableSn
 	}
 	if t.shards != nil {
 		for _, kc := range t.shards.collect() {
-			ts.Shards = append(ts.Shards, ShardStat{Shard: kc.Key, Records: kc.Count})
+			ts.Shards = append(ts.Shards, ShardStat{Shard: kc.Key, Records: kc.Count, PeakRecords: uint64(t.shards.peak(int(t.shards.index[kc.Key]), &t.sc))})
 		}
 	}
 	for c, th := range t.throttles {
