@@ -415,10 +415,28 @@ func (t *table) mergeClass(a, b *classSketch) {
 	if a.cand == nil {
 		a.cand = newCandidates(t.cfg.Candidates, t.cfg.SubWindows, t.cfg.keyRing())
 	}
-	// Every key of either set, split into what the count-min sketch bounds
-	// (estimates) and what only the entry counted (exact), with the other
-	// input's estimates for a key it did not count: taken before the cells
-	// add up.
+	entries := t.mergeEntries(a, b)
+	switch {
+	case b.cms == nil:
+	case a.cms == nil:
+		a.cms = b.cms
+	default:
+		a.cms.absorb(b.cms)
+	}
+	slices.SortFunc(entries, func(x, y entryView) int {
+		if tx, ty := x.total(), y.total(); tx != ty {
+			return cmp.Compare(ty, tx)
+		}
+		return strings.Compare(x.key, y.key)
+	})
+	t.keepEntries(a, entries)
+}
+
+// mergeEntries returns every key of the candidates of a and b, split into
+// what the count-min sketch bounds (estimates) and what only the entry
+// counted (exact), with the other input's estimates for a key it did not
+// count: taken before the cells add up.
+func (t *table) mergeEntries(a, b *classSketch) []entryView {
 	entries := a.cand.views(nil)
 	byKey := make(map[string]int, len(entries))
 	for i := range entries {
@@ -443,25 +461,17 @@ func (t *table) mergeClass(a, b *classSketch) {
 			}
 		}
 	}
-	switch {
-	case b.cms == nil:
-	case a.cms == nil:
-		a.cms = b.cms
-	default:
-		a.cms.absorb(b.cms)
-	}
-	slices.SortFunc(entries, func(x, y entryView) int {
-		if tx, ty := x.total(), y.total(); tx != ty {
-			return cmp.Compare(ty, tx)
-		}
-		return strings.Compare(x.key, y.key)
-	})
+	return entries
+}
+
+// keepEntries makes the heaviest of entries, ranked, class a's candidates;
+// the exact traffic of the others goes into their count-min generations,
+// as on eviction by Put.
+func (t *table) keepEntries(a *classSketch, entries []entryView) {
 	keep := min(len(entries), t.cfg.Candidates)
 	if keep < len(entries) && a.cms == nil {
 		a.cms = newGenCMS(t.cfg.Depth, t.cfg.Width, t.generation())
 	}
-	// The evicted keys' exact traffic goes into their generations, as on
-	// eviction by Put.
 	for i := keep; i < len(entries); i++ {
 		cur, prev := entries[i].exactParts(t.cur)
 		if cur > 0 {

@@ -611,76 +611,21 @@ func (s *Store) collect(parts, registers bool, held func(table, index string) (u
 	}
 	snap := Snapshot{Tables: buf[:0]}
 	var tps []TablePart
-	var sw secWindow
-	var scratch []keyStat
-	wms := marks{wm: s.wm} // each source's watermark, read once for every table
+	c := collector{s: s, now: now, wms: marks{wm: s.wm}, held: held, parts: parts, registers: registers}
 	for _, t := range *s.order.Load() {
-		var ts TableSnapshot
-		var first, last time.Time
-		var tp TablePart
-		t.mu.Lock()
-		if t.evicted {
-			t.mu.Unlock()
+		ts, tp, ok := c.table(t)
+		if !ok {
 			continue
 		}
-		var start, end time.Time
 		if s.slot > 0 {
-			sw, start, end = s.head(t, now, &wms)
-		} else {
-			sw = t.analyzeSeconds(s.cfg.RecentSeconds)
+			if snap.Start.IsZero() || ts.Start.Before(snap.Start) {
+				snap.Start = ts.Start
+			}
+		} else if !ts.Start.IsZero() && (snap.Start.IsZero() || ts.Start.Before(snap.Start)) {
+			snap.Start = ts.Start
 		}
-		var merged *hyperloglog.Sketch
-		n := uint64(0)
-		if held != nil {
-			cur := picture{gen: t.gen, from: sw.from, ref: sw.ref, clock: now.Unix(), recent: t.newest() >= sw.recentFrom}
-			v, every := held(t.id.table, t.id.index)
-			if v != 0 && v == t.pic.version && !t.pic.due(cur, every) {
-				ts = TableSnapshot{Table: t.id.table, Index: t.id.index, Version: v, Kept: true}
-			} else {
-				cur.version, cur.traffic = s.versions.Add(1), t.holdsTraffic()
-				t.pic = cur
-			}
-		}
-		if !ts.Kept {
-			ts, scratch = t.snapshot(s.cfg.Tracked, &sw, scratch)
-			n, merged = t.distinctMerge()
-			if parts {
-				tp = t.part(&sw, registers)
-			}
-			if held != nil {
-				ts.Version = t.pic.version
-			}
-		}
-		first, last = t.first, t.last
-		t.mu.Unlock()
-		if merged != nil {
-			n = merged.Estimate()
-			t.setDistinct(n)
-		}
-		if !ts.Kept {
-			ts.DistinctKeys = n
-		}
-		if sw.ref > sw.recentFrom {
-			ts.RecentSpan = time.Duration(sw.ref-sw.recentFrom) * time.Second
-			ts.LastSecond = time.Unix(sw.ref-1, 0)
-		}
-		if s.slot > 0 {
-			ts.Start, ts.End = start, end
-			if snap.Start.IsZero() || start.Before(snap.Start) {
-				snap.Start = start
-			}
-			if end.After(snap.End) {
-				snap.End = end
-			}
-		} else {
-			ts.Start, ts.End = first, last
-			analyzeRates(&ts)
-			if !first.IsZero() && (snap.Start.IsZero() || first.Before(snap.Start)) {
-				snap.Start = first
-			}
-			if last.After(snap.End) {
-				snap.End = last
-			}
+		if ts.End.After(snap.End) {
+			snap.End = ts.End
 		}
 		snap.Tables = append(snap.Tables, ts)
 		if parts {
@@ -699,6 +644,85 @@ func (s *Store) collect(parts, registers bool, held func(table, index string) (u
 	clear(snap.Tables[len(snap.Tables):cap(snap.Tables)])
 	// The order of the tables is the snapshot's: by table, then index.
 	return snap, tps
+}
+
+// collector copies the tables out for collect, one at a time, reading each
+// source's watermark once for every table and reusing its scratch space.
+type collector struct {
+	s                *Store
+	now              time.Time
+	wms              marks
+	held             func(table, index string) (uint64, bool)
+	parts, registers bool
+	sw               secWindow
+	scratch          []keyStat
+}
+
+// table copies t out: its snapshot, with its window's bounds, and with
+// parts its part of a Summary; false for a table the Store dropped.
+func (c *collector) table(t *table) (ts TableSnapshot, tp TablePart, ok bool) {
+	s := c.s
+	var start, end time.Time
+	t.mu.Lock()
+	if t.evicted {
+		t.mu.Unlock()
+		return ts, tp, false
+	}
+	if s.slot > 0 {
+		c.sw, start, end = s.head(t, c.now, &c.wms)
+	} else {
+		c.sw = t.analyzeSeconds(s.cfg.RecentSeconds)
+	}
+	sw := &c.sw
+	var merged *hyperloglog.Sketch
+	n := uint64(0)
+	if c.held != nil {
+		ts = c.keep(t)
+	}
+	if !ts.Kept {
+		ts, c.scratch = t.snapshot(s.cfg.Tracked, sw, c.scratch)
+		n, merged = t.distinctMerge()
+		if c.parts {
+			tp = t.part(sw, c.registers)
+		}
+		if c.held != nil {
+			ts.Version = t.pic.version
+		}
+	}
+	first, last := t.first, t.last
+	t.mu.Unlock()
+	if merged != nil {
+		n = merged.Estimate()
+		t.setDistinct(n)
+	}
+	if !ts.Kept {
+		ts.DistinctKeys = n
+	}
+	if sw.ref > sw.recentFrom {
+		ts.RecentSpan = time.Duration(sw.ref-sw.recentFrom) * time.Second
+		ts.LastSecond = time.Unix(sw.ref-1, 0)
+	}
+	if s.slot > 0 {
+		ts.Start, ts.End = start, end
+	} else {
+		ts.Start, ts.End = first, last
+		analyzeRates(&ts)
+	}
+	return ts, tp, true
+}
+
+// keep returns the Kept entry of a table whose picture the caller of
+// SnapshotSince holds and that is not due again, or else nothing, with
+// the table's picture renewed. It is called with t.mu held.
+func (c *collector) keep(t *table) TableSnapshot {
+	cur := picture{gen: t.gen, from: c.sw.from, ref: c.sw.ref, clock: c.now.Unix(), recent: t.newest() >= c.sw.recentFrom}
+	v, every := c.held(t.id.table, t.id.index)
+	if v != 0 && v == t.pic.version && !t.pic.due(cur, every) {
+		return TableSnapshot{Table: t.id.table, Index: t.id.index, Version: v, Kept: true}
+	}
+	cur.version, cur.traffic = c.s.versions.Add(1), t.holdsTraffic()
+	t.pic = cur
+	return TableSnapshot{}
 }
 
 // analyzeRates sets RateSpan and PeakUnitsPerSecond over whole files: the

@@ -166,6 +166,25 @@ func encodeSummary(s *Summary, maxKeys int, regs bool) ([]byte, error) {
 // series of the wrong length) is an error naming what is wrong; it never
 // panics and allocates at most a bounded amount.
 func DecodeSummary(b []byte) (*Summary, error) {
+	w, err := decodeWire(b)
+	if err != nil {
+		return nil, err
+	}
+	s := &Summary{SlotNanos: w.SlotNanos, Slot: w.Slot, Snapshot: Snapshot{Start: fromNanos(w.Start), End: fromNanos(w.End)}}
+	for i := range w.Tables {
+		ts, part, err := w.Tables[i].decode(i, s)
+		if err != nil {
+			return nil, err
+		}
+		s.Tables = append(s.Tables, ts)
+		s.Parts = append(s.Parts, part)
+	}
+	return s, nil
+}
+
+// decodeWire decompresses and parses a summary's wire form, of this
+// format version, within maxDecoded bytes.
+func decodeWire(b []byte) (*wireSummary, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("summary is not gzip: %w", err)
@@ -187,67 +206,77 @@ func DecodeSummary(b []byte) (*Summary, error) {
 	if w.SlotNanos < 0 {
 		return nil, fmt.Errorf("slot length %d", w.SlotNanos)
 	}
-	s := &Summary{SlotNanos: w.SlotNanos, Slot: w.Slot, Snapshot: Snapshot{Start: fromNanos(w.Start), End: fromNanos(w.End)}}
-	for i := range w.Tables {
-		wt := &w.Tables[i]
-		if wt.Table == "" {
-			return nil, fmt.Errorf("tables[%d]: no table name", i)
-		}
-		ts := TableSnapshot{Table: wt.Table, Index: wt.Index, Events: wt.Events, DistinctKeys: wt.Distinct,
-			Shards: wt.Shards, ThrottledEvents: wt.ThrEvents, Start: s.Start, End: s.End}
-		if wt.RecentSpan < 0 {
-			return nil, fmt.Errorf("tables[%d] (%s): recent span %d", i, wt.Table, wt.RecentSpan)
-		}
-		ts.RecentSpan = time.Duration(wt.RecentSpan)
-		if wt.Start != 0 || wt.End != 0 {
-			ts.Start, ts.End = fromNanos(wt.Start), fromNanos(wt.End)
-		}
-		if wt.LastSecond != 0 {
-			ts.LastSecond = time.Unix(wt.LastSecond, 0)
-		}
-		part := TablePart{Registers: wt.Registers, Slot: wt.Slot}
-		if part.Slot == 0 {
-			part.Slot = s.Slot
-		}
-		for c := range wt.Classes {
-			wc := &wt.Classes[c]
-			if !counts(wc.Units, wc.Peak, wc.PeakSecond, wc.Recent, wc.Last) {
-				return nil, fmt.Errorf("tables[%d] (%s) class %s: units that are not counts", i, wt.Table, traffic.Class(c))
-			}
-			if len(wt.SlotUnits[c]) != len(wt.SlotPeaks[c]) || !counts(wt.SlotUnits[c]...) || !counts(wt.SlotPeaks[c]...) {
-				return nil, fmt.Errorf("tables[%d] (%s) class %s: slot series of %d units and %d peaks, or not counts", i, wt.Table, traffic.Class(c), len(wt.SlotUnits[c]), len(wt.SlotPeaks[c]))
-			}
-			part.SlotUnits[c], part.SlotPeaks[c] = wt.SlotUnits[c], wt.SlotPeaks[c]
-			cs := ClassStats{Events: wc.Events, Units: wc.Units, PeakUnitsPerSecond: wc.Peak, PeakSecondUnits: wc.PeakSecond,
-				RecentUnits: wc.Recent, LastSecondUnits: wc.Last}
-			for j, k := range wc.Top {
-				if k.Key == "" || !counts(k.Units, k.Error, k.Peak, k.Recent, k.Last) {
-					return nil, fmt.Errorf("tables[%d] (%s) class %s key %d: no key, or units that are not counts", i, wt.Table, traffic.Class(c), j)
-				}
-				cs.Top = append(cs.Top, KeyStat{Key: k.Key, Units: k.Units, Error: k.Error, Events: k.Events, SortKeys: k.SortKeys,
-					PeakUnitsPerSecond: k.Peak, RecentUnits: k.Recent, LastSecondUnits: k.Last})
-			}
-			if th := wc.Throttled; th != nil {
-				var sum uint64
-				for _, n := range th.Causes {
-					sum += n
-				}
-				if sum != th.Events {
-					return nil, fmt.Errorf("tables[%d] (%s) class %s: %d throttled calls by cause, %d in all", i, wt.Table, traffic.Class(c), sum, th.Events)
-				}
-				for j, k := range th.Keys {
-					if k.Key == "" || k.Count > k.Max || k.Max > th.Events {
-						return nil, fmt.Errorf("tables[%d] (%s) class %s throttled key %d: no key, or bounds %d to %d of %d calls", i, wt.Table, traffic.Class(c), j, k.Count, k.Max, th.Events)
-					}
-				}
-				cs.Throttled = ThrottleStats{Events: th.Events, Causes: th.Causes, Keys: th.Keys, Error: th.Error}
-			}
-			ts.Classes[c] = cs
-		}
-		s.Tables = append(s.Tables, ts)
-		s.Parts = append(s.Parts, part)
+	return &w, nil
+}
+
+// decode checks and converts table i of the summary s: its snapshot and
+// its part.
+func (wt *wireTable) decode(i int, s *Summary) (TableSnapshot, TablePart, error) {
+	if wt.Table == "" {
+		return TableSnapshot{}, TablePart{}, fmt.Errorf("tables[%d]: no table name", i)
 	}
-	return s, nil
+	ts := TableSnapshot{Table: wt.Table, Index: wt.Index, Events: wt.Events, DistinctKeys: wt.Distinct,
+		Shards: wt.Shards, ThrottledEvents: wt.ThrEvents, Start: s.Start, End: s.End}
+	if wt.RecentSpan < 0 {
+		return TableSnapshot{}, TablePart{}, fmt.Errorf("tables[%d] (%s): recent span %d", i, wt.Table, wt.RecentSpan)
+	}
+	ts.RecentSpan = time.Duration(wt.RecentSpan)
+	if wt.Start != 0 || wt.End != 0 {
+		ts.Start, ts.End = fromNanos(wt.Start), fromNanos(wt.End)
+	}
+	if wt.LastSecond != 0 {
+		ts.LastSecond = time.Unix(wt.LastSecond, 0)
+	}
+	part := TablePart{Registers: wt.Registers, Slot: wt.Slot}
+	if part.Slot == 0 {
+		part.Slot = s.Slot
+	}
+	for c := range wt.Classes {
+		cs, err := wt.decodeClass(i, traffic.Class(c))
+		if err != nil {
+			return TableSnapshot{}, TablePart{}, err
+		}
+		ts.Classes[c] = cs
+		part.SlotUnits[c], part.SlotPeaks[c] = wt.SlotUnits[c], wt.SlotPeaks[c]
+	}
+	return ts, part, nil
+}
+
+// decodeClass checks and converts class c of table i: its units, its slot
+// series, its top keys and its throttled calls.
+func (wt *wireTable) decodeClass(i int, c traffic.Class) (ClassStats, error) {
+	wc := &wt.Classes[c]
+	if !counts(wc.Units, wc.Peak, wc.PeakSecond, wc.Recent, wc.Last) {
+		return ClassStats{}, fmt.Errorf("tables[%d] (%s) class %s: units that are not counts", i, wt.Table, c)
+	}
+	if len(wt.SlotUnits[c]) != len(wt.SlotPeaks[c]) || !counts(wt.SlotUnits[c]...) || !counts(wt.SlotPeaks[c]...) {
+		return ClassStats{}, fmt.Errorf("tables[%d] (%s) class %s: slot series of %d units and %d peaks, or not counts", i, wt.Table, c, len(wt.SlotUnits[c]), len(wt.SlotPeaks[c]))
+	}
+	cs := ClassStats{Events: wc.Events, Units: wc.Units, PeakUnitsPerSecond: wc.Peak, PeakSecondUnits: wc.PeakSecond,
+		RecentUnits: wc.Recent, LastSecondUnits: wc.Last}
+	for j, k := range wc.Top {
+		if k.Key == "" || !counts(k.Units, k.Error, k.Peak, k.Recent, k.Last) {
+			return ClassStats{}, fmt.Errorf("tables[%d] (%s) class %s key %d: no key, or units that are not counts", i, wt.Table, c, j)
+		}
+		cs.Top = append(cs.Top, KeyStat{Key: k.Key, Units: k.Units, Error: k.Error, Events: k.Events, SortKeys: k.SortKeys,
+			PeakUnitsPerSecond: k.Peak, RecentUnits: k.Recent, LastSecondUnits: k.Last})
+	}
+	if th := wc.Throttled; th != nil {
+		var sum uint64
+		for _, n := range th.Causes {
+			sum += n
+		}
+		if sum != th.Events {
+			return ClassStats{}, fmt.Errorf("tables[%d] (%s) class %s: %d throttled calls by cause, %d in all", i, wt.Table, c, sum, th.Events)
+		}
+		for j, k := range th.Keys {
+			if k.Key == "" || k.Count > k.Max || k.Max > th.Events {
+				return ClassStats{}, fmt.Errorf("tables[%d] (%s) class %s throttled key %d: no key, or bounds %d to %d of %d calls", i, wt.Table, c, j, k.Count, k.Max, th.Events)
+			}
+		}
+		cs.Throttled = ThrottleStats{Events: th.Events, Causes: th.Causes, Keys: th.Keys, Error: th.Error}
+	}
+	return cs, nil
 }
 
 // counts reports whether every value is a finite number of units, not
