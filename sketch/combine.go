@@ -1,7 +1,6 @@
 package sketch
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"strings"
@@ -148,156 +147,21 @@ func (cb *Combiner) Combine(self Replica, peers []Replica, tracked int) *Combine
 			id := tableID{ts.Table, ts.Index}
 			a := tables[id]
 			if a == nil {
-				a = &merging{ts: TableSnapshot{Table: ts.Table, Index: ts.Index},
-					shards: map[string]uint64{}, shardPeaks: map[string]uint64{}}
-				for c := range a.slots {
-					a.slots[c] = map[int64]*[2]float64{}
-					a.keys[c] = map[string]*KeyStat{}
-				}
+				a = newMerging(ts.Table, ts.Index)
 				tables[id] = a
 				order = append(order, id)
-				out.holders[id] = &holders{shards: map[string]held{}}
-				for c := range out.holders[id].keys {
-					out.holders[id].keys[c] = map[string]held{}
-				}
-			}
-			h := out.holders[id]
-			a.from++
-			if !ts.Start.IsZero() && (a.start.IsZero() || ts.Start.Before(a.start)) {
-				a.start = ts.Start
-			}
-			if ts.End.After(a.end) {
-				a.end = ts.End
-			}
-			if ri == 0 || (!a.have && a.ts.RecentSpan == 0) {
-				a.ts.RecentSpan, a.ts.LastSecond = ts.RecentSpan, ts.LastSecond
-				a.have = a.have || ri == 0
-			}
-			a.ts.Events += ts.Events
-			a.ts.ThrottledEvents += ts.ThrottledEvents
-			if ts.Events+ts.ThrottledEvents > 0 && (a.anyBy == "" || r.Worker < a.anyBy) {
-				a.anyBy = r.Worker
+				out.holders[id] = newHolders()
 			}
 			var part *TablePart
 			if i < len(s.Parts) {
 				part = &s.Parts[i]
 			}
-			for c := range ts.Classes {
-				in, st := &ts.Classes[c], &a.ts.Classes[c]
-				st.Events += in.Events
-				st.Units += in.Units
-				st.RecentUnits += in.RecentUnits
-				st.LastSecondUnits += in.LastSecondUnits
-				st.PeakUnitsPerSecond = max(st.PeakUnitsPerSecond, in.PeakUnitsPerSecond)
-				st.PeakSecondUnits = max(st.PeakSecondUnits, in.PeakSecondUnits)
-				switch {
-				case ref.SlotNanos == 0:
-				case part != nil && s.SlotNanos == ref.SlotNanos && len(part.SlotUnits[c]) == len(part.SlotPeaks[c]):
-					a.series[c] = append(a.series[c], series{part.Slot, part.SlotUnits[c], part.SlotPeaks[c]})
-				default:
-					// No slots to align: the peaks add as they are, in
-					// the table's newest slot.
-					a.series[c] = append(a.series[c], series{atHead,
-						[]float64{in.PeakUnitsPerSecond * time.Duration(ref.SlotNanos).Seconds()}, []float64{in.PeakSecondUnits}})
-				}
-				for _, k := range in.Top {
-					h.keys[c][k.Key] = offered(h.keys[c][k.Key], r.Worker, k.Units)
-					m := a.keys[c][k.Key]
-					if m == nil {
-						cp := k
-						a.keys[c][k.Key] = &cp
-						continue
-					}
-					m.Units += k.Units
-					m.Error += k.Error
-					m.Events += k.Events
-					m.RecentUnits += k.RecentUnits
-					m.LastSecondUnits += k.LastSecondUnits
-					m.SortKeys = max(m.SortKeys, k.SortKeys)
-					m.PeakUnitsPerSecond = max(m.PeakUnitsPerSecond, k.PeakUnitsPerSecond)
-				}
-				a.throttle[c].add(&in.Throttled)
-			}
-			for _, sh := range ts.Shards {
-				a.shards[sh.Shard] += sh.Records
-				// One replica reads a shard at a time: its busiest second
-				// is the busiest any replica saw.
-				a.shardPeaks[sh.Shard] = max(a.shardPeaks[sh.Shard], sh.PeakRecords)
-				h.shards[sh.Shard] = offered(h.shards[sh.Shard], r.Worker, float64(sh.Records))
-				if sh.Records > 0 && (a.lowShard == "" || sh.Shard < a.lowShard || (sh.Shard == a.lowShard && r.Worker < a.lowBy)) {
-					a.lowShard, a.lowBy = sh.Shard, r.Worker
-				}
-			}
-			a.addDistinct(ts.DistinctKeys, part)
+			a.add(ri == 0, r.Worker, ts, part, s.SlotNanos, ref, out.holders[id])
 		}
 	}
 	for _, id := range order {
 		a := tables[id]
-		ts := &a.ts
-		ts.Start, ts.End = a.start, a.end
-		if ts.End.IsZero() {
-			ts.Start, ts.End = out.Start, out.End
-		}
-		// Replicas' windows end at their own heads, in event time: the
-		// table's ends at the newest, and slots of the same number add up.
-		head := int64(math.MinInt64)
-		for c := range a.series {
-			for _, sr := range a.series[c] {
-				if sr.newest != atHead {
-					head = max(head, sr.newest)
-				}
-			}
-		}
-		if head == math.MinInt64 {
-			head = ref.Slot
-		}
-		for c := range a.series {
-			for _, sr := range a.series[c] {
-				newest := sr.newest
-				if newest == atHead {
-					newest = head
-				}
-				addSlots(a.slots[c], newest, head, sr.units, sr.peaks)
-			}
-		}
-		for c := range ts.Classes {
-			st := &ts.Classes[c]
-			if ref.SlotNanos > 0 {
-				secs := time.Duration(ref.SlotNanos).Seconds()
-				for _, v := range a.slots[c] {
-					st.PeakUnitsPerSecond = max(st.PeakUnitsPerSecond, v[0]/secs)
-					st.PeakSecondUnits = max(st.PeakSecondUnits, v[1])
-				}
-			}
-			st.Top = make([]KeyStat, 0, len(a.keys[c]))
-			for _, k := range a.keys[c] {
-				st.Top = append(st.Top, *k)
-			}
-			slices.SortFunc(st.Top, func(x, y KeyStat) int {
-				if x.Units != y.Units {
-					return cmp.Compare(y.Units, x.Units)
-				}
-				return strings.Compare(x.Key, y.Key)
-			})
-			if tracked > 0 && len(st.Top) > tracked {
-				st.Top = st.Top[:tracked]
-			}
-			if len(st.Top) == 0 {
-				st.Top = nil
-			}
-		}
-		for sh, n := range a.shards {
-			ts.Shards = append(ts.Shards, ShardStat{Shard: sh, Records: n, PeakRecords: a.shardPeaks[sh]})
-		}
-		slices.SortFunc(ts.Shards, func(x, y ShardStat) int {
-			if x.Records != y.Records {
-				return cmp.Compare(y.Records, x.Records)
-			}
-			return strings.Compare(x.Shard, y.Shard)
-		})
-		for c := range ts.Classes {
-			ts.Classes[c].Throttled = a.throttle[c].stats(tracked)
-		}
+		ts := a.finish(ref, tracked, out)
 		if a.from > 1 {
 			ts.DistinctKeys = cb.union(id, a.distinct, a.regBytes)
 		}
@@ -320,6 +184,167 @@ func (cb *Combiner) Combine(self Replica, peers []Replica, tracked int) *Combine
 		return strings.Compare(x.Index, y.Index)
 	})
 	return out
+}
+
+func newHolders() *holders {
+	h := &holders{shards: map[string]held{}}
+	for c := range h.keys {
+		h.keys[c] = map[string]held{}
+	}
+	return h
+}
+
+func newMerging(table, index string) *merging {
+	a := &merging{ts: TableSnapshot{Table: table, Index: index}, shards: map[string]uint64{}, shardPeaks: map[string]uint64{}}
+	for c := range a.slots {
+		a.slots[c] = map[int64]*[2]float64{}
+		a.keys[c] = map[string]*KeyStat{}
+	}
+	return a
+}
+
+// add adds a replica's table ts, and its part when it sent one, of a
+// summary whose slots are slotNanos long; self says the replica is this
+// one, ref is this one's summary. h notes which replica carries what.
+func (a *merging) add(self bool, worker string, ts *TableSnapshot, part *TablePart, slotNanos int64, ref *Summary, h *holders) {
+	a.from++
+	if !ts.Start.IsZero() && (a.start.IsZero() || ts.Start.Before(a.start)) {
+		a.start = ts.Start
+	}
+	if ts.End.After(a.end) {
+		a.end = ts.End
+	}
+	if self || (!a.have && a.ts.RecentSpan == 0) {
+		a.ts.RecentSpan, a.ts.LastSecond = ts.RecentSpan, ts.LastSecond
+		a.have = a.have || self
+	}
+	a.ts.Events += ts.Events
+	a.ts.ThrottledEvents += ts.ThrottledEvents
+	if ts.Events+ts.ThrottledEvents > 0 && (a.anyBy == "" || worker < a.anyBy) {
+		a.anyBy = worker
+	}
+	for c := range ts.Classes {
+		in := &ts.Classes[c]
+		a.addClass(c, in, part, slotNanos, ref)
+		a.addKeys(c, in.Top, worker, h)
+		a.throttle[c].add(&in.Throttled)
+	}
+	for _, sh := range ts.Shards {
+		a.shards[sh.Shard] += sh.Records
+		// One replica reads a shard at a time: its busiest second is the
+		// busiest any replica saw.
+		a.shardPeaks[sh.Shard] = max(a.shardPeaks[sh.Shard], sh.PeakRecords)
+		h.shards[sh.Shard] = offered(h.shards[sh.Shard], worker, float64(sh.Records))
+		if sh.Records > 0 && (a.lowShard == "" || sh.Shard < a.lowShard || (sh.Shard == a.lowShard && worker < a.lowBy)) {
+			a.lowShard, a.lowBy = sh.Shard, worker
+		}
+	}
+	a.addDistinct(ts.DistinctKeys, part)
+}
+
+// addClass adds a replica's totals of class c, and its per-slot series to
+// align later (finish).
+func (a *merging) addClass(c int, in *ClassStats, part *TablePart, slotNanos int64, ref *Summary) {
+	st := &a.ts.Classes[c]
+	st.Events += in.Events
+	st.Units += in.Units
+	st.RecentUnits += in.RecentUnits
+	st.LastSecondUnits += in.LastSecondUnits
+	st.PeakUnitsPerSecond = max(st.PeakUnitsPerSecond, in.PeakUnitsPerSecond)
+	st.PeakSecondUnits = max(st.PeakSecondUnits, in.PeakSecondUnits)
+	switch {
+	case ref.SlotNanos == 0:
+	case part != nil && slotNanos == ref.SlotNanos && len(part.SlotUnits[c]) == len(part.SlotPeaks[c]):
+		a.series[c] = append(a.series[c], series{part.Slot, part.SlotUnits[c], part.SlotPeaks[c]})
+	default:
+		// No slots to align: the peaks add as they are, in the table's
+		// newest slot.
+		a.series[c] = append(a.series[c], series{atHead,
+			[]float64{in.PeakUnitsPerSecond * time.Duration(ref.SlotNanos).Seconds()}, []float64{in.PeakSecondUnits}})
+	}
+}
+
+// addKeys merges a replica's top keys of class c by key.
+func (a *merging) addKeys(c int, top []KeyStat, worker string, h *holders) {
+	for _, k := range top {
+		h.keys[c][k.Key] = offered(h.keys[c][k.Key], worker, k.Units)
+		m := a.keys[c][k.Key]
+		if m == nil {
+			cp := k
+			a.keys[c][k.Key] = &cp
+			continue
+		}
+		m.Units += k.Units
+		m.Error += k.Error
+		m.Events += k.Events
+		m.RecentUnits += k.RecentUnits
+		m.LastSecondUnits += k.LastSecondUnits
+		m.SortKeys = max(m.SortKeys, k.SortKeys)
+		m.PeakUnitsPerSecond = max(m.PeakUnitsPerSecond, k.PeakUnitsPerSecond)
+	}
+}
+
+// finish returns the table added up: its window, its classes' peaks from
+// their aligned slots, its tracked heaviest keys and throttled keys, and
+// its shards, busiest first. ref is this replica's summary.
+func (a *merging) finish(ref *Summary, tracked int, out *Combined) *TableSnapshot {
+	ts := &a.ts
+	ts.Start, ts.End = a.start, a.end
+	if ts.End.IsZero() {
+		ts.Start, ts.End = out.Start, out.End
+	}
+	a.alignSlots(ref.Slot)
+	for c := range ts.Classes {
+		st := &ts.Classes[c]
+		if ref.SlotNanos > 0 {
+			secs := time.Duration(ref.SlotNanos).Seconds()
+			for _, v := range a.slots[c] {
+				st.PeakUnitsPerSecond = max(st.PeakUnitsPerSecond, v[0]/secs)
+				st.PeakSecondUnits = max(st.PeakSecondUnits, v[1])
+			}
+		}
+		st.Top = make([]KeyStat, 0, len(a.keys[c]))
+		for _, k := range a.keys[c] {
+			st.Top = append(st.Top, *k)
+		}
+		st.Top = heaviest(st.Top, tracked, func(x, y KeyStat) int { return heavierFirst(x.Units, y.Units, x.Key, y.Key) })
+		if len(st.Top) == 0 {
+			st.Top = nil
+		}
+		st.Throttled = a.throttle[c].stats(tracked)
+	}
+	for sh, n := range a.shards {
+		ts.Shards = append(ts.Shards, ShardStat{Shard: sh, Records: n, PeakRecords: a.shardPeaks[sh]})
+	}
+	ts.Shards = heaviest(ts.Shards, 0, func(x, y ShardStat) int { return heavierFirst(x.Records, y.Records, x.Shard, y.Shard) })
+	return ts
+}
+
+// alignSlots adds the replicas' per-slot series into sums by slot number.
+// Replicas' windows end at their own heads, in event time: the table's
+// ends at the newest (at slot refSlot, this replica's, when no series says
+// where), and slots of the same number add up.
+func (a *merging) alignSlots(refSlot int64) {
+	head := int64(math.MinInt64)
+	for c := range a.series {
+		for _, sr := range a.series[c] {
+			if sr.newest != atHead {
+				head = max(head, sr.newest)
+			}
+		}
+	}
+	if head == math.MinInt64 {
+		head = refSlot
+	}
+	for c := range a.series {
+		for _, sr := range a.series[c] {
+			newest := sr.newest
+			if newest == atHead {
+				newest = head
+			}
+			addSlots(a.slots[c], newest, head, sr.units, sr.peaks)
+		}
+	}
 }
 
 // series is a replica's per-slot units and peaks of a table's class,
@@ -481,10 +506,7 @@ func (ts *throttleSum) stats(tracked int) ThrottleStats {
 		k.Max += st.Error - m.listedErr
 		st.Keys = append(st.Keys, k)
 	}
-	slices.SortFunc(st.Keys, compareKeyCounts)
-	if tracked > 0 {
-		st.Keys, st.Error = cutKeyCounts(st.Keys, tracked, st.Error)
-	}
+	st.Keys, st.Error = rankKeyCounts(st.Keys, tracked, st.Error)
 	st.clampBounds()
 	return st
 }

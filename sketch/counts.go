@@ -356,3 +356,13 @@ func cutKeyCounts(keys []KeyCount, n int, bound uint64) ([]KeyCount, uint64) {
 	}
 	return keys[:n], bound
 }
+
+// rankKeyCounts ranks keys (compareKeyCounts) and keeps the first n (all
+// when n is not positive), with the bound of a key not kept (cutKeyCounts).
+func rankKeyCounts(keys []KeyCount, n int, bound uint64) ([]KeyCount, uint64) {
+	slices.SortFunc(keys, compareKeyCounts)
+	if n <= 0 {
+		return keys, bound
+	}
+	return cutKeyCounts(keys, n, bound)
+}
