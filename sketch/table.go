@@ -263,11 +263,11 @@ func (t *table) clearSlot(s int) {
 // it drops: of an unknown class, or a day past now.
 //
 // This is the counting core's hot loop: one pass, the common case (a
-// traffic event with a key) inline, the rest (throttled calls, shards,
-// the first key of a class, keys that are not candidates, a new second)
-// in functions of their own, so that the compiler keeps the loop's state
-// in registers. The class totals add up in registers for each run of
-// events of one second.
+// traffic event with a key) in the loop and addKey, the rest (throttled
+// calls, shards, the first key of a class, keys that are not candidates, a
+// new second) in functions of their own, so that the compiler keeps the
+// loop's state in registers. The class totals add up in registers for each
+// run of events of one second.
 func (t *table) addEvents(events []traffic.Event, idx []int32, hs []uint64, now int64) (bad uint64) {
 	var units [traffic.NumClasses]float64
 	var counts [traffic.NumClasses]uint64
@@ -307,17 +307,12 @@ func (t *table) addEvents(events []traffic.Event, idx []int32, hs []uint64, now 
 			if es != sec {
 				t.addTotals(units, counts, sec, s)
 				units, counts = [traffic.NumClasses]float64{}, [traffic.NumClasses]uint64{}
-				if es > now+maxAheadSeconds {
-					// A time no reader lets through (the daemon refuses
-					// times minutes ahead): it must not move the window.
+				var p placing
+				if s, p = t.enter(es, now, src); p != placed {
 					sec = noSecond
-					bad++
-					continue
-				}
-				var ok bool
-				if s, ok = t.place(es); !ok {
-					sec = noSecond
-					t.addLate(src)
+					if p == placedAhead {
+						bad++
+					}
 					continue
 				}
 				sec = es
@@ -341,72 +336,106 @@ func (t *table) addEvents(events []traffic.Event, idx []int32, hs []uint64, now 
 		}
 		units[c] += u
 		counts[c]++
-		if e.PK == "" {
-			continue
-		}
-		cand := t.classes[c].cand
-		if cand == nil {
-			cand = t.newCandidates(c)
-		}
-		q := toQuanta(u)
-		var skBit uint32
-		if e.SK != "" {
-			skBit = sortKeyBit(e.SK, xxh3.HashString)
-		}
-		// A candidate is counted exactly and skips the count-min sketch (an
-		// "augmented sketch", Roy et al. 2016): its traffic is written back
-		// when it is evicted, so the sketch stays an upper bound for every
-		// key that is not a candidate, the heaviest keys do not add to the
-		// noise of the others, and most accesses of a skewed workload cost
-		// one lookup.
-		id := cand.find(h, e.PK)
-		if id < 0 {
-			t.miss(&t.classes[c], e.PK, h, q, skBit, es)
-			continue
-		}
-		// A hit, counted here rather than in a method: a call would cost
-		// more than the counting (every register is reloaded after it).
-		r := &cand.rec[id]
-		var kc *slotCount
-		if p := cand.posOf(id, s); p != 0 {
-			kc = &cand.col[s][p-1]
-		} else {
-			kc = cand.place(id, s)
-		}
-		first := kc.events == 0
-		r.total += uint64(q)
-		if n := kc.units + q; n >= q {
-			kc.units = n
-		} else {
-			cand.addOver(id, s, q)
-		}
-		if kc.events != math.MaxUint32 {
-			kc.events++
-		} else {
-			cand.countOver(id, s)
-		}
-		kc.sk |= skBit
-		if r.sec == es {
-			if r.ext == 0 {
-				cand.addNewest(id, &r.secQ, q)
-			} else {
-				cand.addNewest(id, &cand.xring[int(r.ext-1)*int(cand.ringMask+1)+int(es&cand.ringMask)], q)
-			}
-		} else {
-			cand.second(id, es, q, &t.sc)
-		}
-		if pos := int(r.heapPos); 2*pos+1 < len(cand.heap) {
-			cand.down(pos)
-		}
-		// A candidate already counted in this slot is in the slot's
-		// distinct-key set: skip it.
-		if first && t.distinct != nil {
-			t.distinct.add(s, h)
-			t.distinctDirty = true
+		if e.PK != "" {
+			t.addKey(c, e, h, u, s, es)
 		}
 	}
 	t.addTotals(units, counts, sec, s)
 	return bad
+}
+
+// addKey counts u units of an event of class c with a key (e's, hashed to
+// h) in slot s and second es.
+//
+// A candidate is counted exactly and skips the count-min sketch (an
+// "augmented sketch", Roy et al. 2016): its traffic is written back when it
+// is evicted, so the sketch stays an upper bound for every key that is not
+// a candidate, the heaviest keys do not add to the noise of the others, and
+// most accesses of a skewed workload cost one lookup. A hit is counted here
+// rather than in methods of the candidates: a call would cost more than the
+// counting (every register is reloaded after it).
+func (t *table) addKey(c traffic.Class, e *traffic.Event, h uint64, u float64, s int, es int64) {
+	cand := t.classes[c].cand
+	if cand == nil {
+		cand = t.newCandidates(c)
+	}
+	q := toQuanta(u)
+	var skBit uint32
+	if e.SK != "" {
+		skBit = sortKeyBit(e.SK, xxh3.HashString)
+	}
+	id := cand.find(h, e.PK)
+	if id < 0 {
+		t.miss(&t.classes[c], e.PK, h, q, skBit, es)
+		return
+	}
+	r := &cand.rec[id]
+	var kc *slotCount
+	if p := cand.posOf(id, s); p != 0 {
+		kc = &cand.col[s][p-1]
+	} else {
+		kc = cand.place(id, s)
+	}
+	first := kc.events == 0
+	r.total += uint64(q)
+	if n := kc.units + q; n >= q {
+		kc.units = n
+	} else {
+		cand.addOver(id, s, q)
+	}
+	if kc.events != math.MaxUint32 {
+		kc.events++
+	} else {
+		cand.countOver(id, s)
+	}
+	kc.sk |= skBit
+	if r.sec == es {
+		if r.ext == 0 {
+			cand.addNewest(id, &r.secQ, q)
+		} else {
+			cand.addNewest(id, &cand.xring[int(r.ext-1)*int(cand.ringMask+1)+int(es&cand.ringMask)], q)
+		}
+	} else {
+		cand.second(id, es, q, &t.sc)
+	}
+	if pos := int(r.heapPos); 2*pos+1 < len(cand.heap) {
+		cand.down(pos)
+	}
+	// A candidate already counted in this slot is in the slot's
+	// distinct-key set: skip it.
+	if first && t.distinct != nil {
+		t.distinct.add(s, h)
+		t.distinctDirty = true
+	}
+}
+
+// placing is how the events of a new second of a live window are let in
+// (enter).
+type placing uint8
+
+const (
+	placed      placing = iota // counted in their slot
+	placedLate                 // older than the window
+	placedAhead                // further past now than maxAheadSeconds
+)
+
+// enter readies a live window for the events of a new second es (place)
+// and returns its slot, or why they are not counted: late (counted in
+// t.late, as events of src), or so far ahead that they must not move the
+// window (a time no reader lets through: the daemon refuses times minutes
+// ahead).
+//
+//go:noinline
+func (t *table) enter(es, now int64, src string) (int, placing) {
+	if es > now+maxAheadSeconds {
+		return 0, placedAhead
+	}
+	s, ok := t.place(es)
+	if !ok {
+		t.addLate(src)
+		return 0, placedLate
+	}
+	return s, placed
 }
 
 // noSecond marks "no second yet" in addEvents.
