@@ -178,9 +178,6 @@ func (m *genCMS) observe(h uint64, q uint32, withPrev bool, limit uint64) (cur, 
 	return cur, prev, true
 }
 
-// maxDepth bounds Config.Depth.
-const maxDepth = 8
-
 // add adds q quanta for the key hashed to h to the current generation, with
 // conservative update.
 func (m *genCMS) add(h uint64, q uint32) {
@@ -247,3 +244,18 @@ func (m *genCMS) advance(gen int64) {
 
 // empty reports whether both generations are all zero.
 func (m *genCMS) empty() bool { return !m.written[0] && !m.written[1] }
+
+// absorb adds o's cells, generation by generation (both are at the same
+// generation).
+func (m *genCMS) absorb(o *genCMS) {
+	for g := range 2 { // 0: current, 1: previous
+		mh, oh := (m.cur+g)&1, (o.cur+g)&1
+		if !o.written[oh] {
+			continue
+		}
+		for k := 0; k < len(m.cells); k += 2 {
+			m.cells[k+mh] = satAdd(m.cells[k+mh], o.cells[k+oh])
+		}
+		m.written[mh] = true
+	}
+}

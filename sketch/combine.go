@@ -454,14 +454,6 @@ func addSlots(sums map[int64]*[2]float64, newest, ref int64, units, peaks []floa
 	}
 }
 
-// satAdd64 adds without wrapping.
-func satAdd64(a, b uint64) uint64 {
-	if s := a + b; s >= a {
-		return s
-	}
-	return math.MaxUint64
-}
-
 // throttleSum adds up the replicas' throttled calls of a table's class.
 // The bounds of a key add too: a replica that does not list it may have
 // counted up to its Error of it.

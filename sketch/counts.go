@@ -135,11 +135,6 @@ func (n *namedCounts) peak(id int, sc *secClock) uint32 {
 	return p
 }
 
-// satAdd16 adds without wrapping.
-func satAdd16(a, b uint16) uint16 {
-	return uint16(min(uint32(a)+uint32(b), math.MaxUint16))
-}
-
 func newNamedCounts(maxNames, slots int, takeOver bool) *namedCounts {
 	n := &namedCounts{max: maxNames, slots: slots, takeOver: takeOver, index: map[string]int32{}, lastID: -1}
 	if takeOver {
@@ -326,43 +321,96 @@ func (n *namedCounts) collect() []KeyCount {
 	return out
 }
 
-// compareKeyCounts ranks the known count first, then the upper bound, then
-// the name.
-func compareKeyCounts(a, b KeyCount) int {
-	switch {
-	case a.Count != b.Count:
-		if a.Count > b.Count {
-			return -1
-		}
-		return 1
-	case a.Max != b.Max:
-		if a.Max > b.Max {
-			return -1
-		}
-		return 1
+func (n *namedCounts) clone() *namedCounts {
+	c := *n
+	c.index = make(map[string]int32, len(n.index))
+	for k, v := range n.index {
+		c.index[k] = v
 	}
-	return strings.Compare(a.Key, b.Key)
+	c.names = slices.Clone(n.names)
+	c.counts = slices.Clone(n.counts)
+	c.inherit = slices.Clone(n.inherit)
+	c.floor = slices.Clone(n.floor)
+	c.lastSec, c.inSec, c.peaks = slices.Clone(n.lastSec), slices.Clone(n.inSec), slices.Clone(n.peaks)
+	c.lastID = -1
+	return &c
 }
 
-// cutKeyCounts keeps the first n of keys (ranked by compareKeyCounts), and
-// returns the bound of a key not kept: the larger of bound and the upper
-// bound of any key left out.
-func cutKeyCounts(keys []KeyCount, n int, bound uint64) ([]KeyCount, uint64) {
-	if n < 0 || len(keys) <= n {
-		return keys, bound
+// absorbSeconds adds the busiest seconds of o, the same names counted
+// elsewhere, after absorb: a slot's busiest second is the busier of both
+// (a shard is read by one reader at a time), and the newest seconds add
+// up when they are the same one.
+func (n *namedCounts) absorbSeconds(o *namedCounts, sc *secClock) {
+	if !n.seconds || !o.seconds {
+		return
 	}
-	for _, k := range keys[n:] {
-		bound = max(bound, k.Max)
+	for oid, name := range o.names {
+		id, ok := n.index[name]
+		if !ok {
+			continue
+		}
+		row, orow := n.peaks[int(id)*n.slots:(int(id)+1)*n.slots], o.peaks[oid*o.slots:(oid+1)*o.slots]
+		for s := range row {
+			row[s] = max(row[s], orow[s])
+		}
+		switch ol, oc := o.lastSec[oid], o.inSec[oid]; {
+		case oc == 0:
+		case n.inSec[id] == 0 || ol > n.lastSec[id]:
+			if n.inSec[id] > 0 {
+				n.fold(int(id), n.lastSec[id], n.inSec[id], sc)
+			}
+			n.lastSec[id], n.inSec[id] = ol, oc
+		case ol == n.lastSec[id]:
+			n.inSec[id] = satAdd16(n.inSec[id], oc)
+		default:
+			n.fold(int(id), ol, oc, sc)
+		}
 	}
-	return keys[:n], bound
 }
 
-// rankKeyCounts ranks keys (compareKeyCounts) and keeps the first n (all
-// when n is not positive), with the bound of a key not kept (cutKeyCounts).
-func rankKeyCounts(keys []KeyCount, n int, bound uint64) ([]KeyCount, uint64) {
-	slices.SortFunc(keys, compareKeyCounts)
-	if n <= 0 {
-		return keys, bound
+// absorb adds o's counts, name by name, as add would have. With takeOver,
+// the bounds add up: a name one side counts and the other does not may
+// have had up to the other's floor there, which its count (and what it
+// inherited) takes on; a name neither counts, up to both floors.
+func (n *namedCounts) absorb(o *namedCounts) {
+	n.untracked += o.untracked
+	if n.takeOver && o.bound() > 0 {
+		for id, name := range n.names {
+			if _, ok := o.index[name]; ok {
+				continue
+			}
+			row, inh := n.row(id), n.inherit[id*n.slots:(id+1)*n.slots]
+			for s, f := range o.floor {
+				row[s] = satAdd(row[s], f)
+				inh[s] = satAdd(inh[s], f)
+			}
+		}
 	}
-	return cutKeyCounts(keys, n, bound)
+	var floor []uint32
+	if n.takeOver {
+		floor = slices.Clone(n.floor)
+	}
+	for oid, name := range o.names {
+		id, ok := n.index[name]
+		if !ok {
+			if id = n.insert(name); id < 0 {
+				n.untracked += o.sum(oid)
+				continue
+			}
+		}
+		row := n.row(int(id))
+		for s, v := range o.row(oid) {
+			row[s] = satAdd(row[s], v)
+		}
+		if n.takeOver {
+			inh := n.inherit[int(id)*n.slots : (int(id)+1)*n.slots]
+			for s, v := range o.inherit[oid*o.slots : (oid+1)*o.slots] {
+				inh[s] = satAdd(inh[s], v)
+			}
+		}
+	}
+	for s := range floor {
+		n.floor[s] = max(n.floor[s], satAdd(floor[s], o.floor[s]))
+	}
+	n.lastID = -1
 }

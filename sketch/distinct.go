@@ -1,6 +1,8 @@
 package sketch
 
 import (
+	"slices"
+
 	"github.com/axiomhq/hyperloglog"
 )
 
@@ -213,4 +215,42 @@ func (d *distinct) union() int {
 		}
 	}
 	return n
+}
+
+func (d *distinct) clone() *distinct {
+	c := &distinct{precision: d.precision, slots: make([]distinctSlot, len(d.slots))}
+	for i, sl := range d.slots {
+		c.slots[i] = distinctSlot{set: slices.Clone(sl.set), n: sl.n}
+		if sl.hll != nil {
+			c.slots[i].hll = sl.hll.Clone()
+		}
+	}
+	return c
+}
+
+// absorb adds o's keys, slot by slot: exact sets unite, HyperLogLog
+// registers take the maximum.
+func (d *distinct) absorb(o *distinct) {
+	for s := range d.slots {
+		a, b := &d.slots[s], &o.slots[s]
+		if b.hll != nil {
+			if a.hll == nil {
+				h := b.hll.Clone()
+				for _, v := range a.set {
+					if v != 0 {
+						h.InsertHash(v)
+					}
+				}
+				a.hll, a.set, a.n = h, nil, 0
+				continue
+			}
+			_ = a.hll.Merge(b.hll) // same precision by Config.sameShape
+			continue
+		}
+		for _, v := range b.set {
+			if v != 0 {
+				d.add(s, v)
+			}
+		}
+	}
 }

@@ -59,30 +59,6 @@ type claim struct {
 	last    int64
 }
 
-// arrival counts the seconds of one slot in which Puts brought a table
-// events.
-type arrival struct {
-	epoch   int64
-	seconds uint32
-}
-
-// arrived notes that a Put at brought t events (live mode). It is called
-// with t.mu held.
-func (t *table) arrived(at clock, slots int) {
-	if t.arrivals != nil && at.sec == t.lastArrival {
-		return
-	}
-	if t.arrivals == nil {
-		t.arrivals = make([]arrival, slots)
-	}
-	t.lastArrival = at.sec
-	a := &t.arrivals[slotIndex(at.epoch, slots)]
-	if a.epoch != at.epoch {
-		*a = arrival{epoch: at.epoch}
-	}
-	a.seconds++
-}
-
 // OnEvict sets f to be called with the name of every table (index) the
 // Store stops tracking, e.g. to drop its metric series; f must not call
 // the Store. It must be called before the first Put.
@@ -225,16 +201,4 @@ func (s *Store) rank(at clock) {
 		a.ranked = append(a.ranked, r.t)
 	}
 	a.next = 0
-}
-
-// traffic is what the table counted in the window: its events of both
-// classes and its throttled calls. It is called with t.mu held.
-func (t *table) traffic() uint64 {
-	n := t.events()
-	for _, th := range t.throttles {
-		if th != nil {
-			n += th.events()
-		}
-	}
-	return n
 }

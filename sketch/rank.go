@@ -24,3 +24,44 @@ func heavierFirst[W cmp.Ordered](wa, wb W, na, nb string) int {
 	}
 	return strings.Compare(na, nb)
 }
+
+// compareKeyCounts ranks the known count first, then the upper bound, then
+// the name.
+func compareKeyCounts(a, b KeyCount) int {
+	switch {
+	case a.Count != b.Count:
+		if a.Count > b.Count {
+			return -1
+		}
+		return 1
+	case a.Max != b.Max:
+		if a.Max > b.Max {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.Key, b.Key)
+}
+
+// cutKeyCounts keeps the first n of keys (ranked by compareKeyCounts), and
+// returns the bound of a key not kept: the larger of bound and the upper
+// bound of any key left out.
+func cutKeyCounts(keys []KeyCount, n int, bound uint64) ([]KeyCount, uint64) {
+	if n < 0 || len(keys) <= n {
+		return keys, bound
+	}
+	for _, k := range keys[n:] {
+		bound = max(bound, k.Max)
+	}
+	return keys[:n], bound
+}
+
+// rankKeyCounts ranks keys (compareKeyCounts) and keeps the first n (all
+// when n is not positive), with the bound of a key not kept (cutKeyCounts).
+func rankKeyCounts(keys []KeyCount, n int, bound uint64) ([]KeyCount, uint64) {
+	slices.SortFunc(keys, compareKeyCounts)
+	if n <= 0 {
+		return keys, bound
+	}
+	return cutKeyCounts(keys, n, bound)
+}

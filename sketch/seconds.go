@@ -2,6 +2,8 @@ package sketch
 
 import (
 	"math"
+	"math/bits"
+	"slices"
 	"time"
 )
 
@@ -97,34 +99,106 @@ func read[T secUnits | float64](sw *secWindow, ring []T, newest, mask int64) (pe
 	return peak, recent, last
 }
 
-// addSecond adds units in second sec to the class's per-second ring.
-func (cs *classSketch) addSecond(sec int64, units float64, sc *secClock) {
-	mask := int64(len(cs.ring) - 1)
-	if sec == cs.sec {
-		cs.ring[sec&mask] += units
-		return
+// ringLen is the length of the per-second rings for recentSeconds: the
+// current second and the complete ones before it, rounded up to a power of
+// two.
+func ringLen(recentSeconds int) int { return 1 << bits.Len(uint(recentSeconds)) }
+
+// ringAdvance moves a per-second ring whose newest second is *newest to
+// sec, when sec is newer, or when it is older than the ring holds (then the
+// ring starts over at sec: one log read after another, each counted second
+// by second). It calls done for the seconds that complete and clears the
+// entries it reuses; it reports false, changing nothing, when sec is an
+// older second still in the ring.
+func ringAdvance[T secUnits | float64](ring []T, newest *int64, sec, mask int64, done func(int64, T)) bool {
+	old := *newest
+	if sec < old && sec > old-mask-1 {
+		return false
 	}
-	if sc.slotNanos != 0 && sec <= cs.sec-mask-1 {
-		// A live window's second older than the ring (only past
-		// maxClassRing seconds): counted in its slot, in no second.
-		return
-	}
-	fold := func(x int64, v float64) {
-		if s := sc.slotOf(x); s >= 0 {
-			cs.peak[s] = max(cs.peak[s], v)
+	done(old, ring[old&mask])
+	if sec > old && sec-old <= mask {
+		for x := old + 1; x <= sec; x++ {
+			ring[x&mask] = 0
 		}
-		if x == cs.headSec {
-			cs.headUnits = v
+	} else {
+		clear(ring)
+	}
+	*newest = sec
+	return true
+}
+
+func slotIndex(epoch int64, slots int) int {
+	i := int(epoch % int64(slots))
+	if i < 0 {
+		i += slots
+	}
+	return i
+}
+
+// mergeSeconds merges the per-second ring and head of another input (ob,
+// on, oh, ou) into a ring (ring, newest, head, headUnits; has says whether
+// it holds anything yet) by second: the seconds either holds add up, the
+// result keeps the newer newest second and the earlier head, and every
+// second that is complete in the result is folded, with its sum, by fold
+// (folding is a maximum, so seconds folded before cost nothing).
+func mergeSeconds[T secUnits | float64](ring []T, newest, head *int64, headUnits *T, has bool, ob []T, on, oh int64, ou T, fold func(int64, T)) {
+	mask := int64(len(ring) - 1)
+	var pts []secPoint[T]
+	if has {
+		pts = secPoints(pts, ring, *newest, mask, *head, *headUnits)
+	}
+	own := len(pts)
+	for _, p := range secPoints(nil, ob, on, mask, oh, ou) {
+		i := slices.IndexFunc(pts[:own], func(q secPoint[T]) bool { return q.sec == p.sec })
+		if i < 0 {
+			pts = append(pts, p)
+			continue
+		}
+		pts[i].v = sum(pts[i].v, p.v)
+	}
+	n, h := on, oh
+	if has {
+		n, h = max(*newest, on), min(*head, oh)
+	}
+	clear(ring)
+	var hv T
+	for _, p := range pts {
+		if p.sec > n-mask-1 && p.sec <= n {
+			ring[p.sec&mask] = p.v
+		}
+		if p.sec == h {
+			hv = p.v
+		}
+		if p.sec < n {
+			fold(p.sec, p.v)
 		}
 	}
-	if !ringAdvance(cs.ring, &cs.sec, sec, mask, fold) {
-		cs.ring[sec&mask] += units
-		cs.headSec = min(cs.headSec, sec)
-		fold(sec, cs.ring[sec&mask])
-		return
+	*newest, *head, *headUnits = n, h, hv
+}
+
+// secPoint is one second's units.
+type secPoint[T secUnits | float64] struct {
+	sec int64
+	v   T
+}
+
+// secPoints appends the seconds a ring holds, and its head second when the
+// ring no longer does.
+func secPoints[T secUnits | float64](dst []secPoint[T], ring []T, newest, mask, head int64, headUnits T) []secPoint[T] {
+	for x := newest - mask; x <= newest; x++ {
+		dst = append(dst, secPoint[T]{x, ring[x&mask]})
 	}
-	cs.ring[sec&mask] = units
-	if !cs.seen || sec < cs.headSec {
-		cs.headSec, cs.headUnits, cs.seen = sec, units, true
+	if head <= newest-mask-1 || head > newest {
+		dst = append(dst, secPoint[T]{head, headUnits})
 	}
+	return dst
+}
+
+// sum adds.
+func sum[T secUnits | float64](a, b T) T { return a + b }
+
+// clock is where a Put or Snapshot stands in time: the slot number and the
+// second of the Store's clock (live mode; both 0 in analyze mode).
+type clock struct {
+	epoch, sec int64
 }

@@ -6,7 +6,6 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
-	"unicode/utf8"
 )
 
 // candidates counts a bounded set of partition keys exactly, per slot,
@@ -440,50 +439,6 @@ func (c *candidates) dropOver(id int) {
 	}
 }
 
-// HeldKey returns the form in which a table holds and reports key: key
-// itself up to MaxKeyBytes, or its first bytes, "…" and its hash, so that
-// a reader can find a long key it counted in a report.
-func HeldKey(key string) string {
-	if len(key) <= MaxKeyBytes {
-		return key
-	}
-	return heldKey(key, keyHash(key))
-}
-
-// heldKey returns the copy of key, hashed to h, that a table holds: key
-// itself up to MaxKeyBytes, or its first bytes (cut at a character
-// boundary), "…" and h in hex, MaxKeyBytes at most.
-func heldKey(key string, h uint64) string {
-	if len(key) <= MaxKeyBytes {
-		return strings.Clone(key)
-	}
-	cut := MaxKeyBytes - heldTail
-	for cut > 0 && !utf8.RuneStart(key[cut]) {
-		cut--
-	}
-	b := make([]byte, 0, cut+heldTail)
-	b = append(b, key[:cut]...)
-	b = append(b, "…"...)
-	for i := 60; i >= 0; i -= 4 {
-		b = append(b, "0123456789abcdef"[h>>i&15])
-	}
-	return string(b)
-}
-
-// heldTail is the length of what heldKey puts after a long key's first
-// bytes: "…" and 16 hex digits.
-const heldTail = len("…") + 16
-
-// sameKey reports whether held, a key heldKey returned, is key's, given
-// that their hashes are equal: a long key is known by its first bytes and
-// its hash.
-func sameKey(held, key string) bool {
-	if len(key) <= MaxKeyBytes {
-		return held == key
-	}
-	return len(held) > heldTail && strings.HasPrefix(key, held[:len(held)-heldTail])
-}
-
 // minCapacity is the capacity a candidate set starts with.
 const minCapacity = 8
 
@@ -492,11 +447,6 @@ const minCapacity = 8
 // leaves a set at most a third empty, a quarter on average, for the
 // small tables that are most of an account.
 func grow(n, limit int) int { return min(n+max(n/2, 1), limit) }
-
-// ringLen is the length of the per-second rings for recentSeconds: the
-// current second and the complete ones before it, rounded up to a power of
-// two.
-func ringLen(recentSeconds int) int { return 1 << bits.Len(uint(recentSeconds)) }
 
 func indexSize(capacity int) int {
 	n := 1 << bits.Len(uint(capacity*2-1))
@@ -617,29 +567,6 @@ func (c *candidates) fold(id int, x int64, v secUnits, sc *secClock) {
 	if e := &c.xrec[c.rec[id].ext-1]; x == e.headSec {
 		e.headUnits = v
 	}
-}
-
-// ringAdvance moves a per-second ring whose newest second is *newest to
-// sec, when sec is newer, or when it is older than the ring holds (then the
-// ring starts over at sec: one log read after another, each counted second
-// by second). It calls done for the seconds that complete and clears the
-// entries it reuses; it reports false, changing nothing, when sec is an
-// older second still in the ring.
-func ringAdvance[T secUnits | float64](ring []T, newest *int64, sec, mask int64, done func(int64, T)) bool {
-	old := *newest
-	if sec < old && sec > old-mask-1 {
-		return false
-	}
-	done(old, ring[old&mask])
-	if sec > old && sec-old <= mask {
-		for x := old + 1; x <= sec; x++ {
-			ring[x&mask] = 0
-		}
-	} else {
-		clear(ring)
-	}
-	*newest = sec
-	return true
 }
 
 // admit makes the key, held as heldKey returned it, an entry, evicting
@@ -944,28 +871,32 @@ func (c *candidates) collect(dst []keyStat, sw *secWindow, tracked int) []keySta
 	return dst
 }
 
-// sortKeyBit maps a sort key hash to its bit in a 32-bit linear-counting
-// bitmap, or 0 when there is no sort key.
-func sortKeyBit(sk string, hash func(string) uint64) uint32 {
-	if sk == "" {
-		return 0
+func (c *candidates) clone() *candidates {
+	d := *c
+	d.rec = slices.Clone(c.rec)
+	d.keys = slices.Clone(c.keys)
+	d.xpos = slices.Clone(c.xpos)
+	d.xring = slices.Clone(c.xring)
+	d.xrec = slices.Clone(c.xrec)
+	d.col = make([][]slotCount, len(c.col))
+	for s, col := range c.col {
+		d.col[s] = slices.Clip(slices.Clone(col))
 	}
-	return 1 << (hash(sk) >> 59)
+	d.free = slices.Clone(c.free)
+	d.heap = slices.Clone(c.heap)
+	d.index = slices.Clone(c.index)
+	return &d
 }
 
-// sortKeyEstimate is the linear-counting estimate -m·ln(zeros/m) of a
-// 32-bit bitmap (m = 32): 0 for none, 1 for one sort key (the estimate of
-// one set bit is 1.02), within about 20 % up to 40, and 111 (m·ln m) once
-// every bit is set, which reads as "many". Detection only needs to tell
-// one item from a collection, so 4 bytes per slot suffice.
-func sortKeyEstimate(b uint32) uint64 {
-	if b == 0 {
-		return 0
+// addDistinct adds each entry's hash to the distinct-key set of every slot
+// it has traffic in.
+func (c *candidates) addDistinct(d *distinct) {
+	for id := range c.n {
+		h := c.rec[id].hash
+		for s := range c.slots {
+			if c.get(id, s).events > 0 {
+				d.add(s, h)
+			}
+		}
 	}
-	z := 32 - bits.OnesCount32(b)
-	if z == 0 {
-		z = 1
-	}
-	e := -32 * math.Log(float64(z)/32)
-	return uint64(math.Round(e))
 }
