@@ -96,7 +96,7 @@ func waitHeld(t *testing.T, ts *testServer, n int) {
 		}
 		return -1
 	}
-	for deadline := time.Now().Add(10 * time.Second); held() != n; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Minute); held() != n; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the cap holds %d connections, want %d", held(), n)
 		}

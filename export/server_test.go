@@ -409,7 +409,7 @@ func TestServerMove(t *testing.T) {
 	if code, _, _ := ts.do(t, "GET", "/-/healthy", "", nil); code != http.StatusOK {
 		t.Errorf("new address: %d", code)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		c, err := net.Dial("tcp", oldHost)
 		if err != nil {
 			break

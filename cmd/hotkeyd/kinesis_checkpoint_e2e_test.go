@@ -37,7 +37,7 @@ func TestKinesisRefusedCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	var arn string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(settle); ; time.Sleep(20 * time.Millisecond) {
 		out, err := k.Client.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(stream)})
 		if err == nil && out.StreamDescriptionSummary.StreamStatus == ktypes.StreamStatusActive {
 			arn = aws.ToString(out.StreamDescriptionSummary.StreamARN)
@@ -101,7 +101,7 @@ func TestKinesisRefusedCheckpoint(t *testing.T) {
 	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{NoWaitReady: true, Env: []string{
 		"AWS_ACCESS_KEY_ID=hotkeyd", "AWS_SECRET_ACCESS_KEY=hotkeyd", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
 	}}, "run", "--config.file", cfg)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(settle)
 	for {
 		_, body := h.Get(t, "/metrics")
 		events, _ := ctMetric(string(body), "hotkeyd_events_total", `table="refused_orders"`, `source="kinesis"`)

@@ -65,7 +65,7 @@ func (r *running) stop(t *testing.T) {
 		if err != nil {
 			t.Errorf("Run: %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("Run did not return after cancel")
 	}
 }
@@ -82,10 +82,14 @@ func (r *running) keys() []string {
 	return k
 }
 
+// patience bounds a wait for a condition: it only ends a broken test, so
+// it is long enough for a machine running two test suites at once.
+const patience = 2 * time.Minute
+
 // waitKeys waits until the keys received are want, or fails.
 func (r *running) waitKeys(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		got := strings.Join(r.keys(), " ")
 		if got == want {
@@ -142,7 +146,7 @@ func TestSourceFollowsAndRestarts(t *testing.T) {
 	if err := os.Remove(filepath.Join(day("21"), "f1.json.gz")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		files, err := loadState(ckpt)
 		if err != nil {
@@ -172,7 +176,7 @@ func TestSourceBadFilesDoNotStopIt(t *testing.T) {
 		ev("PutItem", `{"tableName":"Tbl","key":{"id":"f"}}`, `"errorCode":"ConditionalCheckFailedException"`),
 		ev("Scan", `{"tableName":"Tbl"}`))))
 	r := start(t, Config{Paths: []string{filepath.Join(dir, "*.json*")}, PollInterval: 10 * time.Millisecond})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for (r.src.Stats().Rejected < 2 || !strings.Contains(strings.Join(r.keys(), " "), "b c")) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

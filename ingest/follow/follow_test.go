@@ -62,17 +62,21 @@ func (r *recorder) pollCount() int {
 	return r.polls
 }
 
+// patience bounds a wait for a condition: it only ends a broken test, so
+// it is long enough for a machine running two test suites at once.
+const patience = 2 * time.Minute
+
 // waitPolls waits until n polls are done.
 func (r *recorder) waitPolls(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		p := r.pollCount()
 		if p >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d polls in 10s, want %d", p, n)
+			t.Fatalf("%d polls in %v, want %d", p, patience, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -394,7 +398,7 @@ func TestSpecialFilesNeverBlock(t *testing.T) {
 	defer stop()
 	rec.waitPolls(t, 1) // the file was there at the start: read from its end
 	appendTo(t, good, "line\n")
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for rec.text(good) != "line\n" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the regular file was not read (read %q)", rec.text(good))
@@ -469,7 +473,7 @@ func start(t *testing.T, fl *Follower) (stop func()) {
 				if err != nil {
 					t.Errorf("Run: %v", err)
 				}
-			case <-time.After(10 * time.Second):
+			case <-time.After(patience):
 				t.Fatal("Run did not return after cancel")
 			}
 		})
