@@ -3,6 +3,7 @@ package detect
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -109,7 +110,9 @@ func TestSettingsValidate(t *testing.T) {
 		{func(s *Settings) { s.WriteLimit = -1 }, "write_limit: -1 must be positive"},
 		{func(s *Settings) { s.Headroom = 0 }, "headroom: 0 is outside (0, 1]"},
 		{func(s *Settings) { s.MinUnitsPerSecond = -2 }, "min_units_per_second: -2 must not be negative"},
-		{func(s *Settings) { s.Top = -1 }, "top: -1 must not be negative"},
+		{func(s *Settings) { s.Top = -1 }, "top: must be 0 to 384 (the keys a table counts exactly per class), got -1"},
+		{func(s *Settings) { s.Top = 385 }, "top: must be 0 to 384 (the keys a table counts exactly per class), got 385"},
+		{func(s *Settings) { s.ClearThreshold = -0.1 }, "clear_threshold: -0.1 is outside [0, 1]"},
 		{func(s *Settings) { s.HandfulKeys = 1 }, "handful_keys: 1 must be at least 2"},
 		{func(s *Settings) { s.ClearLimitFraction = 0.9 }, "clear_limit_fraction: 0.9 is above limit_fraction 0.8"},
 		{func(s *Settings) { s.WarnFraction = 0 }, "warn_fraction: 0 is outside (0, 1]"},
@@ -122,6 +125,23 @@ func TestSettingsValidate(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("Validate() = %v, want %q", err, tc.want)
 		}
+	}
+}
+
+// TestClearThreshold: a zero clear_threshold follows the threshold
+// (ClearShare of it); one given is kept.
+func TestClearThreshold(t *testing.T) {
+	s := DefaultSettings()
+	if got := s.clearThreshold(); math.Abs(got-0.08) > 1e-12 {
+		t.Errorf("default clear threshold %v, want 0.08", got)
+	}
+	s.Threshold = 0.2
+	if got := s.clearThreshold(); math.Abs(got-0.16) > 1e-12 {
+		t.Errorf("clear threshold %v at threshold 0.2, want 0.16", got)
+	}
+	s.ClearThreshold = 0.1
+	if got := s.clearThreshold(); got != 0.1 {
+		t.Errorf("clear threshold %v, want the 0.1 given", got)
 	}
 }
 

@@ -7,14 +7,16 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
 // Settings are the detector's thresholds. The zero value is not useful; start
 // from DefaultSettings and override. YAML names are those of the config file,
 // where they sit under detector:, but for Threshold, which the file sets at
-// its top level (internal/app/config takes its default and check from here).
-// Each is declared, defaulted and checked here only; a report carries those
-// its renderings need (Report, report.Settings).
+// its top level. Each is declared, defaulted (DefaultSettings) and checked
+// (Validate) here only; internal/app/config decodes the file into them and
+// builds the pipeline's settings from them, and a report carries those its
+// renderings need (Report, report.Settings).
 type Settings struct {
 	// Threshold is the share of a table's units of one class that makes a
 	// partition key hot (hot_key), and the share of a stream's records that
@@ -23,7 +25,8 @@ type Settings struct {
 	// ClearThreshold is the share below which a flagged hot key is cleared
 	// in live mode (Tracker). Between it and Threshold a flagged key stays
 	// flagged and an unflagged one stays unflagged, so a key hovering near
-	// the threshold does not flap.
+	// the threshold does not flap. Zero means ClearShare × Threshold, so
+	// that it follows a threshold set alone.
 	ClearThreshold float64 `yaml:"clear_threshold"`
 	// Hold is a span of event time (the table's judged seconds, not the
 	// clock): the Tracker flags a diagnosis once every evaluation has seen
@@ -64,7 +67,9 @@ type Settings struct {
 	// sharded key should use at most: N = max(2, ceil(peak / (limit ×
 	// Headroom))).
 	Headroom float64 `yaml:"headroom"`
-	// Top is the number of keys per class listed in a table's top_keys.
+	// Top is the number of keys per class listed in a table's top_keys,
+	// and so in /metrics, the API and the analyze report (which read it
+	// from the report's settings): 0 to MaxTop.
 	Top int `yaml:"top"`
 	// CardinalityFactor: a table needs at least this many distinct partition
 	// keys per partition its peak traffic requires (low_cardinality).
@@ -94,11 +99,18 @@ type Settings struct {
 	CapacityCriticalShare float64 `yaml:"capacity_critical_share"`
 }
 
-// DefaultSettings returns the documented defaults.
+// ClearShare is the fraction of Threshold a zero ClearThreshold stands for.
+const ClearShare = 0.8
+
+// MaxTop is the largest Top: the keys a table counts exactly per class
+// (sketch.DefaultCandidates), which bound the heavy keys it can rank.
+const MaxTop = sketch.DefaultCandidates
+
+// DefaultSettings returns the documented defaults. ClearThreshold is zero:
+// ClearShare × Threshold, 0.08 at the default threshold.
 func DefaultSettings() Settings {
 	return Settings{
 		Threshold:          0.10,
-		ClearThreshold:     0.08,
 		Hold:               time.Second,
 		MinUnitsPerSecond:  1,
 		MinEvents:          100,
@@ -132,20 +144,22 @@ func (s Settings) Report() report.Settings {
 	}
 }
 
-// ValidThreshold returns an error, starting with the setting's name, when
-// v cannot be the threshold: a share strictly between 0 and 1.
-func ValidThreshold(v float64) error {
-	if !(v > 0 && v < 1) {
-		return fmt.Errorf("threshold: must be above 0 and below 1, got %g", v)
+// clearThreshold is ClearThreshold, or ClearShare × Threshold when zero.
+func (s Settings) clearThreshold() float64 {
+	if s.ClearThreshold == 0 {
+		return ClearShare * s.Threshold
 	}
-	return nil
+	return s.ClearThreshold
 }
 
 // Validate returns an error naming every setting out of range, by its
-// YAML name, one per line (errors.Join).
+// YAML name ("threshold: ...", "top: ..."), one per line (errors.Join).
 func (s Settings) Validate() error {
 	frac := func(name string, v float64, zeroOK bool) error {
-		if v < 0 || v > 1 || (v == 0 && !zeroOK) || v != v {
+		switch {
+		case zeroOK && (v < 0 || v > 1 || v != v):
+			return fmt.Errorf("%s: %v is outside [0, 1]", name, v)
+		case !zeroOK && !(v > 0 && v <= 1):
 			return fmt.Errorf("%s: %v is outside (0, 1]", name, v)
 		}
 		return nil
@@ -162,9 +176,13 @@ func (s Settings) Validate() error {
 		}
 		return nil
 	}
+	var threshold error
+	if !(s.Threshold > 0 && s.Threshold < 1) {
+		threshold = fmt.Errorf("threshold: must be above 0 and below 1, got %g", s.Threshold)
+	}
 	errs := []error{
-		ValidThreshold(s.Threshold),
-		frac("clear_threshold", s.ClearThreshold, false),
+		threshold,
+		frac("clear_threshold", s.ClearThreshold, true),
 		frac("limit_fraction", s.LimitFraction, false),
 		frac("warn_fraction", s.WarnFraction, false),
 		frac("clear_warn_fraction", s.ClearWarnFraction, false),
@@ -202,8 +220,8 @@ func (s Settings) Validate() error {
 	if s.Hold < 0 {
 		errs = append(errs, fmt.Errorf("hold: %v must not be negative", s.Hold))
 	}
-	if s.Top < 0 {
-		errs = append(errs, fmt.Errorf("top: %d must not be negative", s.Top))
+	if s.Top < 0 || s.Top > MaxTop {
+		errs = append(errs, fmt.Errorf("top: must be 0 to %d (the keys a table counts exactly per class), got %d", MaxTop, s.Top))
 	}
 	if s.CardinalityFactor < 1 || s.CardinalityFactor != s.CardinalityFactor {
 		errs = append(errs, fmt.Errorf("cardinality_factor: %v must be at least 1", s.CardinalityFactor))

@@ -445,7 +445,8 @@ func (tr *Tracker) holds(t *table, id diagID, st *tracked, at time.Time) bool {
 	share, peak := t.share(c, k), t.keyPeak(k)
 	recent, fresh := t.recentShare(c, k)
 	limit := t.limit(c)
-	byShare := t.active(c) && (share >= tr.s.ClearThreshold || fresh && recent >= tr.s.ClearThreshold)
+	clear := tr.s.clearThreshold()
+	byShare := t.active(c) && (share >= clear || fresh && recent >= clear)
 	byPeak := peak >= tr.s.ClearLimitFraction*limit
 	if !byShare && !byPeak {
 		return false

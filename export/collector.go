@@ -13,15 +13,8 @@ import (
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
-// DefaultTopN is the number of keys exported per table and class when
-// CollectorConfig.TopN is zero.
-const DefaultTopN = 10
-
 // CollectorConfig configures a Collector.
 type CollectorConfig struct {
-	// TopN is the number of keys exported per table and class (and of
-	// throttled keys per table). Zero means DefaultTopN.
-	TopN int
 	// Masker masks the key label values; nil shows keys as they are.
 	Masker *KeyMasker
 	// Replica is, with replicas sharing a lease table, this replica's
@@ -40,16 +33,16 @@ type CollectorConfig struct {
 //
 // It is a prometheus.Collector of const metrics, built at each scrape (a
 // key that left the top-K is simply not emitted at the next scrape, and the
-// number of series is bounded by tables × classes × TopN whatever the
-// number of distinct keys), and a prometheus.Gatherer (Gather) that keeps
-// each table's series between calls while the table's report stays as it
-// was (State.Revisions). The series are the same either way, in the same
-// order. The daemon serves it through an Exposition, which keeps each
-// table's text too, so that a scrape of idle tables builds, checks, sorts
-// and encodes nothing again.
+// number of series is bounded by tables × classes × top whatever the
+// number of distinct keys: the report's top keys, as many per class as its
+// settings say, report.Settings.Top, which is detector.top), and a
+// prometheus.Gatherer (Gather) that keeps each table's series between
+// calls while the table's report stays as it was (State.Revisions). The
+// series are the same either way, in the same order. The daemon serves it
+// through an Exposition, which keeps each table's text too, so that a
+// scrape of idle tables builds, checks, sorts and encodes nothing again.
 type Collector struct {
 	live    *Live
-	topN    int
 	masker  *KeyMasker
 	replica string
 
@@ -161,10 +154,7 @@ func partitionLimits(st *State) [traffic.NumClasses]struct {
 
 // NewCollector returns a Collector reading live.
 func NewCollector(live *Live, cfg CollectorConfig) *Collector {
-	if cfg.TopN <= 0 {
-		cfg.TopN = DefaultTopN
-	}
-	return &Collector{live: live, topN: cfg.TopN, masker: cfg.Masker, replica: cfg.Replica, tables: map[string]*tableSeries{}}
+	return &Collector{live: live, masker: cfg.Masker, replica: cfg.Replica, tables: map[string]*tableSeries{}}
 }
 
 // Describe sends the descriptors of every metric the Collector emits.
@@ -194,14 +184,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(f.desc, prometheus.GaugeValue, v, labels...)
 	}
 	for i := range st.Report.Tables {
-		c.buildTable(emit, labelDeduper{}, &st.Report.Tables[i])
+		c.buildTable(emit, labelDeduper{}, &st.Report.Tables[i], st.Report.Settings.Top)
 	}
 }
 
 // buildTable emits the metrics of one table or index: its classes' peaks,
-// its top keys (the report's numbers, at most TopN per class), distinct and
+// its top keys (the report's numbers, at most top per class), distinct and
 // omitted keys, throttled keys, flagged diagnoses and their findings.
-func (c *Collector) buildTable(emit emitter, b labelDeduper, t *report.TableReport) {
+func (c *Collector) buildTable(emit emitter, b labelDeduper, t *report.TableReport, top int) {
 	table := TableLabel(t.Table, t.Index)
 	tableWide := c.mine(t.Replica)
 	if tableWide {
@@ -211,10 +201,10 @@ func (c *Collector) buildTable(emit emitter, b labelDeduper, t *report.TableRepo
 		}
 	}
 
-	exported := make(map[string]struct{}, traffic.NumClasses*c.topN)
+	exported := make(map[string]struct{}, traffic.NumClasses*top)
 	perClass := map[string]int{}
 	for _, k := range t.TopKeys {
-		if perClass[k.Class] == c.topN {
+		if perClass[k.Class] == top {
 			continue
 		}
 		perClass[k.Class]++
@@ -232,26 +222,27 @@ func (c *Collector) buildTable(emit emitter, b labelDeduper, t *report.TableRepo
 		omitted = t.DistinctPartitionKeys - uint64(len(exported))
 	}
 	if !tableWide {
-		c.buildDiagnoses(emit, b, t, table)
+		c.buildDiagnoses(emit, b, t, table, top)
 		return
 	}
 	emit(families[famKeysOmitted], float64(omitted), table)
 
-	for _, k := range t.ThrottledKeys[:min(len(t.ThrottledKeys), c.topN)] {
+	for _, k := range t.ThrottledKeys[:min(len(t.ThrottledKeys), top)] {
 		key := b.unique(descKeyThrottled, table, c.masker.Mask(k.Key))
 		emit(families[famKeyThrottled], float64(k.Count), table, key)
 		emit(families[famKeyThrottledMax], float64(max(k.Count, k.CountMax)), table, key)
 	}
-	c.buildDiagnoses(emit, b, t, table)
+	c.buildDiagnoses(emit, b, t, table, top)
 }
 
 // buildDiagnoses emits the series of the table's flagged diagnoses this
 // replica raises, and of the findings they explain.
-func (c *Collector) buildDiagnoses(emit emitter, b labelDeduper, t *report.TableReport, table string) {
+func (c *Collector) buildDiagnoses(emit emitter, b labelDeduper, t *report.TableReport, table string, top int) {
 	var others map[report.Explained]bool
 	// Every diagnosis and finding is about a top key, a table-wide cause or
-	// a shard: bounded like the keys, and capped the same way for safety.
-	maxFindings := 2 * traffic.NumClasses * c.topN
+	// a shard: bounded like the keys the charts follow, and capped so for
+	// safety.
+	maxFindings := traffic.NumClasses * ChartKeys(top)
 	for _, d := range t.Diagnoses[:min(len(t.Diagnoses), maxFindings)] {
 		if !c.mine(d.RaisedBy) {
 			if others == nil {

@@ -79,11 +79,15 @@ func handState() report.Report { return handReport(handSnapshot()) }
 
 func TestCollectorPlain(t *testing.T) {
 	live := NewLive(func() time.Time { return t0.Add(101 * time.Second) })
-	c := NewCollector(live, CollectorConfig{TopN: 2})
+	c := NewCollector(live, CollectorConfig{})
 	if n := testutil.CollectAndCount(c); n != 0 {
 		t.Fatalf("%d metrics before the first update, want 0", n)
 	}
-	live.Update(handState())
+	// The collector exports as many keys per class as the report's
+	// settings say (detector.top), even of a report that lists more.
+	st := handState()
+	st.Settings.Top = 2
+	live.Update(st)
 	want := `
 # HELP hotkeyd_diagnosis 1 while the detector flags a diagnosis, one per root cause: cause is hot_key, partition_limit, low_cardinality, time_ordered_key, hot_partition or capacity; key is its first key (the stream shard for hot_partition, empty for capacity); severity is info, warning or critical (from the peak against the partition ceiling, or for capacity the share of calls refused: alert on warning and critical); fix is write_sharding, calculated_suffix, gsi, rekey, cache, sparse_index or capacity.
 # TYPE hotkeyd_diagnosis gauge
@@ -313,10 +317,11 @@ func TestCardinalityBounded(t *testing.T) {
 		t.Fatalf("omitted and distinct counts for %d tables, want 2: %v", len(counts), counts)
 	}
 	for table, c := range counts {
-		// Both classes export DefaultTopN keys, disjoint here; the rest of
-		// the (estimated) distinct keys are the omitted ones.
-		if want := c.distinct - 2*DefaultTopN; c.omitted != want {
-			t.Errorf("%s: hotkeyd_keys_omitted = %v, want %v (distinct %v - %d exported)", table, c.omitted, want, c.distinct, 2*DefaultTopN)
+		// Both classes export the default top keys, disjoint here; the
+		// rest of the (estimated) distinct keys are the omitted ones.
+		top := float64(detect.DefaultSettings().Top)
+		if want := c.distinct - 2*top; c.omitted != want {
+			t.Errorf("%s: hotkeyd_keys_omitted = %v, want %v (distinct %v - %v exported)", table, c.omitted, want, c.distinct, 2*top)
 		}
 		if math.Abs(c.distinct-float64(distinct)) > 0.03*float64(distinct) {
 			t.Errorf("%s: distinct keys %v, want %d within 3%%", table, c.distinct, distinct)

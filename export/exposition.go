@@ -114,8 +114,8 @@ type texts struct {
 
 // tableText is one table's series in one kind of text, per family.
 type tableText struct {
-	rev  uint64
-	fams [numFamilies][]byte
+	rev, top uint64
+	fams     [numFamilies][]byte
 }
 
 // chunk is a family's text compressed on its own: a deflate stream that
@@ -251,9 +251,12 @@ func (e *Exposition) textsOf(kind textKind, c *Collector, st *State) *texts {
 		if st.Revisions != nil {
 			rev = st.Revisions[i]
 		}
+		// The keys a class exports are the report's settings' top, which
+		// a reload changes without changing the tables' revisions.
+		top := st.Report.Settings.Top
 		tt := t.tables[label]
-		if tt == nil || rev == 0 || tt.rev != rev {
-			tt = encode(t, rt, rev)
+		if tt == nil || rev == 0 || tt.rev != rev || tt.top != uint64(top) {
+			tt = encode(t, rt, rev, top)
 			t.tables[label] = tt
 		}
 		changed = changed || t.order[i] != tt
@@ -271,10 +274,10 @@ func (e *Exposition) textsOf(kind textKind, c *Collector, st *State) *texts {
 	return t
 }
 
-// encode makes a table's text of t's kind.
-func encode(t *texts, rt *report.TableReport, rev uint64) *tableText {
-	tt := &tableText{rev: rev}
-	fams := t.c.seriesOf(rt, rev).fams
+// encode makes a table's text of t's kind, with top keys a class.
+func encode(t *texts, rt *report.TableReport, rev uint64, top int) *tableText {
+	tt := &tableText{rev: rev, top: uint64(top)}
+	fams := t.c.seriesOf(rt, rev, top).fams
 	var b bytes.Buffer
 	for f, ms := range fams {
 		if len(ms) == 0 {

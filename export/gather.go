@@ -15,8 +15,8 @@ import (
 // tableSeries is one table's series as Gather keeps them: per family, in
 // the order a registry sorts them.
 type tableSeries struct {
-	rev  uint64
-	fams [numFamilies][]*dto.Metric
+	rev, top uint64
+	fams     [numFamilies][]*dto.Metric
 }
 
 // Gather returns the Collector's metric families, as a registry would
@@ -77,10 +77,13 @@ func (c *Collector) refresh(st *State) {
 		if st.Revisions != nil {
 			rev = st.Revisions[i]
 		}
-		if ts := c.tables[label]; ts != nil && rev != 0 && ts.rev == rev {
+		// The keys a class exports are the report's settings' top, which
+		// a reload changes without changing the tables' revisions.
+		top := st.Report.Settings.Top
+		if ts := c.tables[label]; ts != nil && rev != 0 && ts.rev == rev && ts.top == uint64(top) {
 			continue
 		}
-		c.tables[label] = c.seriesOf(t, rev)
+		c.tables[label] = c.seriesOf(t, rev, top)
 		changed = true
 	}
 	for label := range c.tables {
@@ -105,8 +108,8 @@ func (c *Collector) refresh(st *State) {
 
 // seriesOf builds a table's series. Label pairs are shared: the table's
 // by all of its series, a key's by its three.
-func (c *Collector) seriesOf(t *report.TableReport, rev uint64) *tableSeries {
-	ts := &tableSeries{rev: rev}
+func (c *Collector) seriesOf(t *report.TableReport, rev uint64, top int) *tableSeries {
+	ts := &tableSeries{rev: rev, top: uint64(top)}
 	pairs := map[*string]map[string]*dto.LabelPair{}
 	pair := func(name *string, value string) *dto.LabelPair {
 		byValue := pairs[name]
@@ -127,7 +130,7 @@ func (c *Collector) seriesOf(t *report.TableReport, rev uint64) *tableSeries {
 			m.Label[i] = pair(f.labels[j], labels[j])
 		}
 		ts.fams[f.index] = append(ts.fams[f.index], m)
-	}, labelDeduper{}, t)
+	}, labelDeduper{}, t, top)
 	for i := range ts.fams {
 		slices.SortFunc(ts.fams[i], compareSeries)
 	}

@@ -42,15 +42,19 @@ func TestGatherMatchesCollect(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  CollectorConfig
+		top  int // the report's settings' top; 0 keeps the default
 	}{
-		{"plain", CollectorConfig{}},
-		{"redact", CollectorConfig{Masker: mustMasker(t, KeysRedact, "")}},
-		{"hash", CollectorConfig{Masker: mustMasker(t, KeysHash, "k")}},
-		{"top 1", CollectorConfig{TopN: 1}},
-		{"replica", CollectorConfig{Replica: "b"}},
+		{"plain", CollectorConfig{}, 0},
+		{"redact", CollectorConfig{Masker: mustMasker(t, KeysRedact, "")}, 0},
+		{"hash", CollectorConfig{Masker: mustMasker(t, KeysHash, "k")}, 0},
+		{"top 1", CollectorConfig{}, 1},
+		{"replica", CollectorConfig{Replica: "b"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := handState()
+			if tc.top > 0 {
+				rep.Settings.Top = tc.top
+			}
 			rep.Tables[0].Replica = "a"
 			rep.Tables[0].Diagnoses[1].RaisedBy = "b"
 			live := NewLive(func() time.Time { return t0 })
@@ -284,15 +288,36 @@ func TestExpositionKeepsTables(t *testing.T) {
 		t.Error("a State without revisions kept a table's text")
 	}
 	live.Publish(report.Report{Tables: rep2.Tables[:1]}, []uint64{1})
-	if fifth := kept(); fifth["orders/status-index"] != nil || fifth["orders"] == nil {
+	fifth := kept()
+	if fifth["orders/status-index"] != nil || fifth["orders"] == nil {
 		t.Errorf("after the index left the report: kept %v", fifth)
 	}
-	// Another Collector (a reload's: one key a class), the same State:
-	// its text, not the former's.
-	e.SetCollector(NewCollector(live, CollectorConfig{TopN: 1}))
+	// A report judged with another top (a reload's: one key a class),
+	// its tables' revisions unchanged: their text is made again.
+	rep3 := report.Report{Tables: rep2.Tables[:1], Settings: rep2.Settings}
+	rep3.Settings.Top = 1
+	live.Publish(rep3, []uint64{1})
+	if sixth := kept(); sixth["orders"] == fifth["orders"] {
+		t.Error("a report with another top kept a table's text")
+	}
+	body, _ := scrape(t, h, "", "")
+	for _, class := range []string{"read", "write"} {
+		n := 0
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, `hotkeyd_key_share{class="`+class+`"`) && strings.Contains(l, `table="orders"}`) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d %s keys of orders after top 1, want 1:\n%s", n, class, body)
+		}
+	}
+	// Another Collector (a reload's: keys redacted), the same State: its
+	// text, not the former's.
+	e.SetCollector(NewCollector(live, CollectorConfig{Masker: mustMasker(t, KeysRedact, "")}))
 	got, _ := scrape(t, h, "", "gzip")
 	want, _ := scrape(t, promhttp.HandlerFor(e, promhttp.HandlerOpts{}), "", "")
-	if !slices.Equal(sortedLines(got), sortedLines(want)) {
+	if !slices.Equal(sortedLines(got), sortedLines(want)) || strings.Contains(got, "USER#alice") {
 		t.Errorf("after SetCollector:\n%s\nwant the new Collector's:\n%s", got, want)
 	}
 }

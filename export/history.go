@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
@@ -18,9 +19,9 @@ type HistoryConfig struct {
 	// Window is the detector's window: History keeps its seconds, at most
 	// MaxHistorySeconds.
 	Window time.Duration
-	// Top is the number of top keys per class the report lists; History
-	// records twice as many each second (at least 20), so that a key that
-	// climbs into the top has its past seconds too.
+	// Top is the number of top keys per class the report lists
+	// (detect.Settings.Top); History records ChartKeys(Top) of them each
+	// second.
 	Top int
 }
 
@@ -105,13 +106,19 @@ type listKey struct {
 func NewHistory(cfg HistoryConfig) *History {
 	secs := int(cfg.Window / time.Second)
 	secs = min(max(secs, 1), MaxHistorySeconds)
-	return &History{cfg: cfg, seconds: secs, keep: 2 * max(cfg.Top, 10), tables: map[entryID]*secondRing{}}
+	return &History{cfg: cfg, seconds: secs, keep: ChartKeys(cfg.Top), tables: map[entryID]*secondRing{}}
 }
 
 // Keys returns how many of each class's heaviest keys a second should
-// hold (detect.LastSeconds): twice the report's top keys, at least 20, so
-// that a key that climbs into the top has its past seconds too.
+// hold (detect.LastSeconds): ChartKeys of the report's top.
 func (h *History) Keys() int { return h.keep }
+
+// ChartKeys is how many of each class's heaviest keys the charts follow
+// second by second (History, and the analyze report's series) when the
+// report lists top keys per class: twice as many, and at least twice the
+// default top, so that a key that climbs into the top has its past
+// seconds too.
+func ChartKeys(top int) int { return 2 * max(top, detect.DefaultSettings().Top) }
 
 // Record adds each table's last complete second (detect.LastSeconds). A
 // second seen before is written again (two ticks in one second), but for

@@ -56,7 +56,7 @@ func newTickRig(tb testing.TB, tables, keys int) *tickRig {
 	r.judge = judge.Alone(r.store, r.tracker)
 	r.history = export.NewHistory(export.HistoryConfig{Window: time.Minute, Top: 10})
 	r.live = export.NewLive(func() time.Time { return r.now })
-	r.metrics = export.NewExposition(prometheus.NewRegistry(), export.NewCollector(r.live, export.CollectorConfig{TopN: 10})).Handler(promhttp.HandlerOpts{EnableOpenMetrics: true})
+	r.metrics = export.NewExposition(prometheus.NewRegistry(), export.NewCollector(r.live, export.CollectorConfig{})).Handler(promhttp.HandlerOpts{EnableOpenMetrics: true})
 	return r
 }
 

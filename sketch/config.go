@@ -157,16 +157,17 @@ func (c Config) withDefaults() Config {
 }
 
 // Validate reports the first field that cannot be used, after zero fields
-// took their defaults.
+// took their defaults. The window's errors start with "window:", the
+// config file's key for it.
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
 	case c.Window < 0:
-		return fmt.Errorf("window %v: must not be negative", c.Window)
+		return fmt.Errorf("window: must not be negative, got %v", c.Window)
 	case c.SubWindows < 1 || c.SubWindows > 64:
 		return fmt.Errorf("sub-windows %d: must be 1 to 64", c.SubWindows)
 	case c.Window > 0 && c.Window/time.Duration(c.SubWindows) < time.Millisecond:
-		return fmt.Errorf("window %v over %d sub-windows: slots must be at least 1ms", c.Window, c.SubWindows)
+		return fmt.Errorf("window: must be at least %v (%d slots of 1ms), got %v", time.Duration(c.SubWindows)*time.Millisecond, c.SubWindows, c.Window)
 	case c.Tracked < 1:
 		return fmt.Errorf("tracked %d: must be positive", c.Tracked)
 	case c.Candidates < c.Tracked || c.Candidates > 1<<15:

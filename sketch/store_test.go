@@ -74,11 +74,12 @@ func TestConfigValidate(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"negative window", Config{Window: -time.Second}, "window -1s: must not be negative"},
+		{"negative window", Config{Window: -time.Second}, "window: must not be negative, got -1s"},
 		{"width not power of two", Config{Width: 1000}, "width 1000: must be a power of two from 16 to 2^24"},
 		{"depth", Config{Depth: 9}, "depth 9: must be 1 to 8"},
 		{"candidates below tracked", Config{Tracked: 10, Candidates: 5}, "candidates 5: must be tracked (10) to 32768"},
 		{"sub-windows", Config{Window: time.Minute, SubWindows: 65}, "sub-windows 65: must be 1 to 64"},
+		{"short window", Config{Window: time.Millisecond}, "window: must be at least 12ms (12 slots of 1ms), got 1ms"},
 		{"precision", Config{HLLPrecision: 3}, "hll precision 3: must be 4 to 18"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

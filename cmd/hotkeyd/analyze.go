@@ -14,7 +14,6 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/parallel"
 	"github.com/hotkeyd/hotkeyd/internal/app/analyze"
-	"github.com/hotkeyd/hotkeyd/internal/app/config"
 	"github.com/hotkeyd/hotkeyd/internal/logging"
 )
 
@@ -28,10 +27,6 @@ func runAnalyze(f *flags, io stdio) int {
 	if err != nil {
 		printError(io.stderr, err)
 		return 1
-	}
-	if f.top <= 0 || f.top > config.MaxTop {
-		fmt.Fprintf(io.stderr, "hotkeyd: --top: must be 1 to %d, got %d\n", config.MaxTop, f.top)
-		return 2
 	}
 	schemas, err := analyze.KeySchemas(cfg.KeySchemas(), f.keySchemas)
 	if err != nil {
@@ -50,13 +45,11 @@ func runAnalyze(f *flags, io stdio) int {
 		fmt.Fprintln(io.stderr, "hotkeyd: analyze: name at least one FILE (\"-\" is stdin) (see hotkeyd analyze --help)")
 		return 2
 	}
-	settings := cfg.DetectSettings()
-	settings.Top = f.top
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(parallel.GCPercent)
 	}
 	err = analyze.Run(context.Background(), analyze.Config{
-		Files: f.files, Settings: settings, Schemas: schemas, Table: f.table, Fields: cfg.JSONLFields(), Masker: masker, MaxTables: cfg.MaxTables,
+		Files: f.files, Pipeline: cfg.Pipeline(), Schemas: schemas, Table: f.table, Fields: cfg.JSONLFields(), Masker: masker,
 		Format: f.format, Version: buildVersion(), Log: analyzeLogger(f, io.stderr), Stdin: io.stdin, Stdout: io.stdout, Stderr: io.stderr,
 	})
 	if err != nil && !errors.Is(err, analyze.ErrUnreadable) && !errors.Is(err, analyze.ErrNothingUsable) {

@@ -188,15 +188,15 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	if d.masker, err = export.NewKeyMasker(cfg.Keys, cfg.KeyHashSecret); err != nil {
 		return nil, err
 	}
-	scfg, settings := settingsOf(cfg)
-	store, err := sketch.NewStore(scfg, time.Now)
+	pipeline := cfg.Pipeline()
+	store, err := sketch.NewStore(pipeline.Sketch, time.Now)
 	if err != nil {
 		return nil, fmt.Errorf("sketch store: %w", err)
 	}
 	d.progress = traffic.NewProgress(time.Now)
 	store.SetWatermarks(d.progress)
 	d.gogc = config.SetDaemonGC()
-	config.LogMemoryBudget(log, scfg, d.gogc)
+	config.LogMemoryBudget(log, pipeline.Sketch, d.gogc)
 	if d.reporter, err = export.NewReporter(log.Named("ingest"), reg, export.ReporterConfig{Masker: d.masker}); err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	if len(d.running.sources) == 0 && events == nil {
 		return nil, errors.New("no sources: list some under sources: in the config file, or pass --web.enable-ingest")
 	}
-	tracker := detect.NewTracker(settings)
+	tracker := detect.NewTracker(pipeline.Detect)
 	c, err := d.newCore(cfg, store, tracker, d.running, log)
 	if err != nil {
 		return nil, err
@@ -238,7 +238,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 	// kept between scrapes while its report stays as it was.
 	d.gathered = &gatherers{main: reg}
 	d.gathered.sources.Store(d.running.reg)
-	d.exposition = export.NewExposition(d.gathered, d.newCollector(settings, d.running))
+	d.exposition = export.NewExposition(d.gathered, d.newCollector(d.running))
 	d.ready = export.NewReadiness()
 	d.ready.Watch(d.running.sources...)
 	systemd := false
@@ -251,17 +251,6 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 		Reload: d.reloadFunc(f.lifecycle),
 	})
 	return d, err
-}
-
-// settingsOf returns the sketches' configuration and the detector's
-// settings of cfg.
-func settingsOf(cfg config.Config) (sketch.Config, detect.Settings) {
-	settings := cfg.DetectSettings()
-	scfg := sketch.DefaultConfig()
-	scfg.Window = cfg.Window
-	scfg.Tracked = max(scfg.Tracked, settings.Top)
-	scfg.MaxTables = cfg.MaxTables
-	return scfg, settings
 }
 
 // newGeneration builds the sources of cfg (the demo's in demo mode), with
@@ -290,9 +279,8 @@ func (d *daemon) newGeneration(cfg config.Config, log *zap.Logger) (*generation,
 // judging with g's replicas when it has a lease table (made here, as they
 // need the store).
 func (d *daemon) newCore(cfg config.Config, store *sketch.Store, tracker *detect.Tracker, g *generation, log *zap.Logger) (*core, error) {
-	_, settings := settingsOf(cfg)
 	c := &core{store: store, tracker: tracker, judge: judge.Alone(store, tracker), sources: g.sources,
-		history: export.NewHistory(export.HistoryConfig{Window: cfg.Window, Top: settings.Top})}
+		history: export.NewHistory(export.HistoryConfig{Window: cfg.Window, Top: cfg.Detector.Top})}
 	var err error
 	if g.replicas, err = newReplicas(g.sources, store, tracker, store.Config().Tracked, log); err != nil {
 		return nil, err
@@ -303,10 +291,11 @@ func (d *daemon) newCore(cfg config.Config, store *sketch.Store, tracker *detect
 	return c, nil
 }
 
-// newCollector returns the collector of the report's series by settings'
-// top, of the keys g's replica raises when it shares a lease table.
-func (d *daemon) newCollector(settings detect.Settings, g *generation) *export.Collector {
-	ccfg := export.CollectorConfig{TopN: settings.Top, Masker: d.masker}
+// newCollector returns the collector of the report's series (as many keys
+// per class as the report's settings say), of the keys g's replica raises
+// when it shares a lease table.
+func (d *daemon) newCollector(g *generation) *export.Collector {
+	ccfg := export.CollectorConfig{Masker: d.masker}
 	if g.replicas != nil {
 		ccfg.Replica = g.replicas.Worker()
 	}
@@ -469,7 +458,7 @@ func (d *daemon) run(ctx context.Context) error {
 
 	d.ready.SetRunning(true, "")
 	d.log.Info("hotkeyd started", zap.String("address", d.listener.Addr().String()),
-		zap.Duration("window", d.cfg.Window), zap.Float64("threshold", d.cfg.Threshold), zap.Int("sources", len(first.sources)))
+		zap.Duration("window", d.cfg.Window), zap.Float64("threshold", d.cfg.Detector.Threshold), zap.Int("sources", len(first.sources)))
 	if d.demo {
 		fmt.Fprintf(d.io.stdout, demosource.Help, export.BrowsableURL(d.listener.Addr()))
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hotkeyd/hotkeyd/detect/report"
 )
 
 // TestAnalyzeTextEscapesKeysEverywhere runs analyze on hot keys holding
@@ -112,11 +114,55 @@ func TestAnalyzeSkipsByteOrderMark(t *testing.T) {
 	}
 }
 
-// TestAnalyzeTopBound: --top past the keys a table counts exactly is a
-// flag error that names the flag and its bound, not a sketch error.
+// TestAnalyzeTopBound: --top past the keys a table counts exactly is an
+// error that names the flag and detector.top's bound, not a sketch error,
+// as --threshold's is.
 func TestAnalyzeTopBound(t *testing.T) {
 	code, _, errOut := runAnalyzeCmd(t, "", "analyze", "--top", "100000000", "testdata/access.jsonl")
-	if want := "hotkeyd: --top: must be 1 to 384, got 100000000\n"; code != 2 || errOut != want {
-		t.Errorf("exit %d, stderr %q; want 2, %q", code, errOut, want)
+	if want := "hotkeyd: flags: --top: must be 0 to 384 (the keys a table counts exactly per class), got 100000000\n"; code != 1 || errOut != want {
+		t.Errorf("exit %d, stderr %q; want 1, %q", code, errOut, want)
+	}
+}
+
+// TestAnalyzeTopFromFile: analyze lists detector.top keys per class from
+// the config file, and --top overrides it.
+func TestAnalyzeTopFromFile(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "hotkeyd.yaml")
+	if err := os.WriteFile(cfg, []byte("detector:\n  top: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 1},
+		{[]string{"--top", "2"}, 2},
+	} {
+		args := append([]string{"analyze", "--format", "json", "--config.file", cfg}, c.args...)
+		code, out, errOut := runAnalyzeCmd(t, "", append(args, "testdata/access.jsonl")...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		var rep report.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Settings.Top != c.want {
+			t.Errorf("%v: settings.top %d, want %d", args, rep.Settings.Top, c.want)
+		}
+		perClass := map[string]int{}
+		for _, tr := range rep.Tables {
+			for _, k := range tr.TopKeys {
+				perClass[tr.Table+"/"+tr.Index+" "+k.Class]++
+			}
+		}
+		if len(perClass) == 0 {
+			t.Fatalf("%v: no top keys", args)
+		}
+		for class, n := range perClass {
+			if n != c.want {
+				t.Errorf("%v: %s lists %d keys, want %d", args, class, n, c.want)
+			}
+		}
 	}
 }

@@ -49,7 +49,8 @@ func (f *flags) defineDaemon(c *kingpin.CmdClause, configHelp, configDefault str
 func (f *flags) defineAnalyze(c *kingpin.CmdClause) {
 	f.defineConfig(c, "Configuration file (YAML) for the detector's settings, key schemas (tables) and a jsonl source's field names; without one, the defaults.", "")
 	enumFlag(c.Flag("format", "Report format: text, json, or html (one self-contained page with charts of the traffic across the input, to open in a browser or attach to a ticket)."), &f.format, "text", "text", "json", "html")
-	c.Flag("top", "Keys listed per table and class.").Default("10").IntVar(&f.top)
+	c.Flag("top", "Keys listed per table and class. Overrides detector.top in the file.").
+		Default(fmt.Sprint(config.Default().Detector.Top)).IsSetByUser(&f.topSet).IntVar(&f.top)
 	c.Flag("key-schema", "Key schema of a table, TABLE=PK[,SK], for inputs that do not say which attribute is the key (CloudTrail, stream records). Repeatable.").
 		PlaceHolder("TABLE=PK[,SK]").StringsVar(&f.keySchemas)
 	c.Flag("table", "Table of the stream records that name none (aws dynamodbstreams get-records output); stream records of other tables are then skipped.").
@@ -108,7 +109,7 @@ func (f *flags) defineWindow(c *kingpin.CmdClause) {
 // over the file's: --threshold and --keys.
 func (f *flags) defineSettings(c *kingpin.CmdClause) {
 	c.Flag("threshold", "Traffic share (0-1) that makes a key hot. Overrides threshold in the file.").
-		Default(fmt.Sprint(config.Default().Threshold)).IsSetByUser(&f.thresholdSet).Float64Var(&f.threshold)
+		Default(fmt.Sprint(config.Default().Detector.Threshold)).IsSetByUser(&f.thresholdSet).Float64Var(&f.threshold)
 	enumFlag(c.Flag("keys", "How key values are shown in metrics, the API and logs: plain, hash or redact. Overrides keys in the file; hash takes its secret from the file or "+secretEnv+".").
 		IsSetByUser(&f.keysSet), &f.keys, string(export.KeysPlain), string(export.KeysPlain), string(export.KeysHash), string(export.KeysRedact))
 }

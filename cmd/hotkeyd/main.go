@@ -55,6 +55,7 @@ type flags struct {
 	threshold                         float64
 	windowSet, thresholdSet, keysSet  bool
 	top                               int
+	topSet                            bool
 	keySchemas, files                 []string
 	table                             string
 }
@@ -211,7 +212,8 @@ func loadConfigWith(r *config.Reader, f *flags, required bool) (config.Config, e
 	}
 	set(f.listenSet, "listen", "--web.listen-address", func() { cfg.Listen = f.listen })
 	set(f.windowSet, "window", "--window", func() { cfg.Window = f.window })
-	set(f.thresholdSet, "threshold", "--threshold", func() { cfg.Threshold = f.threshold })
+	set(f.thresholdSet, "threshold", "--threshold", func() { cfg.Detector.Threshold = f.threshold })
+	set(f.topSet, "detector.top", "--top", func() { cfg.Detector.Top = f.top })
 	set(f.keysSet, "keys", "--keys", func() { cfg.Keys = export.KeyMode(f.keys) })
 	if secret := os.Getenv(secretEnv); cfg.Keys == export.KeysHash && cfg.KeyHashSecret == "" && secret != "" {
 		cfg.KeyHashSecret = secret

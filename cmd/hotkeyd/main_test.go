@@ -64,7 +64,7 @@ func TestFlagsOverrideFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Listen != "127.0.0.1:9529" || cfg.Threshold != 0.2 {
+	if cfg.Listen != "127.0.0.1:9529" || cfg.Detector.Threshold != 0.2 {
 		t.Fatalf("file not read: %+v", cfg)
 	}
 	f.listen, f.listenSet = ":0", true
@@ -79,12 +79,12 @@ func TestFlagsOverrideFile(t *testing.T) {
 	if cfg, err = loadConfig(f, true); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Listen != ":0" || cfg.Window.Seconds() != 5 || cfg.Threshold != 0.3 || cfg.Keys != export.KeysHash || len(cfg.Sources) != 3 {
+	if cfg.Listen != ":0" || cfg.Window.Seconds() != 5 || cfg.Detector.Threshold != 0.3 || cfg.Keys != export.KeysHash || len(cfg.Sources) != 3 {
 		t.Errorf("flags did not override the file: %+v", cfg)
 	}
 	// Without a file, analyze and demo use the defaults.
 	cfg, err = loadConfig(&flags{configFile: "hotkeyd.yaml"}, false)
-	if err != nil || cfg.Listen != ":9529" || cfg.Threshold != 0.10 {
+	if err != nil || cfg.Listen != ":9529" || cfg.Detector.Threshold != 0.10 {
 		t.Errorf("defaults: %+v, %v", cfg, err)
 	}
 }

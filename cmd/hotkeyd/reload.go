@@ -54,7 +54,7 @@ const (
 
 // reloadKeys says how a reload applies each top-level key of the file
 // (every key of config.Config: a test holds it). detector reshapes only
-// when its top passes the keys a table reports (settingsOf).
+// when its top passes the keys a table reports (config.Config.Pipeline).
 var reloadKeys = map[string]reloadKind{
 	"listen":               moveListener,
 	"window":               reshape,
@@ -179,9 +179,9 @@ func (d *daemon) plan() (*reloadPlan, error) {
 			return nil, err
 		}
 	}
-	oldShape, _ := settingsOf(d.cfg)
-	shape, settings := settingsOf(cfg)
-	p.settings = settings
+	was, pipeline := d.cfg.Pipeline(), cfg.Pipeline()
+	shape, oldShape := pipeline.Sketch, was.Sketch
+	p.settings = pipeline.Detect
 	if shape != oldShape {
 		if p.store, err = sketch.NewStore(shape, time.Now); err != nil {
 			return nil, fmt.Errorf("sketch store: %w", err)
@@ -189,7 +189,7 @@ func (d *daemon) plan() (*reloadPlan, error) {
 		p.store.SetWatermarks(d.progress)
 		p.restarted = append(p.restarted, fmt.Sprintf("the window (%s changed): it starts empty, the counters are kept", strings.Join(shapeChanged, ", ")))
 	}
-	p.history = shape != oldShape || settings.Top != d.cfg.DetectSettings().Top
+	p.history = shape != oldShape || pipeline.Detect.Top != was.Detect.Top
 
 	restart := len(sourcesChanged) > 0 || p.store != nil
 	if restart {
@@ -261,7 +261,7 @@ func (d *daemon) apply(p *reloadPlan) error {
 		if p.history {
 			d.server.SetHistory(next.history)
 		}
-		d.exposition.SetCollector(d.newCollector(p.settings, gen))
+		d.exposition.SetCollector(d.newCollector(gen))
 		d.sink.set(d.checkedSink(p.cfg, gen.sources))
 	}
 	if p.gen == nil {
@@ -290,15 +290,23 @@ func (d *daemon) apply(p *reloadPlan) error {
 }
 
 // changedKeys returns the top-level keys of the configuration file whose
-// values differ between a and b, in the file's order.
+// values differ between a and b, in the order of config.Config's fields,
+// threshold (the detector's, set at the top level) just before detector.
 func changedKeys(a, b config.Config) []string {
 	var out []string
+	// The detector's threshold is the file's top-level threshold: a
+	// change of it is a change of threshold, not of detector.
+	threshold := a.Detector.Threshold != b.Detector.Threshold
+	a.Detector.Threshold, b.Detector.Threshold = 0, 0
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	t := va.Type()
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
 		if name == "" || name == "-" {
 			continue
+		}
+		if name == "detector" && threshold {
+			out = append(out, "threshold")
 		}
 		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
 			out = append(out, name)

@@ -18,12 +18,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest/formats"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/ingest/parallel"
 	"github.com/hotkeyd/hotkeyd/internal/app/analyze"
+	"github.com/hotkeyd/hotkeyd/internal/app/config"
 	"github.com/hotkeyd/hotkeyd/sketch"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
@@ -216,8 +216,8 @@ func Analyze(ctx context.Context, path string) (Result, error) {
 		defer debug.SetGCPercent(debug.SetGCPercent(parallel.GCPercent))
 	}
 	var out bytes.Buffer
-	settings := detect.DefaultSettings()
-	err := analyze.Run(ctx, analyze.Config{Files: []string{path}, Settings: settings, Format: "json", Stdout: &out, Stderr: io.Discard})
+	defaults := config.Default()
+	err := analyze.Run(ctx, analyze.Config{Files: []string{path}, Pipeline: defaults.Pipeline(), Format: "json", Stdout: &out, Stderr: io.Discard})
 	if err != nil {
 		return Result{}, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/ingest/parallel"
+	"github.com/hotkeyd/hotkeyd/internal/app/config"
 	"github.com/hotkeyd/hotkeyd/internal/plural"
 	"github.com/hotkeyd/hotkeyd/sketch"
 	"github.com/hotkeyd/hotkeyd/traffic"
@@ -36,8 +37,10 @@ import (
 type Config struct {
 	// Files are the inputs; "-" is Stdin.
 	Files []string
-	// Settings are the detector's; Settings.Top keys per class are listed.
-	Settings detect.Settings
+	// Pipeline is the detector's settings (Detect.Top keys per class are
+	// listed) and the sketches' configuration (config.Config.Pipeline); the
+	// sketches count one window over the whole input whatever its Window.
+	Pipeline config.Pipeline
 	// Schemas are the key schemas of CloudTrail tables and of stream
 	// records' tables.
 	Schemas map[string]traffic.KeySchema
@@ -48,9 +51,6 @@ type Config struct {
 	// Masker masks the keys of the report, and the input quoted on
 	// Stderr; nil shows them as they are.
 	Masker *export.KeyMasker
-	// MaxTables bounds the tables and indexes counted (the config's
-	// max_tables); zero means sketch.DefaultMaxTables.
-	MaxTables int
 	// Format is "text", "json" or "html" (one self-contained page with
 	// the live page's views and charts, export.WriteHTMLReport).
 	Format string
@@ -152,7 +152,7 @@ func Run(ctx context.Context, cfg Config) error {
 			keys.throttled.apply(&snap)
 		}
 	}
-	result := detect.Evaluate(snap, cfg.Settings)
+	result := detect.Evaluate(snap, cfg.Pipeline.Detect)
 	result.Rejected = rep.Rejected() + left
 	result.Notes = inputs.Notes()
 	result.BadTime = badTimes(rep.Reason(traffic.ReasonBadTime), left, first, last)
@@ -193,13 +193,12 @@ func (cfg *Config) formats(rep traffic.Reporter, log *zap.Logger, recycle bool) 
 	return formats.New(formats.Config{Schemas: cfg.Schemas, Table: cfg.Table, Fields: cfg.Fields, Log: log, Reporter: rep, Recycle: recycle})
 }
 
-// storeConfig is the sketches' configuration: one window over the whole
-// input.
+// storeConfig is the sketches' configuration with one window over the
+// whole input, which counts more throttled keys than a live window
+// (analyzeThrottledKeys).
 func (cfg *Config) storeConfig() sketch.Config {
-	scfg := sketch.DefaultConfig()
+	scfg := cfg.Pipeline.Sketch
 	scfg.Window = 0
-	scfg.Tracked = max(scfg.Tracked, cfg.Settings.Top)
-	scfg.MaxTables = cfg.MaxTables
 	scfg.MaxThrottledKeys = analyzeThrottledKeys
 	return scfg
 }
@@ -257,7 +256,7 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		if err != nil {
 			return counted{}, err
 		}
-		rec := newRecorder(store, max(2*cfg.Settings.Top, 20), min(scfg.MaxTables, maxSeriesTables))
+		rec := newRecorder(store, export.ChartKeys(cfg.Pipeline.Detect.Top), min(scfg.MaxTables, maxSeriesTables))
 		cs := part(store, rec)
 		for _, name := range cfg.Files {
 			if err := readFile(ctx, how.formats, name, how.paths, cfg.Stdin, cs, progress); err != nil && how.fail != nil {

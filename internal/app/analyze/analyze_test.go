@@ -4,8 +4,16 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/hotkeyd/hotkeyd/internal/app/config"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
+
+// defaultPipeline is the pipeline's settings of a config file that sets
+// none.
+func defaultPipeline() config.Pipeline {
+	cfg := config.Default()
+	return cfg.Pipeline()
+}
 
 func TestKeySchemas(t *testing.T) {
 	got, err := KeySchemas(map[string]traffic.KeySchema{"Music": {PartitionKey: "Artist"}, "orders": {PartitionKey: "x"}},

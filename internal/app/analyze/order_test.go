@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/internal/app/config"
 )
 
 // burstStart is the scenarios' first second: in the past, as logs are.
@@ -78,11 +78,12 @@ func writeLines(t *testing.T, dir, name string, lines []hostLine) string {
 // report, decoded, and the report as written.
 func analyzeJSON(t *testing.T, workers int, stdin string, files ...string) (report.Report, string) {
 	t.Helper()
-	settings := detect.DefaultSettings()
-	settings.Top = 20
+	cfg := config.Default()
+	cfg.Detector.Top = 20
+	pipeline := cfg.Pipeline()
 	var out, errOut bytes.Buffer
 	err := Run(context.Background(), Config{
-		Files: files, Settings: settings, Format: "json", Workers: workers, MinPart: 16 << 10,
+		Files: files, Pipeline: pipeline, Format: "json", Workers: workers, MinPart: 16 << 10,
 		Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errOut,
 	})
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
@@ -45,7 +44,7 @@ func analyzeLines(t *testing.T, lines []line) report.Report {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	err := Run(context.Background(), Config{Files: []string{path}, Settings: detect.DefaultSettings(), Format: "json",
+	err := Run(context.Background(), Config{Files: []string{path}, Pipeline: defaultPipeline(), Format: "json",
 		Log: zap.NewNop(), Workers: 1, Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
 		t.Fatalf("analyze: %v\n%s", err, stderr.String())

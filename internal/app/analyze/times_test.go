@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hotkeyd/hotkeyd/detect"
 )
 
 // TestOutliers finds the hours left out of a histogram of events by hour.
@@ -95,7 +93,7 @@ func TestAnalyzeBadTimes(t *testing.T) {
 	}
 	// The text report says it in a line.
 	var out, errOut bytes.Buffer
-	if err := Run(context.Background(), Config{Files: []string{path}, Settings: detect.DefaultSettings(), Stdout: &out, Stderr: &errOut}); err != nil {
+	if err := Run(context.Background(), Config{Files: []string{path}, Pipeline: defaultPipeline(), Stdout: &out, Stderr: &errOut}); err != nil {
 		t.Fatal(err)
 	}
 	want := "bad_time: 4 events refused for their time: 2 unreadable, before 2012 or over a day after the clock; 2 far from the rest of the input (2015-06-01T12:00:00Z to 2026-11-25T09:59:59Z), left out of the window"
@@ -112,7 +110,7 @@ func TestAnalyzeBadTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	errOut.Reset()
-	err := Run(context.Background(), Config{Files: []string{only}, Settings: detect.DefaultSettings(), Stdout: &out, Stderr: &errOut})
+	err := Run(context.Background(), Config{Files: []string{only}, Pipeline: defaultPipeline(), Stdout: &out, Stderr: &errOut})
 	if !errors.Is(err, ErrNothingUsable) || !strings.Contains(errOut.String(), "skipped: bad_time 1") {
 		t.Errorf("every event refused: %v, stderr:\n%s", err, errOut.String())
 	}

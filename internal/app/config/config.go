@@ -3,8 +3,11 @@
 // the bad key as a path into the file. Each entry of the sources list is
 // decoded into its reader's own Config, chosen by its type from one table
 // (sources.go): a reader's package owns its keys, defaults, checks and
-// constructor. Process settings (log level, web config) are flags, in
-// cmd/hotkeyd.
+// constructor. Likewise the detector's settings are detect.Settings and the
+// sketches' sizes sketch.Config, each with its defaults and checks in its
+// own package; Pipeline is the one road from a Config to both, for the
+// daemon and for hotkeyd analyze. Process settings (log level, web config)
+// are flags, in cmd/hotkeyd.
 package config
 
 import (
@@ -30,12 +33,9 @@ import (
 type Config struct {
 	// Listen is the address of the HTTP server (/metrics, the API).
 	Listen string `yaml:"listen"`
-	// Window is the sliding window shares are computed over.
+	// Window is the sliding window shares are computed over
+	// (sketch.Config.Window).
 	Window time.Duration `yaml:"window"`
-	// Threshold is the detector's threshold (detect.Settings.Threshold:
-	// its meaning, default and check are there), which the file sets at
-	// its top level rather than under detector:.
-	Threshold float64 `yaml:"threshold"`
 	// Keys says how key values are shown in metrics, the API and logs:
 	// plain, hash (a stable keyed hash) or redact.
 	Keys export.KeyMode `yaml:"keys"`
@@ -51,8 +51,9 @@ type Config struct {
 	// indexes (tables.go). The readers take them as KeySchemas.
 	Tables map[string]Table `yaml:"tables"`
 	// MaxTables bounds the tables and indexes tracked at once; when more
-	// have traffic, the idle and least busy are dropped (sketch.Store).
-	// The default fits the shipped memory limits (docs/limits.md).
+	// have traffic, the idle and least busy are dropped
+	// (sketch.Config.MaxTables). The default fits the shipped memory limits
+	// (docs/limits.md).
 	MaxTables int `yaml:"max_tables"`
 	// MaxFuture is how far past the daemon's clock an event's time may be;
 	// a later one is refused as bad_time (a host's clock gone wrong).
@@ -66,8 +67,8 @@ type Config struct {
 	// Sources lists the readers the daemon runs.
 	Sources []Source `yaml:"sources"`
 	// Detector tunes the detector (hysteresis, traffic floor, partition
-	// limits, ...). Its threshold is the top-level threshold; a zero
-	// clear_threshold means 0.8 × threshold.
+	// limits, ...): the keys under detector:, and Threshold, which the file
+	// sets at its top level (threshold:).
 	Detector detect.Settings `yaml:"detector"`
 
 	// Deprecated says, per key the file gives in a form that still works
@@ -76,38 +77,43 @@ type Config struct {
 	Deprecated []string `yaml:"-"`
 }
 
-// Default returns the settings used for every key the file leaves out.
+// Default returns the settings used for every key the file leaves out:
+// the detector's and the sketches' are their packages' defaults.
 func Default() Config {
 	return Config{
 		Listen:    ":9529",
-		Window:    60 * time.Second,
-		Threshold: detect.DefaultSettings().Threshold,
+		Window:    sketch.DefaultWindow,
 		Keys:      export.KeysPlain,
 		MaxTables: sketch.DefaultMaxTables,
-		Detector:  DefaultDetector(),
+		Detector:  detect.DefaultSettings(),
 
 		MaxFuture:   5 * time.Minute,
 		MaxEventAge: 24 * time.Hour,
 	}
 }
 
-// DefaultDetector returns the detector defaults with the two settings that
-// follow the top-level threshold left zero.
-func DefaultDetector() detect.Settings {
-	s := detect.DefaultSettings()
-	s.Threshold, s.ClearThreshold = 0, 0
-	return s
+// Pipeline is what the configuration sets of the pipeline's packages: the
+// detector's settings and the sketches' configuration. Config.Pipeline
+// builds it, for the daemon and for hotkeyd analyze alike.
+type Pipeline struct {
+	// Detect is the detector's settings, the report's settings with them.
+	Detect detect.Settings
+	// Sketch sizes each table's sketches. hotkeyd analyze counts one
+	// window over the whole input whatever its Window.
+	Sketch sketch.Config
 }
 
-// DetectSettings returns the detector's settings: the detector section with
-// the top-level threshold, and clear_threshold derived from it unless set.
-func (c *Config) DetectSettings() detect.Settings {
-	s := c.Detector
-	s.Threshold = c.Threshold
-	if s.ClearThreshold == 0 {
-		s.ClearThreshold = 0.8 * c.Threshold
-	}
-	return s
+// Pipeline builds the pipeline's settings from the configuration: the
+// detector section with the top-level threshold, and the sketches'
+// defaults with the window, max_tables, and as many heavy keys reported
+// per class as the detector lists (detector.top), at least the default.
+// Validate checks what it builds.
+func (c *Config) Pipeline() Pipeline {
+	sk := sketch.DefaultConfig()
+	sk.Window = c.Window
+	sk.MaxTables = c.MaxTables
+	sk.Tracked = max(sk.Tracked, c.Detector.Top)
+	return Pipeline{Detect: c.Detector, Sketch: sk}
 }
 
 // Load reads and validates the config file at path, within the bounds of
@@ -200,9 +206,9 @@ func parentOf(p string) string {
 }
 
 // UnmarshalStrictYAML decodes the file over the defaults; the detector's
-// threshold is the top-level one. detector.hold_evaluations, the former
-// form of detector.hold, is read as the hold it was and said to be
-// deprecated.
+// threshold is the top-level threshold:, not detector.threshold.
+// detector.hold_evaluations, the former form of detector.hold, is read as
+// the hold it was and said to be deprecated.
 func (c *Config) UnmarshalStrictYAML(n *yaml.Node) error {
 	var errs []error
 	det := mappingValue(n, "detector")
@@ -214,7 +220,13 @@ func (c *Config) UnmarshalStrictYAML(n *yaml.Node) error {
 	evaluations, err := takeHoldEvaluations(det)
 	errs = append(errs, err)
 	type plain Config // the same fields, without this method
-	errs = append(errs, strictyaml.DecodeNode(n, (*plain)(c)))
+	file := struct {
+		Config    plain   `yaml:",inline"`
+		Threshold float64 `yaml:"threshold"`
+	}{plain(*c), c.Detector.Threshold}
+	errs = append(errs, strictyaml.DecodeNode(n, &file))
+	*c = Config(file.Config)
+	c.Detector.Threshold = file.Threshold
 	if evaluations > 0 {
 		// N evaluations, one a second, held a diagnosis over N-1 seconds
 		// of its table's traffic.
@@ -284,19 +296,11 @@ func mappingValue(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-// MinWindow is the shortest window: the window is cut into
-// sketch.DefaultSubWindows slots of at least 1 ms.
-const MinWindow = sketch.DefaultSubWindows * time.Millisecond
-
-// MaxTop is the most keys per class detector.top may list: the keys a
-// table counts exactly per class (sketch.DefaultCandidates), which bound
-// the heavy keys it can rank.
-const MaxTop = sketch.DefaultCandidates
-
 // Validate checks every key and returns every problem it finds, joined
 // (strictyaml.List), each naming its key as a path into the file; the
 // checks of each source's reader and of the detector are placed under
-// their keys.
+// their keys. The detector's settings and the sketches' sizes are checked
+// by their packages, on what Pipeline builds.
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(err error) {
@@ -307,11 +311,8 @@ func (c *Config) Validate() error {
 	if err := validateListen(c.Listen); err != nil {
 		add(fmt.Errorf("listen: %w", err))
 	}
-	switch {
-	case c.Window <= 0:
+	if c.Window <= 0 {
 		add(fmt.Errorf("window: must be positive, got %s", c.Window))
-	case c.Window < MinWindow:
-		add(fmt.Errorf("window: must be at least %s (%d slots of 1ms), got %s", MinWindow, sketch.DefaultSubWindows, c.Window))
 	}
 	if c.MaxFuture <= 0 {
 		add(fmt.Errorf("max_future: must be positive, got %s", c.MaxFuture))
@@ -319,8 +320,6 @@ func (c *Config) Validate() error {
 	if c.MaxEventAge <= 0 {
 		add(fmt.Errorf("max_event_age: must be positive, got %s", c.MaxEventAge))
 	}
-	thresholdErr := detect.ValidThreshold(c.Threshold)
-	add(thresholdErr)
 	if !c.Keys.Valid() {
 		add(fmt.Errorf("keys: must be plain, hash or redact, got %q", c.Keys))
 	}
@@ -340,21 +339,19 @@ func (c *Config) Validate() error {
 	if c.MaxTables < 1 || c.MaxTables > MaxMaxTables {
 		add(fmt.Errorf("max_tables: must be 1 to %d, got %d", MaxMaxTables, c.MaxTables))
 	}
-	det := c.DetectSettings()
-	if thresholdErr != nil {
-		// Said once, at the top level; the detector's own checks are
-		// made against the default so that what follows from a wrong
-		// threshold (its clear_threshold) is not said as a second error.
-		det.Threshold = detect.DefaultSettings().Threshold
-		if c.Detector.ClearThreshold == 0 {
-			det.ClearThreshold = 0.8 * det.Threshold
+	p := c.Pipeline()
+	for _, err := range strictyaml.List(p.Detect.Validate()) {
+		if strings.HasPrefix(err.Error(), "threshold:") {
+			add(err) // the file's top-level threshold
+		} else {
+			add(fmt.Errorf("detector.%w", err))
 		}
 	}
-	for _, err := range strictyaml.List(det.Validate()) {
-		add(fmt.Errorf("detector.%w", err))
-	}
-	if c.Detector.Top > MaxTop {
-		add(fmt.Errorf("detector.top: must be at most %d (the keys counted exactly per table and class), got %d", MaxTop, c.Detector.Top))
+	if c.Window > 0 && c.MaxTables >= 1 && c.MaxTables <= MaxMaxTables && c.Detector.Top >= 0 && c.Detector.Top <= detect.MaxTop {
+		// What the file sets of the sketches is window, max_tables and
+		// the keys they report (detector.top), whose other checks are
+		// above.
+		add(p.Sketch.Validate())
 	}
 	leaseTables := map[string]int{}
 	for i, src := range c.Sources {

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -25,7 +24,7 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-window-syntax.yml":                  `window: "10 minutes" is not a duration such as 90s, 5m or 1h30m`,
 		"invalid-window-zero.yml":                    "window: must be positive, got 0s",
 		"invalid-window-short.yml":                   "window: must be at least 12ms (12 slots of 1ms), got 1ns",
-		"invalid-detector-top.yml":                   "detector.top: must be at most 384 (the keys counted exactly per table and class), got 100000000",
+		"invalid-detector-top.yml":                   "detector.top: must be 0 to 384 (the keys a table counts exactly per class), got 100000000",
 		"invalid-threshold.yml":                      "threshold: must be above 0 and below 1, got 1.5",
 		"invalid-threshold-zero.yml":                 "threshold: must be above 0 and below 1, got 0",
 		"invalid-listen.yml":                         `listen: want host:port, got "9529"`,
@@ -160,7 +159,7 @@ func TestLoadConfigValid(t *testing.T) {
 	for file, want := range map[string]Config{
 		"valid-empty.yml": Default(),
 		"valid-design.yml": {
-			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables, Detector: DefaultDetector(),
+			Listen: ":9529", Window: time.Minute, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables, Detector: detect.DefaultSettings(),
 			Tables: map[string]Table{"Music": {PartitionKey: "Artist", SortKey: "SongTitle"}},
 			Sources: []Source{
 				streamsSource(func(c *streams.Config) {
@@ -171,9 +170,13 @@ func TestLoadConfigValid(t *testing.T) {
 			},
 		},
 		"valid-full.yml": {
-			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Threshold: 0.2, Keys: export.KeysHash, KeyHashSecret: "s3cret", MaxTables: 500,
+			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Keys: export.KeysHash, KeyHashSecret: "s3cret", MaxTables: 500,
 			MaxFuture: 2 * time.Minute, MaxEventAge: 48 * time.Hour,
-			Detector: func() detect.Settings { s := DefaultDetector(); s.Hold = 4 * time.Second; s.MinEvents = 10; return s }(),
+			Detector: func() detect.Settings {
+				s := detect.DefaultSettings()
+				s.Threshold, s.Hold, s.MinEvents = 0.2, 4*time.Second, 10
+				return s
+			}(),
 			Tables: map[string]Table{
 				"Music": {PartitionKey: "Artist", SortKey: "SongTitle"},
 				"orders": {PartitionKey: "order_id", Indexes: map[string]Index{
@@ -196,19 +199,24 @@ func TestLoadConfigValid(t *testing.T) {
 			},
 		},
 		"valid-hold-evaluations.yml": {
-			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables,
-			Detector:   func() detect.Settings { s := DefaultDetector(); s.Hold = 4 * time.Second; s.MinEvents = 10; return s }(),
+			Listen: ":9529", Window: time.Minute, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables,
+			Detector: func() detect.Settings {
+				s := detect.DefaultSettings()
+				s.Hold = 4 * time.Second
+				s.MinEvents = 10
+				return s
+			}(),
 			Deprecated: []string{"detector.hold_evaluations: 5 is read as detector.hold: 4s (a span of event time; the default is 1s): write that instead"},
 		},
 		"valid-leases.yml": {
-			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables, Detector: DefaultDetector(),
+			Listen: ":9529", Window: time.Minute, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables, Detector: detect.DefaultSettings(),
 			Sources: []Source{streamsSource(func(c *streams.Config) {
 				c.Tables, c.Region, c.Start = []string{"orders", "sessions"}, "us-east-1", "trim_horizon"
 				c.LeaseTable, c.WorkerID, c.FailoverTime = "hotkeyd-leases", "replica-a", 20*time.Second
 			})},
 		},
 		"valid-tuning.yml": {
-			Listen: ":9529", Window: time.Minute, Threshold: 0.10, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables, Detector: DefaultDetector(),
+			Listen: ":9529", Window: time.Minute, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables, Detector: detect.DefaultSettings(),
 			Sources: []Source{
 				streamsSource(func(c *streams.Config) {
 					c.StreamARNs, c.Region = []string{"arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2026-11-22T10:00:00.000"}, "us-east-1"
@@ -264,19 +272,30 @@ func TestLoadConfigMissingFile(t *testing.T) {
 	}
 }
 
-func TestDetectSettings(t *testing.T) {
-	cfg := Default()
-	cfg.Threshold = 0.2
-	s := cfg.DetectSettings()
-	if s.Threshold != 0.2 || math.Abs(s.ClearThreshold-0.16) > 1e-12 {
-		t.Errorf("threshold %v clear %v, want 0.2 and 0.16", s.Threshold, s.ClearThreshold)
+// TestPipeline: the top-level threshold is the detector's; the sketches
+// take the window and max_tables, and report at least detector.top keys
+// per class.
+func TestPipeline(t *testing.T) {
+	cfg, err := Parse(strings.NewReader("threshold: 0.2\nwindow: 30s\nmax_tables: 7\ndetector:\n  top: 200\n"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := s.Validate(); err != nil {
-		t.Error(err)
+	p := cfg.Pipeline()
+	if p.Detect.Threshold != 0.2 || p.Detect.Top != 200 {
+		t.Errorf("detector settings %+v, want threshold 0.2 and top 200", p.Detect)
 	}
-	cfg.Detector.ClearThreshold = 0.1
-	if s := cfg.DetectSettings(); s.ClearThreshold != 0.1 {
-		t.Errorf("clear threshold %v, want the 0.1 given", s.ClearThreshold)
+	want := sketch.DefaultConfig()
+	want.Window, want.MaxTables, want.Tracked = 30*time.Second, 7, 200
+	if p.Sketch != want {
+		t.Errorf("sketch config %+v, want %+v", p.Sketch, want)
+	}
+	cfg.Detector.Top = 5
+	if got := cfg.Pipeline().Sketch.Tracked; got != sketch.DefaultTracked {
+		t.Errorf("tracked %d with top 5, want the default %d", got, sketch.DefaultTracked)
+	}
+	def := Default()
+	if p := def.Pipeline(); p.Detect != detect.DefaultSettings() || p.Sketch != sketch.DefaultConfig() {
+		t.Errorf("defaults: %+v, want the detector's and the sketches' own", p)
 	}
 }
 
