@@ -1,9 +1,7 @@
 package export
 
 import (
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,91 +51,6 @@ type Collector struct {
 	tables map[string]*tableSeries
 	merged [numFamilies]*dto.MetricFamily
 }
-
-// family is one metric family the Collector emits: its descriptor, and
-// for Gather its name, help and label names as a registry would write
-// them.
-type family struct {
-	index  int
-	desc   *prometheus.Desc
-	name   string
-	help   string
-	labels []*string // label names, in the order values are given
-	order  []int     // label positions sorted by label name
-}
-
-func newFamily(index int, name, help string, labels ...string) *family {
-	f := &family{index: index, desc: prometheus.NewDesc(name, help, labels, nil), name: name, help: help}
-	for i, l := range labels {
-		f.labels = append(f.labels, &l)
-		f.order = append(f.order, i)
-	}
-	slices.SortFunc(f.order, func(a, b int) int { return strings.Compare(labels[a], labels[b]) })
-	return f
-}
-
-// The families, by index (in the order of their names, as a registry
-// writes them).
-const (
-	famDiagnosis = iota
-	famHotKey
-	famKeyPeak
-	famKeyShare
-	famKeyThrottled
-	famKeyThrottledMax
-	famKeyUnitsPerSecond
-	famKeysOmitted
-	famDistinct
-	famClassPeak
-	numFamilies
-)
-
-var (
-	families = [numFamilies]*family{
-		famKeyUnitsPerSecond: newFamily(famKeyUnitsPerSecond, "hotkeyd_key_units_per_second",
-			"Capacity units per second consumed by a partition key over the sliding window (read units for class=read, write units for class=write); only the table's top keys of each class are exported.",
-			"table", "class", "key"),
-		famKeyShare: newFamily(famKeyShare, "hotkeyd_key_share",
-			"Fraction (0 to 1) of the table's capacity units of the class consumed by a partition key over the sliding window; only the table's top keys of each class are exported.",
-			"table", "class", "key"),
-		famKeyPeak: newFamily(famKeyPeak, "hotkeyd_key_peak_units_per_second",
-			"Capacity units a partition key consumed in its busiest second of the sliding window; only the table's top keys of each class are exported. One partition serves 1000 WCU/s and 3000 RCU/s.",
-			"table", "class", "key"),
-		famClassPeak: newFamily(famClassPeak, "hotkeyd_peak_units_per_second",
-			"Capacity units a table (or index) consumed in its busiest second of the sliding window, per class.",
-			"table", "class"),
-		famDiagnosis: newFamily(famDiagnosis, "hotkeyd_diagnosis",
-			"1 while the detector flags a diagnosis, one per root cause: cause is hot_key, partition_limit, low_cardinality, time_ordered_key, hot_partition or capacity; key is its first key (the stream shard for hot_partition, empty for capacity); severity is info, warning or critical (from the peak against the partition ceiling, or for capacity the share of calls refused: alert on warning and critical); fix is write_sharding, calculated_suffix, gsi, rekey, cache, sparse_index or capacity.",
-			"table", "class", "key", "cause", "severity", "fix"),
-		famHotKey: newFamily(famHotKey, "hotkeyd_hot_key",
-			"1 while a finding is flagged as the evidence of a diagnosis: kind is hot_key, partition_limit, low_cardinality, time_ordered_key, hot_partition (key is then the stream shard) or capacity; recommendation is the fix of the diagnosis that explains it. Table-wide findings have an empty key.",
-			"table", "class", "key", "kind", "recommendation"),
-		famDistinct: newFamily(famDistinct, "hotkeyd_partition_keys_distinct",
-			"Estimated number of distinct partition keys accessed in the sliding window (HyperLogLog).",
-			"table"),
-		famKeyThrottled: newFamily(famKeyThrottled, "hotkeyd_key_throttled",
-			"Calls to a partition key that were throttled in the sliding window, at least (exact unless more keys were throttled than the window counts; then hotkeyd_key_throttled_max is the most); only the table's most throttled keys are exported, those known to have had more than any key not exported.",
-			"table", "key"),
-		famKeyThrottledMax: newFamily(famKeyThrottledMax, "hotkeyd_key_throttled_max",
-			"Calls to a partition key that were throttled in the sliding window, at most: equal to hotkeyd_key_throttled when that is exact; the same keys.",
-			"table", "key"),
-		famKeysOmitted: newFamily(famKeysOmitted, "hotkeyd_keys_omitted",
-			"Distinct partition keys of the sliding window that have no hotkeyd_key_* series because they are outside the exported top keys; it keeps the series count bounded whatever the traffic.",
-			"table"),
-	}
-	descKeyShare     = families[famKeyShare].desc
-	descDiagnosis    = families[famDiagnosis].desc
-	descHotKey       = families[famHotKey].desc
-	descKeyThrottled = families[famKeyThrottled].desc
-
-	lastEvaluationName = "hotkeyd_last_evaluation_timestamp_seconds"
-	lastEvaluationHelp = "Unix time of the last detector evaluation whose results these metrics show."
-	descLastEvaluation = prometheus.NewDesc(lastEvaluationName, lastEvaluationHelp, nil, nil)
-
-	partitionLimitName = "hotkeyd_partition_limit_units_per_second"
-	partitionLimitHelp = "One partition's ceiling by class, as configured (detector read_limit in RCU/s, write_limit in WCU/s): what the busiest seconds and severities are judged against."
-	descPartitionLimit = prometheus.NewDesc(partitionLimitName, partitionLimitHelp, []string{"class"}, nil)
-)
 
 // partitionLimits returns the ceilings a report was judged by, by class
 // label value.

@@ -26,29 +26,19 @@ type LateCounter interface {
 type ProgressCollector struct {
 	progress ProgressSource
 	late     LateCounter
-	lagDesc  *prometheus.Desc
-	lateDesc *prometheus.Desc
 }
 
 // NewProgressCollector returns the collector of p's lags and l's late
 // events; l may be nil (no late series).
 func NewProgressCollector(p ProgressSource, l LateCounter) *ProgressCollector {
-	return &ProgressCollector{
-		progress: p, late: l,
-		lagDesc: prometheus.NewDesc("hotkeyd_source_lag_seconds",
-			"How far the source's reading is behind the clock in event time: now less the newest event time of its slowest lane (shard, file) that still has records to read; 0 when caught up.",
-			[]string{"source"}, nil),
-		lateDesc: prometheus.NewDesc("hotkeyd_late_events_total",
-			"Events that arrived older than their table's window: counted in hotkeyd_events_total but in no window and no peak.",
-			[]string{"source"}, nil),
-	}
+	return &ProgressCollector{progress: p, late: l}
 }
 
 // Describe implements prometheus.Collector.
 func (c *ProgressCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.lagDesc
+	ch <- descSourceLag
 	if c.late != nil {
-		ch <- c.lateDesc
+		ch <- descLateEvents
 	}
 }
 
@@ -56,18 +46,18 @@ func (c *ProgressCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *ProgressCollector) Collect(ch chan<- prometheus.Metric) {
 	states := c.progress.States()
 	for _, st := range states {
-		ch <- prometheus.MustNewConstMetric(c.lagDesc, prometheus.GaugeValue, st.Lag.Seconds(), st.Source)
+		ch <- prometheus.MustNewConstMetric(descSourceLag, prometheus.GaugeValue, st.Lag.Seconds(), st.Source)
 	}
 	if c.late == nil {
 		return
 	}
 	late := c.late.LateEvents()
 	for _, st := range states {
-		ch <- prometheus.MustNewConstMetric(c.lateDesc, prometheus.CounterValue, float64(late[st.Source]), st.Source)
+		ch <- prometheus.MustNewConstMetric(descLateEvents, prometheus.CounterValue, float64(late[st.Source]), st.Source)
 		delete(late, st.Source)
 	}
 	for source, n := range late {
-		ch <- prometheus.MustNewConstMetric(c.lateDesc, prometheus.CounterValue, float64(n), source)
+		ch <- prometheus.MustNewConstMetric(descLateEvents, prometheus.CounterValue, float64(n), source)
 	}
 }
 

@@ -91,21 +91,10 @@ func NewReporter(log *zap.Logger, reg prometheus.Registerer, cfg ReporterConfig)
 		now:      cfg.Now,
 		burst:    cfg.Burst,
 		interval: cfg.Interval,
-		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_input_rejected_total",
-			Help: "Input lines or records a source could not use and skipped, by source and reason (bad_json, too_long, bad_utf8, missing_table, bad_table, missing_pk, bad_type, bad_units, bad_time, bad_op, bad_record, bad_file, key_too_long, bad_throttle_reason, misspelled_field).",
-		}, []string{"source", "reason"}),
-		unknown: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_input_unknown_fields_total",
-			Help: "Members of accepted input lines that are no field of the input's format (a request_id in an access log), ignored, by source; the log names each name once.",
-		}, []string{"source"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_source_errors_total",
-			Help: "Failures reading a source itself (an unreadable file, an AWS API error), by source and reason.",
-		}, []string{"source", "reason"}),
-		limits: map[limitKey]*limitState{},
-		named:  map[string]map[string]bool{},
+		limits:   map[limitKey]*limitState{},
+		named:    map[string]map[string]bool{},
 	}
+	r.rejected, r.unknown, r.errors = newReporterMetrics()
 	for _, c := range []prometheus.Collector{r.rejected, r.errors, r.unknown} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -446,55 +446,6 @@ func routeOf(path string) string {
 	return "other"
 }
 
-// newRefusedCounter registers hotkeyd_http_requests_refused_total on reg
-// (nil: an unregistered counter), with the refusals that can happen set to
-// 0: 401 on every path but the probes, and with ingest 413, 415 and 429 on its path.
-func newRefusedCounter(reg prometheus.Registerer, ingest bool) (*prometheus.CounterVec, error) {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hotkeyd_http_requests_refused_total",
-		Help: "HTTP requests refused, by path and status: 401 (credentials), 413 (body too large), 415 (not JSON lines), 429 (over a rate limit).",
-	}, []string{"path", "code"})
-	for _, p := range routes {
-		if !slices.Contains(probePaths, p) {
-			c.WithLabelValues(p, "401")
-		}
-	}
-	if ingest {
-		for _, code := range []string{"413", "415", "429"} {
-			c.WithLabelValues("/api/v1/events", code)
-		}
-	}
-	if reg != nil {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register http metrics: %w", err)
-		}
-	}
-	return c, nil
-}
-
-// Reasons of hotkeyd_http_connections_closed_total.
-const (
-	closedPerClient = "client_cap"
-	closedCapFull   = "cap_full"
-)
-
-// newClosedCounter registers hotkeyd_http_connections_closed_total on reg
-// (nil: an unregistered counter), both reasons at 0.
-func newClosedCounter(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hotkeyd_http_connections_closed_total",
-		Help: "HTTP connections the server closed to keep its caps, by reason: client_cap (one client address held --web.max-connections-per-client already: the new one is closed), cap_full (--web.max-connections were held: the one gone longest without progress is closed to make room).",
-	}, []string{"reason"})
-	c.WithLabelValues(closedPerClient)
-	c.WithLabelValues(closedCapFull)
-	if reg != nil {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register http metrics: %w", err)
-		}
-	}
-	return c, nil
-}
-
 // BrowsableURL turns a listen address into a URL a browser can open: the
 // unspecified address becomes localhost.
 func BrowsableURL(addr net.Addr) string {

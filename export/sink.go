@@ -34,13 +34,10 @@ type CountingSink struct {
 	now  func() time.Time
 	log  *zap.Logger
 
-	events      *prometheus.CounterVec
-	units       *prometheus.CounterVec
-	throttled   *prometheus.CounterVec
-	lastBatch   *prometheus.GaugeVec
-	untracked   *prometheus.CounterVec
-	children    sync.Map // sinkKey → *sinkChildren
-	sourceGauge sync.Map // source → prometheus.Gauge
+	sinkMetrics
+	untracked   *prometheus.CounterVec // with a TableSet only
+	children    sync.Map               // sinkKey → *sinkChildren
+	sourceGauge sync.Map               // source → prometheus.Gauge
 
 	tables   TableSet // nil: every table has series
 	childMu  sync.Mutex
@@ -105,46 +102,16 @@ func NewCountingSink(next traffic.Sink, reg prometheus.Registerer, now func() ti
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &CountingSink{
-		next:     next,
-		now:      now,
-		log:      log,
-		interval: dropLogInterval,
-		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_events_total",
-			Help: "Accesses (reads or writes of an item or item collection) counted, by table (an index as table/index), class and source. Throttled calls are not counted.",
-		}, []string{"table", "class", "source"}),
-		units: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_units_total",
-			Help: "Capacity units consumed, by table (an index as table/index) and class: read capacity units for class=read, write capacity units for class=write. Throttled calls are not counted.",
-		}, []string{"table", "class"}),
-		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_throttled_events_total",
-			Help: "Calls that failed with a throttling error, by table (an index as table/index) and class, as reported by sources that see failed calls (CloudTrail; JSON lines and HTTP ingest that say so).",
-		}, []string{"table", "class"}),
-		lastBatch: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "hotkeyd_source_last_batch_timestamp_seconds",
-			Help: "Unix time at which a source last handed over a batch of events that was accepted.",
-		}, []string{"source"}),
-	}
+	s := &CountingSink{next: next, now: now, log: log, interval: dropLogInterval}
+	s.sinkMetrics = newSinkMetrics()
 	cs := []prometheus.Collector{s.events, s.units, s.throttled, s.lastBatch}
 	if ts, ok := next.(TableSet); ok {
 		s.tables = ts
 		s.byTable = map[tableKey][]sinkKey{}
 		ts.OnEvict(s.evict)
-		s.untracked = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_untracked_events_total",
-			Help: "Events not counted because their table was not tracked: more tables had traffic than max_tables, and theirs was among the least.",
-		}, []string{"source"})
-		cs = append(cs, s.untracked,
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "hotkeyd_tables_tracked",
-				Help: "Tables and indexes tracked now (at most max_tables).",
-			}, func() float64 { return float64(ts.Tables()) }),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name: "hotkeyd_tables_evicted_total",
-				Help: "Tables and indexes dropped from tracking to make room for a busier one.",
-			}, func() float64 { return float64(ts.Evicted()) }))
+		var tracked []prometheus.Collector
+		s.untracked, tracked = newTableSetMetrics(ts)
+		cs = append(cs, tracked...)
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

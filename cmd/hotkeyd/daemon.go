@@ -101,7 +101,9 @@ type daemon struct {
 	flags  *flags
 	reader *config.Reader // reads the file again on a reload
 
-	reg      *prometheus.Registry
+	// reg holds the metrics /metrics serves but the sources' and the
+	// report's (gathered).
+	reg      *export.Registry
 	reporter *export.Reporter
 	counting *export.CountingSink
 	live     *export.Live
@@ -174,15 +176,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 		return nil, err
 	}
 	d.reg = reg
-	// As Prometheus's own: a start is a successful load.
-	d.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hotkeyd_config_last_reload_successful", Help: "Whether the last configuration reload (SIGHUP, POST /-/reload) succeeded: 1, or 0 while the running configuration is kept after a failed one."})
-	d.reloadAt = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hotkeyd_config_last_reload_success_timestamp_seconds", Help: "When the configuration was last loaded, at start or by a reload (Unix seconds)."})
-	d.reloadOK.Set(1)
-	d.reloadAt.SetToCurrentTime()
-	if err := reg.Register(d.reloadOK); err != nil {
-		return nil, err
-	}
-	if err := reg.Register(d.reloadAt); err != nil {
+	if d.reloadOK, d.reloadAt, err = newReloadMetrics(reg); err != nil {
 		return nil, err
 	}
 	if d.masker, err = export.NewKeyMasker(cfg.Keys, cfg.KeyHashSecret); err != nil {
@@ -257,7 +251,7 @@ func newDaemon(cfg config.Config, f *flags, demo bool, io stdio, log *zap.Logger
 // a registry of their own, and the judge across replicas when one shares
 // its shards through a lease table. It starts nothing.
 func (d *daemon) newGeneration(cfg config.Config, log *zap.Logger) (*generation, error) {
-	g := &generation{reg: prometheus.NewRegistry()}
+	g := &generation{reg: export.NewSourcesRegistry()}
 	env := ingest.Env{Log: log, Reporter: d.reporter, Registerer: g.reg, Tables: cfg.KeySchemas(), Stdin: d.io.stdin, Progress: d.progress, Window: cfg.Window}
 	if d.demo {
 		// The demo's events carry their arrival time.

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/judge"
 	"github.com/hotkeyd/hotkeyd/traffic"
@@ -22,7 +22,7 @@ type generation struct {
 	sources []traffic.Source
 	// reg holds the sources' own metrics; the daemon's registry and the
 	// running generation's are gathered together.
-	reg *prometheus.Registry
+	reg *export.Registry
 	// replicas is the judge across replicas, nil without a lease table.
 	replicas *judge.Replicas
 

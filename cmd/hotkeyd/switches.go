@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/sketch"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
@@ -118,7 +119,7 @@ func (w *switchSink) Put(ctx context.Context, batch []traffic.Event) error {
 // replica replaces.
 type gatherers struct {
 	main    prometheus.Gatherer
-	sources atomic.Pointer[prometheus.Registry]
+	sources atomic.Pointer[export.Registry]
 }
 
 // Gather implements prometheus.Gatherer.

@@ -2,9 +2,12 @@ package export
 
 import (
 	"runtime"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
 )
 
 // TestBuildInfo checks the contract of hotkeyd_build_info: one series of
@@ -55,4 +58,31 @@ func TestBuildInfo(t *testing.T) {
 	f(BuildInfo{Version: "v1.2.3"}, map[string]string{"version": "v1.2.3", "goversion": runtime.Version()})
 	f(BuildInfo{Version: "v1.2.3", Revision: "deadbeef", GoVersion: "go1.26.8"},
 		map[string]string{"version": "v1.2.3", "revision": "deadbeef", "goversion": "go1.26.8"})
+}
+
+// TestRegistryNames: Names lists every metric registered, with series or
+// not, and forgets an unregistered collector.
+func TestRegistryNames(t *testing.T) {
+	reg, err := NewRegistry(BuildInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No rejection yet: the Reporter's counters have no series.
+	if _, err := NewReporter(zap.NewNop(), reg, ReporterConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	names := reg.Names()
+	for _, want := range []string{"hotkeyd_build_info", "hotkeyd_input_rejected_total", "hotkeyd_source_errors_total", "go_goroutines"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("Names() = %v, want %s in it", names, want)
+		}
+	}
+	c := NewCollector(NewLive(time.Now), CollectorConfig{})
+	reg.MustRegister(c)
+	if !slices.Contains(reg.Names(), "hotkeyd_key_share") {
+		t.Errorf("Names() lacks the collector's hotkeyd_key_share")
+	}
+	if !reg.Unregister(c) || slices.Contains(reg.Names(), "hotkeyd_key_share") {
+		t.Errorf("Names() keeps an unregistered collector's metrics: %v", reg.Names())
+	}
 }
