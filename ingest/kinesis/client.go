@@ -5,12 +5,13 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/smithy-go"
+	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
+	"github.com/hotkeyd/hotkeyd/internal/awsclient"
 )
 
 // API is the part of the Kinesis client the reader uses. *kinesis.Client
@@ -23,26 +24,19 @@ type API interface {
 	GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error)
 }
 
-// newClients builds the Kinesis client, and with a lease table or
-// describe_tables the DynamoDB client, from the default credential chain, with the SDK's
-// retries off (shards.AWSConfig).
-func newClients(ctx context.Context, cfg Config) (*kinesis.Client, *dynamodb.Client, error) {
-	awsCfg, err := shards.AWSConfig(ctx, cfg.Region)
+// newClients builds the Kinesis client of cfg.Region and cfg.Endpoint, and
+// with a lease table or describe_tables the DynamoDB client of
+// cfg.DynamoDBEndpoint (awsclient: the SDK's retries off, its log lines to
+// log).
+func newClients(ctx context.Context, cfg Config, log *zap.Logger) (*kinesis.Client, *dynamodb.Client, error) {
+	awsCfg, err := awsclient.Config(ctx, cfg.Region, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	kc := kinesis.NewFromConfig(awsCfg, func(o *kinesis.Options) {
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-	})
+	kc := kinesis.NewFromConfig(awsCfg, func(o *kinesis.Options) { awsclient.Endpoint(&o.BaseEndpoint, cfg.Endpoint) })
 	var dc *dynamodb.Client
 	if cfg.LeaseTable != "" || cfg.DescribeTables {
-		dc = dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-			if cfg.DynamoDBEndpoint != "" {
-				o.BaseEndpoint = aws.String(cfg.DynamoDBEndpoint)
-			}
-		})
+		dc = dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { awsclient.Endpoint(&o.BaseEndpoint, cfg.DynamoDBEndpoint) })
 	}
 	return kc, dc, nil
 }

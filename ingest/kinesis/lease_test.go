@@ -53,7 +53,7 @@ func TestLeases(t *testing.T) {
 		held := map[*Source]int{}
 		for _, sh := range listing.Shards {
 			key := lease.Shard{Stream: arn, ID: aws.ToString(sh.ShardId)}.Key()
-			switch la, lb := srcA.coord.Lease(key) != nil, srcB.coord.Lease(key) != nil; {
+			switch la, lb := srcA.Coordinator().Lease(key) != nil, srcB.Coordinator().Lease(key) != nil; {
 			case la && !lb:
 				held[srcA]++
 			case lb && !la:

@@ -31,10 +31,9 @@ type Source struct {
 	m       *metrics
 	api     API
 	records *streamrecord.DumpDecoder
-	// e runs the streams' and shards' loops; coord is its lease
-	// coordinator, with a lease table.
-	e     *shards.Engine
-	coord *lease.Coordinator
+	// e runs the streams' and shards' loops and keeps their health,
+	// checkpoints and, with a lease table, the lease coordinator.
+	e *shards.Engine
 	// retention is the longest retention of the streams described, in
 	// hours (0 until one was: DefaultRetention).
 	retention atomic.Int64
@@ -71,7 +70,10 @@ func New(cfg Config, log *zap.Logger, rep traffic.Reporter, reg prometheus.Regis
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	kc, dc, err := newClients(context.Background(), cfg)
+	if log == nil {
+		log = zap.NewNop()
+	}
+	kc, dc, err := newClients(context.Background(), cfg, log.Named("kinesis"))
 	if err != nil {
 		return nil, err
 	}
@@ -119,29 +121,15 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 		// writes of that record are told.
 		Meet: func(table string) { s.describer.Watch(s.runCtx, table) },
 	})
-	s.e = &shards.Engine{
-		Settings:    cfg.Settings(SourceName, cfg.ListInterval),
-		Reporter:    rep,
-		Checkpoints: shards.NewStore(cfg.CheckpointDir),
-		Health:      shards.NewHealth("kinesis", isNetwork),
-		Metrics:     m.engine,
-		Classify:    classify,
-		Refused:     isRefused,
-		NewPacer:    func() shards.Pacer { return pacer{poll: cfg.PollInterval, full: int(cfg.BatchLimit)} },
-		Now:         time.Now,
-	}
-	for _, n := range s.configured() {
-		s.e.Health.Set(n, shards.ErrStarting)
-	}
-	if cfg.LeaseTable != "" {
-		if db == nil {
-			return nil, errors.New("lease_table: no DynamoDB client for the lease table")
-		}
-		s.e.Book = shards.NewBook()
-		if s.coord, err = lease.New(cfg.Lease(SourceName), db, s.e.Book, log, rep, reg); err != nil {
-			return nil, err
-		}
-		s.e.Coord = s.coord
+	s.e, err = shards.NewEngine(cfg.Config, shards.Parts{
+		Source: SourceName, ListInterval: cfg.ListInterval, Service: "kinesis", Network: isNetwork,
+		Streams: s.configured(), Metrics: m.engine, Classify: classify, Refused: isRefused,
+		NewPacer: func() shards.Pacer { return pacer{poll: cfg.PollInterval, full: int(cfg.BatchLimit)} },
+		Now:      time.Now,
+		LeaseDB:  db, Log: log, Reporter: rep, Registerer: reg,
+	})
+	if err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -164,7 +152,7 @@ func (s *Source) configured() []string {
 
 // Coordinator returns the lease coordinator of a reader with a lease
 // table, nil without: the daemon publishes its summary through it.
-func (s *Source) Coordinator() *lease.Coordinator { return s.coord }
+func (s *Source) Coordinator() *lease.Coordinator { return s.e.Coord }
 
 // Name returns "kinesis".
 func (s *Source) Name() string { return SourceName }

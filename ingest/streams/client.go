@@ -3,14 +3,11 @@ package streams
 import (
 	"context"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
-	"github.com/hotkeyd/hotkeyd/internal/awslog"
+	"github.com/hotkeyd/hotkeyd/internal/awsclient"
 )
 
 // StreamsAPI is the part of the DynamoDB Streams client the reader uses.
@@ -27,27 +24,14 @@ type TablesAPI interface {
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 }
 
-// newClients builds the SDK clients from the default credential chain,
-// cfg.Region and cfg.Endpoint. The SDK's own retries are turned off: the
-// reader retries every call itself, with backoff per error kind, so that a
-// throttled or unreachable endpoint shows in its metrics and readiness at
-// once instead of after the SDK's hidden attempts.
-//
-// The SDK's own log lines go to log at debug level (package awslog).
+// newClients builds the SDK clients of cfg.Region and cfg.Endpoint
+// (awsclient: the SDK's retries off, its log lines to log).
 func newClients(ctx context.Context, cfg Config, log *zap.Logger) (*dynamodbstreams.Client, *dynamodb.Client, error) {
-	awsCfg, err := shards.AWSConfig(ctx, cfg.Region, awsconfig.WithLogger(awslog.New(log)))
+	awsCfg, err := awsclient.Config(ctx, cfg.Region, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	sc := dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) {
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-	})
-	dc := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-	})
+	sc := dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) { awsclient.Endpoint(&o.BaseEndpoint, cfg.Endpoint) })
+	dc := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { awsclient.Endpoint(&o.BaseEndpoint, cfg.Endpoint) })
 	return sc, dc, nil
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/ingest"
 	"github.com/hotkeyd/hotkeyd/ingest/internal/shards"
-	"github.com/hotkeyd/hotkeyd/ingest/lease"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
@@ -135,6 +134,3 @@ func (c *Config) NewSource(env ingest.Env) (traffic.Source, error) {
 // LeaseTableName returns the lease table the reader joins, or "": two
 // sources of one process must not join the same table as one worker.
 func (c *Config) LeaseTableName() string { return c.LeaseTable }
-
-// leaseConfig returns the lease coordinator's settings.
-func (c Config) leaseConfig() lease.Config { return c.Lease(SourceName) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,10 +34,9 @@ type Source struct {
 	tables  TablesAPI
 	limit   *rate.Limiter
 	now     func() time.Time
-	// e runs the streams' and shards' loops and keeps their health and
-	// checkpoints; coord is its lease coordinator, with a lease table.
-	e     *shards.Engine
-	coord *lease.Coordinator
+	// e runs the streams' and shards' loops and keeps their health,
+	// checkpoints and, with a lease table, the lease coordinator.
+	e *shards.Engine
 	// schemas are the tables' key schemas and indexes, from the config
 	// and DescribeTable (describer); gaps are the index writes the
 	// records could not tell.
@@ -110,24 +110,20 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 	if s.gaps, err = streamrecord.NewGaps(SourceName, s.log, reg); err != nil {
 		return nil, fmt.Errorf("register stream metrics: %w", err)
 	}
-	s.e = s.newEngine()
 	for _, t := range cfg.Tables {
-		s.e.Health.Set(t, shards.ErrStarting)
 		m.initTable(t)
 	}
-	for _, a := range cfg.StreamARNs {
-		s.e.Health.Set(a, shards.ErrStarting)
-	}
-	if cfg.LeaseTable != "" {
-		db, ok := tables.(lease.DynamoDBAPI)
-		if !ok {
-			return nil, errors.New("lease_table: the DynamoDB client cannot write the lease table")
-		}
-		s.e.Book = shards.NewBook()
-		if s.coord, err = lease.New(cfg.leaseConfig(), db, s.e.Book, log, rep, reg); err != nil {
-			return nil, err
-		}
-		s.e.Coord = s.coord
+	db, _ := tables.(lease.DynamoDBAPI) // *dynamodb.Client serves the lease table too
+	s.e, err = shards.NewEngine(cfg.Config, shards.Parts{
+		Source: SourceName, ListInterval: cfg.DescribeInterval, Service: "dynamodb streams", Network: isNetwork,
+		Streams: append(slices.Clone(cfg.Tables), cfg.StreamARNs...),
+		Metrics: m.engine, Classify: classify, Refused: isValidation,
+		NewPacer: func() shards.Pacer { return &pacer{cfg: &s.cfg} },
+		Now:      s.now,
+		LeaseDB:  db, Log: log, Reporter: rep, Registerer: reg,
+	})
+	if err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -152,7 +148,7 @@ const Retention = 24 * time.Hour
 
 // Coordinator returns the lease coordinator of a reader with a lease
 // table, nil without: the daemon publishes its summary through it.
-func (s *Source) Coordinator() *lease.Coordinator { return s.coord }
+func (s *Source) Coordinator() *lease.Coordinator { return s.e.Coord }
 
 // Name returns "dynamodb-streams".
 func (s *Source) Name() string { return SourceName }
@@ -194,22 +190,4 @@ func (s *Source) read(ctx context.Context, sink traffic.Sink) {
 		wg.Go(func() { s.newStreamReader(a, a, "", sink, nil).run(ctx) })
 	}
 	wg.Wait()
-}
-
-// newEngine returns the shard engine of the source, with the settings of
-// its config; the lease coordinator is added with a lease table. A
-// checkpoint at which no iterator was taken yet is checked (isValidation).
-func (s *Source) newEngine() *shards.Engine {
-	cfg := s.cfg
-	return &shards.Engine{
-		Settings:    cfg.Settings(SourceName, cfg.DescribeInterval),
-		Reporter:    s.rep,
-		Checkpoints: shards.NewStore(cfg.CheckpointDir),
-		Health:      shards.NewHealth("dynamodb streams", isNetwork),
-		Metrics:     s.m.engine,
-		Classify:    classify,
-		Refused:     isValidation,
-		NewPacer:    func() shards.Pacer { return &pacer{cfg: &s.cfg} },
-		Now:         s.now,
-	}
 }

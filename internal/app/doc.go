@@ -1,7 +1,8 @@
 // Package app is the floor of the application's wiring, right under the
 // programs: internal/app/config (the config file) and internal/app/analyze
 // (hotkeyd analyze). Helpers that any floor may use stay beside it in
-// internal/ (atomicfile, awslog, logging, promutil, strictyaml, testenv).
+// internal/ (atomicfile, awsclient, awslog, logging, promutil, strictyaml,
+// testenv).
 // Its test holds the floors of every package and checks that every import
 // points down (docs/architecture.md).
 package app

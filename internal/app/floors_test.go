@@ -22,7 +22,7 @@ var floors = [][]string{
 	{"detect", "detect/report"},
 	{"sketch"},
 	{"traffic"},
-	{"internal/atomicfile", "internal/awslog", "internal/logging", "internal/plural", "internal/promutil", "internal/strictyaml", "internal/testenv"},
+	{"internal/atomicfile", "internal/awsclient", "internal/awslog", "internal/logging", "internal/plural", "internal/promutil", "internal/strictyaml", "internal/testenv"},
 }
 
 // readersFloor is the floor of ingest/..., groundFloor that of the event

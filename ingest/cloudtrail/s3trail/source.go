@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/hotkeyd/hotkeyd/internal/awsclient"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
@@ -94,27 +94,22 @@ var (
 )
 
 // New returns a Lister of cfg's bucket with an S3 client from the SDK's
-// default credential chain, cfg.Region and cfg.Endpoint.
+// default credential chain, cfg.Region and cfg.Endpoint (awsclient: the
+// SDK's retries off, as a failed call is tried again at the next poll,
+// and its log lines to log).
 func New(cfg Config, opts Options, h Handler, log *zap.Logger, rep traffic.Reporter) (*Lister, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	var lo []func(*awsconfig.LoadOptions) error
-	if cfg.Region != "" {
-		lo = append(lo, awsconfig.WithRegion(cfg.Region))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(context.Background(), lo...)
+	awsCfg, err := awsclient.Config(context.Background(), cfg.Region, log)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS config: %w", err)
-	}
-	if awsCfg.Region == "" {
-		return nil, errors.New("region: not set in the source nor in AWS_REGION or the shared AWS config")
+		return nil, err
 	}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-			o.UsePathStyle = true
-		}
+		awsclient.Endpoint(&o.BaseEndpoint, cfg.Endpoint)
+		// An emulator (s3rver, MinIO) serves buckets by path, not by
+		// host name.
+		o.UsePathStyle = cfg.Endpoint != ""
 	})
 	return NewWithClient(cfg, opts, client, h, log, rep)
 }

@@ -1,16 +1,12 @@
 package shards
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"net/url"
 	"slices"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
 )
@@ -170,24 +166,4 @@ func (c Config) Settings(source string, list time.Duration) Settings {
 		Source: source, StartLatest: c.Start == StartLatest, ListInterval: list,
 		CheckpointInterval: c.CheckpointInterval, MaxBackoff: c.MaxBackoff, CallTimeout: c.CallTimeout,
 	}
-}
-
-// AWSConfig loads the SDK's config from the default credential chain and
-// region (region overrides it), with the SDK's retries off: the readers
-// retry every call themselves, with backoff per error kind, so that a
-// throttled or unreachable endpoint shows in their metrics and readiness
-// at once instead of after the SDK's hidden attempts.
-func AWSConfig(ctx context.Context, region string, opts ...func(*awsconfig.LoadOptions) error) (aws.Config, error) {
-	if region != "" {
-		opts = append(opts, awsconfig.WithRegion(region))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("load AWS config: %w", err)
-	}
-	if awsCfg.Region == "" {
-		return aws.Config{}, errors.New("region: not set in the source nor in AWS_REGION or the shared AWS config")
-	}
-	awsCfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
-	return awsCfg, nil
 }

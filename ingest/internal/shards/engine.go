@@ -2,8 +2,12 @@ package shards
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
 	"github.com/hotkeyd/hotkeyd/ingest/lease"
@@ -148,6 +152,68 @@ type Engine struct {
 	// (a lane per shard, under Settings.Source): busy at the newest event
 	// time read while the shard has a backlog, idle once caught up.
 	Progress *traffic.Progress
+}
+
+// Parts are a reader's own parts of its Engine, and what NewEngine wires
+// for it.
+type Parts struct {
+	// Source names the reader (Settings.Source, the lease coordinator's).
+	Source string
+	// ListInterval is how often each stream's shards are listed again.
+	ListInterval time.Duration
+	// Service names the endpoint in readiness errors ("kinesis"), Network
+	// says which errors are the endpoint's being unreachable (Health).
+	Service string
+	Network func(error) bool
+	// Streams are the configured streams (or tables): each is unhealthy
+	// until its first call succeeds.
+	Streams []string
+	// Metrics, Classify, Refused, NewPacer and Now are the Engine's.
+	Metrics  *Metrics
+	Classify func(error) string
+	Refused  func(error) bool
+	NewPacer func() Pacer
+	Now      func() time.Time
+	// LeaseDB serves the lease table, with Config.LeaseTable.
+	LeaseDB lease.DynamoDBAPI
+	// Log, Reporter and Registerer are the lease coordinator's.
+	Log        *zap.Logger
+	Reporter   traffic.Reporter
+	Registerer prometheus.Registerer
+}
+
+// NewEngine returns the Engine of a reader configured by c (after
+// WithDefaults): its checkpoints in c.CheckpointDir, or with c.LeaseTable a
+// lease coordinator over p.LeaseDB that splits the listings of a Book; its
+// Health with every configured stream starting.
+func NewEngine(c Config, p Parts) (*Engine, error) {
+	e := &Engine{
+		Settings:    c.Settings(p.Source, p.ListInterval),
+		Reporter:    p.Reporter,
+		Checkpoints: NewStore(c.CheckpointDir),
+		Health:      NewHealth(p.Service, p.Network),
+		Metrics:     p.Metrics,
+		Classify:    p.Classify,
+		Refused:     p.Refused,
+		NewPacer:    p.NewPacer,
+		Now:         p.Now,
+	}
+	for _, s := range p.Streams {
+		e.Health.Set(s, ErrStarting)
+	}
+	if c.LeaseTable == "" {
+		return e, nil
+	}
+	if p.LeaseDB == nil {
+		return nil, errors.New("lease_table: no DynamoDB client for the lease table")
+	}
+	e.Book = NewBook()
+	coord, err := lease.New(c.Lease(p.Source), p.LeaseDB, e.Book, p.Log, p.Reporter, p.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	e.Coord = coord
+	return e, nil
 }
 
 // Run runs the lease coordinator, when there is one, and the checkpoint
