@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/internal/logging"
 )
 
 // DefaultEventsHint is what a request to /api/v1/events is told while HTTP
@@ -362,7 +364,7 @@ func (s *Server) start(l net.Listener) *serving {
 	l = acceptHook{Listener: capped, first: func() {
 		once.Do(func() { srv.Handler = s.outer(srv.Handler) })
 	}}
-	go func() { sv.done <- web.Serve(l, srv, flags, newSlogLogger(s.log)) }()
+	go func() { sv.done <- web.Serve(l, srv, flags, logging.Slog(s.log)) }()
 	return sv
 }
 

@@ -4,7 +4,10 @@
 // github.com/prometheus/common/promslog (the one Prometheus and its
 // exporters log through, in its go-kit style: ts=, level= in lower case),
 // behind a zapcore.Core, so that every component keeps logging through
-// one zap logger.
+// one zap logger. A library that logs through log/slog (the exporter
+// toolkit's web server) gets a slog.Logger over the same handler (Slog):
+// every line takes one way, to that handler, and none goes from slog to
+// zap and back.
 package logging
 
 import (
@@ -119,6 +122,114 @@ func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 		r.AddAttrs(slog.String("stacktrace", e.Stack))
 	}
 	return c.h.Handle(context.Background(), r)
+}
+
+// Slog returns a slog.Logger, for a library that logs through log/slog,
+// that writes as log does: to the handler of New, at its level, with log's
+// fields first and its name last (logger=web), and values as the zap
+// fields' are written. A logger New did not make (a test's zap.NewNop or
+// observer) gets a slog.Logger that writes nothing.
+func Slog(log *zap.Logger) *slog.Logger {
+	c, ok := log.Core().(*slogCore)
+	if !ok {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(&slogHandler{core: c, name: log.Name()})
+}
+
+// slogHandler is the slog.Handler of Slog: the core's handler, given the
+// core's fields before a record's attributes and the logger's name after
+// them, as the core writes a zap entry.
+type slogHandler struct {
+	core   *slogCore
+	name   string
+	attrs  []slog.Attr // WithAttrs's outside any group
+	groups []slogGroup // WithGroup's, outermost first
+}
+
+type slogGroup struct {
+	name  string
+	attrs []slog.Attr
+}
+
+// Enabled reports whether the handler writes records of level l.
+func (h *slogHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.core.h.Enabled(ctx, l)
+}
+
+// WithAttrs returns a handler that adds as to every record, in the
+// innermost group.
+func (h *slogHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.groups = slices.Clone(h.groups)
+	if n := len(c.groups); n > 0 {
+		c.groups[n-1].attrs = append(slices.Clip(c.groups[n-1].attrs), as...)
+	} else {
+		c.attrs = append(slices.Clip(c.attrs), as...)
+	}
+	return &c
+}
+
+// WithGroup returns a handler that puts the attributes that follow in the
+// group name.
+func (h *slogHandler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	c := *h
+	c.groups = append(slices.Clip(h.groups), slogGroup{name: name})
+	return &c
+}
+
+// Handle writes r with the core's fields, the handler's attributes and
+// groups, and the logger's name.
+func (h *slogHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	for _, f := range h.core.fields {
+		h.core.addField(&out, f)
+	}
+	for _, a := range h.attrs {
+		out.AddAttrs(h.core.attr(a))
+	}
+	var inner []slog.Attr
+	r.Attrs(func(a slog.Attr) bool {
+		inner = append(inner, h.core.attr(a))
+		return true
+	})
+	for i := len(h.groups) - 1; i >= 0; i-- {
+		g := h.groups[i]
+		attrs := make([]slog.Attr, 0, len(g.attrs)+len(inner))
+		for _, a := range g.attrs {
+			attrs = append(attrs, h.core.attr(a))
+		}
+		inner = []slog.Attr{{Key: g.name, Value: slog.GroupValue(append(attrs, inner...)...)}}
+	}
+	out.AddAttrs(inner...)
+	if h.name != "" {
+		out.AddAttrs(slog.String("logger", h.name))
+	}
+	return h.core.h.Handle(ctx, out)
+}
+
+// attr is a slog attribute with its value as a zap field's would be
+// written (value).
+func (c *slogCore) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindGroup:
+		attrs := v.Group()
+		out := make([]slog.Attr, len(attrs))
+		for i, g := range attrs {
+			out[i] = c.attr(g)
+		}
+		return slog.Attr{Key: a.Key, Value: slog.GroupValue(out...)}
+	case slog.KindAny, slog.KindTime, slog.KindFloat64:
+		if err, ok := v.Any().(error); ok {
+			return slog.String(a.Key, err.Error()) // as zap.Error writes it
+		}
+		return slog.Any(a.Key, c.value(v.Any()))
+	}
+	return slog.Attr{Key: a.Key, Value: v}
 }
 
 // addField encodes one zap field through zap's own map encoder (so every

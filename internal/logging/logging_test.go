@@ -115,3 +115,44 @@ func TestJSONEscapesInvisibleCharacters(t *testing.T) {
 		t.Errorf("not one line: %q", line)
 	}
 }
+
+// TestSlog: a library's slog lines come out as the zap logger's do: the
+// same handler and level, the logger's fields first and its name last,
+// values as zap writes them, no stack trace on errors; groups nest.
+func TestSlog(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := New(&buf, "info", "logfmt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Slog(log.Named("web").With(zap.String("listener", "main")))
+	s.Debug("dropped below the level")
+	s.With("address", "127.0.0.1:9529").Info("Listening on", "http2", false, "took", time.Second, "list", []string{"x"})
+	s.Error("TLS handshake error", "err", errors.New("EOF"))
+	s.WithGroup("tls").With("version", "1.3").Info("grouped", "cipher", "x")
+	log.Named("web").With(zap.String("listener", "main")).Info("Listening on", zap.String("address", "127.0.0.1:9529"),
+		zap.Bool("http2", false), zap.Duration("took", time.Second), zap.Strings("list", []string{"x"}))
+
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("got %d lines, want 4:\n%s", len(lines), buf.String())
+	}
+	ts := `ts=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z `
+	for i, want := range []string{
+		ts + `level=info caller=logging_test.go:\d+ msg="Listening on" listener=main address=127.0.0.1:9529 http2=false took=1s list="\[\\"x\\"\]" logger=web$`,
+		ts + `level=error caller=logging_test.go:\d+ msg="TLS handshake error" listener=main err=EOF logger=web$`,
+		ts + `level=info caller=logging_test.go:\d+ msg=grouped listener=main tls.version=1.3 tls.cipher=x logger=web$`,
+	} {
+		if !regexp.MustCompile("^" + want).MatchString(lines[i]) {
+			t.Errorf("line %d\n got: %s\nwant: %s", i, lines[i], want)
+		}
+	}
+	// The same line logged through zap reads the same but for its caller.
+	caller := regexp.MustCompile(` caller=\S+ `)
+	strip := func(l string) string { return caller.ReplaceAllString(l[strings.Index(l, " level="):], " ") }
+	if strip(lines[0]) != strip(lines[3]) {
+		t.Errorf("slog and zap lines differ:\n slog: %s\n  zap: %s", lines[0], lines[3])
+	}
+
+	Slog(zap.NewNop()).Info("a logger New did not make writes nothing") // must not panic
+}
