@@ -15,7 +15,7 @@ events=${EVENTS:-1000000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-go build -o "$tmp/benchcmd" ./internal/bench/benchcmd
+go build -o "$tmp/benchcmd" ./internal/cmd/benchcmd
 "$tmp/benchcmd" -generate "$tmp/ordered.jsonl" -events "$events"
 # A shuffle that is the same every time.
 shuf --random-source=<(yes) "$tmp/ordered.jsonl" >"$tmp/shuffled.jsonl"

@@ -16,12 +16,15 @@ events=${EVENTS:-1850000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-go build -o "$tmp/benchcmd.new" ./internal/bench/benchcmd
+go build -o "$tmp/benchcmd.new" ./internal/cmd/benchcmd
 bins=(new)
 if [ -n "${BASE:-}" ]; then
 	mkdir "$tmp/base-src"
 	git archive "$BASE" | tar -x -C "$tmp/base-src"
-	(cd "$tmp/base-src" && go build -o "$tmp/benchcmd.base" ./internal/bench/benchcmd)
+	# The program moved from internal/bench/benchcmd to internal/cmd/benchcmd.
+	base_pkg=./internal/cmd/benchcmd
+	[ -d "$tmp/base-src/internal/cmd/benchcmd" ] || base_pkg=./internal/bench/benchcmd
+	(cd "$tmp/base-src" && go build -o "$tmp/benchcmd.base" "$base_pkg")
 	echo "base: $(git log -1 --format='%h %s' "$BASE")"
 	bins=(base new)
 fi

@@ -18,7 +18,7 @@ cores=$(nproc)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-go build -o "$tmp/benchcmd" ./internal/bench/benchcmd
+go build -o "$tmp/benchcmd" ./internal/cmd/benchcmd
 "$tmp/benchcmd" -generate "$tmp/bench.jsonl" -events "$events"
 
 # The implementations, as label:impl:GOMAXPROCS; parallel at every power of

@@ -4,14 +4,14 @@
 #
 #   - ingest: events per second and per CPU-second through the HTTP
 #     endpoint and through a followed file, 4 M events with key churn
-#     (internal/membench -ingest http|file), with the cores the daemon used;
+#     (internal/cmd/membench -ingest http|file), with the cores the daemon used;
 #   - the stream decoder: records per CPU-second of the DynamoDB Streams
 #     reader's path, GetRecords through the SDK client with the reader's
 #     own decoder, mapping and the store (BenchmarkGetRecords,
 #     end-to-end-fast, NEW_IMAGE and KEYS_ONLY);
 #   - idle: the CPU the daemon uses over 30 s once 1000 tables of 200 keys
 #     (max_tables 1000), or 10, were fed and nothing arrives, /metrics
-#     scraped every 5 s (internal/membench -idle 30s).
+#     scraped every 5 s (internal/cmd/membench -idle 30s).
 #
 # The load average is printed before each round: the machine may be
 # shared, and a round at a high load is worth repeating.
@@ -38,7 +38,7 @@ if [[ -n $base ]]; then
 	builds="base new"
 fi
 # One harness for both: this checkout's.
-go build -o "$tmp/membench" ./internal/membench
+go build -o "$tmp/membench" ./internal/cmd/membench
 
 echo "machine: $(nproc) cores; go: $(go version | cut -d' ' -f3-); ${base:+base $(git rev-parse --short "$base"), }new $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with changes)')"
 for i in $(seq "$runs"); do

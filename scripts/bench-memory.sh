@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures the memory of the real daemon holding many tables (HTTP ingest,
-# reads and writes of every key) with internal/membench, and prints the
+# reads and writes of every key) with internal/cmd/membench, and prints the
 # medians as the Markdown table docs/limits.md quotes, next to the memory
 # model (sketch.Config.MemoryFor).
 #
@@ -20,7 +20,7 @@ trap 'rm -rf "$bin"' EXIT
 
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); go: $(go version | cut -d' ' -f3-)"
 go build -o "$bin/hotkeyd" ./cmd/hotkeyd
-go build -o "$bin/membench" ./internal/membench
+go build -o "$bin/membench" ./internal/cmd/membench
 
 args=(-bin "$bin/hotkeyd" -tsv -gomemlimit "$limit")
 if [[ -n ${MAX_TABLES:-} ]]; then

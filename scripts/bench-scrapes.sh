@@ -3,7 +3,7 @@
 # /metrics serves by default (300 tables × 3 000 keys, about 21 000
 # series) under the shipped GOMEMLIMIT: rounds of N GET /metrics at once
 # (OpenMetrics, gzip, as Prometheus asks), how long each took to be
-# answered and the peak resident memory meanwhile (internal/membench
+# answered and the peak resident memory meanwhile (internal/cmd/membench
 # -scrapes). Prints the medians of COUNT runs as the Markdown table
 # docs/limits.md quotes. With BASE, the same runs of that revision too,
 # alternating with the checkout's.
@@ -22,7 +22,7 @@ tmp=$(mktemp -d)
 trap 'git worktree remove --force "$tmp/base" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); go: $(go version | cut -d' ' -f3-)"
-go build -o "$tmp/membench" ./internal/membench
+go build -o "$tmp/membench" ./internal/cmd/membench
 go build -o "$tmp/hotkeyd-checkout" ./cmd/hotkeyd
 builds=(checkout)
 if [[ -n ${BASE:-} ]]; then

@@ -2,7 +2,7 @@
 # Runs every benchmark harness of the project, one after the other, and
 # prints their tables. Each area's harness can also be run on its own:
 #   scripts/bench-sketch.sh   counting core (sketch/)
-#   scripts/bench-jsonl.sh    JSON-lines ingest and analyze path (internal/bench)
+#   scripts/bench-jsonl.sh    JSON-lines ingest and analyze path (internal/cmd/benchcmd)
 #   scripts/bench-analyze.sh  hotkeyd analyze, both reads, on a shuffled file
 #   scripts/bench-live.sh     the daemon: ingest speed (HTTP, a followed file, the
 #                             stream decoder) and what it costs idle (BASE=REV to compare)

@@ -85,7 +85,7 @@ func (c Config) FootprintFor(keys, keyBytes int) int {
 }
 
 // The process around the tables, measured with the daemon
-// (internal/membench, docs/limits.md): what it holds without any table,
+// (internal/cmd/membench, docs/limits.md): what it holds without any table,
 // and what each tracked table costs besides its sketch (its metric
 // series, its share of a snapshot and of the detector's state).
 const (

@@ -12,7 +12,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
-	"github.com/hotkeyd/hotkeyd/internal/bench/benchgen"
+	"github.com/hotkeyd/hotkeyd/internal/benchgen"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 

@@ -15,14 +15,14 @@ const module = "github.com/hotkeyd/hotkeyd"
 // under them: readers import only readers' shared parts, the ground and
 // helpers, and only the wiring and the programs import readers.
 var floors = [][]string{
-	{"cmd/...", "internal/cmd/...", "internal/membench", "internal/bench/...", "dashboards/...", "deploy/..."},
+	{"cmd/...", "internal/cmd/...", "dashboards/...", "deploy/..."},
 	{"internal/app/..."},
 	{"ingest/..."},
 	{"export", "judge"},
 	{"detect", "detect/report"},
 	{"sketch"},
 	{"traffic"},
-	{"internal/atomicfile", "internal/awsclient", "internal/awslog", "internal/logging", "internal/plural", "internal/promutil", "internal/strictyaml", "internal/testenv"},
+	{"internal/atomicfile", "internal/awsclient", "internal/awslog", "internal/benchgen", "internal/logging", "internal/plural", "internal/promutil", "internal/strictyaml", "internal/testenv"},
 }
 
 // readersFloor is the floor of ingest/..., groundFloor that of the event
@@ -87,7 +87,7 @@ func TestFloors(t *testing.T) {
 				t.Errorf("reader %s imports %s: readers know nothing downstream of the event contract", pkg, dep)
 			case pkg == "traffic":
 				t.Errorf("traffic imports %s: the ground package imports nothing of hotkeyd", dep)
-			case from == 0 && to == 0 && dep != pkg && !strings.HasPrefix(dep, "dashboards") && !strings.HasPrefix(dep, "deploy") && !strings.HasPrefix(dep, "internal/bench"):
+			case from == 0 && to == 0 && dep != pkg && !strings.HasPrefix(dep, "dashboards") && !strings.HasPrefix(dep, "deploy"):
 				t.Errorf("%s imports the program %s", pkg, dep)
 			}
 			if readers[pkg] && readers[dep] {

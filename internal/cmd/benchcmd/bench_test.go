@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hotkeyd/hotkeyd/internal/bench/benchgen"
+	"github.com/hotkeyd/hotkeyd/internal/benchgen"
 )
 
 var benchEvents = flag.Int("jsonl.events", benchgen.DefaultEvents, "events in the file of BenchmarkIngest")
@@ -18,7 +18,7 @@ var benchEvents = flag.Int("jsonl.events", benchgen.DefaultEvents, "events in th
 // analyze's on every core (parallel; -cpu 1,2 to see it scale). Peak
 // memory needs a process per implementation: see scripts/bench-jsonl.sh.
 //
-//	go test -run XXX -bench Ingest -benchtime 1x -count 3 -cpu 1,2 ./internal/bench
+//	go test -run XXX -bench Ingest -benchtime 1x -count 3 -cpu 1,2 ./internal/cmd/benchcmd
 func BenchmarkIngest(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "bench.jsonl")
 	f, err := os.Create(path)

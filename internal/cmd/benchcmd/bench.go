@@ -1,9 +1,10 @@
-// Package bench holds the two implementations the JSON-lines benchmarks
-// compare on the same file (written by benchgen): Exact, the obvious
-// counter (bufio.Scanner, encoding/json into a struct, a map per table and
-// class), and Fast, hotkeyd's path (the jsonl reader into the sketches, as
-// hotkeyd analyze runs it).
-package bench
+package main
+
+// The implementations the JSON-lines benchmarks compare on the same file
+// (written by benchgen): Exact, the obvious counter (bufio.Scanner,
+// encoding/json into a struct, a map per table and class), and hotkeyd's
+// paths: Fast (the jsonl reader into the sketches on one core), Parallel
+// and Analyze (as hotkeyd analyze runs it).
 
 import (
 	"bufio"

@@ -19,8 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/internal/bench"
-	"github.com/hotkeyd/hotkeyd/internal/bench/benchgen"
+	"github.com/hotkeyd/hotkeyd/internal/benchgen"
 )
 
 func main() { os.Exit(run()) }
@@ -100,16 +99,16 @@ func run() int {
 		defer pprof.StopCPUProfile()
 	}
 	start := time.Now()
-	var res bench.Result
+	var res Result
 	switch *impl {
 	case "exact":
-		res, err = bench.Exact(r)
+		res, err = Exact(r)
 	case "fast":
-		res, err = bench.Fast(context.Background(), r)
+		res, err = Fast(context.Background(), r)
 	case "parallel":
-		res, err = bench.Parallel(context.Background(), flag.Arg(0))
+		res, err = Parallel(context.Background(), flag.Arg(0))
 	case "analyze":
-		res, err = bench.Analyze(context.Background(), flag.Arg(0))
+		res, err = Analyze(context.Background(), flag.Arg(0))
 	default:
 		fmt.Fprintf(os.Stderr, "benchcmd: unknown -impl %q\n", *impl)
 		return 2
