@@ -82,8 +82,9 @@ type ClassStats struct {
 	// over 5 s or more. PeakSecondUnits is the busiest single second.
 	PeakUnitsPerSecond float64
 	// PeakSecondUnits is the class's units in its busiest second of the
-	// window (live mode, arrival time) or of the whole input (whole files,
-	// event time, exact whatever the order of the events).
+	// window (live mode, event time up to the sources' watermarks) or of
+	// the whole input (whole files, exact whatever the order of the
+	// events).
 	PeakSecondUnits float64
 	// RecentUnits is the class's units over TableSnapshot.RecentSpan, and
 	// LastSecondUnits its units in TableSnapshot.LastSecond.

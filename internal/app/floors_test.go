@@ -1,6 +1,7 @@
 package app
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -132,6 +133,26 @@ func TestFloorOf(t *testing.T) {
 	} {
 		if got := floorOf(p); got != want {
 			t.Errorf("floorOf(%q) = %d, want %d", p, got, want)
+		}
+	}
+}
+
+// TestArchitectureNamesEveryPackage: docs/architecture.md names every
+// package of the module, in backquotes, as its floors table and its
+// packages table do.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "list", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		pkg := strings.TrimPrefix(p, module+"/")
+		if !strings.Contains(string(doc), "`"+pkg+"`") {
+			t.Errorf("docs/architecture.md does not name %s", pkg)
 		}
 	}
 }
