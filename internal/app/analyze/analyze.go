@@ -193,14 +193,15 @@ func (cfg *Config) formats(rep traffic.Reporter, log *zap.Logger, recycle bool) 
 	return formats.New(formats.Config{Schemas: cfg.Schemas, Table: cfg.Table, Fields: cfg.Fields, Log: log, Reporter: rep, Recycle: recycle})
 }
 
-// storeConfig is the sketches' configuration with one window over the
-// whole input, which counts more throttled keys than a live window
+// SketchConfig is the sketches' configuration analyze counts with, from
+// the pipeline's (config.Config.Pipeline): one window over the whole
+// input, which counts more throttled keys than a live window
 // (analyzeThrottledKeys).
-func (cfg *Config) storeConfig() sketch.Config {
-	scfg := cfg.Pipeline.Sketch
-	scfg.Window = 0
-	scfg.MaxThrottledKeys = analyzeThrottledKeys
-	return scfg
+func SketchConfig(p config.Pipeline) sketch.Config {
+	c := p.Sketch
+	c.Window = 0
+	c.MaxThrottledKeys = analyzeThrottledKeys
+	return c
 }
 
 // counting says how to count the inputs once.
@@ -233,7 +234,7 @@ type counted struct {
 // points by event time on the way to one store, one input after the
 // other.
 func count(ctx context.Context, cfg Config, how counting) (counted, error) {
-	scfg := cfg.storeConfig()
+	scfg := SketchConfig(cfg.Pipeline)
 	passed := new(atomic.Uint64)
 	// Every Event is checked once more before it is counted, as in the
 	// daemon (traffic.Checked), then for its time.

@@ -144,8 +144,8 @@ func Parallel(ctx context.Context, path string) (Result, error) {
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(parallel.GCPercent))
 	}
-	cfg := sketch.DefaultConfig()
-	cfg.Window = 0
+	def := config.Default()
+	cfg := analyze.SketchConfig(def.Pipeline())
 	rep := &countingReporter{}
 	var failed error
 	store, _, err := parallel.Read(ctx, parallel.Config[*sketch.Store]{
@@ -192,9 +192,8 @@ func summary(snap sketch.Snapshot) Result {
 // Fast reads r with the jsonl reader into a sketch.Store configured as
 // hotkeyd analyze configures it (one window over the whole input).
 func Fast(ctx context.Context, r io.Reader) (Result, error) {
-	cfg := sketch.DefaultConfig()
-	cfg.Window = 0
-	store, err := sketch.NewStore(cfg, time.Now)
+	def := config.Default()
+	store, err := sketch.NewStore(analyze.SketchConfig(def.Pipeline()), time.Now)
 	if err != nil {
 		return Result{}, err
 	}

@@ -52,6 +52,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/internal/app/config"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
 
@@ -188,10 +189,11 @@ func run(bin, profile string, groups []group, maxTables int, memLimit string, ts
 	if err != nil {
 		return err
 	}
-	c := sketch.DefaultConfig()
+	daemon := config.Default() // the daemon's sketches, as its config builds them
 	if maxTables > 0 {
-		c.MaxTables = maxTables
+		daemon.MaxTables = maxTables
 	}
+	c := daemon.Pipeline().Sketch
 	var keys []sketch.TableKeys
 	for _, g := range groups {
 		for range g.tables {
