@@ -85,4 +85,8 @@ func TestRegistryNames(t *testing.T) {
 	if !reg.Unregister(c) || slices.Contains(reg.Names(), "hotkeyd_key_share") {
 		t.Errorf("Names() keeps an unregistered collector's metrics: %v", reg.Names())
 	}
+	// A collector served beside the registry (Gatherers) is named too.
+	if !slices.Contains(reg.Names(c), "hotkeyd_key_share") {
+		t.Errorf("Names(c) lacks the collector's hotkeyd_key_share")
+	}
 }
