@@ -200,16 +200,11 @@ var (
 			"Distinct partition keys of the sliding window that have no hotkeyd_key_* series because they are outside the exported top keys; it keeps the series count bounded whatever the traffic.",
 			"table"),
 	}
-	descKeyUnitsPerSecond = families[famKeyUnitsPerSecond].desc
-	descKeyShare          = families[famKeyShare].desc
-	descKeyPeak           = families[famKeyPeak].desc
-	descClassPeak         = families[famClassPeak].desc
-	descDiagnosis         = families[famDiagnosis].desc
-	descHotKey            = families[famHotKey].desc
-	descDistinct          = families[famDistinct].desc
-	descKeyThrottled      = families[famKeyThrottled].desc
-	descKeyThrottledMax   = families[famKeyThrottledMax].desc
-	descKeysOmitted       = families[famKeysOmitted].desc
+	// The descriptors that tell apart the keys of a series (labelDeduper).
+	descKeyShare     = families[famKeyShare].desc
+	descDiagnosis    = families[famDiagnosis].desc
+	descHotKey       = families[famHotKey].desc
+	descKeyThrottled = families[famKeyThrottled].desc
 
 	lastEvaluationName = "hotkeyd_last_evaluation_timestamp_seconds"
 	lastEvaluationHelp = "Unix time of the last detector evaluation whose results these metrics show."
