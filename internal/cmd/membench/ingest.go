@@ -81,7 +81,7 @@ func runIngest(bin, mode string, events, tables int, tsv bool) error {
 	start := time.Now()
 	switch mode {
 	case "http":
-		err = post(url, bodies)
+		err = post(url, each(bodies))
 	case "file":
 		err = os.Rename(filepath.Join(dir, "access.jsonl"), filepath.Join(dir, "logs", "access.jsonl"))
 	}
@@ -151,21 +151,15 @@ func churnBodies(events, tables int) [][]byte {
 	return out
 }
 
-// post sends bodies to the HTTP endpoint from two connections.
-func post(url string, bodies [][]byte) error {
-	next := make(chan []byte)
-	go func() {
-		defer close(next)
-		for _, b := range bodies {
-			next <- b
-		}
-	}()
+// post sends bodies to the HTTP endpoint from two connections, as they
+// come, until the channel is closed or a POST fails.
+func post(url string, bodies <-chan []byte) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	client := &http.Client{Timeout: time.Minute}
 	for range 2 {
 		wg.Go(func() {
-			for body := range next {
+			for body := range bodies {
 				resp, err := client.Post(url+"/api/v1/events", "application/x-ndjson", bytes.NewReader(body))
 				if err != nil {
 					errs <- err
@@ -183,4 +177,16 @@ func post(url string, bodies [][]byte) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// each returns a channel that yields bodies one by one and is then closed.
+func each(bodies [][]byte) <-chan []byte {
+	next := make(chan []byte)
+	go func() {
+		defer close(next)
+		for _, b := range bodies {
+			next <- b
+		}
+	}()
+	return next
 }

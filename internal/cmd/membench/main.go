@@ -316,29 +316,8 @@ func feed(url string, groups []group) (int, error) {
 			bodies <- b.Bytes()
 		}
 	}()
-	var wg sync.WaitGroup
-	errs := make(chan error, 2)
-	client := &http.Client{Timeout: time.Minute}
-	for range 2 {
-		wg.Go(func() {
-			for body := range bodies {
-				resp, err := client.Post(url+"/api/v1/events", "application/x-ndjson", bytes.NewReader(body))
-				if err != nil {
-					errs <- err
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					errs <- fmt.Errorf("POST: %s", resp.Status)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return events, <-errs
+	err := post(url, bodies)
+	return events, err
 }
 
 // metrics is a scraped /metrics page: series as exposed, and values.
