@@ -347,11 +347,21 @@ func (c *Config) Validate() error {
 			add(fmt.Errorf("detector.%w", err))
 		}
 	}
-	if c.Window > 0 && c.MaxTables >= 1 && c.MaxTables <= MaxMaxTables && c.Detector.Top >= 0 && c.Detector.Top <= detect.MaxTop {
+	if c.Window > 0 {
 		// What the file sets of the sketches is window, max_tables and
-		// the keys they report (detector.top), whose other checks are
-		// above.
-		add(p.Sketch.Validate())
+		// the keys they report (detector.top). max_tables and
+		// detector.top, when wrong, are said above: the sketches' check
+		// is made with their defaults in place, so that it says what
+		// else is wrong (the window) once.
+		sk := p.Sketch
+		def := sketch.DefaultConfig()
+		if c.MaxTables < 1 || c.MaxTables > MaxMaxTables {
+			sk.MaxTables = def.MaxTables
+		}
+		if c.Detector.Top < 0 || c.Detector.Top > detect.MaxTop {
+			sk.Tracked = def.Tracked
+		}
+		add(sk.Validate())
 	}
 	leaseTables := map[string]int{}
 	for i, src := range c.Sources {

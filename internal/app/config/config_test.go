@@ -111,6 +111,10 @@ detector.warn_fraction: 0.9 is above limit_fraction 0.8`,
 detector.limit_fraction: 1.5 is outside (0, 1]
 detector.handful_keys: 1 must be at least 2
 detector.shard_factor: 0.5 must be at least 1`,
+		"invalid-sketch-many.yml": `threshold: must be above 0 and below 1, got 1.5
+window: must be at least 12ms (12 slots of 1ms), got 1ns
+max_tables: must be 1 to 100000, got 0
+detector.top: must be 0 to 384 (the keys a table counts exactly per class), got 500`,
 		"invalid-sources-many.yml": `sources[0].stream_arns[0]: not a Kinesis stream ARN (arn:aws:kinesis:REGION:ACCOUNT:stream/NAME): "arn:aws:dynamodb:us-east-1:111122223333:table/orders"
 sources[0].streams[0]: not a stream name: "a/b" (an ARN goes in stream_arns)
 sources[0].checkpoint_dir: not used with lease_table, which keeps the checkpoints
