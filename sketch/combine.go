@@ -307,7 +307,7 @@ func (a *merging) finish(ref *Summary, tracked int, out *Combined) *TableSnapsho
 		for _, k := range a.keys[c] {
 			st.Top = append(st.Top, *k)
 		}
-		st.Top = heaviest(st.Top, tracked, func(x, y KeyStat) int { return heavierFirst(x.Units, y.Units, x.Key, y.Key) })
+		st.Top = heaviest(st.Top, tracked, compareKeyStats)
 		if len(st.Top) == 0 {
 			st.Top = nil
 		}
@@ -316,7 +316,7 @@ func (a *merging) finish(ref *Summary, tracked int, out *Combined) *TableSnapsho
 	for sh, n := range a.shards {
 		ts.Shards = append(ts.Shards, ShardStat{Shard: sh, Records: n, PeakRecords: a.shardPeaks[sh]})
 	}
-	ts.Shards = heaviest(ts.Shards, 0, func(x, y ShardStat) int { return heavierFirst(x.Records, y.Records, x.Shard, y.Shard) })
+	ts.Shards = heaviest(ts.Shards, 0, compareShardStats)
 	return ts
 }
 

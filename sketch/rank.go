@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// heaviest sorts xs by rank (heavierFirst) and keeps the first n, all
-// when n is not positive.
+// heaviest sorts xs by rank and keeps the first n, all when n is not
+// positive.
 func heaviest[T any](xs []T, n int, rank func(a, b T) int) []T {
 	slices.SortFunc(xs, rank)
 	if n > 0 && len(xs) > n {
@@ -16,13 +16,20 @@ func heaviest[T any](xs []T, n int, rank func(a, b T) int) []T {
 	return xs
 }
 
-// heavierFirst ranks two things of weights wa and wb and names na and nb:
-// the heavier first, then by name.
-func heavierFirst[W cmp.Ordered](wa, wb W, na, nb string) int {
-	if wa != wb {
-		return cmp.Compare(wb, wa)
+// compareKeyStats ranks the most units first, then the key.
+func compareKeyStats(a, b KeyStat) int {
+	if a.Units != b.Units {
+		return cmp.Compare(b.Units, a.Units)
 	}
-	return strings.Compare(na, nb)
+	return strings.Compare(a.Key, b.Key)
+}
+
+// compareShardStats ranks the most records first, then the shard.
+func compareShardStats(a, b ShardStat) int {
+	if a.Records != b.Records {
+		return cmp.Compare(b.Records, a.Records)
+	}
+	return strings.Compare(a.Shard, b.Shard)
 }
 
 // compareKeyCounts ranks the known count first, then the upper bound, then
