@@ -148,36 +148,6 @@ func topOf(all []keyStat, tracked int) []KeyStat {
 	return top
 }
 
-// picture is what SnapshotSince last copied out of a table: its version
-// and what it was due by.
-type picture struct {
-	version uint64
-	gen     uint64 // table.gen then
-	from    int64  // the window's first second
-	ref     int64  // the judged second (secWindow.ref)
-	clock   int64  // the clock's second
-	// recent says the table had traffic in a second it judged as recent,
-	// or later: its recent figures change when its judged second moves.
-	recent bool
-	// traffic says its window held traffic: when it holds none, where the
-	// window starts changes nothing it shows.
-	traffic bool
-}
-
-// due reports whether a table now at cur must be copied out again for a
-// caller holding p (see SnapshotSince).
-func (p *picture) due(cur picture, everySecond bool) bool {
-	switch {
-	case cur.from != p.from && p.traffic:
-		return true
-	case cur.ref != p.ref && (cur.gen != p.gen || p.recent || everySecond):
-		return true
-	case cur.gen != p.gen && cur.clock >= p.clock+2:
-		return true
-	}
-	return false
-}
-
 // newest returns the newest second with traffic of a live table.
 func (t *table) newest() int64 {
 	return max(t.classes[traffic.Read].sec, t.classes[traffic.Write].sec)
