@@ -5,8 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hotkeyd/hotkeyd/traffic"
 	"github.com/zeebo/xxh3"
+
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // maxEventUnits is the most units an event may carry: the most one

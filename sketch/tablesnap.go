@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/axiomhq/hyperloglog"
+
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
