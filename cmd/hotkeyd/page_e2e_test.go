@@ -632,7 +632,7 @@ func TestAnalyzeHTMLReportSmallFile(t *testing.T) {
 	}
 	tab := testenv.NewTab(t)
 	tab.Run(t, 20*time.Second, chromedp.Navigate("file://"+path))
-	tab.WaitFor(t, `document.getElementById('app').dataset.status === 'report' && document.querySelector('tr.topkey')`, 10*time.Second, "the report")
+	tab.WaitFor(t, `document.getElementById('app').dataset.status === 'report' && document.querySelector('tr.topkey')`, settle, "the report")
 	var got struct {
 		Headline, Reasons, Quiet, Fill, Title string
 		Tables                                []string
@@ -667,7 +667,7 @@ func TestAnalyzeHTMLReportSmallFile(t *testing.T) {
 // the pictures must then be taken again.
 func matchScreenshot(t *testing.T, tab *testenv.Tab, image string) {
 	t.Helper()
-	tab.WaitFor(t, `document.querySelector('[data-chart^="traffic:"] .u-over')`, 10*time.Second, "the overview's charts")
+	tab.WaitFor(t, `document.querySelector('[data-chart^="traffic:"] .u-over')`, settle, "the overview's charts")
 	var sections []string
 	tab.Eval(t, testenv.PageStructure, &sections)
 	if err := testenv.MatchScreenshot(filepath.Join("..", "..", testenv.ScreenshotManifest), image, sections); err != nil {

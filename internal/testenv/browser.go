@@ -341,7 +341,7 @@ func (tab *Tab) Run(t testing.TB, timeout time.Duration, actions ...chromedp.Act
 func (tab *Tab) Eval(t testing.TB, expr string, out any) {
 	t.Helper()
 	var raw json.RawMessage
-	tab.Run(t, time.Minute, chromedp.Evaluate("JSON.stringify("+expr+")", &raw))
+	tab.Run(t, browserPatience, chromedp.Evaluate("JSON.stringify("+expr+")", &raw))
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		t.Fatalf("evaluate %s: %v (%s)", expr, err, raw)
@@ -371,12 +371,19 @@ func (tab *Tab) WaitFor(t testing.TB, expr string, timeout time.Duration, what s
 	}
 }
 
+// browserPatience bounds one evaluation or screenshot: far above what any
+// takes on an idle machine (a second or two for the largest report's
+// screenshot), so that only a page that never answers fails, not a loaded
+// machine (a full-page screenshot of a long report took over a minute with
+// two test suites and a browser per package at once).
+const browserPatience = 3 * time.Minute
+
 // Screenshot writes a PNG of the whole page to name (e.g. "overview.png")
 // in ArtifactDir and returns its path.
 func (tab *Tab) Screenshot(t testing.TB, name string) string {
 	t.Helper()
 	var png []byte
-	tab.Run(t, time.Minute, chromedp.FullScreenshot(&png, 100))
+	tab.Run(t, browserPatience, chromedp.FullScreenshot(&png, 100))
 	path := filepath.Join(ArtifactDir(t), name)
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatalf("write screenshot: %v", err)
