@@ -547,7 +547,7 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("open %q: not a regular file (%s)", path, describeMode(fi.Mode()))
+		return nil, nil, fmt.Errorf("open %q: not a regular file (%s)", path, input.FileKind(fi.Mode()))
 	}
 	return f, fi, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/hotkeyd/hotkeyd/ingest/input"
 )
 
 // Validate checks a path or glob pattern: doublestar syntax, where "**"
@@ -178,22 +179,8 @@ func classify(path string, dirsOK bool) (m match, sk skip, ok bool) {
 	case mode.IsDir():
 		return m, skip{path, "is a folder", true}, false
 	default:
-		return m, skip{path, fmt.Sprintf("not a regular file (%s)", describeMode(mode)), true}, false
+		return m, skip{path, fmt.Sprintf("not a regular file (%s)", input.FileKind(mode)), true}, false
 	}
-}
-
-func describeMode(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return m.Type().String()
 }
 
 // stamp is what tells a file's version apart: its size and modification

@@ -3,11 +3,12 @@ package config
 import (
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hotkeyd/hotkeyd/ingest/input"
 )
 
 // Bounds of reading the configuration file (and key_hash_secret_file). A
@@ -94,7 +95,7 @@ func readBounded(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s); write it to a file", path, fileKind(st.Mode()))
+		return nil, fmt.Errorf("%s: not a regular file (%s); write it to a file", path, input.FileKind(st.Mode()))
 	}
 	if st.Size() > max {
 		return nil, fmt.Errorf("%s: %d bytes, more than the %s allowed; is it the right file?", path, st.Size(), byteSize(max))
@@ -109,23 +110,6 @@ func readBounded(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: more than the %s allowed; is it the right file?", path, byteSize(max))
 	}
 	return b, nil
-}
-
-// fileKind names the kind of a file that is not a regular one.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return m.Type().String()
 }
 
 func byteSize(n int64) string {
