@@ -6,7 +6,7 @@
 # daemon's memory, goroutines, open files and counts every minute, then
 # checks that nothing was lost, that the hot key was raised in each of
 # its hot phases and that the figures stayed flat after the warm-up;
-# it exits 1 when a check fails. The figures are in docs/limits.md.
+# it exits 1 when a check fails. Its figures are in docs/limits.md (Soak).
 #
 #   scripts/soak.sh                                    # 30 minutes
 #   DURATION=6m WARMUP=2m RELOAD_EVERY=1m scripts/soak.sh -hot-on 40s -hot-off 50s
