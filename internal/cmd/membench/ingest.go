@@ -8,11 +8,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -50,29 +48,13 @@ func runIngest(bin, mode string, events, tables int, tsv bool) error {
 			return err
 		}
 	}
-	cfgPath := filepath.Join(dir, "hotkeyd.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return err
-	}
-	cmd := exec.Command(bin, "run", "--config.file", cfgPath, "--web.listen-address=127.0.0.1:0",
-		"--web.enable-ingest", "--web.ingest.rate-limit=0")
-	stderr, err := cmd.StderrPipe()
+	d, err := startDaemon(bin, dir, cfg, nil)
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
-	url, err := address(stderr)
-	if err != nil {
-		return err
-	}
-	go io.Copy(io.Discard, stderr)
-	pid := cmd.Process.Pid
+	defer d.stop()
+	go io.Copy(io.Discard, d.stderr)
+	url, pid := d.url, d.pid
 	time.Sleep(time.Second) // the daemon settles
 	cpu0, err := procCPU(pid)
 	if err != nil {

@@ -125,35 +125,20 @@ func run(bin, profile string, groups []group, maxTables int, memLimit string, ts
 	if maxTables > 0 {
 		cfg += fmt.Sprintf("max_tables: %d\n", maxTables)
 	}
-	cfgPath := filepath.Join(dir, "hotkeyd.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return err
-	}
-	cmd := exec.Command(bin, "run", "--config.file", cfgPath, "--web.listen-address=127.0.0.1:0",
-		"--web.enable-ingest", "--web.ingest.rate-limit=0")
 	// gctrace's lines give the live heap after each collection, the
 	// figure the tables' memory is compared with.
-	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
+	env := []string{"GODEBUG=gctrace=1"}
 	if memLimit != "" {
-		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+memLimit)
+		env = append(env, "GOMEMLIMIT="+memLimit)
 	}
-	stderr, err := cmd.StderrPipe()
+	d, err := startDaemon(bin, dir, cfg, env)
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
-	url, err := address(stderr)
-	if err != nil {
-		return err
-	}
+	defer d.stop()
+	url := d.url
 	var live liveHeap
-	go live.follow(stderr)
+	go live.follow(d.stderr)
 
 	start := time.Now()
 	events, err := feed(url, groups)
@@ -185,7 +170,7 @@ func run(bin, profile string, groups []group, maxTables int, memLimit string, ts
 	if err != nil {
 		return err
 	}
-	rss, hwm, err := procMemory(cmd.Process.Pid)
+	rss, hwm, err := procMemory(d.pid)
 	if err != nil {
 		return err
 	}
@@ -207,13 +192,13 @@ func run(bin, profile string, groups []group, maxTables int, memLimit string, ts
 	var idleCPU float64
 	var idleRSS int
 	if idle > 0 {
-		if idleCPU, idleRSS, err = idleRun(url, cmd.Process.Pid, idle); err != nil {
+		if idleCPU, idleRSS, err = idleRun(url, d.pid, idle); err != nil {
 			return err
 		}
 	}
 	var load scrapeLoad
 	if scrapes > 0 {
-		if load, err = scrapeRounds(url, cmd.Process.Pid, scrapes, rounds); err != nil {
+		if load, err = scrapeRounds(url, d.pid, scrapes, rounds); err != nil {
 			return err
 		}
 	}
@@ -270,6 +255,48 @@ func (l *liveHeap) last() int {
 func mib(n int) float64 { return float64(n) / (1 << 20) }
 
 var addrRE = regexp.MustCompile(`hotkeyd started.*?address=(\S+)`)
+
+// daemon is a hotkeyd run process started by startDaemon.
+type daemon struct {
+	cmd    *exec.Cmd
+	url    string // its base URL
+	pid    int
+	stderr io.Reader // its log past the line with its address; read it to the end
+}
+
+// startDaemon writes cfg to dir and starts bin run on it with HTTP ingest
+// unlimited, on a free port, env added to this process's environment; it
+// returns once the daemon has logged its address.
+func startDaemon(bin, dir, cfg string, env []string) (*daemon, error) {
+	cfgPath := filepath.Join(dir, "hotkeyd.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "run", "--config.file", cfgPath, "--web.listen-address=127.0.0.1:0",
+		"--web.enable-ingest", "--web.ingest.rate-limit=0")
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	d := &daemon{cmd: cmd, pid: cmd.Process.Pid, stderr: stderr}
+	if d.url, err = address(stderr); err != nil {
+		d.stop()
+		return nil, err
+	}
+	return d, nil
+}
+
+// stop ends the daemon as a service manager would, and waits for it.
+func (d *daemon) stop() {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	_ = d.cmd.Wait()
+}
 
 // address reads the log until the "hotkeyd started" line and returns the
 // base URL it names.
