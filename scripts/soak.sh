@@ -9,7 +9,7 @@
 # it exits 1 when a check fails. Its figures are in docs/limits.md (Soak).
 #
 #   scripts/soak.sh                                    # 30 minutes
-#   DURATION=6m WARMUP=2m RELOAD_EVERY=1m scripts/soak.sh -hot-on 40s -hot-off 50s
+#   DURATION=6m WARMUP=2m RELOAD_EVERY=1m scripts/soak.sh -hot-on 40s -hot-off 70s
 #
 # Needs DynamoDB Local and Java (make test-deps), like the tests.
 set -euo pipefail

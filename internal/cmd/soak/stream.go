@@ -29,6 +29,7 @@ type writes struct {
 	keys            int
 	on, off         time.Duration // a hot phase, the pause after it
 	written, failed atomic.Int64
+	seq             atomic.Int64 // the value each write sets, new every time
 	mu              sync.Mutex
 	phases          []phase
 	firstErr        string
@@ -91,12 +92,19 @@ func (w *writes) run(ctx context.Context) {
 	wg.Wait()
 }
 
+// put writes the key's item with a value no earlier write set: DynamoDB
+// Streams writes no record for a put that changes nothing in the item
+// (docs/streams.md, What is counted), so a put of an unchanged item would be a
+// write the stream cannot count.
 func (w *writes) put(ctx context.Context, key string) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	_, err := w.db.PutItem(cctx, &dynamodb.PutItemInput{
 		TableName: aws.String(streamTable),
-		Item:      map[string]types.AttributeValue{"customer": &types.AttributeValueMemberS{Value: key}},
+		Item: map[string]types.AttributeValue{
+			"customer": &types.AttributeValueMemberS{Value: key},
+			"n":        &types.AttributeValueMemberN{Value: strconv.FormatInt(w.seq.Add(1), 10)},
+		},
 	})
 	if err != nil {
 		w.failed.Add(1)
