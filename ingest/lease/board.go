@@ -85,7 +85,7 @@ type peerSummary[T any] struct {
 	seq     string
 	changed time.Time // when this worker saw seq move; zero: stale at first sight
 	value   T
-	decoded bool // value holds the payload decoded; false while it is being decoded, or when it cannot be
+	decoded bool // value holds the payload decoded; false when it cannot be
 }
 
 // Peer is a live peer's decoded summary and how long ago it last moved.
@@ -241,18 +241,19 @@ func (b *Board[T]) read(ctx context.Context) error {
 			if p == nil && wall.Sub(published) > b.c.cfg.FailoverTime {
 				np.changed = time.Time{} // written long ago: stale until it moves
 			}
-			b.peers[worker] = np
-			p = np
+			// Decoded outside the lock, and swapped in whole: meanwhile
+			// Peers still returns the peer's previous summary, so that a
+			// judgement made during a decode counts every live peer.
 			b.mu.Unlock()
 			v, derr := b.cfg.Decode(payload)
+			np.value, np.decoded = v, derr == nil
 			b.mu.Lock()
+			b.peers[worker] = np
+			b.mu.Unlock()
 			if derr != nil {
-				b.mu.Unlock()
 				b.reportOnce(key.Value, "summary cannot be read: "+derr.Error())
 				continue
 			}
-			p.value, p.decoded = v, true
-			b.mu.Unlock()
 			b.reportOnce(key.Value, "")
 		default:
 			if !p.changed.IsZero() && now.Sub(p.changed) > staleDeleteAfter*b.c.cfg.FailoverTime ||
@@ -355,8 +356,8 @@ func (b *Board[T]) reportOnce(key, problem string) {
 func (b *Board[T]) Every() time.Duration { return b.cfg.Every }
 
 // Peers returns the live peers' summaries, sorted by worker id; stale
-// ones, and those not decoded (yet, or because they cannot be), are left
-// out.
+// ones, and those whose payload cannot be decoded, are left out. While a
+// peer's newer summary is being decoded, its previous one is returned.
 func (b *Board[T]) Peers() []Peer[T] {
 	now := b.c.now()
 	b.mu.Lock()

@@ -18,8 +18,11 @@ import (
 // boardWorker is a worker with a Board publishing "<id>#<n>" payloads.
 type boardWorker struct {
 	*worker
-	b      *Board[string]
-	quiet  atomic.Bool // publish nothing
+	b     *Board[string]
+	quiet atomic.Bool // publish nothing
+	// hold, while set, makes the next Decode close its entered and wait
+	// for its release.
+	hold   atomic.Pointer[decodeGate]
 	n      atomic.Int64
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -36,6 +39,10 @@ func startBoard(t *testing.T, d *testenv.DDBLocal, table, id string) *boardWorke
 			return []byte(id + "#" + strconv.FormatInt(w.n.Add(1), 10)), nil
 		},
 		Decode: func(p []byte) (string, error) {
+			if g := w.hold.Swap(nil); g != nil {
+				close(g.entered)
+				<-g.release
+			}
 			if !strings.Contains(string(p), "#") {
 				return "", errors.New("no # in the payload")
 			}
@@ -52,6 +59,9 @@ func startBoard(t *testing.T, d *testenv.DDBLocal, table, id string) *boardWorke
 	t.Cleanup(w.stopBoard)
 	return w
 }
+
+// decodeGate holds a Decode until released.
+type decodeGate struct{ entered, release chan struct{} }
 
 func (w *boardWorker) stopBoard() {
 	w.cancel()
@@ -83,6 +93,21 @@ func testBoard(t *testing.T, d *testenv.DDBLocal) {
 	}
 	if got := testutil.ToFloat64(a.c.m.peers.WithLabelValues(table)); got != 1 {
 		t.Errorf("hotkeyd_lease_peer_summaries = %v, want 1", got)
+	}
+
+	// While b's newer summary is being decoded, a still counts b, with
+	// its previous summary: a judgement made meanwhile has every peer.
+	g := &decodeGate{entered: make(chan struct{}), release: make(chan struct{})}
+	a.hold.Store(g)
+	select {
+	case <-g.entered:
+	case <-time.After(slowCalls):
+		t.Fatal("a decoded no newer summary of b")
+	}
+	during := a.b.Peers()
+	close(g.release)
+	if len(during) != 1 || !strings.HasPrefix(during[0].Value, "b#") {
+		t.Errorf("a's peers while it decodes b's newer summary: %v, want b's previous summary", during)
 	}
 
 	// Items nobody valid wrote.
