@@ -344,6 +344,31 @@ func TestArchiveReadWhenSettled(t *testing.T) {
 	}
 }
 
+// An empty file, however long it stays empty, is not taken for a log: a
+// compressor may create its archive and write the first bytes later.
+func TestEmptyFileBecomingAnArchive(t *testing.T) {
+	dir := t.TempDir()
+	s := newStepper(t, Config{Paths: []string{filepath.Join(dir, "*")}})
+	s.poll()
+	path := filepath.Join(dir, "app.log.1.gz")
+	write(t, path, "")
+	s.poll()
+	s.poll()
+	s.now = s.now.Add(time.Minute) // settled, and still empty
+	s.poll()
+	want := lines("x", 0, 50)
+	write(t, path, string(gzipped(t, want)))
+	s.poll()
+	s.now = s.now.Add(time.Minute)
+	s.poll()
+	if got := s.rec.text(path); got != want {
+		t.Errorf("read %q, want the archive's lines %q", got, want)
+	}
+	if len(s.rec.opened) != 1 || s.rec.opened[0].Codec != "gzip" {
+		t.Errorf("opened %+v, want once, as a gzip archive", s.rec.opened)
+	}
+}
+
 func TestWholeFiles(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
