@@ -170,7 +170,13 @@ func TestSourceBadFilesDoNotStopIt(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	dir := t.TempDir()
 	whole := gz(t, records(getItem("a"), strings.Repeat(getItem("pad")+",", 300)+getItem("z")))
-	writeAtomic(t, filepath.Join(dir, "1-truncated.json.gz"), whole[:len(whole)-20])
+	truncated := filepath.Join(dir, "1-truncated.json.gz")
+	writeAtomic(t, truncated, whole[:len(whole)-20])
+	// Old enough not to be waited for as an archive whose writer stalled.
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(truncated, past, past); err != nil {
+		t.Fatal(err)
+	}
 	writeAtomic(t, filepath.Join(dir, "2-hostile.json"), []byte(`{"Records":[{"eventSource":1},"x",`+getItem("b")+`]}`))
 	writeAtomic(t, filepath.Join(dir, "3-good.json"), []byte(records(getItem("c"),
 		ev("PutItem", `{"tableName":"Tbl","key":{"id":"f"}}`, `"errorCode":"ConditionalCheckFailedException"`),

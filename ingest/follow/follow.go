@@ -13,7 +13,9 @@
 //     which is told by the bytes before the offset read having changed.
 //   - A finished file (compressed content — gzip, zstd, xz, recognised by
 //     its first bytes — or every file with Config.Whole) is read once,
-//     whole and decompressed (package input), when it has stopped changing.
+//     whole and decompressed (package input), when it has stopped changing;
+//     an archive that then ends short is waited for while it is young, in
+//     case its writer stalled.
 //
 // A file is one file whatever its names: a symbolic link and its target, a
 // hard link, a file renamed to another name the patterns match, are read
@@ -152,6 +154,12 @@ const orphanPolls = 20
 // half-way.
 const settleTime = 2 * time.Second
 
+// archiveWait is how long after it last changed an archive whose
+// compressed content ends short is waited for rather than read: its writer
+// may have stalled. Past it, it is read as it is and the reader reports it
+// truncated.
+const archiveWait = time.Minute
+
 // Follower follows the files of Config.Paths. Run does the work; Ready
 // may be called from any goroutine.
 type Follower struct {
@@ -169,6 +177,7 @@ type Follower struct {
 	orphans  []*tail          // growing files that left their path
 	done     map[string]done  // finished files read or left unread
 	pending  map[string]stamp // finished files waiting to settle
+	short    map[string]stamp // archives found cut short, as they were then
 	reported map[string]string
 	prints   prints
 }
@@ -208,6 +217,7 @@ func New(cfg Config, h Handler) (*Follower, error) {
 		tails:    map[string]*tail{},
 		done:     map[string]done{},
 		pending:  map[string]stamp{},
+		short:    map[string]stamp{},
 		reported: map[string]string{},
 	}, nil
 }
@@ -391,11 +401,6 @@ func (fl *Follower) readWhole(ctx context.Context, m match, f File, fh *os.File)
 		ctx, done = finishing(ctx, fl.cfg.Finish)
 		defer done()
 	}
-	c := fl.h.Open(f)
-	if c == nil {
-		fl.done[m.path] = done{stamp{f.Size, f.ModTime}, m.id}
-		return nil
-	}
 	if fh == nil {
 		var fi os.FileInfo
 		var err error
@@ -405,6 +410,14 @@ func (fl *Follower) readWhole(ctx context.Context, m match, f File, fh *os.File)
 		defer fh.Close()
 		delete(fl.reported, m.path)
 		f.Size, f.ModTime = fi.Size(), fi.ModTime()
+	}
+	if short, err := fl.cutShort(ctx, m.path, fh, f); short || err != nil {
+		return err
+	}
+	c := fl.h.Open(f)
+	if c == nil {
+		fl.done[m.path] = done{stamp{f.Size, f.ModTime}, m.id}
+		return nil
 	}
 	content, err := input.Decompress(&ctxReader{ctx: ctx, r: fh})
 	var r io.Reader = content
@@ -438,6 +451,47 @@ func (fl *Follower) readWhole(ctx context.Context, m match, f File, fh *os.File)
 	}
 	fl.done[m.path] = done{stamp{f.Size, f.ModTime}, m.id}
 	return nil
+}
+
+// cutShort reports whether fh, a finished file that settled, is an
+// archive whose compressed content ends short while it changed less than
+// archiveWait ago: it is then left for a later poll (a writer that stalled
+// longer than the settling makes such a file), and checked again only once
+// it changed. It costs one decompression of a young archive before it is
+// read.
+func (fl *Follower) cutShort(ctx context.Context, path string, fh *os.File, f File) (bool, error) {
+	st := stamp{f.Size, f.ModTime}
+	if fl.cfg.Now().Sub(f.ModTime) >= archiveWait {
+		if _, ok := fl.short[path]; ok {
+			delete(fl.short, path)
+			fl.log.Warn("archive still ends short; reading what it holds", zap.String("path", path), zap.Int64("size", f.Size))
+		}
+		return false, nil
+	}
+	if prev, ok := fl.short[path]; ok && prev == st {
+		return true, nil
+	}
+	if codec, _, err := sniffFile(fh); err != nil || codec == "" {
+		return false, nil // read as usual; a read error is the reader's
+	}
+	content, err := input.Decompress(&ctxReader{ctx: ctx, r: io.NewSectionReader(fh, 0, f.Size)})
+	if err == nil {
+		_, err = io.Copy(io.Discard, content)
+		content.Close()
+	}
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if ce := (*input.CorruptError)(nil); !errors.As(err, &ce) {
+		delete(fl.short, path)
+		return false, nil
+	}
+	if _, ok := fl.short[path]; !ok {
+		fl.log.Info("archive ends short; waiting for its writer", zap.String("path", path),
+			zap.Int64("size", f.Size), zap.Duration("wait", archiveWait), zap.Error(err))
+	}
+	fl.short[path] = st
+	return true, nil
 }
 
 // DefaultFinish is Config.Finish's default: a CloudTrail file of a few
@@ -480,7 +534,7 @@ func (fl *Follower) doneID(id fileID) bool {
 // forgetDone drops the finished files that are no longer matched, so
 // that memory stays bounded by the files present.
 func (fl *Follower) forgetDone(matches []match) {
-	if len(fl.done) == 0 && len(fl.pending) == 0 {
+	if len(fl.done) == 0 && len(fl.pending) == 0 && len(fl.short) == 0 {
 		return
 	}
 	present := make(map[string]bool, len(matches))
@@ -495,6 +549,11 @@ func (fl *Follower) forgetDone(matches []match) {
 	for p := range fl.pending {
 		if !present[p] {
 			delete(fl.pending, p)
+		}
+	}
+	for p := range fl.short {
+		if !present[p] {
+			delete(fl.short, p)
 		}
 	}
 }

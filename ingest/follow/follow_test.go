@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -366,6 +367,59 @@ func TestEmptyFileBecomingAnArchive(t *testing.T) {
 	}
 	if len(s.rec.opened) != 1 || s.rec.opened[0].Codec != "gzip" {
 		t.Errorf("opened %+v, want once, as a gzip archive", s.rec.opened)
+	}
+}
+
+// An archive whose writer stalls for longer than the settling is not read
+// half-written: a settled archive whose compressed content ends short is
+// waited for while it is young, and read whole once finished; one that
+// stays short is read as it is once it is old, and reported truncated.
+func TestArchiveWithAStalledWriter(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		t.Run(fmt.Sprintf("whole=%v", whole), func(t *testing.T) {
+			dir := t.TempDir()
+			s := newStepper(t, Config{Paths: []string{filepath.Join(dir, "*.gz")}, Whole: whole})
+			s.poll()
+			want := lines("x", 0, 2000)
+			gz := gzipped(t, want)
+			path := filepath.Join(dir, "x.gz")
+			write(t, path, string(gz[:len(gz)/2]))
+			s.now = time.Now().Add(settleTime + time.Second) // settled by its age
+			s.poll()
+			s.poll()
+			if got := s.rec.text(path); got != "" || len(s.rec.opened) != 0 {
+				t.Fatalf("an archive cut short by a stalled writer was read: %d bytes, opened %d times", len(got), len(s.rec.opened))
+			}
+			if n := s.log.FilterMessage("archive ends short; waiting for its writer").Len(); n != 1 {
+				t.Errorf("%d lines saying the archive ends short, want 1", n)
+			}
+			write(t, path, string(gz)) // the writer goes on
+			s.now = time.Now().Add(settleTime + time.Second)
+			s.poll()
+			if got := s.rec.text(path); got != want {
+				t.Errorf("the finished archive read %d bytes, want %d", len(got), len(want))
+			}
+
+			// One that stays short is read as it is once old, and reported.
+			cut := filepath.Join(dir, "cut.gz")
+			write(t, cut, string(gz[:len(gz)/2]))
+			s.now = time.Now().Add(settleTime + time.Second)
+			s.poll()
+			if s.rec.text(cut) != "" {
+				t.Fatal("a young archive cut short was read")
+			}
+			s.now = time.Now().Add(archiveWait + time.Second)
+			s.poll()
+			if got := s.rec.text(cut); got == "" || !strings.HasPrefix(want, got) {
+				t.Errorf("the old archive cut short read %d bytes, want a part of the lines", len(got))
+			}
+			if len(s.rec.readErr) != 1 || !strings.Contains(s.rec.readErr[0], "truncated or corrupt gzip") {
+				t.Errorf("read errors %q, want the truncated archive's", s.rec.readErr)
+			}
+			if len(s.rec.opened) != 2 {
+				t.Errorf("opened %d times, want 2 (each archive once)", len(s.rec.opened))
+			}
+		})
 	}
 }
 
