@@ -41,7 +41,7 @@ type child struct {
 func startChild(name string, cmd *exec.Cmd, limit int) (*child, error) {
 	out := &lockedBuffer{limit: limit}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = dieWithTest(&syscall.SysProcAttr{Setpgid: true})
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

@@ -148,6 +148,7 @@ func StartHotkeyd(t testing.TB, opts HotkeydOptions, args ...string) *Hotkeyd {
 	h.cmd.Stdin = opts.Stdin
 	h.cmd.Stdout = h.stdout
 	h.cmd.Stderr = h.stderr
+	h.cmd.SysProcAttr = dieWithTest(&syscall.SysProcAttr{})
 	if err := h.cmd.Start(); err != nil {
 		t.Fatalf("start hotkeyd: %v", err)
 	}
