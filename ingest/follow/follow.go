@@ -482,7 +482,8 @@ func (fl *Follower) cutShort(ctx context.Context, path string, fh *os.File, f Fi
 	if ctx.Err() != nil {
 		return false, ctx.Err()
 	}
-	if ce := (*input.CorruptError)(nil); !errors.As(err, &ce) {
+	// A header over the memory limit is no cut: the reader refuses it.
+	if ce, le := (*input.CorruptError)(nil), (*input.LimitError)(nil); !errors.As(err, &ce) || errors.As(err, &le) {
 		delete(fl.short, path)
 		return false, nil
 	}
