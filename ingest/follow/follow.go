@@ -352,11 +352,8 @@ func (fl *Follower) consider(ctx context.Context, m match, initial bool) (File, 
 	switch {
 	case err != nil:
 		return f, &openError{fmt.Errorf("read %q: %w", m.path, err)}
-	case undecided && (fi.Size() == 0 || !fl.settled(m.path, fi)):
-		// Too short to tell a log from an archive yet. An empty file is
-		// never decided, however long it stays so: a compressor may take
-		// a while to write its first bytes, and there is nothing to read.
-		return f, nil
+	case undecided && !fl.settled(m.path, fi):
+		return f, nil // too short to tell a log from an archive yet
 	case codec == "":
 		t, err := fl.startTail(m, fh, fi, f, initial && !fl.cfg.FromStart)
 		if t == nil || err != nil {

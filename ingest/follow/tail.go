@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/ingest/input"
 )
 
 const (
@@ -179,9 +181,31 @@ func (fl *Follower) readTail(ctx context.Context, t *tail) error {
 		}
 		t.last = st
 	}
+	if t.offset == 0 && t.orphaned == 0 {
+		// Nothing read yet: a file followed while it was empty (or too
+		// short to tell) may turn out to be a compressed archive, whose
+		// compressor created it and wrote its first bytes later.
+		switch codec, undecided := input.SniffCodec(readHead(t.f, 8)); {
+		case undecided:
+			return nil // read once it changed and can be told
+		case codec != "":
+			return fl.untail(ctx, t, codec)
+		}
+	}
 	err := t.c.Read(ctx, &tailReader{t: t, r: &ctxReader{ctx: ctx, r: t.f}})
 	t.readHead()
 	return err
+}
+
+// untail stops following t, found to be a compressed archive before
+// anything was read from it: the next poll finds it as an archive, read
+// whole once it settles.
+func (fl *Follower) untail(ctx context.Context, t *tail, codec string) error {
+	delete(fl.tails, t.file.Path)
+	fl.log.Info("file followed is a compressed archive: reading it whole once it settles",
+		zap.String("path", t.file.Path), zap.String("codec", codec))
+	defer t.f.Close()
+	return t.c.Close(ctx)
 }
 
 // rewritten reports whether the bytes before t's offset are no longer

@@ -293,7 +293,12 @@ func testVanishedMidCheckpoint(t *testing.T, d *testenv.DDBLocal, applied bool) 
 	ingesttest.WaitFor(t, ingesttest.Eventually, "a to vanish", func() bool { return v.dead.Load() })
 	vanishedAt := time.Now()
 	inFlight := a.sink.LastBatch()
-	ingesttest.WaitFor(t, ingesttest.Eventually, "every key read", func() bool { return len(union(table, a, b)) == 20 })
+	// a alone has read every key by now: wait for b to have read the
+	// batch in flight again, however late its first round comes.
+	ingesttest.WaitFor(t, ingesttest.Eventually, "every key read, and b to read the batch in flight", func() bool {
+		byB := keysOf(b.sink, table)
+		return len(union(table, a, b)) == 20 && !slices.ContainsFunc(inFlight, func(k string) bool { return byB[k] == 0 })
+	})
 	t.Logf("b read on %v after a vanished; a's batch in flight: %v", time.Since(vanishedAt).Round(time.Millisecond), inFlight)
 	time.Sleep(300 * time.Millisecond)
 	b.stop(t)
@@ -389,7 +394,12 @@ func testLeaseLostRace(t *testing.T, d *testenv.DDBLocal) {
 	putItems(t, d.DB, table, "pk", "k", 10, 10)
 	ingesttest.WaitFor(t, ingesttest.Eventually, "a to lose its lease", func() bool { return a.logged("lost lease; its reader stops") == 1 })
 	inFlight := a.sink.LastBatch()
-	ingesttest.WaitFor(t, ingesttest.Eventually, "every key read", func() bool { return len(union(table, a, b)) == 20 })
+	// a alone has read every key by now: wait for b to have read the
+	// batch in flight again, however late its first round comes.
+	ingesttest.WaitFor(t, ingesttest.Eventually, "every key read, and b to read the batch in flight", func() bool {
+		byB := keysOf(b.sink, table)
+		return len(union(table, a, b)) == 20 && !slices.ContainsFunc(inFlight, func(k string) bool { return byB[k] == 0 })
+	})
 	time.Sleep(300 * time.Millisecond)
 	a.stop(t)
 	b.stop(t)
