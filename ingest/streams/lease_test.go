@@ -250,7 +250,13 @@ func (f *vanishStreams) GetRecords(ctx context.Context, in *dynamodbstreams.GetR
 	if f.v.dead.Load() {
 		return nil, errVanished
 	}
-	return f.StreamsAPI.GetRecords(ctx, in, opts...)
+	out, err := f.StreamsAPI.GetRecords(ctx, in, opts...)
+	if f.v.dead.Load() {
+		// A process that vanished during the call gets no answer: records
+		// written after it vanished never reach it.
+		return nil, errVanished
+	}
+	return out, err
 }
 
 func (f *vanishStreams) DescribeStream(ctx context.Context, in *dynamodbstreams.DescribeStreamInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error) {
