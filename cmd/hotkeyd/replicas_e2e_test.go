@@ -107,21 +107,29 @@ func logRequestRates(t *testing.T, h *testenv.Hotkeyd, leaseTable, what string, 
 		heldOf(after, leaseTable), what, replicaFailover, total, strings.Join(parts, ", "))
 }
 
-// ownedBy returns the keys of the leases in leaseTable whose owner is
-// worker.
-func ownedBy(t *testing.T, ddb *testenv.DDBLocal, leaseTable, worker string) []string {
+// leaseItems returns every item of leaseTable, read consistently.
+func leaseItems(t *testing.T, ddb *testenv.DDBLocal, leaseTable string) []map[string]types.AttributeValue {
 	t.Helper()
-	var owned []string
+	var items []map[string]types.AttributeValue
 	p := dynamodb.NewScanPaginator(ddb.DB, &dynamodb.ScanInput{TableName: aws.String(leaseTable), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(context.Background())
 		if err != nil {
 			t.Fatalf("scan %s: %v", leaseTable, err)
 		}
-		for _, item := range page.Items {
-			if o, ok := item["leaseOwner"].(*types.AttributeValueMemberS); ok && o.Value == worker {
-				owned = append(owned, item["leaseKey"].(*types.AttributeValueMemberS).Value)
-			}
+		items = append(items, page.Items...)
+	}
+	return items
+}
+
+// ownedBy returns the keys of the leases in leaseTable whose owner is
+// worker.
+func ownedBy(t *testing.T, ddb *testenv.DDBLocal, leaseTable, worker string) []string {
+	t.Helper()
+	var owned []string
+	for _, item := range leaseItems(t, ddb, leaseTable) {
+		if o, ok := item["leaseOwner"].(*types.AttributeValueMemberS); ok && o.Value == worker {
+			owned = append(owned, item["leaseKey"].(*types.AttributeValueMemberS).Value)
 		}
 	}
 	return owned
@@ -134,31 +142,24 @@ func ownedBy(t *testing.T, ddb *testenv.DDBLocal, leaseTable, worker string) []s
 func victimCheckpoints(t *testing.T, ddb *testenv.DDBLocal, leaseTable, worker string, tables []string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	p := dynamodb.NewScanPaginator(ddb.DB, &dynamodb.ScanInput{TableName: aws.String(leaseTable), ConsistentRead: aws.Bool(true)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(context.Background())
-		if err != nil {
-			t.Fatalf("scan %s: %v", leaseTable, err)
+	for _, item := range leaseItems(t, ddb, leaseTable) {
+		key := item["leaseKey"].(*types.AttributeValueMemberS).Value
+		tb := ""
+		for _, name := range tables {
+			if strings.Contains(key, ":table/"+name+"/stream/") {
+				tb = name
+			}
 		}
-		for _, item := range page.Items {
-			key := item["leaseKey"].(*types.AttributeValueMemberS).Value
-			tb := ""
-			for _, name := range tables {
-				if strings.Contains(key, ":table/"+name+"/stream/") {
-					tb = name
-				}
-			}
-			if tb == "" {
-				continue
-			}
-			owner, _ := item["leaseOwner"].(*types.AttributeValueMemberS)
-			switches, _ := item["ownerSwitchesSinceCheckpoint"].(*types.AttributeValueMemberN)
-			cp, _ := item["checkpoint"].(*types.AttributeValueMemberS)
-			if cp == nil || (owner == nil || owner.Value != worker) && (switches == nil || switches.Value == "0") {
-				t.Fatalf("the lease of %s (%v) no longer holds %s's checkpoint", tb, item, worker)
-			}
-			out[tb] = cp.Value
+		if tb == "" {
+			continue
 		}
+		owner, _ := item["leaseOwner"].(*types.AttributeValueMemberS)
+		switches, _ := item["ownerSwitchesSinceCheckpoint"].(*types.AttributeValueMemberN)
+		cp, _ := item["checkpoint"].(*types.AttributeValueMemberS)
+		if cp == nil || (owner == nil || owner.Value != worker) && (switches == nil || switches.Value == "0") {
+			t.Fatalf("the lease of %s (%v) no longer holds %s's checkpoint", tb, item, worker)
+		}
+		out[tb] = cp.Value
 	}
 	if len(out) != len(tables) {
 		t.Fatalf("leases of %v found for %v", slices.Collect(maps.Keys(out)), tables)
