@@ -8,8 +8,6 @@ import (
 	"os"
 
 	"go.uber.org/zap"
-
-	"github.com/hotkeyd/hotkeyd/ingest/input"
 )
 
 const (
@@ -185,7 +183,9 @@ func (fl *Follower) readTail(ctx context.Context, t *tail) error {
 		// Nothing read yet: a file followed while it was empty (or too
 		// short to tell) may turn out to be a compressed archive, whose
 		// compressor created it and wrote its first bytes later.
-		switch codec, undecided := input.SniffCodec(readHead(t.f, 8)); {
+		switch codec, undecided, err := sniffFile(t.f); {
+		case err != nil:
+			// Read as usual: the read reports what is wrong.
 		case undecided:
 			return nil // read once it changed and can be told
 		case codec != "":
