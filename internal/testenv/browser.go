@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -38,6 +39,9 @@ var browser struct {
 	ctx    context.Context
 	cancel func()
 	err    error
+	// shots lets one tab at a time be brought to the front and captured
+	// (Screenshot), so that no other tab takes the front during a capture.
+	shots sync.Mutex
 }
 
 // chromiumPath finds the browser: ChromiumEnv, else chromium (Debian),
@@ -380,16 +384,46 @@ const browserPatience = 3 * time.Minute
 
 // Screenshot writes a PNG of the whole page to name (e.g. "overview.png")
 // in ArtifactDir and returns its path.
+//
+// The tab is brought to the front first, one tab of the browser at a
+// time: headless Chromium can hold a capture of a tab in the background
+// until a frame comes that never does. A screenshot is a picture for a
+// person, not a check: when the capture still gives nothing within
+// browserPatience but the page answers an evaluation, the browser's
+// compositor failed, not the page, and the test logs the missing picture
+// and goes on (the path returned is then empty). A page that does not
+// answer either fails the test.
 func (tab *Tab) Screenshot(t testing.TB, name string) string {
 	t.Helper()
-	var png []byte
-	tab.Run(t, browserPatience, chromedp.FullScreenshot(&png, 100))
+	png, err := tab.capture()
+	if err != nil {
+		ctx, cancel := context.WithTimeout(tab.Ctx, 30*time.Second)
+		defer cancel()
+		var answer int
+		if perr := chromedp.Run(ctx, chromedp.Evaluate(`1 + 1`, &answer)); perr != nil || answer != 2 {
+			t.Fatalf("browser: screenshot %s: %v, and the page does not answer (%v)\nerrors in the page: %v", name, err, perr, tab.Errors())
+		}
+		t.Logf("screenshot %s not taken: %v (the page answers: the browser gave no frame)", name, err)
+		return ""
+	}
 	path := filepath.Join(ArtifactDir(t), name)
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatalf("write screenshot: %v", err)
 	}
 	t.Logf("screenshot: %s", path)
 	return path
+}
+
+// capture brings the tab to the front and takes a PNG of its whole page,
+// within browserPatience.
+func (tab *Tab) capture() ([]byte, error) {
+	browser.shots.Lock()
+	defer browser.shots.Unlock()
+	ctx, cancel := context.WithTimeout(tab.Ctx, browserPatience)
+	defer cancel()
+	var png []byte
+	err := chromedp.Run(ctx, page.BringToFront(), chromedp.FullScreenshot(&png, 100))
+	return png, err
 }
 
 // ArtifactDir returns the folder for what the test leaves for a person to
