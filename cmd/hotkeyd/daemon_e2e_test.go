@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/ingest/demo"
@@ -46,6 +47,24 @@ func getReport(t *testing.T, h *testenv.Hotkeyd) report.Report {
 		t.Fatalf("/api/v1/hotkeys is not a report: %v\n%s", err, body)
 	}
 	return rep
+}
+
+// waitJudged polls the daemon's report until ok holds of it, failing the
+// test with what at deadline. The report is the last evaluation's, and an
+// evaluation can come while input the test sent is still being taken: a
+// log line it waited on may be of that earlier evaluation.
+func waitJudged(t *testing.T, h *testenv.Hotkeyd, deadline time.Time, what string, ok func(report.Report) bool) report.Report {
+	t.Helper()
+	for {
+		rep := getReport(t, h)
+		if ok(rep) {
+			return rep
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no report with %s by %s: the last has %d events, ends %s", what, deadline.Format(time.RFC3339), rep.Events, rep.End.Format(time.RFC3339Nano))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func TestDemoFlagsPlantedHotKeys(t *testing.T) {
@@ -227,7 +246,7 @@ func TestRunFollowsFilesAndHTTPIngest(t *testing.T) {
 	if !hotKeySeries("orders", "write", "USER#42x", report.KindHotKey).Match(metrics) {
 		t.Errorf("/metrics does not flag USER#42x")
 	}
-	rep := getReport(t, h)
+	rep := waitJudged(t, h, time.Now().Add(settle), "the 2300 events", func(r report.Report) bool { return r.Events >= 2300 })
 	if rep.Rejected != 1 || rep.Events != 2300 {
 		t.Errorf("report: %d events, %d rejected; want 2300 and 1", rep.Events, rep.Rejected)
 	}

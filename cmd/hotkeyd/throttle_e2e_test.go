@@ -320,15 +320,24 @@ func TestDaemonTableShortOfCapacity(t *testing.T) {
 	if !strings.Contains(line, "fix=capacity") {
 		t.Errorf("capacity line without its fix: %s", line)
 	}
-	rep := getReport(t, h)
-	var tr report.TableReport
-	for _, x := range rep.Tables {
-		if x.Table == "ledger" {
-			tr = x
+	// Wait for a judgement of every call sent (the line may be of an
+	// evaluation made while the posts were still being taken), before the
+	// first call leaves the 60 s window.
+	ledger := func(rep report.Report) report.TableReport {
+		for _, x := range rep.Tables {
+			if x.Table == "ledger" {
+				return x
+			}
 		}
+		return report.TableReport{}
 	}
-	if d := capacityOf(tr); d == nil || d.Severity != report.SeverityCritical {
-		t.Fatalf("no critical capacity diagnosis: %+v", tr.Diagnoses)
+	rep := waitJudged(t, h, calls[0].at.Add(55*time.Second), fmt.Sprintf("the %d calls judged", len(calls)), func(r report.Report) bool {
+		d := capacityOf(ledger(r))
+		return d != nil && d.Capacity != nil && d.Capacity.Calls >= uint64(len(calls))
+	})
+	tr := ledger(rep)
+	if d := capacityOf(tr); d == nil || d.Severity != report.SeverityCritical || d.Capacity.Calls != uint64(len(calls)) {
+		t.Fatalf("no critical capacity diagnosis of the %d calls: %+v", len(calls), tr.Diagnoses)
 	}
 	checkNoKeyPaged(t, "daemon", tr, "")
 	checkThrottledKeys(t, "daemon", tr, truth, false)
