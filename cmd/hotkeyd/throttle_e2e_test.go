@@ -323,19 +323,15 @@ func TestDaemonTableShortOfCapacity(t *testing.T) {
 	// Wait for a judgement of every call sent (the line may be of an
 	// evaluation made while the posts were still being taken), before the
 	// first call leaves the 60 s window.
-	ledger := func(rep report.Report) report.TableReport {
-		for _, x := range rep.Tables {
-			if x.Table == "ledger" {
-				return x
-			}
-		}
-		return report.TableReport{}
-	}
 	rep := waitJudged(t, h, calls[0].at.Add(55*time.Second), fmt.Sprintf("the %d calls judged", len(calls)), func(r report.Report) bool {
-		d := capacityOf(ledger(r))
+		tr := ctEntry(&r, "ledger", "")
+		if tr == nil {
+			return false
+		}
+		d := capacityOf(*tr)
 		return d != nil && d.Capacity != nil && d.Capacity.Calls >= uint64(len(calls))
 	})
-	tr := ledger(rep)
+	tr := *ctEntry(&rep, "ledger", "")
 	if d := capacityOf(tr); d == nil || d.Severity != report.SeverityCritical || d.Capacity.Calls != uint64(len(calls)) {
 		t.Fatalf("no critical capacity diagnosis of the %d calls: %+v", len(calls), tr.Diagnoses)
 	}
