@@ -50,21 +50,18 @@ func getReport(t *testing.T, h *testenv.Hotkeyd) report.Report {
 }
 
 // waitJudged polls the daemon's report until ok holds of it, failing the
-// test with what at deadline. The report is the last evaluation's, and an
-// evaluation can come while input the test sent is still being taken: a
-// log line it waited on may be of that earlier evaluation.
+// test (waiting for what) at deadline; it is waitUntilOr for a report. The
+// report is the last evaluation's, and an evaluation can come while input
+// the test sent is still being taken: a log line it waited on may be of
+// that earlier evaluation.
 func waitJudged(t *testing.T, h *testenv.Hotkeyd, deadline time.Time, what string, ok func(report.Report) bool) report.Report {
 	t.Helper()
-	for {
-		rep := getReport(t, h)
-		if ok(rep) {
-			return rep
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no report with %s by %s: the last has %d events, ends %s", what, deadline.Format(time.RFC3339), rep.Events, rep.End.Format(time.RFC3339Nano))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var rep report.Report
+	waitUntilOr(t, time.Until(deadline), what, func() (bool, string) {
+		rep = getReport(t, h)
+		return ok(rep), fmt.Sprintf("the last report has %d events, ends %s", rep.Events, rep.End.Format(time.RFC3339Nano))
+	})
+	return rep
 }
 
 func TestDemoFlagsPlantedHotKeys(t *testing.T) {
