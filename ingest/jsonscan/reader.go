@@ -131,6 +131,12 @@ func (s *Reader) SkipRest() error {
 	return err
 }
 
+// scan reads up to the end of the value at depth (the closing bracket that
+// takes it to 0), keeping its bytes when keep. It reads better whole (one of
+// the long scanners docs/architecture.md lists): the byte loop's state
+// (inside a string, after a backslash, after a newline, the depth) lives in
+// locals across the buffer's chunks, which steps split out would pass back
+// and forth on every byte.
 func (s *Reader) scan(depth int, keep bool) ([]byte, error) {
 	s.buf = s.buf[:0]
 	inStr, esc, nl := false, false, false

@@ -372,7 +372,11 @@ const maxDepth = 64
 // It is the hot loop of the decoders that skip what they do not need (the
 // images of stream records): compact JSON (`,"name":` and plain strings)
 // is read on paths inlined here, and anything else by Member, Element and
-// scanString, which say what is wrong.
+// scanString, which say what is wrong. It reads better whole (and is one
+// of the long scanners docs/architecture.md lists): its state (the level,
+// which levels are objects, whether a container just opened) lives in
+// locals across one loop, which steps split out would pass back and forth
+// on every value.
 func Skip(b []byte, i, depth int) (int, error) {
 	depth = min(depth, maxDepth)
 	var objects uint64 // bit n set: level n+1 is an object
