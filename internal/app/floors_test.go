@@ -19,7 +19,7 @@ var floors = [][]string{
 	{"cmd/...", "internal/cmd/...", "dashboards/...", "deploy/..."},
 	{"internal/app/..."},
 	{"ingest/..."},
-	{"export", "judge"},
+	{"export", "judge", "history"},
 	{"detect", "detect/report"},
 	{"sketch"},
 	{"traffic"},
