@@ -168,12 +168,12 @@ func TestCommandFlags(t *testing.T) {
 // of every command is in it, with the commands that take it, and it names
 // no flag the program lacks.
 func TestREADMEFlags(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	reference, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, _ := strings.Cut(string(readme), "\n### Flags\n")
-	section, _, _ = strings.Cut(section, "\n### ")
+	_, section, _ := strings.Cut(string(reference), "\n## Flags\n")
+	section, _, _ = strings.Cut(section, "\n## ")
 	// The README's commands per flag.
 	documented := map[string][]string{}
 	for _, line := range strings.Split(section, "\n") {
@@ -193,7 +193,7 @@ func TestREADMEFlags(t *testing.T) {
 		}
 	}
 	if len(documented) == 0 {
-		t.Fatal("no flag table under ### Flags in README.md")
+		t.Fatal("no flag table under ## Flags in docs/configuration.md")
 	}
 	// The program's.
 	var f flags

@@ -67,19 +67,15 @@ sources:
 			t.Errorf("no %s* metric registered: %v", reader, registered)
 		}
 	}
-	readme, err := os.ReadFile("../../README.md")
+	reference, err := os.ReadFile("../../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
-	}
-	reference, ok := section(string(readme), "## Metrics reference")
-	if !ok {
-		t.Fatal(`README.md has no "## Metrics reference"`)
 	}
 	metricsDoc, err := os.ReadFile("../../export/METRICS.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for doc, text := range map[string]string{"README.md (Metrics reference)": reference, "export/METRICS.md": string(metricsDoc)} {
+	for doc, text := range map[string]string{"docs/metrics.md": string(reference), "export/METRICS.md": string(metricsDoc)} {
 		documented := tableMetrics(text)
 		for _, name := range registered {
 			if !documented[name] {
@@ -92,20 +88,6 @@ sources:
 			}
 		}
 	}
-}
-
-// section returns the Markdown section of text that starts at heading, up
-// to the next heading of the same level.
-func section(text, heading string) (string, bool) {
-	_, rest, ok := strings.Cut(text, "\n"+heading+"\n")
-	if !ok {
-		return "", false
-	}
-	level := heading[:strings.Index(heading, " ")+1]
-	if i := strings.Index(rest, "\n"+level); i >= 0 {
-		rest = rest[:i]
-	}
-	return rest, true
 }
 
 // metricName is a metric name in a table's first cell.

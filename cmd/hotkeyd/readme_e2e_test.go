@@ -18,18 +18,28 @@ import (
 // "..." stands for lines left out, a value ending in "..." for its rest, a
 // JSON member "...": "..." for members left out; numbers may be rounded.
 
-// readme returns the README and the repository root.
+// referencePages are the pages the README sends its readers to for what
+// the program does, whose examples are checked like the README's own.
+var referencePages = []string{"README.md", "docs/running.md", "docs/configuration.md", "docs/input.md", "docs/analyze.md", "docs/http.md", "docs/logs.md"}
+
+// readme returns the README and its reference pages, one after the other,
+// and the repository root.
 func readme(t *testing.T) (string, string) {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	var text strings.Builder
+	for _, page := range referencePages {
+		b, err := os.ReadFile(filepath.Join(root, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text.Write(b)
+		text.WriteString("\n")
 	}
-	return string(b), root
+	return text.String(), root
 }
 
 // blockAfter returns the first fenced block after the first occurrence of

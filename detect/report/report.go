@@ -4,7 +4,7 @@ import "time"
 
 // Report is the analysis of one snapshot: the JSON document printed by
 // `hotkeyd analyze --format json` and served at /api/v1/hotkeys. Its shape
-// is a contract (README.md, "The analyze report"); change
+// is a contract (docs/analyze.md); change
 // it only on purpose and everywhere.
 type Report struct {
 	Start    time.Time     `json:"start"`

@@ -170,7 +170,7 @@ func (f *Field) MissingText() string {
 // words of the README's table, wrapped for a terminal of 80 columns.
 func ContractText() string {
 	var b strings.Builder
-	b.WriteString("Input: JSON lines, one object per line, with these fields (the README's\n\"JSON-lines access logs\" says the same):\n")
+	b.WriteString("Input: JSON lines, one object per line, with these fields (docs/input.md\nsays the same):\n")
 	width := len("other")
 	for _, f := range contract {
 		width = max(width, len(f.Name))
