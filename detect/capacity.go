@@ -8,7 +8,9 @@ import (
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
-// This file says what a capacity diagnosis found and how to fix it: with
+// This file is the rule of a class throttled for the capacity of its table
+// or index (capacity; throttle.go tells it from a key range's throttling),
+// its severity, and what the diagnosis says and how to fix it: with
 // capacity, each limit its own way, as DynamoDB's throttling resolution
 // guide does for ProvisionedThroughputExceeded, AccountLimitExceeded and
 // MaxOnDemandThroughputExceeded. Sharding a key changes nothing here: the
@@ -91,4 +93,86 @@ func indexUpdate(t *table, cp *report.Capacity) string {
 		return ", GlobalSecondaryIndexUpdates"
 	}
 	return ""
+}
+
+// capacityLimit names a capacity limit as the report does.
+func capacityLimit(l traffic.ThrottleLimit) report.CapacityLimit {
+	switch l {
+	case traffic.LimitProvisioned:
+		return report.LimitProvisioned
+	case traffic.LimitAccount:
+		return report.LimitAccount
+	case traffic.LimitOnDemandMax:
+		return report.LimitOnDemandMax
+	}
+	return report.LimitUnknown
+}
+
+// capacitySeverity judges a capacity diagnosis on the share of the class's
+// calls it throttles.
+func (t *table) capacitySeverity(share float64) report.Severity {
+	switch {
+	case share >= t.s.CapacityCriticalShare:
+		return report.SeverityCritical
+	case share >= t.s.CapacityWarnShare:
+		return report.SeverityWarning
+	}
+	return report.SeverityInfo
+}
+
+// capacityFinding is the capacity finding of class c, if its throttled
+// calls have a capacity cause.
+func (t *table) capacityFinding(c traffic.Class) (report.Finding, bool) {
+	th := t.throttling(c)
+	if th == nil || th.capacity == nil {
+		return report.Finding{}, false
+	}
+	cp := th.capacity
+	return report.Finding{
+		Kind: report.KindCapacity, Class: c.String(), Severity: t.capacitySeverity(cp.ThrottledShare),
+		Share: cp.ThrottledShare, UnitsPerSecond: cp.UnitsPerSecond, PeakUnitsPerSecond: t.classPeak(c),
+		Evidence: &report.Evidence{
+			Summary:            t.capacityEvidence(c, cp),
+			WindowSeconds:      t.seconds,
+			ClassUnits:         t.Classes[c].Units,
+			PeakUnitsPerSecond: t.classPeak(c),
+			Throttled:          cp.Throttled,
+		},
+	}, true
+}
+
+// capacityEvidence says why the class's throttling is the capacity's.
+func (t *table) capacityEvidence(c traffic.Class, cp *report.Capacity) string {
+	s := count(cp.Throttled) + " of the " + t.noun() + "'s " + count(cp.Calls) + " " + c.String() + "s were refused (" + pct(cp.ThrottledShare) + ")"
+	if !cp.Inferred {
+		return s + ", for its capacity as the throttling reasons say (" + reasonNames(cp.Reasons) + ")."
+	}
+	return s + ", spread over its keys in proportion to their traffic, with no key throttled beyond its share: no throttling reason in the input, the cause is inferred."
+}
+
+func reasonNames(rs []report.ReasonCount) string {
+	var s string
+	for i, r := range rs {
+		if i > 0 {
+			s += ", "
+		}
+		s += r.Reason + " " + count(r.Calls)
+	}
+	return s
+}
+
+// heldCapacitySeverity is the severity a flagged capacity diagnosis keeps
+// in live mode: it falls only once its share is below four fifths of the
+// share it rose at, so a share hovering at a boundary does not flap.
+func (t *table) heldCapacitySeverity(was report.Severity, share float64) report.Severity {
+	now := t.capacitySeverity(share)
+	switch {
+	case now.Rank() <= was.Rank():
+		return now
+	case was == report.SeverityCritical && share >= 0.8*t.s.CapacityCriticalShare:
+		return report.SeverityCritical
+	case was.Rank() <= report.SeverityWarning.Rank() && share >= 0.8*t.s.CapacityWarnShare:
+		return report.SeverityWarning
+	}
+	return now
 }

@@ -84,9 +84,13 @@ type throttling struct {
 
 // keyRangeThrottle is the evidence of a key throttled in its key range.
 type keyRangeThrottle struct {
-	throttled, calls uint64
-	others           float64 // the other keys' throttled rate
-	reason           bool    // a reason said key range; no test was needed
+	// throttled are its refused calls, calls its calls (served and
+	// refused), served its served calls: calls and served are upper
+	// bounds when bound (a key the class does not rank).
+	throttled, calls, served uint64
+	bound                    bool
+	others                   float64 // the other keys' throttled rate
+	reason                   bool    // a reason said key range; no test was needed
 }
 
 // throttling returns the explanation of class c's throttled calls, nil
@@ -109,6 +113,9 @@ func (t *table) keyRangeThrottled(c traffic.Class, key string) uint64 {
 	return 0
 }
 
+// explainThrottling explains class c's throttled calls: the causes their
+// reasons name, the keys throttled in their key ranges, and the capacity
+// cause of what those leave.
 func (t *table) explainThrottling(c traffic.Class) *throttling {
 	cs := &t.Classes[c]
 	st := &cs.Throttled
@@ -125,75 +132,113 @@ func (t *table) explainThrottling(c traffic.Class) *throttling {
 		th.calls += bc.Events + bc.Throttled.Events
 		events, units = bc.Events, bc.Units
 	}
-	var keyRange, unknown, capacity uint64
-	var byLimit [traffic.NumThrottleLimits][2]uint64 // [limit][index]
+	causes := countCauses(st)
+	served := t.servedCalls(c)
+	if causes.keyRange+causes.unknown > 0 {
+		t.findKeyRanges(th, st, causes, served)
+	}
+	th.capacity = t.capacityCause(th, causes, served, events, units)
+	return th
+}
+
+// throttleCauses counts a class's throttled calls by what their reasons
+// say: in a key range, for a capacity, or unknown (no reason); and by
+// limit, on the table ([l][0]) or on an index ([l][1]).
+type throttleCauses struct {
+	keyRange, capacity, unknown uint64
+	byLimit                     [traffic.NumThrottleLimits][2]uint64
+}
+
+// countCauses counts st's throttled calls by cause.
+func countCauses(st *sketch.ThrottleStats) throttleCauses {
+	var tc throttleCauses
 	for cause, n := range st.Causes {
-		tc := traffic.ThrottleCause(cause)
-		switch l := tc.Limit(); l {
+		cause := traffic.ThrottleCause(cause)
+		switch cause.Limit() {
 		case traffic.LimitKeyRange:
-			keyRange += n
+			tc.keyRange += n
 		case traffic.LimitUnknown:
-			unknown += n
+			tc.unknown += n
 		default:
-			capacity += n
+			tc.capacity += n
 		}
 		idx := 0
-		if tc.Index() {
+		if cause.Index() {
 			idx = 1
 		}
-		byLimit[tc.Limit()][idx] += n
+		tc.byLimit[cause.Limit()][idx] += n
 	}
+	return tc
+}
 
-	// The keys throttled beyond their share of the calls.
-	keyEvents := map[string]uint64{}
+// servedCalls is what is known of the keys' served calls in class c: the
+// ranked keys' calls, and the most calls a key the class does not rank
+// may have had (unranked: the least of those it ranks, when it ranks
+// fewer keys than there are; 0 when it ranks them all).
+type servedCalls struct {
+	keys     map[string]uint64
+	unranked uint64
+}
+
+// of is key's served calls, and whether that is only an upper bound (the
+// key is not ranked, and some keys are not).
+func (s servedCalls) of(key string) (calls uint64, bound bool) {
+	if ev, ok := s.keys[key]; ok {
+		return ev, false
+	}
+	return s.unranked, s.unranked > 0
+}
+
+func (t *table) servedCalls(c traffic.Class) servedCalls {
+	s := servedCalls{keys: map[string]uint64{}}
 	top := t.ranked(c)
 	for i := range top {
-		keyEvents[top[i].Key] = top[i].Events
+		s.keys[top[i].Key] = top[i].Events
 	}
-	// A key the class does not rank had at most the calls of the least
-	// of those it ranks, when it ranks fewer keys than there are.
-	var unranked uint64
 	if len(top) > 0 && uint64(len(top)) < t.DistinctKeys {
-		unranked = math.MaxUint64
+		s.unranked = math.MaxUint64
 		for i := range top {
-			unranked = min(unranked, top[i].Events)
+			s.unranked = min(s.unranked, top[i].Events)
 		}
 	}
-	if keyRange+unknown > 0 {
-		tested := float64(len(st.Keys))
-		for _, k := range st.Keys {
-			ev, ok := keyEvents[k.Key]
-			if !ok {
-				ev = unranked
-			}
-			m := float64(ev + k.Max)
-			tk := float64(k.Count)
-			restC := float64(th.calls) - m
-			p0 := 0.0
-			if restC > 0 {
-				p0 = min(max((float64(th.throttled)-tk)/restC, 0), 1)
-			}
-			r := tk / m
-			if !(r > p0) || !(r >= 2*p0 || r-p0 >= keyRangeMargin) || tk < keyRangeMinShare*float64(th.throttled) {
-				continue
-			}
-			if -m*kl(r, p0) <= math.Log(throttleAlpha/tested) {
-				th.keyRange[k.Key] = keyRangeThrottle{throttled: k.Count, calls: uint64(m), others: p0}
-			}
-		}
-		// A reason says key range, and no key stands out: the most
-		// throttled key known above every other carries it.
-		if keyRange > 0 && len(th.keyRange) == 0 && len(st.Keys) > 0 && st.Keys[0].Count > st.Error {
-			k := st.Keys[0]
-			ev, ok := keyEvents[k.Key]
-			if !ok {
-				ev = unranked
-			}
-			th.keyRange[k.Key] = keyRangeThrottle{throttled: k.Count, calls: ev + k.Max, reason: true}
-		}
-	}
+	return s
+}
 
-	// What the key ranges leave to the capacity.
+// findKeyRanges fills th.keyRange with the keys throttled beyond their
+// share of the calls (the binomial test at the top of the file), or, when
+// a reason says key range and no key stands out, with the most throttled
+// key known above every other.
+func (t *table) findKeyRanges(th *throttling, st *sketch.ThrottleStats, causes throttleCauses, served servedCalls) {
+	tested := float64(len(st.Keys))
+	for _, k := range st.Keys {
+		ev, bound := served.of(k.Key)
+		m := float64(ev + k.Max)
+		tk := float64(k.Count)
+		restC := float64(th.calls) - m
+		p0 := 0.0
+		if restC > 0 {
+			p0 = min(max((float64(th.throttled)-tk)/restC, 0), 1)
+		}
+		r := tk / m
+		if !(r > p0) || !(r >= 2*p0 || r-p0 >= keyRangeMargin) || tk < keyRangeMinShare*float64(th.throttled) {
+			continue
+		}
+		if -m*kl(r, p0) <= math.Log(throttleAlpha/tested) {
+			th.keyRange[k.Key] = keyRangeThrottle{throttled: k.Count, calls: uint64(m), served: ev, bound: bound, others: p0}
+		}
+	}
+	if causes.keyRange > 0 && len(th.keyRange) == 0 && len(st.Keys) > 0 && st.Keys[0].Count > st.Error {
+		k := st.Keys[0]
+		ev, bound := served.of(k.Key)
+		th.keyRange[k.Key] = keyRangeThrottle{throttled: k.Count, calls: ev + k.Max, served: ev, bound: bound, reason: true}
+	}
+}
+
+// capacityCause is the capacity cause of the throttled calls the key
+// ranges leave: those whose reasons name a capacity, and of those without
+// a reason the part that spreads over the keys as a capacity's would
+// (proportional). Nil when none is.
+func (t *table) capacityCause(th *throttling, causes throttleCauses, served servedCalls, events uint64, units float64) *report.Capacity {
 	var onKeys, keyCalls uint64
 	for _, kr := range th.keyRange {
 		onKeys += kr.throttled
@@ -202,33 +247,21 @@ func (t *table) explainThrottling(c traffic.Class) *throttling {
 	restT := th.throttled - min(onKeys, th.throttled)
 	restC := th.calls - min(keyCalls, th.calls)
 	inferred := 0.0
-	if unknown > 0 && restT > 0 {
-		inferred = float64(unknown) * float64(restT) / float64(th.throttled)
-		if inferred < minInferredThrottled || !t.proportional(c, th, restT, restC, keyEvents) {
+	if causes.unknown > 0 && restT > 0 {
+		inferred = float64(causes.unknown) * float64(restT) / float64(th.throttled)
+		if inferred < minInferredThrottled || !t.proportional(th.class, th, restT, restC, served.keys) {
 			inferred = 0
 		}
 	}
-	attributed := capacity + uint64(math.Round(inferred))
+	attributed := causes.capacity + uint64(math.Round(inferred))
 	if attributed == 0 {
-		return th
+		return nil
 	}
-	limit, index := report.LimitUnknown, t.Index != ""
-	if capacity > 0 {
-		best := traffic.LimitProvisioned
-		for l := traffic.LimitProvisioned; l < traffic.NumThrottleLimits; l++ {
-			if l.Capacity() && byLimit[l][0]+byLimit[l][1] > byLimit[best][0]+byLimit[best][1] {
-				best = l
-			}
-		}
-		limit = capacityLimit(best)
-		index = index || byLimit[best][1] > byLimit[best][0]
-	} else {
-		index = index || byLimit[traffic.LimitUnknown][1] > byLimit[traffic.LimitUnknown][0]
-	}
+	limit, index := t.capacityLimitOf(causes)
 	// The share is of the calls outside the keys throttled in their key
 	// range: the rate at which the capacity refuses any call.
 	cp := &report.Capacity{
-		Limit: limit, Resource: "table", Inferred: capacity == 0,
+		Limit: limit, Resource: "table", Inferred: causes.capacity == 0,
 		Calls: restC, Throttled: attributed, ThrottledShare: min(float64(attributed)/float64(max(restC, 1)), 1),
 		UnitsPerSecond: t.rate(units),
 	}
@@ -240,18 +273,42 @@ func (t *table) explainThrottling(c traffic.Class) *throttling {
 	} else {
 		cp.DemandUnitsPerSecond = t.rate(float64(th.calls))
 	}
-	for cause, n := range st.Causes {
+	cp.Reasons = t.capacityReasons(th.class)
+	return cp
+}
+
+// capacityLimitOf is the capacity limit the reasons name most often
+// (unknown without one), and whether it is an index's.
+func (t *table) capacityLimitOf(causes throttleCauses) (report.CapacityLimit, bool) {
+	index := t.Index != ""
+	if causes.capacity == 0 {
+		u := causes.byLimit[traffic.LimitUnknown]
+		return report.LimitUnknown, index || u[1] > u[0]
+	}
+	best := traffic.LimitProvisioned
+	for l := traffic.LimitProvisioned; l < traffic.NumThrottleLimits; l++ {
+		if l.Capacity() && causes.byLimit[l][0]+causes.byLimit[l][1] > causes.byLimit[best][0]+causes.byLimit[best][1] {
+			best = l
+		}
+	}
+	return capacityLimit(best), index || causes.byLimit[best][1] > causes.byLimit[best][0]
+}
+
+// capacityReasons counts class c's throttled calls by the capacity reason
+// they gave, most first.
+func (t *table) capacityReasons(c traffic.Class) []report.ReasonCount {
+	var rs []report.ReasonCount
+	for cause, n := range t.Classes[c].Throttled.Causes {
 		tc := traffic.ThrottleCause(cause)
 		if n > 0 && tc.Limit().Capacity() {
 			r := traffic.MakeThrottleReason(tc.Index(), c, tc.Limit())
-			cp.Reasons = append(cp.Reasons, report.ReasonCount{Reason: r.String(), Calls: n})
+			rs = append(rs, report.ReasonCount{Reason: r.String(), Calls: n})
 		}
 	}
-	slices.SortFunc(cp.Reasons, func(a, b report.ReasonCount) int {
+	slices.SortFunc(rs, func(a, b report.ReasonCount) int {
 		return cmp.Or(cmp.Compare(b.Calls, a.Calls), cmp.Compare(a.Reason, b.Reason))
 	})
-	th.capacity = cp
-	return th
+	return rs
 }
 
 // proportional reports whether the throttled calls left once the key
@@ -307,154 +364,4 @@ func kl(a, p float64) float64 {
 		return x * math.Log(x/y)
 	}
 	return term(a, p) + term(1-a, 1-p)
-}
-
-// capacityLimit names a capacity limit as the report does.
-func capacityLimit(l traffic.ThrottleLimit) report.CapacityLimit {
-	switch l {
-	case traffic.LimitProvisioned:
-		return report.LimitProvisioned
-	case traffic.LimitAccount:
-		return report.LimitAccount
-	case traffic.LimitOnDemandMax:
-		return report.LimitOnDemandMax
-	}
-	return report.LimitUnknown
-}
-
-// capacitySeverity judges a capacity diagnosis on the share of the class's
-// calls it throttles.
-func (t *table) capacitySeverity(share float64) report.Severity {
-	switch {
-	case share >= t.s.CapacityCriticalShare:
-		return report.SeverityCritical
-	case share >= t.s.CapacityWarnShare:
-		return report.SeverityWarning
-	}
-	return report.SeverityInfo
-}
-
-// capacityFinding is the capacity finding of class c, if its throttled
-// calls have a capacity cause.
-func (t *table) capacityFinding(c traffic.Class) (report.Finding, bool) {
-	th := t.throttling(c)
-	if th == nil || th.capacity == nil {
-		return report.Finding{}, false
-	}
-	cp := th.capacity
-	return report.Finding{
-		Kind: report.KindCapacity, Class: c.String(), Severity: t.capacitySeverity(cp.ThrottledShare),
-		Share: cp.ThrottledShare, UnitsPerSecond: cp.UnitsPerSecond, PeakUnitsPerSecond: t.classPeak(c),
-		Evidence: &report.Evidence{
-			Summary:            t.capacityEvidence(c, cp),
-			WindowSeconds:      t.seconds,
-			ClassUnits:         t.Classes[c].Units,
-			PeakUnitsPerSecond: t.classPeak(c),
-			Throttled:          cp.Throttled,
-		},
-	}, true
-}
-
-// keyRangeFindings adds a partition_limit finding for each key throttled
-// in its key range that no rule found hot: a key refused at its
-// partition's ceiling is at the limit, whatever its share or the units the
-// input gives it (CloudTrail counts one per item).
-func (t *table) keyRangeFindings(c traffic.Class, fs []report.Finding) []report.Finding {
-	th := t.throttling(c)
-	if th == nil || len(th.keyRange) == 0 {
-		return fs
-	}
-	keys := make([]string, 0, len(th.keyRange))
-	for key := range th.keyRange {
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
-	for _, key := range keys {
-		if slices.ContainsFunc(fs, func(f report.Finding) bool { return f.Key == key && f.Class == c.String() }) {
-			continue
-		}
-		k := t.keyStat(c, key)
-		var share, rate, peak, units float64
-		var sortKeys uint64
-		if k != nil {
-			share, rate, peak, units, sortKeys = t.share(c, k), t.rate(k.Units), t.keyPeak(k), k.Units, k.SortKeys
-		}
-		kr := th.keyRange[key]
-		fs = append(fs, report.Finding{
-			Kind: report.KindPartitionLimit, Key: key, Class: c.String(), Severity: report.SeverityCritical,
-			Share: share, UnitsPerSecond: rate, PeakUnitsPerSecond: peak,
-			Evidence: &report.Evidence{
-				Summary:            t.keyRangeEvidence(c, quoteKey(key), kr) + ".",
-				WindowSeconds:      t.seconds,
-				Units:              units,
-				ClassUnits:         t.Classes[c].Units,
-				Limit:              t.limit(c),
-				SortKeys:           sortKeys,
-				PeakUnitsPerSecond: peak,
-				Throttled:          kr.throttled,
-				KeyRangeThrottled:  kr.throttled,
-			},
-		})
-	}
-	return fs
-}
-
-// keyRangeEvidence says why a key's throttling is its key range's, of
-// the key named by subject (empty: the sentence's subject already).
-func (t *table) keyRangeEvidence(c traffic.Class, subject string, kr keyRangeThrottle) string {
-	if subject != "" {
-		subject += " is "
-	}
-	if kr.reason {
-		return subject + "throttled in its key range, as the throttling reasons say (KeyRangeThroughputExceeded): " +
-			count(kr.throttled) + " of its " + c.String() + "s refused"
-	}
-	return subject + "throttled in its key range: " + count(kr.throttled) + " of its " + count(kr.calls) + " " + c.String() +
-		"s refused (" + pct(float64(kr.throttled)/float64(max(kr.calls, 1))) + "), against " + pct(kr.others) + " of the other keys'"
-}
-
-// capacityEvidence says why the class's throttling is the capacity's.
-func (t *table) capacityEvidence(c traffic.Class, cp *report.Capacity) string {
-	s := count(cp.Throttled) + " of the " + t.noun() + "'s " + count(cp.Calls) + " " + c.String() + "s were refused (" + pct(cp.ThrottledShare) + ")"
-	if !cp.Inferred {
-		return s + ", for its capacity as the throttling reasons say (" + reasonNames(cp.Reasons) + ")."
-	}
-	return s + ", spread over its keys in proportion to their traffic, with no key throttled beyond its share: no throttling reason in the input, the cause is inferred."
-}
-
-func reasonNames(rs []report.ReasonCount) string {
-	var s string
-	for i, r := range rs {
-		if i > 0 {
-			s += ", "
-		}
-		s += r.Reason + " " + count(r.Calls)
-	}
-	return s
-}
-
-// keyRangeOf is the throttled calls of keys in class c that are their key
-// ranges'.
-func (t *table) keyRangeOf(c traffic.Class, keys []string) uint64 {
-	var n uint64
-	for _, k := range keys {
-		n += t.keyRangeThrottled(c, k)
-	}
-	return n
-}
-
-// heldCapacitySeverity is the severity a flagged capacity diagnosis keeps
-// in live mode: it falls only once its share is below four fifths of the
-// share it rose at, so a share hovering at a boundary does not flap.
-func (t *table) heldCapacitySeverity(was report.Severity, share float64) report.Severity {
-	now := t.capacitySeverity(share)
-	switch {
-	case now.Rank() <= was.Rank():
-		return now
-	case was == report.SeverityCritical && share >= 0.8*t.s.CapacityCriticalShare:
-		return report.SeverityCritical
-	case was.Rank() <= report.SeverityWarning.Rank() && share >= 0.8*t.s.CapacityWarnShare:
-		return report.SeverityWarning
-	}
-	return now
 }

@@ -36,7 +36,6 @@ var movingPaths = []string{
 	"cmd/hotkeyd/",
 	"ingest/cloudtrail/",
 	"ingest/internal/shards/",
-	"detect/throttle.go: table.explainThrottling",
 	"detect/tracker.go: Tracker.evaluateTable",
 	"ingest/jsonl/parse.go: Parser.build",
 	"ingest/jsonl/http.go: Handler.ServeHTTP",
