@@ -463,9 +463,6 @@ func (s *streamRecords) Notes() []string {
 	if n := streamrecord.GapNote(st.Incomplete); n != "" {
 		notes = append(notes, n)
 	}
-	if n := streamrecord.GapNote(st.Incomplete); n != "" {
-		notes = append(notes, n)
-	}
 	if len(st.NoSchema) > 0 {
 		notes = append(notes, fmt.Sprintf("Stream records: no key schema for %s, so keys were counted whole (all attributes); give one with --key-schema TABLE=PK[,SK] or the config's tables section.", strings.Join(st.NoSchema, ", ")))
 	}

@@ -86,3 +86,39 @@ func TestDecodePart(t *testing.T) {
 		t.Errorf("%d events, rejections %q; want 2 and one, on line 43", n, rec.msgs)
 	}
 }
+
+// TestIndexGapNoteOnce reads a NEW_AND_OLD_IMAGES stream record whose
+// image holds a binary attribute that is not base64: the note on its
+// index writes comes once, and does not advise the view type the stream
+// already has.
+func TestIndexGapNoteOnce(t *testing.T) {
+	s := New(Config{Schemas: map[string]traffic.KeySchema{"orders": {
+		PartitionKey: "order_id",
+		Indexes: map[string]traffic.IndexSchema{
+			"by-status": {PartitionKey: "status", Projection: traffic.Projection{Type: traffic.ProjectAll}},
+		},
+	}}})
+	rec := `{"Records":[{"eventID":"e1","eventName":"INSERT","eventSource":"aws:dynamodb",` +
+		`"eventSourceARN":"arn:aws:dynamodb:us-east-1:111122223333:table/orders/stream/2026-01-01T00:00:00.000",` +
+		`"dynamodb":{"ApproximateCreationDateTime":1795429020,"Keys":{"order_id":{"S":"o1"}},"SequenceNumber":"101","SizeBytes":100,` +
+		`"StreamViewType":"NEW_AND_OLD_IMAGES","NewImage":{"order_id":{"S":"o1"},"status":{"S":"P"},"blob":{"B":"%%%"}}}}]}`
+	in, err := input.NewInput("dump.json", strings.NewReader(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Read(context.Background(), in, traffic.SinkFunc(func(context.Context, []traffic.Event) error { return nil })); err != nil {
+		t.Fatal(err)
+	}
+	var gaps []string
+	for _, n := range s.Notes() {
+		if strings.HasPrefix(n, "Index writes:") {
+			gaps = append(gaps, n)
+		}
+	}
+	if len(gaps) != 1 {
+		t.Fatalf("index-write notes %q, want one", gaps)
+	}
+	if strings.Contains(gaps[0], "NEW_AND_OLD_IMAGES tells") || !strings.Contains(gaps[0], "base64") {
+		t.Errorf("note on a NEW_AND_OLD_IMAGES stream: %s", gaps[0])
+	}
+}

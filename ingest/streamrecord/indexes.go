@@ -3,6 +3,7 @@ package streamrecord
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -57,8 +58,9 @@ const indexOverhead = 100
 // IndexWrites appends to dst the writes record r (mapped to ev, its time
 // final) causes in the global secondary indexes of t, and adds those of
 // its local secondary indexes to ev.Units. complete is false when the
-// record's images (its stream's view type) could not tell every write;
-// then only the writes they make certain are counted.
+// record's images (its stream's view type) could not tell every write, or
+// an index key in them is a number DynamoDB cannot hold; then only the
+// writes they make certain are counted.
 func IndexWrites(r *types.Record, t *Table, ev *traffic.Event, dst []traffic.Event) (out []traffic.Event, complete bool) {
 	if !t.HasIndexes() || r.Dynamodb == nil {
 		return dst, true
@@ -84,6 +86,12 @@ func IndexWrites(r *types.Record, t *Table, ev *traffic.Event, dst []traffic.Eve
 		}
 		if newImg != nil {
 			cur = entryOf(newImg, ix, &t.Key)
+		}
+		if old.unreadable || cur.unreadable {
+			// A key value DynamoDB cannot hold: the record is not what
+			// DynamoDB wrote, and this index's write cannot be told.
+			complete = false
+			continue
 		}
 		var ws [2]write
 		n := 0
@@ -137,9 +145,13 @@ type write struct {
 
 // entry is an item's entry in an index, as one image shows it.
 type entry struct {
-	in     bool // the item has the index's key attributes
-	pk, sk string
-	size   int
+	in bool // the item has the index's key attributes
+	// unreadable: an index key attribute of type N holds no number
+	// DynamoDB can hold (1e999999999), so whether and where the item is
+	// in the index cannot be told.
+	unreadable bool
+	pk, sk     string
+	size       int
 }
 
 // entryOf returns the entry of the item img in index ix of a table keyed
@@ -153,7 +165,7 @@ func entryOf(img map[string]types.AttributeValue, ix *Index, key *traffic.KeySch
 	if err != nil || pk == "" {
 		// DynamoDB refuses an index key of another type, and an empty
 		// one: no such item is in the index.
-		return entry{}
+		return entry{unreadable: errors.Is(err, errBadNumber)}
 	}
 	var sk string
 	if ix.SortKey != "" {
@@ -162,7 +174,7 @@ func entryOf(img map[string]types.AttributeValue, ix *Index, key *traffic.KeySch
 			return entry{}
 		}
 		if sk, err = keyText(skv); err != nil || sk == "" {
-			return entry{}
+			return entry{unreadable: errors.Is(err, errBadNumber)}
 		}
 	}
 	return entry{in: true, pk: pk, sk: sk, size: entrySize(img, ix, key)}
@@ -298,7 +310,10 @@ func sameSet(a, b []string) bool {
 
 // GapNote says, in a sentence for a report's notes, which tables' index
 // writes their records could not all tell, how many, and why (the
-// stream's view type); "" when there is none.
+// stream's view type, or images holding what DynamoDB cannot hold); ""
+// when there is none. It advises NEW_AND_OLD_IMAGES only when a stream of
+// another view type hid writes: a stream that is one already is told
+// what to look at instead.
 func GapNote(gaps map[IndexGap]uint64) string {
 	if len(gaps) == 0 {
 		return ""
@@ -307,11 +322,24 @@ func GapNote(gaps map[IndexGap]uint64) string {
 		return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.ViewType, b.ViewType))
 	})
 	parts := make([]string, len(keys))
+	viewTypes, unreadable := false, false
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s, %d writes (%s)", k.Table, gaps[k], hiddenBy(k.ViewType))
+		if types.StreamViewType(k.ViewType) == types.StreamViewTypeNewAndOldImages {
+			unreadable = true
+		} else {
+			viewTypes = true
+		}
 	}
-	return "Index writes: the item images of some stream records cannot tell every write of the table's secondary indexes, so only the writes the images make certain are counted for " +
-		strings.Join(parts, "; ") + ". A stream of view type NEW_AND_OLD_IMAGES tells them all."
+	note := "Index writes: the item images of some stream records cannot tell every write of the table's secondary indexes, so only the writes the images make certain are counted for " +
+		strings.Join(parts, "; ") + "."
+	if viewTypes {
+		note += " A stream of view type NEW_AND_OLD_IMAGES tells them all."
+	}
+	if unreadable {
+		note += " DynamoDB writes no such value, so those records were changed on their way: check what wrote them."
+	}
+	return note
 }
 
 // hiddenBy says what a stream of view type v does not carry.
@@ -324,7 +352,7 @@ func hiddenBy(v string) string {
 	case types.StreamViewTypeOldImage:
 		return "an OLD_IMAGE stream carries no image after an insert or an update"
 	case types.StreamViewTypeNewAndOldImages:
-		return "images that could not be read"
+		return "images holding a value DynamoDB cannot hold, such as a binary attribute that is not base64 or a number out of DynamoDB's range"
 	}
 	return "records without item images"
 }
