@@ -176,15 +176,14 @@ func decodeStruct(n *yaml.Node, v reflect.Value) error {
 		return &Error{Msg: "want " + want(v.Type()) + ", got " + got(n)}
 	}
 	fields := fieldsOf(v.Type())
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key := n.Content[i].Value
-		if seen[key] {
-			errs = append(errs, &Error{Path: key, Msg: "given twice"})
+		if err := once(seen, n.Content[i]); err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		seen[key] = true
 		idx, ok := fields[key]
 		if !ok {
 			errs = append(errs, UnknownKey(key, Keys(v.Type())))
@@ -207,9 +206,16 @@ func decodeMap(n *yaml.Node, v reflect.Value) error {
 	if v.IsNil() {
 		v.Set(reflect.MakeMap(v.Type()))
 	}
+	seen := map[string]int{}
 	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key := n.Content[i].Value
+		if err := once(seen, n.Content[i]); err != nil {
+			// The same name twice (a table under tables:, an index under
+			// indexes:) would merge the second copy over the first.
+			errs = append(errs, err)
+			continue
+		}
 		elem := reflect.New(v.Type().Elem()).Elem()
 		if old := v.MapIndex(reflect.ValueOf(key).Convert(v.Type().Key())); old.IsValid() {
 			elem.Set(old)
@@ -220,6 +226,16 @@ func decodeMap(n *yaml.Node, v reflect.Value) error {
 		v.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), elem)
 	}
 	return errors.Join(errs...)
+}
+
+// once records the mapping key k in seen, by its line, and is the error
+// naming both lines when the mapping holds it already.
+func once(seen map[string]int, k *yaml.Node) error {
+	if first, dup := seen[k.Value]; dup {
+		return &Error{Path: k.Value, Msg: fmt.Sprintf("given twice (lines %d and %d)", first, k.Line)}
+	}
+	seen[k.Value] = k.Line
+	return nil
 }
 
 func decodeSlice(n *yaml.Node, v reflect.Value) error {

@@ -48,8 +48,9 @@ func TestDecodeErrors(t *testing.T) {
 		"tables: {orders: {every: x}}\n": `tables.orders.every: "x" is not a duration such as 90s, 5m or 1h30m`,
 		"tables: [a]\n":                  "tables: want a mapping (key: value), got a list",
 		"- a\n":                          "want a mapping (key: value), got a list",
-		"count: 1\ncount: 2\n":           "count: given twice",
-		"a: 1\n---\nb: 2\n":              "more than one YAML document",
+		"count: 1\ncount: 2\n":           "count: given twice (lines 1 and 2)",
+		"tables: {orders: {name: a}, orders: {every: 1s}}\n": "tables.orders: given twice (lines 1 and 1)",
+		"a: 1\n---\nb: 2\n": "more than one YAML document",
 	} {
 		var d doc
 		err := Decode(strings.NewReader(in), &d)

@@ -53,6 +53,10 @@ const (
 	ReasonThrottled    = shards.ReasonThrottled
 	ReasonNetwork      = shards.ReasonNetwork
 	ReasonAPI          = shards.ReasonAPI
+	// ReasonBeyondLimits: an answer with more secondary indexes or
+	// projected attributes than DynamoDB allows a table
+	// (traffic.KeySchema.Bounded); those past the bounds are not taken.
+	ReasonBeyondLimits = "beyond_limits"
 )
 
 // MaxTables bounds the tables a Describer watches.
@@ -182,10 +186,22 @@ func (d *Describer) Learn(table string, desc *types.TableDescription) {
 	}
 	d.mu.Unlock()
 	ks, left := schemaOf(desc)
+	// An answer is trusted no further than DynamoDB's own bounds: each
+	// index costs every write of the table a look (an emulator or a proxy
+	// can answer thousands).
+	ks, past := ks.Bounded()
+	if len(past) > 0 {
+		d.m.errors.WithLabelValues(d.cfg.Source, table, ReasonBeyondLimits).Inc()
+		left = append(left, past...)
+	}
 	had := d.schemas.Table(table).HasIndexes()
 	// A table without indexes, now or before, is not worth a line.
 	if d.schemas.Learn(table, ks) && (had || len(ks.Indexes) > 0 || len(left) > 0) {
-		d.log.Info("table indexes", zap.String("table", table),
+		level := zap.InfoLevel
+		if len(past) > 0 {
+			level = zap.WarnLevel
+		}
+		d.log.Log(level, "table indexes", zap.String("table", table),
 			zap.String("partition_key", ks.PartitionKey), zap.String("sort_key", ks.SortKey),
 			zap.Strings("indexes", describeIndexes(ks.Indexes)), zap.Strings("not_counted", left))
 	}

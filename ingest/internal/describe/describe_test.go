@@ -3,6 +3,7 @@ package describe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -208,5 +209,65 @@ func TestClassify(t *testing.T) {
 	}
 	if got := classify(errors.New("dial tcp: connection refused")); got != ReasonAPI {
 		t.Errorf("plain error: %s", got)
+	}
+}
+
+// TestLearnPastDynamoDBBounds learns answers with more indexes and
+// projected attributes than DynamoDB allows a table (DynamoDB Local
+// refuses to create such a table, so the answers are made here): the
+// indexes within the bounds are taken, the rest are named in a warning
+// and counted, not taken.
+func TestLearnPastDynamoDBBounds(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	schemas := streamrecord.NewSchemas(nil)
+	reg := prometheus.NewRegistry()
+	d, err := New(Config{Source: "dynamodb-streams"}, nil, schemas, zap.New(core), traffic.NopReporter{}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gsi := func(name string, attrs int) types.GlobalSecondaryIndexDescription {
+		p := &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}
+		if attrs > 0 {
+			p = &types.Projection{ProjectionType: types.ProjectionTypeInclude}
+			for i := range attrs {
+				p.NonKeyAttributes = append(p.NonKeyAttributes, fmt.Sprintf("attr%d", i))
+			}
+		}
+		return types.GlobalSecondaryIndexDescription{
+			IndexName: aws.String(name), IndexStatus: types.IndexStatusActive,
+			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("a"), KeyType: types.KeyTypeHash}},
+			Projection: p,
+		}
+	}
+	pk := []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}}
+	many := &types.TableDescription{KeySchema: pk}
+	for i := range 5000 {
+		many.GlobalSecondaryIndexes = append(many.GlobalSecondaryIndexes, gsi(fmt.Sprintf("ix%04d", i), 0))
+	}
+	wide := &types.TableDescription{KeySchema: pk, GlobalSecondaryIndexes: []types.GlobalSecondaryIndexDescription{gsi("narrow", 10), gsi("wide", 20000)}}
+	for _, c := range []struct {
+		table string
+		desc  *types.TableDescription
+		kept  int
+		left  int
+	}{
+		{"many", many, traffic.MaxGlobalIndexes, 5000 - traffic.MaxGlobalIndexes},
+		{"wide", wide, 1, 1},
+	} {
+		d.Learn(c.table, c.desc)
+		if got := len(schemas.Table(c.table).Indexes); got != c.kept {
+			t.Errorf("%s: %d indexes taken, want %d", c.table, got, c.kept)
+		}
+		if got := testutil.ToFloat64(d.Errors("dynamodb-streams", c.table, ReasonBeyondLimits)); got != 1 {
+			t.Errorf("%s: beyond_limits = %v, want 1", c.table, got)
+		}
+		lines := logs.FilterField(zap.String("table", c.table)).FilterLevelExact(zap.WarnLevel).All()
+		if len(lines) != 1 {
+			t.Fatalf("%s: %d warnings, want 1", c.table, len(lines))
+		}
+		left, _ := lines[0].ContextMap()["not_counted"].([]any)
+		if len(left) != c.left || !strings.Contains(fmt.Sprint(left[0]), "past DynamoDB's") {
+			t.Errorf("%s: not_counted has %d entries (%v…), want %d, each with the bound", c.table, len(left), left[:min(len(left), 1)], c.left)
+		}
 	}
 }

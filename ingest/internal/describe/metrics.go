@@ -16,7 +16,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotkeyd_describe_table_errors_total",
-			Help: "DescribeTable calls that failed, by reason: access_denied (no dynamodb:DescribeTable permission: the table's index writes are counted only for the indexes the config declares), not_found, throttled, network, api. Reading goes on.",
+			Help: "DescribeTable calls that failed, by reason: access_denied (no dynamodb:DescribeTable permission: the table's index writes are counted only for the indexes the config declares), not_found, throttled, network, api; beyond_limits (an answer with more indexes or projected attributes than DynamoDB allows a table: those past the bounds are not counted). Reading goes on.",
 		}, []string{"source", "table", "reason"}),
 		indexes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hotkeyd_table_indexes",

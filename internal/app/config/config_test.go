@@ -86,14 +86,19 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-streams-backoff.yml":                `sources[0].max_backoff: "lots" is not a duration such as 90s, 5m or 1h30m`,
 		"invalid-streams-poll.yml":                   "sources[0].idle_poll_interval: must be positive, got -1s",
 		"invalid-jsonl-poll.yml":                     "sources[0].poll_interval: must be positive, got -1s",
-		"invalid-source-key-twice.yml":               "sources[0].paths: given twice",
-		"invalid-kinesis-arn.yml":                    `sources[0].stream_arns[0]: not a Kinesis stream ARN (arn:aws:kinesis:REGION:ACCOUNT:stream/NAME): "arn:aws:dynamodb:us-east-1:111122223333:table/orders/stream/2026-01-01T00:00:00.000"`,
-		"invalid-kinesis-no-streams.yml":             "sources[0].stream_arns: one of stream_arns or streams is required",
-		"invalid-kinesis-lease-checkpoint.yml":       "sources[0].checkpoint_dir: not used with lease_table, which keeps the checkpoints",
-		"invalid-kinesis-paths.yml":                  "sources[0].paths: not used by type kinesis",
-		"invalid-cloudtrail-s3-paths.yml":            "sources[0].paths: not used with s3 (one cloudtrail source reads a folder or a bucket)",
-		"invalid-cloudtrail-s3-bucket.yml":           `sources[0].s3.bucket: "s3://trail-bucket/AWSLogs/" is a bucket name, not a path or URL (put the folder in prefix)`,
-		"invalid-cloudtrail-s3-key.yml":              "sources[0].s3.prefx: unknown key (did you mean prefix?)",
+		"invalid-source-key-twice.yml":               "sources[0].paths: given twice (lines 3 and 4)",
+		"invalid-table-twice.yml":                    "tables.orders: given twice (lines 2 and 8)",
+		"invalid-index-many.yml": `tables.orders.indexes: 21 global secondary indexes; DynamoDB allows 20 a table (its default quota)
+tables.orders.indexes: 6 local secondary indexes; DynamoDB allows 5 a table`,
+		"invalid-index-attributes.yml":         "tables.orders.indexes: the INCLUDE projections list 101 attributes in all; DynamoDB allows 100 across a table's indexes",
+		"invalid-index-name-twice.yml":         "tables.orders.indexes.by-status: given twice (lines 5 and 6)",
+		"invalid-kinesis-arn.yml":              `sources[0].stream_arns[0]: not a Kinesis stream ARN (arn:aws:kinesis:REGION:ACCOUNT:stream/NAME): "arn:aws:dynamodb:us-east-1:111122223333:table/orders/stream/2026-01-01T00:00:00.000"`,
+		"invalid-kinesis-no-streams.yml":       "sources[0].stream_arns: one of stream_arns or streams is required",
+		"invalid-kinesis-lease-checkpoint.yml": "sources[0].checkpoint_dir: not used with lease_table, which keeps the checkpoints",
+		"invalid-kinesis-paths.yml":            "sources[0].paths: not used by type kinesis",
+		"invalid-cloudtrail-s3-paths.yml":      "sources[0].paths: not used with s3 (one cloudtrail source reads a folder or a bucket)",
+		"invalid-cloudtrail-s3-bucket.yml":     `sources[0].s3.bucket: "s3://trail-bucket/AWSLogs/" is a bucket name, not a path or URL (put the folder in prefix)`,
+		"invalid-cloudtrail-s3-key.yml":        "sources[0].s3.prefx: unknown key (did you mean prefix?)",
 		// Files of several mistakes: every one, in the file's order.
 		"invalid-many.yml": `listen: want host:port, got "9529"
 windw: unknown key (did you mean window?)

@@ -66,13 +66,15 @@ func (p *Projection) UnmarshalStrictYAML(n *yaml.Node) error {
 		if err := strictyaml.DecodeNode(n, &attrs); err != nil {
 			return err
 		}
+		seen := make(map[string]bool, len(attrs))
 		for i, a := range attrs {
 			if a == "" {
 				return &strictyaml.Error{Path: fmt.Sprintf("[%d]", i), Msg: "empty attribute name"}
 			}
-			if slices.Contains(attrs[:i], a) {
+			if seen[a] {
 				return &strictyaml.Error{Path: fmt.Sprintf("[%d]", i), Msg: fmt.Sprintf("attribute %q given twice", a)}
 			}
+			seen[a] = true
 		}
 		if len(attrs) == 0 {
 			return fmt.Errorf("empty list: give the attributes to INCLUDE, or KEYS_ONLY")
@@ -114,7 +116,7 @@ func validateTables(tables map[string]Table) error {
 		if isIndex && len(t.Indexes) > 0 {
 			errs = append(errs, fmt.Errorf("tables.%s.indexes: only a table has indexes (%s names the index %s of table %s)", name, name, index, table))
 		}
-		errs = append(errs, validateIndexes(name, t))
+		errs = append(errs, validateIndexes(name, t), indexBounds(name, t))
 		// An index given both ways must be given alike.
 		if isIndex {
 			if ix, ok := tables[table].Indexes[index]; ok && (ix.partitionKey(tables[table]) != t.PartitionKey || ix.SortKey != t.SortKey) {
@@ -149,6 +151,36 @@ func validateIndexes(table string, t Table) error {
 		if ix.Projection.Type == "" {
 			errs = append(errs, fmt.Errorf("%s.projection: required (ALL, KEYS_ONLY or a list of the attributes to INCLUDE)", at))
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// indexBounds checks a table's indexes against DynamoDB's bounds
+// (traffic.MaxGlobalIndexes, MaxLocalIndexes, MaxProjectedAttributes: its
+// service quotas,
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-secondary-indexes).
+func indexBounds(table string, t Table) error {
+	var global, local, attrs int
+	for _, ix := range t.Indexes {
+		if ix.Local {
+			local++
+		} else {
+			global++
+		}
+		if ix.Projection.Type == traffic.ProjectInclude {
+			attrs += len(ix.Projection.Attributes)
+		}
+	}
+	at := "tables." + table + ".indexes"
+	var errs []error
+	if global > traffic.MaxGlobalIndexes {
+		errs = append(errs, fmt.Errorf("%s: %d global secondary indexes; DynamoDB allows %d a table (its default quota)", at, global, traffic.MaxGlobalIndexes))
+	}
+	if local > traffic.MaxLocalIndexes {
+		errs = append(errs, fmt.Errorf("%s: %d local secondary indexes; DynamoDB allows %d a table", at, local, traffic.MaxLocalIndexes))
+	}
+	if attrs > traffic.MaxProjectedAttributes {
+		errs = append(errs, fmt.Errorf("%s: the INCLUDE projections list %d attributes in all; DynamoDB allows %d across a table's indexes", at, attrs, traffic.MaxProjectedAttributes))
 	}
 	return errors.Join(errs...)
 }
