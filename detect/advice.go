@@ -101,6 +101,36 @@ func (t *table) adviseKey(c traffic.Class, k *sketch.KeyStat, share, peak float6
 	}
 }
 
+// adviseRefusedKey picks the fix of a key throttled in its key range that
+// the class does not rank (its calls refused, none or few served): the
+// key's own fix, as for a hot key, sized for the demand its refusals
+// show, at least one partition's ceiling (refusedDemand).
+func (t *table) adviseRefusedKey(c traffic.Class, key string, kr keyRangeThrottle) report.Recommendation {
+	k := &sketch.KeyStat{Key: key, SortKeys: t.sortKeys(key)}
+	peak := t.limit(c)
+	n := t.suffixCount(c, peak)
+	refused := fmt.Sprintf("%s refused in its key range", count(kr.throttled))
+	switch {
+	case t.Index != "":
+		return t.adviseIndexKey(c, key, peak)
+	case c == traffic.Read && t.readsOneItem(k):
+		return report.Recommendation{
+			Kind: report.AdviceCache,
+			Text: fmt.Sprintf("%s is one item whose reads its partition refused at its ceiling of %s RCU/s (%s): serve it from DAX or an application cache, because spreading the key does not spread reads of one item.",
+				capitalize(t.subject(key)), num(peak), refused),
+		}
+	case c == traffic.Write && k.SortKeys <= 1:
+		return report.Recommendation{
+			Kind:        report.AdviceWriteSharding,
+			SuffixCount: n,
+			Example:     suffixExample(key, n),
+			Text: fmt.Sprintf("Write %s as %s with a random suffix so that its writes, refused at one partition's ceiling of %s WCU/s (%s), spread over %d partitions; reads must then fan out over %s and combine the results.",
+				t.subject(key), suffixExample(key, n), num(peak), refused, n, allKeys(n)),
+		}
+	}
+	return t.adviseKey(c, k, 0, peak)
+}
+
 // adviseIndexKey picks the fix of a hot key of an index: keep its items
 // out of the index when the index's queries do not ask for it
 // (sparseFits), else shard the index key — the base items write the

@@ -212,14 +212,7 @@ func (t *table) diagnosis(f *report.Finding, fs []report.Finding, root []int, r 
 	}
 	switch f.Kind {
 	case report.KindHotKey, report.KindPartitionLimit:
-		k := t.keyStat(c, f.Key)
-		d.Keys = []string{f.Key}
-		d.Share, d.PeakUnitsPerSecond, d.Throttled = f.Share, f.PeakUnitsPerSecond, t.throttledOf(c, f.Key)
-		if k != nil {
-			d.Fix = t.adviseKey(c, k, f.Share, f.PeakUnitsPerSecond)
-		}
-		d.After = t.afterKey(c, f.Key, d.Fix)
-		d.Summary = fmt.Sprintf("%s takes %s of the %s's %ss", quoteKey(f.Key), pct(f.Share), t.noun(), c) + t.risk(&d)
+		t.keyDiagnosis(c, f, &d)
 	case report.KindLowCardinality:
 		d.Keys = slices.Clone(f.Evidence.Keys)
 		t.hottestOf(c, &d)
@@ -260,6 +253,26 @@ func (t *table) diagnosis(f *report.Finding, fs []report.Finding, root []int, r 
 		d.Summary += backPressure
 	}
 	return d
+}
+
+// keyDiagnosis fills the diagnosis of a hot key or a key at its
+// partition's limit: its numbers, its fix and what the fix leaves. A key
+// the class does not rank (throttled in its key range without a served
+// call the window tracks) is judged on its refused calls (refusedKey).
+func (t *table) keyDiagnosis(c traffic.Class, f *report.Finding, d *report.Diagnosis) {
+	d.Keys = []string{f.Key}
+	d.Share, d.PeakUnitsPerSecond, d.Throttled = f.Share, f.PeakUnitsPerSecond, t.throttledOf(c, f.Key)
+	k := t.keyStat(c, f.Key)
+	if k == nil {
+		kr := t.throttling(c).keyRange[f.Key]
+		d.Fix = t.adviseRefusedKey(c, f.Key, kr)
+		d.After = t.afterKey(c, f.Key, d.Fix)
+		d.Summary = capitalize(t.keyRangeEvidence(c, quoteKey(f.Key), kr)) + t.refusedDemand(c) + t.severityMeaning(d.Severity)
+		return
+	}
+	d.Fix = t.adviseKey(c, k, f.Share, f.PeakUnitsPerSecond)
+	d.After = t.afterKey(c, f.Key, d.Fix)
+	d.Summary = fmt.Sprintf("%s takes %s of the %s's %ss", quoteKey(f.Key), pct(f.Share), t.noun(), c) + t.risk(d)
 }
 
 // backPressure ends the summary of an index's write diagnosis that pages:
@@ -310,11 +323,17 @@ func (t *table) risk(d *report.Diagnosis) string {
 	case d.Throttled > 0:
 		s += fmt.Sprintf(", with %d throttled calls, no more than the other keys' share: the %s's capacity, not the key", d.Throttled, t.noun())
 	}
-	switch d.Severity {
+	return s + t.severityMeaning(d.Severity)
+}
+
+// severityMeaning ends a key diagnosis's summary with what its severity
+// means.
+func (t *table) severityMeaning(sev report.Severity) string {
+	switch sev {
 	case report.SeverityCritical:
-		return s + fmt.Sprintf(": critical, throttling is here or close (from %s of the ceiling, or throttled in its key range).", pct(t.s.LimitFraction))
+		return fmt.Sprintf(": critical, throttling is here or close (from %s of the ceiling, or throttled in its key range).", pct(t.s.LimitFraction))
 	case report.SeverityWarning:
-		return s + fmt.Sprintf(": warning, past %s of the ceiling.", pct(t.s.WarnFraction))
+		return fmt.Sprintf(": warning, past %s of the ceiling.", pct(t.s.WarnFraction))
 	}
-	return s + fmt.Sprintf(": info, below the %s of the ceiling that warns; a design note, never paged.", pct(t.s.WarnFraction))
+	return fmt.Sprintf(": info, below the %s of the ceiling that warns; a design note, never paged.", pct(t.s.WarnFraction))
 }

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
@@ -57,17 +58,40 @@ func (t *table) keyRangeFindings(c traffic.Class, fs []report.Finding) []report.
 }
 
 // keyRangeEvidence says why a key's throttling is its key range's, of
-// the key named by subject (empty: the sentence's subject already).
+// the key named by subject (empty: the sentence's subject already), with
+// its served and refused calls: a key the class does not rank had at most
+// as many served calls as the least of those it ranks (none when it ranks
+// every key).
 func (t *table) keyRangeEvidence(c traffic.Class, subject string, kr keyRangeThrottle) string {
 	if subject != "" {
 		subject += " is "
 	}
-	if kr.reason {
-		return subject + "throttled in its key range, as the throttling reasons say (KeyRangeThroughputExceeded): " +
-			count(kr.throttled) + " of its " + c.String() + "s refused"
+	refused := count(kr.throttled) + " of its " + c.String() + "s refused"
+	switch {
+	case kr.bound:
+		refused += fmt.Sprintf(" and at most %s served (it is not among the %s's tracked keys: %s or more of its calls refused)",
+			count(kr.served), t.noun(), pct(float64(kr.throttled)/float64(max(kr.calls, 1))))
+	case kr.served == 0:
+		refused += " and none served"
+	case !kr.reason:
+		refused = count(kr.throttled) + " of its " + count(kr.calls) + " " + c.String() + "s refused (" +
+			pct(float64(kr.throttled)/float64(max(kr.calls, 1))) + ")"
 	}
-	return subject + "throttled in its key range: " + count(kr.throttled) + " of its " + count(kr.calls) + " " + c.String() +
-		"s refused (" + pct(float64(kr.throttled)/float64(max(kr.calls, 1))) + "), against " + pct(kr.others) + " of the other keys'"
+	if kr.reason {
+		return subject + "throttled in its key range, as the throttling reasons say (KeyRangeThroughputExceeded): " + refused
+	}
+	return subject + "throttled in its key range: " + refused + ", against " + pct(kr.others) + " of the other keys'"
+}
+
+// refusedDemand says, of a key throttled in its key range with no served
+// call the window tracks, what its refused calls tell of its demand: its
+// partition refused them at its ceiling (DynamoDB serves at most 3,000
+// read units and 1,000 write units a second in one partition,
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html),
+// so it asks for at least that.
+func (t *table) refusedDemand(c traffic.Class) string {
+	return fmt.Sprintf("; its partition refused them at its ceiling, so it asks for at least one partition's %s %s/s",
+		num(t.limit(c)), unitName(c))
 }
 
 // keyRangeOf is the throttled calls of keys in class c that are their key
