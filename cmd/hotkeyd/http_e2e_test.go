@@ -15,6 +15,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/hotkeyd/hotkeyd/internal/app/daemon"
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
@@ -224,8 +225,8 @@ func TestStuckSourceDoesNotBlockShutdown(t *testing.T) {
 	if code := h.Stop(t); code != 0 {
 		t.Fatalf("exit status %d after SIGTERM\n%s", code, h.Stderr())
 	}
-	if took := time.Since(start); took < drainTimeout {
-		t.Errorf("stopped after %s, before the drain timeout %s: was the source stuck at all?", took, drainTimeout)
+	if took := time.Since(start); took < daemon.DrainTimeout {
+		t.Errorf("stopped after %s, before the drain timeout %s: was the source stuck at all?", took, daemon.DrainTimeout)
 	}
 	if line := h.WaitLog(t, `msg="source did not stop in time; leaving it behind, its in-flight events are dropped" logged_source=jsonl timeout=10s`, time.Second); !strings.Contains(line, " level=warn ") {
 		t.Errorf("drain timeout line not a warning: %s", line)

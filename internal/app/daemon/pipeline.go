@@ -1,89 +1,14 @@
-package main
+package daemon
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/hotkeyd/hotkeyd/export"
-	"github.com/hotkeyd/hotkeyd/ingest"
-	"github.com/hotkeyd/hotkeyd/judge"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
-
-// generation is one set of sources the daemon runs, with their own
-// metrics, and, when they share shards with other replicas, the exchange
-// of window summaries through their lease table. A reload that changes
-// the sources replaces the whole generation.
-type generation struct {
-	sources []traffic.Source
-	// reg holds the sources' own metrics; the daemon's registry and the
-	// running generation's are gathered together.
-	reg *export.Registry
-	// replicas is the judge across replicas, nil without a lease table.
-	replicas *judge.Replicas
-
-	runner    *ingest.Runner
-	stopBoard context.CancelFunc
-	boardDone chan struct{}
-}
-
-// start runs every source into sink, and the board; a source's error is
-// sent to errs.
-func (g *generation) start(sink traffic.Sink, log *zap.Logger, errs chan<- error) {
-	g.runner = ingest.NewRunner(g.sources, sink, log)
-	for i := range g.sources {
-		go func() {
-			if err := g.runner.Run(i); err != nil {
-				select {
-				case errs <- err:
-				default: // the daemon stops on the first
-				}
-			}
-		}()
-	}
-	g.boardDone = make(chan struct{})
-	if g.replicas == nil {
-		close(g.boardDone)
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	g.stopBoard = cancel
-	go func() {
-		defer close(g.boardDone)
-		if err := g.replicas.Run(ctx); err != nil {
-			select {
-			case errs <- err:
-			default:
-			}
-		}
-	}()
-}
-
-// cancel tells the sources to stop, without waiting.
-func (g *generation) cancel() {
-	if g.runner != nil {
-		g.runner.Cancel()
-	}
-}
-
-// stop stops the board, which takes its summary off the lease table, and
-// the sources, their batches in flight landing in the sink for at most
-// drain (ingest.Runner.Stop); both at once, so that a stop takes at most
-// drain.
-func (g *generation) stop(drain time.Duration) {
-	if g.runner == nil {
-		return
-	}
-	if g.stopBoard != nil {
-		g.stopBoard()
-	}
-	g.runner.Stop(drain)
-	<-g.boardDone
-}
 
 // pipeline runs the daemon's sources, one generation at a time: Run is an
 // actor of the daemon's group, ended by a source's error or by Stop;

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"os"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+
+	"github.com/hotkeyd/hotkeyd/internal/app/config"
 )
 
 // TestMetricsDocumented: every hotkeyd_ metric the daemon registers, with
@@ -44,12 +46,11 @@ sources:
 	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f := &flags{configFile: cfgPath, configSet: true, enableIngest: true}
-	cfg, err := loadConfig(f, true)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := newDaemon(cfg, f, false, stdio{}, zap.NewNop())
+	d, err := New(cfg, Options{Log: zap.NewNop(), Web: Web{Ingest: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +68,11 @@ sources:
 			t.Errorf("no %s* metric registered: %v", reader, registered)
 		}
 	}
-	reference, err := os.ReadFile("../../docs/metrics.md")
+	reference, err := os.ReadFile("../../../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	metricsDoc, err := os.ReadFile("../../export/METRICS.md")
+	metricsDoc, err := os.ReadFile("../../../export/METRICS.md")
 	if err != nil {
 		t.Fatal(err)
 	}
