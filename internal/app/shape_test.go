@@ -28,12 +28,10 @@ var longScanners = map[string]bool{
 }
 
 // movingPaths are the folders, files or functions ("dir/file.go: Name")
-// whose long functions a piece of work under way splits: the daemon's life
-// leaving cmd/hotkeyd, the CloudTrail reader's key, the stream sources
-// sharing their engine, and the functions below them, split one group at a
-// time. An entry goes once its work lands; at the end the list is empty.
+// whose long functions a piece of work under way splits: the CloudTrail
+// reader's key, the stream sources sharing their engine, and the functions
+// below them, split one group at a time. An entry goes once its work lands; at the end the list is empty.
 var movingPaths = []string{
-	"cmd/hotkeyd/",
 	"ingest/cloudtrail/",
 	"ingest/internal/shards/",
 	"detect/tracker.go: Tracker.evaluateTable",
