@@ -20,7 +20,7 @@ import (
 // misspelled_field, since it would otherwise be silently ignored.
 //
 // A new field is a slot constant below, a row of contract, a member of
-// Fields, and its reading in Parser.build.
+// Fields, and its reading, a row of readings (fields.go).
 
 // Slots of the contract's fields: indexes into contract, Parser.names and
 // the per-line values, in the order the contract lists them.

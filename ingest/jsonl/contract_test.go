@@ -354,3 +354,20 @@ func TestContractText(t *testing.T) {
 		}
 	}
 }
+
+// TestReadingsCoverTheContract: every field of the contract has one
+// reading, which says what a value of another kind gets.
+func TestReadingsCoverTheContract(t *testing.T) {
+	seen := map[int]int{}
+	for _, r := range readings {
+		seen[r.field]++
+		if r.kinds == 0 || r.want == "" || r.wrong == "" || r.set == nil {
+			t.Errorf("%s: reading incomplete", contract[r.field].Name)
+		}
+	}
+	for f := range numFields {
+		if seen[f] != 1 {
+			t.Errorf("%s: %d readings, want 1", contract[f].Name, seen[f])
+		}
+	}
+}

@@ -127,6 +127,10 @@ type Parser struct {
 	line    []*other
 	near    bool // a member of line is a near miss of a field
 	pending []*other
+	// op is the operation of the line being built, and said whether it
+	// has throttled (true or false).
+	op   traffic.Operation
+	said bool
 	// recent holds, by its place among the line's members outside the
 	// contract, the name the line before had there: a log's lines carry
 	// the same members in the same order, so most are found without
@@ -473,10 +477,6 @@ func (p *Parser) internBytes(b []byte) string {
 	return s
 }
 
-func (p *Parser) wrongType(f int, want string) error {
-	return &ParseError{Reason: traffic.ReasonBadType, Detail: fmt.Sprintf("%q is %s, want %s", p.names[f], aKind(p.vals[f].Kind), want)}
-}
-
 // aKind names a kind of value with its article: "a string", "an object".
 func aKind(k jsonscan.Kind) string {
 	switch k {
@@ -490,201 +490,6 @@ func aKind(k jsonscan.Kind) string {
 
 // optional reports whether a member is absent or null.
 func optional(v jsonscan.Span) bool { return v.Kind == jsonscan.None || v.Kind == jsonscan.Null }
-
-// build fills ev from the recorded spans.
-func (p *Parser) build(line []byte, ev *traffic.Event) error {
-	v := &p.vals
-	*ev = traffic.Event{Source: p.source}
-
-	// table
-	switch {
-	case optional(v[fTable]):
-		return errMissingTable
-	case v[fTable].Kind != jsonscan.String:
-		return p.wrongType(fTable, "a string")
-	}
-	tb := p.bytesOf(line, v[fTable])
-	if len(tb) == 0 {
-		return errMissingTable
-	}
-	if ev.Table = p.internBytes(tb); !traffic.ValidName(ev.Table) {
-		return p.invalid(traffic.CheckName("table", ev.Table))
-	}
-
-	// op, before pk: a Scan has no key.
-	switch {
-	case optional(v[fOp]):
-		return errMissingOp
-	case v[fOp].Kind != jsonscan.String:
-		return p.wrongType(fOp, "a string")
-	}
-	op, ok := traffic.LookupOperation(unsafeString(p.bytesOf(line, v[fOp])))
-	if !ok {
-		return &ParseError{Reason: traffic.ReasonBadOp, Detail: "unknown operation " + p.quote(p.bytesOf(line, v[fOp]))}
-	}
-	ev.Class = op.Class
-	keyless := op.Keyless
-
-	// pk
-	switch {
-	case optional(v[fPK]):
-		if !keyless {
-			return errMissingPK
-		}
-	case v[fPK].Kind != jsonscan.String:
-		return p.wrongType(fPK, "a string")
-	default:
-		pk := p.bytesOf(line, v[fPK])
-		if len(pk) == 0 && !keyless {
-			return errMissingPK
-		}
-		ev.PK = p.key(pk)
-	}
-
-	// index, sk
-	switch {
-	case optional(v[fIndex]):
-	case v[fIndex].Kind != jsonscan.String:
-		return p.wrongType(fIndex, "a string")
-	default:
-		if ix := p.bytesOf(line, v[fIndex]); len(ix) > 0 {
-			if ev.Index = p.internBytes(ix); !traffic.ValidName(ev.Index) {
-				return p.invalid(traffic.CheckName("index", ev.Index))
-			}
-		}
-	}
-	switch {
-	case optional(v[fSK]):
-	case v[fSK].Kind != jsonscan.String:
-		return p.wrongType(fSK, "a string")
-	default:
-		if sk := p.bytesOf(line, v[fSK]); len(sk) > 0 {
-			ev.SK = p.key(sk)
-		}
-	}
-
-	// units: a transaction costs twice its items (traffic.Operation)
-	ev.Units = op.DefaultUnits
-	switch u := v[fUnits]; {
-	case optional(u):
-	case u.Kind != jsonscan.Number:
-		return &ParseError{Reason: traffic.ReasonBadUnits, Detail: fmt.Sprintf("%q is %s, want a number", p.names[fUnits], aKind(u.Kind))}
-	default:
-		f, err := strconv.ParseFloat(unsafeString(line[u.Start:u.End]), 64)
-		switch {
-		case err != nil || math.IsInf(f, 0) || math.IsNaN(f):
-			return &ParseError{Reason: traffic.ReasonBadUnits, Detail: "units " + p.quote(line[u.Start:u.End]) + " out of range"}
-		case f < 0:
-			return &ParseError{Reason: traffic.ReasonBadUnits, Detail: "negative units " + p.quote(line[u.Start:u.End])}
-		case f > op.MaxUnits:
-			// No call of this kind consumes that much (traffic.MaxUnits).
-			return &ParseError{Reason: traffic.ReasonBadUnits, Detail: fmt.Sprintf("%s units for %s: one call consumes at most %g",
-				p.quote(line[u.Start:u.End]), p.quote(p.bytesOf(line, v[fOp])), op.MaxUnits)}
-		}
-		ev.Units = f
-	}
-
-	if v[fThrottled].Kind|v[fThrottleReason].Kind|v[fThrottleResource].Kind != jsonscan.None {
-		if err := p.throttle(line, ev); err != nil {
-			return err
-		}
-	}
-
-	// ts
-	switch t := v[fTime]; {
-	case optional(t):
-		ev.Time = p.now()
-	case t.Kind == jsonscan.String:
-		s := p.bytesOf(line, t)
-		tm, ok := p.parseTime(s)
-		if !ok {
-			hint := ""
-			if _, err := strconv.ParseFloat(unsafeString(s), 64); err == nil {
-				hint = " (an epoch time is a JSON number, without quotes)"
-			}
-			return &ParseError{Reason: traffic.ReasonBadTime, Detail: p.quote(s) + " is not an RFC 3339 time" + hint}
-		}
-		ev.Time = tm
-	case t.Kind == jsonscan.Number:
-		tm, ok := epochTime(unsafeString(line[t.Start:t.End]))
-		if !ok {
-			return &ParseError{Reason: traffic.ReasonBadTime, Detail: "epoch time " + p.quote(line[t.Start:t.End]) +
-				" is no time from 2012 to 9999 in seconds, milliseconds, microseconds or nanoseconds"}
-		}
-		ev.Time = tm
-	default:
-		return p.wrongType(fTime, "an RFC 3339 string or a Unix epoch number")
-	}
-	if ev.Time.Before(traffic.DynamoDBLaunch) {
-		// Year 0001 would be the zero time: no time at all.
-		return &ParseError{Reason: traffic.ReasonBadTime, Detail: p.quote(line[v[fTime].Start:v[fTime].End]) + " is before 2012, when DynamoDB did not exist"}
-	}
-	return nil
-}
-
-// throttle reads throttled, throttle_reason and throttle_resource. A
-// reason marks the call throttled; it must be one of DynamoDB's sixteen,
-// name the call's operation, and agree with the resource when there is
-// one. A call throttled by one of its table's indexes (an index's
-// reason, whose resource names the index: a write held back by the
-// index's capacity) is counted on that index, without the table's key,
-// which is not the index's.
-func (p *Parser) throttle(line []byte, ev *traffic.Event) error {
-	v := &p.vals
-	said := false
-	switch t := v[fThrottled]; {
-	case optional(t):
-	case t.Kind == jsonscan.True:
-		ev.Throttled, said = true, true
-	case t.Kind == jsonscan.False:
-		said = true
-	default:
-		return p.wrongType(fThrottled, "a boolean")
-	}
-	switch r := v[fThrottleReason]; {
-	case optional(r):
-	case r.Kind != jsonscan.String:
-		return p.wrongType(fThrottleReason, "a string")
-	default:
-		b := p.bytesOf(line, r)
-		if len(b) == 0 {
-			break
-		}
-		reason, ok := traffic.ParseThrottleReason(unsafeString(b))
-		switch {
-		case !ok:
-			return &ParseError{Reason: traffic.ReasonBadThrottleReason, Detail: p.quote(b) + " is not one of DynamoDB's throttling reasons (such as TableWriteKeyRangeThroughputExceeded)"}
-		case said && !ev.Throttled:
-			return &ParseError{Reason: traffic.ReasonBadThrottleReason, Detail: fmt.Sprintf("%s on a call that was not throttled (%q is false)", reason, p.names[fThrottled])}
-		case reason.Class() != ev.Class:
-			return &ParseError{Reason: traffic.ReasonBadThrottleReason, Detail: fmt.Sprintf("%s on a %s", reason, ev.Class)}
-		}
-		ev.Throttled, ev.ThrottleReason = true, reason
-	}
-	switch r := v[fThrottleResource]; {
-	case optional(r):
-	case r.Kind != jsonscan.String:
-		return p.wrongType(fThrottleResource, "a string")
-	default:
-		b := p.bytesOf(line, r)
-		if len(b) == 0 || !ev.ThrottleReason.Known() {
-			// A resource without a reason says nothing the table does not.
-			break
-		}
-		table, index, err := traffic.ParseResourceARN(unsafeString(b))
-		switch {
-		case err != nil:
-			return &ParseError{Reason: traffic.ReasonBadThrottleReason, Detail: fmt.Sprintf("resource %s: %v", p.quote(b), err)}
-		case table != ev.Table:
-			return &ParseError{Reason: traffic.ReasonBadThrottleReason, Detail: fmt.Sprintf("resource %s is not of table %q", p.quote(b), ev.Table)}
-		case (index != "") != ev.ThrottleReason.Index():
-			return &ParseError{Reason: traffic.ReasonBadThrottleReason, Detail: fmt.Sprintf("resource %s with %s", p.quote(b), ev.ThrottleReason)}
-		case index != "" && index != ev.Index:
-			ev.Index, ev.PK, ev.SK = p.internBytes([]byte(index)), "", ""
-		}
-	}
-	return nil
-}
 
 // parseTime parses an RFC 3339 time into UTC, as time.Parse with
 // time.RFC3339Nano does. Times in UTC ("Z") with at most nanosecond digits

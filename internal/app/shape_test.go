@@ -35,7 +35,6 @@ var movingPaths = []string{
 	"ingest/cloudtrail/",
 	"ingest/internal/shards/",
 	"detect/tracker.go: Tracker.evaluateTable",
-	"ingest/jsonl/parse.go: Parser.build",
 	"ingest/jsonl/http.go: Handler.ServeHTTP",
 	"internal/app/analyze/analyze.go: Run",
 	"internal/app/config/config.go: Config.Validate",
