@@ -37,6 +37,12 @@ type ServerConfig struct {
 	// History is the per-second traffic served at /api/v1/hotkeys/history;
 	// nil serves series without points.
 	History *History
+	// Recorded is the history on disk served at /api/v1/history and
+	// /api/v1/incidents; nil answers them 503 (no history kept).
+	Recorded HistoryReader
+	// ReadyNotes, when set, adds lines to /-/ready's body that do not
+	// make the daemon unready (history not recorded, and why).
+	ReadyNotes func() []string
 	// Masker masks the keys of the API; nil shows them as they are.
 	Masker *KeyMasker
 	// Readiness answers /-/ready. Required.
@@ -193,6 +199,11 @@ func (s *Server) routes() (http.Handler, error) {
 			return
 		}
 		fmt.Fprintln(w, "hotkeyd is ready.")
+		if s.cfg.ReadyNotes != nil {
+			for _, n := range s.cfg.ReadyNotes() {
+				fmt.Fprintln(w, n)
+			}
+		}
 	})
 
 	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
@@ -214,6 +225,8 @@ func (s *Server) routes() (http.Handler, error) {
 	})
 	mux.Handle("GET /api/v1/hotkeys", hotkeysHandler{live: s.cfg.Live, masker: s.cfg.Masker, log: s.log})
 	mux.Handle("GET /api/v1/hotkeys/history", historyHandler{live: s.cfg.Live, history: s.history.Load, masker: s.cfg.Masker, log: s.log})
+	mux.Handle("GET /api/v1/history", cellsHandler{hist: s.cfg.Recorded, masker: s.cfg.Masker, log: s.log, now: time.Now})
+	mux.Handle("GET /api/v1/incidents", incidentsHandler{hist: s.cfg.Recorded, masker: s.cfg.Masker, log: s.log, now: time.Now})
 
 	if s.cfg.Events != nil {
 		// Other methods get 405 with "Allow: POST" from the mux.
@@ -439,7 +452,7 @@ var refusedCodes = map[int]bool{
 }
 
 // routes are the path label's values; any other path is "other".
-var routes = []string{"/", "/metrics", "/api/v1/hotkeys", "/api/v1/hotkeys/history", "/api/v1/events", "/-/healthy", "/-/ready", "/-/reload"}
+var routes = []string{"/", "/metrics", "/api/v1/hotkeys", "/api/v1/hotkeys/history", "/api/v1/history", "/api/v1/incidents", "/api/v1/events", "/-/healthy", "/-/ready", "/-/reload"}
 
 func routeOf(path string) string {
 	if slices.Contains(routes, path) {
