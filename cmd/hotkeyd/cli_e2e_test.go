@@ -44,6 +44,7 @@ func TestCommandLine(t *testing.T) {
 	write("jsonl.yaml", "sources:\n  - type: jsonl\n    paths: [access.log]\n")
 	write("bad-web.yml", "tls_server_config:\n  cert_file: /nonexistent.crt\n")
 	write("old-hold.yaml", "sources:\n  - type: jsonl\n    paths: [access.log]\ndetector:\n  hold_evaluations: 3\n")
+	write("old-describe.yaml", "sources:\n  - type: dynamodb-streams\n    tables: [orders]\n    region: us-east-1\n    describe_interval: 1m\n")
 	noSecret := "hotkeyd: flags: --keys: hash needs a secret: key_hash_secret or key_hash_secret_file in the config file, or HOTKEYD_KEY_HASH_SECRET in the environment\n"
 
 	_, version, _ := runBinary(t, dir, nil, "version")
@@ -78,6 +79,8 @@ func TestCommandLine(t *testing.T) {
 		// A key in its former form still works, and says what to write.
 		{[]string{"--config.check", "--config.file", "old-hold.yaml"}, nil, 0, "old-hold.yaml: valid\n",
 			"hotkeyd: deprecated: detector.hold_evaluations: 3 is read as detector.hold: 2s (a span of event time; the default is 1s): write that instead\n"},
+		{[]string{"--config.check", "--config.file", "old-describe.yaml"}, nil, 0, "old-describe.yaml: valid\n",
+			"hotkeyd: deprecated: sources[0].describe_interval: read as list_interval, its name now: write that instead\n"},
 		// YAML errors name the key as a path, without Go types.
 		{[]string{"--config.check", "--config.file", "sixty.yaml"}, nil, 1, "",
 			"hotkeyd: config sixty.yaml: window: \"sixty\" is not a duration such as 90s, 5m or 1h30m\n"},

@@ -77,7 +77,7 @@ func BenchmarkKinesisReader(b *testing.B) {
 	events := 0
 	sink := traffic.SinkFunc(func(_ context.Context, batch []traffic.Event) error { events += len(batch); return nil })
 	schemas := map[string]traffic.KeySchema{"orders": {PartitionKey: "customer", SortKey: "order"}}
-	src, err := NewWithClients(Config{Streams: []string{"s"}, Tables: schemas}, client, nil, nil, nil, nil)
+	src, err := NewWithClients(Config{Streams: []string{"s"}, Schemas: schemas}, client, nil, nil, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

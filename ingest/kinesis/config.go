@@ -49,7 +49,7 @@ type Config struct {
 	// Config holds the keys shared with the DynamoDB Streams reader:
 	// region, endpoint (the Kinesis endpoint), start, checkpoint_dir,
 	// lease_table, worker_id, failover_time, checkpoint_interval,
-	// max_backoff and call_timeout.
+	// list_interval, max_backoff and call_timeout.
 	shards.Config `yaml:",inline"`
 	// DynamoDBEndpoint overrides the endpoint of DynamoDB (an emulator):
 	// the lease table's, and DescribeTable's.
@@ -65,13 +65,12 @@ type Config struct {
 	// calls per second to all its consumers together). A call that
 	// returns a full batch is followed at once.
 	PollInterval time.Duration `yaml:"poll_interval"`
-	// ListInterval is how often each stream's shards are listed again to
-	// find new ones (default 30 s); a finished shard triggers a listing.
-	ListInterval time.Duration `yaml:"list_interval"`
 
-	// Tables are the key schemas of the tables whose keys have two
-	// attributes; in the config file, the top-level tables.
-	Tables map[string]traffic.KeySchema `yaml:"-"`
+	// Schemas are the config file's tables section: the key schemas of
+	// the tables whose keys have two attributes, and the secondary
+	// indexes declared there, which win over what DescribeTable tells of
+	// the same name.
+	Schemas map[string]traffic.KeySchema `yaml:"-"`
 	// BatchLimit is GetRecords' Limit (default 10000, the maximum).
 	BatchLimit int32 `yaml:"-"`
 }
@@ -82,7 +81,6 @@ func DefaultConfig() Config {
 	return Config{
 		Config:         shards.DefaultConfig(),
 		PollInterval:   time.Second,
-		ListInterval:   30 * time.Second,
 		BatchLimit:     10000,
 		DescribeTables: true,
 	}
@@ -93,7 +91,6 @@ func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	c.Config = c.Config.WithDefaults()
 	shards.Default(&c.PollInterval, d.PollInterval)
-	shards.Default(&c.ListInterval, d.ListInterval)
 	if c.BatchLimit <= 0 || c.BatchLimit > 10000 {
 		c.BatchLimit = d.BatchLimit
 	}
@@ -123,19 +120,15 @@ func (c *Config) Validate() error {
 	case c.LeaseTable == "" && !c.DescribeTables && c.DynamoDBEndpoint != "":
 		errs = append(errs, errors.New("dynamodb_endpoint: only used with lease_table or describe_tables"))
 	}
-	errs = append(errs, c.Config.Validate(map[string]time.Duration{"poll_interval": c.PollInterval, "list_interval": c.ListInterval}))
+	errs = append(errs, c.Config.Validate(map[string]time.Duration{"poll_interval": c.PollInterval}))
 	return errors.Join(errs...)
 }
-
-// LeaseTableName returns the lease table the reader joins, or "": two
-// sources of one process must not join the same table as one worker.
-func (c *Config) LeaseTableName() string { return c.LeaseTable }
 
 // NewSource builds the reader of a sources entry of type kinesis, with the
 // config file's key schemas, and registers its metrics.
 func (c *Config) NewSource(env ingest.Env) (traffic.Source, error) {
 	cfg := *c
-	cfg.Tables = env.Tables
+	cfg.Schemas = env.Tables
 	src, err := New(cfg, env.Log, env.Reporter, env.Registerer)
 	if err != nil {
 		return nil, err

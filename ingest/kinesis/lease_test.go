@@ -24,8 +24,8 @@ func TestLeases(t *testing.T) {
 	ddb := testenv.DynamoDBLocal(t)
 	arn := createStream(t, k, "leased", 4)
 	cfg := func(worker string) Config {
-		c := Config{Streams: []string{"leased"}, PollInterval: 20 * time.Millisecond, ListInterval: 200 * time.Millisecond}
-		c.Endpoint, c.Start = k.Endpoint, StartTrimHorizon
+		c := Config{Streams: []string{"leased"}, PollInterval: 20 * time.Millisecond}
+		c.Endpoint, c.Start, c.ListInterval = k.Endpoint, StartTrimHorizon, 200*time.Millisecond
 		c.LeaseTable, c.WorkerID, c.FailoverTime = "hotkeyd-kinesis-leases", worker, 2*time.Second
 		return c
 	}

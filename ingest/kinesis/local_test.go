@@ -138,8 +138,8 @@ func TestKinesalite(t *testing.T) {
 	put(t, k.Client, "orders-changes", first...)
 
 	dir := t.TempDir()
-	cfg := Config{Streams: []string{"orders-changes"}, PollInterval: 20 * time.Millisecond, ListInterval: 200 * time.Millisecond}
-	cfg.Endpoint, cfg.Start, cfg.CheckpointDir = k.Endpoint, StartTrimHorizon, dir
+	cfg := Config{Streams: []string{"orders-changes"}, PollInterval: 20 * time.Millisecond}
+	cfg.Endpoint, cfg.Start, cfg.CheckpointDir, cfg.ListInterval = k.Endpoint, StartTrimHorizon, dir, 200*time.Millisecond
 	rep := &rejects{}
 	reg := prometheus.NewPedanticRegistry()
 	newSource := func() *Source {

@@ -103,7 +103,7 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 	}
 	cfg = cfg.withDefaults()
 	log = log.Named("kinesis")
-	s := &Source{cfg: cfg, log: log, rep: rep, m: m, api: api, schemas: streamrecord.NewSchemas(cfg.Tables)}
+	s := &Source{cfg: cfg, log: log, rep: rep, m: m, api: api, schemas: streamrecord.NewSchemas(cfg.Schemas)}
 	var tables describe.API
 	if cfg.DescribeTables && db != nil {
 		tables = db
@@ -122,7 +122,7 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 		Meet: func(table string) { s.describer.Watch(s.runCtx, table) },
 	})
 	s.e, err = shards.NewEngine(cfg.Config, shards.Parts{
-		Source: SourceName, ListInterval: cfg.ListInterval, Service: "kinesis", Network: isNetwork,
+		Source: SourceName, Service: "kinesis", Network: isNetwork,
 		Streams: s.configured(), Metrics: m.engine, Classify: classify, Refused: isRefused,
 		NewPacer: func() shards.Pacer { return pacer{poll: cfg.PollInterval, full: int(cfg.BatchLimit)} },
 		Now:      time.Now,

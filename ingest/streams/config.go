@@ -36,21 +36,20 @@ type Config struct {
 	// endpoint (used for both DynamoDB and DynamoDB Streams, e.g.
 	// DynamoDB Local at http://127.0.0.1:8000), start, checkpoint_dir,
 	// lease_table, worker_id, failover_time, checkpoint_interval,
-	// max_backoff and call_timeout. With LeaseTable every batch is
-	// checkpointed, and a shard with records flowing is read once per
-	// CheckpointInterval (sooner while batches come back full): after a
-	// crash or a lost lease at most the last batch is read again.
+	// list_interval, max_backoff and call_timeout. With LeaseTable every
+	// batch is checkpointed, and a shard with records flowing is read once
+	// per CheckpointInterval (sooner while batches come back full): after
+	// a crash or a lost lease at most the last batch is read again.
+	// ListInterval is also how often each table is described again to
+	// find its current stream; its former key, describe_interval, is
+	// still read (RenamedKeys).
 	shards.Config `yaml:",inline"`
-	// DescribeInterval is how often each stream's shards are listed again
-	// to find new ones (default 30 s). A finished shard also triggers a
-	// listing, so its children start without waiting for this.
-	DescribeInterval time.Duration `yaml:"describe_interval"`
-	// MinPollInterval is the least time between two GetRecords calls on one
+	// PollInterval is the least time between two GetRecords calls on one
 	// shard (default 200 ms, i.e. at most 5 calls per second per shard).
-	MinPollInterval time.Duration `yaml:"poll_interval"`
+	PollInterval time.Duration `yaml:"poll_interval"`
 	// IdlePollInterval is the wait between GetRecords calls once a shard
 	// has nothing new (default 1 s). The wait grows to it from
-	// MinPollInterval while reads keep coming back empty.
+	// PollInterval while reads keep coming back empty.
 	IdlePollInterval time.Duration `yaml:"idle_poll_interval"`
 	// Schemas are the config file's tables section: key schemas, and the
 	// secondary indexes declared there, which win over what DescribeTable
@@ -69,8 +68,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Config:           shards.DefaultConfig(),
-		DescribeInterval: 30 * time.Second,
-		MinPollInterval:  200 * time.Millisecond,
+		PollInterval:     200 * time.Millisecond,
 		IdlePollInterval: time.Second,
 		BatchLimit:       1000,
 	}
@@ -80,14 +78,13 @@ func DefaultConfig() Config {
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	c.Config = c.Config.WithDefaults()
-	shards.Default(&c.DescribeInterval, d.DescribeInterval)
-	shards.Default(&c.MinPollInterval, d.MinPollInterval)
+	shards.Default(&c.PollInterval, d.PollInterval)
 	shards.Default(&c.IdlePollInterval, d.IdlePollInterval)
 	if c.BatchLimit <= 0 || c.BatchLimit > 1000 {
 		c.BatchLimit = d.BatchLimit
 	}
-	if c.IdlePollInterval < c.MinPollInterval {
-		c.IdlePollInterval = c.MinPollInterval
+	if c.IdlePollInterval < c.PollInterval {
+		c.IdlePollInterval = c.PollInterval
 	}
 	return c
 }
@@ -111,7 +108,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.Config.Validate(map[string]time.Duration{
-		"describe_interval": c.DescribeInterval, "poll_interval": c.MinPollInterval, "idle_poll_interval": c.IdlePollInterval,
+		"poll_interval": c.PollInterval, "idle_poll_interval": c.IdlePollInterval,
 	}))
 	return errors.Join(errs...)
 }
@@ -131,6 +128,10 @@ func (c *Config) NewSource(env ingest.Env) (traffic.Source, error) {
 	return src, nil
 }
 
-// LeaseTableName returns the lease table the reader joins, or "": two
-// sources of one process must not join the same table as one worker.
-func (c *Config) LeaseTableName() string { return c.LeaseTable }
+// RenamedKeys maps the former keys of a sources entry of type
+// dynamodb-streams to their keys now: a former key is still read, and said
+// to be deprecated. describe_interval is list_interval, as the Kinesis
+// reader names it: how often the shards are listed again.
+func (c *Config) RenamedKeys() map[string]string {
+	return map[string]string{"describe_interval": "list_interval"}
+}

@@ -26,8 +26,8 @@ func (r *running) logged(msg string) int { return r.logs.FilterMessageSnippet(ms
 func fastConfig() Config {
 	c := DefaultConfig()
 	c.Start = StartTrimHorizon
-	c.DescribeInterval = 500 * time.Millisecond
-	c.MinPollInterval = 10 * time.Millisecond
+	c.ListInterval = 500 * time.Millisecond
+	c.PollInterval = 10 * time.Millisecond
 	c.IdlePollInterval = 100 * time.Millisecond
 	c.MaxBackoff = 300 * time.Millisecond
 	c.CallTimeout = 2 * time.Second

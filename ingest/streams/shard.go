@@ -131,7 +131,7 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 // (hotkeyd_stream_trimmed_gaps_total).
 func (sr *streamReader) Gap() { sr.s.m.gaps.WithLabelValues(sr.table).Inc() }
 
-// pacer spaces the GetRecords calls of a shard: at least MinPollInterval
+// pacer spaces the GetRecords calls of a shard: at least PollInterval
 // after the previous call began (the per-shard call limit), and, while
 // reads come back empty, a wait doubling up to IdlePollInterval. A leased
 // shard, checkpointed after every batch, is read at most every
@@ -148,10 +148,10 @@ type pacer struct {
 // Wait implements shards.Pacer.
 func (p *pacer) Wait(n int, sinceCall time.Duration, leased bool) time.Duration {
 	cfg := p.cfg
-	wait := cfg.MinPollInterval - sinceCall
+	wait := cfg.PollInterval - sinceCall
 	switch {
 	case n == 0:
-		p.idleWait = min(max(2*p.idleWait, cfg.MinPollInterval), cfg.IdlePollInterval)
+		p.idleWait = min(max(2*p.idleWait, cfg.PollInterval), cfg.IdlePollInterval)
 		wait = max(wait, p.idleWait)
 	case leased && n < int(cfg.BatchLimit):
 		p.idleWait = 0

@@ -103,7 +103,7 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 	if tables != nil {
 		api = tables
 	}
-	if s.describer, err = describe.New(describe.Config{Source: SourceName, Interval: cfg.DescribeInterval, CallTimeout: cfg.CallTimeout},
+	if s.describer, err = describe.New(describe.Config{Source: SourceName, Interval: cfg.ListInterval, CallTimeout: cfg.CallTimeout},
 		api, s.schemas, s.log, rep, reg); err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 	}
 	db, _ := tables.(lease.DynamoDBAPI) // *dynamodb.Client serves the lease table too
 	s.e, err = shards.NewEngine(cfg.Config, shards.Parts{
-		Source: SourceName, ListInterval: cfg.DescribeInterval, Service: "dynamodb streams", Network: isNetwork,
+		Source: SourceName, Service: "dynamodb streams", Network: isNetwork,
 		Streams: append(slices.Clone(cfg.Tables), cfg.StreamARNs...),
 		Metrics: m.engine, Classify: classify, Refused: isValidation,
 		NewPacer: func() shards.Pacer { return &pacer{cfg: &s.cfg} },

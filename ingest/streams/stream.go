@@ -20,7 +20,7 @@ import (
 
 // watchTable follows a table's current stream: it asks DescribeTable for
 // LatestStreamArn, reads that stream, and looks again every
-// DescribeInterval and whenever the stream reader found its stream gone. A
+// ListInterval and whenever the stream reader found its stream gone. A
 // stream disabled and enabled again gets a new ARN; the old stream is read
 // to its end and the new one from its first record.
 func (s *Source) watchTable(ctx context.Context, sink traffic.Sink, table string) {
@@ -38,7 +38,7 @@ func (s *Source) watchTable(ctx context.Context, sink traffic.Sink, table string
 	log := s.log.With(zap.String("table", table))
 	for {
 		arn, err := s.latestStreamARN(ctx, table)
-		wait := s.cfg.DescribeInterval
+		wait := s.cfg.ListInterval
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -50,7 +50,7 @@ func (s *Source) watchTable(ctx context.Context, sink traffic.Sink, table string
 			err := fmt.Errorf("table %q has no stream enabled", table)
 			s.rep.Error(SourceName, ReasonNoStream, err)
 			s.e.Health.Set(table, err)
-			wait = min(bo.Duration(), s.cfg.DescribeInterval)
+			wait = min(bo.Duration(), s.cfg.ListInterval)
 		default:
 			bo.Reset()
 			if arn != current {
@@ -84,7 +84,7 @@ func (s *Source) latestStreamARN(ctx context.Context, table string) (string, err
 	}
 	t := out.Table
 	// The same answer tells the table's indexes (an index created or
-	// deleted is seen within DescribeInterval).
+	// deleted is seen within ListInterval).
 	s.describer.Learn(table, t)
 	if t == nil || t.LatestStreamArn == nil || t.StreamSpecification == nil || !aws.ToBool(t.StreamSpecification.StreamEnabled) {
 		return "", nil
@@ -191,7 +191,7 @@ func (sr *streamReader) First(ctx context.Context, _ shards.Listing, fresh bool)
 	}
 	if sr.onGone == nil && sr.table != "" && !sr.s.followsTable(sr.table) {
 		// A stream configured by ARN: its table is described here, then
-		// every DescribeInterval (a followed table is learnt from the
+		// every ListInterval (a followed table is learnt from the
 		// descriptions that find its stream).
 		sr.s.describer.Watch(ctx, sr.table)
 	}
@@ -204,7 +204,7 @@ func (sr *streamReader) First(ctx context.Context, _ shards.Listing, fresh bool)
 }
 
 // followsTable reports whether table is one of the configured tables,
-// described every DescribeInterval to follow its stream.
+// described every ListInterval to follow its stream.
 func (s *Source) followsTable(table string) bool {
 	return slices.Contains(s.cfg.Tables, table)
 }

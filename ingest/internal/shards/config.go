@@ -53,6 +53,11 @@ type Config struct {
 	// when a shard goes idle, when it is finished and at shutdown. After a
 	// crash at most the records read in the last interval are read again.
 	CheckpointInterval time.Duration `yaml:"checkpoint_interval"`
+	// ListInterval is how often each stream's shards are listed again to
+	// find new ones (default 30 s); a finished shard triggers a listing at
+	// once. The tables a reader follows are described again as often
+	// (DescribeTable: their indexes, and a table's current stream).
+	ListInterval time.Duration `yaml:"list_interval"`
 	// MaxBackoff caps the exponential backoff after errors (default 30 s).
 	MaxBackoff time.Duration `yaml:"max_backoff"`
 	// CallTimeout bounds each AWS call (default 10 s).
@@ -64,6 +69,7 @@ func DefaultConfig() Config {
 	return Config{
 		Start:              StartLatest,
 		CheckpointInterval: time.Second,
+		ListInterval:       30 * time.Second,
 		MaxBackoff:         30 * time.Second,
 		CallTimeout:        10 * time.Second,
 	}
@@ -76,6 +82,7 @@ func (c Config) WithDefaults() Config {
 		c.Start = d.Start
 	}
 	Default(&c.CheckpointInterval, d.CheckpointInterval)
+	Default(&c.ListInterval, d.ListInterval)
 	Default(&c.MaxBackoff, d.MaxBackoff)
 	Default(&c.CallTimeout, d.CallTimeout)
 	return c
@@ -103,7 +110,8 @@ func (c *Config) Validate(durations map[string]time.Duration) error {
 		add(fmt.Errorf("start: must be %s or %s, got %q", StartLatest, StartTrimHorizon, c.Start))
 	}
 	all := map[string]time.Duration{
-		"checkpoint_interval": c.CheckpointInterval, "max_backoff": c.MaxBackoff, "call_timeout": c.CallTimeout,
+		"checkpoint_interval": c.CheckpointInterval, "list_interval": c.ListInterval,
+		"max_backoff": c.MaxBackoff, "call_timeout": c.CallTimeout,
 	}
 	maps.Copy(all, durations)
 	for _, key := range slices.Sorted(maps.Keys(all)) {
@@ -137,6 +145,10 @@ func (c *Config) Validate(durations map[string]time.Duration) error {
 	return errors.Join(errs...)
 }
 
+// LeaseTableName returns the lease table the reader joins, or "": two
+// sources of one process must not join the same table as one worker.
+func (c *Config) LeaseTableName() string { return c.LeaseTable }
+
 // CheckEndpoint checks an endpoint key: empty, or an absolute URL.
 func CheckEndpoint(key, endpoint string) error {
 	if endpoint == "" {
@@ -159,11 +171,10 @@ func (c Config) Lease(source string) lease.Config {
 }
 
 // Settings returns the engine's settings from the config (after
-// WithDefaults), for the reader named source that lists each stream's
-// shards every list.
-func (c Config) Settings(source string, list time.Duration) Settings {
+// WithDefaults), for the reader named source.
+func (c Config) Settings(source string) Settings {
 	return Settings{
-		Source: source, StartLatest: c.Start == StartLatest, ListInterval: list,
+		Source: source, StartLatest: c.Start == StartLatest, ListInterval: c.ListInterval,
 		CheckpointInterval: c.CheckpointInterval, MaxBackoff: c.MaxBackoff, CallTimeout: c.CallTimeout,
 	}
 }

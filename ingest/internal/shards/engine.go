@@ -159,8 +159,6 @@ type Engine struct {
 type Parts struct {
 	// Source names the reader (Settings.Source, the lease coordinator's).
 	Source string
-	// ListInterval is how often each stream's shards are listed again.
-	ListInterval time.Duration
 	// Service names the endpoint in readiness errors ("kinesis"), Network
 	// says which errors are the endpoint's being unreachable (Health).
 	Service string
@@ -188,7 +186,7 @@ type Parts struct {
 // Health with every configured stream starting.
 func NewEngine(c Config, p Parts) (*Engine, error) {
 	e := &Engine{
-		Settings:    c.Settings(p.Source, p.ListInterval),
+		Settings:    c.Settings(p.Source),
 		Reporter:    p.Reporter,
 		Checkpoints: NewStore(c.CheckpointDir),
 		Health:      NewHealth(p.Service, p.Network),

@@ -75,6 +75,9 @@ type Config struct {
 	// but is no longer documented, what to write instead. The daemon logs
 	// each when it starts; --config.check prints them.
 	Deprecated []string `yaml:"-"`
+	// former are the former keys the file gave, for Parse to name in
+	// the checks' errors as the file writes them; Parse clears it.
+	former formerKeys
 }
 
 // Default returns the settings used for every key the file leaves out:
@@ -181,6 +184,7 @@ func Parse(r io.Reader) (Config, error) {
 	}
 	problems := decoded
 	for _, e := range strictyaml.List(cfg.Validate()) {
+		e = cfg.former.inFileTerms(e)
 		key, _, _ := strings.Cut(e.Error(), ": ")
 		if !slices.ContainsFunc(bad, func(b string) bool { return within(key, b) || parentOf(b) == key }) {
 			problems = append(problems, e)
@@ -190,6 +194,7 @@ func Parse(r io.Reader) (Config, error) {
 		strictyaml.InFileOrder(problems, data)
 		return Config{}, errors.Join(problems...)
 	}
+	cfg.former = formerKeys{}
 	return cfg, nil
 }
 
@@ -208,7 +213,8 @@ func parentOf(p string) string {
 // UnmarshalStrictYAML decodes the file over the defaults; the detector's
 // threshold is the top-level threshold:, not detector.threshold.
 // detector.hold_evaluations, the former form of detector.hold, is read as
-// the hold it was and said to be deprecated.
+// the hold it was and said to be deprecated; so is a sources entry's
+// former key (renameFormerKeys), read under its name now.
 func (c *Config) UnmarshalStrictYAML(n *yaml.Node) error {
 	var errs []error
 	det := mappingValue(n, "detector")
@@ -218,6 +224,8 @@ func (c *Config) UnmarshalStrictYAML(n *yaml.Node) error {
 		n = replaceValue(n, "detector", det)
 	}
 	evaluations, err := takeHoldEvaluations(det)
+	errs = append(errs, err)
+	n, former, err := renameFormerKeys(n)
 	errs = append(errs, err)
 	type plain Config // the same fields, without this method
 	file := struct {
@@ -234,6 +242,8 @@ func (c *Config) UnmarshalStrictYAML(n *yaml.Node) error {
 		c.Deprecated = append(c.Deprecated, fmt.Sprintf("detector.hold_evaluations: %d is read as detector.hold: %s (a span of event time; the default is %s): write that instead",
 			evaluations, c.Detector.Hold, detect.DefaultSettings().Hold))
 	}
+	c.Deprecated = append(c.Deprecated, former.notes...)
+	c.former = former
 	return errors.Join(errs...)
 }
 

@@ -75,19 +75,25 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-detector-hold.yml":                  "detector.hold: -1s must not be negative",
 		"invalid-detector-hold-evaluations.yml":      `detector.hold_evaluations: "0" is not a whole number of at least 1 (and it is now hold, a span of event time such as 1s)`,
 		"invalid-detector-hold-twice.yml":            "detector.hold_evaluations: the former form of hold; set hold only",
-		"invalid-detector-warn.yml":                  "detector.warn_fraction: 0.9 is above limit_fraction 0.8",
-		"invalid-two-documents.yml":                  "more than one YAML document",
-		"invalid-sources-not-list.yml":               "sources: want a list, got a mapping",
-		"invalid-threshold-typo.yml":                 "threshhold: unknown key (did you mean threshold?)",
-		"invalid-window-word.yml":                    `window: "sixty" is not a duration such as 90s, 5m or 1h30m`,
-		"invalid-threshold-word.yml":                 `threshold: "high" is not a number`,
-		"invalid-source-not-mapping.yml":             "sources[0]: want a mapping (key: value), got \"jsonl\"",
-		"invalid-cloudtrail-poll.yml":                "sources[0].poll_interval: must be positive, got -5s",
-		"invalid-streams-backoff.yml":                `sources[0].max_backoff: "lots" is not a duration such as 90s, 5m or 1h30m`,
-		"invalid-streams-poll.yml":                   "sources[0].idle_poll_interval: must be positive, got -1s",
-		"invalid-jsonl-poll.yml":                     "sources[0].poll_interval: must be positive, got -1s",
-		"invalid-source-key-twice.yml":               "sources[0].paths: given twice (lines 3 and 4)",
-		"invalid-table-twice.yml":                    "tables.orders: given twice (lines 2 and 8)",
+		// describe_interval is the former name of list_interval: both at
+		// once is an error, and a check of the one given names it.
+		"invalid-streams-describe-interval-twice.yml": "sources[0].describe_interval: the former name of list_interval; set list_interval only",
+		"invalid-streams-describe-interval.yml":       "sources[0].describe_interval: must be positive, got -1m0s",
+		"invalid-kinesis-describe-interval.yml":       "sources[0].describe_interval: unknown key (did you mean describe_tables?)",
+		"invalid-kinesis-list-interval.yml":           "sources[0].list_interval: must be positive, got -30s",
+		"invalid-detector-warn.yml":                   "detector.warn_fraction: 0.9 is above limit_fraction 0.8",
+		"invalid-two-documents.yml":                   "more than one YAML document",
+		"invalid-sources-not-list.yml":                "sources: want a list, got a mapping",
+		"invalid-threshold-typo.yml":                  "threshhold: unknown key (did you mean threshold?)",
+		"invalid-window-word.yml":                     `window: "sixty" is not a duration such as 90s, 5m or 1h30m`,
+		"invalid-threshold-word.yml":                  `threshold: "high" is not a number`,
+		"invalid-source-not-mapping.yml":              "sources[0]: want a mapping (key: value), got \"jsonl\"",
+		"invalid-cloudtrail-poll.yml":                 "sources[0].poll_interval: must be positive, got -5s",
+		"invalid-streams-backoff.yml":                 `sources[0].max_backoff: "lots" is not a duration such as 90s, 5m or 1h30m`,
+		"invalid-streams-poll.yml":                    "sources[0].idle_poll_interval: must be positive, got -1s",
+		"invalid-jsonl-poll.yml":                      "sources[0].poll_interval: must be positive, got -1s",
+		"invalid-source-key-twice.yml":                "sources[0].paths: given twice (lines 3 and 4)",
+		"invalid-table-twice.yml":                     "tables.orders: given twice (lines 2 and 8)",
 		"invalid-index-many.yml": `tables.orders.indexes: 21 global secondary indexes; DynamoDB allows 20 a table (its default quota)
 tables.orders.indexes: 6 local secondary indexes; DynamoDB allows 5 a table`,
 		"invalid-index-attributes.yml":         "tables.orders.indexes: the INCLUDE projections list 101 attributes in all; DynamoDB allows 100 across a table's indexes",
@@ -217,6 +223,13 @@ func TestLoadConfigValid(t *testing.T) {
 			}(),
 			Deprecated: []string{"detector.hold_evaluations: 5 is read as detector.hold: 4s (a span of event time; the default is 1s): write that instead"},
 		},
+		"valid-streams-describe-interval.yml": {
+			Listen: ":9529", Window: time.Minute, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables, Detector: detect.DefaultSettings(),
+			Sources: []Source{streamsSource(func(c *streams.Config) {
+				c.Tables, c.ListInterval = []string{"orders"}, time.Minute
+			})},
+			Deprecated: []string{"sources[0].describe_interval: read as list_interval, its name now: write that instead"},
+		},
 		"valid-leases.yml": {
 			Listen: ":9529", Window: time.Minute, Keys: export.KeysPlain, MaxTables: sketch.DefaultMaxTables, Detector: detect.DefaultSettings(),
 			Sources: []Source{streamsSource(func(c *streams.Config) {
@@ -229,7 +242,7 @@ func TestLoadConfigValid(t *testing.T) {
 			Sources: []Source{
 				streamsSource(func(c *streams.Config) {
 					c.StreamARNs, c.Region = []string{"arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2026-11-22T10:00:00.000"}, "us-east-1"
-					c.MinPollInterval, c.IdlePollInterval, c.DescribeInterval = 500*time.Millisecond, 2*time.Second, time.Minute
+					c.PollInterval, c.IdlePollInterval, c.ListInterval = 500*time.Millisecond, 2*time.Second, time.Minute
 					c.CheckpointInterval, c.MaxBackoff, c.CallTimeout = 5*time.Second, time.Minute, 20*time.Second
 				}),
 				cloudTrailSource(func(c *cloudtrail.Config) {

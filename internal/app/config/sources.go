@@ -111,3 +111,89 @@ func (c Config) JSONLFields() jsonl.Fields {
 	}
 	return jsonl.Fields{}
 }
+
+// renamedKeys is implemented by a reader's Config some of whose keys
+// were renamed: it maps each former key to its key now.
+type renamedKeys interface{ RenamedKeys() map[string]string }
+
+// formerKeys are the former keys a file gave: a line for
+// Config.Deprecated each, and each key's path as the file writes it by
+// its path now, for the checks' errors to name.
+type formerKeys struct {
+	notes []string
+	paths map[string]string
+}
+
+// renameFormerKeys returns the document's mapping n with the former keys
+// of each sources entry under their keys now (RenamedKeys of the entry's
+// type), and what it renamed. An entry that gives both a former key and
+// its key now is an error at the former key, which is then left out.
+func renameFormerKeys(n *yaml.Node) (*yaml.Node, formerKeys, error) {
+	var former formerKeys
+	list := mappingValue(n, "sources")
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return n, former, nil
+	}
+	var errs []error
+	out := *list
+	out.Content = slices.Clone(list.Content)
+	for i, entry := range list.Content {
+		renamed := renamedOf(entry)
+		if len(renamed) == 0 {
+			continue
+		}
+		e := *entry
+		e.Content = nil
+		for k := 0; k+1 < len(entry.Content); k += 2 {
+			key, val := entry.Content[k], entry.Content[k+1]
+			now, ok := renamed[key.Value]
+			if !ok {
+				e.Content = append(e.Content, key, val)
+				continue
+			}
+			path := fmt.Sprintf("sources[%d].%s", i, key.Value)
+			if mappingValue(entry, now) != nil {
+				errs = append(errs, &strictyaml.Error{Path: path, Msg: "the former name of " + now + "; set " + now + " only"})
+				continue
+			}
+			renamedKey := *key
+			renamedKey.Value = now
+			e.Content = append(e.Content, &renamedKey, val)
+			former.notes = append(former.notes, fmt.Sprintf("%s: read as %s, its name now: write that instead", path, now))
+			if former.paths == nil {
+				former.paths = map[string]string{}
+			}
+			former.paths[fmt.Sprintf("sources[%d].%s", i, now)] = path
+		}
+		out.Content[i] = &e
+	}
+	return replaceValue(n, "sources", &out), former, errors.Join(errs...)
+}
+
+// inFileTerms returns err, a check's error naming its key first, with the
+// key as the file writes it when the file gave it under a former name.
+func (f formerKeys) inFileTerms(err error) error {
+	key, msg, ok := strings.Cut(err.Error(), ": ")
+	if written, renamed := f.paths[key]; ok && renamed {
+		return fmt.Errorf("%s: %s", written, msg)
+	}
+	return err
+}
+
+// renamedOf returns the renamed keys of a sources entry's type, nil for
+// none (or no known type: decoding says so).
+func renamedOf(entry *yaml.Node) map[string]string {
+	typ := mappingValue(entry, "type")
+	if typ == nil || typ.Kind != yaml.ScalarNode {
+		return nil
+	}
+	for _, st := range sourceTypes {
+		if st.name != typ.Value {
+			continue
+		}
+		if r, ok := st.settings().(renamedKeys); ok {
+			return r.RenamedKeys()
+		}
+	}
+	return nil
+}
