@@ -43,6 +43,9 @@ const (
 	// field the line lacks ("Units", "pkk"): counting the line without it
 	// would be wrong in silence.
 	ReasonMisspelledField = "misspelled_field"
+	// ReasonDuplicateField is a field given twice in one line ("throttled"
+	// true, then false): which of the two is meant cannot be told.
+	ReasonDuplicateField = "duplicate_field"
 )
 
 // FieldNoter is a Reporter that is also told about the members of input

@@ -7,7 +7,8 @@ import (
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
-// The JSON-lines contract: the fields a line may carry, each once, in one
+// The JSON-lines contract: the fields a line may carry, each at most once
+// (a field given twice rejects the line as duplicate_field), in one
 // table (contract). The parser knows a field by its row, Fields renames it
 // for a log that names it otherwise, and what a line gets for it (required
 // or not, its default, what a wrong value gets) is said here once, for the
@@ -112,6 +113,7 @@ var contract = [numFields]Field{
 	fThrottleReason: {Name: "throttle_reason", Need: "optional", Value: "why it was throttled, one of DynamoDB's sixteen ThrottlingReasons (TableWriteKeyRangeThroughputExceeded): it marks the call throttled",
 		Missing: "no reason", Wrong: []Mistake{
 			notString,
+			{"empty", traffic.ReasonBadThrottleReason, `""`},
 			{"not one of the sixteen", traffic.ReasonBadThrottleReason, `"TableTooHot"`},
 			{"a reason of the other class than op's", traffic.ReasonBadThrottleReason, `"TableWriteKeyRangeThroughputExceeded"`},
 			{"with throttled false", traffic.ReasonBadThrottleReason, ""},
@@ -144,6 +146,8 @@ const (
 	// NearMiss is what a member whose name is a near miss of a field the
 	// line lacks gets (nearMiss says which names are).
 	NearMiss = "rejected as misspelled_field, naming the field it is near: the same name in other case (Units), a letter doubled (pkk), or, for a field of four letters or more, one letter added, left out, changed, or two swapped (unit, tabel)"
+	// Twice is what a line that gives a field twice gets.
+	Twice = "rejected as duplicate_field, naming it: which of the two is meant cannot be told"
 )
 
 // Contract returns the fields of the contract, in its order.
@@ -196,6 +200,7 @@ func ContractText() string {
 	}
 	row("other", "any other member: "+OtherMember)
 	row("", "a member named like a field the line lacks: "+NearMiss)
+	row("", "a field given twice: "+Twice)
 	return b.String()
 }
 

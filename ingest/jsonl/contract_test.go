@@ -197,7 +197,8 @@ func TestREADMEContract(t *testing.T) {
 		want = append(want, contractRow(f))
 	}
 	want = append(want, "| any other member | | | | "+markdown(OtherMember)+" |",
-		"| a member named like a field the line lacks | | | | "+markdown(NearMiss)+" |")
+		"| a member named like a field the line lacks | | | | "+markdown(NearMiss)+" |",
+		"| a field given twice | | | | "+markdown(Twice)+" |")
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("README's table of fields differs from the contract's; want:\n%s\ngot:\n%s", strings.Join(want, "\n"), strings.Join(rows, "\n"))
 	}
@@ -224,7 +225,7 @@ func TestREADMEContract(t *testing.T) {
 // markdown quotes the metric and reason names of a rule as the README
 // writes them.
 func markdown(s string) string {
-	return regexp.MustCompile(`\b(hotkeyd_[a-z_]+|misspelled_field)\b`).ReplaceAllString(s, "`$1`")
+	return regexp.MustCompile(`\b(hotkeyd_[a-z_]+|misspelled_field|duplicate_field)\b`).ReplaceAllString(s, "`$1`")
 }
 
 func TestNearMiss(t *testing.T) {

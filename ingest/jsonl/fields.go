@@ -180,9 +180,6 @@ func (p *Parser) setThrottled(_ []byte, v jsonscan.Span, ev *traffic.Event) erro
 // empty one is none of them), naming the call's operation.
 func (p *Parser) setThrottleReason(line []byte, v jsonscan.Span, ev *traffic.Event) error {
 	b := p.bytesOf(line, v)
-	if len(b) == 0 {
-		return nil
-	}
 	reason, ok := traffic.ParseThrottleReason(unsafeString(b))
 	switch {
 	case !ok:

@@ -428,6 +428,10 @@ func (p *Parser) scanObject(b []byte) error {
 			return syntaxError(err)
 		}
 		if f := p.field(name); f >= 0 {
+			if p.vals[f].Kind != jsonscan.None {
+				// Which of the two is meant cannot be told.
+				return &ParseError{Reason: traffic.ReasonDuplicateField, Detail: fmt.Sprintf("%q given twice", p.names[f])}
+			}
 			p.vals[f] = v
 		} else {
 			p.noteOther(name)
