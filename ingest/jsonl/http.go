@@ -134,18 +134,51 @@ var acceptedTypes = map[string]bool{
 	"text/plain":              true,
 }
 
+// ServeHTTP takes one request's body of JSON lines: it admits the
+// request (method, content type, rate), reads its body whole, counts its
+// lines a batch at a time and answers what became of them.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.admit(w, r) {
+		return
+	}
+	data, ok := h.readRequest(w, r)
+	if !ok {
+		return
+	}
+	resp, putErr, err := h.count(r.Context(), data)
+	switch {
+	case putErr != nil:
+		h.log.Warn("events not delivered", zap.Error(putErr))
+		h.refuse(w, http.StatusServiceUnavailable, "not accepting events now: "+putErr.Error())
+		return
+	case err != nil:
+		h.refuse(w, http.StatusBadRequest, "read body: "+err.Error())
+		return
+	}
+	status := http.StatusOK
+	switch {
+	case resp.Accepted == 0 && resp.Rejected == 0:
+		status, resp.Error = http.StatusBadRequest, "no events in the body"
+	case resp.Accepted == 0:
+		status, resp.Error = http.StatusBadRequest, "no line could be used"
+	}
+	h.write(w, status, resp)
+}
+
+// admit refuses, with its answer, a request that is not a POST of JSON
+// lines or that comes over the request rate.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		h.refuse(w, http.StatusMethodNotAllowed, "use POST with a body of JSON lines")
-		return
+		return false
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || !acceptedTypes[mt] {
 			// curl -d and --data-binary send a form type unless told otherwise.
 			h.refuse(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q is not JSON lines: send Content-Type: application/x-ndjson, or none", ct))
-			return
+			return false
 		}
 	}
 	if now := time.Now(); !h.limiter.AllowN(now, 1) {
@@ -154,11 +187,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.CancelAt(now)
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 		h.refuse(w, http.StatusTooManyRequests, "request rate over the limit, retry later")
-		return
+		return false
 	}
+	return true
+}
+
+// readRequest reads the request's body whole, decompressed, at most
+// MaxBodyBytes: a body over the limit counts nothing. It answers a body
+// it cannot read, and then returns false.
+func (h *Handler) readRequest(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if r.ContentLength > h.cfg.MaxBodyBytes {
 		h.tooLarge(w)
-		return
+		return nil, false
 	}
 	var body io.Reader = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
 	enc := r.Header.Get("Content-Encoding")
@@ -166,15 +206,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !ok:
 		h.refuse(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content encoding %q is not supported: send gzip, zstd or nothing", enc))
-		return
+		return nil, false
 	case err != nil:
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			h.tooLarge(w)
-			return
+			return nil, false
 		}
 		h.refuse(w, http.StatusBadRequest, fmt.Sprintf("body is not %s: %v", enc, err))
-		return
+		return nil, false
 	}
 	defer content.Close()
 	body = content
@@ -183,30 +223,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = &limitedReader{r: content, n: h.cfg.MaxBodyBytes}
 		length = -1 // the decompressed length is not known
 	}
-
-	// Read the whole body first: a body over the limit counts nothing.
-	// Then parse and count it a batch at a time, so that a request holds
-	// its body and one batch, not every event of the body at once.
 	data, err := readBody(body, length)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) || errors.Is(err, errBodyTooLarge) {
 			h.tooLarge(w)
-			return
+			return nil, false
 		}
 		h.refuse(w, http.StatusBadRequest, "read body: "+err.Error())
-		return
+		return nil, false
 	}
-	var resp Response
+	return data, true
+}
+
+// count parses a body's lines and puts them to the sink a batch at a
+// time, so that a request holds its body and one batch, not every event
+// of the body at once. It returns the answer's counts and errors, and the
+// sink's error (putErr) or the reading's.
+func (h *Handler) count(ctx context.Context, data []byte) (resp Response, putErr, err error) {
 	// The lines refused, by the reader and by the Sinks behind it (the
 	// daemon's checks), each list in line order: the answer lists the
 	// first MaxErrors of both.
 	outcome := traffic.Outcome{KeepRefusals: h.cfg.MaxErrors}
-	ctx := traffic.WithOutcome(r.Context(), &outcome)
+	ctx = traffic.WithOutcome(ctx, &outcome)
 	st := newStream(h.cfg.Options, "")
 	st.trackLines = true
 	var refusals []lineRefusal
-	var putErr error
 	put := traffic.SinkFunc(func(ctx context.Context, b []traffic.Event) error {
 		lines := st.takeLines()
 		putErr = h.sink.Put(ctx, b)
@@ -231,29 +273,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = st.flush(ctx, put)
 	}
 	resp.Errors = mergeErrors(lineErrs, refusals, h.cfg.MaxErrors)
-	switch {
-	case putErr != nil:
-		h.log.Warn("events not delivered", zap.Error(putErr))
-		h.refuse(w, http.StatusServiceUnavailable, "not accepting events now: "+putErr.Error())
-		return
-	case err != nil:
-		h.refuse(w, http.StatusBadRequest, "read body: "+err.Error())
-		return
-	}
 	resp.Accepted, resp.Rejected = int64(st.counts.Events), int64(st.counts.Rejected)
 	refused := outcome.Refused.Load()
 	resp.Accepted -= refused
 	resp.Rejected += refused
 	resp.Untracked = outcome.Untracked.Load()
 	resp.Counted = resp.Accepted - resp.Untracked
-	status := http.StatusOK
-	switch {
-	case resp.Accepted == 0 && resp.Rejected == 0:
-		status, resp.Error = http.StatusBadRequest, "no events in the body"
-	case resp.Accepted == 0:
-		status, resp.Error = http.StatusBadRequest, "no line could be used"
-	}
-	h.write(w, status, resp)
+	return resp, putErr, err
 }
 
 // lineRefusal is a line whose event a Sink behind the reader refused.

@@ -35,8 +35,6 @@ var movingPaths = []string{
 	"ingest/cloudtrail/",
 	"ingest/internal/shards/",
 	"detect/tracker.go: Tracker.evaluateTable",
-	"ingest/jsonl/http.go: Handler.ServeHTTP",
-	"internal/app/analyze/analyze.go: Run",
 	"internal/app/config/config.go: Config.Validate",
 	"ingest/lease/item.go: parseItem",
 	"ingest/streamrecord/number.go: canonicalize",

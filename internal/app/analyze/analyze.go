@@ -97,73 +97,123 @@ func Run(ctx context.Context, cfg Config) error {
 		fmt.Fprintf(cfg.Stderr, "hotkeyd: %s: %v\n", name, bareError(err))
 		failed++
 	}
-	valid := plausible(time.Now())
 	inputs := cfg.formats(rep, cfg.Log, cfg.Format != "html")
-	c, err := count(ctx, cfg, counting{formats: inputs, rep: rep, paths: paths, valid: valid, keep: valid, fail: fail})
+	in, err := cfg.read(ctx, inputs, rep, paths, fail)
 	if err != nil {
 		return err
-	}
-	passed := c.passed.Load()
-	all := c.times
-	keep := valid
-	var left uint64
-	var first, last int64
-	var ok bool
-	if keep, left, first, last, ok = outliers(all.hours); ok {
-		// Counted again without them: they must stretch nothing, and
-		// what they counted cannot be taken out of a sketch.
-		fmt.Fprintf(cfg.Stderr, "hotkeyd: skipped %s far in time from the rest of the input (bad_time), from %s to %s\n",
-			plural.Count(left, "event"), time.Unix(first*3600, 0).UTC().Format(time.RFC3339), time.Unix((last+1)*3600-1, 0).UTC().Format(time.RFC3339))
-		quiet := cfg.formats(traffic.NopReporter{}, zap.NewNop(), cfg.Format != "html")
-		if c, err = count(ctx, cfg, counting{formats: quiet, paths: paths, valid: valid, keep: keep}); err != nil {
-			return err
-		}
-	} else {
-		keep = valid
 	}
 	rep.Summary()
 	nothing := ""
 	if failed == 0 {
-		nothing = inputs.Verdict()
-		if events, omitted := inputs.Decoded(); nothing == "" && events > 0 && omitted == 0 && passed == 0 {
-			// The readers made events, and the check refused every one.
-			nothing = "every event it held was rejected"
-		}
-		if nothing != "" {
-			if reasons := rep.Reasons(); reasons != "" {
-				nothing += "; skipped: " + reasons
-			}
-			fmt.Fprintf(cfg.Stderr, "hotkeyd: nothing usable in %s: %s\n", strings.Join(cfg.Files, ", "), nothing)
-		}
+		nothing = cfg.nothingUsable(inputs, rep, in.passed)
 	}
-
-	snap := c.store.Snapshot()
-	// Keys counted exactly from their first event in inputs read in time
-	// are exact already; the others are counted again, and so are the
-	// throttled keys when there were more than the store counts.
-	want, throttled := rankedKeys(snap, c.inOrder), needsThrottleRecount(&snap)
-	if len(want) > 0 || throttled {
-		keys, err := countKeys(ctx, cfg, paths, want, throttled, valid, keep)
-		if err != nil {
-			return err
-		}
-		keys.apply(&snap)
-		if keys.throttled != nil {
-			keys.throttled.apply(&snap)
-		}
+	snap, err := cfg.snapshot(ctx, in, paths)
+	if err != nil {
+		return err
 	}
 	result := detect.Evaluate(snap, cfg.Pipeline.Detect)
-	result.Rejected = rep.Rejected() + left
+	result.Rejected = rep.Rejected() + in.left
 	result.Notes = inputs.Notes()
-	result.BadTime = badTimes(rep.Reason(traffic.ReasonBadTime), left, first, last)
+	result.BadTime = badTimes(rep.Reason(traffic.ReasonBadTime), in.left, in.first, in.last)
+	if err := cfg.write(result, in.rec); err != nil {
+		return err
+	}
+	switch {
+	case failed > 0:
+		return ErrUnreadable
+	case nothing != "":
+		return ErrNothingUsable
+	}
+	return nil
+}
+
+// inputsRead is what reading the inputs gave: the count, the Events that
+// passed the checks, the range of plausible times and the range counted,
+// and the events far in time from the rest left out (from hour first to
+// hour last since 1970).
+type inputsRead struct {
+	counted
+	passed      uint64
+	valid, keep timeRange
+	left        uint64
+	first, last int64
+}
+
+// read counts the inputs, and counts them again without the events far in
+// time from the rest when there are some (outliers): they must stretch
+// nothing, and what they counted cannot be taken out of a sketch.
+func (cfg *Config) read(ctx context.Context, inputs *formats.Set, rep traffic.Reporter, paths map[string]string, fail func(string, error)) (inputsRead, error) {
+	valid := plausible(time.Now())
+	c, err := count(ctx, *cfg, counting{formats: inputs, rep: rep, paths: paths, valid: valid, keep: valid, fail: fail})
+	if err != nil {
+		return inputsRead{}, err
+	}
+	in := inputsRead{passed: c.passed.Load(), valid: valid, keep: valid}
+	keep, left, first, last, ok := outliers(c.times.hours)
+	if !ok {
+		in.counted = c
+		return in, nil
+	}
+	in.keep, in.left, in.first, in.last = keep, left, first, last
+	fmt.Fprintf(cfg.Stderr, "hotkeyd: skipped %s far in time from the rest of the input (bad_time), from %s to %s\n",
+		plural.Count(left, "event"), time.Unix(first*3600, 0).UTC().Format(time.RFC3339), time.Unix((last+1)*3600-1, 0).UTC().Format(time.RFC3339))
+	quiet := cfg.formats(traffic.NopReporter{}, zap.NewNop(), cfg.Format != "html")
+	if in.counted, err = count(ctx, *cfg, counting{formats: quiet, paths: paths, valid: valid, keep: keep}); err != nil {
+		return inputsRead{}, err
+	}
+	return in, nil
+}
+
+// nothingUsable says why nothing in inputs that were all read was usable,
+// on Stderr too; empty when something was.
+func (cfg *Config) nothingUsable(inputs *formats.Set, rep *input.TextReporter, passed uint64) string {
+	nothing := inputs.Verdict()
+	if events, omitted := inputs.Decoded(); nothing == "" && events > 0 && omitted == 0 && passed == 0 {
+		// The readers made events, and the check refused every one.
+		nothing = "every event it held was rejected"
+	}
+	if nothing != "" {
+		if reasons := rep.Reasons(); reasons != "" {
+			nothing += "; skipped: " + reasons
+		}
+		fmt.Fprintf(cfg.Stderr, "hotkeyd: nothing usable in %s: %s\n", strings.Join(cfg.Files, ", "), nothing)
+	}
+	return nothing
+}
+
+// snapshot is the store's snapshot, with the keys counted again where
+// they need to be: keys counted exactly from their first event in inputs
+// read in time are exact already; the others are counted again, and so
+// are the throttled keys when there were more than the store counts.
+func (cfg *Config) snapshot(ctx context.Context, in inputsRead, paths map[string]string) (sketch.Snapshot, error) {
+	snap := in.store.Snapshot()
+	want, throttled := rankedKeys(snap, in.inOrder), needsThrottleRecount(&snap)
+	if len(want) == 0 && !throttled {
+		return snap, nil
+	}
+	keys, err := countKeys(ctx, *cfg, paths, want, throttled, in.valid, in.keep)
+	if err != nil {
+		return sketch.Snapshot{}, err
+	}
+	keys.apply(&snap)
+	if keys.throttled != nil {
+		keys.throttled.apply(&snap)
+	}
+	return snap, nil
+}
+
+// write writes the report to Stdout in the configured format, with the
+// HTML report's series from rec, masked as the keys setting says.
+func (cfg *Config) write(result report.Report, rec *recorder) error {
 	var series report.Series
-	if c.rec != nil {
-		series = c.rec.series(result)
+	if rec != nil {
+		series = rec.series(result)
 	}
 	if cfg.Masker != nil {
 		result = cfg.Masker.MaskReport(result)
 		series = cfg.Masker.MaskSeries(series)
 	}
+	var err error
 	switch cfg.Format {
 	case "json":
 		enc := json.NewEncoder(cfg.Stdout)
@@ -177,12 +227,6 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
-	}
-	switch {
-	case failed > 0:
-		return ErrUnreadable
-	case nothing != "":
-		return ErrNothingUsable
 	}
 	return nil
 }
