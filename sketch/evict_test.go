@@ -280,3 +280,162 @@ func TestBurstOfMadeUpTables(t *testing.T) {
 		}
 	}
 }
+
+// tick puts one event of each of n made-up names, as one body a second
+// of names that only tick would.
+func tick(t *testing.T, s *Store, n int) {
+	t.Helper()
+	batch := make([]traffic.Event, 0, n)
+	for i := range n {
+		batch = append(batch, ev(fmt.Sprintf("tick-%03d", i), "K", traffic.Read, 1))
+	}
+	put(t, s, batch...)
+}
+
+// realTable returns a second of a real table's writes: 200 events of 3
+// WCU (600 WCU/s), 30 % of them on USER#HOT.
+func realTable(name string, sec int) []traffic.Event {
+	out := make([]traffic.Event, 0, 200)
+	for i := range 200 {
+		pk := fmt.Sprintf("USER#%d-%d", sec, i)
+		if i%10 < 3 {
+			pk = "USER#HOT"
+		}
+		out = append(out, ev(name, pk, traffic.Write, 3))
+	}
+	return out
+}
+
+// TestRealTrafficWinsOverTickingNames has 300 made-up names tick at one
+// event a second each for a whole window, then two real tables of 200
+// events a second each, one declared in the config, with a key at 30 %:
+// the declared one is tracked from its first event, the other within 10
+// s (on its third second), both with their hot key on top; the names
+// that tick churn only among themselves, and neither real table is
+// evicted while it keeps its traffic.
+func TestRealTrafficWinsOverTickingNames(t *testing.T) {
+	now := t0
+	s := newTestStore(t, Config{MaxTables: 300, Window: time.Minute}, func() time.Time { return now })
+	s.Declare([]string{"orders"})
+	var evicted []string
+	s.OnEvict(func(table, _ string) { evicted = append(evicted, table) })
+	for range 70 {
+		tick(t, s, 300)
+		now = now.Add(time.Second)
+	}
+	if s.Tables() != 299 || s.Tracked("orders", "") {
+		t.Fatalf("%d tables tracked before the real ones, want 299 (one place reserved for orders)", s.Tables())
+	}
+	in := map[string]int{}
+	for sec := range 40 {
+		tick(t, s, 300)
+		put(t, s, realTable("orders", sec)...)
+		put(t, s, realTable("sessions", sec)...)
+		for _, name := range []string{"orders", "sessions"} {
+			if _, ok := in[name]; !ok && s.Tracked(name, "") {
+				in[name] = sec + 1
+			}
+		}
+		now = now.Add(time.Second)
+	}
+	if in["orders"] != 1 {
+		t.Errorf("the declared table is tracked from its second %d, want its first", in["orders"])
+	}
+	if got, ok := in["sessions"]; !ok || got > 10 {
+		t.Errorf("the undeclared real table is tracked from its second %d (tracked: %v), want within 10", got, ok)
+	}
+	if slices.Contains(evicted, "orders") || slices.Contains(evicted, "sessions") || !s.Tracked("orders", "") || !s.Tracked("sessions", "") {
+		t.Errorf("a real table was evicted while it kept its traffic: evicted %d tables, orders %v, sessions %v",
+			len(evicted), s.Tracked("orders", ""), s.Tracked("sessions", ""))
+	}
+	if s.Tables() != 300 {
+		t.Errorf("%d tables tracked, want the bound 300", s.Tables())
+	}
+	snap := s.Snapshot()
+	for _, name := range []string{"orders", "sessions"} {
+		w := findTable(t, snap, name, "").Classes[traffic.Write]
+		if len(w.Top) == 0 || w.Top[0].Key != "USER#HOT" || math.Abs(w.Top[0].Units/w.Units-0.3) > 0.01 {
+			t.Errorf("%s: top write keys %v of %v units, want USER#HOT at 30 %%", name, w.Top[:min(len(w.Top), 1)], w.Units)
+		}
+	}
+}
+
+// TestBurstEvictsNoSteadyTable has 300 tables with steady traffic, one
+// event a second each, then one burst (and then a second one, the next
+// second) of 3000 made-up names of 20 events each: no steady table is
+// evicted, as a burst is one second however many events it carries.
+func TestBurstEvictsNoSteadyTable(t *testing.T) {
+	now := t0
+	s := newTestStore(t, Config{MaxTables: 300, Window: time.Minute}, func() time.Time { return now })
+	for range 20 {
+		tick(t, s, 300)
+		now = now.Add(time.Second)
+	}
+	for range 2 {
+		tick(t, s, 300)
+		var burst []traffic.Event
+		for i := range 3000 {
+			for k := range 20 {
+				burst = append(burst, ev(fmt.Sprintf("madeup-%04d", i), fmt.Sprintf("K%d", k), traffic.Write, 1))
+			}
+		}
+		for len(burst) > 0 { // in batches, as a reader hands them on
+			n := min(len(burst), 1000)
+			put(t, s, burst[:n]...)
+			burst = burst[n:]
+		}
+		now = now.Add(time.Second)
+	}
+	tick(t, s, 300)
+	if s.Evicted() != 0 {
+		t.Errorf("%d steady tables evicted by bursts of made-up ones", s.Evicted())
+	}
+	for i := range 300 {
+		if name := fmt.Sprintf("tick-%03d", i); !s.Tracked(name, "") {
+			t.Fatalf("%s is no longer tracked", name)
+		}
+	}
+}
+
+// TestDeclareReservesPlaces declares tables while others hold every
+// place: the least busy of those are evicted to make room, the declared
+// ones are tracked whatever their traffic and never evicted, and a table
+// no longer declared competes again.
+func TestDeclareReservesPlaces(t *testing.T) {
+	now := t0
+	s := newTestStore(t, Config{MaxTables: 4, Window: time.Minute}, func() time.Time { return now })
+	for i, name := range []string{"a-table", "b-table", "c-table", "d-table"} {
+		for range i + 1 {
+			put(t, s, ev(name, "K", traffic.Read, 1))
+		}
+	}
+	s.Declare([]string{"orders", "orders/by-status"})
+	if got := tableNames(s.Snapshot()); fmt.Sprint(got) != "[c-table d-table]" {
+		t.Fatalf("tables %v after declaring two, want the two busiest of the others", got)
+	}
+	put(t, s, ev("orders", "K", traffic.Read, 1))
+	put(t, s, traffic.Event{Table: "orders", Index: "by-status", PK: "S", Class: traffic.Read, Units: 1, Time: now, Source: "test"})
+	now = now.Add(time.Second)
+	for range 3 { // far busier than the declared ones, in three seconds
+		for range 100 {
+			put(t, s, ev("e-table", "K", traffic.Read, 1))
+		}
+		now = now.Add(time.Second)
+	}
+	if !s.Tracked("orders", "") || !s.Tracked("orders", "by-status") || s.Tables() != 4 {
+		t.Errorf("declared tracked: %v, %v; %d tables, want both and 4", s.Tracked("orders", ""), s.Tracked("orders", "by-status"), s.Tables())
+	}
+	if !s.Tracked("e-table", "") {
+		t.Error("e-table, far busier, did not take the place of an undeclared table")
+	}
+	s.Declare(nil)
+	for range 3 {
+		for range 100 {
+			put(t, s, ev("f-table", "K", traffic.Read, 1))
+		}
+		now = now.Add(time.Second)
+	}
+	if !s.Tracked("f-table", "") || s.Tracked("orders", "") {
+		t.Errorf("f-table tracked %v, orders tracked %v: orders, no longer declared and the least busy, should give its place", s.Tracked("f-table", ""), s.Tracked("orders", ""))
+	}
+}

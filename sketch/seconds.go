@@ -202,3 +202,6 @@ func sum[T secUnits | float64](a, b T) T { return a + b }
 type clock struct {
 	epoch, sec int64
 }
+
+// floorMod is a modulo b, b > 0, in [0, b).
+func floorMod(a, b int64) int64 { return (a%b + b) % b }

@@ -94,9 +94,10 @@
 // slot, the common small table, costs 52 KB (88 KB with the extension
 // for every key, 196 KB with counts for every slot;
 // TestFootprintSmallTable). The number of tables is bounded by
-// Config.MaxTables (300 by default, so at most about 321 MiB); past it, a table is tracked
-// only in place of an idle one or one it beats in traffic over time (evict.go), and the events of
-// tables not tracked are dropped and counted by Store.Dropped. The
+// Config.MaxTables (300 by default, so at most about 321 MiB), of which the tables the config
+// declares (Declare) hold reserved places; past it, a table is tracked only in place of an idle
+// one, of one whose recent traffic is far below its own, or of one it beats in traffic over time
+// (evict.go), and the events of tables not tracked are dropped and counted by Store.Dropped. The
 // process's memory as a function of its tables and their keys is
 // Config.MemoryFor, bounded by Config.MemoryBudget (docs/limits.md).
 //
@@ -360,7 +361,7 @@ func (s *Store) putRun(id tableID, events []traffic.Event, idx []int32, at clock
 	if s.slot == 0 {
 		t.advance(at.epoch, at.sec)
 	} else {
-		t.arrived(at, s.cfg.SubWindows)
+		t.arrived(at, s.cfg.SubWindows, uint64(n))
 	}
 	known := len(t.sources)
 	bad := t.addEvents(events, idx, hs, at.sec)
@@ -434,9 +435,10 @@ func (s *Store) putGrouped(batch []traffic.Event, at clock) {
 	}
 }
 
-// table returns the table id, creating it while fewer than MaxTables are
-// tracked and otherwise in place of a less busy one (admit); nil when the
-// table is not tracked. weight is the number of events it brings.
+// table returns the table id, creating it when the config declares it,
+// while the others hold fewer than their places (MaxTables less the
+// declared) and otherwise in place of a less busy one (admit); nil when
+// the table is not tracked. weight is the number of events it brings.
 func (s *Store) table(id tableID, at clock, weight uint64) *table {
 	if t, ok := s.tables.Load(id); ok {
 		return t.(*table)
@@ -447,7 +449,8 @@ func (s *Store) table(id tableID, at clock, weight uint64) *table {
 		return t.(*table)
 	}
 	var credit claim
-	if int(s.ntables.Load()) >= s.cfg.MaxTables {
+	declared := s.adm.declared[id]
+	if !declared && s.undeclared() >= s.cfg.MaxTables-len(s.adm.declared) {
 		ok := false
 		if ok, credit = s.admit(id, at, weight); !ok {
 			return nil
@@ -458,6 +461,10 @@ func (s *Store) table(id tableID, at clock, weight uint64) *table {
 		t.began = s.started.Unix()
 	}
 	t.credit, t.creditSecs, t.creditEpoch = credit.events, uint64(credit.seconds), at.epoch
+	t.declared = declared
+	if declared {
+		s.adm.ndeclared++
+	}
 	s.tables.Store(id, t)
 	s.ntables.Add(1)
 	s.reorder(t, true)

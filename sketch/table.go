@@ -80,6 +80,23 @@ type table struct {
 	creditEpoch int64
 	arrivals    []arrival
 	lastArrival int64
+	// recent holds the events Puts brought in each of the last
+	// rateSeconds seconds of the Store's clock (live windows), by second;
+	// declared is set while the config declares the table (never
+	// evicted), written with the Store's addMu held.
+	recent   [rateSeconds]secEvents
+	declared bool
+}
+
+// rateSeconds is the seconds of the Store's clock over which admission
+// weighs a table's recent traffic (evict.go).
+const rateSeconds = 8
+
+// secEvents is the events Puts brought a table in one second of the
+// Store's clock.
+type secEvents struct {
+	sec    int64
+	events uint64
 }
 
 // lateCount is a source's late events in one Put.
@@ -272,7 +289,12 @@ type arrival struct {
 
 // arrived notes that a Put at brought t events (live mode). It is called
 // with t.mu held.
-func (t *table) arrived(at clock, slots int) {
+func (t *table) arrived(at clock, slots int, events uint64) {
+	r := &t.recent[floorMod(at.sec, rateSeconds)]
+	if r.sec != at.sec {
+		*r = secEvents{sec: at.sec}
+	}
+	r.events += events
 	if t.arrivals != nil && at.sec == t.lastArrival {
 		return
 	}
@@ -285,6 +307,18 @@ func (t *table) arrived(at clock, slots int) {
 		*a = arrival{epoch: at.epoch}
 	}
 	a.seconds++
+}
+
+// recentEvents is the events Puts brought t in the rateSeconds seconds up
+// to now (live mode). It is called with t.mu held.
+func (t *table) recentEvents(now int64) uint64 {
+	var n uint64
+	for _, r := range t.recent {
+		if r.sec > now-rateSeconds && r.sec <= now {
+			n += r.events
+		}
+	}
+	return n
 }
 
 // traffic is what the table counted in the window: its events of both

@@ -260,3 +260,72 @@ func TestJunkTablesDoNotCrowdOutRealOnes(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmissionRealTablesWinOverTickingNames posts, over HTTP ingest,
+// 300 made-up table names at one event a second each (one body a second)
+// for 15 s, then two real tables at 200 events a second each (one of
+// them declared under tables:), with a key at 30 % of 600 WCU/s: both
+// real tables are tracked within 10 s of their first events, and their
+// hot key is raised.
+func TestAdmissionRealTablesWinOverTickingNames(t *testing.T) {
+	d := startHTTPFed(t, "tables:\n  orders: {partition_key: pk}\n")
+	tick := make([]string, 300)
+	for i := range tick {
+		tick[i] = fmt.Sprintf(`{"table":"tick-%03d","pk":"K","op":"GetItem"}`, i)
+	}
+	real := func(table string, sec int) []string {
+		out := make([]string, 200)
+		for i := range out {
+			pk := fmt.Sprintf("USER#%d-%d", sec, i)
+			if i%10 < 3 {
+				pk = "USER#HOT"
+			}
+			out[i] = fmt.Sprintf(`{"table":%q,"pk":%q,"op":"PutItem","units":3}`, table, pk)
+		}
+		return out
+	}
+	// One body a second, paced by the clock: the rule weighs traffic
+	// per second of the daemon's clock.
+	pace := time.NewTicker(time.Second)
+	defer pace.Stop()
+	for range 15 {
+		d.feed(t, tick)
+		<-pace.C
+	}
+	start := time.Now()
+	tracked := map[string]time.Duration{}
+	hot := map[string]*regexp.Regexp{
+		"orders":   hotKeySeries("orders", "write", "USER#HOT", report.KindHotKey),
+		"sessions": hotKeySeries("sessions", "write", "USER#HOT", report.KindHotKey),
+	}
+	raised := map[string]bool{}
+	for sec := 0; len(raised) < len(hot); sec++ {
+		if time.Since(start) > 60*time.Second {
+			t.Fatalf("after 60 s: tracked %v, hot keys raised %v", tracked, raised)
+		}
+		d.feed(t, tick)
+		d.feed(t, real("orders", sec))
+		d.feed(t, real("sessions", sec))
+		_, metrics := d.Get(t, "/metrics")
+		counted := tableLabels(metrics, "hotkeyd_events_total")
+		for table, re := range hot {
+			if _, ok := tracked[table]; !ok && counted[table] {
+				tracked[table] = time.Since(start)
+			}
+			if re.Match(metrics) {
+				raised[table] = true
+			}
+		}
+		<-pace.C
+	}
+	t.Logf("tracked after %v; hot keys raised after %v", tracked, time.Since(start))
+	for _, table := range []string{"orders", "sessions"} {
+		if got, ok := tracked[table]; !ok || got > 10*time.Second {
+			t.Errorf("%s tracked after %v (%v), want within 10 s", table, got, ok)
+		}
+	}
+	_, body := d.Get(t, "/api/v1/hotkeys?table=orders")
+	if !strings.Contains(string(body), "USER#HOT") {
+		t.Errorf("/api/v1/hotkeys?table=orders does not list USER#HOT: %s", body)
+	}
+}

@@ -346,6 +346,7 @@ func (c *Config) Validate() error {
 	for _, err := range strictyaml.List(validateTables(c.Tables)) {
 		add(err)
 	}
+	add(c.checkDeclared())
 	if c.MaxTables < 1 || c.MaxTables > MaxMaxTables {
 		add(fmt.Errorf("max_tables: must be 1 to %d, got %d", MaxMaxTables, c.MaxTables))
 	}

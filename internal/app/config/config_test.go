@@ -97,6 +97,7 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-index-many.yml": `tables.orders.indexes: 21 global secondary indexes; DynamoDB allows 20 a table (its default quota)
 tables.orders.indexes: 6 local secondary indexes; DynamoDB allows 5 a table`,
 		"invalid-index-attributes.yml":         "tables.orders.indexes: the INCLUDE projections list 101 attributes in all; DynamoDB allows 100 across a table's indexes",
+		"invalid-tables-past-max.yml":          "tables: 3 tables and indexes declared, each tracked always, more than max_tables (2) holds",
 		"invalid-index-name-twice.yml":         "tables.orders.indexes.by-status: given twice (lines 5 and 6)",
 		"invalid-kinesis-arn.yml":              `sources[0].stream_arns[0]: not a Kinesis stream ARN (arn:aws:kinesis:REGION:ACCOUNT:stream/NAME): "arn:aws:dynamodb:us-east-1:111122223333:table/orders/stream/2026-01-01T00:00:00.000"`,
 		"invalid-kinesis-no-streams.yml":       "sources[0].stream_arns: one of stream_arns or streams is required",

@@ -223,3 +223,33 @@ func (c *Config) KeySchemas() map[string]traffic.KeySchema {
 	}
 	return out
 }
+
+// DeclaredTables returns the tables and indexes the tables section
+// declares, sorted: each entry's name (TABLE or TABLE/INDEX) and each
+// index of a table as TABLE/INDEX. The daemon tracks them whatever their
+// traffic, their places reserved out of max_tables
+// (sketch.Store.Declare).
+func (c *Config) DeclaredTables() []string {
+	seen := make(map[string]bool, len(c.Tables))
+	for name, t := range c.Tables {
+		seen[name] = true
+		for iname := range t.Indexes {
+			seen[name+"/"+iname] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for name := range seen {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkDeclared refuses more declared tables and indexes than max_tables
+// holds: each has a place reserved.
+func (c *Config) checkDeclared() error {
+	if n := len(c.DeclaredTables()); c.MaxTables >= 1 && n > c.MaxTables {
+		return fmt.Errorf("tables: %d tables and indexes declared, each tracked always, more than max_tables (%d) holds", n, c.MaxTables)
+	}
+	return nil
+}

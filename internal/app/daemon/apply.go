@@ -34,6 +34,7 @@ func (d *Daemon) apply(p *reloadPlan) error {
 		if p.store != nil {
 			d.window.replace(p.store)
 		}
+		next.store.Declare(p.cfg.DeclaredTables())
 		d.core.Store(&next)
 		if p.history {
 			d.server.SetHistory(next.history)

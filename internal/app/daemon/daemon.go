@@ -190,6 +190,7 @@ func (d *Daemon) newWindow(cfg config.Config) (*sketch.Store, error) {
 	}
 	d.progress = traffic.NewProgress(time.Now)
 	store.SetWatermarks(d.progress)
+	store.Declare(cfg.DeclaredTables())
 	d.gogc = config.SetDaemonGC()
 	config.LogMemoryBudget(d.log, shape, d.gogc)
 	d.window = newWindow(store)
