@@ -307,71 +307,24 @@ func (tr *Tracker) evaluateTable(st *tableState, ts, base *sketch.TableSnapshot)
 		at = st.at // event time never goes back
 	}
 	st.version, st.at = ts.Version, at
-	seen := map[diagID]bool{}
-	var pending []report.Diagnosis
 	flag := func(d report.Diagnosis) report.Flag {
 		return report.Flag{Table: rt.Table, Index: rt.Index, Diagnosis: d}
 	}
+	seen := map[diagID]bool{}
+	var pending []report.Diagnosis
 	for _, d := range rt.Diagnoses {
-		id := diagIDOf(d)
-		seen[id] = true
-		dt := st.diags[id]
-		if dt == nil {
-			dt = &tracked{since: at}
-			st.diags[id] = dt
-		}
-		// A diagnosis that explains findings held under another
-		// continues that one's streak, and marks it taken over.
-		for _, e := range d.Explains {
-			oid := idOf(e.Kind, e.Class, e.Key)
-			if o := st.diags[oid]; oid != id && o != nil && !seen[oid] {
-				if o.since.Before(dt.since) {
-					dt.since = o.since
-				}
-				o.by = &id
-			}
-		}
-		dt.absentSince = time.Time{}
-		dt.by = nil
-		if dt.flagged {
-			d = tr.hold(t, dt.last, d)
-		}
-		was := dt.last
-		dt.last, dt.findings = d, explained(rt.Findings, d)
+		change, pends := tr.advance(t, st, seen, d, rt.Findings, at)
 		switch {
-		case !dt.flagged && at.Sub(dt.since) >= tr.s.Hold:
-			dt.flagged = true
-			changes = append(changes, report.Change{Flag: flag(d)})
-		case dt.flagged && (was.Cause != d.Cause || was.Severity != d.Severity || was.Fix.Kind != d.Fix.Kind):
-			w := was
-			changes = append(changes, report.Change{Flag: flag(d), Was: &w})
-		case !dt.flagged && d.Severity.Pages():
+		case change != nil:
+			change.Flag = flag(change.Diagnosis)
+			changes = append(changes, *change)
+		case pends:
 			pending = append(pending, d)
 		}
 	}
-	for id, dt := range st.diags {
-		if seen[id] {
-			continue
-		}
-		keep := dt.flagged
-		if keep && dt.by != nil {
-			// Taken over: cleared once the diagnosis that explains it now
-			// is flagged, held until then.
-			if o := st.diags[*dt.by]; o != nil && o.flagged {
-				keep = false
-			}
-		}
-		if keep {
-			keep = tr.holds(t, id, dt, at)
-		}
-		if !keep {
-			if dt.flagged {
-				cleared = append(cleared, report.Change{Flag: flag(dt.last), Cleared: true})
-			}
-			delete(st.diags, id)
-		}
+	for _, d := range tr.clear(t, st, seen, at) {
+		cleared = append(cleared, report.Change{Flag: flag(d), Cleared: true})
 	}
-
 	st.flags = st.flags[:0:0]
 	ds, fs := []report.Diagnosis{}, []report.Finding{}
 	for _, dt := range st.diags {
@@ -390,6 +343,76 @@ func (tr *Tracker) evaluateTable(st *tableState, ts, base *sketch.TableSnapshot)
 	tr.rev++
 	st.out, st.rev = rt, tr.rev
 	return changes, cleared
+}
+
+// advance follows diagnosis d of this evaluation (at event time at) in
+// the table's state: its streak, the diagnoses it takes over, the hold of
+// a flagged one. It returns the change to announce (its Flag's Diagnosis
+// set, the rest to fill), or whether d pages without being flagged yet.
+func (tr *Tracker) advance(t *table, st *tableState, seen map[diagID]bool, d report.Diagnosis, findings []report.Finding, at time.Time) (*report.Change, bool) {
+	id := diagIDOf(d)
+	seen[id] = true
+	dt := st.diags[id]
+	if dt == nil {
+		dt = &tracked{since: at}
+		st.diags[id] = dt
+	}
+	// A diagnosis that explains findings held under another continues
+	// that one's streak, and marks it taken over.
+	for _, e := range d.Explains {
+		oid := idOf(e.Kind, e.Class, e.Key)
+		if o := st.diags[oid]; oid != id && o != nil && !seen[oid] {
+			if o.since.Before(dt.since) {
+				dt.since = o.since
+			}
+			o.by = &id
+		}
+	}
+	dt.absentSince = time.Time{}
+	dt.by = nil
+	if dt.flagged {
+		d = tr.hold(t, dt.last, d)
+	}
+	was := dt.last
+	dt.last, dt.findings = d, explained(findings, d)
+	switch {
+	case !dt.flagged && at.Sub(dt.since) >= tr.s.Hold:
+		dt.flagged = true
+		return &report.Change{Flag: report.Flag{Diagnosis: d}}, false
+	case dt.flagged && (was.Cause != d.Cause || was.Severity != d.Severity || was.Fix.Kind != d.Fix.Kind):
+		return &report.Change{Flag: report.Flag{Diagnosis: d}, Was: &was}, false
+	}
+	return nil, !dt.flagged && d.Severity.Pages()
+}
+
+// clear drops the diagnoses of the table's state that this evaluation
+// did not see (seen), once they no longer hold (a taken-over one once its
+// successor is flagged), and returns those that were flagged: cleared.
+func (tr *Tracker) clear(t *table, st *tableState, seen map[diagID]bool, at time.Time) []report.Diagnosis {
+	var cleared []report.Diagnosis
+	for id, dt := range st.diags {
+		if seen[id] {
+			continue
+		}
+		keep := dt.flagged
+		if keep && dt.by != nil {
+			// Taken over: cleared once the diagnosis that explains it now
+			// is flagged, held until then.
+			if o := st.diags[*dt.by]; o != nil && o.flagged {
+				keep = false
+			}
+		}
+		if keep {
+			keep = tr.holds(t, id, dt, at)
+		}
+		if !keep {
+			if dt.flagged {
+				cleared = append(cleared, dt.last)
+			}
+			delete(st.diags, id)
+		}
+	}
+	return cleared
 }
 
 // explained returns the findings of fs that d explains.

@@ -109,9 +109,22 @@ func parseItem(av map[string]types.AttributeValue) (it item, ok bool) {
 		return item{}, false
 	}
 	it = item{shard: Shard{Stream: stream, ID: shard}, raw: av}
-	bad := func(format string, args ...any) { it.problems = append(it.problems, fmt.Sprintf(format, args...)) }
+	it.readOwner(av[attrOwner])
+	it.readCounter(av[attrCounter])
+	it.readCheckpoint(av[attrCheckpoint])
+	it.readSwitches(av)
+	it.readParents(av[attrParents])
+	return it, true
+}
 
-	switch v := av[attrOwner].(type) {
+// bad notes a problem of the item.
+func (it *item) bad(format string, args ...any) {
+	it.problems = append(it.problems, fmt.Sprintf(format, args...))
+}
+
+// readOwner reads the lease's owner.
+func (it *item) readOwner(av types.AttributeValue) {
+	switch v := av.(type) {
 	case nil:
 	case *types.AttributeValueMemberS:
 		it.owner = v.Value
@@ -119,34 +132,41 @@ func parseItem(av map[string]types.AttributeValue) (it item, ok bool) {
 		// An owner that is not a string still names a worker nobody is:
 		// the lease expires by its counter like any other.
 		it.owner = describe(v)
-		bad("%s is %s, want a string", attrOwner, typeName(v))
+		it.bad("%s is %s, want a string", attrOwner, typeName(v))
 	}
+}
 
-	it.counter = av[attrCounter]
-	switch v := it.counter.(type) {
+// readCounter reads the lease counter, kept as it is for the conditions
+// of the writes that follow.
+func (it *item) readCounter(av types.AttributeValue) {
+	it.counter = av
+	switch v := av.(type) {
 	case nil:
-		bad("%s is missing", attrCounter)
+		it.bad("%s is missing", attrCounter)
 	case *types.AttributeValueMemberN:
 		n, err := strconv.ParseInt(v.Value, 10, 64)
 		if err != nil || n < 0 {
-			bad("%s %q is not a whole number", attrCounter, v.Value)
+			it.bad("%s %q is not a whole number", attrCounter, v.Value)
 		}
 		it.count = max(n, 0)
 	case *types.AttributeValueMemberS:
 		n, _ := strconv.ParseInt(v.Value, 10, 64)
 		it.count = max(n, 0)
-		bad("%s is a string, want a number", attrCounter)
+		it.bad("%s is a string, want a number", attrCounter)
 	default:
-		bad("%s is %s, want a number", attrCounter, typeName(v))
+		it.bad("%s is %s, want a number", attrCounter, typeName(v))
 	}
+}
 
-	switch v := av[attrCheckpoint].(type) {
+// readCheckpoint reads the checkpoint: "" when missing or unusable.
+func (it *item) readCheckpoint(av types.AttributeValue) {
+	switch v := av.(type) {
 	case nil:
-		bad("%s is missing", attrCheckpoint)
+		it.bad("%s is missing", attrCheckpoint)
 	case *types.AttributeValueMemberS:
 		it.checkpoint = validCheckpoint(v.Value)
 		if it.checkpoint == "" {
-			bad("%s %q is neither a sequence number nor %s, %s or %s", attrCheckpoint, v.Value, TrimHorizon, Latest, ShardEnd)
+			it.bad("%s %q is neither a sequence number nor %s, %s or %s", attrCheckpoint, v.Value, TrimHorizon, Latest, ShardEnd)
 		}
 	case *types.AttributeValueMemberN:
 		// A sequence number written as a number by hand. DynamoDB drops
@@ -157,42 +177,48 @@ func parseItem(av map[string]types.AttributeValue) (it item, ok bool) {
 		if it.checkpoint != "" && it.checkpoint[0] >= '0' && it.checkpoint[0] <= '9' && len(it.checkpoint) < minSequenceDigits {
 			it.checkpoint = strings.Repeat("0", minSequenceDigits-len(it.checkpoint)) + it.checkpoint
 		}
-		bad("%s is a number, want a string", attrCheckpoint)
+		it.bad("%s is a number, want a string", attrCheckpoint)
 	default:
-		bad("%s is %s, want a string", attrCheckpoint, typeName(v))
+		it.bad("%s is %s, want a string", attrCheckpoint, typeName(v))
 	}
+}
 
+// readSwitches reads the owner switches and checks the subsequence
+// number, which hotkeyd does not use.
+func (it *item) readSwitches(av map[string]types.AttributeValue) {
 	switch v := av[attrOwnerSwitches].(type) {
 	case nil:
 	case *types.AttributeValueMemberN:
 		it.switches, _ = strconv.ParseInt(v.Value, 10, 64)
 	default:
-		bad("%s is %s, want a number", attrOwnerSwitches, typeName(v))
+		it.bad("%s is %s, want a number", attrOwnerSwitches, typeName(v))
 	}
 	if v, present := av[attrSubSequence]; present {
 		if _, isN := v.(*types.AttributeValueMemberN); !isN {
-			bad("%s is %s, want a number", attrSubSequence, typeName(v))
+			it.bad("%s is %s, want a number", attrSubSequence, typeName(v))
 		}
 	}
+}
 
-	switch v := av[attrParents].(type) {
+// readParents reads the shard's parents, a string set.
+func (it *item) readParents(av types.AttributeValue) {
+	switch v := av.(type) {
 	case nil:
 	case *types.AttributeValueMemberSS:
 		it.shard.Parents = v.Value
 	case *types.AttributeValueMemberS:
 		it.shard.Parents = []string{v.Value}
-		bad("%s is a string, want a string set", attrParents)
+		it.bad("%s is a string, want a string set", attrParents)
 	case *types.AttributeValueMemberL:
 		for _, e := range v.Value {
 			if s, isS := e.(*types.AttributeValueMemberS); isS {
 				it.shard.Parents = append(it.shard.Parents, s.Value)
 			}
 		}
-		bad("%s is a list, want a string set", attrParents)
+		it.bad("%s is a list, want a string set", attrParents)
 	default:
-		bad("%s is %s, want a string set", attrParents, typeName(v))
+		it.bad("%s is %s, want a string set", attrParents, typeName(v))
 	}
-	return it, true
 }
 
 // validCheckpoint returns cp if it is a checkpoint a reader can start from

@@ -21,15 +21,40 @@ func canonicalNumber(s string) (string, bool) {
 	return canonicalize(s)
 }
 
-// canonicalize computes the canonical form of s digit by digit.
+// canonicalize computes the canonical form of s digit by digit: its
+// significant digits and where the point falls among them (mantissa), moved
+// by its exponent (exponent), written out plainly (plainDecimal).
 func canonicalize(s string) (string, bool) {
-	i, neg := 0, false
+	neg, digits, point, i, ok := mantissa(s)
+	if !ok {
+		return "", false
+	}
+	if i < len(s) {
+		exp, ok := exponent(s[i:])
+		if !ok {
+			return "", false
+		}
+		point += exp
+	}
+	for len(digits) > 0 && digits[len(digits)-1] == '0' {
+		digits = digits[:len(digits)-1]
+	}
+	if len(digits) == 0 {
+		return "0", true
+	}
+	return plainDecimal(neg, digits, point), true
+}
+
+// mantissa reads the sign and the digits of s up to its exponent: the
+// digits without leading zeros, the place of the point after the first
+// point digits (negative: zeros before them), and the index where the
+// exponent starts (len(s) without one). ok is false without a digit.
+func mantissa(s string) (neg bool, digits []byte, point, i int, ok bool) {
 	if i < len(s) && (s[i] == '+' || s[i] == '-') {
 		neg = s[i] == '-'
 		i++
 	}
-	var digits []byte
-	point, seenPoint, seenDigit := 0, false, false
+	seenPoint, seenDigit := false, false
 	for ; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -49,48 +74,46 @@ func canonicalize(s string) (string, bool) {
 		case c == '.' && !seenPoint:
 			seenPoint = true
 		default:
-			goto exponent
+			return neg, digits, point, i, seenDigit
 		}
 	}
-exponent:
-	if !seenDigit {
-		return "", false
+	return neg, digits, point, i, seenDigit
+}
+
+// exponent reads an exponent, "e" or "E", an optional sign and digits, at
+// most maxExponent.
+func exponent(s string) (int, bool) {
+	if s[0] != 'e' && s[0] != 'E' {
+		return 0, false
 	}
-	if i < len(s) {
-		if s[i] != 'e' && s[i] != 'E' {
-			return "", false
-		}
+	i, neg := 1, false
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
 		i++
-		eneg := false
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			eneg = s[i] == '-'
-			i++
-		}
-		if i == len(s) {
-			return "", false
-		}
-		exp := 0
-		for ; i < len(s); i++ {
-			c := s[i]
-			if c < '0' || c > '9' {
-				return "", false
-			}
-			exp = exp*10 + int(c-'0')
-			if exp > maxExponent {
-				return "", false
-			}
-		}
-		if eneg {
-			exp = -exp
-		}
-		point += exp
 	}
-	for len(digits) > 0 && digits[len(digits)-1] == '0' {
-		digits = digits[:len(digits)-1]
+	if i == len(s) {
+		return 0, false
 	}
-	if len(digits) == 0 {
-		return "0", true
+	exp := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		exp = exp*10 + int(c-'0')
+		if exp > maxExponent {
+			return 0, false
+		}
 	}
+	if neg {
+		exp = -exp
+	}
+	return exp, true
+}
+
+// plainDecimal writes digits (no leading or trailing zeros, at least one)
+// with the point after the first point of them, in plain notation.
+func plainDecimal(neg bool, digits []byte, point int) string {
 	var b strings.Builder
 	b.Grow(len(digits) + 4)
 	if neg {
@@ -113,7 +136,7 @@ exponent:
 		b.WriteByte('.')
 		b.Write(digits[point:])
 	}
-	return b.String(), true
+	return b.String()
 }
 
 // isCanonical reports whether s is already in canonical form, the commonest

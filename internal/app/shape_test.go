@@ -34,10 +34,7 @@ var longScanners = map[string]bool{
 var movingPaths = []string{
 	"ingest/cloudtrail/",
 	"ingest/internal/shards/",
-	"detect/tracker.go: Tracker.evaluateTable",
 	"internal/app/config/config.go: Config.Validate",
-	"ingest/lease/item.go: parseItem",
-	"ingest/streamrecord/number.go: canonicalize",
 	"ingest/demo/tables.go: mix",
 	"internal/cmd/",
 	"dashboards/",
