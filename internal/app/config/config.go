@@ -333,16 +333,7 @@ func (c *Config) Validate() error {
 	if !c.Keys.Valid() {
 		add(fmt.Errorf("keys: must be plain, hash or redact, got %q", c.Keys))
 	}
-	switch {
-	case c.KeyHashSecret != "" && c.KeyHashSecretFile != "":
-		add(errors.New("key_hash_secret_file: set key_hash_secret or key_hash_secret_file, not both"))
-	case c.KeyHashSecretFile != "" && c.Keys != export.KeysHash:
-		add(errors.New("key_hash_secret_file: only used with keys: hash"))
-	case c.KeyHashSecret != "" && c.Keys != export.KeysHash:
-		add(errors.New("key_hash_secret: only used with keys: hash"))
-	case c.KeyHashSecret == "" && c.KeyHashSecretFile == "" && c.Keys == export.KeysHash:
-		add(errors.New("key_hash_secret: required with keys: hash (or key_hash_secret_file)"))
-	}
+	add(c.checkKeySecret())
 	for _, err := range strictyaml.List(validateTables(c.Tables)) {
 		add(err)
 	}
@@ -374,6 +365,32 @@ func (c *Config) Validate() error {
 		}
 		add(sk.Validate())
 	}
+	for _, err := range c.checkSources() {
+		add(err)
+	}
+	return errors.Join(errs...)
+}
+
+// checkKeySecret checks the key hash secret against keys.
+func (c *Config) checkKeySecret() error {
+	switch {
+	case c.KeyHashSecret != "" && c.KeyHashSecretFile != "":
+		return errors.New("key_hash_secret_file: set key_hash_secret or key_hash_secret_file, not both")
+	case c.KeyHashSecretFile != "" && c.Keys != export.KeysHash:
+		return errors.New("key_hash_secret_file: only used with keys: hash")
+	case c.KeyHashSecret != "" && c.Keys != export.KeysHash:
+		return errors.New("key_hash_secret: only used with keys: hash")
+	case c.KeyHashSecret == "" && c.KeyHashSecretFile == "" && c.Keys == export.KeysHash:
+		return errors.New("key_hash_secret: required with keys: hash (or key_hash_secret_file)")
+	}
+	return nil
+}
+
+// checkSources checks each source's settings, placed under its key, and
+// that no two sources share a lease table.
+func (c *Config) checkSources() []error {
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
 	leaseTables := map[string]int{}
 	for i, src := range c.Sources {
 		if src.Settings == nil {
@@ -391,7 +408,7 @@ func (c *Config) Validate() error {
 			leaseTables[lt.LeaseTableName()] = i
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // MaxMaxTables is the largest max_tables: a table costs up to about 1 MiB
