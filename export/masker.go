@@ -207,6 +207,32 @@ func (m *KeyMasker) MaskSeries(s report.Series) report.Series {
 	return out
 }
 
+// MaskHistory returns a copy of hs with the keys of their cells masked,
+// as MaskReport masks the report they come with (a key's printable text
+// goes with it). In plain mode hs itself is returned.
+func (m *KeyMasker) MaskHistory(hs []report.History) []report.History {
+	if m.Mode() == KeysPlain {
+		return hs
+	}
+	out := make([]report.History, len(hs))
+	for i, h := range hs {
+		h.Series = slices.Clone(h.Series)
+		for j := range h.Series {
+			cells := slices.Clone(h.Series[j].Cells)
+			for c := range cells {
+				cells[c].Keys = slices.Clone(cells[c].Keys)
+				for k := range cells[c].Keys {
+					cells[c].Keys[k].Key = m.Mask(cells[c].Keys[k].Key)
+					cells[c].Keys[k].KeyText = ""
+				}
+			}
+			h.Series[j].Cells = cells
+		}
+		out[i] = h
+	}
+	return out
+}
+
 // MaskTable is MaskReport for one table's entry.
 func (m *KeyMasker) MaskTable(t report.TableReport) report.TableReport {
 	if m.Mode() == KeysPlain {

@@ -20,7 +20,7 @@ import (
 // scripts/update-uplot.sh). Everything the page needs is in the binary and
 // inlined into the page: it loads nothing from anywhere else.
 //
-//go:embed web/page.html web/app.js web/app.css web/vendor/uplot/uPlot.iife.min.js web/vendor/uplot/uPlot.min.css web/vendor/uplot/VERSION
+//go:embed web/page.html web/app.js web/heatmap.js web/heatview.js web/incidents.js web/app.css web/vendor/uplot/uPlot.iife.min.js web/vendor/uplot/uPlot.min.css web/vendor/uplot/VERSION
 var webFiles embed.FS
 
 // pageData fills web/page.html.
@@ -40,6 +40,9 @@ type pageData struct {
 type pageAssets struct {
 	tmpl                                  *template.Template
 	uplotJS, uplotCSS, appJS, appCSS, ver string
+	// heatJS, heatViewJS and incidentsJS draw the history (heatmaps and
+	// incidents); they run before appJS, in the same script element.
+	heatJS, heatViewJS, incidentsJS string
 }
 
 func loadPageAssets() (pageAssets, error) {
@@ -62,7 +65,7 @@ func loadPageAssets() (pageAssets, error) {
 		name string
 		dst  *string
 	}{
-		{"app.js", &a.appJS}, {"app.css", &a.appCSS},
+		{"heatmap.js", &a.heatJS}, {"heatview.js", &a.heatViewJS}, {"incidents.js", &a.incidentsJS}, {"app.js", &a.appJS}, {"app.css", &a.appCSS},
 		{"vendor/uplot/uPlot.iife.min.js", &a.uplotJS}, {"vendor/uplot/uPlot.min.css", &a.uplotCSS}, {"vendor/uplot/VERSION", &a.ver},
 	} {
 		if *f.dst, err = read(f.name); err != nil {
@@ -91,7 +94,7 @@ func (a pageAssets) render(w io.Writer, title, version, mode string, data any, c
 	return a.tmpl.Execute(w, pageData{
 		Title: title, Version: version, Mode: mode, UplotVersion: a.ver,
 		UplotCSS: template.CSS(a.uplotCSS), AppCSS: template.CSS(a.appCSS),
-		UplotJS: template.JS(a.uplotJS), AppJS: template.JS(a.appJS), Data: template.JS(js),
+		UplotJS: template.JS(a.uplotJS), AppJS: template.JS(a.heatJS + a.heatViewJS + a.incidentsJS + a.appJS), Data: template.JS(js),
 		CSP: csp,
 	})
 }
@@ -148,11 +151,23 @@ func livePage(version string) (page []byte, csp string, err error) {
 	return a.renderWithPolicy("hotkeyd", version, "live", nil, true)
 }
 
-// HTMLReport is what `hotkeyd analyze --format html` shows: the report and
-// the series of its tables' traffic across the input.
+// HTMLReport is what `hotkeyd analyze --format html` shows: the report,
+// the series of its tables' traffic across the input, and the cells of
+// its tables' keys × time that the page draws as heatmaps.
 type HTMLReport struct {
 	Report report.Report `json:"report"`
 	Series report.Series `json:"series"`
+	// History holds a table's cells over the input, per table and index
+	// with traffic (report.History, the shape of /api/v1/history).
+	History []report.History `json:"history"`
+	// Incidents, when set, are the input's incidents (the shape of
+	// /api/v1/incidents); the page lists them.
+	Incidents *Incidents `json:"incidents,omitempty"`
+}
+
+// Incidents is the answer of /api/v1/incidents: {"incidents": [...]}.
+type Incidents struct {
+	Incidents []report.Incident `json:"incidents"`
 }
 
 // WriteHTMLReport writes r as one self-contained HTML page (styles,
@@ -166,6 +181,9 @@ func WriteHTMLReport(w io.Writer, r HTMLReport, title, version string) error {
 	}
 	if r.Series.Tables == nil {
 		r.Series.Tables = []report.TableSeries{}
+	}
+	if r.History == nil {
+		r.History = []report.History{}
 	}
 	tables := make([]report.TableReport, len(r.Report.Tables))
 	for i, t := range r.Report.Tables {

@@ -25,6 +25,10 @@
     hist: new Map(), // table id -> Map(second -> [read, write])
   };
   var charts = new Map(); // chart id -> uPlot
+  // heats are the tables' heatmaps (table id -> entry, heatEntry), kept
+  // across renders; incidents is the list of the last 24 hours.
+  var heats = new Map();
+  var incidents = { el: null, fetched: 0, gen: 0 };
   var pending = new Map(); // chart id -> {kind, data, colors}
 
   var COLORS = { read: '#2f6fdf', write: '#d9622b' };
@@ -466,7 +470,7 @@
 
   function overview() {
     var tables = state.report.tables || [];
-    var html = diagnosesSection(tables) + '<h2>Tables and indexes</h2>';
+    var html = diagnosesSection(tables) + incidentsSlot() + '<h2>Tables and indexes</h2>';
     if (!tables.length) html += '<p class="none">No traffic yet.</p>';
     return html + tables.map(function (t) { return tableCard(t, 5); }).join('');
   }
@@ -491,6 +495,7 @@
         '<div class="legend-note">units per second across the input' + (ts && ts.step_seconds > 1 ? ', each point the mean of ' + span(ts.step_seconds) : '') + '</div>';
     }
     html += '</section>';
+    html += heatSlot(t);
     html += diagnosesSection([t]);
     html += '<h2>Top keys</h2><section class="card">';
     var parts = ['read', 'write'].map(function (c) { return keysTable(t, c, 0, ts); }).filter(Boolean);
@@ -599,6 +604,136 @@
     pending.clear();
   }
 
+  // ---- history: heatmaps and incidents ----
+
+  // HEAT_REFRESH_MS and INCIDENTS_REFRESH_MS are how often the live page
+  // asks again for the open heatmap's cells (its finest cells are a
+  // minute) and for the incidents.
+  var HEAT_REFRESH_MS = 60000;
+  var INCIDENTS_REFRESH_MS = 30000;
+  var DAY = 86400;
+
+  function iso(sec) {
+    return new Date(sec * 1000).toISOString().replace('.000Z', 'Z');
+  }
+
+  // historyAnswer is the report's cells of table t (the HTML report's
+  // data), or null.
+  function embeddedHistory(t) {
+    var all = (embedded && embedded.history) || [];
+    for (var i = 0; i < all.length; i++) {
+      if (tableID(all[i]) === tableID(t)) return all[i];
+    }
+    return null;
+  }
+
+  // heatEntry returns table t's heatmap entry: its view, the range chosen
+  // (seconds back from now), the zoom ([from, to] or null) and the answer.
+  function heatEntry(t) {
+    var id = tableID(t), e = heats.get(id);
+    if (e) return e;
+    e = { t: { table: t.table, index: t.index || '' }, range: 3600, zoom: null, answer: null, fetched: 0, gen: 0, kept: 0 };
+    e.view = new hotkeydHeat.HeatView(id, {
+      onRange: function (sec) { e.range = sec; e.zoom = null; showHeat(e, true); },
+      onZoom: function (from, to) { e.zoom = [from, to]; showHeat(e, true); },
+      onReset: function () { e.zoom = null; showHeat(e, true); },
+    });
+    heats.set(id, e);
+    return e;
+  }
+
+  // heatSpan is the entry's time range, in seconds: the zoom, else the
+  // range back from now (live) or the file's span (report).
+  function heatSpan(e) {
+    if (e.zoom) return e.zoom;
+    if (mode !== 'live') {
+      var a = embeddedHistory(e.t);
+      return a ? [Date.parse(a.from) / 1000, Date.parse(a.to) / 1000] : [0, 1];
+    }
+    var now = Math.floor(Date.now() / 1000);
+    return [now - e.range, now];
+  }
+
+  // showHeat draws the entry again; live, with fetch, it asks the API for
+  // the cells of its range first.
+  function showHeat(e, fetchNow) {
+    var span = heatSpan(e), ctx = { live: mode === 'live', from: span[0], to: span[1], range: e.range, zoomed: !!e.zoom, kept: e.kept };
+    if (mode !== 'live') {
+      e.view.show(embeddedHistory(e.t) || { series: [] }, ctx);
+      return;
+    }
+    if (!fetchNow) return;
+    var gen = ++e.gen;
+    e.fetched = Date.now();
+    var q = '?table=' + encodeURIComponent(e.t.table) + '&index=' + encodeURIComponent(e.t.index) + '&from=' + iso(span[0]) + '&to=' + iso(span[1]);
+    getJSON('api/v1/history' + q).then(function (a) {
+      if (gen !== e.gen) return;
+      e.kept = (a.resolutions || []).reduce(function (m, r) { return Math.max(m, r.kept_seconds || 0); }, 0);
+      ctx.kept = e.kept;
+      e.answer = a;
+      e.view.show(a, ctx);
+      e.view.root.setAttribute('data-state', 'shown');
+    }, function (err) {
+      if (gen !== e.gen) return;
+      e.view.note.textContent = 'No history: ' + (err.message || String(err)) + '.';
+      e.view.root.setAttribute('data-state', 'error');
+    });
+  }
+
+  // heatSlot places table t's heatmaps on its page (where there is history
+  // to draw: always live, in a report when it holds the table's cells).
+  function heatSlot(t) {
+    if (mode !== 'live' && !embeddedHistory(t)) return '';
+    return '<h2>History</h2><div data-heat-slot="' + esc(tableID(t)) + '"></div>';
+  }
+
+  // incidentsSlot places the incidents (the last 24 hours live, the
+  // file's in a report when analyze gave them).
+  function incidentsSlot() {
+    if (mode !== 'live' && !(embedded && embedded.incidents)) return '';
+    return '<h2>Incidents</h2><div data-incidents-slot="all"></div>';
+  }
+
+  function incidentsView(list, status) {
+    var range = mode === 'live' ? 'the last 24 hours' : 'across the input';
+    return hotkeydHeat.incidents(list, { id: 'all', range: range, status: status, names: { cause: CAUSE, href: tableHref } });
+  }
+
+  // loadIncidents asks the API for the last 24 hours' incidents.
+  function loadIncidents() {
+    var gen = ++incidents.gen, now = Math.floor(Date.now() / 1000);
+    incidents.fetched = Date.now();
+    getJSON('api/v1/incidents?from=' + iso(now - DAY) + '&to=' + iso(now)).then(function (a) {
+      if (gen !== incidents.gen) return;
+      incidents.el = incidentsView(a.incidents || [], '');
+    }, function (err) {
+      if (gen !== incidents.gen) return;
+      incidents.el = incidentsView([], 'No incidents: ' + (err.message || String(err)) + '.');
+    }).then(function () { if (gen === incidents.gen) attachHeat(); });
+  }
+
+  // attachHeat puts the kept views in their slots, and live asks again
+  // for what has grown old.
+  function attachHeat() {
+    root.querySelectorAll('[data-heat-slot]').forEach(function (slot) {
+      var r = route(), e = heatEntry({ table: r.table, index: r.index });
+      slot.replaceWith(e.view.root);
+      if (mode !== 'live' && !e.view.m) showHeat(e, false);
+      else if (mode === 'live' && !e.zoom && Date.now() - e.fetched > HEAT_REFRESH_MS) showHeat(e, true);
+      else if (e.view.m && e.view.keys.wrap.clientWidth !== e.view.width) e.view.redraw();
+    });
+    var slot = root.querySelector('[data-incidents-slot]');
+    if (!slot) return;
+    if (mode !== 'live') {
+      if (!incidents.el) incidents.el = incidentsView(embedded.incidents.incidents || [], '');
+    } else if (Date.now() - incidents.fetched > INCIDENTS_REFRESH_MS) {
+      loadIncidents();
+    }
+    var waiting = hotkeydHeat.el('p', 'none', 'Loading the incidents…');
+    waiting.setAttribute('data-incidents-slot', 'all');
+    slot.replaceWith(incidents.el || waiting);
+  }
+
   // ---- render ----
 
   function render() {
@@ -623,6 +758,7 @@
     root.setAttribute('data-view', r ? 'table' : 'overview');
     if (state.report) root.setAttribute('data-end', state.report.end);
     attachCharts();
+    attachHeat();
   }
 
   window.addEventListener('hashchange', function () {

@@ -206,12 +206,15 @@ func (cfg *Config) snapshot(ctx context.Context, in inputsRead, paths map[string
 // HTML report's series from rec, masked as the keys setting says.
 func (cfg *Config) write(result report.Report, rec *recorder) error {
 	var series report.Series
+	var cells []report.History
 	if rec != nil {
 		series = rec.series(result)
+		cells = rec.history(result)
 	}
 	if cfg.Masker != nil {
 		result = cfg.Masker.MaskReport(result)
 		series = cfg.Masker.MaskSeries(series)
+		cells = cfg.Masker.MaskHistory(cells)
 	}
 	var err error
 	switch cfg.Format {
@@ -220,7 +223,7 @@ func (cfg *Config) write(result report.Report, rec *recorder) error {
 		enc.SetIndent("", "  ")
 		err = enc.Encode(result)
 	case "html":
-		err = export.WriteHTMLReport(cfg.Stdout, export.HTMLReport{Report: result, Series: series},
+		err = export.WriteHTMLReport(cfg.Stdout, export.HTMLReport{Report: result, Series: series, History: cells},
 			"hotkeyd analyze: "+strings.Join(cfg.Files, ", "), cfg.Version)
 	default:
 		err = export.WriteTextReport(cfg.Stdout, result)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/sketch"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
@@ -50,6 +51,9 @@ type tableSteps struct {
 	first, last int64
 	newest      int64 // newest event second, for events without a time
 	steps       map[int64]*stepUnits
+	// held are the seconds not yet folded into their steps' busiest
+	// seconds (cells.go): the last busiestLag seconds before newest.
+	held map[int64]*secondUnits
 }
 
 type stepUnits struct {
@@ -58,6 +62,15 @@ type stepUnits struct {
 	// dropped is, per class, the most units a key dropped from keys had
 	// (summed when steps merge): a key not in keys had at most that.
 	dropped [traffic.NumClasses]float64
+	// events and throttled count the step's calls per class; busiest is
+	// the class's most units in one second, keyBusiest a kept key's
+	// (cells.go).
+	events, throttled [traffic.NumClasses]uint64
+	busiest           [traffic.NumClasses]float64
+	keyBusiest        map[stepKey]float64
+	// shards counts the step's stream records per class and shard, at
+	// most maxCellShards shards.
+	shards [traffic.NumClasses]map[string]uint64
 }
 
 // newRecorder returns a recorder that passes every batch on to next;
@@ -76,51 +89,75 @@ func (r *recorder) Put(ctx context.Context, batch []traffic.Event) error {
 	return r.next.Put(ctx, batch)
 }
 
-// add counts one event as the store does: traffic of a known class, not a
-// throttled call, units that are a number (else 0); an event without a
-// time counts in its table's newest second.
+// add counts one event as the store does: traffic of a known class,
+// units that are a number (else 0); an event without a time counts in its
+// table's newest second. A throttled call is counted as such in its step,
+// where its table has traffic then, and never as traffic.
 func (r *recorder) add(e *traffic.Event) {
-	if e.Class >= traffic.NumClasses || e.Throttled || e.Table == "" {
+	if e.Class >= traffic.NumClasses || e.Table == "" {
 		return
 	}
 	id := entryKey{e.Table, e.Index}
 	t := r.tables[id]
 	if t == nil {
-		if len(r.tables) >= r.maxTables || e.Time.IsZero() {
+		if len(r.tables) >= r.maxTables || e.Time.IsZero() || e.Throttled {
 			return
 		}
-		t = &tableSteps{step: 1, steps: map[int64]*stepUnits{}}
+		t = &tableSteps{step: 1, steps: map[int64]*stepUnits{}, held: map[int64]*secondUnits{}}
 		t.first, t.last, t.newest = e.Time.Unix(), e.Time.Unix(), e.Time.Unix()
 		r.tables[id] = t
 	}
 	sec := t.newest
 	if !e.Time.IsZero() {
 		sec = e.Time.Unix()
-		t.newest = max(t.newest, sec)
+	}
+	if e.Throttled {
+		if s := t.steps[floorDiv(sec, t.step)]; s != nil {
+			s.throttled[e.Class]++
+		}
+		return
 	}
 	units := e.Units
 	if !(units >= 0) || units > math.MaxFloat64 {
 		units = 0
 	}
+	s := t.stepOf(sec, r.keep)
+	s.classes[e.Class] += units
+	s.events[e.Class]++
+	s.addShards(e.Class, e.Shard, 1)
+	pk := e.PK
+	if len(pk) > sketch.MaxKeyBytes {
+		pk = sketch.HeldKey(pk) // as the report names it
+	}
+	t.hold(sec, stepKey{pk, e.Class}, units)
+	if sec > t.newest {
+		t.newest = sec
+		t.fold(sec - busiestLag)
+	}
+	if pk == "" {
+		return
+	}
+	s.keys[stepKey{pk, e.Class}] += units
+	if len(s.keys) > 2*traffic.NumClasses*r.keep {
+		s.prune(r.keep)
+	}
+}
+
+// stepOf returns the step of second sec, made if new, coarsening the
+// table's steps while they span more than MaxPoints.
+func (t *tableSteps) stepOf(sec int64, keep int) *stepUnits {
 	n := floorDiv(sec, t.step)
 	t.first, t.last = min(t.first, n), max(t.last, n)
 	for t.last-t.first+1 > MaxPoints {
-		t.coarsen(r.keep)
+		t.coarsen(keep)
 		n = floorDiv(sec, t.step)
 	}
 	s := t.steps[n]
 	if s == nil {
-		s = &stepUnits{keys: map[stepKey]float64{}}
+		s = &stepUnits{keys: map[stepKey]float64{}, keyBusiest: map[stepKey]float64{}}
 		t.steps[n] = s
 	}
-	s.classes[e.Class] += units
-	if e.PK == "" {
-		return
-	}
-	s.keys[stepKey{e.PK, e.Class}] += units
-	if len(s.keys) > 2*traffic.NumClasses*r.keep {
-		s.prune(r.keep)
-	}
+	return s
 }
 
 // coarsen doubles the table's step, adding up the steps that merge.
@@ -134,13 +171,7 @@ func (t *tableSteps) coarsen(keep int) {
 			merged[floorDiv(n, 2)] = s
 			continue
 		}
-		for c := range m.classes {
-			m.classes[c] += s.classes[c]
-			m.dropped[c] += s.dropped[c]
-		}
-		for k, v := range s.keys {
-			m.keys[k] += v
-		}
+		m.absorb(s)
 		if len(m.keys) > 2*traffic.NumClasses*keep {
 			m.prune(keep)
 		}
@@ -181,6 +212,7 @@ func (s *stepUnits) prune(keep int) {
 		}
 		s.dropped[e.k.class] = max(s.dropped[e.k.class], e.v)
 		delete(s.keys, e.k)
+		delete(s.keyBusiest, e.k)
 	}
 }
 
