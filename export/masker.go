@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/history"
 )
 
 // KeyMode says how partition keys are shown outside the process: the keys
@@ -208,13 +209,13 @@ func (m *KeyMasker) MaskSeries(s report.Series) report.Series {
 }
 
 // MaskHistory returns a copy of hs with the keys of their cells masked,
-// as MaskReport masks the report they come with (a key's printable text
-// goes with it). In plain mode hs itself is returned.
-func (m *KeyMasker) MaskHistory(hs []report.History) []report.History {
+// as MaskReport masks the report they come with. In plain mode hs itself
+// is returned.
+func (m *KeyMasker) MaskHistory(hs []history.Answer) []history.Answer {
 	if m.Mode() == KeysPlain {
 		return hs
 	}
-	out := make([]report.History, len(hs))
+	out := make([]history.Answer, len(hs))
 	for i, h := range hs {
 		h.Series = slices.Clone(h.Series)
 		for j := range h.Series {
@@ -223,7 +224,6 @@ func (m *KeyMasker) MaskHistory(hs []report.History) []report.History {
 				cells[c].Keys = slices.Clone(cells[c].Keys)
 				for k := range cells[c].Keys {
 					cells[c].Keys[k].Key = m.Mask(cells[c].Keys[k].Key)
-					cells[c].Keys[k].KeyText = ""
 				}
 			}
 			h.Series[j].Cells = cells

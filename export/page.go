@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/history"
 )
 
 // webFiles holds the page: its template, script and style sheet, and the
@@ -158,8 +159,8 @@ type HTMLReport struct {
 	Report report.Report `json:"report"`
 	Series report.Series `json:"series"`
 	// History holds a table's cells over the input, per table and index
-	// with traffic (report.History, the shape of /api/v1/history).
-	History []report.History `json:"history"`
+	// with traffic (the shape of /api/v1/history).
+	History []history.Answer `json:"history"`
 	// Incidents, when set, are the input's incidents (the shape of
 	// /api/v1/incidents); the page lists them.
 	Incidents *Incidents `json:"incidents,omitempty"`
@@ -167,7 +168,7 @@ type HTMLReport struct {
 
 // Incidents is the answer of /api/v1/incidents: {"incidents": [...]}.
 type Incidents struct {
-	Incidents []report.Incident `json:"incidents"`
+	Incidents []history.Incident `json:"incidents"`
 }
 
 // WriteHTMLReport writes r as one self-contained HTML page (styles,
@@ -183,7 +184,7 @@ func WriteHTMLReport(w io.Writer, r HTMLReport, title, version string) error {
 		r.Series.Tables = []report.TableSeries{}
 	}
 	if r.History == nil {
-		r.History = []report.History{}
+		r.History = []history.Answer{}
 	}
 	tables := make([]report.TableReport, len(r.Report.Tables))
 	for i, t := range r.Report.Tables {

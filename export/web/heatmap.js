@@ -88,10 +88,8 @@
     return Object.keys(sum).sort(function (a, b) { return sum[b] - sum[a] || (a < b ? -1 : a > b ? 1 : 0); });
   }
 
-  // keyName is how a key is shown: its text when the store kept one (a
-  // binary key's printable form), else the key.
   function keyName(k) {
-    return k.key_text ? k.key_text : k.key;
+    return k.key;
   }
 
   // model turns one class of an answer into rows of cells over [from, to):
@@ -202,7 +200,7 @@
       }
     }
     lines.push('the table: ' + fmt(cell.events) + ' events, ' + fmt(cell.throttled) + ' throttled, busiest second ' +
-      fmt(cell.busiest_second_units) + ' ' + unit + '/s, ~' + fmt(cell.distinct_keys) + ' distinct keys');
+      fmt(cell.busiest_second_units) + ' ' + unit + '/s' + (cell.distinct_keys > 0 ? ', ~' + fmt(cell.distinct_keys) + ' distinct keys' : ''));
     return lines;
   }
 

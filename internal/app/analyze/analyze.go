@@ -23,6 +23,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
+	"github.com/hotkeyd/hotkeyd/history"
 	"github.com/hotkeyd/hotkeyd/ingest/formats"
 	"github.com/hotkeyd/hotkeyd/ingest/input"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
@@ -206,7 +207,7 @@ func (cfg *Config) snapshot(ctx context.Context, in inputsRead, paths map[string
 // HTML report's series from rec, masked as the keys setting says.
 func (cfg *Config) write(result report.Report, rec *recorder) error {
 	var series report.Series
-	var cells []report.History
+	var cells []history.Answer
 	if rec != nil {
 		series = rec.series(result)
 		cells = rec.history(result)

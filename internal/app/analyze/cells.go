@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/history"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
-// The HTML report's heatmaps draw cells of keys × time (report.History):
+// The HTML report's heatmaps draw cells of keys × time (history.Answer, the shape of /api/v1/history):
 // each step of a table is a cell with its units, calls, throttled calls,
 // its keys' units and busiest seconds, and its stream shards' records.
 //
@@ -121,10 +122,10 @@ func (s *stepUnits) addShards(c traffic.Class, shard string, n uint64) {
 // order of rep.Tables: each step with calls is a cell of each class it
 // has calls of, with its keys (heaviest first) and the rest. Keys are as
 // recorded: mask them as the report's.
-func (r *recorder) history(rep report.Report) []report.History {
+func (r *recorder) history(rep report.Report) []history.Answer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := []report.History{}
+	out := []history.Answer{}
 	ceiling := [traffic.NumClasses]float64{rep.Settings.ReadLimit, rep.Settings.WriteLimit}
 	for _, tr := range rep.Tables {
 		t := r.tables[entryKey{tr.Table, tr.Index}]
@@ -133,9 +134,10 @@ func (r *recorder) history(rep report.Report) []report.History {
 		}
 		t.fold(t.newest)
 		start, step, n := t.Span()
-		h := report.History{Table: tr.Table, Index: tr.Index, From: start.UTC(), To: start.Add(time.Duration(int64(n)*step) * time.Second).UTC(), Step: step, Series: []report.HistorySeries{}}
+		h := history.Answer{Table: tr.Table, Index: tr.Index, From: start.UTC(), To: start.Add(time.Duration(int64(n)*step) * time.Second).UTC(),
+			StepSeconds: step, Resolutions: []history.ResolutionDoc{}, Series: []history.Series{}}
 		for c := range traffic.Class(traffic.NumClasses) {
-			cs := report.HistorySeries{Class: c.String(), Ceiling: ceiling[c], Cells: []report.HistoryCell{}}
+			cs := history.Series{Class: c.String(), Ceiling: ceiling[c], Cells: []history.Cell{}}
 			for i := range n {
 				if s := t.steps[t.first+int64(i)]; s != nil && (s.events[c] > 0 || s.throttled[c] > 0) {
 					cs.Cells = append(cs.Cells, s.cell(c, start.Add(time.Duration(int64(i)*step)*time.Second).UTC(), r.keep))
@@ -152,8 +154,8 @@ func (r *recorder) history(rep report.Report) []report.History {
 
 // cell is the step's cell of class c: its keys of the class, at most
 // keep, heaviest first, and the rest of its units.
-func (s *stepUnits) cell(c traffic.Class, start time.Time, keep int) report.HistoryCell {
-	cell := report.HistoryCell{Start: start, Units: s.classes[c], Events: s.events[c], Throttled: s.throttled[c], BusiestSecond: s.busiest[c], Keys: []report.HistoryKey{}}
+func (s *stepUnits) cell(c traffic.Class, start time.Time, keep int) history.Cell {
+	cell := history.Cell{Start: start, Units: s.classes[c], Events: s.events[c], Throttled: s.throttled[c], BusiestSecond: s.busiest[c], Keys: []history.KeyCell{}}
 	share := func(u float64) float64 {
 		if cell.Units > 0 {
 			return u / cell.Units
@@ -163,10 +165,10 @@ func (s *stepUnits) cell(c traffic.Class, start time.Time, keep int) report.Hist
 	var inKeys float64
 	for k, u := range s.keys {
 		if k.class == c && u > 0 {
-			cell.Keys = append(cell.Keys, report.HistoryKey{Key: k.key, Units: u, BusiestSecond: s.keyBusiest[k], Share: share(u)})
+			cell.Keys = append(cell.Keys, history.KeyCell{Key: k.key, Units: u, BusiestSecond: s.keyBusiest[k], Share: share(u)})
 		}
 	}
-	slices.SortFunc(cell.Keys, func(a, b report.HistoryKey) int {
+	slices.SortFunc(cell.Keys, func(a, b history.KeyCell) int {
 		return cmp.Or(cmp.Compare(b.Units, a.Units), cmp.Compare(a.Key, b.Key))
 	})
 	cell.Keys = cell.Keys[:min(len(cell.Keys), keep)]
@@ -174,15 +176,15 @@ func (s *stepUnits) cell(c traffic.Class, start time.Time, keep int) report.Hist
 		inKeys += k.Units
 	}
 	rest := max(0, cell.Units-inKeys)
-	cell.Rest = report.HistoryRest{Units: rest, Share: share(rest)}
+	cell.Rest = history.Rest{Units: rest, Share: share(rest)}
 	var records uint64
 	for _, n := range s.shards[c] {
 		records += n
 	}
 	for sh, n := range s.shards[c] {
-		cell.Shards = append(cell.Shards, report.HistoryShard{Shard: sh, Records: n, Share: float64(n) / float64(records)})
+		cell.Shards = append(cell.Shards, history.ShardCell{Shard: sh, Records: n, Share: float64(n) / float64(records)})
 	}
-	slices.SortFunc(cell.Shards, func(a, b report.HistoryShard) int {
+	slices.SortFunc(cell.Shards, func(a, b history.ShardCell) int {
 		return cmp.Or(cmp.Compare(b.Records, a.Records), cmp.Compare(a.Shard, b.Shard))
 	})
 	return cell

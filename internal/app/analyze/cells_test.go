@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/history"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // recordCells puts events through a recorder keeping keep keys per class
 // and step, and returns the cells of the orders table.
-func recordCells(t *testing.T, keep int, events []traffic.Event) report.History {
+func recordCells(t *testing.T, keep int, events []traffic.Event) history.Answer {
 	t.Helper()
 	r := newRecorder(traffic.SinkFunc(func(context.Context, []traffic.Event) error { return nil }), keep, 10)
 	if err := r.Put(context.Background(), events); err != nil {
@@ -25,7 +26,7 @@ func recordCells(t *testing.T, keep int, events []traffic.Event) report.History 
 }
 
 // cellAt returns the cell of class that starts at sec seconds after t0.
-func cellAt(t *testing.T, h report.History, class string, sec int) report.HistoryCell {
+func cellAt(t *testing.T, h history.Answer, class string, sec int) history.Cell {
 	t.Helper()
 	for _, s := range h.Series {
 		for _, c := range s.Cells {
@@ -35,7 +36,7 @@ func cellAt(t *testing.T, h report.History, class string, sec int) report.Histor
 		}
 	}
 	t.Fatalf("no %s cell at +%d s in %+v", class, sec, h)
-	return report.HistoryCell{}
+	return history.Cell{}
 }
 
 // TestRecorderCellsBusiestSecond: a cell of many seconds keeps its
@@ -59,8 +60,8 @@ func TestRecorderCellsBusiestSecond(t *testing.T) {
 	throttled.Throttled = true
 	events = append(events, throttled)
 	h := recordCells(t, 5, events)
-	if h.Step != 2 || len(h.Series) != 1 || h.Series[0].Class != "write" || h.Series[0].Ceiling != 1000 || len(h.Series[0].Cells) != 200 {
-		t.Fatalf("history of step %d with %d series, want 200 cells of writes of 2 s against 1000 WCU/s: %+v", h.Step, len(h.Series), h.Series)
+	if h.StepSeconds != 2 || len(h.Series) != 1 || h.Series[0].Class != "write" || h.Series[0].Ceiling != 1000 || len(h.Series[0].Cells) != 200 {
+		t.Fatalf("history of step %d with %d series, want 200 cells of writes of 2 s against 1000 WCU/s: %+v", h.StepSeconds, len(h.Series), h.Series)
 	}
 	c := cellAt(t, h, "write", 100)
 	// Seconds 100 and 101: USER#1 1 + 50, USER#2 2 + 2.
