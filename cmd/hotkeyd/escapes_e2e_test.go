@@ -9,8 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/history"
+	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
 // TestAnalyzeTextEscapesKeysEverywhere runs analyze on hot keys holding
@@ -165,4 +170,117 @@ func TestAnalyzeTopFromFile(t *testing.T) {
 			}
 		}
 	}
+}
+
+// hostileKeys are keys that would run or inject markup if a page wrote
+// them as HTML, or end an attribute or an element.
+var hostileKeys = []string{
+	`<img src=x onerror="window.pwned=1">`,
+	`"><svg onload="window.pwned=2">`,
+	`</script><script>window.pwned=3</script>`,
+	`USER#1' onmouseover='window.pwned=4`,
+}
+
+// TestPageEscapesKeysInHeatmapAndIncidents: keys, shards, summaries and
+// fixes holding markup are drawn in the live page's heatmaps, tooltips
+// and incidents as text: no element is made of them, no script runs, and
+// each reads back as it is. The history comes from a fixture in front of
+// a real `hotkeyd demo` (historyFixture).
+func TestPageEscapesKeysInHeatmapAndIncidents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs hotkeyd demo and a browser")
+	}
+	h := testenv.StartHotkeyd(t, testenv.HotkeydOptions{}, "demo")
+	(pageAPI{base: h.URL}).waitReport(t, settle)
+	now := time.Now().UTC()
+	f := &historyFixture{answer: fixtureCells(now, hostileKeys[0], hostileKeys[1])}
+	cells := f.answer.Series[0].Cells
+	for i := range cells {
+		cells[i].Shards = []history.ShardCell{{Shard: hostileKeys[2], Records: 10, Share: 1}}
+	}
+	for i, k := range hostileKeys {
+		f.incidents = append(f.incidents, history.Incident{ID: k, Table: "orders", Index: k, Cause: k, Keys: []string{k}, Class: "write",
+			Severity: "critical", Start: now.Add(-time.Duration(i+1) * time.Minute), Summary: k, Fix: k})
+	}
+	base := f.serve(t, h.URL)
+	tab := testenv.NewTab(t)
+	tab.Run(t, settle, chromedp.Navigate(base+"/#/table/orders"))
+	tab.WaitFor(t, `document.querySelector('section.heat[data-cells="60"]')`, settle, "the heatmap")
+	var labels []string
+	tab.Eval(t, `[...document.querySelectorAll('section.heat .heat-label')].map((e) => e.textContent)`, &labels)
+	if strings.Join(labels, "\n") != strings.Join([]string{hostileKeys[0], hostileKeys[1], "the rest", hostileKeys[2]}, "\n") {
+		t.Errorf("the heatmap's rows read %q", labels)
+	}
+	if tip := hoverText(t, tab, hostileKeys[0], 0, "keys"); !strings.HasPrefix(tip, hostileKeys[0]+"\n") {
+		t.Errorf("the tooltip reads %q, want the key first", tip)
+	}
+	if tip := hoverText(t, tab, hostileKeys[2], 0, "shards"); !strings.HasPrefix(tip, "shard "+hostileKeys[2]+"\n") {
+		t.Errorf("the shard's tooltip reads %q", tip)
+	}
+	tab.Run(t, settle, chromedp.Evaluate(`location.hash = '#/'`, nil))
+	tab.WaitFor(t, fmt.Sprintf(`document.querySelectorAll('li.incident').length === %d`, len(hostileKeys)), settle, "the incidents")
+	var codes []string
+	tab.Eval(t, `[...document.querySelectorAll('li.incident code.key')].map((e) => e.textContent)`, &codes)
+	if len(codes) != len(hostileKeys) {
+		t.Errorf("the incidents name the keys %q", codes)
+	}
+	noInjection(t, tab)
+}
+
+// noInjection fails the test when the page holds an element or ran a
+// script that came from data.
+func noInjection(t *testing.T, tab *testenv.Tab) {
+	t.Helper()
+	var got struct {
+		Pwned    any
+		Injected int
+	}
+	tab.Eval(t, `({Pwned: window.pwned || null, Injected: document.querySelectorAll('#app img, #app svg, #app script, [onerror], [onload], [onmouseover]').length})`, &got)
+	if got.Pwned != nil || got.Injected != 0 {
+		t.Errorf("data became markup: window.pwned %v, %d injected elements", got.Pwned, got.Injected)
+	}
+	if errs := tab.Errors(); len(errs) > 0 {
+		t.Errorf("errors in the page: %q", errs)
+	}
+}
+
+// TestHTMLReportEscapesKeysInHeatmap: the HTML report of keys holding
+// markup draws them in its heatmap as text.
+func TestHTMLReportEscapesKeysInHeatmap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	var lines []string
+	for n := range 120 {
+		k := hostileKeys[n%len(hostileKeys)]
+		if n%8 >= len(hostileKeys) {
+			k = hostileKeys[0] // the heaviest
+		}
+		pk, _ := json.Marshal(k)
+		lines = append(lines, fmt.Sprintf(`{"ts":"2026-11-22T10:%02d:%02dZ","table":"orders","pk":%s,"op":"PutItem","units":10}`, n/60, n%60, pk))
+	}
+	input := filepath.Join(t.TempDir(), "hostile.jsonl")
+	if err := os.WriteFile(input, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, page, stderr := runAnalyzeCmd(t, "", "analyze", "--format", "html", input)
+	if code != 0 {
+		t.Fatalf("analyze --format html: exit %d: %s", code, stderr)
+	}
+	path := filepath.Join(testenv.ArtifactDir(t), "report.html")
+	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab := testenv.NewTab(t)
+	tab.Run(t, settle, chromedp.Navigate("file://"+path+"#/table/orders"))
+	tab.WaitFor(t, `document.querySelector('section.heat canvas[data-heatmap="keys"]') && document.querySelector('section.heat').dataset.cells > 0`, settle, "the report's heatmap")
+	var rows []string
+	tab.Eval(t, `document.querySelector('canvas[data-heatmap="keys"]').hotkeydHeatmap.rows`, &rows)
+	if len(rows) != len(hostileKeys)+1 || rows[0] != hostileKeys[0] {
+		t.Errorf("the heatmap's rows %q, want the %d keys, heaviest first, and the rest", rows, len(hostileKeys))
+	}
+	if tip := hoverText(t, tab, hostileKeys[0], 0, "keys"); !strings.HasPrefix(tip, hostileKeys[0]+"\n") {
+		t.Errorf("the tooltip reads %q", tip)
+	}
+	noInjection(t, tab)
 }

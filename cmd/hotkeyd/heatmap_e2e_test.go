@@ -33,7 +33,7 @@ type historyFixture struct {
 
 // fixtureCells are orders' writes over the hour before now, a cell a
 // minute (the page asks for the last hour by default): hot is 60% of ten
-// of them, other 10% of each.
+// of them, other 5% of each.
 func fixtureCells(now time.Time, hot, other string) history.Answer {
 	from := now.Truncate(time.Minute).Add(-59 * time.Minute)
 	a := history.Answer{Table: "orders", From: from, To: from.Add(time.Hour), StepSeconds: 60,
@@ -41,14 +41,14 @@ func fixtureCells(now time.Time, hot, other string) history.Answer {
 	s := history.Series{Class: "write", Ceiling: 1000}
 	for i := range 60 {
 		c := history.Cell{Start: from.Add(time.Duration(i) * time.Minute), Units: 60000, Events: 50000, Throttled: uint64(i % 3), DistinctKeys: 800, BusiestSecond: 1200,
-			Keys: []history.KeyCell{{Key: other, Units: 6000, BusiestSecond: 150, Share: 0.1}}, Rest: history.Rest{Units: 18000, Share: 0.3},
+			Keys: []history.KeyCell{{Key: other, Units: 3000, BusiestSecond: 150, Share: 0.05}}, Rest: history.Rest{Units: 21000, Share: 0.35},
 			Shards: []history.ShardCell{{Shard: "shardId-0001", Records: 700, Share: 0.7}, {Shard: "shardId-0002", Records: 300, Share: 0.3}}}
 		if i >= 20 && i < 30 {
 			// The hot key: 60% of the cell, its busiest second at 95%
 			// of the ceiling.
 			c.Keys = append([]history.KeyCell{{Key: hot, Units: 36000, BusiestSecond: 950, Share: 0.6}}, c.Keys...)
 		} else {
-			c.Rest = history.Rest{Units: 54000, Share: 0.9}
+			c.Rest = history.Rest{Units: 57000, Share: 0.95}
 		}
 		s.Cells = append(s.Cells, c)
 	}
