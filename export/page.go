@@ -141,15 +141,24 @@ func (a pageAssets) renderWithPolicy(title, version, mode string, data any, live
 	return b.Bytes(), pagePolicy(b.Bytes(), live), nil
 }
 
+// liveData is the live page's data: what the server serves besides the
+// report.
+type liveData struct {
+	// ServesHistory says that /api/v1/history and /api/v1/incidents are
+	// served: the page then draws the tables' heatmaps and the incidents.
+	ServesHistory bool `json:"serves_history"`
+}
+
 // livePage returns the daemon's page at /, rendered once: it fetches
-// everything it shows from the API. csp is its Content-Security-Policy,
-// for the header.
-func livePage(version string) (page []byte, csp string, err error) {
+// everything it shows from the API, the history's paths where history
+// says they are served. csp is its Content-Security-Policy, for the
+// header.
+func livePage(version string, history bool) (page []byte, csp string, err error) {
 	a, err := loadPageAssets()
 	if err != nil {
 		return nil, "", err
 	}
-	return a.renderWithPolicy("hotkeyd", version, "live", nil, true)
+	return a.renderWithPolicy("hotkeyd", version, "live", liveData{ServesHistory: history}, true)
 }
 
 // HTMLReport is what `hotkeyd analyze --format html` shows: the report,

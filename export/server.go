@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -238,7 +239,9 @@ func (s *Server) routes() (http.Handler, error) {
 		})
 	}
 
-	page, csp, err := livePage(s.cfg.Version)
+	// The page draws heatmaps and incidents where the routes above serve
+	// the history's paths.
+	page, csp, err := livePage(s.cfg.Version, servesHistory(mux))
 	if err != nil {
 		return nil, fmt.Errorf("build the page: %w", err)
 	}
@@ -251,6 +254,17 @@ func (s *Server) routes() (http.Handler, error) {
 		_, _ = w.Write(page)
 	})
 	return securityHeaders(mux), nil
+}
+
+// servesHistory tells whether mux routes GET /api/v1/history and GET
+// /api/v1/incidents (the history store's answers).
+func servesHistory(mux *http.ServeMux) bool {
+	for _, path := range []string{"/api/v1/history", "/api/v1/incidents"} {
+		if _, pattern := mux.Handler(&http.Request{Method: http.MethodGet, URL: &url.URL{Path: path}}); pattern == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // securityHeaders sets on every answer the headers that keep a browser

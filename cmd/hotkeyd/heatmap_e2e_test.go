@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -64,6 +67,26 @@ func (f *historyFixture) serve(t *testing.T, base string) string {
 		t.Fatal(err)
 	}
 	proxy := httputil.NewSingleHostReverseProxy(target)
+	// The page draws the history where its daemon serves it: this one's
+	// is served here.
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.URL.Path != "/" {
+			return nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(body, []byte(`{"serves_history":false}`)) {
+			return fmt.Errorf("the page's data says nothing of the history")
+		}
+		body = bytes.Replace(body, []byte(`{"serves_history":false}`), []byte(`{"serves_history":true}`), 1)
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		return nil
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/", proxy)
 	mux.HandleFunc("GET /api/v1/history", func(w http.ResponseWriter, r *http.Request) {

@@ -508,6 +508,7 @@ func TestAnalyzeHTMLReport(t *testing.T) {
 			}
 			t.Logf("report: %s", path)
 			checkSeries(t, page, rep)
+			checkCells(t, page, rep)
 
 			tab := testenv.NewTab(t)
 			tab.Run(t, settle, chromedp.Navigate("file://"+path))
@@ -529,6 +530,7 @@ func TestAnalyzeHTMLReport(t *testing.T) {
 			tab.WaitFor(t, `document.getElementById('app').dataset.view === 'table' && document.querySelector('[data-chart^="history:"] canvas')`, settle, "the orders table's page")
 			tab.Eval(t, readPageView, &view)
 			compareView(t, view, rep, 0, "orders")
+			checkReportHeatmap(t, tab, rep)
 			tab.Screenshot(t, "table-orders.png")
 
 			for _, a := range tab.Answers(nil) {
@@ -603,6 +605,66 @@ func checkSeries(t *testing.T, page string, rep report.Report) {
 				t.Errorf("%s %s %s key %s: the points add up to %g units, the report has %g", tr.Table, tr.Index, k.Class, k.Key, u, k.Units)
 			}
 		}
+	}
+}
+
+// checkCells reads the cells the report page holds for its heatmaps:
+// one history per table with traffic, over the input, whose cells add up
+// to the table's units of each class, each key's share its part of the
+// cell, and the busiest second of a cell at least its mean.
+func checkCells(t *testing.T, page string, rep report.Report) {
+	t.Helper()
+	m := regexp.MustCompile(`(?s)<script id="hotkeyd-data" type="application/json">(.*?)</script>`).FindStringSubmatch(page)
+	var data export.HTMLReport
+	if m == nil || json.Unmarshal([]byte(m[1]), &data) != nil {
+		t.Fatal("the page holds no data")
+	}
+	if len(data.History) != len(rep.Tables) {
+		t.Fatalf("%d histories for %d tables", len(data.History), len(rep.Tables))
+	}
+	for i, h := range data.History {
+		tr := rep.Tables[i]
+		units := map[string]float64{}
+		for _, s := range h.Series {
+			for _, c := range s.Cells {
+				units[s.Class] += c.Units
+				if c.Start.Before(h.From) || !c.Start.Before(h.To) || c.BusiestSecond < c.Units/float64(h.StepSeconds)-1e-9 {
+					t.Errorf("%s %s: cell %+v outside [%s, %s) or busiest second under its mean", tr.Table, tr.Index, c, h.From, h.To)
+				}
+				for _, k := range c.Keys {
+					if math.Abs(k.Share-k.Units/c.Units) > 1e-9 || k.BusiestSecond > c.BusiestSecond+1e-9 {
+						t.Errorf("%s %s: key %+v of cell %s: share or busiest second off", tr.Table, tr.Index, k, c.Start)
+					}
+				}
+			}
+		}
+		near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, b) }
+		if h.Table != tr.Table || h.Index != tr.Index || !near(units["read"], tr.ReadUnits) || !near(units["write"], tr.WriteUnits) {
+			t.Errorf("history %d: %s %s with %v units, want %s %s's %g read and %g write", i, h.Table, h.Index, units, tr.Table, tr.Index, tr.ReadUnits, tr.WriteUnits)
+		}
+	}
+}
+
+// checkReportHeatmap checks the orders table's heatmap in the report: its
+// heaviest row is one of the table's top keys, and its tooltip names it.
+func checkReportHeatmap(t *testing.T, tab *testenv.Tab, rep report.Report) {
+	t.Helper()
+	tab.WaitFor(t, `document.querySelector('section.heat').dataset.cells > 0`, settle, "the report's heatmap")
+	var rows []string
+	tab.Eval(t, `document.querySelector('canvas[data-heatmap="keys"]').hotkeydHeatmap.rows`, &rows)
+	top := map[string]bool{}
+	for _, tr := range rep.Tables {
+		if tr.Table == "orders" && tr.Index == "" {
+			for _, k := range tr.TopKeys {
+				top[k.Key] = true
+			}
+		}
+	}
+	if len(rows) < 2 || !top[rows[0]] || rows[len(rows)-1] != "the rest" {
+		t.Fatalf("the heatmap's rows %q: want a top key of orders first, the rest last", rows)
+	}
+	if tip := hoverText(t, tab, rows[0], 0, "keys"); !strings.HasPrefix(tip, rows[0]+"\n") || !strings.Contains(tip, "busiest second") {
+		t.Errorf("the tooltip of %s reads %q", rows[0], tip)
 	}
 }
 

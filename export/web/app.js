@@ -610,6 +610,9 @@
   // asks again for the open heatmap's cells (its finest cells are a
   // minute) and for the incidents.
   var HEAT_REFRESH_MS = 60000;
+  // servesHistory: the daemon serves /api/v1/history and /api/v1/incidents
+  // (the live page's data says so).
+  var servesHistory = mode === 'live' && !!(embedded && embedded.serves_history);
   var INCIDENTS_REFRESH_MS = 30000;
   var DAY = 86400;
 
@@ -683,14 +686,14 @@
   // heatSlot places table t's heatmaps on its page (where there is history
   // to draw: always live, in a report when it holds the table's cells).
   function heatSlot(t) {
-    if (mode !== 'live' && !embeddedHistory(t)) return '';
+    if (mode === 'live' ? !servesHistory : !embeddedHistory(t)) return '';
     return '<h2>History</h2><div data-heat-slot="' + esc(tableID(t)) + '"></div>';
   }
 
   // incidentsSlot places the incidents (the last 24 hours live, the
   // file's in a report when analyze gave them).
   function incidentsSlot() {
-    if (mode !== 'live' && !(embedded && embedded.incidents)) return '';
+    if (mode === 'live' ? !servesHistory : !(embedded && embedded.incidents)) return '';
     return '<h2>Incidents</h2><div data-incidents-slot="all"></div>';
   }
 
