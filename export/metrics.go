@@ -280,7 +280,7 @@ func newTableSetMetrics(ts TableSet) (*prometheus.CounterVec, []prometheus.Colle
 func newReporterMetrics() (rejected, unknown, errors *prometheus.CounterVec) {
 	rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hotkeyd_input_rejected_total",
-		Help: "Input lines or records a source could not use and skipped, by source and reason (bad_json, too_long, bad_utf8, missing_table, bad_table, missing_pk, bad_type, bad_units, bad_time, bad_op, bad_record, bad_file, key_too_long, bad_throttle_reason, misspelled_field, duplicate_field).",
+		Help: "Input lines or records a source could not use and skipped, by source and reason (bad_json, too_long, bad_utf8, missing_table, bad_table, missing_pk, bad_type, bad_units, bad_time, bad_op, bad_record, bad_file, key_too_long, bad_throttle_reason, misspelled_field, duplicate_field, beyond_dynamodb_limits).",
 	}, []string{"source", "reason"})
 	unknown = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hotkeyd_input_unknown_fields_total",

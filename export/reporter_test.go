@@ -102,7 +102,7 @@ func TestReporterCountsAllLogsBounded(t *testing.T) {
 		t.Errorf("Rejected() = %d, want 1011", r.Rejected())
 	}
 	want := `
-# HELP hotkeyd_input_rejected_total Input lines or records a source could not use and skipped, by source and reason (bad_json, too_long, bad_utf8, missing_table, bad_table, missing_pk, bad_type, bad_units, bad_time, bad_op, bad_record, bad_file, key_too_long, bad_throttle_reason, misspelled_field, duplicate_field).
+# HELP hotkeyd_input_rejected_total Input lines or records a source could not use and skipped, by source and reason (bad_json, too_long, bad_utf8, missing_table, bad_table, missing_pk, bad_type, bad_units, bad_time, bad_op, bad_record, bad_file, key_too_long, bad_throttle_reason, misspelled_field, duplicate_field, beyond_dynamodb_limits).
 # TYPE hotkeyd_input_rejected_total counter
 hotkeyd_input_rejected_total{reason="bad_json",source="jsonl"} 1001
 hotkeyd_input_rejected_total{reason="missing_pk",source="jsonl"} 10

@@ -39,6 +39,10 @@ const (
 	// comes with a resource that is not the call's table or one of its
 	// indexes.
 	ReasonBadThrottleReason = "bad_throttle_reason"
+	// ReasonBeyondLimits: a call larger than DynamoDB accepts (a
+	// BatchWriteItem of more than 25 requests, a transaction of more than
+	// 100 items): DynamoDB refuses it whole, so no such call was served.
+	ReasonBeyondLimits = "beyond_dynamodb_limits"
 	// ReasonMisspelledField is a member whose name is a near miss of a
 	// field the line lacks ("Units", "pkk"): counting the line without it
 	// would be wrong in silence.

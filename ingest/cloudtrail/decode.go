@@ -58,6 +58,10 @@ type Stats struct {
 	// Keyless counts the Events produced without a partition key (Scan,
 	// PartiQL statements whose key could not be read).
 	Keyless uint64 `json:"keyless"`
+	// AmbiguousReasons counts the throttled items whose errorMessage
+	// named several throttling reasons that could be theirs: counted
+	// throttled without a reason (reasons.go).
+	AmbiguousReasons uint64 `json:"ambiguous_throttle_reasons"`
 	// UnitsPerItem is true when Events count 1 unit per item (2 in a
 	// transaction) rather than consumed capacity, which CloudTrail does
 	// not record. Always true for
@@ -72,6 +76,7 @@ func (s *Stats) Add(o Stats) {
 	s.Failed += o.Failed
 	s.Ignored += o.Ignored
 	s.Keyless += o.Keyless
+	s.AmbiguousReasons += o.AmbiguousReasons
 	s.UnitsPerItem = s.UnitsPerItem || o.UnitsPerItem
 }
 
@@ -146,8 +151,11 @@ type stream struct {
 	p     fastjson.Parser
 	batch []traffic.Event
 	stats Stats
-	// items holds the Events of the record being read.
-	items []traffic.Event
+	// items holds the item accesses of the record being read.
+	items []item
+	// positions is how many items the list of the call being read has,
+	// pos the position of the one being read.
+	positions, pos int
 	// names interns table and index names.
 	names map[string]string
 	// n counts the records read, for messages.
@@ -182,16 +190,26 @@ func (st *stream) decode(in io.Reader) error {
 }
 
 // Record implements jsonscan.RecordHandler: a record, or at the top level
-// an envelope, a bare event or a Records object.
+// an envelope, a bare event or a Records object. It is checked and walked
+// in its bytes (node), never parsed whole.
 func (st *stream) Record(raw []byte, top bool) error {
 	st.n++
-	v, err := st.p.ParseBytes(raw)
-	if err != nil {
-		st.reject(traffic.ReasonBadJSON, parseError(err, st.d.mask))
+	v, ok := objectAt(raw)
+	if !ok {
+		st.reject(traffic.ReasonBadRecord, errors.New("record is not a JSON object"))
 		return nil
 	}
 	st.object(v, top)
 	return st.err
+}
+
+// rejectJSON reports a record that is not valid JSON.
+func (st *stream) rejectJSON(err error) {
+	reason := traffic.ReasonBadJSON
+	if errors.Is(err, jsonscan.ErrBadUTF8) {
+		reason = traffic.ReasonBadUTF8
+	}
+	st.reject(reason, fmt.Errorf("record is not valid JSON: %w", err))
 }
 
 // Bad implements jsonscan.RecordHandler.
@@ -210,37 +228,42 @@ func (st *stream) Bad(p jsonscan.Problem, err error) {
 	}
 }
 
-// object handles a parsed object: with top set, a Records object, an
-// EventBridge envelope or a bare event; otherwise a record of a Records list.
-func (st *stream) object(v *fastjson.Value, top bool) {
-	if top {
-		if recs := v.Get("Records"); recs != nil {
-			arr, err := recs.Array()
-			if err != nil {
-				st.reject(traffic.ReasonBadType, errors.New("the Records member is not an array"))
-				return
-			}
-			for _, r := range arr {
-				if st.err != nil {
-					return
-				}
-				st.object(r, false)
-			}
-			return
-		}
-	}
-	if v.Type() != fastjson.TypeObject {
+// object handles one object: with top set, a Records object, an
+// EventBridge envelope or a bare event; otherwise a record of a Records
+// list. Its members are walked once (scanFields), which checks it.
+func (st *stream) object(v node, top bool) {
+	if v.kind() != jsonscan.Object {
 		st.reject(traffic.ReasonBadRecord, errors.New("record is not a JSON object"))
 		return
 	}
-	if detail := v.Get("detail"); detail != nil && v.Get("eventSource") == nil {
-		if detail.Type() != fastjson.TypeObject {
+	f, err := scanFields(v)
+	if err != nil {
+		st.rejectJSON(err)
+		return
+	}
+	if top && f.records.exists() {
+		if f.records.kind() != jsonscan.Array {
+			st.reject(traffic.ReasonBadType, errors.New("the Records member is not an array"))
+			return
+		}
+		f.records.elements(func(r node) bool {
+			st.object(r, false)
+			return st.err == nil
+		})
+		return
+	}
+	if f.detail.exists() && !f.source.exists() {
+		if f.detail.kind() != jsonscan.Object {
 			st.reject(traffic.ReasonBadType, errors.New("detail is not an object"))
 			return
 		}
-		v = detail
+		v = f.detail
+		if f, err = scanFields(v); err != nil {
+			st.rejectJSON(err)
+			return
+		}
 	}
-	st.record(v)
+	st.record(v, &f)
 }
 
 // emit appends an Event and hands a full batch to the sink.

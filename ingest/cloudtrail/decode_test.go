@@ -28,6 +28,9 @@ func ev(name, rp string, extra ...string) string {
 	return fmt.Sprintf(`{"eventVersion":"1.08","eventTime":"2026-11-22T10:00:00Z","eventSource":"dynamodb.amazonaws.com","eventName":%q,"requestParameters":%s%s}`, name, rp, more)
 }
 
+// repeat joins n copies of s with commas.
+func repeat(s string, n int) string { return strings.TrimSuffix(strings.Repeat(s+",", n), ",") }
+
 func records(recs ...string) string { return `{"Records":[` + strings.Join(recs, ",") + `]}` }
 
 // short renders an Event as table|index|pk|sk|class, with |throttled
@@ -145,8 +148,8 @@ func TestDecodeCalls(t *testing.T) {
 		},
 		{
 			// CloudTrail keeps the exception's message, not its
-			// ThrottlingReasons: a message that names a reason gives it,
-			// with each item's own operation.
+			// ThrottlingReasons: the reasons the message names are read,
+			// and each item takes the one of its class and resource.
 			name: "a reason named in the message",
 			in: records(
 				ev("PutItem", `{"tableName":"Orders","key":{"order":"o-1"}}`, `"errorCode":"ProvisionedThroughputExceededException"`,
@@ -154,9 +157,67 @@ func TestDecodeCalls(t *testing.T) {
 				ev("GetItem", `{"tableName":"Orders","key":{"order":"o-2"}}`, `"errorCode":"ProvisionedThroughputExceededException"`,
 					`"errorMessage":"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."`),
 				ev("ExecuteTransaction", `{"transactStatements":[{"statement":"UPDATE Orders SET n = 2 WHERE order = 'o-3'"}]}`,
-					`"errorCode":"ThrottlingException"`, `"errorMessage":"IndexReadMaxOnDemandThroughputExceeded"`)),
+					`"errorCode":"ThrottlingException"`, `"errorMessage":"IndexWriteMaxOnDemandThroughputExceeded"`),
+				// The first reason named is not the item's: the second is.
+				ev("PutItem", `{"tableName":"Orders","key":{"order":"o-4"}}`, `"errorCode":"ProvisionedThroughputExceededException"`,
+					`"errorMessage":"TableReadProvisionedThroughputExceeded, TableWriteProvisionedThroughputExceeded"`),
+				ev("GetItem", `{"tableName":"Orders","key":{"order":"o-5"}}`, `"errorCode":"ProvisionedThroughputExceededException"`,
+					`"errorMessage":"TableWriteKeyRangeThroughputExceeded; TableReadKeyRangeThroughputExceeded"`),
+				// A read of an index is throttled by the index.
+				ev("Query", `{"tableName":"Orders","indexName":"byCustomer","key":{"customer":"C-1"}}`, `"errorCode":"ProvisionedThroughputExceededException"`,
+					`"errorMessage":"TableReadKeyRangeThroughputExceeded IndexReadKeyRangeThroughputExceeded"`),
+				// Two reasons that both fit a write (its table's and an
+				// index's): counted throttled, the reason unknown.
+				ev("PutItem", `{"tableName":"Orders","key":{"order":"o-6"}}`, `"errorCode":"ProvisionedThroughputExceededException"`,
+					`"errorMessage":"TableWriteKeyRangeThroughputExceeded, IndexWriteProvisionedThroughputExceeded"`)),
 			want: []string{"Orders||o-1||write|throttled|TableWriteKeyRangeThroughputExceeded", "Orders||o-2||read|throttled",
-				"Orders||o-3||write|throttled|IndexWriteMaxOnDemandThroughputExceeded|2u"},
+				"Orders||o-3||write|throttled|IndexWriteMaxOnDemandThroughputExceeded|2u",
+				"Orders||o-4||write|throttled|TableWriteProvisionedThroughputExceeded",
+				"Orders||o-5||read|throttled|TableReadKeyRangeThroughputExceeded",
+				"Orders|byCustomer|C-1||read|throttled|IndexReadKeyRangeThroughputExceeded",
+				"Orders||o-6||write|throttled"},
+		},
+		{
+			// A reason no item of the call can have: not what DynamoDB
+			// said. Refused, as a JSON line's reason of the other class.
+			name: "a reason that cannot be the call's is refused",
+			in: records(
+				ev("PutItem", `{"tableName":"Orders","key":{"order":"o-1"}}`, `"errorCode":"ProvisionedThroughputExceededException"`,
+					`"errorMessage":"TableReadKeyRangeThroughputExceeded"`),
+				ev("GetItem", `{"tableName":"Orders","key":{"order":"o-2"}}`, `"errorCode":"ProvisionedThroughputExceededException"`,
+					`"errorMessage":"IndexReadProvisionedThroughputExceeded"`),
+				ev("ExecuteTransaction", `{"transactStatements":[{"statement":"UPDATE Orders SET n = 2 WHERE order = 'o-3'"}]}`,
+					`"errorCode":"ThrottlingException"`, `"errorMessage":"IndexReadMaxOnDemandThroughputExceeded"`)),
+			rejected: []string{"bad_throttle_reason", "bad_throttle_reason", "bad_throttle_reason"},
+		},
+		{
+			// DynamoDB's limits: 25 requests in a BatchWriteItem, 100 keys
+			// in a BatchGetItem, 100 items in a transaction, 25 statements
+			// in a BatchExecuteStatement, 100 in an ExecuteTransaction.
+			name: "calls larger than DynamoDB accepts are refused whole",
+			in: records(
+				ev("BatchWriteItem", `{"requestItems":{"Orders":[`+repeat(`{"deleteRequest":{"key":{"order":"w"}}}`, 20)+`],"Music":[`+repeat(`{"deleteRequest":{"key":{"Artist":"a","SongTitle":"s"}}}`, 6)+`]}}`),
+				ev("BatchWriteItem", `{"requestItems":{"Orders":[`+repeat(`{"deleteRequest":{"key":{"order":"ok"}}}`, 25)+`]}}`),
+				ev("BatchGetItem", `{"requestItems":{"Orders":{"keys":[`+repeat(`{"order":"g"}`, 60)+`]},"Music":{"keys":[`+repeat(`{"Artist":"a","SongTitle":"s"}`, 41)+`]}}}`),
+				ev("TransactWriteItems", `{"requestItems":[`+repeat(`{"tableName":"Orders","key":{"order":"t"}}`, 101)+`]}`),
+				ev("TransactGetItems", `{"requestItems":[`+repeat(`{"tableName":"Orders","key":{"order":"t"}}`, 101)+`]}`),
+				ev("BatchExecuteStatement", `{"statements":[`+repeat(`{"statement":"DELETE FROM Orders WHERE order = 'b'"}`, 26)+`]}`),
+				ev("ExecuteTransaction", `{"transactStatements":[`+repeat(`{"statement":"DELETE FROM Orders WHERE order = 'x'"}`, 101)+`]}`)),
+			want:     strings.Split(strings.TrimSuffix(strings.Repeat("Orders||ok||write\n", 25), "\n"), "\n"),
+			rejected: []string{"beyond_dynamodb_limits", "beyond_dynamodb_limits", "beyond_dynamodb_limits", "beyond_dynamodb_limits", "beyond_dynamodb_limits", "beyond_dynamodb_limits"},
+		},
+		{
+			// An item without its key is refused alone; the items of the
+			// transaction that have theirs were written, and count.
+			name: "a transaction's items without a key are refused one by one",
+			in: records(ev("TransactWriteItems", `{"requestItems":[
+				{"tableName":"Music","key":{"Artist":"A","SongTitle":"s1"}},
+				{"tableName":"Music","key":{"SongTitle":"s2"}},
+				{"tableName":"Orders","key":{"order":"o-3"}},
+				{"tableName":"Music","key":{"Album":"x"}}]}`),
+				ev("BatchGetItem", `{"requestItems":{"Music":{"keys":[{"Artist":"B","SongTitle":"s"},{"SongTitle":"s"}]}}}`)),
+			want:     []string{"Music||A|s1|write|2u", "Orders||o-3||write|2u", "Music||B|s|read"},
+			rejected: []string{"missing_pk", "missing_pk", "missing_pk"},
 		},
 		{
 			name: "a cancelled transaction counts its throttled items only",
@@ -229,7 +290,7 @@ func TestDecodeCalls(t *testing.T) {
 				ev("ExecuteStatement", `{"statement":"SELECT * FROM \"a\" WHERE order = 'o-4'"}`),
 				ev("GetItem", `{"tableName":"arn:aws:dynamodb:us-east-1:111122223333:table/Orders","key":{"order":"o-5"}}`),
 				ev("BatchWriteItem", `{"requestItems":{"arn:aws:dynamodb:us-east-1:111122223333:table/Orders":[{"deleteRequest":{"key":{"order":"o-6"}}}]}}`)),
-			want:     []string{"Orders||o-5||read", "Orders||o-6||write"},
+			want:     []string{"Orders||o-2||read", "Orders||o-5||read", "Orders||o-6||write"},
 			rejected: []string{"bad_table", "bad_table", "bad_table", "bad_table", "bad_table"},
 		},
 	}

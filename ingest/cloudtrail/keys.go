@@ -155,7 +155,7 @@ func keySchema(v *fastjson.Value) (traffic.KeySchema, bool) {
 
 // key reads the partition and sort key of one access from a key map m of
 // table (or of index, for a Query). A missing m gives an empty key; a key
-// that does not hold the schema's partition key is an error. sort says
+// that does not hold the schema's partition key is an error. wantSK says
 // whether the sort key is wanted.
 //
 // query, for a Query, is its requestParameters: the attribute its key
@@ -169,59 +169,94 @@ func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool, query
 	if err != nil {
 		return "", "", rerr(traffic.ReasonBadType, "key of %s is not an object", table)
 	}
+	name := tableIndex(table, index)
 	if ks, ok := st.d.schemas.get(table, index); ok {
-		pv := obj.Get(ks.PartitionKey)
-		if pv == nil {
-			return "", "", rerr(traffic.ReasonMissingPK, "key of %s has no partition key attribute %q", tableIndex(table, index), ks.PartitionKey)
-		}
-		if pk, err = keyValue(pv); err != nil {
-			return "", "", err
-		}
-		if pk == "" {
-			// DynamoDB refuses empty key values: the record is broken.
-			return "", "", rerr(traffic.ReasonMissingPK, "key of %s has an empty partition key", tableIndex(table, index))
-		}
-		if wantSK && ks.SortKey != "" {
-			if sv := obj.Get(ks.SortKey); sv != nil {
-				if sk, err = keyValue(sv); err != nil {
-					return "", "", err
-				}
-			}
-		}
-		return pk, sk, nil
+		return keyBySchema(name, ks, obj, wantSK)
 	}
 	switch obj.Len() {
 	case 0:
-		return "", "", rerr(traffic.ReasonMissingPK, "empty key of %s", tableIndex(table, index))
+		return "", "", rerr(traffic.ReasonMissingPK, "empty key of %s", name)
 	case 1:
 		// A one-attribute key is the partition key.
 		var v *fastjson.Value
 		obj.Visit(func(_ []byte, x *fastjson.Value) { v = x })
-		if pk, err = keyValue(v); err == nil && pk == "" {
-			err = rerr(traffic.ReasonMissingPK, "key of %s has an empty partition key", tableIndex(table, index))
-		}
+		pk, err = partitionValue(name, v)
 		return pk, "", err
 	}
-	if ranged := rangeAttrs(query); len(ranged) > 0 {
-		var pv *fastjson.Value
-		n := 0
-		obj.Visit(func(k []byte, x *fastjson.Value) {
-			if !ranged[string(k)] {
-				pv = x
-				n++
+	if v := keyByCondition(obj, query); v != nil {
+		pk, err = partitionValue(name, v)
+		return pk, "", err
+	}
+	pk, attrs, err := wholeKey(obj)
+	if err != nil {
+		return "", "", err
+	}
+	st.d.schemas.warnOnce(table, index, attrs)
+	st.stats.AddNoSchema(name)
+	return pk, "", nil
+}
+
+// keyBySchema reads the key of the table or index name, whose schema is
+// ks: the partition key is required and not empty (DynamoDB refuses
+// empty key values), the sort key read when wanted and present.
+func keyBySchema(name string, ks traffic.KeySchema, obj *fastjson.Object, wantSK bool) (pk, sk string, err error) {
+	pv := obj.Get(ks.PartitionKey)
+	if pv == nil {
+		return "", "", rerr(traffic.ReasonMissingPK, "key of %s has no partition key attribute %q", name, ks.PartitionKey)
+	}
+	if pk, err = partitionValue(name, pv); err != nil {
+		return "", "", err
+	}
+	if wantSK && ks.SortKey != "" {
+		if sv := obj.Get(ks.SortKey); sv != nil {
+			if sk, err = keyValue(sv); err != nil {
+				return "", "", err
 			}
-		})
-		if n == 1 {
-			if pk, err = keyValue(pv); err == nil && pk == "" {
-				err = rerr(traffic.ReasonMissingPK, "key of %s has an empty partition key", tableIndex(table, index))
-			}
-			return pk, "", err
 		}
 	}
-	// Several attributes and no schema: which one is the partition key is
-	// unknown, so the whole key counts, in a canonical form.
+	return pk, sk, nil
+}
+
+// partitionValue reads a partition key value, refusing an empty one: the
+// record is broken.
+func partitionValue(name string, v *fastjson.Value) (string, error) {
+	pk, err := keyValue(v)
+	if err == nil && pk == "" {
+		err = rerr(traffic.ReasonMissingPK, "key of %s has an empty partition key", name)
+	}
+	return pk, err
+}
+
+// keyByCondition returns the partition key's value of a Query's key of
+// several attributes without a schema: the one attribute its key
+// condition does not compare with a range operator; nil when that does
+// not tell one.
+func keyByCondition(obj *fastjson.Object, query *fastjson.Value) *fastjson.Value {
+	ranged := rangeAttrs(query)
+	if len(ranged) == 0 {
+		return nil
+	}
+	var pv *fastjson.Value
+	n := 0
+	obj.Visit(func(k []byte, x *fastjson.Value) {
+		if !ranged[string(k)] {
+			pv = x
+			n++
+		}
+	})
+	if n != 1 {
+		return nil
+	}
+	return pv
+}
+
+// wholeKey renders a key of several attributes whose partition key is
+// unknown whole, in a canonical form (attributes sorted by name,
+// "customer=C-1,order=O-9"), with its attribute names.
+func wholeKey(obj *fastjson.Object) (string, []string, error) {
 	type kv struct{ k, v string }
 	pairs := make([]kv, 0, obj.Len())
+	var err error
 	obj.Visit(func(k []byte, x *fastjson.Value) {
 		if err != nil {
 			return
@@ -236,7 +271,7 @@ func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool, query
 		}
 	})
 	if err != nil {
-		return "", "", err
+		return "", nil, err
 	}
 	sort.Slice(pairs, func(i, j int) bool { return pairs[i].k < pairs[j].k })
 	var b strings.Builder
@@ -250,9 +285,7 @@ func (st *stream) key(table, index string, m *fastjson.Value, wantSK bool, query
 		b.WriteString(p.v)
 		attrs[i] = p.k
 	}
-	st.d.schemas.warnOnce(table, index, attrs)
-	st.stats.AddNoSchema(tableIndex(table, index))
-	return b.String(), "", nil
+	return b.String(), attrs, nil
 }
 
 // itemKey reads the key from a full item (PutItem in the API's shape). It

@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
@@ -80,23 +81,6 @@ func isThrottleCode(code []byte) bool {
 	return false
 }
 
-// throttleReason is why a call that failed with errorCode code and
-// errorMessage msg was throttled, as far as the record says: CloudTrail
-// keeps the exception's code and message, not its ThrottlingReasons, so a
-// reason is known when the message names one of DynamoDB's sixteen, or
-// when the code is RequestLimitExceeded, which DynamoDB's API reference
-// defines as throughput beyond the account's quota. Its class is checked
-// against each item's.
-func throttleReason(code, msg []byte, c traffic.Class) traffic.ThrottleReason {
-	if r, ok := traffic.FindThrottleReason(string(msg)); ok {
-		return r
-	}
-	if string(code) == "RequestLimitExceeded" {
-		return traffic.MakeThrottleReason(false, c, traffic.LimitAccount)
-	}
-	return 0
-}
-
 // transactional reports whether a call is a transaction, whose items
 // cost twice a plain call's (traffic.TransactionalUnits).
 func transactional(name []byte) bool {
@@ -129,85 +113,129 @@ func cancelReasons(msg []byte) []string {
 	return out
 }
 
-// record turns one CloudTrail event into Events.
-func (st *stream) record(v *fastjson.Value) {
+// outcome is how a data call ended, as its errorCode and errorMessage say.
+type outcome struct {
+	// throttled: the call, or (with cancel) some of its items, were
+	// refused for capacity.
+	throttled bool
+	// code is the errorCode of a throttled call.
+	code string
+	// reasons are the throttling reasons its errorMessage names.
+	reasons []traffic.ThrottleReason
+	// cancel are a cancelled transaction's reasons, one per item in order.
+	cancel []string
+}
+
+// outcomeOf reads how the call of record v ended; ok is false for a call
+// that failed for another reason than throttling (a failed condition, a
+// validation error), which is neither traffic nor throttled.
+func outcomeOf(f *fields) (o outcome, ok bool) {
+	code, _ := f.code.text()
+	if len(code) == 0 {
+		return o, true
+	}
+	msg, _ := f.msg.text()
+	switch {
+	case isThrottleCode(code):
+		return outcome{throttled: true, code: string(code), reasons: namedReasons(msg)}, true
+	case string(code) == "TransactionCanceledException":
+		o.cancel = cancelReasons(msg)
+		for _, r := range o.cancel {
+			o.throttled = o.throttled || isThrottleReason(r)
+		}
+		return o, o.throttled
+	}
+	return o, false
+}
+
+// record turns one CloudTrail event, v with its fields f, into Events.
+func (st *stream) record(v node, f *fields) {
 	st.stats.Records++
-	if string(v.GetStringBytes("eventSource")) != "dynamodb.amazonaws.com" {
+	if !f.source.is("dynamodb.amazonaws.com") {
 		st.stats.Ignored++
 		return
 	}
-	name := v.GetStringBytes("eventName")
+	name, _ := f.name.text()
 	kind, class, ok := operation(name)
 	if !ok {
 		// Control-plane calls are not traffic, but CreateTable and
 		// UpdateTable say which key attribute is which.
-		st.d.schemas.learn(v)
+		st.learn(v)
 		st.stats.Ignored++
 		return
 	}
-	ts, err := eventTime(v, st.d.mask)
+	ts, err := eventTime(f.time, st.d.mask)
 	if err != nil {
 		st.reject(traffic.ReasonBadTime, err)
 		return
 	}
 	// Failed calls: throttled ones are counted per key as throttled; the
 	// others (a failed condition, a validation error) not at all.
-	throttled := false
-	var reasons []string
-	var why traffic.ThrottleReason
-	if code := v.GetStringBytes("errorCode"); len(code) > 0 {
-		switch {
-		case isThrottleCode(code):
-			throttled = true
-			why = throttleReason(code, v.GetStringBytes("errorMessage"), class)
-		case string(code) == "TransactionCanceledException":
-			reasons = cancelReasons(v.GetStringBytes("errorMessage"))
-			throttled = false
-			for _, r := range reasons {
-				throttled = throttled || isThrottleReason(r)
-			}
-		}
-		if !throttled {
-			st.stats.Failed++
-			return
-		}
+	out, ok := outcomeOf(f)
+	if !ok {
+		st.stats.Failed++
+		return
 	}
-	rp := v.Get("requestParameters")
-	if rp == nil || rp.Type() != fastjson.TypeObject {
+	rp := f.params
+	if rp.kind() != jsonscan.Object {
 		st.reject(traffic.ReasonBadRecord, fmt.Errorf("%s: requestParameters is not an object", name))
 		return
 	}
-	st.items = st.items[:0]
-	if err := st.parse(kind, class, rp); err != nil {
-		reason := traffic.ReasonBadRecord
-		var re *recordError
-		if errors.As(err, &re) {
-			reason = re.reason
-		}
-		st.reject(reason, fmt.Errorf("%s: %w", name, err))
+	st.items, st.positions = st.items[:0], 0
+	if err := st.parse(kind, class, string(name), rp); err != nil {
+		st.reject(reasonOf(err), fmt.Errorf("%s: %w", name, err))
 		return
 	}
-	// A cancelled transaction names a reason per item, in order: only the
-	// items that were throttled count, as throttled. CloudTrail records no
-	// consumed capacity: an item costs one unit, a transaction's two.
-	perItem := reasons != nil && len(reasons) == len(st.items)
+	st.emitItems(name, ts, &out)
+}
+
+// reasonOf is the rejection reason of an error of the record's reading.
+func reasonOf(err error) string {
+	var re *recordError
+	if errors.As(err, &re) {
+		return re.reason
+	}
+	return traffic.ReasonBadRecord
+}
+
+// learn teaches the decoder the key schemas a control-plane record
+// states, parsing it whole when it is no larger than a piece.
+func (st *stream) learn(v node) {
+	pv, err := st.piece(v, "control-plane record")
+	if err != nil {
+		st.reject(reasonOf(err), err)
+		return
+	}
+	st.d.schemas.learn(pv)
+}
+
+// emitItems hands on the items of a call read into st.items. A cancelled
+// transaction names a reason per item, in order: only the items that were
+// throttled count, as throttled. CloudTrail records no consumed capacity:
+// an item costs one unit, a transaction's two.
+func (st *stream) emitItems(name []byte, ts time.Time, out *outcome) {
+	perItem := out.cancel != nil && len(out.cancel) == st.positions
 	units := 1.0
 	if transactional(name) {
 		units = traffic.TransactionalUnits
 	}
 	for i := range st.items {
-		if perItem && !isThrottleReason(reasons[i]) {
+		it := &st.items[i]
+		if perItem && !isThrottleReason(out.cancel[it.pos]) {
 			continue
 		}
-		e := st.items[i]
-		e.Time = ts
-		e.Source = SourceName
-		e.Units = units
-		e.Throttled = throttled
-		if throttled && why.Known() {
-			// The operation of the reason is the item's own (a
-			// statement's class comes from its verb).
-			e.ThrottleReason = traffic.MakeThrottleReason(why.Index(), e.Class, why.Limit())
+		e := it.ev
+		e.Time, e.Source, e.Units, e.Throttled = ts, SourceName, units, out.throttled
+		if out.throttled && out.cancel == nil {
+			why, err := itemReason(out.reasons, out.code, &e)
+			switch {
+			case err == errAmbiguous:
+				st.stats.AmbiguousReasons++
+			case err != nil:
+				st.reject(reasonOf(err), fmt.Errorf("%s: item %d: %w", name, it.pos+1, err))
+				continue
+			}
+			e.ThrottleReason = why
 		}
 		st.emit(e)
 		if st.err != nil {
@@ -217,8 +245,8 @@ func (st *stream) record(v *fastjson.Value) {
 }
 
 // eventTime parses eventTime (RFC 3339, always UTC in CloudTrail).
-func eventTime(v *fastjson.Value, m traffic.Masker) (time.Time, error) {
-	b := v.GetStringBytes("eventTime")
+func eventTime(v node, m traffic.Masker) (time.Time, error) {
+	b, _ := v.text()
 	if len(b) == 0 {
 		return time.Time{}, errors.New("no eventTime")
 	}
@@ -229,9 +257,17 @@ func eventTime(v *fastjson.Value, m traffic.Masker) (time.Time, error) {
 	return t, nil
 }
 
-// add appends one item access to the record's Events.
+// item is one item access of the record being read, and its place in
+// the call's list (a cancelled transaction's reasons follow that order).
+type item struct {
+	ev  traffic.Event
+	pos int
+}
+
+// add appends one item access to the record's items, at the position of
+// the list item being read.
 func (st *stream) add(table, index, pk, sk string, class traffic.Class) {
-	st.items = append(st.items, traffic.Event{Table: table, Index: index, PK: pk, SK: sk, Class: class})
+	st.items = append(st.items, item{traffic.Event{Table: table, Index: index, PK: pk, SK: sk, Class: class}, st.pos})
 }
 
 // get returns the first of the fields that exists: CloudTrail mixes
@@ -273,207 +309,6 @@ func (st *stream) table(v *fastjson.Value) (string, error) {
 
 func (st *stream) index(v *fastjson.Value) (string, error) {
 	return st.field(v, false, "indexName", "IndexName")
-}
-
-// parse reads the items of one call into st.items.
-func (st *stream) parse(kind opKind, class traffic.Class, rp *fastjson.Value) error {
-	switch kind {
-	case opItem:
-		table, pk, sk, err := st.itemOf(rp)
-		if err != nil {
-			return err
-		}
-		if pk == "" {
-			return rerr(traffic.ReasonMissingPK, "no key")
-		}
-		st.add(table, "", pk, sk, class)
-	case opQuery:
-		table, err := st.table(rp)
-		if err != nil {
-			return err
-		}
-		index, err := st.index(rp)
-		if err != nil {
-			return err
-		}
-		// The key holds the key condition's values; a sort key condition
-		// (a range) does not name one item, so only the partition key counts.
-		pk, _, err := st.key(table, index, get(rp, "key", "Key"), false, rp)
-		if err != nil {
-			return err
-		}
-		st.add(table, index, pk, "", class)
-	case opScan:
-		table, err := st.table(rp)
-		if err != nil {
-			return err
-		}
-		index, err := st.index(rp)
-		if err != nil {
-			return err
-		}
-		st.add(table, index, "", "", class)
-	case opBatchGet, opBatchWrite:
-		return st.batchItems(kind, class, get(rp, "requestItems", "RequestItems"))
-	case opTransact:
-		items := get(rp, "requestItems", "transactItems", "RequestItems", "TransactItems")
-		if items == nil || items.Type() != fastjson.TypeArray {
-			return rerr(traffic.ReasonBadRecord, "requestItems is not an array")
-		}
-		arr, _ := items.Array()
-		for _, it := range arr {
-			if err := st.listItem(class, it); err != nil {
-				return err
-			}
-		}
-	case opStatement:
-		return st.statement(get(rp, "statement", "Statement"))
-	case opStatements:
-		items := get(rp, "requestItems", "transactStatements", "statements", "RequestItems", "TransactStatements", "Statements")
-		if items == nil || items.Type() != fastjson.TypeArray {
-			return rerr(traffic.ReasonBadRecord, "requestItems is not an array")
-		}
-		arr, _ := items.Array()
-		for _, it := range arr {
-			if it.Type() != fastjson.TypeObject {
-				return rerr(traffic.ReasonBadType, "statement item is not an object")
-			}
-			if err := st.statement(get(it, "statement", "Statement")); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// listItem reads one element of a transaction's (or a list-shaped batch's)
-// requestItems: its own table and key, maybe wrapped in an operation
-// object as in the API's TransactItems ({"Put": {"TableName":..., "Item":...}}).
-func (st *stream) listItem(class traffic.Class, it *fastjson.Value) error {
-	if it.Type() != fastjson.TypeObject {
-		return rerr(traffic.ReasonBadType, "request item is not an object")
-	}
-	if get(it, "tableName", "TableName") == nil {
-		if inner := get(it, "get", "Get", "put", "Put", "update", "Update", "delete", "Delete", "conditionCheck", "ConditionCheck"); inner != nil && inner.Type() == fastjson.TypeObject {
-			it = inner
-		}
-	}
-	table, pk, sk, err := st.itemOf(it)
-	if err != nil {
-		return err
-	}
-	st.add(table, "", pk, sk, class)
-	return nil
-}
-
-// itemOf reads the table and the key of one item-level request object: its
-// "key", or, for a put in the API's shape, the key attributes in its "item".
-func (st *stream) itemOf(obj *fastjson.Value) (table, pk, sk string, err error) {
-	table, err = st.table(obj)
-	if err != nil {
-		return "", "", "", err
-	}
-	pk, sk, err = st.key(table, "", get(obj, "key", "Key"), true, nil)
-	if err == nil && pk == "" {
-		pk, sk, err = st.itemKey(table, get(obj, "item", "Item"))
-	}
-	return table, pk, sk, err
-}
-
-// batchItems reads BatchGetItem and BatchWriteItem requestItems. No public
-// CloudTrail sample of either exists; this follows the documented request
-// shape, a map from table name to the table's requests:
-//
-//	BatchGetItem:   {"Music": {"keys": [{"Artist": "a", "SongTitle": "t"}]}}
-//	BatchWriteItem: {"Music": [{"putRequest": {"item": {...}}}, {"deleteRequest": {"key": {...}}}]}
-//
-// with CloudTrail's lower-camel names or the API's capitalised ones, and a
-// list shaped like TransactWriteItems' requestItems as well.
-func (st *stream) batchItems(kind opKind, class traffic.Class, items *fastjson.Value) error {
-	if items == nil {
-		return rerr(traffic.ReasonBadRecord, "no requestItems")
-	}
-	switch items.Type() {
-	case fastjson.TypeArray:
-		arr, _ := items.Array()
-		for _, it := range arr {
-			if err := st.listItem(class, it); err != nil {
-				return err
-			}
-		}
-		return nil
-	case fastjson.TypeObject:
-	default:
-		return rerr(traffic.ReasonBadType, "requestItems is neither an object nor an array")
-	}
-	obj, _ := items.Object()
-	var err error
-	obj.Visit(func(k []byte, tv *fastjson.Value) {
-		if err != nil {
-			return
-		}
-		if len(k) == 0 {
-			err = rerr(traffic.ReasonMissingTable, "empty table name in requestItems")
-			return
-		}
-		var table string
-		if table, err = st.intern(k); err != nil {
-			return
-		}
-		if kind == opBatchGet {
-			err = st.batchGetTable(table, class, tv)
-		} else {
-			err = st.batchWriteTable(table, class, tv)
-		}
-	})
-	return err
-}
-
-func (st *stream) batchGetTable(table string, class traffic.Class, tv *fastjson.Value) error {
-	if tv.Type() != fastjson.TypeObject {
-		return rerr(traffic.ReasonBadType, "requestItems.%s is not an object", table)
-	}
-	keys := get(tv, "keys", "Keys")
-	if keys == nil || keys.Type() != fastjson.TypeArray {
-		return rerr(traffic.ReasonBadRecord, "requestItems.%s.keys is not an array", table)
-	}
-	arr, _ := keys.Array()
-	for _, k := range arr {
-		pk, sk, err := st.key(table, "", k, true, nil)
-		if err != nil {
-			return err
-		}
-		if pk == "" {
-			return rerr(traffic.ReasonMissingPK, "requestItems.%s: empty key", table)
-		}
-		st.add(table, "", pk, sk, class)
-	}
-	return nil
-}
-
-func (st *stream) batchWriteTable(table string, class traffic.Class, tv *fastjson.Value) error {
-	if tv.Type() != fastjson.TypeArray {
-		return rerr(traffic.ReasonBadType, "requestItems.%s is not an array", table)
-	}
-	arr, _ := tv.Array()
-	for _, req := range arr {
-		if req.Type() != fastjson.TypeObject {
-			return rerr(traffic.ReasonBadType, "requestItems.%s: request is not an object", table)
-		}
-		r := get(req, "putRequest", "PutRequest", "deleteRequest", "DeleteRequest")
-		if r == nil || r.Type() != fastjson.TypeObject {
-			return rerr(traffic.ReasonBadRecord, "requestItems.%s: neither putRequest nor deleteRequest", table)
-		}
-		pk, sk, err := st.key(table, "", get(r, "key", "Key"), true, nil)
-		if err == nil && pk == "" {
-			pk, sk, err = st.itemKey(table, get(r, "item", "Item"))
-		}
-		if err != nil {
-			return err
-		}
-		st.add(table, "", pk, sk, class)
-	}
-	return nil
 }
 
 // intern returns the table or index name b as a string, sharing one copy

@@ -398,6 +398,10 @@ func (c *cloudTrail) Notes() []string {
 	if st.Throttled > 0 || st.Failed > 0 {
 		notes = append(notes, fmt.Sprintf("CloudTrail: %d throttled and %d otherwise failed calls are not counted as traffic; throttled ones are ranked in throttled_keys.", st.Throttled, st.Failed))
 	}
+	if st.AmbiguousReasons > 0 {
+		notes = append(notes, fmt.Sprintf("CloudTrail: %s throttled with an errorMessage naming several throttling reasons that fit %s; counted throttled without a reason, the cause judged from how the throttled calls spread over the keys.",
+			plural.Count(st.AmbiguousReasons, "item was", "items were"), plural.Noun(st.AmbiguousReasons, "it", "them")))
+	}
 	if len(st.NoSchema) > 0 {
 		notes = append(notes, fmt.Sprintf("CloudTrail: no key schema for %s, so keys were counted whole (all attributes); give one with --key-schema TABLE=PK[,SK] or the config's tables section.", strings.Join(st.NoSchema, ", ")))
 	}
