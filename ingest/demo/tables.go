@@ -198,15 +198,7 @@ func Planted() []Plant {
 
 func mix() []kind {
 	return []kind{
-		{wOrdersWrite, func(w *Workload, ev *traffic.Event) {
-			ev.Table, ev.Class, ev.Units = "orders", traffic.Write, OrderUnits
-			if planted(&w.nOrders, CelebrityShare) {
-				ev.PK = CelebrityUser
-			} else {
-				ev.PK = w.key("USER#", w.rng.Uint64N(Users))
-			}
-			ev.SK = w.key("ORDER#"+ev.Time.UTC().Format("2006-01-02")+"#", w.seq)
-		}},
+		{wOrdersWrite, (*Workload).orderWrite},
 		{wOrdersRead, func(w *Workload, ev *traffic.Event) {
 			ev.Table, ev.Class, ev.Units = "orders", traffic.Read, 0.5
 			ev.PK = w.key("USER#", w.rng.Uint64N(Users))
@@ -215,41 +207,14 @@ func mix() []kind {
 			ev.Table, ev.Index, ev.Class, ev.Units = "orders", "GSI1", traffic.Read, 0.5
 			ev.PK = w.key("SKU#", w.rng.Uint64N(SKUs))
 		}},
-		{wTickets, func(w *Workload, ev *traffic.Event) {
-			ev.Table, ev.Class, ev.Units = "tickets", traffic.Write, TicketUnits
-			r := w.rng.Float64()
-			ev.PK = statuses[len(statuses)-1].key
-			for _, s := range statuses {
-				if r < s.share {
-					ev.PK = s.key
-					break
-				}
-				r -= s.share
-			}
-			ev.SK = w.key("TICKET#", w.rng.Uint64N(1_000_000))
-		}},
+		{wTickets, (*Workload).ticket},
 		{wEvents, func(w *Workload, ev *traffic.Event) {
 			ev.Table, ev.Class, ev.Units = "events", traffic.Write, EventUnits
 			ev.PK = "EVENTS#" + ev.Time.UTC().Format("2006-01-02")
 			ev.SK = w.key(ev.Time.UTC().Format(time.RFC3339Nano)+"#", w.seq)
 		}},
-		{wProducts, func(w *Workload, ev *traffic.Event) {
-			ev.Table, ev.Class, ev.Units, ev.SK = "products", traffic.Read, ProductUnits, "DETAILS"
-			if planted(&w.nProducts, HotProductShare) {
-				ev.PK = HotProduct
-			} else {
-				ev.PK = w.key("PRODUCT#", w.rng.Uint64N(Products))
-			}
-		}},
-		{wTelemetry, func(w *Workload, ev *traffic.Event) {
-			ev.Table, ev.Class, ev.Units = "telemetry", traffic.Write, TelemetryUnits
-			if planted(&w.nTelemetry, HotDeviceShare) {
-				ev.PK = HotDevice
-			} else {
-				ev.PK = w.key("DEVICE#", w.rng.Uint64N(Devices))
-			}
-			ev.SK = w.key("T#", uint64(ev.Time.UnixMilli()))
-		}},
+		{wProducts, (*Workload).productRead},
+		{wTelemetry, (*Workload).telemetry},
 		{wSettings, func(w *Workload, ev *traffic.Event) {
 			ev.Table, ev.Class = "settings", traffic.Write
 			if planted(&w.nSettings, 1.0/3) {
@@ -259,14 +224,7 @@ func mix() []kind {
 			}
 		}},
 		{wShipments, (*Workload).shipment},
-		{wLedger, func(w *Workload, ev *traffic.Event) {
-			ev.Table, ev.Class = "ledger", traffic.Write
-			ev.PK = w.key("ACCOUNT#", w.rng.Uint64N(Accounts))
-			if w.chance(LedgerRefused) {
-				ev.Throttled = true
-				ev.ThrottleReason = traffic.MakeThrottleReason(false, traffic.Write, traffic.LimitProvisioned)
-			}
-		}},
+		{wLedger, (*Workload).ledgerWrite},
 		{wSessionsRead, func(w *Workload, ev *traffic.Event) {
 			ev.Table, ev.Class, ev.Units = "sessions", traffic.Read, 0.5
 			ev.PK = w.key("SESSION#", w.rng.Uint64N(Sessions))
@@ -279,5 +237,65 @@ func mix() []kind {
 			// A Scan reads no particular key: counted for the table only.
 			ev.Table, ev.Class, ev.Units = "sessions", traffic.Read, scanUnits
 		}},
+	}
+}
+
+// orderWrite is an order written: by the celebrity at CelebrityShare, else
+// by any user, under the day's order key.
+func (w *Workload) orderWrite(ev *traffic.Event) {
+	ev.Table, ev.Class, ev.Units = "orders", traffic.Write, OrderUnits
+	if planted(&w.nOrders, CelebrityShare) {
+		ev.PK = CelebrityUser
+	} else {
+		ev.PK = w.key("USER#", w.rng.Uint64N(Users))
+	}
+	ev.SK = w.key("ORDER#"+ev.Time.UTC().Format("2006-01-02")+"#", w.seq)
+}
+
+// ticket is a ticket written under its status, the statuses at their shares.
+func (w *Workload) ticket(ev *traffic.Event) {
+	ev.Table, ev.Class, ev.Units = "tickets", traffic.Write, TicketUnits
+	r := w.rng.Float64()
+	ev.PK = statuses[len(statuses)-1].key
+	for _, s := range statuses {
+		if r < s.share {
+			ev.PK = s.key
+			break
+		}
+		r -= s.share
+	}
+	ev.SK = w.key("TICKET#", w.rng.Uint64N(1_000_000))
+}
+
+// productRead is a product's details read: the hot product at
+// HotProductShare.
+func (w *Workload) productRead(ev *traffic.Event) {
+	ev.Table, ev.Class, ev.Units, ev.SK = "products", traffic.Read, ProductUnits, "DETAILS"
+	if planted(&w.nProducts, HotProductShare) {
+		ev.PK = HotProduct
+	} else {
+		ev.PK = w.key("PRODUCT#", w.rng.Uint64N(Products))
+	}
+}
+
+// telemetry is a device's reading written: the hot device at HotDeviceShare.
+func (w *Workload) telemetry(ev *traffic.Event) {
+	ev.Table, ev.Class, ev.Units = "telemetry", traffic.Write, TelemetryUnits
+	if planted(&w.nTelemetry, HotDeviceShare) {
+		ev.PK = HotDevice
+	} else {
+		ev.PK = w.key("DEVICE#", w.rng.Uint64N(Devices))
+	}
+	ev.SK = w.key("T#", uint64(ev.Time.UnixMilli()))
+}
+
+// ledgerWrite is an account's ledger write, refused for the table's
+// provisioned capacity at LedgerRefused.
+func (w *Workload) ledgerWrite(ev *traffic.Event) {
+	ev.Table, ev.Class = "ledger", traffic.Write
+	ev.PK = w.key("ACCOUNT#", w.rng.Uint64N(Accounts))
+	if w.chance(LedgerRefused) {
+		ev.Throttled = true
+		ev.ThrottleReason = traffic.MakeThrottleReason(false, traffic.Write, traffic.LimitProvisioned)
 	}
 }
