@@ -8,8 +8,18 @@ func Overview() Dashboard {
 	l := &layout{}
 	all := sel()
 	var panels []Panel
+	panels = append(panels, overviewNow(l, all)...)
+	panels = append(panels, overviewTraffic(l, all)...)
+	panels = append(panels, overviewReaders(l, all)...)
+	return newDashboard("hotkeyd-overview", "hotkeyd / Overview",
+		"Hot partition keys in DynamoDB tables: traffic, hot keys with the advised fix, and the readers' health.",
+		variables(), panels)
+}
 
-	panels = append(panels, l.row("Now"))
+// overviewNow is the overview's first row: counts and diagnoses now, the
+// top keys' shares and busiest seconds.
+func overviewNow(l *layout, all string) []Panel {
+	panels := []Panel{l.row("Now")}
 	panels = append(panels,
 		l.stat("Tables", "Tables and indexes (table/index) hotkeyd has seen traffic for.", "none",
 			`count(count by (table) (hotkeyd_units_total`+all+`))`, 3, 4, nil),
@@ -47,9 +57,12 @@ func Overview() Dashboard {
 			"Each top key's busiest second of the window as a fraction of what one partition serves as configured (write_limit, 1000 WCU/s unless set; read_limit, 3000 RCU/s): orange from 50 % (warning), red from 80 % (critical), the detector's default severities.",
 			`topk(15, `+ofCeiling("table, class, key", "hotkeyd_key_peak_units_per_second")+`)`, "{{table}} {{class}} {{key}}", 12, 9),
 	)
+	return panels
+}
 
-	panels = append(panels, l.row("Traffic"))
-	panels = append(panels,
+// overviewTraffic is the overview's row of traffic over time.
+func overviewTraffic(l *layout, all string) []Panel {
+	return []Panel{l.row("Traffic"),
 		l.timeSeries("Events per second by table and class", "Accesses per second, summed over replicas.", "reqps", 12, 8,
 			Target{Expr: `sum by (table, class) (rate(hotkeyd_events_total` + all + `[$__rate_interval]))`, LegendFormat: "{{table}} {{class}}"}),
 		l.timeSeries("Units per second by table and class", "Consumed capacity units per second (RCU for reads, WCU for writes), summed over replicas.", "short", 12, 8,
@@ -66,10 +79,12 @@ func Overview() Dashboard {
 			Target{Expr: `sum by (table, class) (rate(hotkeyd_throttled_events_total` + all + `[$__rate_interval]))`, LegendFormat: "{{table}} {{class}}"}),
 		l.timeSeries("Calls refused by throttling", "Share of each table's calls of a class refused by throttling. Spread over the keys, it is the table's (or index's) capacity: a capacity diagnosis, warning from 1 %, critical from 5 %; on a few keys, their key range.", "percentunit", 12, 8,
 			Target{Expr: `sum by (table, class) (rate(hotkeyd_throttled_events_total` + all + `[$__rate_interval])) / (sum by (table, class) (rate(hotkeyd_throttled_events_total` + all + `[$__rate_interval])) + sum by (table, class) (rate(hotkeyd_events_total` + all + `[$__rate_interval])))`, LegendFormat: "{{table}} {{class}}"}),
-	)
+	}
+}
 
-	panels = append(panels, l.row("Readers"))
-	panels = append(panels,
+// overviewReaders is the overview's row of the readers' health.
+func overviewReaders(l *layout, all string) []Panel {
+	return []Panel{l.row("Readers"),
 		l.timeSeries("Stream iterator age", "How far behind the newest record each stream shard is read. Records are trimmed after 24 hours.", "s", 8, 8,
 			Target{Expr: `max by (table, shard) (hotkeyd_stream_iterator_age_seconds` + all + `)`, LegendFormat: "{{table}} {{shard}}"}),
 		l.timeSeries("Stream shards by state", "Stream shards per table, by state. Every replica reports the whole listing, so replicas are combined with max, not summed.", "short", 8, 8,
@@ -85,11 +100,7 @@ func Overview() Dashboard {
 			Target{Expr: `sum by (instance, lease_table) (hotkeyd_leases_held` + all + `)`, LegendFormat: "{{instance}} {{lease_table}}"}),
 		l.timeSeries("Oldest peer summary by replica", "With a lease table: how old the oldest other replica's window summary is that each replica adds to its own to judge shares on the whole traffic. Summaries older than failover_time are dropped; values near it mean a replica is failing to publish.", "s", 12, 8,
 			Target{Expr: `max by (instance, lease_table) (hotkeyd_lease_peer_summary_age_seconds` + all + `)`, LegendFormat: "{{instance}} {{lease_table}}"}),
-	)
-
-	return newDashboard("hotkeyd-overview", "hotkeyd / Overview",
-		"Hot partition keys in DynamoDB tables: traffic, hot keys with the advised fix, and the readers' health.",
-		variables(), panels)
+	}
 }
 
 // ceilingSeries is a time series of fractions of the partition ceiling,

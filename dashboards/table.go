@@ -8,8 +8,23 @@ func Table() Dashboard {
 	t := sel(`table="$table"`)
 	tc := sel(`table="$table"`, `class=~"$class"`)
 	var panels []Panel
+	panels = append(panels, tableNow(l, t, tc)...)
+	panels = append(panels, tableKeys(l, t, tc)...)
+	panels = append(panels, tableStream(l, t)...)
+	tmpl := variables(
+		queryVariable("table", "Table", `label_values(hotkeyd_units_total{job=~"$job", instance=~"$instance"}, table)`, false),
+		queryVariable("class", "Class", `label_values(hotkeyd_units_total{job=~"$job", instance=~"$instance", table="$table"}, class)`, true),
+	)
+	return newDashboard("hotkeyd-table", "hotkeyd / Table",
+		"One DynamoDB table (or index) in detail: its diagnoses with severity and fix, the findings behind them, its keys' shares, rates and busiest seconds against the partition ceiling, distinct keys and its stream.",
+		tmpl, panels)
+}
 
-	panels = append(panels, l.row("$table now"))
+// tableNow is the table dashboard's first row: its numbers, diagnoses and
+// findings now, its top keys' shares and busiest seconds (t selects the
+// table, tc the table and the chosen classes).
+func tableNow(l *layout, t, tc string) []Panel {
+	panels := []Panel{l.row("$table now")}
 	panels = append(panels,
 		l.stat("Units/s", "Capacity units per second of the chosen classes.", "short",
 			`sum(rate(hotkeyd_units_total`+tc+`[$__rate_interval]))`, 5, 4, nil),
@@ -38,9 +53,12 @@ func Table() Dashboard {
 			"The table's top keys' busiest second of the window as a fraction of one partition's ceiling of their class: orange from 50 % (warning), red from 80 % (critical).",
 			`topk(15, `+ofCeiling("class, key", "hotkeyd_key_peak_units_per_second", `table="$table"`, `class=~"$class"`)+`)`, "{{class}} {{key}}", 12, 8),
 	)
+	return panels
+}
 
-	panels = append(panels, l.row("Keys"))
-	panels = append(panels,
+// tableKeys is the table dashboard's row of its keys over time.
+func tableKeys(l *layout, t, tc string) []Panel {
+	return []Panel{l.row("Keys"),
 		l.timeSeries("Key share over time", "Share of the table's units of the class per top key.", "percentunit", 12, 8,
 			Target{Expr: `max by (class, key) (hotkeyd_key_share` + tc + `)`, LegendFormat: "{{class}} {{key}}"}),
 		l.timeSeries("Key units per second", "Capacity units per second per top key, averaged over the window, and its busiest second (peak).", "short", 12, 8,
@@ -60,10 +78,12 @@ func Table() Dashboard {
 			Target{Expr: `topk(10, max by (key) (hotkeyd_key_throttled_max` + t + `))`, LegendFormat: "{{key}} at most"}),
 		l.timeSeries("Calls refused by throttling", "Share of the table's calls of each class refused by throttling. Spread over the keys, it is the table's capacity (a capacity diagnosis, warning from 1 %, critical from 5 %); on a few keys, their key range.", "percentunit", 12, 8,
 			Target{Expr: `sum by (class) (rate(hotkeyd_throttled_events_total` + tc + `[$__rate_interval])) / (sum by (class) (rate(hotkeyd_throttled_events_total` + tc + `[$__rate_interval])) + sum by (class) (rate(hotkeyd_events_total` + tc + `[$__rate_interval])))`, LegendFormat: "{{class}}"}),
-	)
+	}
+}
 
-	panels = append(panels, l.row("Stream"))
-	panels = append(panels,
+// tableStream is the table dashboard's row of its stream.
+func tableStream(l *layout, t string) []Panel {
+	return []Panel{l.row("Stream"),
 		l.timeSeries("Iterator age by shard", "How far behind the newest record each shard of the table's stream is read.", "s", 12, 8,
 			Target{Expr: `max by (shard) (hotkeyd_stream_iterator_age_seconds` + t + `)`, LegendFormat: "{{shard}}"}),
 		l.timeSeries("Shards by state", "The table's stream shards by state.", "short", 12, 8,
@@ -74,13 +94,5 @@ func Table() Dashboard {
 			Target{Expr: `sum(rate(hotkeyd_stream_get_records_calls_total` + t + `[$__rate_interval]))`, LegendFormat: "GetRecords calls"}),
 		l.timeSeries("Trimmed gaps", "Times unread records had been trimmed (older than 24 h) and the reader skipped to the oldest record left. Any increase means lost records.", "short", 12, 8,
 			Target{Expr: `sum(increase(hotkeyd_stream_trimmed_gaps_total` + t + `[$__rate_interval]))`, LegendFormat: "gaps"}),
-	)
-
-	tmpl := variables(
-		queryVariable("table", "Table", `label_values(hotkeyd_units_total{job=~"$job", instance=~"$instance"}, table)`, false),
-		queryVariable("class", "Class", `label_values(hotkeyd_units_total{job=~"$job", instance=~"$instance", table="$table"}, class)`, true),
-	)
-	return newDashboard("hotkeyd-table", "hotkeyd / Table",
-		"One DynamoDB table (or index) in detail: its diagnoses with severity and fix, the findings behind them, its keys' shares, rates and busiest seconds against the partition ceiling, distinct keys and its stream.",
-		tmpl, panels)
+	}
 }

@@ -34,8 +34,6 @@ var longScanners = map[string]bool{
 var movingPaths = []string{
 	"ingest/cloudtrail/",
 	"ingest/internal/shards/",
-	"internal/cmd/",
-	"dashboards/",
 }
 
 // TestFunctionsShort holds every non-test function of the module to

@@ -10,6 +10,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,21 +54,7 @@ func run() int {
 		runtime.MemProfileRate = 4096
 	}
 	if *gen != "" {
-		f, err := os.Create(*gen)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "benchcmd:", err)
-			return 1
-		}
-		n, err := benchgen.Generate(f, *events, 1)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "benchcmd: generate:", err)
-			return 1
-		}
-		fmt.Fprintf(os.Stderr, "benchcmd: wrote %d events, %d bytes to %s\n", *events, n, *gen)
-		return 0
+		return generate(*gen, *events)
 	}
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: benchcmd -impl exact|fast|parallel|analyze FILE")
@@ -86,34 +73,20 @@ func run() int {
 	}
 	var r io.Reader = f
 	if *cpuprofile != "" {
-		pf, err := os.Create(*cpuprofile)
+		stop, err := startCPUProfile(*cpuprofile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "benchcmd:", err)
 			return 1
 		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			fmt.Fprintln(os.Stderr, "benchcmd:", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	start := time.Now()
-	var res Result
-	switch *impl {
-	case "exact":
-		res, err = Exact(r)
-	case "fast":
-		res, err = Fast(context.Background(), r)
-	case "parallel":
-		res, err = Parallel(context.Background(), flag.Arg(0))
-	case "analyze":
-		res, err = Analyze(context.Background(), flag.Arg(0))
-	default:
+	res, err := runImpl(*impl, r, flag.Arg(0))
+	elapsed := time.Since(start).Seconds()
+	if errors.Is(err, errUnknownImpl) {
 		fmt.Fprintf(os.Stderr, "benchcmd: unknown -impl %q\n", *impl)
 		return 2
 	}
-	elapsed := time.Since(start).Seconds()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchcmd:", err)
 		return 1
@@ -145,6 +118,56 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// generate writes the benchmark file of events events to path.
+func generate(path string, events int) int {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchcmd:", err)
+		return 1
+	}
+	n, err := benchgen.Generate(f, events, 1)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchcmd: generate:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "benchcmd: wrote %d events, %d bytes to %s\n", events, n, path)
+	return 0
+}
+
+// startCPUProfile profiles the CPU into the file at path until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); pf.Close() }, nil
+}
+
+// errUnknownImpl is runImpl's answer to an implementation it does not know.
+var errUnknownImpl = errors.New("unknown implementation")
+
+// runImpl runs implementation impl over r, the file at path.
+func runImpl(impl string, r io.Reader, path string) (Result, error) {
+	switch impl {
+	case "exact":
+		return Exact(r)
+	case "fast":
+		return Fast(context.Background(), r)
+	case "parallel":
+		return Parallel(context.Background(), path)
+	case "analyze":
+		return Analyze(context.Background(), path)
+	}
+	return Result{}, errUnknownImpl
 }
 
 // writeHeapProfile writes the allocations of the run (pprof's

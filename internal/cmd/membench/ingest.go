@@ -34,17 +34,7 @@ func runIngest(bin, mode string, events, tables int, tsv bool) error {
 		}
 		// The file is written whole before it is put where the daemon
 		// looks: it reads it from its beginning, as fast as it can.
-		f, err := os.Create(filepath.Join(dir, "access.jsonl"))
-		if err != nil {
-			return err
-		}
-		for _, b := range bodies {
-			if _, err := f.Write(b); err != nil {
-				f.Close()
-				return err
-			}
-		}
-		if err := f.Close(); err != nil {
+		if err := writeBodies(filepath.Join(dir, "access.jsonl"), bodies); err != nil {
 			return err
 		}
 	}
@@ -70,19 +60,8 @@ func runIngest(bin, mode string, events, tables int, tsv bool) error {
 	if err != nil {
 		return err
 	}
-	// Every event counted: accepted or refused, in the totals.
-	for deadline := time.Now().Add(5 * time.Minute); ; {
-		m, err := scrape(url)
-		if err != nil {
-			return err
-		}
-		if int(m.sum("hotkeyd_events_total")+m.sum("hotkeyd_untracked_events_total")+m.sum("hotkeyd_input_rejected_total")) >= events {
-			break
-		}
-		if time.Now().After(deadline) {
-			return errors.New("the events were not all counted in 5 minutes")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := waitAllCounted(url, events); err != nil {
+		return err
 	}
 	took := time.Since(start).Seconds()
 	cpu1, err := procCPU(pid)
@@ -101,6 +80,39 @@ func runIngest(bin, mode string, events, tables int, tsv bool) error {
 	fmt.Printf("ingest %s: %d events over %d tables (key churn) in %.2f s: %.0f events/s; the daemon used %.2f CPU-s (%.2f cores): %.0f events per CPU-second; peak RSS %.0f MiB\n",
 		mode, events, tables, took, float64(events)/took, cpu, cpu/took, float64(events)/cpu, mib(hwm))
 	return nil
+}
+
+// writeBodies writes the bodies into one file at path.
+func writeBodies(path string, bodies [][]byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	for _, b := range bodies {
+		if _, err := f.Write(b); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// waitAllCounted waits, at most five minutes, for every one of events to
+// be counted: accepted or refused, in the totals.
+func waitAllCounted(url string, events int) error {
+	for deadline := time.Now().Add(5 * time.Minute); ; {
+		m, err := scrape(url)
+		if err != nil {
+			return err
+		}
+		if int(m.sum("hotkeyd_events_total")+m.sum("hotkeyd_untracked_events_total")+m.sum("hotkeyd_input_rejected_total")) >= events {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the events were not all counted in 5 minutes")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // churnBodies returns events JSON lines over tables tables, reads and

@@ -146,24 +146,8 @@ func run(bin, profile string, groups []group, maxTables int, memLimit string, ts
 		return err
 	}
 	fed := time.Since(start)
-	// Every POST is answered once its events are counted; the series of a
-	// table evicted on the way are gone, so wait for the counts to settle
-	// rather than for a sum.
-	deadline := time.Now().Add(2 * time.Minute)
-	for last := -1.0; ; {
-		m, err := scrape(url)
-		if err != nil {
-			return err
-		}
-		counted := m.sum("hotkeyd_events_total") + m.sum("hotkeyd_untracked_events_total")
-		if counted == last {
-			break
-		}
-		if time.Now().After(deadline) {
-			return errors.New("counts did not settle in time")
-		}
-		last = counted
-		time.Sleep(500 * time.Millisecond)
+	if err := waitSettled(url); err != nil {
+		return err
 	}
 	time.Sleep(settle) // a few evaluations: snapshots allocate too
 	m, err := scrape(url)
@@ -174,33 +158,13 @@ func run(bin, profile string, groups []group, maxTables int, memLimit string, ts
 	if err != nil {
 		return err
 	}
-	daemon := config.Default() // the daemon's sketches, as its config builds them
-	if maxTables > 0 {
-		daemon.MaxTables = maxTables
-	}
-	c := daemon.Pipeline().Sketch
-	var keys []sketch.TableKeys
-	for _, g := range groups {
-		for range g.tables {
-			keys = append(keys, sketch.TableKeys{Keys: g.keys, KeyBytes: max(g.keyBytes, len("KEY#000001"))})
-		}
-	}
-	model := c.MemoryFor(keys)
+	c, model := memoryModel(groups, maxTables)
 	tracked := m.sum("hotkeyd_tables_tracked")
 	heap := m.sum("go_memstats_heap_inuse_bytes")
 	liveMB := live.last()
-	var idleCPU float64
-	var idleRSS int
-	if idle > 0 {
-		if idleCPU, idleRSS, err = idleRun(url, d.pid, idle); err != nil {
-			return err
-		}
-	}
-	var load scrapeLoad
-	if scrapes > 0 {
-		if load, err = scrapeRounds(url, d.pid, scrapes, rounds); err != nil {
-			return err
-		}
+	idleCPU, idleRSS, load, err := loads(url, d.pid, idle, scrapes, rounds)
+	if err != nil {
+		return err
 	}
 	if tsv {
 		if scrapes > 0 {
@@ -223,6 +187,62 @@ func run(bin, profile string, groups []group, maxTables int, memLimit string, ts
 		fmt.Printf("  idle %s: CPU %.1f %% of a core, RSS at the end %.1f MiB\n", idle, 100*idleCPU, mib(idleRSS))
 	}
 	return nil
+}
+
+// loads measures the daemon idle for idle (its CPU and RSS at the end)
+// and under rounds of scrapes concurrent scrapes; each when asked for.
+func loads(url string, pid int, idle time.Duration, scrapes, rounds int) (idleCPU float64, idleRSS int, load scrapeLoad, err error) {
+	if idle > 0 {
+		if idleCPU, idleRSS, err = idleRun(url, pid, idle); err != nil {
+			return 0, 0, load, err
+		}
+	}
+	if scrapes > 0 {
+		if load, err = scrapeRounds(url, pid, scrapes, rounds); err != nil {
+			return 0, 0, load, err
+		}
+	}
+	return idleCPU, idleRSS, load, nil
+}
+
+// waitSettled waits, at most two minutes, for the daemon's counts to
+// settle. Every POST is answered once its events are counted; the series
+// of a table evicted on the way are gone, so it waits for the counts to
+// stop moving rather than for a sum.
+func waitSettled(url string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for last := -1.0; ; {
+		m, err := scrape(url)
+		if err != nil {
+			return err
+		}
+		counted := m.sum("hotkeyd_events_total") + m.sum("hotkeyd_untracked_events_total")
+		if counted == last {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("counts did not settle in time")
+		}
+		last = counted
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// memoryModel is the daemon's sketches, as its config builds them, and the
+// memory they take for the groups' tables (sketch.Config.MemoryFor).
+func memoryModel(groups []group, maxTables int) (sketch.Config, int) {
+	daemon := config.Default()
+	if maxTables > 0 {
+		daemon.MaxTables = maxTables
+	}
+	c := daemon.Pipeline().Sketch
+	var keys []sketch.TableKeys
+	for _, g := range groups {
+		for range g.tables {
+			keys = append(keys, sketch.TableKeys{Keys: g.keys, KeyBytes: max(g.keyBytes, len("KEY#000001"))})
+		}
+	}
+	return c, c.MemoryFor(keys)
 }
 
 // liveHeap keeps the live heap of the last collection gctrace reported

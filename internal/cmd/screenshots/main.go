@@ -64,19 +64,10 @@ func run(out, input string, width, height int) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build hotkeyd: %w", err)
 	}
-
 	// The report first: it needs no daemon.
 	report := filepath.Join(tmp, "report.html")
-	f, err := os.Create(report)
-	if err != nil {
+	if err := writeReport(bin, input, report); err != nil {
 		return err
-	}
-	analyze := exec.Command(bin, "analyze", "--format", "html", input)
-	analyze.Stdout, analyze.Stderr = f, io.Discard
-	err = analyze.Run()
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("hotkeyd analyze %s: %w", input, err)
 	}
 
 	bctx, stop, err := testenv.StartBrowser()
@@ -132,6 +123,22 @@ func run(out, input string, width, height int) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, filepath.Base(testenv.ScreenshotManifest)), append(b, '\n'), 0o644)
+}
+
+// writeReport writes hotkeyd analyze's HTML report of input to path.
+func writeReport(bin, input, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	analyze := exec.Command(bin, "analyze", "--format", "html", input)
+	analyze.Stdout, analyze.Stderr = f, io.Discard
+	err = analyze.Run()
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("hotkeyd analyze %s: %w", input, err)
+	}
+	return nil
 }
 
 // startDemo runs hotkeyd demo on a free port and returns its base URL and

@@ -109,20 +109,7 @@ func run(t *soakTB, o options) bool {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	cfgPath := filepath.Join(dir, "hotkeyd.yaml")
-	writeConfig := func(n int) {
-		threshold, poll := 0.10, "200ms"
-		if n%2 == 1 {
-			threshold = 0.12
-		}
-		if n%4 >= 2 {
-			poll = "250ms"
-		}
-		cfg := fmt.Sprintf("window: %gs\nthreshold: %g\nsources:\n  - type: dynamodb-streams\n    tables: [%s]\n    region: us-east-1\n    endpoint: %s\n    start: trim_horizon\n    checkpoint_dir: %s\n    poll_interval: %s\n",
-			window.Seconds(), threshold, streamTable, ddb.Endpoint, filepath.Join(dir, "checkpoints"), poll)
-		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeConfig := func(n int) { writeSoakConfig(t, cfgPath, dir, ddb.Endpoint, n) }
 	writeConfig(0)
 	env := []string{"AWS_ACCESS_KEY_ID=hotkeyd", "AWS_SECRET_ACCESS_KEY=hotkeyd", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true"}
 	if o.memLimit != "" {
@@ -140,51 +127,77 @@ func run(t *soakTB, o options) bool {
 	var wg sync.WaitGroup
 	wg.Go(func() { load.run(lctx) })
 	wg.Go(func() { w.run(lctx) })
-
-	// Reloads: every reloadEvery, a new file and POST /-/reload.
 	var reloads []string
-	var reloadMu sync.Mutex
-	wg.Go(func() {
-		for n := 1; ; n++ {
-			select {
-			case <-lctx.Done():
-				return
-			case <-time.After(o.reloadEvery):
-			}
-			writeConfig(n)
-			code, answer := post(h.URL + "/-/reload")
-			reloadMu.Lock()
-			reloads = append(reloads, fmt.Sprintf("%s: %d %s", time.Since(start).Round(time.Second), code, strings.ReplaceAll(answer, "\n", " ")))
-			reloadMu.Unlock()
-			if code != http.StatusOK {
-				t.Errorf("reload %d: %d %s", n, code, answer)
-			}
-		}
-	})
+	wg.Go(func() { reloads = reloadEvery(lctx, t, h.URL, o.reloadEvery, start, writeConfig) })
+	samples, scrapes, failedScrapes := sampleEveryMinute(lctx, t, h.URL, start)
+	wg.Wait()
+	elapsed := time.Since(start)
+	m := settle(t, h.URL, w)
+	return report(t, o, h, load, w, m, samples, reloads, scrapes, failedScrapes, elapsed)
+}
 
-	// Scrapes: one a second; every minute, a sample.
-	var samples []sample
-	scrapes, failedScrapes := 0, 0
+// writeSoakConfig writes the n-th configuration: the threshold and the
+// stream's polling change from one to the next, so that each reload
+// applies something.
+func writeSoakConfig(t *soakTB, path, dir, endpoint string, n int) {
+	threshold, poll := 0.10, "200ms"
+	if n%2 == 1 {
+		threshold = 0.12
+	}
+	if n%4 >= 2 {
+		poll = "250ms"
+	}
+	cfg := fmt.Sprintf("window: %gs\nthreshold: %g\nsources:\n  - type: dynamodb-streams\n    tables: [%s]\n    region: us-east-1\n    endpoint: %s\n    start: trim_horizon\n    checkpoint_dir: %s\n    poll_interval: %s\n",
+		window.Seconds(), threshold, streamTable, endpoint, filepath.Join(dir, "checkpoints"), poll)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reloadEvery writes a new configuration and POSTs /-/reload every
+// interval until ctx ends, and returns each reload's answer.
+func reloadEvery(ctx context.Context, t *soakTB, url string, every time.Duration, start time.Time, writeConfig func(int)) []string {
+	var reloads []string
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return reloads
+		case <-time.After(every):
+		}
+		writeConfig(n)
+		code, answer := post(url + "/-/reload")
+		reloads = append(reloads, fmt.Sprintf("%s: %d %s", time.Since(start).Round(time.Second), code, strings.ReplaceAll(answer, "\n", " ")))
+		if code != http.StatusOK {
+			t.Errorf("reload %d: %d %s", n, code, answer)
+		}
+	}
+}
+
+// sampleEveryMinute scrapes the daemon once a second until ctx ends and
+// keeps a sample every minute, printed as a table row; it returns the
+// samples, the scrapes made and those that failed.
+func sampleEveryMinute(ctx context.Context, t *soakTB, url string, start time.Time) (samples []sample, scrapes, failed int) {
 	var slowest time.Duration
 	fmt.Println()
 	fmt.Println("| minute | RSS MiB | Go heap MiB | goroutines | open files | HTTP events counted | stream events counted | slowest scrape |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	nextSample := start.Add(time.Minute)
 	for done := false; !done; {
 		select {
-		case <-lctx.Done():
+		case <-ctx.Done():
 			done = true
 		case <-tick.C:
 		}
 		began := time.Now()
-		m, err := scrape(h.URL)
+		m, err := scrape(url)
 		took := time.Since(began)
 		scrapes++
 		slowest = max(slowest, took)
 		if err != nil {
-			failedScrapes++
-			if failedScrapes <= 3 {
+			failed++
+			if failed <= 3 {
 				t.Errorf("scrape: %v", err)
 			}
 			continue
@@ -201,23 +214,24 @@ func run(t *soakTB, o options) bool {
 		samples = append(samples, s)
 		fmt.Printf("| %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n", s.at.Minutes(), s.rss/(1<<20), s.heap/(1<<20), s.goroutines, s.fds, s.httpEvents, s.streamEvents, s.maxScrape.Round(time.Millisecond))
 	}
-	tick.Stop()
-	wg.Wait()
-	elapsed := time.Since(start)
+	return samples, scrapes, failed
+}
 
-	// Let the stream reader catch up and the counts settle.
+// settle lets the stream reader catch up and the counts settle (at most
+// two minutes) and returns the last scrape.
+func settle(t *soakTB, url string, w *writes) metrics {
 	var m metrics
+	var err error
 	for deadline, last := time.Now().Add(2*time.Minute), -1.0; ; time.Sleep(2 * time.Second) {
-		if m, err = scrape(h.URL); err != nil {
+		if m, err = scrape(url); err != nil {
 			t.Fatalf("scrape: %v", err)
 		}
 		counted := m.sum("hotkeyd_events_total", "")
 		if counted == last && m.sum("hotkeyd_events_total", `source="dynamodb-streams"`) >= float64(w.written.Load()) || time.Now().After(deadline) {
-			break
+			return m
 		}
 		last = counted
 	}
-	return report(t, o, h, load, w, m, samples, reloads, scrapes, failedScrapes, elapsed)
 }
 
 // report prints the checks and returns whether all passed.
