@@ -32,7 +32,6 @@ var longScanners = map[string]bool{
 // reader's key, the stream sources sharing their engine, and the functions
 // below them, split one group at a time. An entry goes once its work lands; at the end the list is empty.
 var movingPaths = []string{
-	"ingest/cloudtrail/",
 	"ingest/internal/shards/",
 }
 
