@@ -124,18 +124,14 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// NewSource builds the reader of a sources entry of type kinesis, with the
-// config file's key schemas, and registers its metrics.
+// NewSource builds the reader of a sources entry of type kinesis, with
+// the config file's key schemas, and registers its metrics.
 func (c *Config) NewSource(env ingest.Env) (traffic.Source, error) {
-	cfg := *c
-	cfg.Schemas = env.Tables
-	src, err := New(cfg, env.Log, env.Reporter, env.Registerer)
-	if err != nil {
-		return nil, err
-	}
-	src.SetProgress(env.Progress)
-	src.SetCatchUp(env.Window)
-	return src, nil
+	return shards.NewSource(env, func() (*Source, error) {
+		cfg := *c
+		cfg.Schemas = env.Tables
+		return New(cfg, env.Log, env.Reporter, env.Registerer)
+	})
 }
 
 // streamName returns the name of a Kinesis stream's ARN.

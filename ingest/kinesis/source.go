@@ -25,6 +25,9 @@ import (
 // Source reads Kinesis Data Streams for DynamoDB. It implements
 // traffic.Source and traffic.Readier.
 type Source struct {
+	// Reader is the engine's: Name, Ready, SetProgress, SetCatchUp and
+	// Coordinator.
+	shards.Reader
 	cfg     Config
 	log     *zap.Logger
 	rep     traffic.Reporter
@@ -37,14 +40,12 @@ type Source struct {
 	// retention is the longest retention of the streams described, in
 	// hours (0 until one was: DefaultRetention).
 	retention atomic.Int64
-	// schemas are the tables' key schemas and indexes, from the config
-	// and DescribeTable (describer, which watches each table from its
-	// first record on, for as long as runCtx, Run's, lives); gaps are the
-	// index writes the records could not tell.
-	schemas   *streamrecord.Schemas
-	describer *describe.Describer
-	gaps      *streamrecord.Gaps
-	runCtx    context.Context
+	// known is what is known of the tables: their schemas, from the
+	// config and DescribeTable (known.Describer, which watches each table
+	// from its first record on, for as long as runCtx, Run's, lives), and
+	// the index writes the records could not tell.
+	known  *describe.Tables
+	runCtx context.Context
 }
 
 // DefaultRetention is a Kinesis stream's retention unless it was raised.
@@ -91,35 +92,27 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = zap.NewNop()
-	}
-	if rep == nil {
-		rep = traffic.NopReporter{}
-	}
+	log, rep = shards.Defaults(log, rep)
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("register kinesis metrics: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	log = log.Named("kinesis")
-	s := &Source{cfg: cfg, log: log, rep: rep, m: m, api: api, schemas: streamrecord.NewSchemas(cfg.Schemas)}
+	s := &Source{cfg: cfg, log: log, rep: rep, m: m, api: api}
 	var tables describe.API
 	if cfg.DescribeTables && db != nil {
 		tables = db
 	}
-	if s.describer, err = describe.New(describe.Config{Source: SourceName, Interval: cfg.ListInterval, CallTimeout: cfg.CallTimeout},
-		tables, s.schemas, log, rep, reg); err != nil {
+	if s.known, err = describe.NewTables(describe.Config{Source: SourceName, Interval: cfg.ListInterval, CallTimeout: cfg.CallTimeout},
+		cfg.Schemas, tables, log, rep, reg); err != nil {
 		return nil, err
 	}
-	if s.gaps, err = streamrecord.NewGaps(SourceName, log, reg); err != nil {
-		return nil, fmt.Errorf("register kinesis metrics: %w", err)
-	}
 	s.records = streamrecord.NewDumpDecoder(streamrecord.DumpConfig{
-		Schemas: s.schemas, Gaps: s.gaps, Source: SourceName, Log: log, Reporter: rep,
+		Schemas: s.known.Schemas, Gaps: s.known.Gaps, Source: SourceName, Log: log, Reporter: rep,
 		// A table is described on its first record, before the index
 		// writes of that record are told.
-		Meet: func(table string) { s.describer.Watch(s.runCtx, table) },
+		Meet: func(table string) { s.known.Describer.Watch(s.runCtx, table) },
 	})
 	s.e, err = shards.NewEngine(cfg.Config, shards.Parts{
 		Source: SourceName, Service: "kinesis", Network: isNetwork,
@@ -131,44 +124,20 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 	if err != nil {
 		return nil, err
 	}
+	s.Reader = s.e.Reader()
 	return s, nil
 }
-
-// SetProgress makes the reader report each shard's progress in event
-// time to p (a lane per shard). Call it before Run.
-func (s *Source) SetProgress(p *traffic.Progress) {
-	p.Declare(SourceName, 0)
-	s.e.Progress = p
-}
-
-// SetCatchUp sets how far back a shard taken over at LATEST from an
-// earlier owner is read (shards.Settings.CatchUp): the daemon's window.
-func (s *Source) SetCatchUp(d time.Duration) { s.e.CatchUp = d }
 
 // configured lists the streams of the configuration, ARNs and names.
 func (s *Source) configured() []string {
 	return append(slices.Clone(s.cfg.StreamARNs), s.cfg.Streams...)
 }
 
-// Coordinator returns the lease coordinator of a reader with a lease
-// table, nil without: the daemon publishes its summary through it.
-func (s *Source) Coordinator() *lease.Coordinator { return s.e.Coord }
-
-// Name returns "kinesis".
-func (s *Source) Name() string { return SourceName }
-
-// Ready returns nil while the reader works: not before its first
-// successful call, not while the endpoint cannot be reached, not while
-// every configured stream fails (one failing stream among working ones is
-// counted in hotkeyd_source_errors_total only); with a lease table, not
-// while the coordinator cannot read it or renew a lease.
-func (s *Source) Ready() error { return s.e.Ready() }
-
 // Run reads every configured stream until ctx is done. It returns nil when
 // ctx is done; AWS errors are retried, never returned.
 func (s *Source) Run(ctx context.Context, sink traffic.Sink) error {
 	s.runCtx = ctx
-	defer s.describer.Wait()
+	defer s.known.Describer.Wait()
 	s.e.Run(ctx, func() {
 		var wg sync.WaitGroup
 		for _, arn := range s.cfg.StreamARNs {
@@ -189,12 +158,7 @@ func (s *Source) Run(ctx context.Context, sink traffic.Sink) error {
 
 // Notes says what a report must know of how the records were counted:
 // the tables whose index writes their streams' view type hides.
-func (s *Source) Notes() []string {
-	if n := s.gaps.Note(); n != "" {
-		return []string{n}
-	}
-	return nil
-}
+func (s *Source) Notes() []string { return s.known.Notes() }
 
 // streamARN finds the ARN of a stream configured by name, retrying until
 // it succeeds or ctx is done: checkpoints and leases are kept by ARN.

@@ -62,21 +62,13 @@ func (st *stream) List(ctx context.Context) (shards.Listing, error) {
 // shardList returns the shards of a listing: a split's child has one
 // parent, a merge's two (parent and adjacent parent).
 func shardList(list []types.Shard) []shards.Shard {
-	out := make([]shards.Shard, 0, len(list))
-	for _, sh := range list {
-		if sh.ShardId == nil {
-			continue
+	return shards.ShardsOf(list, func(sh *types.Shard) shards.Listed {
+		l := shards.Listed{ID: sh.ShardId, Parents: []*string{sh.ParentShardId, sh.AdjacentParentShardId}}
+		if r := sh.SequenceNumberRange; r != nil {
+			l.End = r.EndingSequenceNumber
 		}
-		si := shards.Shard{ID: *sh.ShardId}
-		for _, p := range []*string{sh.ParentShardId, sh.AdjacentParentShardId} {
-			if p != nil && *p != "" {
-				si.Parents = append(si.Parents, *p)
-			}
-		}
-		si.Closed = sh.SequenceNumberRange != nil && sh.SequenceNumberRange.EndingSequenceNumber != nil
-		out = append(out, si)
-	}
-	return out
+		return l
+	})
 }
 
 // First logs the first listing.

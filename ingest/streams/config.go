@@ -117,15 +117,11 @@ func (c *Config) Validate() error {
 // dynamodb-streams: New with the daemon's logger, Reporter, registry and
 // the config file's tables.
 func (c *Config) NewSource(env ingest.Env) (traffic.Source, error) {
-	cfg := *c
-	cfg.Schemas = env.Tables
-	src, err := New(cfg, env.Log, env.Reporter, env.Registerer)
-	if err != nil {
-		return nil, err
-	}
-	src.SetProgress(env.Progress)
-	src.SetCatchUp(env.Window)
-	return src, nil
+	return shards.NewSource(env, func() (*Source, error) {
+		cfg := *c
+		cfg.Schemas = env.Tables
+		return New(cfg, env.Log, env.Reporter, env.Registerer)
+	})
 }
 
 // RenamedKeys maps the former keys of a sources entry of type

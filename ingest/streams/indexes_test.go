@@ -85,7 +85,7 @@ func testDescribeTableRefused(t *testing.T, d *testenv.DDBLocal) {
 		}
 		ingesttest.WaitFor(t, ingesttest.Eventually, "the table's 10 writes", func() bool { return tableWrites() == 10 })
 		ingesttest.WaitFor(t, ingesttest.Eventually, "the refusal counted", func() bool {
-			return testutil.ToFloat64(r.src.describer.Errors("dynamodb-streams", table, "access_denied")) >= 1
+			return testutil.ToFloat64(r.src.known.Describer.Errors("dynamodb-streams", table, "access_denied")) >= 1
 		})
 		r.stop(t)
 		if n := r.logged("describe table refused"); n != 1 {

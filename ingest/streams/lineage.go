@@ -11,19 +11,11 @@ import (
 // EndingSequenceNumber: DynamoDB writes no more records to it, and
 // reading reaches its end.
 func shardInfos(list []types.Shard) []shards.Shard {
-	out := make([]shards.Shard, 0, len(list))
-	for _, s := range list {
-		if s.ShardId == nil {
-			continue
+	return shards.ShardsOf(list, func(s *types.Shard) shards.Listed {
+		l := shards.Listed{ID: s.ShardId, Parents: []*string{s.ParentShardId}}
+		if r := s.SequenceNumberRange; r != nil {
+			l.End = r.EndingSequenceNumber
 		}
-		si := shards.Shard{ID: *s.ShardId}
-		if s.ParentShardId != nil && *s.ParentShardId != "" {
-			si.Parents = []string{*s.ParentShardId}
-		}
-		if r := s.SequenceNumberRange; r != nil && r.EndingSequenceNumber != nil {
-			si.Closed = true
-		}
-		out = append(out, si)
-	}
-	return out
+		return l
+	})
 }

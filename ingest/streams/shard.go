@@ -38,7 +38,7 @@ func (sr *streamReader) Records(ctx context.Context, shard, iter string) (*dynam
 	sr.clocks.get(shard).polled(sr.s.now())
 	var opts []func(*dynamodbstreams.Options)
 	if !sr.s.cfg.SDKDecode {
-		opts = append(opts, withFastGetRecords(sr.s.schemas.Table(sr.table)))
+		opts = append(opts, withFastGetRecords(sr.s.known.Schemas.Table(sr.table)))
 	}
 	return sr.s.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{
 		ShardIterator: aws.String(iter),
@@ -69,7 +69,7 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 	batch := make([]traffic.Event, 0, len(recs))
 	var ttl int
 	now := sr.s.now()
-	t := sr.s.schemas.Table(table)
+	t := sr.s.known.Schemas.Table(table)
 	for i := range recs {
 		var ev traffic.Event
 		kind, reason, err := streamrecord.Map(&recs[i], table, shard, sr.ks, &ev)
@@ -93,7 +93,7 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 			batch, complete = streamrecord.IndexWrites(&recs[i], t, &ev, batch)
 			batch[at].Units = ev.Units
 			if !complete {
-				sr.s.gaps.Add(table, string(recs[i].Dynamodb.StreamViewType))
+				sr.s.known.Gaps.Add(table, string(recs[i].Dynamodb.StreamViewType))
 			}
 		case streamrecord.KindTTLDelete:
 			ttl++

@@ -26,6 +26,9 @@ const SourceName = streamrecord.SourceName
 // Source reads DynamoDB Streams. It implements traffic.Source and
 // traffic.Readier.
 type Source struct {
+	// Reader is the engine's: Name, Ready, SetProgress, SetCatchUp and
+	// Coordinator.
+	shards.Reader
 	cfg     Config
 	log     *zap.Logger
 	rep     traffic.Reporter
@@ -37,12 +40,10 @@ type Source struct {
 	// e runs the streams' and shards' loops and keeps their health,
 	// checkpoints and, with a lease table, the lease coordinator.
 	e *shards.Engine
-	// schemas are the tables' key schemas and indexes, from the config
-	// and DescribeTable (describer); gaps are the index writes the
+	// known is what is known of the tables: their schemas, from the
+	// config and DescribeTable (known.Describer), and the index writes the
 	// records could not tell.
-	schemas   *streamrecord.Schemas
-	describer *describe.Describer
-	gaps      *streamrecord.Gaps
+	known *describe.Tables
 }
 
 var (
@@ -76,39 +77,25 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 	if len(cfg.Tables) > 0 && tables == nil {
 		return nil, errors.New("tables: a DynamoDB client is required to find the tables' streams")
 	}
-	if log == nil {
-		log = zap.NewNop()
-	}
-	if rep == nil {
-		rep = traffic.NopReporter{}
-	}
+	log, rep = shards.Defaults(log, rep)
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("register stream metrics: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	s := &Source{
-		cfg:     cfg,
-		log:     log.Named("streams"),
-		rep:     rep,
-		m:       m,
-		streams: streams,
-		tables:  tables,
+		cfg: cfg, log: log.Named("streams"), rep: rep, m: m, streams: streams, tables: tables,
 		// DescribeStream allows 10 calls per second per account.
 		limit: rate.NewLimiter(rate.Every(100*time.Millisecond), 1),
 		now:   time.Now,
 	}
-	s.schemas = streamrecord.NewSchemas(cfg.Schemas)
 	var api describe.API
 	if tables != nil {
 		api = tables
 	}
-	if s.describer, err = describe.New(describe.Config{Source: SourceName, Interval: cfg.ListInterval, CallTimeout: cfg.CallTimeout},
-		api, s.schemas, s.log, rep, reg); err != nil {
+	if s.known, err = describe.NewTables(describe.Config{Source: SourceName, Interval: cfg.ListInterval, CallTimeout: cfg.CallTimeout},
+		cfg.Schemas, api, s.log, rep, reg); err != nil {
 		return nil, err
-	}
-	if s.gaps, err = streamrecord.NewGaps(SourceName, s.log, reg); err != nil {
-		return nil, fmt.Errorf("register stream metrics: %w", err)
 	}
 	for _, t := range cfg.Tables {
 		m.initTable(t)
@@ -125,19 +112,9 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 	if err != nil {
 		return nil, err
 	}
+	s.Reader = s.e.Reader()
 	return s, nil
 }
-
-// SetProgress makes the reader report each shard's progress in event
-// time to p (a lane per shard). Call it before Run.
-func (s *Source) SetProgress(p *traffic.Progress) {
-	p.Declare(SourceName, 0)
-	s.e.Progress = p
-}
-
-// SetCatchUp sets how far back a shard taken over at LATEST from an
-// earlier owner is read (shards.Settings.CatchUp): the daemon's window.
-func (s *Source) SetCatchUp(d time.Duration) { s.e.CatchUp = d }
 
 // Retention is how long a DynamoDB stream holds a record: 24 hours
 // (traffic.Retainer).
@@ -146,39 +123,18 @@ func (s *Source) Retention() time.Duration { return Retention }
 // Retention is how long a DynamoDB stream holds a record.
 const Retention = 24 * time.Hour
 
-// Coordinator returns the lease coordinator of a reader with a lease
-// table, nil without: the daemon publishes its summary through it.
-func (s *Source) Coordinator() *lease.Coordinator { return s.e.Coord }
-
-// Name returns "dynamodb-streams".
-func (s *Source) Name() string { return SourceName }
-
-// Ready returns nil while the reader is working: it is not ready before the
-// first successful call, while the endpoint cannot be reached, and while
-// every configured table or stream is failing. One failing table among
-// working ones does not make the reader unready (its errors are counted in
-// hotkeyd_source_errors_total), nor while the checkpoint folder cannot be
-// written. With a lease table it is also not ready while it cannot read
-// the lease table or renew a lease it holds.
-func (s *Source) Ready() error { return s.e.Ready() }
-
 // Run reads every configured stream until ctx is done, handing one batch of
 // Events per GetRecords response to sink. It returns nil when ctx is done;
 // AWS errors are retried, never returned.
 func (s *Source) Run(ctx context.Context, sink traffic.Sink) error {
 	s.e.Run(ctx, func() { s.read(ctx, sink) })
-	s.describer.Wait()
+	s.known.Describer.Wait()
 	return nil
 }
 
 // Notes says what a report must know of how the records were counted:
 // the tables whose index writes the stream's view type hides.
-func (s *Source) Notes() []string {
-	if n := s.gaps.Note(); n != "" {
-		return []string{n}
-	}
-	return nil
-}
+func (s *Source) Notes() []string { return s.known.Notes() }
 
 // read runs a reader of every configured table and stream.
 func (s *Source) read(ctx context.Context, sink traffic.Sink) {

@@ -85,7 +85,7 @@ func (s *Source) latestStreamARN(ctx context.Context, table string) (string, err
 	t := out.Table
 	// The same answer tells the table's indexes (an index created or
 	// deleted is seen within ListInterval).
-	s.describer.Learn(table, t)
+	s.known.Describer.Learn(table, t)
 	if t == nil || t.LatestStreamArn == nil || t.StreamSpecification == nil || !aws.ToBool(t.StreamSpecification.StreamEnabled) {
 		return "", nil
 	}
@@ -193,9 +193,9 @@ func (sr *streamReader) First(ctx context.Context, _ shards.Listing, fresh bool)
 		// A stream configured by ARN: its table is described here, then
 		// every ListInterval (a followed table is learnt from the
 		// descriptions that find its stream).
-		sr.s.describer.Watch(ctx, sr.table)
+		sr.s.known.Describer.Watch(ctx, sr.table)
 	}
-	if t := sr.s.schemas.Table(sr.table); sr.ks.PartitionKey == "" && t != nil {
+	if t := sr.s.known.Schemas.Table(sr.table); sr.ks.PartitionKey == "" && t != nil {
 		// A stream description without the key schema: the table's.
 		sr.ks = t.Key
 	}

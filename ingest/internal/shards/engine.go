@@ -44,6 +44,36 @@ type Listing struct {
 	Disabled bool
 }
 
+// Listed is what a service's listing tells of one shard: its id, the end
+// of its sequence number range (nil while the shard is open) and its
+// parents (nil or "" for none).
+type Listed struct {
+	ID, End *string
+	Parents []*string
+}
+
+// ShardsOf returns the shards of a service's listing, of telling what
+// each tells: a shard without an id is left out, a shard with an end is
+// closed (the service writes no more records to it, and reading reaches
+// its end).
+func ShardsOf[T any](list []T, of func(*T) Listed) []Shard {
+	out := make([]Shard, 0, len(list))
+	for i := range list {
+		l := of(&list[i])
+		if l.ID == nil {
+			continue
+		}
+		sh := Shard{ID: *l.ID, Closed: l.End != nil}
+		for _, p := range l.Parents {
+			if p != nil && *p != "" {
+				sh.Parents = append(sh.Parents, *p)
+			}
+		}
+		out = append(out, sh)
+	}
+	return out
+}
+
 // Emitted is what a reader tells of a batch it handed on.
 type Emitted struct {
 	Records int    // records in the answer, rejected and duplicates included
