@@ -232,7 +232,7 @@ type dumpStream struct {
 	dec   *decoder
 	rec   dumpRecord
 	batch []traffic.Event
-	// ixs holds one record's index writes.
+	// ixs holds one record's writes: the table's, then its indexes'.
 	ixs   []traffic.Event
 	stats DumpStats
 	// n counts the records, for messages.
@@ -408,24 +408,39 @@ func (st *dumpStream) record(raw []byte) {
 		ev.Time = cfg.Now()
 	}
 	ev.Source = cfg.Source
-	var ixs []traffic.Event
+	st.emitWrites(dr, table, ev)
+}
+
+// emitWrites emits a record's table write ev, then the writes it caused
+// in the table's secondary indexes (AppendWrites), counting them.
+func (st *dumpStream) emitWrites(dr *dumpRecord, table string, ev traffic.Event) {
+	cfg := &st.dd.cfg
 	if cfg.Meet != nil {
 		cfg.Meet(table)
 	}
-	if t := cfg.Schemas.Table(table); t.HasIndexes() {
-		// Before the table write is emitted: a local index's writes add
-		// to its units.
-		ixs = st.indexWrites(dr, table, t, &ev)
+	t := cfg.Schemas.Table(table)
+	if t.HasIndexes() {
+		st.readImages(dr, t)
 	}
-	st.emit(ev)
-	for _, ix := range ixs {
-		st.emit(ix)
+	var complete bool
+	st.ixs, complete = AppendWrites(st.ixs[:0], &dr.rec, t, ev, cfg.Gaps)
+	st.stats.IndexWrites += uint64(len(st.ixs) - 1)
+	if !complete {
+		gap := IndexGap{table, string(dr.rec.Dynamodb.StreamViewType)}
+		if st.stats.Incomplete == nil {
+			st.stats.Incomplete = map[IndexGap]uint64{}
+		}
+		st.stats.Incomplete[gap]++
+	}
+	for _, w := range st.ixs {
+		st.emit(w)
 	}
 }
 
-// indexWrites returns the writes a record's table write caused in the
-// table's global secondary indexes, and adds its local indexes' to ev.
-func (st *dumpStream) indexWrites(dr *dumpRecord, table string, t *Table, ev *traffic.Event) []traffic.Event {
+// readImages reads the item images of a record of a table with indexes,
+// as far as its indexes need them: an image the decoder cannot read
+// hides the index writes it would tell, and the table write stands.
+func (st *dumpStream) readImages(dr *dumpRecord, t *Table) {
 	sr := dr.rec.Dynamodb
 	for _, img := range []struct {
 		span []byte
@@ -436,24 +451,10 @@ func (st *dumpStream) indexWrites(dr *dumpRecord, table string, t *Table, ev *tr
 		}
 		m, err := st.dec.imageAt(img.span, t)
 		if err != nil {
-			// An image the decoder cannot read hides the index writes
-			// it would tell; the table write stands.
 			m = nil
 		}
 		*img.dst = m
 	}
-	var complete bool
-	st.ixs, complete = IndexWrites(&dr.rec, t, ev, st.ixs[:0])
-	st.stats.IndexWrites += uint64(len(st.ixs))
-	if !complete {
-		gap := IndexGap{table, string(sr.StreamViewType)}
-		if st.stats.Incomplete == nil {
-			st.stats.Incomplete = map[IndexGap]uint64{}
-		}
-		st.stats.Incomplete[gap]++
-		st.dd.cfg.Gaps.Add(table, gap.ViewType)
-	}
-	return st.ixs
 }
 
 // mapKeys maps a record with the table's key schema, counting a key of

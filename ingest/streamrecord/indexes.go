@@ -55,6 +55,26 @@ import (
 // indexOverhead is DynamoDB's per-entry overhead of a secondary index.
 const indexOverhead = 100
 
+// AppendWrites appends to dst a record's table write ev, then the writes
+// it caused in the table's secondary indexes (IndexWrites): the table
+// write first, with its local indexes' units. A write to a table with
+// indexes whose images could not tell every index write is counted in
+// gaps (nil counts nothing) under its table and its stream's view type,
+// and complete is false.
+func AppendWrites(dst []traffic.Event, r *types.Record, t *Table, ev traffic.Event, gaps *Gaps) (out []traffic.Event, complete bool) {
+	at := len(dst)
+	dst = append(dst, ev)
+	if !t.HasIndexes() {
+		return dst, true
+	}
+	dst, complete = IndexWrites(r, t, &ev, dst)
+	dst[at].Units = ev.Units
+	if !complete {
+		gaps.Add(ev.Table, string(r.Dynamodb.StreamViewType))
+	}
+	return dst, complete
+}
+
 // IndexWrites appends to dst the writes record r (mapped to ev, its time
 // final) causes in the global secondary indexes of t, and adds those of
 // its local secondary indexes to ev.Units. complete is false when the

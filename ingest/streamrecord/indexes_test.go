@@ -98,12 +98,16 @@ func TestIndexWrites(t *testing.T) {
 				if err != nil {
 					t.Fatalf("GetRecords decoder: %v", err)
 				}
-				evs, complete := mapWithIndexes(t, &out.Records[0], cases.Table, schemas.Table(cases.Table))
+				streamGaps, _ := NewGaps("test", nil, nil)
+				evs, complete := mapWithIndexes(t, &out.Records[0], cases.Table, schemas.Table(cases.Table), streamGaps)
 				if got := strings.Join(eventLines(evs), "\n"); got != want {
 					t.Errorf("GetRecords decoder:\n%s\nwant\n%s", got, want)
 				}
 				if complete != c.Complete {
 					t.Errorf("GetRecords decoder: complete %v, want %v", complete, c.Complete)
+				}
+				if (streamGaps.Note() == "") != c.Complete {
+					t.Errorf("GetRecords decoder: gaps note %q with complete %v", streamGaps.Note(), c.Complete)
 				}
 			})
 		}
@@ -111,16 +115,15 @@ func TestIndexWrites(t *testing.T) {
 }
 
 // mapWithIndexes maps a record as the Streams reader does: the table
-// write, then its index writes.
-func mapWithIndexes(t testing.TB, r *types.Record, table string, tb *Table) ([]traffic.Event, bool) {
+// write, then its index writes (AppendWrites), a gap counted in gaps.
+func mapWithIndexes(t testing.TB, r *types.Record, table string, tb *Table, gaps *Gaps) ([]traffic.Event, bool) {
 	t.Helper()
 	var ev traffic.Event
 	kind, _, err := Map(r, table, "", tb.Key, &ev)
 	if kind != KindWrite {
 		t.Fatalf("map: %v", err)
 	}
-	evs, complete := IndexWrites(r, tb, &ev, nil)
-	return append([]traffic.Event{ev}, evs...), complete
+	return AppendWrites(nil, r, tb, ev, gaps)
 }
 
 // FuzzImageSize holds the two ways an image's size is told to one answer:

@@ -81,20 +81,7 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 			if ev.Time.After(e.Newest) {
 				e.Newest = ev.Time
 			}
-			if !t.HasIndexes() {
-				batch = append(batch, ev)
-				break
-			}
-			// The table write goes before its index writes, with its
-			// local indexes' units.
-			at := len(batch)
-			batch = append(batch, ev)
-			var complete bool
-			batch, complete = streamrecord.IndexWrites(&recs[i], t, &ev, batch)
-			batch[at].Units = ev.Units
-			if !complete {
-				sr.s.known.Gaps.Add(table, string(recs[i].Dynamodb.StreamViewType))
-			}
+			batch, _ = streamrecord.AppendWrites(batch, &recs[i], t, ev, sr.s.known.Gaps)
 		case streamrecord.KindTTLDelete:
 			ttl++
 		case streamrecord.KindRejected:
