@@ -20,7 +20,7 @@ var floors = [][]string{
 	{"internal/app/..."},
 	{"ingest/..."},
 	{"export", "judge", "history"},
-	{"detect", "detect/report"},
+	{"detect", "detect/report", "detect/forecast"},
 	{"sketch"},
 	{"traffic"},
 	{"internal/atomicfile", "internal/awsclient", "internal/awslog", "internal/benchgen", "internal/logging", "internal/plural", "internal/promutil", "internal/strictyaml", "internal/testenv"},
@@ -84,6 +84,8 @@ func TestFloors(t *testing.T) {
 				t.Errorf("%s (floor %d) imports %s (floor %d): an arrow pointing up", pkg, from, dep, to)
 			case pkg == "detect/report":
 				t.Errorf("detect/report imports %s: the view model imports nothing of hotkeyd", dep)
+			case pkg == "detect/forecast":
+				t.Errorf("detect/forecast imports %s: the forecast's method imports nothing of hotkeyd", dep)
 			case from == readersFloor && to > readersFloor && to < groundFloor:
 				t.Errorf("reader %s imports %s: readers know nothing downstream of the event contract", pkg, dep)
 			case pkg == "traffic":
