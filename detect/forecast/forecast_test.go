@@ -131,9 +131,6 @@ func (g gen) flat(name string, minDays, maxDays float64, bend func(level float64
 	return g.finish(fmt.Sprintf("%s level=%.0f span=%.1fd noise=%.3f", name, level, span.Hours()/24, noise), end, pts, time.Time{})
 }
 
-// span is how long the shape's series is.
-func (s shape) span() time.Duration { return s.in.End.Sub(s.in.Points[0].Time) }
-
 func constant(level float64, _ time.Time, _ time.Duration) func(float64) float64 {
 	return func(float64) float64 { return level }
 }
