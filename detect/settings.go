@@ -97,6 +97,11 @@ type Settings struct {
 	// throttled is already retries and latency for every caller.
 	CapacityWarnShare     float64 `yaml:"capacity_warn_share"`
 	CapacityCriticalShare float64 `yaml:"capacity_critical_share"`
+	// ForecastHorizon is how far ahead a forecast warns: a key whose trend
+	// reaches its partition's ceiling within it, at good confidence, is a
+	// forecast warning; further out, or at lower confidence, info (Foresee).
+	// 0 never warns.
+	ForecastHorizon time.Duration `yaml:"forecast_horizon"`
 }
 
 // ClearShare is the fraction of Threshold a zero ClearThreshold stands for.
@@ -132,6 +137,8 @@ func DefaultSettings() Settings {
 		// worth a ticket, at 5 % a page.
 		CapacityWarnShare:     0.01,
 		CapacityCriticalShare: 0.05,
+		// A week: time to ship a key design change.
+		ForecastHorizon: 7 * 24 * time.Hour,
 	}
 }
 
@@ -219,6 +226,9 @@ func (s Settings) Validate() error {
 		order("capacity_warn_share", s.CapacityWarnShare, "capacity_critical_share", s.CapacityCriticalShare))
 	if s.Hold < 0 {
 		errs = append(errs, fmt.Errorf("hold: %v must not be negative", s.Hold))
+	}
+	if s.ForecastHorizon < 0 {
+		errs = append(errs, fmt.Errorf("forecast_horizon: %v must not be negative", s.ForecastHorizon))
 	}
 	if s.Top < 0 || s.Top > MaxTop {
 		errs = append(errs, fmt.Errorf("top: must be 0 to %d (the keys a table counts exactly per class), got %d", MaxTop, s.Top))

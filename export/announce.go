@@ -40,6 +40,7 @@ var findingMessages = map[report.Kind]string{
 	report.KindTimeOrderedKey: "time-ordered partition key",
 	report.KindHotPartition:   "hot partition",
 	report.KindCapacity:       "short of capacity",
+	report.KindForecast:       "key growing towards the partition limit",
 }
 
 func findingMessage(kind report.Kind) string {

@@ -285,6 +285,21 @@ func (m *KeyMasker) MaskTable(t report.TableReport) report.TableReport {
 			mt.Diagnoses[j] = m.maskDiagnosis(d, pairs)
 		}
 	}
+	if t.Forecasts != nil {
+		mt.Forecasts = make([]report.Forecast, len(t.Forecasts))
+		for j, f := range t.Forecasts {
+			f.Key = m.Mask(f.Key)
+			mt.Forecasts[j] = f
+		}
+	}
+	if t.Scale != nil {
+		mt.Scale = make([]report.ScaleKey, len(t.Scale))
+		for j, k := range t.Scale {
+			k.Key = m.Mask(k.Key)
+			k.Fix = m.maskFix(k.Fix, pairs)
+			mt.Scale[j] = k
+		}
+	}
 	if t.Quiet != nil {
 		q := *t.Quiet
 		q.Key = m.Mask(q.Key)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/forecast"
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/sketch"
 	"github.com/hotkeyd/hotkeyd/traffic"
@@ -47,12 +48,27 @@ func privacySnapshot() sketch.Snapshot {
 	return sketch.Snapshot{Start: t0, End: end, Tables: []sketch.TableSnapshot{ledger, logs, tickets, users}}
 }
 
+// growingSeries gives every key three days of busiest seconds growing
+// from 100 to 400 units a second up to end: a forecast for each.
+func growingSeries(end time.Time) detect.KeySeries {
+	return func(string, string, traffic.Class, string) []forecast.Point {
+		var pts []forecast.Point
+		for h := 72; h > 0; h-- {
+			pts = append(pts, forecast.Point{Time: end.Add(-time.Duration(h) * time.Hour), Units: 400 - 300*float64(h)/72})
+		}
+		return pts
+	}
+}
+
 // TestMaskedReportLeaksNoKey runs the real detector and checks that no key,
 // nor a recognisable part of one, survives masking anywhere in the report.
 func TestMaskedReportLeaksNoKey(t *testing.T) {
-	rep := detect.Evaluate(privacySnapshot(), detect.DefaultSettings())
+	snap, s := privacySnapshot(), detect.DefaultSettings()
+	rep := detect.Foresee(snap, detect.Evaluate(snap, s), growingSeries(snap.End), s)
 	kinds := map[report.Kind]bool{}
+	scaled := false
 	for _, tr := range rep.Tables {
+		scaled = scaled || len(tr.Scale) > 0
 		for _, f := range tr.Findings {
 			kinds[f.Kind] = true
 		}
@@ -60,7 +76,10 @@ func TestMaskedReportLeaksNoKey(t *testing.T) {
 			t.Fatalf("%s: no diagnosis or quiet to mask; the test needs them", tr.Table)
 		}
 	}
-	for _, k := range []report.Kind{"hot_key", "hot_partition", "time_ordered_key", "low_cardinality", "capacity"} {
+	if !scaled {
+		t.Fatal("no key in the scale view; the test needs one")
+	}
+	for _, k := range []report.Kind{"hot_key", "hot_partition", "time_ordered_key", "low_cardinality", "capacity", "forecast"} {
 		if !kinds[k] {
 			js, _ := json.MarshalIndent(rep, "", " ")
 			t.Fatalf("the detector found no %s; the test needs one:\n%s", k, js)

@@ -75,6 +75,7 @@ func writeTable(w io.Writer, t report.TableReport) {
 			fmt.Fprintf(w, "    (every other key at most %s)\n", groupDigits(t.ThrottledBound))
 		}
 	}
+	writeForecasts(w, t)
 	if len(t.Diagnoses) == 0 {
 		fmt.Fprintln(w, "  no diagnoses")
 	} else {

@@ -213,3 +213,17 @@ func clean(in []Point) []Point {
 	}
 	return out[:n]
 }
+
+// PeakAt returns the busiest second the trend projects d after the end:
+// the fitted busiest second grown linearly or compounding; the fitted
+// busiest second itself when there is no growing trend.
+func (f Forecast) PeakAt(d time.Duration) float64 {
+	if !f.Predictable || f.GrowthPerDay <= 0 || d <= 0 {
+		return f.FittedPeak
+	}
+	days := d.Hours() / 24
+	if f.Model == Compounding {
+		return f.FittedPeak * math.Pow(1+f.GrowthPerDay, days)
+	}
+	return f.FittedPeak * (1 + f.GrowthPerDay*days)
+}

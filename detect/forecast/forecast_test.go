@@ -250,6 +250,9 @@ func TestForeseeIssueCase(t *testing.T) {
 	if f.ReachesCeiling.IsZero() || math.Abs(float64(got-want)) > 0.2*float64(want) {
 		t.Fatalf("reaches the ceiling %s ahead (%s), want about %s", got, f.Note, want)
 	}
+	if p := f.PeakAt(want); f.ReachesCeiling.IsZero() || p < 900 || p > 1100 {
+		t.Errorf("the projected peak at the true time to the ceiling is %.0f, want about 1000", p)
+	}
 	if math.Abs(f.TrendPerDay-150) > 30 || f.Headroom < 2.1 || f.Headroom > 2.11 || f.Confidence < GoodConfidence {
 		t.Errorf("trend %.1f/day, headroom %.3f, confidence %.2f; want about 150/day, 2.105, at least %.2f", f.TrendPerDay, f.Headroom, f.Confidence, GoodConfidence)
 	}

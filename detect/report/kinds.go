@@ -18,6 +18,10 @@ const (
 	// account's per-table quota or its on-demand maximum. Table-wide: no
 	// key.
 	KindCapacity Kind = "capacity"
+	// KindForecast: a key that does not throttle yet grows so that its
+	// trend reaches its partition's ceiling (detect.Foresee); a warning
+	// when within the forecast horizon at good confidence.
+	KindForecast Kind = "forecast"
 )
 
 // KeyType says what a finding's Key names.

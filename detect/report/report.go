@@ -124,6 +124,65 @@ type TableReport struct {
 	// table-wide series: the one reading its lowest shard. Absent with one
 	// process.
 	Replica string `json:"replica,omitempty"`
+	// Forecasts are, one per key judged (the keys of TopKeys), its
+	// headroom and where its trend takes it (detect.Foresee); absent when
+	// no forecast was made.
+	Forecasts []Forecast `json:"forecasts,omitempty"`
+	// Scale is the 10× / 100× view: the keys that would throttle at ten
+	// and at a hundred times today's traffic, each at the smallest of the
+	// two, with the fix it would then need. Absent when none would.
+	Scale []ScaleKey `json:"scale,omitempty"`
+}
+
+// Forecast is what a key's history says of its growth: its headroom
+// today, its trend, and when the trend takes its busiest second to the
+// partition's ceiling (docs/how-it-decides.md, "Forecasts").
+type Forecast struct {
+	Key   string `json:"key"`
+	Class string `json:"class"`
+	// PeakUnitsPerSecond is the key's busiest second; Limit the partition
+	// ceiling of its class; Headroom is Limit over PeakUnitsPerSecond: the
+	// growth of today's traffic it can take before it throttles.
+	PeakUnitsPerSecond float64 `json:"peak_units_per_second"`
+	Limit              float64 `json:"limit"`
+	Headroom           float64 `json:"headroom"`
+	// TrendPerDay is how many units per second the key's busiest second
+	// gains a day (negative when it shrinks); null where the history is
+	// too short or too noisy to tell.
+	TrendPerDay *float64 `json:"trend_per_day"`
+	// Growth is the trend's shape, linear or compounding, and
+	// GrowthPerDay the fraction the busiest second grows by a day (0.1 is
+	// 10 % a day); absent with no trend.
+	Growth       string   `json:"growth,omitempty"`
+	GrowthPerDay *float64 `json:"growth_per_day,omitempty"`
+	// ReachesCeilingAt is when the trend takes the busiest second to
+	// Limit; null where no trend takes it there (a key that does not grow
+	// never gets one).
+	ReachesCeilingAt *time.Time `json:"reaches_ceiling_at"`
+	// Confidence is the fit's R², 0 to 1: how much of the key's variation
+	// about its like-hour levels the trend explains. Under 0.7 there is no
+	// trend.
+	Confidence float64 `json:"confidence"`
+	// Days is how many days of history the forecast was fitted on.
+	Days float64 `json:"days"`
+	// Note says why there is no trend or no time to the ceiling.
+	Note string `json:"note,omitempty"`
+}
+
+// ScaleKey is a key that would throttle at Factor times today's traffic,
+// and the fix it would then need.
+type ScaleKey struct {
+	// Factor is 10 or 100: the smallest growth of today's traffic at
+	// which the key's busiest second passes its partition's ceiling.
+	Factor int    `json:"factor"`
+	Key    string `json:"key"`
+	Class  string `json:"class"`
+	// PeakUnitsPerSecond is the key's busiest second at Factor times
+	// today's, Limit the ceiling it passes.
+	PeakUnitsPerSecond float64 `json:"peak_units_per_second"`
+	Limit              float64 `json:"limit"`
+	// Fix is the fix the key would then need.
+	Fix Recommendation `json:"fix"`
 }
 
 // Idle reports whether the entry has nothing in its window: no events, no

@@ -108,13 +108,17 @@ func Run(ctx context.Context, cfg Config) error {
 	if failed == 0 {
 		nothing = cfg.nothingUsable(inputs, rep, in.passed)
 	}
-	snap, err := cfg.snapshot(ctx, in, paths)
+	snap, hours, unforeseen, err := cfg.snapshot(ctx, in, paths)
 	if err != nil {
 		return err
 	}
 	result := detect.Evaluate(snap, cfg.Pipeline.Detect)
+	result = detect.Foresee(snap, result, hours, cfg.Pipeline.Detect)
 	result.Rejected = rep.Rejected() + in.left
 	result.Notes = inputs.Notes()
+	if unforeseen > 0 {
+		result.Notes = append(result.Notes, forecastNote(unforeseen))
+	}
 	result.BadTime = badTimes(rep.Reason(traffic.ReasonBadTime), in.left, in.first, in.last)
 	if err := cfg.write(result, in.rec); err != nil {
 		return err
@@ -185,22 +189,33 @@ func (cfg *Config) nothingUsable(inputs *formats.Set, rep *input.TextReporter, p
 // snapshot is the store's snapshot, with the keys counted again where
 // they need to be: keys counted exactly from their first event in inputs
 // read in time are exact already; the others are counted again, and so
-// are the throttled keys when there were more than the store counts.
-func (cfg *Config) snapshot(ctx context.Context, in inputsRead, paths map[string]string) (sketch.Snapshot, error) {
-	snap := in.store.Snapshot()
+// are the throttled keys when there were more than the store counts. The
+// judged keys of inputs that span days are counted too, for their
+// forecasts: hours answers their busiest second of each hour (nil when
+// none was counted), and unforeseen says how many were left out for the
+// bound (forecasts.go).
+func (cfg *Config) snapshot(ctx context.Context, in inputsRead, paths map[string]string) (snap sketch.Snapshot, hours detect.KeySeries, unforeseen int, err error) {
+	snap = in.store.Snapshot()
 	want, throttled := rankedKeys(snap, in.inOrder), needsThrottleRecount(&snap)
+	foreseen, unforeseen := forecastKeys(snap, cfg.Pipeline.Detect.Top)
+	for id := range foreseen {
+		want[id] = struct{}{}
+	}
 	if len(want) == 0 && !throttled {
-		return snap, nil
+		return snap, nil, unforeseen, nil
 	}
 	keys, err := countKeys(ctx, *cfg, paths, want, throttled, in.valid, in.keep)
 	if err != nil {
-		return sketch.Snapshot{}, err
+		return sketch.Snapshot{}, nil, 0, err
 	}
 	keys.apply(&snap)
 	if keys.throttled != nil {
 		keys.throttled.apply(&snap)
 	}
-	return snap, nil
+	if len(foreseen) > 0 {
+		hours = keys.hourly
+	}
+	return snap, hours, unforeseen, nil
 }
 
 // write writes the report to Stdout in the configured format, with the
