@@ -224,12 +224,7 @@ func (s Settings) Validate() error {
 		order("warn_fraction", s.WarnFraction, "limit_fraction", s.LimitFraction),
 		order("clear_warn_fraction", s.ClearWarnFraction, "warn_fraction", s.WarnFraction),
 		order("capacity_warn_share", s.CapacityWarnShare, "capacity_critical_share", s.CapacityCriticalShare))
-	if s.Hold < 0 {
-		errs = append(errs, fmt.Errorf("hold: %v must not be negative", s.Hold))
-	}
-	if s.ForecastHorizon < 0 {
-		errs = append(errs, fmt.Errorf("forecast_horizon: %v must not be negative", s.ForecastHorizon))
-	}
+	errs = append(errs, s.durationErrors()...)
 	if s.Top < 0 || s.Top > MaxTop {
 		errs = append(errs, fmt.Errorf("top: must be 0 to %d (the keys a table counts exactly per class), got %d", MaxTop, s.Top))
 	}
@@ -243,4 +238,16 @@ func (s Settings) Validate() error {
 		errs = append(errs, fmt.Errorf("shard_factor: %v must be at least 1", s.ShardFactor))
 	}
 	return errors.Join(errs...) // every wrong setting, in this order
+}
+
+// durationErrors checks the settings that are spans of time.
+func (s Settings) durationErrors() []error {
+	var errs []error
+	if s.Hold < 0 {
+		errs = append(errs, fmt.Errorf("hold: %v must not be negative", s.Hold))
+	}
+	if s.ForecastHorizon < 0 {
+		errs = append(errs, fmt.Errorf("forecast_horizon: %v must not be negative", s.ForecastHorizon))
+	}
+	return errs
 }
