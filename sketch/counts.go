@@ -51,7 +51,19 @@ type namedCounts struct {
 	lastSec []uint32
 	inSec   []uint16
 	peaks   []peakCode
+
+	// minHeap finds the name that gives its place up (takeOver, with more
+	// than scanNames names). sparse is set when names may have nothing
+	// left in the window (a slot expired, a merge), so that a full set
+	// compacts only then.
+	minHeap smallest
+	sparse  bool
 }
+
+// scanNames is the most names for which Space-Saving finds the smallest
+// count by a scan: it costs less than keeping a heap up to date, and
+// keeps the daemon's throttled keys (64 a class) within their footprint.
+const scanNames = 128
 
 // peakCode is a count of events in one second held in a byte, an 8-bit
 // float rounded down: exact up to 63, within 1/32 below beyond, at most
@@ -173,10 +185,11 @@ func (n *namedCounts) add(name string, s int) int32 {
 // insert gives name a place, starting from floor; -1 when the set is full
 // and names do not take over.
 func (n *namedCounts) insert(name string) int32 {
-	if len(n.names) >= n.max {
+	if len(n.names) >= n.max && n.sparse {
 		n.compact()
 	}
 	if len(n.names) < n.max {
+		n.minHeap.reset()
 		id := int32(len(n.names))
 		name = strings.Clone(name)
 		n.names = append(n.names, name)
@@ -200,12 +213,7 @@ func (n *namedCounts) insert(name string) int32 {
 	// Space-Saving: the name with the smallest count gives its place up,
 	// and its counts bound, slot by slot, what it and any name outside the
 	// set had.
-	minID, minSum := int32(0), uint64(math.MaxUint64)
-	for id := range n.names {
-		if s := n.sum(id); s < minSum {
-			minID, minSum = int32(id), s
-		}
-	}
+	minID := n.smallest()
 	row := n.row(int(minID))
 	for s, c := range row {
 		n.floor[s] = max(n.floor[s], c)
@@ -217,6 +225,22 @@ func (n *namedCounts) insert(name string) int32 {
 	n.names[minID] = name
 	n.index[name] = minID
 	n.lastID = -1
+	n.minHeap.update(minID, n.sum(int(minID)))
+	return minID
+}
+
+// smallest returns the name with the smallest count (the first such, by
+// id), which gives its place up in Space-Saving.
+func (n *namedCounts) smallest() int32 {
+	if n.max > scanNames {
+		return n.minHeap.min(len(n.names), func(id int32) uint64 { return n.sum(int(id)) })
+	}
+	minID, minSum := int32(0), uint64(math.MaxUint64)
+	for id := range n.names {
+		if s := n.sum(id); s < minSum {
+			minID, minSum = int32(id), s
+		}
+	}
 	return minID
 }
 
@@ -274,10 +298,14 @@ func (n *namedCounts) compact() {
 	n.names, n.counts, n.inherit = names, counts, inherit
 	n.lastSec, n.inSec, n.peaks = lastSec, inSec, peaks
 	n.lastID = -1
+	n.sparse = false
+	n.minHeap.reset()
 }
 
 // clear expires slot s.
 func (n *namedCounts) clear(s int) {
+	n.sparse = true
+	n.minHeap.reset()
 	for id := range n.names {
 		n.counts[id*n.slots+s] = 0
 	}
@@ -333,6 +361,7 @@ func (n *namedCounts) clone() *namedCounts {
 	c.floor = slices.Clone(n.floor)
 	c.lastSec, c.inSec, c.peaks = slices.Clone(n.lastSec), slices.Clone(n.inSec), slices.Clone(n.peaks)
 	c.lastID = -1
+	c.minHeap = smallest{}
 	return &c
 }
 
@@ -373,6 +402,8 @@ func (n *namedCounts) absorbSeconds(o *namedCounts, sc *secClock) {
 // have had up to the other's floor there, which its count (and what it
 // inherited) takes on; a name neither counts, up to both floors.
 func (n *namedCounts) absorb(o *namedCounts) {
+	n.sparse = true
+	n.minHeap.reset()
 	n.untracked += o.untracked
 	if n.takeOver && o.bound() > 0 {
 		for id, name := range n.names {

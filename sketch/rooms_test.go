@@ -27,7 +27,7 @@ var rooms = []struct {
 	{"ground: configuration, the snapshot's types, slots and seconds, keys, ranking", []string{
 		"config.go", "snapshot.go", "seconds.go", "keys.go", "rank.go", "quanta.go"}},
 	{"counting: count-min, named counts, distinct keys, throttled calls, exact seconds", []string{
-		"cms.go", "counts.go", "distinct.go", "throttle.go", "analyze.go"}},
+		"cms.go", "counts.go", "smallest.go", "distinct.go", "throttle.go", "analyze.go"}},
 	{"candidates: the keys counted exactly", []string{
 		"candidates.go", "candview.go"}},
 	{"a table: its window, counting into it, copying it out, its memory", []string{

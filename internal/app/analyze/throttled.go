@@ -9,36 +9,60 @@ import (
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
-// Throttled keys are counted exactly over whole inputs. The store counts
-// up to analyzeThrottledKeys keys per table and class exactly; past that
-// its counts are bounds (sketch.ThrottleStats), and the inputs are read a
-// second time, with every throttled call's key counted in a map: throttled
-// calls are failures, few next to the traffic, and so are their keys. The
-// map holds at most maxRecountKeys keys per part of the inputs (about
-// 100 bytes each); a key past it keeps the store's bounds.
-const (
-	analyzeThrottledKeys = 1024
-	maxRecountKeys       = 1 << 18
-)
+// Throttled keys are counted exactly over whole inputs, however many. The
+// store counts up to analyzeThrottledKeys keys per table and class
+// exactly (Space-Saving past them, in time proportional to the events:
+// sketch's lazy min-heap); past that its counts are bounds
+// (sketch.ThrottleStats), and the inputs are read a second time, with
+// every throttled call's key counted in a map: throttled calls are
+// failures, few next to the traffic, and so are their keys. The map holds
+// every throttled key of the inputs, its bytes and about 40 more (a million
+// distinct throttled keys: docs/limits.md); the daemon, which runs for
+// ever, keeps its bounded set instead.
+const analyzeThrottledKeys = 1024
 
-// throttledKey names one key of one class of one table's throttled calls.
-type throttledKey = rankedKey
+// throttleGroup names the throttled calls of one class of one table.
+type throttleGroup struct {
+	table, index string
+	class        traffic.Class
+}
 
 // throttleCounter counts the throttled calls of every key of a part of the
-// inputs, up to maxRecountKeys keys.
+// inputs, per table and class: each key's place in counts, by its name.
+// A key found is only looked up (assigning to a map entry would store the
+// key given, and the events' strings are the decoders' buffers); a new
+// one is cloned. A key costs its bytes, its map entry and 8 bytes of
+// count.
 type throttleCounter struct {
-	// counts are pointers: assigning to a map entry stores the key given,
-	// and the events' strings are the decoders' buffers.
-	counts map[throttledKey]*uint64
-	// full is set once a key could not be counted: the counts of the keys
-	// counted are then what this part saw of them since they were first
-	// counted, all of it (a key is counted from its first call or never),
-	// but keys not counted are not.
-	full bool
+	groups map[throttleGroup]*keyCounts
+	last   *keyCounts
+	lastG  throttleGroup
+}
+
+// keyCounts is one group's keys and their counts.
+type keyCounts struct {
+	index  map[string]int32
+	counts []uint64
+	keys   []string
 }
 
 func newThrottleCounter() *throttleCounter {
-	return &throttleCounter{counts: map[throttledKey]*uint64{}}
+	return &throttleCounter{groups: map[throttleGroup]*keyCounts{}}
+}
+
+// group returns the counts of g, made if new.
+func (tc *throttleCounter) group(g throttleGroup) *keyCounts {
+	if tc.last != nil && tc.lastG == g {
+		return tc.last
+	}
+	kc := tc.groups[g]
+	if kc == nil {
+		g.table, g.index = strings.Clone(g.table), strings.Clone(g.index)
+		kc = &keyCounts{index: map[string]int32{}}
+		tc.groups[g] = kc
+	}
+	tc.last, tc.lastG = kc, g
+	return kc
 }
 
 // add counts one throttled call, checked as the store got it.
@@ -50,29 +74,27 @@ func (tc *throttleCounter) add(e *traffic.Event) {
 	if len(pk) > sketch.MaxKeyBytes {
 		pk = sketch.HeldKey(pk) // as the store names it
 	}
-	id := throttledKey{e.Table, e.Index, pk, e.Class}
-	if n := tc.counts[id]; n != nil {
-		*n++
-		return
-	}
-	if len(tc.counts) >= maxRecountKeys {
-		tc.full = true
-		return
-	}
-	id.table, id.index, id.key = strings.Clone(id.table), strings.Clone(id.index), strings.Clone(id.key)
-	n := uint64(1)
-	tc.counts[id] = &n
+	tc.group(throttleGroup{e.Table, e.Index, e.Class}).add(pk, 1)
 }
 
-// absorb adds o's counts. A key one part counted and a full part did not
-// may have had calls there: the sum is what is known of it.
+// add counts n calls of key.
+func (kc *keyCounts) add(key string, n uint64) {
+	if i, ok := kc.index[key]; ok {
+		kc.counts[i] += n
+		return
+	}
+	key = strings.Clone(key)
+	kc.index[key] = int32(len(kc.counts))
+	kc.counts = append(kc.counts, n)
+	kc.keys = append(kc.keys, key)
+}
+
+// absorb adds o's counts.
 func (tc *throttleCounter) absorb(o *throttleCounter) {
-	tc.full = tc.full || o.full
-	for id, n := range o.counts {
-		if m := tc.counts[id]; m != nil {
-			*m += *n
-		} else {
-			tc.counts[id] = n
+	for g, okc := range o.groups {
+		kc := tc.group(g)
+		for i, key := range okc.keys {
+			kc.add(key, okc.counts[i])
 		}
 	}
 }
@@ -96,20 +118,8 @@ func needsThrottleRecount(snap *sketch.Snapshot) bool {
 }
 
 // apply sets the throttled keys of every class of snap that the store
-// counted within bounds: to the exact counts of all its keys, when every
-// part counted all its keys (a key's count then adds up over the classes
-// exactly); otherwise each key counted takes what is known of it as its
-// lower bound, and the store's bounds stay.
+// counted within bounds to the exact counts of all its keys.
 func (tc *throttleCounter) apply(snap *sketch.Snapshot) {
-	type entry struct{ table, index string }
-	exact := map[entry]*[traffic.NumClasses][]sketch.KeyCount{}
-	for id, n := range tc.counts {
-		e := entry{id.table, id.index}
-		if exact[e] == nil {
-			exact[e] = &[traffic.NumClasses][]sketch.KeyCount{}
-		}
-		exact[e][id.class] = append(exact[e][id.class], sketch.KeyCount{Key: id.key, Count: *n, Max: *n})
-	}
 	for i := range snap.Tables {
 		ts := &snap.Tables[i]
 		for c := range ts.Classes {
@@ -118,23 +128,15 @@ func (tc *throttleCounter) apply(snap *sketch.Snapshot) {
 				continue
 			}
 			var counted []sketch.KeyCount
-			if x := exact[entry{ts.Table, ts.Index}]; x != nil {
-				counted = x[c]
-			}
-			if !tc.full {
-				st.Keys, st.Error = counted, 0
-			} else {
-				known := make(map[string]uint64, len(counted))
-				for _, k := range counted {
-					known[k.Key] = k.Count
-				}
-				for j := range st.Keys {
-					k := &st.Keys[j]
-					k.Count = max(k.Count, min(known[k.Key], k.Max))
+			if kc := tc.groups[throttleGroup{ts.Table, ts.Index, traffic.Class(c)}]; kc != nil {
+				counted = make([]sketch.KeyCount, len(kc.keys))
+				for j, key := range kc.keys {
+					counted[j] = sketch.KeyCount{Key: key, Count: kc.counts[j], Max: kc.counts[j]}
 				}
 			}
+			st.Keys, st.Error = counted, 0
 			slices.SortFunc(st.Keys, func(a, b sketch.KeyCount) int {
-				return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(b.Max, a.Max), cmp.Compare(a.Key, b.Key))
+				return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Key, b.Key))
 			})
 		}
 	}

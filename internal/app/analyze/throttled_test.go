@@ -104,3 +104,41 @@ func TestAnalyzeThrottledKeysExact(t *testing.T) {
 		})
 	}
 }
+
+// TestAnalyzeThrottledKeysExactAtAnyNumber throttles more distinct keys
+// than one part of the inputs used to count exactly (2^18), read on one
+// worker, with three keys throttled more than the rest: they are listed
+// first with their exact counts, as exact (no upper bound), and the
+// bound of the keys not listed is the tail's one call.
+func TestAnalyzeThrottledKeysExactAtAnyNumber(t *testing.T) {
+	const tail = 1<<18 + 10_000
+	var lines []hostLine
+	add := func(pk string, i int) {
+		at := burstStart.Add(time.Duration(i%600) * time.Second)
+		lines = append(lines, hostLine{at, fmt.Sprintf(`{"ts":%q,"table":"users","pk":%q,"op":"PutItem","throttled":true}`, at.Format(time.RFC3339), pk)})
+	}
+	for i := range tail {
+		add(fmt.Sprintf("USER#%07d", i), i)
+	}
+	heavy := map[string]int{"TENANT#a": 40, "TENANT#b": 30, "TENANT#c": 20}
+	for pk, n := range heavy {
+		for i := range n {
+			add(pk, i*7)
+		}
+	}
+	path := writeLines(t, t.TempDir(), "users.jsonl", lines)
+	rep, _ := analyzeJSON(t, 1, "", path)
+	if len(rep.Tables) != 1 || len(rep.Tables[0].ThrottledKeys) < 3 {
+		t.Fatalf("tables %d, want one with at least three throttled keys listed", len(rep.Tables))
+	}
+	got := rep.Tables[0]
+	for i, want := range []string{"TENANT#a", "TENANT#b", "TENANT#c"} {
+		k := got.ThrottledKeys[i]
+		if k.Key != want || k.Count != uint64(heavy[want]) || k.CountMax != 0 {
+			t.Errorf("rank %d: %s with %d (to %d), want %s with exactly %d", i, k.Key, k.Count, k.CountMax, want, heavy[want])
+		}
+	}
+	if got.ThrottledBound != 1 {
+		t.Errorf("bound of the keys not listed %d, want 1 (every other key was throttled once)", got.ThrottledBound)
+	}
+}
