@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -239,9 +238,9 @@ func (s *Server) routes() (http.Handler, error) {
 		})
 	}
 
-	// The page draws heatmaps and incidents where the routes above serve
-	// the history's paths.
-	page, csp, err := livePage(s.cfg.Version, servesHistory(mux))
+	// The page draws heatmaps and incidents where the history is kept:
+	// else its paths answer 503, which the page would only log.
+	page, csp, err := livePage(s.cfg.Version, s.cfg.Recorded != nil)
 	if err != nil {
 		return nil, fmt.Errorf("build the page: %w", err)
 	}
@@ -254,17 +253,6 @@ func (s *Server) routes() (http.Handler, error) {
 		_, _ = w.Write(page)
 	})
 	return securityHeaders(mux), nil
-}
-
-// servesHistory tells whether mux routes GET /api/v1/history and GET
-// /api/v1/incidents (the history store's answers).
-func servesHistory(mux *http.ServeMux) bool {
-	for _, path := range []string{"/api/v1/history", "/api/v1/incidents"} {
-		if _, pattern := mux.Handler(&http.Request{Method: http.MethodGet, URL: &url.URL{Path: path}}); pattern == "" {
-			return false
-		}
-	}
-	return true
 }
 
 // securityHeaders sets on every answer the headers that keep a browser
