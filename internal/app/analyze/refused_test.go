@@ -2,6 +2,8 @@ package analyze
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -146,4 +148,45 @@ func refusedLines(op string, refused []refusedKey) []hostLine {
 		}
 	}
 	return lines
+}
+
+// TestAnalyzeCloudTrailKeyOnlyThrottled: CloudTrail, which keeps the
+// exception and not its reasons: an item whose three reads all failed
+// with ProvisionedThroughputExceededException, among 20 items read every
+// second without a refusal, is throttled in its key range (no other key
+// is refused) and gets the item's fix, its three refused calls counted.
+func TestAnalyzeCloudTrailKeyOnlyThrottled(t *testing.T) {
+	call := func(key string, sec int, refused bool) string {
+		failed := ""
+		if refused {
+			failed = `"errorCode":"ProvisionedThroughputExceededException","errorMessage":"The level of configured provisioned throughput for the table was exceeded.",`
+		}
+		return fmt.Sprintf(`{"eventVersion":"1.09","eventTime":"2026-11-22T10:00:%02dZ","eventSource":"dynamodb.amazonaws.com","eventName":"GetItem","awsRegion":"us-east-1",%s"requestParameters":{"tableName":"orders","key":{"pk":%q}},"eventType":"AwsApiCall","managementEvent":false,"eventCategory":"Data"}`,
+			sec, failed, key)
+	}
+	var recs []string
+	for sec := range 60 {
+		for u := range 20 {
+			recs = append(recs, call(fmt.Sprintf("u%d", u), sec, false))
+		}
+	}
+	for i := range 3 {
+		recs = append(recs, call("o-1", 10*i, true))
+	}
+	path := filepath.Join(t.TempDir(), "trail.json")
+	if err := os.WriteFile(path, []byte(`{"Records":[`+strings.Join(recs, ",")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := analyzeJSON(t, 1, "", path)
+	if len(rep.Tables) != 1 || len(rep.Tables[0].Diagnoses) != 1 {
+		t.Fatalf("want one table with one diagnosis, got %+v", rep.Tables)
+	}
+	d := rep.Tables[0].Diagnoses[0]
+	everyPageNamesAFix(t, d)
+	if d.Cause != report.KindPartitionLimit || fmt.Sprint(d.Keys) != "[o-1]" || d.Fix.Kind != report.AdviceCache || d.Throttled != 3 {
+		t.Errorf("want partition_limit o-1 with a cache and 3 refused, got %s %v %s %d", d.Cause, d.Keys, d.Fix.Kind, d.Throttled)
+	}
+	if !strings.Contains(d.Summary, "3 of its reads refused and none served") {
+		t.Errorf("summary miscounts o-1's calls: %s", d.Summary)
+	}
 }
