@@ -8,7 +8,7 @@ import (
 
 // LastSeconds returns every table's last complete second of snap, with
 // the units of at most keys of the heaviest keys of each class: what a
-// history of the last seconds records (export.History). Tables without a
+// history of the last seconds records (export.Recent). Tables without a
 // complete second have a zero At; a Kept entry (sketch.Store.SnapshotSince)
 // gives an Idle second, in constant time.
 func LastSeconds(snap sketch.Snapshot, keys int) []report.TableSecond {

@@ -126,7 +126,7 @@ func DefaultSettings() Settings {
 		ClearWarnFraction:  0.4,
 		ClearLimitFraction: 0.7,
 		Headroom:           0.5,
-		Top:                10,
+		Top:                report.DefaultTop,
 		CardinalityFactor:  2,
 		HandfulKeys:        5,
 		HandfulShare:       0.9,

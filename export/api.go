@@ -95,10 +95,10 @@ func withArrays(t report.TableReport) report.TableReport {
 // /api/v1/hotkeys), their classes and top keys, keys masked; ?top=N keeps
 // N keys per class.
 type historyHandler struct {
-	live    *Live
-	history func() *History
-	masker  *KeyMasker
-	log     *zap.Logger
+	live   *Live
+	recent func() *Recent
+	masker *KeyMasker
+	log    *zap.Logger
 }
 
 func (h historyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -119,7 +119,7 @@ func (h historyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rep := st.Report
 	rep.Tables = selectTables(rep.Tables, q)
-	series := h.history().Series(rep, top)
+	series := h.recent().Series(rep, top)
 	series.End = rep.End
 	// Compact: the page asks for it every second, and indented points
 	// would take a line each.

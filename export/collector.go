@@ -155,7 +155,7 @@ func (c *Collector) buildDiagnoses(emit emitter, b labelDeduper, t *report.Table
 	// Every diagnosis and finding is about a top key, a table-wide cause or
 	// a shard: bounded like the keys the charts follow, and capped so for
 	// safety.
-	maxFindings := traffic.NumClasses * ChartKeys(top)
+	maxFindings := traffic.NumClasses * report.ChartKeys(top)
 	for _, d := range t.Diagnoses[:min(len(t.Diagnoses), maxFindings)] {
 		if !c.mine(d.RaisedBy) {
 			if others == nil {

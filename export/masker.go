@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/history"
+	"github.com/hotkeyd/hotkeyd/history/view"
 )
 
 // KeyMode says how partition keys are shown outside the process: the keys
@@ -211,11 +211,11 @@ func (m *KeyMasker) MaskSeries(s report.Series) report.Series {
 // MaskHistory returns a copy of hs with the keys of their cells masked,
 // as MaskReport masks the report they come with. In plain mode hs itself
 // is returned.
-func (m *KeyMasker) MaskHistory(hs []history.Answer) []history.Answer {
+func (m *KeyMasker) MaskHistory(hs []view.Answer) []view.Answer {
 	if m.Mode() == KeysPlain {
 		return hs
 	}
-	out := make([]history.Answer, len(hs))
+	out := make([]view.Answer, len(hs))
 	for i, h := range hs {
 		h.Series = slices.Clone(h.Series)
 		for j := range h.Series {

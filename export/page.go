@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/history"
+	"github.com/hotkeyd/hotkeyd/history/view"
 )
 
 // webFiles holds the page: its template, script and style sheet, and the
@@ -169,7 +169,7 @@ type HTMLReport struct {
 	Series report.Series `json:"series"`
 	// History holds a table's cells over the input, per table and index
 	// with traffic (the shape of /api/v1/history).
-	History []history.Answer `json:"history"`
+	History []view.Answer `json:"history"`
 	// Incidents, when set, are the input's incidents (the shape of
 	// /api/v1/incidents); the page lists them.
 	Incidents *Incidents `json:"incidents,omitempty"`
@@ -177,7 +177,7 @@ type HTMLReport struct {
 
 // Incidents is the answer of /api/v1/incidents: {"incidents": [...]}.
 type Incidents struct {
-	Incidents []history.Incident `json:"incidents"`
+	Incidents []view.Incident `json:"incidents"`
 }
 
 // WriteHTMLReport writes r as one self-contained HTML page (styles,
@@ -193,7 +193,7 @@ func WriteHTMLReport(w io.Writer, r HTMLReport, title, version string) error {
 		r.Series.Tables = []report.TableSeries{}
 	}
 	if r.History == nil {
-		r.History = []history.Answer{}
+		r.History = []view.Answer{}
 	}
 	tables := make([]report.TableReport, len(r.Report.Tables))
 	for i, t := range r.Report.Tables {

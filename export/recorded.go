@@ -12,15 +12,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
-	"github.com/hotkeyd/hotkeyd/history"
+	"github.com/hotkeyd/hotkeyd/history/view"
 )
 
 // HistoryReader is what the API reads of the history on disk
 // (history.Store supplies it): the cells of a table over a time range,
 // and the incidents that overlap one. Safe for concurrent use.
 type HistoryReader interface {
-	Cells(ctx context.Context, q history.Query) (history.Answer, error)
-	Incidents(ctx context.Context, from, to time.Time, table string) ([]history.Incident, error)
+	Cells(ctx context.Context, q view.Query) (view.Answer, error)
+	Incidents(ctx context.Context, from, to time.Time, table string) ([]view.Incident, error)
 }
 
 // Default ranges of the history's paths when from is not given: the last
@@ -44,7 +44,7 @@ func (h cellsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := r.URL.Query()
-	q := history.Query{Table: v.Get("table"), Index: v.Get("index"), Class: v.Get("class")}
+	q := view.Query{Table: v.Get("table"), Index: v.Get("index"), Class: v.Get("class")}
 	var err error
 	q.From, q.To, err = timeRange(v, h.now(), DefaultCellsRange)
 	if err == nil && v.Get("step") != "" {
@@ -92,13 +92,13 @@ func (h incidentsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i := range incs {
 		incs[i] = h.masker.MaskIncident(incs[i])
 	}
-	writeJSON(w, h.log, http.StatusOK, map[string][]history.Incident{"incidents": incs})
+	writeJSON(w, h.log, http.StatusOK, map[string][]view.Incident{"incidents": incs})
 }
 
 // writeHistoryError answers a refused query 400, a history not kept 503.
 func writeHistoryError(w http.ResponseWriter, log *zap.Logger, err error) {
 	status := http.StatusServiceUnavailable
-	if errors.Is(err, history.ErrBadQuery) {
+	if errors.Is(err, view.ErrBadQuery) {
 		status = http.StatusBadRequest
 	}
 	writeJSON(w, log, status, map[string]string{"error": err.Error()})
@@ -135,7 +135,7 @@ func stepOf(s string) (time.Duration, error) {
 }
 
 // MaskAnswer masks the keys of a history answer as everywhere else.
-func (m *KeyMasker) MaskAnswer(a history.Answer) history.Answer {
+func (m *KeyMasker) MaskAnswer(a view.Answer) view.Answer {
 	if m.Mode() == KeysPlain {
 		return a
 	}
@@ -152,7 +152,7 @@ func (m *KeyMasker) MaskAnswer(a history.Answer) history.Answer {
 
 // MaskIncident masks an incident's keys, and the keys its summary and fix
 // name, as a diagnosis's are.
-func (m *KeyMasker) MaskIncident(inc history.Incident) history.Incident {
+func (m *KeyMasker) MaskIncident(inc view.Incident) view.Incident {
 	if m.Mode() == KeysPlain {
 		return inc
 	}

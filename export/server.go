@@ -34,9 +34,9 @@ type ServerConfig struct {
 	Registerer prometheus.Registerer
 	// Live is the state served at /api/v1/hotkeys. Required.
 	Live *Live
-	// History is the per-second traffic served at /api/v1/hotkeys/history;
+	// Recent is the per-second traffic served at /api/v1/hotkeys/history;
 	// nil serves series without points.
-	History *History
+	Recent *Recent
 	// Recorded is the history on disk served at /api/v1/history and
 	// /api/v1/incidents; nil answers them 503 (no history kept).
 	Recorded HistoryReader
@@ -116,8 +116,8 @@ type Server struct {
 	scrapes *scrapes
 	// cap is the connection cap of the listener served, once Serve runs.
 	cap atomic.Pointer[capListener]
-	// history is what /api/v1/hotkeys/history serves (SetHistory).
-	history atomic.Pointer[History]
+	// recent is what /api/v1/hotkeys/history serves (SetRecent).
+	recent atomic.Pointer[Recent]
 	// moves hands Serve a listener to move to; stopped is closed when
 	// Serve returns.
 	moves   chan net.Listener
@@ -129,8 +129,8 @@ func NewServer(log *zap.Logger, cfg ServerConfig) (*Server, error) {
 	if cfg.Gatherer == nil || cfg.Live == nil || cfg.Readiness == nil {
 		return nil, errors.New("web server: Gatherer, Live and Readiness are required")
 	}
-	if cfg.History == nil {
-		cfg.History = NewHistory(HistoryConfig{})
+	if cfg.Recent == nil {
+		cfg.Recent = NewRecent(RecentConfig{})
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 5 * time.Second
@@ -161,7 +161,7 @@ func NewServer(log *zap.Logger, cfg ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{log: log, cfg: cfg, refused: refused, closed: closed, moves: make(chan net.Listener), stopped: make(chan struct{})}
-	s.history.Store(cfg.History)
+	s.recent.Store(cfg.Recent)
 	h, err := s.routes()
 	if err != nil {
 		return nil, err
@@ -170,9 +170,9 @@ func NewServer(log *zap.Logger, cfg ServerConfig) (*Server, error) {
 	return s, nil
 }
 
-// SetHistory makes /api/v1/hotkeys/history serve h from now on (a reload
-// that changes the window or the top keys kept starts a new History).
-func (s *Server) SetHistory(h *History) { s.history.Store(h) }
+// SetRecent makes /api/v1/hotkeys/history serve h from now on (a reload
+// that changes the window or the top keys kept starts a new Recent).
+func (s *Server) SetRecent(h *Recent) { s.recent.Store(h) }
 
 // Handler returns the server's routes, without TLS or authentication.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -224,7 +224,7 @@ func (s *Server) routes() (http.Handler, error) {
 		}
 	})
 	mux.Handle("GET /api/v1/hotkeys", hotkeysHandler{live: s.cfg.Live, masker: s.cfg.Masker, log: s.log})
-	mux.Handle("GET /api/v1/hotkeys/history", historyHandler{live: s.cfg.Live, history: s.history.Load, masker: s.cfg.Masker, log: s.log})
+	mux.Handle("GET /api/v1/hotkeys/history", historyHandler{live: s.cfg.Live, recent: s.recent.Load, masker: s.cfg.Masker, log: s.log})
 	mux.Handle("GET /api/v1/history", cellsHandler{hist: s.cfg.Recorded, masker: s.cfg.Masker, log: s.log, now: time.Now})
 	mux.Handle("GET /api/v1/incidents", incidentsHandler{hist: s.cfg.Recorded, masker: s.cfg.Masker, log: s.log, now: time.Now})
 

@@ -10,12 +10,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/history/view"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // ErrBadQuery marks a query the store cannot answer as asked: the API
-// answers it 400.
-var ErrBadQuery = errors.New("bad query")
+// answers it 400 (view.ErrBadQuery).
+var ErrBadQuery = view.ErrBadQuery
 
 // Cells answers a Query from the database and the cells still open.
 func (s *Store) Cells(ctx context.Context, q Query) (Answer, error) {

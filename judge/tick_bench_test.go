@@ -26,7 +26,7 @@ type tickRig struct {
 	store   *sketch.Store
 	tracker *detect.Tracker
 	judge   judge.Evaluator
-	history *export.History
+	history *export.Recent
 	live    *export.Live
 	metrics http.Handler
 }
@@ -54,7 +54,7 @@ func newTickRig(tb testing.TB, tables, keys int) *tickRig {
 	}
 	r.tracker = detect.NewTracker(detect.DefaultSettings())
 	r.judge = judge.Alone(r.store, r.tracker)
-	r.history = export.NewHistory(export.HistoryConfig{Window: time.Minute, Top: 10})
+	r.history = export.NewRecent(export.RecentConfig{Window: time.Minute, Top: 10})
 	r.live = export.NewLive(func() time.Time { return r.now })
 	r.metrics = export.NewExposition(prometheus.NewRegistry(), export.NewCollector(r.live, export.CollectorConfig{})).Handler(promhttp.HandlerOpts{EnableOpenMetrics: true})
 	return r

@@ -8,6 +8,17 @@ import (
 	"time"
 )
 
+// DefaultTop is the number of top keys per class a report lists unless
+// told otherwise (detect.DefaultSettings' top).
+const DefaultTop = 10
+
+// ChartKeys is how many of each class's heaviest keys the charts follow
+// second by second (the daemon's last seconds, export.Recent, and the
+// analyze report's series) when the report lists top keys per class:
+// twice as many, and at least twice DefaultTop, so that a key that climbs
+// into the top has its past seconds too.
+func ChartKeys(top int) int { return 2 * max(top, DefaultTop) }
+
 // Series is the traffic of tables over time, point by point: what the live
 // page (/api/v1/hotkeys/history) and the HTML report of analyze draw. It
 // goes with a Report: its keys are that report's top keys, and what they
@@ -96,7 +107,7 @@ func (p *Points) UnmarshalJSON(b []byte) error {
 
 // TableSecond is one table's, or one index's, last complete second as
 // counted: its classes' units and those of its heaviest keys. The daemon
-// records one per table at every evaluation (export.History), from which
+// records one per table at every evaluation (export.Recent), from which
 // /api/v1/hotkeys/history draws the live page's charts.
 type TableSecond struct {
 	Table string

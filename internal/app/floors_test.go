@@ -20,11 +20,20 @@ var floors = [][]string{
 	{"internal/app/..."},
 	{"ingest/..."},
 	{"export", "judge", "history"},
-	{"detect", "detect/report", "detect/forecast"},
+	{"detect", "detect/report", "detect/forecast", "history/view"},
 	{"sketch"},
 	{"traffic"},
 	{"internal/atomicfile", "internal/awsclient", "internal/awslog", "internal/benchgen", "internal/logging", "internal/plural", "internal/promutil", "internal/strictyaml", "internal/testenv"},
 }
+
+// viewModels are what the renderers show: they import nothing of the
+// module. renderers render them: of the module they import only the view
+// models, the ground and the helpers, never the detector, the sketches,
+// the history's store or the rest of their floor.
+var (
+	viewModels = map[string]bool{"detect/report": true, "history/view": true}
+	renderers  = map[string]bool{"export": true}
+)
 
 // readersFloor is the floor of ingest/..., groundFloor that of the event
 // contract.
@@ -52,8 +61,9 @@ func floorOf(p string) int {
 // TestFloors: every package of the module has a floor, and imports only
 // packages of its floor or below; the readers import nothing downstream
 // and nothing downstream imports them (sketch, detect, export and judge
-// stand on traffic, not on ingest/...); traffic and detect/report import
-// nothing of the module, and no reader imports another reader.
+// stand on traffic, not on ingest/...); traffic and the view models import
+// nothing of the module, export only the view models, the ground and helpers,
+// and no reader imports another reader.
 func TestFloors(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").Output()
 	if err != nil {
@@ -82,10 +92,12 @@ func TestFloors(t *testing.T) {
 				t.Logf("%s imports %s: known, %s", pkg, dep, knownUp[pkg])
 			case to >= 0 && to < from:
 				t.Errorf("%s (floor %d) imports %s (floor %d): an arrow pointing up", pkg, from, dep, to)
-			case pkg == "detect/report":
-				t.Errorf("detect/report imports %s: the view model imports nothing of hotkeyd", dep)
+			case viewModels[pkg]:
+				t.Errorf("%s imports %s: a view model imports nothing of hotkeyd", pkg, dep)
 			case pkg == "detect/forecast":
 				t.Errorf("detect/forecast imports %s: the forecast's method imports nothing of hotkeyd", dep)
+			case renderers[pkg] && to >= 0 && to < groundFloor && !viewModels[dep]:
+				t.Errorf("renderer %s imports %s: it renders the view models (detect/report, history/view), with the ground and the helpers alone", pkg, dep)
 			case from == readersFloor && to > readersFloor && to < groundFloor:
 				t.Errorf("reader %s imports %s: readers know nothing downstream of the event contract", pkg, dep)
 			case pkg == "traffic":

@@ -320,7 +320,7 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		if err != nil {
 			return counted{}, err
 		}
-		rec := newRecorder(store, export.ChartKeys(cfg.Pipeline.Detect.Top), min(scfg.MaxTables, maxSeriesTables))
+		rec := newRecorder(store, report.ChartKeys(cfg.Pipeline.Detect.Top), min(scfg.MaxTables, maxSeriesTables))
 		cs := part(store, rec)
 		for _, name := range cfg.Files {
 			if err := readFile(ctx, how.formats, name, how.paths, cfg.Stdin, cs, progress); err != nil && how.fail != nil {

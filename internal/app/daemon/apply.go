@@ -27,8 +27,8 @@ func (d *Daemon) apply(p *reloadPlan) error {
 	if p.store != nil {
 		next.store = p.store
 	}
-	if p.history {
-		next.history = export.NewHistory(export.HistoryConfig{Window: p.cfg.Window, Top: p.settings.Top})
+	if p.recent {
+		next.recent = export.NewRecent(export.RecentConfig{Window: p.cfg.Window, Top: p.settings.Top})
 	}
 	swap := func(gen *generation) {
 		if p.store != nil {
@@ -36,8 +36,8 @@ func (d *Daemon) apply(p *reloadPlan) error {
 		}
 		next.store.Declare(p.cfg.DeclaredTables())
 		d.core.Store(&next)
-		if p.history {
-			d.server.SetHistory(next.history)
+		if p.recent {
+			d.server.SetRecent(next.recent)
 		}
 		d.exposition.SetCollector(d.newCollector(gen))
 		d.sink.set(d.checkedSink(p.cfg, gen.sources))

@@ -155,7 +155,7 @@ func New(cfg config.Config, opts Options) (*Daemon, error) {
 	if err := d.newExposition(); err != nil {
 		return nil, err
 	}
-	if d.server, err = d.newServer(cfg, c.history, events); err != nil {
+	if d.server, err = d.newServer(cfg, c.recent, events); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -238,11 +238,11 @@ func (d *Daemon) newExposition() error {
 
 // newServer builds the HTTP server: /metrics, the API, the live page, the
 // probes, HTTP ingest (events) and the reload endpoint.
-func (d *Daemon) newServer(cfg config.Config, history *export.History, events http.Handler) (*export.Server, error) {
+func (d *Daemon) newServer(cfg config.Config, recent *export.Recent, events http.Handler) (*export.Server, error) {
 	systemd := false
 	w := d.opts.Web
 	return export.NewServer(d.log.Named("web"), export.ServerConfig{
-		Gatherer: d.exposition, Registerer: d.reg, Live: d.live, History: history, Masker: d.masker, Readiness: d.ready, Events: events,
+		Gatherer: d.exposition, Registerer: d.reg, Live: d.live, Recent: recent, Masker: d.masker, Readiness: d.ready, Events: events,
 		EventsHint:     "HTTP ingest is disabled; start hotkeyd with --web.enable-ingest to POST JSON lines to /api/v1/events",
 		Web:            &web.FlagConfig{WebListenAddresses: &[]string{cfg.Listen}, WebSystemdSocket: &systemd, WebConfigFile: &w.ConfigFile},
 		Version:        d.opts.Version,

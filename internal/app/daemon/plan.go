@@ -25,7 +25,7 @@ type reloadPlan struct {
 	masker   *export.KeyMasker
 	settings detect.Settings
 	store    *sketch.Store // the sketches' shape changed
-	history  bool          // the live page's history starts anew
+	recent   bool          // the live page's last seconds (export.Recent) start anew
 	gen      *generation   // the sources restart
 	listener net.Listener  // listen changed
 }
@@ -105,7 +105,7 @@ func (p *reloadPlan) classify(demo bool) (sourcesChanged, shapeChanged []string,
 
 // planWindow sets the detector's new settings, and builds an empty store
 // when the sketches' shape changes (shapeChanged is what may have changed
-// it); the live page's history starts anew with a new shape or top.
+// it); the live page's last seconds start anew with a new shape or top.
 func (d *Daemon) planWindow(p *reloadPlan, shapeChanged []string) error {
 	was, pipeline := d.cfg.Pipeline(), p.cfg.Pipeline()
 	shape, oldShape := pipeline.Sketch, was.Sketch
@@ -118,7 +118,7 @@ func (d *Daemon) planWindow(p *reloadPlan, shapeChanged []string) error {
 		p.store.SetWatermarks(d.progress)
 		p.restarted = append(p.restarted, fmt.Sprintf("the window (%s changed): it starts empty, the counters are kept", strings.Join(shapeChanged, ", ")))
 	}
-	p.history = shape != oldShape || pipeline.Detect.Top != was.Detect.Top
+	p.recent = shape != oldShape || pipeline.Detect.Top != was.Detect.Top
 	return nil
 }
 

@@ -30,18 +30,18 @@ func TestPlan(t *testing.T) {
 	for _, c := range []struct {
 		name, file string
 		// applied and restarted are the plan's lists, each restarted
-		// entry by its first words; store, gen and history say what it
+		// entry by its first words; store, gen and recent say what it
 		// builds.
-		applied, restarted  []string
-		store, gen, history bool
-		err                 string
+		applied, restarted []string
+		store, gen, recent bool
+		err                string
 	}{
 		{name: "nothing", file: base},
 		{name: "threshold", file: base + "threshold: 0.3\n", applied: []string{"threshold"}},
-		{name: "top", file: base + "detector: {top: 5}\n", applied: []string{"detector"}, history: true},
+		{name: "top", file: base + "detector: {top: 5}\n", applied: []string{"detector"}, recent: true},
 		{name: "keys", file: base + "keys: redact\n", applied: []string{"keys"}},
 		{name: "window", file: base + "window: 2m\n", restarted: []string{"the window (window changed)", "the sources (the window restarts)"},
-			store: true, gen: true, history: true},
+			store: true, gen: true, recent: true},
 		{name: "sources", file: strings.ReplaceAll(base, "a.log", "b.log"), restarted: []string{"the sources (sources changed)"}, gen: true},
 		{name: "no sources", file: "listen: 127.0.0.1:0\nsources: []\n", err: errNoSources.Error()},
 		{name: "bad file", file: base + "threshold: 2\n", err: "threshold"},
@@ -79,8 +79,8 @@ func TestPlan(t *testing.T) {
 					t.Errorf("restarted[%d] %q, want it to start with %q", i, p.restarted[i], c.restarted[i])
 				}
 			}
-			if (p.store != nil) != c.store || (p.gen != nil) != c.gen || p.history != c.history {
-				t.Errorf("plan builds store %v, generation %v, history %v; want %v, %v, %v", p.store != nil, p.gen != nil, p.history, c.store, c.gen, c.history)
+			if (p.store != nil) != c.store || (p.gen != nil) != c.gen || p.recent != c.recent {
+				t.Errorf("plan builds store %v, generation %v, recent %v; want %v, %v, %v", p.store != nil, p.gen != nil, p.recent, c.store, c.gen, c.recent)
 			}
 			if d.core.Load().store != store || len(changedKeys(d.cfg, cfg)) > 0 {
 				t.Error("plan changed the running daemon")

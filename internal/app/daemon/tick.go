@@ -23,24 +23,24 @@ import (
 const tickEvery = 100 * time.Millisecond
 
 // core is what the detector's tick works with: the store, the tracker
-// with its hysteresis, the history of the live page, and the evaluator
+// with its hysteresis, the live page's last seconds, and the evaluator
 // over them (this process's window, or every replica's). A reload replaces
 // it whole, sharing what it keeps.
 type core struct {
 	store   *sketch.Store
 	tracker *detect.Tracker
-	history *export.History
+	recent  *export.Recent
 	judge   judge.Evaluator
 	// sources are the running sources, whose notes the report carries.
 	sources []traffic.Source
 }
 
-// newCore returns the core over store and tracker, with a new history,
+// newCore returns the core over store and tracker, with new last seconds for the live page,
 // judging with g's replicas when it has a lease table (made here, as they
 // need the store).
 func (d *Daemon) newCore(cfg config.Config, store *sketch.Store, tracker *detect.Tracker, g *generation) (*core, error) {
 	c := &core{store: store, tracker: tracker, judge: judge.Alone(store, tracker), sources: g.sources,
-		history: export.NewHistory(export.HistoryConfig{Window: cfg.Window, Top: cfg.Detector.Top})}
+		recent: export.NewRecent(export.RecentConfig{Window: cfg.Window, Top: cfg.Detector.Top})}
 	var err error
 	if g.replicas, err = newReplicas(g.sources, store, tracker, store.Config().Tracked, d.log); err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ func nextLook() time.Duration {
 // input, and logs what became hot or cooled.
 func (d *Daemon) evaluate(c *core, ann *export.Announcer) {
 	j := c.judge.Evaluate()
-	c.history.Record(detect.LastSeconds(j.Snapshot, c.history.Keys()))
+	c.recent.Record(detect.LastSeconds(j.Snapshot, c.recent.Keys()))
 	j.Report.Rejected = d.reporter.Rejected()
 	j.Report.Sources = export.SourcesReport(d.progress.States())
 	j.Report.Notes = sourceNotes(c.sources)

@@ -10,7 +10,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
-// historyLoad is how the tables of a History test or benchmark behave
+// historyLoad is how the tables of a Recent test or benchmark behave
 // second after second: keys per class, how many of them have units in a
 // second, and whether their ranking changes every second.
 type historyLoad struct {
@@ -63,10 +63,10 @@ func keyNames(n int) []string {
 	return out
 }
 
-// BenchmarkHistoryRecord records one second of 100 tables an op, at the
+// BenchmarkRecentRecord records one second of 100 tables an op, at the
 // defaults (a 60 s window, top 10: 20 keys a class), once the window is
 // full.
-func BenchmarkHistoryRecord(b *testing.B) {
+func BenchmarkRecentRecord(b *testing.B) {
 	const tables, variants = 100, 64
 	names := keyNames(20)
 	for _, l := range historyLoads {
@@ -75,7 +75,7 @@ func BenchmarkHistoryRecord(b *testing.B) {
 			for v := range secs {
 				secs[v] = l.seconds(tables, 0, v, names)
 			}
-			h := NewHistory(HistoryConfig{Window: time.Minute, Top: 10})
+			h := NewRecent(RecentConfig{Window: time.Minute, Top: 10})
 			at := func(i int) []report.TableSecond {
 				s := secs[i%variants]
 				for t := range s {
@@ -95,11 +95,11 @@ func BenchmarkHistoryRecord(b *testing.B) {
 	}
 }
 
-// TestHistoryMemory: what History keeps of a table costs in proportion to
+// TestRecentMemory: what Recent keeps of a table costs in proportion to
 // its traffic: an idle table's seconds a few words each, a busy table's
 // 8 bytes a key with units. Measured with the window full (60 s, top 10:
 // 20 keys a class) over 200 tables.
-func TestHistoryMemory(t *testing.T) {
+func TestRecentMemory(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("heap measurement: not under -short or -race")
 	}
@@ -128,7 +128,7 @@ func TestHistoryMemory(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			h := NewHistory(HistoryConfig{Window: time.Minute, Top: 10})
+			h := NewRecent(RecentConfig{Window: time.Minute, Top: 10})
 			for i := range 200 {
 				s := secs[i%variants]
 				for j := range s {

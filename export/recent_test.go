@@ -58,7 +58,7 @@ func points(p report.Points) []float64 {
 }
 
 // TestSeriesClasses: the series' classes are indexed as ingest's, which
-// History's seconds and analyze's steps count in.
+// Recent's seconds and analyze's steps count in.
 func TestSeriesClasses(t *testing.T) {
 	for c := range traffic.Class(traffic.NumClasses) {
 		if report.Classes[c] != c.String() {
@@ -67,8 +67,8 @@ func TestSeriesClasses(t *testing.T) {
 	}
 }
 
-func TestHistorySeries(t *testing.T) {
-	h := NewHistory(HistoryConfig{Window: 5 * time.Second, Top: 10})
+func TestRecentSeries(t *testing.T) {
+	h := NewRecent(RecentConfig{Window: 5 * time.Second, Top: 10})
 	for _, s := range []struct {
 		sec   int64
 		units float64
@@ -133,9 +133,9 @@ func TestHistorySeries(t *testing.T) {
 
 func TestServerHistoryAPI(t *testing.T) {
 	live := NewLive(nil)
-	hist := NewHistory(HistoryConfig{Window: time.Minute, Top: 10})
+	hist := NewRecent(RecentConfig{Window: time.Minute, Top: 10})
 	m := mustMasker(t, KeysHash, "k")
-	ts := startServer(t, ServerConfig{Live: live, History: hist, Masker: m}, "")
+	ts := startServer(t, ServerConfig{Live: live, Recent: hist, Masker: m}, "")
 
 	if code, _, body := ts.do(t, "GET", "/api/v1/hotkeys/history", "", nil); code != 503 || !strings.Contains(body, "no report yet") {
 		t.Errorf("before the first report: %d %s", code, body)
@@ -220,7 +220,7 @@ func TestServerLivePage(t *testing.T) {
 	}
 }
 
-// historyOracle is what History's series must read, kept the plain way:
+// historyOracle is what Recent's series must read, kept the plain way:
 // every second a table recorded, whole.
 type historyOracle struct {
 	window int64
@@ -307,12 +307,12 @@ func bits(p report.Points) []uint64 {
 	return out
 }
 
-// TestHistoryMatchesOracle: whatever the seconds recorded (keys with and
+// TestRecentMatchesOracle: whatever the seconds recorded (keys with and
 // without units, -0, rankings that change or not, more keys than kept,
 // seconds written twice, older, skipped or far ahead, tables that vanish
 // or have no second), the series read what a plain record of every second
 // reads.
-func TestHistoryMatchesOracle(t *testing.T) {
+func TestRecentMatchesOracle(t *testing.T) {
 	const window, keysN = 5, 26
 	tables := []string{"orders", "users", "carts"}
 	names := make([]string, keysN)
@@ -331,7 +331,7 @@ func TestHistoryMatchesOracle(t *testing.T) {
 	}
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 1))
-		h := NewHistory(HistoryConfig{Window: window * time.Second, Top: 3})
+		h := NewRecent(RecentConfig{Window: window * time.Second, Top: 3})
 		o := &historyOracle{window: window, tables: map[string]*oracleTable{}}
 		// Each table's ranking, kept from second to second unless it changes.
 		ranking := map[string][]string{}
@@ -400,12 +400,12 @@ func idleSecond(sec int64, tables ...string) []report.TableSecond {
 	return detect.LastSeconds(snap, 20)
 }
 
-// TestHistoryIdleSeconds: an idle second is a second of no units for the
+// TestRecentIdleSeconds: an idle second is a second of no units for the
 // keys of the second before it, not an unknown one, however many seconds
 // passed since; one seen already changes nothing; and recording it costs
 // no allocation, whatever the table's keys.
-func TestHistoryIdleSeconds(t *testing.T) {
-	h := NewHistory(HistoryConfig{Window: 5 * time.Second, Top: 10})
+func TestRecentIdleSeconds(t *testing.T) {
+	h := NewRecent(RecentConfig{Window: 5 * time.Second, Top: 10})
 	h.Record(secondSnap(100, 10))
 	h.Record(idleSecond(100, "orders")) // the second recorded already: kept
 	h.Record(idleSecond(101, "orders"))
@@ -438,7 +438,7 @@ func TestHistoryIdleSeconds(t *testing.T) {
 	for i := range 100 {
 		tables = append(tables, fmt.Sprintf("t%03d", i))
 	}
-	busy := NewHistory(HistoryConfig{Window: time.Minute, Top: 10})
+	busy := NewRecent(RecentConfig{Window: time.Minute, Top: 10})
 	busy.Record(secondSnap(100, 10, tables...))
 	sec := int64(100)
 	idle := idleSecond(sec, tables...)

@@ -5,49 +5,50 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
-// MaxHistorySeconds bounds the seconds History keeps per table, whatever
+// MaxRecentSeconds bounds the seconds Recent keeps per table, whatever
 // the window: the live page draws at most the last ten minutes.
-const MaxHistorySeconds = 600
+const MaxRecentSeconds = 600
 
-// HistoryConfig sizes a History.
-type HistoryConfig struct {
-	// Window is the detector's window: History keeps its seconds, at most
-	// MaxHistorySeconds.
+// RecentConfig sizes a Recent.
+type RecentConfig struct {
+	// Window is the detector's window: Recent keeps its seconds, at most
+	// MaxRecentSeconds.
 	Window time.Duration
 	// Top is the number of top keys per class the report lists
-	// (detect.Settings.Top); History records ChartKeys(Top) of them each
-	// second.
+	// (report.Settings.Top); Recent records report.ChartKeys(Top) of them
+	// each second.
 	Top int
 }
 
-// History keeps the daemon's last seconds, table by table: each second's
+// Recent keeps the daemon's last seconds, table by table: each second's
 // units per class and per tracked key, as the sketches count them
-// (report.TableSecond, from detect.LastSeconds). The detector tick records
-// every evaluation's seconds; the API reads the series of the current report's top keys
-// (/api/v1/hotkeys/history), so that the live page shows the past minute
-// as soon as it opens.
+// (report.TableSecond: the daemon's tick records every evaluation's last
+// seconds, which the detector gives it); the API reads the series of the
+// current report's top keys (/api/v1/hotkeys/history), so that the live
+// page shows the past minute as soon as it opens. It is the live page's
+// memory of the last minutes, not the history kept on disk (package
+// history).
 //
 // Memory follows the traffic: per table (at most the store's MaxTables) a
-// ring of Window seconds (at most MaxHistorySeconds) of 40 bytes each (the
+// ring of Window seconds (at most MaxRecentSeconds) of 40 bytes each (the
 // classes' units, the second's key list, where its units are), the key
 // lists, and the units of the keys that had some. A second's key list (at
 // most Keys() = 2 × max(Top, 10) keys per class, 24 bytes each) is the
 // previous second's when the ranking did not change, and only the keys
 // with units in the second take room: 16 bytes each, or 8 bytes a listed
 // key when half of them or more have some. At the defaults (60 s, top 10: 40
-// keys), measured by TestHistoryMemory with the window full: an idle table
+// keys), measured by TestRecentMemory with the window full: an idle table
 // 4 KB, one key a class with units every second 7 KB, all 40 keys 28 KB,
 // all 40 with a ranking that changes every second 91 KB (141 KB each when
 // every second held its 40 keys whole). The keys' strings are the
 // snapshot's.
-// History is safe for concurrent use.
-type History struct {
-	cfg     HistoryConfig
+// Recent is safe for concurrent use.
+type Recent struct {
+	cfg     RecentConfig
 	seconds int
 	keep    int
 
@@ -64,7 +65,7 @@ type secondRing struct {
 	next int    // slot the next second goes to
 	n    int    // slots filled
 	last int64  // Unix second of the newest slot
-	seen uint64 // the History's gen when Record last named the table
+	seen uint64 // the Recent's gen when Record last named the table
 
 	// keys is the newest second's key list, which the next second shares
 	// when its ranking is the same; spare is a list no second holds any
@@ -102,30 +103,24 @@ type listKey struct {
 	class traffic.Class
 }
 
-// NewHistory returns an empty History.
-func NewHistory(cfg HistoryConfig) *History {
+// NewRecent returns an empty Recent.
+func NewRecent(cfg RecentConfig) *Recent {
 	secs := int(cfg.Window / time.Second)
-	secs = min(max(secs, 1), MaxHistorySeconds)
-	return &History{cfg: cfg, seconds: secs, keep: ChartKeys(cfg.Top), tables: map[entryID]*secondRing{}}
+	secs = min(max(secs, 1), MaxRecentSeconds)
+	return &Recent{cfg: cfg, seconds: secs, keep: report.ChartKeys(cfg.Top), tables: map[entryID]*secondRing{}}
 }
 
 // Keys returns how many of each class's heaviest keys a second should
-// hold (detect.LastSeconds): ChartKeys of the report's top.
-func (h *History) Keys() int { return h.keep }
-
-// ChartKeys is how many of each class's heaviest keys the charts follow
-// second by second (History, and the analyze report's series) when the
-// report lists top keys per class: twice as many, and at least twice the
-// default top, so that a key that climbs into the top has its past
-// seconds too.
-func ChartKeys(top int) int { return 2 * max(top, detect.DefaultSettings().Top) }
+// hold (what the tick asks the detector for): report.ChartKeys of the
+// report's top.
+func (h *Recent) Keys() int { return h.keep }
 
 // Record adds each table's last complete second (detect.LastSeconds). A
 // second seen before is written again (two ticks in one second), but for
 // an idle second, which only adds the seconds of no traffic up to it in
 // constant time; seconds no evaluation saw stay unknown; tables no longer
 // there are forgotten.
-func (h *History) Record(secs []report.TableSecond) {
+func (h *Recent) Record(secs []report.TableSecond) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.gen++
@@ -337,7 +332,7 @@ func (r *secondRing) reserve(words int) {
 // evaluation saw, and a key's second it was not among the recorded keys,
 // are NaN. Keys are as in rep; mask them with KeyMasker.MaskSeries.
 // top > 0 keeps that many keys per class.
-func (h *History) Series(rep report.Report, top int) report.Series {
+func (h *Recent) Series(rep report.Report, top int) report.Series {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return report.BuildSeries(rep, top, func(table, index string) report.Steps {
