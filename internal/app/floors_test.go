@@ -70,6 +70,9 @@ func TestFloors(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	readers := map[string]bool{"ingest/streams": true, "ingest/kinesis": true, "ingest/cloudtrail": true, "ingest/jsonl": true, "ingest/demo": true}
+	// gatherers put readers together for whole inputs (analyze): they
+	// import readers, and neither a reader nor a shared part imports them.
+	gatherers := map[string]bool{"ingest/formats": true, "ingest/parallel": true}
 	packages := 0
 	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -107,6 +110,12 @@ func TestFloors(t *testing.T) {
 			}
 			if readers[pkg] && readers[dep] {
 				t.Errorf("reader %s imports reader %s: readers share parts below them, never each other", pkg, dep)
+			}
+			if from == readersFloor && !gatherers[pkg] && gatherers[dep] {
+				t.Errorf("%s imports %s, which gathers readers: only the wiring and the programs import it", pkg, dep)
+			}
+			if from == readersFloor && !readers[pkg] && !gatherers[pkg] && readers[dep] {
+				t.Errorf("shared part %s imports reader %s: the parts the readers share stand below every reader", pkg, dep)
 			}
 		}
 	}
