@@ -106,23 +106,45 @@ func run(out, input string, width, height int) error {
 	if err != nil {
 		return err
 	}
-	// What the README says the pictures show.
-	want := []string{"view overview", "h2 Diagnoses", "diagnosis", "h2 Tables and indexes", "table with axes"}
-	for _, got := range [][]string{live, tables, rep} {
-		if !slices.Equal(got, want) {
-			return fmt.Errorf("the page is %q, want %q: the README's pictures would show another page than it describes", got, want)
-		}
+	heat, err := shootHeatmap(bctx, report, width, height, filepath.Join(out, "analyze-heatmap.png"))
+	if err != nil {
+		return err
+	}
+	if err := describedPages(live, tables, rep); err != nil {
+		return err
 	}
 	shots := []testenv.Screenshot{
 		{Image: "live-page.png", What: "hotkeyd demo's live page as it opens, once its planted diagnoses are on it", View: "overview", Sections: live},
 		{Image: "live-tables.png", What: "the same page scrolled to its tables", View: "overview", Sections: tables},
 		{Image: "analyze-report.png", What: "hotkeyd analyze --format html " + input + " as it opens", View: "overview", Sections: rep},
+		{Image: "analyze-heatmap.png", What: "the same report's orders table, scrolled to its keys × time heatmap, the pointer on a cell of the hot key", View: "table", Sections: heat},
 	}
 	b, err := json.MarshalIndent(shots, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, filepath.Base(testenv.ScreenshotManifest)), append(b, '\n'), 0o644)
+}
+
+// describedPages fails unless the pages are those the README's pictures
+// say they show: the diagnoses, then the tables; the live page lists the
+// incidents between them where the demo keeps a history.
+func describedPages(live, tables, rep []string) error {
+	want := []string{"view overview", "h2 Diagnoses", "diagnosis", "h2 Tables and indexes", "table with axes"}
+	wantLive := want
+	if slices.Contains(live, "h2 Incidents") {
+		wantLive = slices.Insert(slices.Clone(want), 3, "h2 Incidents", "card")
+	}
+	for i, got := range [][]string{live, tables, rep} {
+		w := want
+		if i < 2 {
+			w = wantLive
+		}
+		if !slices.Equal(got, w) {
+			return fmt.Errorf("the page is %q, want %q: the README's pictures would show another page than it describes", got, w)
+		}
+	}
+	return nil
 }
 
 // writeReport writes hotkeyd analyze's HTML report of input to path.
@@ -140,6 +162,29 @@ func writeReport(bin, input, path string) error {
 	}
 	return nil
 }
+
+// shootHeatmap takes the report's orders table further down: its keys ×
+// time heatmap, the tooltip naming a cell of the hot key.
+func shootHeatmap(bctx context.Context, report string, width, height int, path string) ([]string, error) {
+	heat, err := shoot(bctx, "file://"+report+"#/table/orders", `document.querySelector('section.heat').dataset.cells > 0`, heatmapHover,
+		width, height, path)
+	if err == nil && !slices.Contains(heat, "h2 History") {
+		err = fmt.Errorf("the report's table page is %q, with no heatmap", heat)
+	}
+	return heat, err
+}
+
+// heatmapHover scrolls to the heatmap and puts the pointer on the middle
+// one of the cells of its heaviest row.
+const heatmapHover = `(() => {
+	const h = document.querySelector('section.heat');
+	h.previousElementSibling.scrollIntoView();
+	window.scrollBy(0, -60);
+	const cv = h.querySelector('canvas[data-heatmap="keys"]'), hm = cv.hotkeydHeatmap, r = cv.getBoundingClientRect();
+	const cols = hm.cells(hm.rows[0]);
+	const i = cols[Math.floor(cols.length / 2)];
+	cv.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + (i + 0.5) * r.width / hm.n, clientY: r.top + hm.row / 2, bubbles: true}));
+})()`
 
 // startDemo runs hotkeyd demo on a free port and returns its base URL and
 // the function that stops it.
