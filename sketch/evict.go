@@ -158,6 +158,7 @@ func (s *Store) admit(id tableID, at clock, weight uint64) (ok bool, credit clai
 	v.mu.Lock()
 	v.advance(at.epoch, at.sec)
 	traffic, seconds := s.weight(v, at)
+	own := v.traffic() // without its credit: what it counted
 	wins := traffic == 0 || (c.events > traffic && (s.slot == 0 || uint64(c.seconds) > seconds))
 	if !wins && s.slot > 0 {
 		wins = c.outpaces(at.sec, v.recentEvents(at.sec), traffic, s.windowSeconds())
@@ -174,6 +175,11 @@ func (s *Store) admit(id tableID, at clock, weight uint64) (ok bool, credit clai
 	if traffic > 0 {
 		// If it comes back, it competes with the traffic it had.
 		a.refused[idHash(v.id)] = claim{events: traffic, seconds: uint32(min(seconds, math.MaxUint32)), last: v.lastArrival}
+	}
+	if s.slot == 0 {
+		// Whole files: what it counted is in no report.
+		s.dropped.Add(own)
+		s.untracked.Add(own)
 	}
 	s.drop(v)
 	// This Put's second is the new table's first arrival: the credit is

@@ -439,3 +439,31 @@ func TestDeclareReservesPlaces(t *testing.T) {
 		t.Errorf("f-table tracked %v, orders tracked %v: orders, no longer declared and the least busy, should give its place", s.Tracked("f-table", ""), s.Tracked("orders", ""))
 	}
 }
+
+// TestUntrackedInWholeFiles counts 400 tables of 10 events each, then a
+// busier one, over whole files with room for 300: every event is either
+// in a tracked table or counted as untracked, the events of the table the
+// busier one evicted among them.
+func TestUntrackedInWholeFiles(t *testing.T) {
+	s := newTestStore(t, Config{MaxTables: 300}, nil)
+	for i := range 400 {
+		batch := make([]traffic.Event, 10)
+		for k := range batch {
+			batch[k] = ev(fmt.Sprintf("table-%03d", i), fmt.Sprint(k), traffic.Write, 1)
+		}
+		put(t, s, batch...)
+	}
+	busy := make([]traffic.Event, 50)
+	for k := range busy {
+		busy[k] = ev("busy", fmt.Sprint(k), traffic.Write, 1)
+	}
+	put(t, s, busy...)
+	var counted uint64
+	for _, ts := range s.Snapshot().Tables {
+		counted += ts.Events
+	}
+	if s.Tables() != 300 || counted+s.Untracked() != 4050 || s.Untracked() != 4050-counted || s.Untracked() != 1010 {
+		t.Errorf("%d tables, %d events counted, %d untracked; want 300 tables, 3040 counted and 1010 untracked (100 tables refused, one evicted)",
+			s.Tables(), counted, s.Untracked())
+	}
+}

@@ -64,13 +64,15 @@ func (s *Store) Merge(other *Store) error {
 		ot.mu.Unlock()
 		t := s.table(id, at, b.events())
 		if t == nil {
-			s.dropped.Add(b.events())
+			s.dropped.Add(b.traffic())
+			s.untracked.Add(b.traffic())
 			return
 		}
 		t.mu.Lock()
 		if t.evicted {
 			t.mu.Unlock()
-			s.dropped.Add(b.events())
+			s.dropped.Add(b.traffic())
+			s.untracked.Add(b.traffic())
 			return
 		}
 		t.advance(at.epoch, at.sec)
@@ -79,6 +81,7 @@ func (s *Store) Merge(other *Store) error {
 		t.mu.Unlock()
 	})
 	s.dropped.Add(other.dropped.Load())
+	s.untracked.Add(other.untracked.Load())
 	return nil
 }
 

@@ -173,6 +173,8 @@ type Store struct {
 	adm     admission  // guarded by addMu
 	putSeq  atomic.Uint64
 	dropped atomic.Uint64
+	// untracked counts the events of tables not tracked (Untracked).
+	untracked atomic.Uint64
 	// versions numbers the pictures SnapshotSince copies out, across
 	// tables, so that a table made again never repeats a version.
 	versions atomic.Uint64
@@ -217,6 +219,12 @@ func (s *Store) Config() Config { return s.cfg }
 // made: events of tables that could not be tracked (Config.MaxTables),
 // events with an unknown class and units that are not a number.
 func (s *Store) Dropped() uint64 { return s.dropped.Load() }
+
+// Untracked returns the events (and throttled calls) not counted because
+// their table or index was not tracked (Config.MaxTables): those refused,
+// and, over whole files (analyze mode), those of tables evicted for busier
+// ones, which no report holds. They are part of Dropped.
+func (s *Store) Untracked() uint64 { return s.untracked.Load() }
 
 // Tables returns the number of tables and indexes tracked.
 func (s *Store) Tables() int { return int(s.ntables.Load()) }
@@ -333,6 +341,7 @@ func (s *Store) putRun(id tableID, events []traffic.Event, idx []int32, at clock
 	t := s.table(id, at, uint64(n))
 	if t == nil {
 		s.dropped.Add(uint64(n))
+		s.untracked.Add(uint64(n))
 		return
 	}
 	// Hash the keys before taking the lock: readers of one table hash in
@@ -353,6 +362,7 @@ func (s *Store) putRun(id tableID, events []traffic.Event, idx []int32, at clock
 		// Evicted since it was looked up: these events go with it.
 		t.mu.Unlock()
 		s.dropped.Add(uint64(n))
+		s.untracked.Add(uint64(n))
 		s.hashes.Put(hp)
 		return
 	}

@@ -119,6 +119,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if unforeseen > 0 {
 		result.Notes = append(result.Notes, forecastNote(unforeseen))
 	}
+	if n := in.store.Untracked(); n > 0 {
+		result.Notes = append(result.Notes, untrackedNote(n, in.store.Config().MaxTables))
+	}
 	result.BadTime = badTimes(rep.Reason(traffic.ReasonBadTime), in.left, in.first, in.last)
 	if err := cfg.write(result, in.rec); err != nil {
 		return err
@@ -130,6 +133,14 @@ func Run(ctx context.Context, cfg Config) error {
 		return ErrNothingUsable
 	}
 	return nil
+}
+
+// untrackedNote says that n events of tables and indexes past the
+// maxTables counted were not: analyze counts the busiest tables within
+// the bound the config sets (max_tables), whose memory it is.
+func untrackedNote(n uint64, maxTables int) string {
+	return fmt.Sprintf("%s of tables and indexes past the %d counted (max_tables) were not counted: the report holds the busiest %d; raise max_tables in the config to count more",
+		plural.Count(n, "event"), maxTables, maxTables)
 }
 
 // inputsRead is what reading the inputs gave: the count, the Events that
