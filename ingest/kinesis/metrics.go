@@ -8,15 +8,13 @@ import (
 )
 
 // metrics are the reader's series, labelled by stream name. The shard
-// engine writes the per-shard ones it names here (engine), and deletes a
-// shard's when the shard is finished, so the label sets stay bounded while
-// shards are split and merged.
+// engine writes the per-shard ones it names (shards.Metrics), and deletes
+// a shard's when the shard is finished, so the label sets stay bounded
+// while shards are split and merged; the reader counts records, Time to
+// Live deletes, duplicates and calls.
 type metrics struct {
-	engine     *shards.Metrics        // millis behind latest (stream, shard), shards (stream, state)
-	records    *prometheus.CounterVec // stream
-	ttlDeletes *prometheus.CounterVec // stream
+	*shards.Metrics
 	duplicates *prometheus.CounterVec // stream
-	calls      *prometheus.CounterVec // stream
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -30,43 +28,34 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "hotkeyd_kinesis_shards",
 			Help: "Kinesis shards by state: open, closed (split or merged, records left to read), finished (read to the end).",
 		},
+		Records: prometheus.CounterOpts{
+			Name: "hotkeyd_kinesis_records_total",
+			Help: "Kinesis records read, duplicates, Time to Live deletes and rejected records included.",
+		},
+		TTLDeletes: prometheus.CounterOpts{
+			Name: "hotkeyd_kinesis_ttl_deletes_total",
+			Help: "Records of items deleted by Time to Live; not counted as client writes.",
+		},
+		Calls: prometheus.CounterOpts{
+			Name: "hotkeyd_kinesis_get_records_calls_total",
+			Help: "GetRecords calls made, successful or not.",
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	m := &metrics{
-		engine: engine,
-		records: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_kinesis_records_total",
-			Help: "Kinesis records read, duplicates, Time to Live deletes and rejected records included.",
-		}, []string{"stream"}),
-		ttlDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_kinesis_ttl_deletes_total",
-			Help: "Records of items deleted by Time to Live; not counted as client writes.",
-		}, []string{"stream"}),
-		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_kinesis_duplicate_records_total",
-			Help: "Records delivered again (same table and eventID as one read lately); counted once.",
-		}, []string{"stream"}),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_kinesis_get_records_calls_total",
-			Help: "GetRecords calls made, successful or not.",
-		}, []string{"stream"}),
+	m := &metrics{Metrics: engine, duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hotkeyd_kinesis_duplicate_records_total",
+		Help: "Records delivered again (same table and eventID as one read lately); counted once.",
+	}, []string{"stream"})}
+	if reg != nil {
+		m.duplicates = promutil.Register(reg, m.duplicates, &err)
 	}
-	if reg == nil {
-		return m, nil
-	}
-	m.records = promutil.Register(reg, m.records, &err)
-	m.ttlDeletes = promutil.Register(reg, m.ttlDeletes, &err)
-	m.duplicates = promutil.Register(reg, m.duplicates, &err)
-	m.calls = promutil.Register(reg, m.calls, &err)
 	return m, err
 }
 
 // initStream creates a stream's counters at zero.
 func (m *metrics) initStream(stream string) {
-	m.records.WithLabelValues(stream)
-	m.ttlDeletes.WithLabelValues(stream)
+	m.InitStream(stream)
 	m.duplicates.WithLabelValues(stream)
-	m.calls.WithLabelValues(stream)
 }

@@ -116,7 +116,7 @@ func NewWithClients(cfg Config, api API, db lease.DynamoDBAPI, log *zap.Logger, 
 	})
 	s.e, err = shards.NewEngine(cfg.Config, shards.Parts{
 		Source: SourceName, Service: "kinesis", Network: isNetwork,
-		Streams: s.configured(), Metrics: m.engine, Classify: classify, Refused: isRefused,
+		Streams: s.configured(), Metrics: m.Metrics, Classify: classify, Refused: isRefused,
 		NewPacer: func() shards.Pacer { return pacer{poll: cfg.PollInterval, full: int(cfg.BatchLimit)} },
 		Now:      time.Now,
 		LeaseDB:  db, Log: log, Reporter: rep, Registerer: reg,

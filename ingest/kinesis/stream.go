@@ -95,7 +95,7 @@ func (st *stream) Iterator(ctx context.Context, shard string, pos shards.Positio
 
 // Records calls GetRecords once.
 func (st *stream) Records(ctx context.Context, _, iter string) (*kinesis.GetRecordsOutput, error) {
-	st.s.m.calls.WithLabelValues(st.name).Inc()
+	st.s.m.Calls.WithLabelValues(st.name).Inc()
 	return st.s.api.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String(iter), Limit: aws.Int32(st.s.cfg.BatchLimit)})
 }
 
@@ -135,8 +135,8 @@ func (st *stream) Emit(ctx context.Context, shard string, out *kinesis.GetRecord
 			return e, false
 		}
 	}
-	m.records.WithLabelValues(st.name).Add(float64(len(out.Records)))
-	m.ttlDeletes.WithLabelValues(st.name).Add(float64(ttl))
+	m.Records.WithLabelValues(st.name).Add(float64(len(out.Records)))
+	m.TTLDeletes.WithLabelValues(st.name).Add(float64(ttl))
 	m.duplicates.WithLabelValues(st.name).Add(float64(dup))
 	// A copy: the record's strings live as long as the batch.
 	e.Last = strings.Clone(aws.ToString(out.Records[len(out.Records)-1].SequenceNumber))

@@ -140,7 +140,7 @@ func testStartLatest(t *testing.T, d *testenv.DDBLocal) {
 	cfg.Tables = []string{"f_latest"}
 	r := start(t, cfg, d.Streams, d.DB)
 	ingesttest.WaitFor(t, ingesttest.Eventually, "the first GetRecords call", func() bool {
-		return testutil.ToFloat64(r.src.m.calls.WithLabelValues("f_latest")) > 0
+		return testutil.ToFloat64(r.src.m.Calls.WithLabelValues("f_latest")) > 0
 	})
 	putItems(t, d.DB, "f_latest", "pk", "new", 0, 5)
 	ingesttest.WaitFor(t, ingesttest.Eventually, "5 events", func() bool { return len(r.sink.Events()) >= 5 })

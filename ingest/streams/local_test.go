@@ -117,7 +117,7 @@ func testMultipleTables(t *testing.T, d *testenv.DDBLocal) {
 			t.Errorf("orders event %d: pk %q sk %q, want 42.5 and %q", i, e.PK, e.SK, want)
 		}
 	}
-	if got := testutil.ToFloat64(r.src.m.records.WithLabelValues("mt_users")); got != 7 {
+	if got := testutil.ToFloat64(r.src.m.Records.WithLabelValues("mt_users")); got != 7 {
 		t.Errorf("hotkeyd_stream_records_total{table=mt_users} = %v, want 7", got)
 	}
 	if got := gauge(t, r.reg, "hotkeyd_stream_shards", "table", "mt_orders", "state", shards.StateOpen); got != 1 {

@@ -7,16 +7,14 @@ import (
 	"github.com/hotkeyd/hotkeyd/internal/promutil"
 )
 
-// metrics are the reader's series. The shard engine writes the per-shard
-// ones it names here (engine), and deletes a shard's when the shard is
-// finished, so the label sets stay bounded while shards roll over
-// (DynamoDB replaces every shard about every four hours).
+// metrics are the reader's series, labelled by table. The shard engine
+// writes the per-shard ones it names (shards.Metrics), and deletes a
+// shard's when the shard is finished, so the label sets stay bounded while
+// shards roll over (DynamoDB replaces every shard about every four hours);
+// the reader counts records, Time to Live deletes, calls and gaps.
 type metrics struct {
-	engine     *shards.Metrics        // iterator age (table, shard), shards (table, state)
-	records    *prometheus.CounterVec // table
-	ttlDeletes *prometheus.CounterVec // table
-	calls      *prometheus.CounterVec // table
-	gaps       *prometheus.CounterVec // table
+	*shards.Metrics
+	gaps *prometheus.CounterVec // table
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -30,46 +28,37 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "hotkeyd_stream_shards",
 			Help: "Stream shards by state: open (still written), closed (no more writes, records left to read), finished (read to the end).",
 		},
+		Records: prometheus.CounterOpts{
+			Name: "hotkeyd_stream_records_total",
+			Help: "Stream records read, including Time to Live deletes and rejected records.",
+		},
+		TTLDeletes: prometheus.CounterOpts{
+			Name: "hotkeyd_stream_ttl_deletes_total",
+			Help: "Stream records of items deleted by Time to Live; they are not counted as client writes.",
+		},
+		Calls: prometheus.CounterOpts{
+			Name: "hotkeyd_stream_get_records_calls_total",
+			Help: "GetRecords calls made, successful or not.",
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	m := &metrics{
-		engine: engine,
-		records: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_stream_records_total",
-			Help: "Stream records read, including Time to Live deletes and rejected records.",
-		}, []string{"table"}),
-		ttlDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_stream_ttl_deletes_total",
-			Help: "Stream records of items deleted by Time to Live; they are not counted as client writes.",
-		}, []string{"table"}),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_stream_get_records_calls_total",
-			Help: "GetRecords calls made, successful or not.",
-		}, []string{"table"}),
-		gaps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotkeyd_stream_trimmed_gaps_total",
-			Help: "Times a shard's unread records had been trimmed (older than 24 h) and the reader skipped to the oldest record left.",
-		}, []string{"table"}),
+	m := &metrics{Metrics: engine, gaps: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hotkeyd_stream_trimmed_gaps_total",
+		Help: "Times a shard's unread records had been trimmed (older than 24 h) and the reader skipped to the oldest record left.",
+	}, []string{"table"})}
+	if reg != nil {
+		// Several streams sources may share one registry: reuse what an
+		// earlier source registered.
+		m.gaps = promutil.Register(reg, m.gaps, &err)
 	}
-	if reg == nil {
-		return m, nil
-	}
-	// Several streams sources may share one registry: reuse what an earlier
-	// source registered.
-	m.records = promutil.Register(reg, m.records, &err)
-	m.ttlDeletes = promutil.Register(reg, m.ttlDeletes, &err)
-	m.calls = promutil.Register(reg, m.calls, &err)
-	m.gaps = promutil.Register(reg, m.gaps, &err)
 	return m, err
 }
 
 // initTable creates a table's series at zero, so that rate() works from the
 // first scrape and dashboards show the table before its first record.
 func (m *metrics) initTable(table string) {
-	m.records.WithLabelValues(table)
-	m.ttlDeletes.WithLabelValues(table)
-	m.calls.WithLabelValues(table)
+	m.InitStream(table)
 	m.gaps.WithLabelValues(table)
 }

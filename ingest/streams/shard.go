@@ -34,7 +34,7 @@ func (sr *streamReader) Iterator(ctx context.Context, shard string, pos shards.P
 
 // Records calls GetRecords once.
 func (sr *streamReader) Records(ctx context.Context, shard, iter string) (*dynamodbstreams.GetRecordsOutput, error) {
-	sr.s.m.calls.WithLabelValues(sr.table).Inc()
+	sr.s.m.Calls.WithLabelValues(sr.table).Inc()
 	sr.clocks.get(shard).polled(sr.s.now())
 	var opts []func(*dynamodbstreams.Options)
 	if !sr.s.cfg.SDKDecode {
@@ -99,9 +99,9 @@ func (sr *streamReader) Emit(ctx context.Context, shard string, out *dynamodbstr
 			return e, false
 		}
 	}
-	m.records.WithLabelValues(table).Add(float64(len(recs)))
+	m.Records.WithLabelValues(table).Add(float64(len(recs)))
 	if ttl > 0 {
-		m.ttlDeletes.WithLabelValues(table).Add(float64(ttl))
+		m.TTLDeletes.WithLabelValues(table).Add(float64(ttl))
 	}
 	last := recs[len(recs)-1].Dynamodb
 	if last != nil {

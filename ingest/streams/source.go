@@ -104,7 +104,7 @@ func NewWithClients(cfg Config, streams StreamsAPI, tables TablesAPI, log *zap.L
 	s.e, err = shards.NewEngine(cfg.Config, shards.Parts{
 		Source: SourceName, Service: "dynamodb streams", Network: isNetwork,
 		Streams: append(slices.Clone(cfg.Tables), cfg.StreamARNs...),
-		Metrics: m.engine, Classify: classify, Refused: isValidation,
+		Metrics: m.Metrics, Classify: classify, Refused: isValidation,
 		NewPacer: func() shards.Pacer { return &pacer{cfg: &s.cfg} },
 		Now:      s.now,
 		LeaseDB:  db, Log: log, Reporter: rep, Registerer: reg,

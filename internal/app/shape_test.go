@@ -31,9 +31,7 @@ var longScanners = map[string]bool{
 // whose long functions a piece of work under way splits: the CloudTrail
 // reader's key, the stream sources sharing their engine, and the functions
 // below them, split one group at a time. An entry goes once its work lands; at the end the list is empty.
-var movingPaths = []string{
-	"ingest/internal/shards/",
-}
+var movingPaths = []string{}
 
 // TestFunctionsShort holds every non-test function of the module to
 // maxFuncLines lines, but for the longScanners.

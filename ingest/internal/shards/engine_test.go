@@ -159,6 +159,9 @@ func runEngine(t *testing.T, dir string, f *fakeStream) *engineRun {
 		StreamLabel: "stream",
 		Shards:      prometheus.GaugeOpts{Name: "fake_shards", Help: "Shards by state."},
 		Lag:         prometheus.GaugeOpts{Name: "fake_lag_records", Help: "Records behind."},
+		Records:     prometheus.CounterOpts{Name: "fake_records_total", Help: "Records read."},
+		TTLDeletes:  prometheus.CounterOpts{Name: "fake_ttl_deletes_total", Help: "Time to Live deletes read."},
+		Calls:       prometheus.CounterOpts{Name: "fake_calls_total", Help: "GetRecords calls."},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,10 @@ type MetricOpts struct {
 	// labelled StreamLabel and "shard", in the unit the reader's Emit
 	// gives (Emitted.Lag).
 	Lag prometheus.GaugeOpts
+	// Records, TTLDeletes and Calls are the reader's counters of records
+	// read (whatever became of them), of the Time to Live deletes among
+	// them, and of GetRecords calls, labelled StreamLabel.
+	Records, TTLDeletes, Calls prometheus.CounterOpts
 }
 
 // Metrics are the shard series the engine keeps for a reader. A shard's
@@ -35,15 +39,22 @@ type MetricOpts struct {
 type Metrics struct {
 	shards *prometheus.GaugeVec
 	lag    *prometheus.GaugeVec
+	// Records, TTLDeletes and Calls are the reader's counters by stream
+	// label (MetricOpts), which it counts itself.
+	Records, TTLDeletes, Calls *prometheus.CounterVec
 }
 
 // NewMetrics makes a reader's shard series, registered with reg (none when
 // nil). Several sources of one kind may share a registry: a series an
 // earlier source registered is reused.
 func NewMetrics(reg prometheus.Registerer, o MetricOpts) (*Metrics, error) {
+	stream := []string{o.StreamLabel}
 	m := &Metrics{
-		shards: prometheus.NewGaugeVec(o.Shards, []string{o.StreamLabel, "state"}),
-		lag:    prometheus.NewGaugeVec(o.Lag, []string{o.StreamLabel, "shard"}),
+		shards:     prometheus.NewGaugeVec(o.Shards, []string{o.StreamLabel, "state"}),
+		lag:        prometheus.NewGaugeVec(o.Lag, []string{o.StreamLabel, "shard"}),
+		Records:    prometheus.NewCounterVec(o.Records, stream),
+		TTLDeletes: prometheus.NewCounterVec(o.TTLDeletes, stream),
+		Calls:      prometheus.NewCounterVec(o.Calls, stream),
 	}
 	if reg == nil {
 		return m, nil
@@ -51,7 +62,19 @@ func NewMetrics(reg prometheus.Registerer, o MetricOpts) (*Metrics, error) {
 	var err error
 	m.shards = promutil.Register(reg, m.shards, &err)
 	m.lag = promutil.Register(reg, m.lag, &err)
+	m.Records = promutil.Register(reg, m.Records, &err)
+	m.TTLDeletes = promutil.Register(reg, m.TTLDeletes, &err)
+	m.Calls = promutil.Register(reg, m.Calls, &err)
 	return m, err
+}
+
+// InitStream creates a stream's counters at zero, so that rate() works
+// from the first scrape and dashboards show the stream before its first
+// record.
+func (m *Metrics) InitStream(label string) {
+	m.Records.WithLabelValues(label)
+	m.TTLDeletes.WithLabelValues(label)
+	m.Calls.WithLabelValues(label)
 }
 
 // states sets how many of a stream's listed shards are in each state.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jpillora/backoff"
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/ingest/internal/pause"
@@ -54,8 +55,9 @@ type streamReader[B any] struct {
 	api  Stream[B]
 
 	// Set by the first successful listing, read-only afterwards.
-	fresh   bool            // no checkpoint of this stream existed at the first listing
-	initial map[string]bool // shards listed at the first listing
+	listedOnce bool            // a listing succeeded
+	fresh      bool            // no checkpoint of this stream existed at the first listing
+	initial    map[string]bool // shards listed at the first listing
 
 	mu       sync.Mutex
 	running  map[string]bool
@@ -111,7 +113,6 @@ func (sr *streamReader[B]) run(ctx context.Context) {
 	if e.Coord != nil {
 		defer e.Book.Remove(sr.spec.ARN)
 	}
-	listed := false
 	var list []Shard   // the latest listing
 	var next time.Time // when to list again
 	describe := true
@@ -121,39 +122,9 @@ func (sr *streamReader[B]) run(ctx context.Context) {
 			leases = e.Coord.Changed()
 		}
 		if describe {
-			l, err := sr.api.List(ctx)
-			wait := e.ListInterval
-			switch {
-			case ctx.Err() != nil:
+			wait, stop := sr.list(ctx, &wg, bo, &list)
+			if stop {
 				return
-			case err != nil:
-				reason := e.Classify(err)
-				e.Reporter.Error(e.Source, reason, err)
-				e.Health.Set(sr.spec.Key, err)
-				if reason == ReasonNotFound && sr.spec.OnGone != nil {
-					sr.spec.OnGone()
-					if sr.idle() {
-						sr.spec.Log.Info("stream not found, stopped reading it")
-						return
-					}
-				}
-				wait = bo.Duration()
-			default:
-				bo.Reset()
-				e.Health.Set(sr.spec.Key, nil)
-				l.Shards = sr.dropLongIDs(l.Shards)
-				if !listed {
-					listed = true
-					sr.first(ctx, l)
-				}
-				list = l.Shards
-				sr.listed(list)
-				sr.startReady(ctx, &wg, list)
-				sr.reportShards(list)
-				if l.Disabled && sr.allFinished(list) {
-					sr.spec.Log.Info("stream disabled and read to its end")
-					return
-				}
 			}
 			next = time.Now().Add(wait)
 		} else {
@@ -183,6 +154,48 @@ func (sr *streamReader[B]) run(ctx context.Context) {
 		case <-time.After(time.Until(next)):
 		}
 	}
+}
+
+// list lists the stream's shards into *list and starts a reader for each
+// that may start. It returns how long to wait before the next listing
+// (the list interval, or after an error the backoff bo), and stop when
+// the stream's loop ends: ctx done, or the stream gone (not found, with
+// OnGone, and no shard reader left) or disabled and read to its end.
+func (sr *streamReader[B]) list(ctx context.Context, wg *sync.WaitGroup, bo *backoff.Backoff, list *[]Shard) (wait time.Duration, stop bool) {
+	e := sr.e
+	l, err := sr.api.List(ctx)
+	switch {
+	case ctx.Err() != nil:
+		return 0, true
+	case err != nil:
+		reason := e.Classify(err)
+		e.Reporter.Error(e.Source, reason, err)
+		e.Health.Set(sr.spec.Key, err)
+		if reason == ReasonNotFound && sr.spec.OnGone != nil {
+			sr.spec.OnGone()
+			if sr.idle() {
+				sr.spec.Log.Info("stream not found, stopped reading it")
+				return 0, true
+			}
+		}
+		return bo.Duration(), false
+	}
+	bo.Reset()
+	e.Health.Set(sr.spec.Key, nil)
+	l.Shards = sr.dropLongIDs(l.Shards)
+	if !sr.listedOnce {
+		sr.listedOnce = true
+		sr.first(ctx, l)
+	}
+	*list = l.Shards
+	sr.listed(*list)
+	sr.startReady(ctx, wg, *list)
+	sr.reportShards(*list)
+	if l.Disabled && sr.allFinished(*list) {
+		sr.spec.Log.Info("stream disabled and read to its end")
+		return 0, true
+	}
+	return e.ListInterval, false
 }
 
 // first records which shards existed when reading began.
