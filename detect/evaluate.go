@@ -176,7 +176,7 @@ func (t *table) topKeys() []report.TopKey {
 		top := t.ranked(c)
 		for i := range top[:min(len(top), max(t.s.Top, 0))] {
 			k := &top[i]
-			out = append(out, report.TopKey{Key: k.Key, Class: c.String(), Units: k.Units, Share: t.share(c, k),
+			out = append(out, report.TopKey{Key: k.Key, KeyText: report.KeyText(k.Key), Class: c.String(), Units: k.Units, Share: t.share(c, k),
 				UnitsPerSecond: t.rate(k.Units), PeakUnitsPerSecond: t.keyPeak(k)})
 		}
 	}
@@ -249,7 +249,7 @@ func (t *table) throttledKeys() ([]report.ThrottledKey, uint64) {
 		for _, k := range st.Keys {
 			a := all[k.Key]
 			if a == nil {
-				a = &report.ThrottledKey{Key: k.Key}
+				a = &report.ThrottledKey{Key: k.Key, KeyText: report.KeyText(k.Key)}
 				all[k.Key] = a
 			}
 			a.Count += k.Count

@@ -55,11 +55,11 @@ func (a *Announcer) Announce(changes []report.Change) {
 	for _, c := range changes {
 		d := c.Diagnosis
 		if c.Cleared {
-			a.log.Info(findingMessage(d.Cause)+" cleared", where(c.Table, c.Index, d.Class, a.masker.DiagnosisKey(d), d.Cause)...)
+			a.log.Info(findingMessage(d.Cause)+" cleared", where(c.Table, c.Index, d.Class, a.masker.DiagnosisKey(d), a.keyText(d), d.Cause)...)
 			continue
 		}
 		m := a.masker.MaskDiagnosis(d)
-		fields := where(c.Table, c.Index, m.Class, a.masker.DiagnosisKey(d), m.Cause)
+		fields := where(c.Table, c.Index, m.Class, a.masker.DiagnosisKey(d), a.keyText(d), m.Cause)
 		if len(m.Keys) > 1 {
 			fields = append(fields, zap.String("keys", strings.Join(m.Keys, ",")))
 		}
@@ -108,10 +108,20 @@ func (a *Announcer) Announce(changes []report.Change) {
 	}
 }
 
+// keyText is the text a diagnosis's binary key holds (report.KeyText),
+// for the log line beside the key: none where keys are masked, whose text
+// form would show the key, nor for a key that names a stream shard.
+func (a *Announcer) keyText(d report.Diagnosis) string {
+	if a.masker.Mode() != KeysPlain || d.KeyType() != report.PartitionKey {
+		return ""
+	}
+	return report.KeyText(d.Key())
+}
+
 // where returns the fields that say what a diagnosis is about, in the
 // order the log lines show them; the cause is left out where the message
 // says it.
-func where(table, index, class, key string, kind report.Kind) []zap.Field {
+func where(table, index, class, key, keyText string, kind report.Kind) []zap.Field {
 	fields := []zap.Field{zap.String("table", table)}
 	if index != "" {
 		fields = append(fields, zap.String("index", index))
@@ -121,6 +131,9 @@ func where(table, index, class, key string, kind report.Kind) []zap.Field {
 	}
 	if key != "" {
 		fields = append(fields, zap.String("key", key))
+		if keyText != "" {
+			fields = append(fields, zap.String("key_text", keyText))
+		}
 	}
 	if _, known := findingMessages[kind]; !known {
 		fields = append(fields, zap.String("kind", string(kind)))

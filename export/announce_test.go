@@ -68,3 +68,27 @@ func TestAnnouncerLines(t *testing.T) {
 		t.Errorf("log lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestAnnouncerKeyText: a binary key whose bytes are text is logged with
+// that text beside it; with keys masked, not.
+func TestAnnouncerKeyText(t *testing.T) {
+	const key = "dXNlcjYyODQ3ODE4NjA2NjczNzcyMTE="
+	d := report.Diagnosis{Cause: report.KindHotKey, Keys: []string{key}, Class: "read", Severity: report.SeverityWarning, Share: 0.5,
+		Fix: report.Recommendation{Kind: report.AdviceCache, Text: "Cache it."}}
+	for _, c := range []struct {
+		masker *KeyMasker
+		want   string
+	}{{nil, "user6284781860667377211"}, {mustMasker(t, KeysHash, "k"), ""}, {mustMasker(t, KeysRedact, ""), ""}} {
+		core, logs := observer.New(zapcore.DebugLevel)
+		NewAnnouncer(zap.New(core), c.masker).Announce([]report.Change{{Flag: report.Flag{Table: "users", Diagnosis: d}}})
+		got := ""
+		for _, e := range logs.All() {
+			if v, ok := e.ContextMap()["key_text"]; ok {
+				got = fmt.Sprint(v)
+			}
+		}
+		if got != c.want {
+			t.Errorf("masker %v: key_text %q, want %q", c.masker.Mode(), got, c.want)
+		}
+	}
+}

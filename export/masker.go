@@ -262,14 +262,15 @@ func (m *KeyMasker) MaskTable(t report.TableReport) report.TableReport {
 	if t.TopKeys != nil {
 		mt.TopKeys = make([]report.TopKey, len(t.TopKeys))
 		for j, k := range t.TopKeys {
-			k.Key = m.Mask(k.Key)
+			// A masked key has no text form: it would show the key.
+			k.Key, k.KeyText = m.Mask(k.Key), ""
 			mt.TopKeys[j] = k
 		}
 	}
 	if t.ThrottledKeys != nil {
 		mt.ThrottledKeys = make([]report.ThrottledKey, len(t.ThrottledKeys))
 		for j, k := range t.ThrottledKeys {
-			k.Key = m.Mask(k.Key)
+			k.Key, k.KeyText = m.Mask(k.Key), ""
 			mt.ThrottledKeys[j] = k
 		}
 	}

@@ -62,14 +62,14 @@ func writeTable(w io.Writer, t report.TableReport) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "  CLASS\tUNITS\tSHARE\tPEAK/S\t  KEY")
 		for _, k := range t.TopKeys {
-			fmt.Fprintf(tw, "  %s\t%s\t%.1f%%\t%s\t  %s\n", k.Class, fmtUnits(k.Units), k.Share*100, fmtUnits(k.PeakUnitsPerSecond), printable(k.Key))
+			fmt.Fprintf(tw, "  %s\t%s\t%.1f%%\t%s\t  %s\n", k.Class, fmtUnits(k.Units), k.Share*100, fmtUnits(k.PeakUnitsPerSecond), keyWithText(k.Key, k.KeyText))
 		}
 		tw.Flush()
 	}
 	if len(t.ThrottledKeys) > 0 {
 		fmt.Fprintln(w, "  throttled:")
 		for _, k := range t.ThrottledKeys {
-			fmt.Fprintf(w, "    %s  %s %s\n", printable(k.Key), throttledCount(k), plural.Noun(max(k.Count, k.CountMax), "call"))
+			fmt.Fprintf(w, "    %s  %s %s\n", keyWithText(k.Key, k.KeyText), throttledCount(k), plural.Noun(max(k.Count, k.CountMax), "call"))
 		}
 		if t.ThrottledBound > 0 {
 			fmt.Fprintf(w, "    (every other key at most %s)\n", groupDigits(t.ThrottledBound))
@@ -189,6 +189,15 @@ func unitOf(class string) string {
 // printable quotes a key that would garble the table (spaces, control
 // characters, bidirectional overrides), and leaves the usual ones
 // (USER#42) alone.
+// keyWithText is a key as the report prints it, followed by the text a
+// binary key's bytes hold, when they do (report.KeyText).
+func keyWithText(key, text string) string {
+	if text == "" {
+		return printable(key)
+	}
+	return printable(key) + " (text " + printable(text) + ")"
+}
+
 func printable(s string) string {
 	for _, r := range s {
 		if r <= ' ' || r == 0x7f || r == '\uFFFD' || !strconv.IsPrint(r) {

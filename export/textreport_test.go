@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -109,5 +110,33 @@ func TestWriteTextReportThreshold(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "a key is hot at 25% of its table's units of a class") {
 		t.Errorf("report judged at 25%%:\n%s", b.String())
+	}
+}
+
+// TestBinaryKeyText: a binary key whose bytes are text is shown with that
+// text beside its base64, in the key column and the throttled keys;
+// masked, neither its text nor any text form of it is shown.
+func TestBinaryKeyText(t *testing.T) {
+	const key, text = "dXNlcjYyODQ3ODE4NjA2NjczNzcyMTE=", "user6284781860667377211"
+	r := report.Report{Tables: []report.TableReport{{Table: "users",
+		TopKeys:       []report.TopKey{{Key: key, KeyText: report.KeyText(key), Class: "read", Units: 10, Share: 1}},
+		ThrottledKeys: []report.ThrottledKey{{Key: key, KeyText: report.KeyText(key), Count: 3}}}}}
+	var b bytes.Buffer
+	if err := WriteTextReport(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), key+" (text "+text+")"); n != 2 {
+		t.Errorf("the key and its text are shown %d times, want 2 (top keys, throttled keys):\n%s", n, b.String())
+	}
+	for _, mode := range []KeyMode{KeysHash, KeysRedact} {
+		masked := mustMasker(t, mode, "k").MaskReport(r)
+		js, _ := json.Marshal(masked)
+		b.Reset()
+		if err := WriteTextReport(&b, masked); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(js), text) || strings.Contains(b.String(), text) || strings.Contains(string(js), "key_text") {
+			t.Errorf("%s: the key's text shows through:\n%s\n%s", mode, js, b.String())
+		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -281,6 +282,48 @@ func TestHTMLReportEscapesKeysInHeatmap(t *testing.T) {
 	}
 	if tip := hoverText(t, tab, hostileKeys[0], 0, "keys"); !strings.HasPrefix(tip, hostileKeys[0]+"\n") {
 		t.Errorf("the tooltip reads %q", tip)
+	}
+	noInjection(t, tab)
+}
+
+// TestHTMLReportEscapesBinaryKeyText: a binary key (counted by its base64)
+// whose bytes are markup is shown in the HTML report beside its base64,
+// as text: the page reads it back as it is, no element is made of it and
+// no script runs.
+func TestHTMLReportEscapesBinaryKeyText(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	// 66 bytes: its base64 is held whole (sketch.MaxKeyBytes).
+	text := `</script><script>window.pwned=5</script><img src=x onerror=pwn(6)>`
+	key := base64.StdEncoding.EncodeToString([]byte(text))
+	var lines []string
+	for n := range 60 {
+		pk := key
+		if n%3 == 2 {
+			pk = fmt.Sprintf("OTHER#%d", n)
+		}
+		lines = append(lines, fmt.Sprintf(`{"ts":"2026-11-22T10:00:%02dZ","table":"orders","pk":%q,"op":"PutItem","units":10}`, n, pk))
+	}
+	input := filepath.Join(t.TempDir(), "binary.jsonl")
+	if err := os.WriteFile(input, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, page, stderr := runAnalyzeCmd(t, "", "analyze", "--format", "html", input)
+	if code != 0 {
+		t.Fatalf("analyze --format html: exit %d: %s", code, stderr)
+	}
+	path := filepath.Join(testenv.ArtifactDir(t), "report.html")
+	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab := testenv.NewTab(t)
+	tab.Run(t, settle, chromedp.Navigate("file://"+path+"#/table/orders"))
+	tab.WaitFor(t, `!!document.querySelector('table.keys .keytext')`, settle, "the key's text")
+	var got struct{ Key, Text string }
+	tab.Eval(t, `({Key: document.querySelector('table.keys td.key > span').textContent, Text: document.querySelector('table.keys .keytext').textContent})`, &got)
+	if got.Key != key || got.Text != text {
+		t.Errorf("the key reads %q beside %q; want %q beside %q", got.Key, got.Text, key, text)
 	}
 	noInjection(t, tab)
 }

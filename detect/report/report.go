@@ -214,9 +214,12 @@ type ClassReport struct {
 
 // TopKey is one of the heaviest partition keys of a class.
 type TopKey struct {
-	Key   string  `json:"key"`
-	Class string  `json:"class"`
-	Units float64 `json:"units"`
+	Key string `json:"key"`
+	// KeyText is the text a binary key's bytes hold, beside its base64
+	// (KeyText); absent for other keys, and for masked keys.
+	KeyText string  `json:"key_text,omitempty"`
+	Class   string  `json:"class"`
+	Units   float64 `json:"units"`
 	// Share is Units over the table's units of the class, 0 to 1.
 	Share float64 `json:"share"`
 	// UnitsPerSecond is Units over the window's duration, at least one
@@ -239,8 +242,11 @@ type TopKey struct {
 // throttled keys (more keys throttled than it keeps per class), at least
 // Count and at most CountMax.
 type ThrottledKey struct {
-	Key   string `json:"key"`
-	Count uint64 `json:"count"`
+	Key string `json:"key"`
+	// KeyText is the text a binary key's bytes hold (KeyText); absent
+	// for other keys, and for masked keys.
+	KeyText string `json:"key_text,omitempty"`
+	Count   uint64 `json:"count"`
 	// CountMax is the upper bound of the count; 0 (absent) when Count is
 	// exact.
 	CountMax uint64 `json:"count_max,omitempty"`

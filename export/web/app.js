@@ -401,6 +401,12 @@
     return '<div class="' + (kind === 'spark' ? 'spark' : 'chart-wide') + '" data-chart="' + esc(id) + '"></div>';
   }
 
+  // keyText shows the text a binary key's bytes hold beside its base64
+  // (key_text), escaped as every key.
+  function keyText(k) {
+    return k.key_text ? ' <span class="keytext" title="the text of the binary key">' + esc(k.key_text) + '</span>' : '';
+  }
+
   function keysTable(t, cls, limit, ts) {
     var keys = (t.top_keys || []).filter(function (k) { return k.class === cls; });
     if (limit) keys = keys.slice(0, limit);
@@ -421,7 +427,7 @@
       return '<tr class="topkey"' + attrs({
         table: t.table, index: t.index || '', class: k.class, key: k.key, rank: i + 1,
         units: k.units, share: k.share, ups: k.units_per_second || 0, peak: k.peak_units_per_second,
-      }) + '><td class="key" title="' + esc(k.key) + '"><span>' + esc(k.key) + '</span></td>' +
+      }) + '><td class="key" title="' + esc(k.key) + '"><span>' + esc(k.key) + '</span>' + keyText(k) + '</td>' +
         '<td class="num opt units">' + fmt(k.units) + '</td>' +
         '<td class="sharecell"><div class="bar"' + (floor ? ' title="under the traffic floor: a share is noise, not judged"' : '') +
         '><div class="fill' + (floor ? ' floor' : hot ? ' hot' : '') + '" style="width:' + Math.min(100, k.share * 100).toFixed(2) + '%"></div>' +
@@ -504,7 +510,7 @@
     html += '</section>';
     if (t.throttled_keys && t.throttled_keys.length) {
       html += '<h2>Throttled keys</h2><section class="card"><ul class="findings">' + t.throttled_keys.map(function (k) {
-        return '<li><code class="key" title="' + esc(k.key) + '">' + esc(k.key) + '</code> ' + throttledCount(k) + ' ' + noun(Math.max(k.count, k.count_max || 0), 'call') + '</li>';
+        return '<li><code class="key" title="' + esc(k.key) + '">' + esc(k.key) + '</code>' + keyText(k) + ' ' + throttledCount(k) + ' ' + noun(Math.max(k.count, k.count_max || 0), 'call') + '</li>';
       }).join('') + (t.throttled_keys_bound ? '<li class="none">every other key at most ' + fmt(t.throttled_keys_bound) + ' ' + noun(t.throttled_keys_bound, 'call') + '</li>' : '') +
         '</ul></section>';
     }
