@@ -93,7 +93,8 @@ func (t *table) forecastOf(tk report.TopKey, f forecast.Forecast) report.Forecas
 	}
 	if !f.ReachesCeiling.IsZero() {
 		at := f.ReachesCeiling.UTC().Truncate(time.Second)
-		out.ReachesCeilingAt = &at
+		eta := max(0, at.Sub(t.End).Seconds())
+		out.ReachesCeilingAt, out.SecondsToCeiling = &at, &eta
 	}
 	return out
 }

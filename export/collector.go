@@ -116,6 +116,7 @@ func (c *Collector) buildTable(emit emitter, b labelDeduper, t *report.TableRepo
 
 	exported := make(map[string]struct{}, traffic.NumClasses*top)
 	perClass := map[string]int{}
+	forecasts := forecastsOf(t)
 	for _, k := range t.TopKeys {
 		if perClass[k.Class] == top {
 			continue
@@ -129,6 +130,9 @@ func (c *Collector) buildTable(emit emitter, b labelDeduper, t *report.TableRepo
 		emit(families[famKeyUnitsPerSecond], k.UnitsPerSecond, table, k.Class, key)
 		emit(families[famKeyShare], k.Share, table, k.Class, key)
 		emit(families[famKeyPeak], k.PeakUnitsPerSecond, table, k.Class, key)
+		if f, ok := forecasts[keyClass{k.Key, k.Class}]; ok {
+			emitForecast(emit, f, table, key)
+		}
 	}
 	omitted := uint64(0)
 	if t.DistinctPartitionKeys > uint64(len(exported)) {
@@ -212,4 +216,32 @@ func (d labelDeduper) unique(desc *prometheus.Desc, labels, key string) string {
 		return key
 	}
 	return key + "~" + strconv.Itoa(n+1)
+}
+
+// keyClass names a key of one class.
+type keyClass struct{ key, class string }
+
+// forecastsOf indexes a table's forecasts by key and class; nil when it
+// has none.
+func forecastsOf(t *report.TableReport) map[keyClass]*report.Forecast {
+	if len(t.Forecasts) == 0 {
+		return nil
+	}
+	m := make(map[keyClass]*report.Forecast, len(t.Forecasts))
+	for i := range t.Forecasts {
+		f := &t.Forecasts[i]
+		m[keyClass{f.Key, f.Class}] = f
+	}
+	return m
+}
+
+// emitForecast emits a top key's headroom and, when its trend reaches the
+// ceiling, the seconds until it does.
+func emitForecast(emit emitter, f *report.Forecast, table, key string) {
+	if f.Headroom > 0 {
+		emit(families[famKeyHeadroom], f.Headroom, table, f.Class, key)
+	}
+	if f.SecondsToCeiling != nil {
+		emit(families[famKeyCeilingETA], *f.SecondsToCeiling, table, f.Class, key)
+	}
 }

@@ -89,12 +89,12 @@ func TestCollectorPlain(t *testing.T) {
 	st.Settings.Top = 2
 	live.Update(st)
 	want := `
-# HELP hotkeyd_diagnosis 1 while the detector flags a diagnosis, one per root cause: cause is hot_key, partition_limit, low_cardinality, time_ordered_key, hot_partition or capacity; key is its first key (the stream shard for hot_partition, empty for capacity); severity is info, warning or critical (from the peak against the partition ceiling, or for capacity the share of calls refused: alert on warning and critical); fix is write_sharding, calculated_suffix, gsi, rekey, cache, sparse_index or capacity.
+# HELP hotkeyd_diagnosis 1 while the detector flags a diagnosis, one per root cause: cause is hot_key, partition_limit, low_cardinality, time_ordered_key, hot_partition, capacity or forecast; key is its first key (the stream shard for hot_partition, empty for capacity); severity is info, warning or critical (from the peak against the partition ceiling, or for capacity the share of calls refused: alert on warning and critical); fix is write_sharding, calculated_suffix, gsi, rekey, cache, sparse_index or capacity.
 # TYPE hotkeyd_diagnosis gauge
 hotkeyd_diagnosis{cause="hot_partition",class="write",fix="write_sharding",key="shardId-0001",severity="warning",table="orders"} 1
 hotkeyd_diagnosis{cause="low_cardinality",class="read",fix="gsi",key="OPEN",severity="info",table="orders/status-index"} 1
 hotkeyd_diagnosis{cause="partition_limit",class="write",fix="write_sharding",key="USER#alice",severity="critical",table="orders"} 1
-# HELP hotkeyd_hot_key 1 while a finding is flagged as the evidence of a diagnosis: kind is hot_key, partition_limit, low_cardinality, time_ordered_key, hot_partition (key is then the stream shard) or capacity; recommendation is the fix of the diagnosis that explains it. Table-wide findings have an empty key.
+# HELP hotkeyd_hot_key 1 while a finding is flagged as the evidence of a diagnosis: kind is hot_key, partition_limit, low_cardinality, time_ordered_key, hot_partition (key is then the stream shard), capacity or forecast; recommendation is the fix of the diagnosis that explains it. Table-wide findings have an empty key.
 # TYPE hotkeyd_hot_key gauge
 hotkeyd_hot_key{class="",key="shardId-0001",kind="hot_partition",recommendation="none",table="orders"} 1
 hotkeyd_hot_key{class="read",key="",kind="low_cardinality",recommendation="gsi",table="orders/status-index"} 1

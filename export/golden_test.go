@@ -103,7 +103,8 @@ func scrapeGolden(t *testing.T) string {
 	rep.Reject("jsonl", traffic.ReasonMissingPK, errors.New("no pk"))
 	rep.Error("dynamodb-streams", "api", errors.New("GetRecords: 500"))
 
-	evaluated := detect.Evaluate(store.Snapshot(), detect.DefaultSettings())
+	snap := store.Snapshot()
+	evaluated := detect.Foresee(snap, detect.Evaluate(snap, detect.DefaultSettings()), nil, detect.DefaultSettings())
 	evaluated.Rejected = rep.Rejected()
 	live.Update(evaluated)
 

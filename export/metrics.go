@@ -156,6 +156,8 @@ func newFamily(index int, name, help string, labels ...string) *family {
 const (
 	famDiagnosis = iota
 	famHotKey
+	famKeyCeilingETA
+	famKeyHeadroom
 	famKeyPeak
 	famKeyShare
 	famKeyThrottled
@@ -178,14 +180,20 @@ var (
 		famKeyPeak: newFamily(famKeyPeak, "hotkeyd_key_peak_units_per_second",
 			"Capacity units a partition key consumed in its busiest second of the sliding window; only the table's top keys of each class are exported. One partition serves 1000 WCU/s and 3000 RCU/s.",
 			"table", "class", "key"),
+		famKeyHeadroom: newFamily(famKeyHeadroom, "hotkeyd_key_headroom",
+			"One partition's ceiling for the class over a partition key's busiest second: the growth of today's traffic the key takes before it throttles (10: tenfold); the same keys as hotkeyd_key_peak_units_per_second.",
+			"table", "class", "key"),
+		famKeyCeilingETA: newFamily(famKeyCeilingETA, "hotkeyd_key_ceiling_eta_seconds",
+			"Seconds until a partition key's busiest second reaches its partition's ceiling, by the trend of its history (docs/how-it-decides.md, Forecasts); only keys whose trend grows and reaches the ceiling within four times the history's span have a series, and only top keys.",
+			"table", "class", "key"),
 		famClassPeak: newFamily(famClassPeak, "hotkeyd_peak_units_per_second",
 			"Capacity units a table (or index) consumed in its busiest second of the sliding window, per class.",
 			"table", "class"),
 		famDiagnosis: newFamily(famDiagnosis, "hotkeyd_diagnosis",
-			"1 while the detector flags a diagnosis, one per root cause: cause is hot_key, partition_limit, low_cardinality, time_ordered_key, hot_partition or capacity; key is its first key (the stream shard for hot_partition, empty for capacity); severity is info, warning or critical (from the peak against the partition ceiling, or for capacity the share of calls refused: alert on warning and critical); fix is write_sharding, calculated_suffix, gsi, rekey, cache, sparse_index or capacity.",
+			"1 while the detector flags a diagnosis, one per root cause: cause is hot_key, partition_limit, low_cardinality, time_ordered_key, hot_partition, capacity or forecast; key is its first key (the stream shard for hot_partition, empty for capacity); severity is info, warning or critical (from the peak against the partition ceiling, or for capacity the share of calls refused: alert on warning and critical); fix is write_sharding, calculated_suffix, gsi, rekey, cache, sparse_index or capacity.",
 			"table", "class", "key", "cause", "severity", "fix"),
 		famHotKey: newFamily(famHotKey, "hotkeyd_hot_key",
-			"1 while a finding is flagged as the evidence of a diagnosis: kind is hot_key, partition_limit, low_cardinality, time_ordered_key, hot_partition (key is then the stream shard) or capacity; recommendation is the fix of the diagnosis that explains it. Table-wide findings have an empty key.",
+			"1 while a finding is flagged as the evidence of a diagnosis: kind is hot_key, partition_limit, low_cardinality, time_ordered_key, hot_partition (key is then the stream shard), capacity or forecast; recommendation is the fix of the diagnosis that explains it. Table-wide findings have an empty key.",
 			"table", "class", "key", "kind", "recommendation"),
 		famDistinct: newFamily(famDistinct, "hotkeyd_partition_keys_distinct",
 			"Estimated number of distinct partition keys accessed in the sliding window (HyperLogLog).",

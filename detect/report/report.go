@@ -159,6 +159,9 @@ type Forecast struct {
 	// Limit; null where no trend takes it there (a key that does not grow
 	// never gets one).
 	ReachesCeilingAt *time.Time `json:"reaches_ceiling_at"`
+	// SecondsToCeiling is ReachesCeilingAt less the end of the judged
+	// span (what hotkeyd_key_ceiling_eta_seconds shows); absent with it.
+	SecondsToCeiling *float64 `json:"seconds_to_ceiling,omitempty"`
 	// Confidence is the fit's R², 0 to 1: how much of the key's variation
 	// about its like-hour levels the trend explains. Under 0.7 there is no
 	// trend.
