@@ -167,3 +167,31 @@ func inDays(d time.Duration) string {
 
 // round3 rounds to three significant decimals for the report.
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// SetForecastSeries makes the next evaluations forecast each judged key
+// from s (a forecast.Cache's points, refreshed away from the tick: s is
+// called for every judged key of every table evaluated, and must answer
+// from memory). Nil forecasts headroom and the scale view alone. It may be
+// called from any goroutine.
+func (tr *Tracker) SetForecastSeries(s KeySeries) {
+	if s == nil {
+		tr.series.Store(nil)
+		return
+	}
+	tr.series.Store(&s)
+}
+
+// forecastSeries is what SetForecastSeries set; nil when nothing was.
+func (tr *Tracker) forecastSeries() KeySeries {
+	if s := tr.series.Load(); s != nil {
+		return *s
+	}
+	return nil
+}
+
+// CachedSeries reads a forecast.Cache as the series of the forecasts.
+func CachedSeries(c *forecast.Cache) KeySeries {
+	return func(table, index string, cl traffic.Class, key string) []forecast.Point {
+		return c.Points(table, index, cl.String(), key)
+	}
+}

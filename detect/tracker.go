@@ -59,6 +59,9 @@ type Tracker struct {
 	// next holds SetSettings's settings until the next Evaluate takes
 	// them.
 	next atomic.Pointer[Settings]
+	// series answers the judged keys' hourly series for their forecasts
+	// (SetForecastSeries); nil gives headroom and the scale view alone.
+	series atomic.Pointer[KeySeries]
 
 	// Touched by the goroutine that calls Evaluate only.
 	tables map[tableKey]*tableState
@@ -302,6 +305,7 @@ func (tr *Tracker) evaluateTable(st *tableState, ts, base *sketch.TableSnapshot)
 	}
 	t := newTable(ts, base, tr.s, true)
 	rt := t.evaluate()
+	t.foresee(&rt, tr.forecastSeries())
 	at := eventTime(ts)
 	if at.Before(st.at) {
 		at = st.at // event time never goes back
@@ -439,6 +443,9 @@ func (tr *Tracker) hold(t *table, was, d report.Diagnosis) report.Diagnosis {
 	if d.Cause == report.KindCapacity {
 		d.Severity = d.Severity.Max(t.heldCapacitySeverity(was.Severity, d.Share))
 		return d
+	}
+	if d.Cause == report.KindForecast {
+		return d // judged on its trend, not its peak
 	}
 	d.Severity = d.Severity.Max(t.heldSeverity(c, was.Severity, d.PeakUnitsPerSecond, t.keyRangeOf(c, d.Keys)))
 	if was.Cause == report.KindPartitionLimit && d.Cause == report.KindHotKey && d.PeakUnitsPerSecond >= tr.s.ClearLimitFraction*t.limit(c) {
