@@ -338,3 +338,25 @@ func sortIncidents(incs []Incident) {
 		return cmp.Compare(a.ID, b.ID)
 	})
 }
+
+// Entry is a table, or one of its indexes, that has cells.
+type Entry struct{ Table, Index string }
+
+// Tables returns the tables and indexes with cells starting in [from,
+// to), sorted.
+func (r *Reader) Tables(ctx context.Context, from, to time.Time) ([]Entry, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT DISTINCT tbl, idx FROM cells WHERE start>=? AND start<? ORDER BY tbl, idx`, from.Unix(), to.Unix())
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		var e Entry
+		if err := rows.Scan(&e.Table, &e.Index); err != nil {
+			return nil, fmt.Errorf("list tables: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

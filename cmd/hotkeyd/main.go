@@ -4,6 +4,7 @@
 //	hotkeyd [run] --config.file hotkeyd.yaml   the daemon: sources → sketches → detector → /metrics, /api/v1/hotkeys
 //	hotkeyd demo                               the same daemon on a built-in synthetic workload
 //	hotkeyd analyze [--format text|json|html] FILE… one report over whole files (package analyze)
+//	hotkeyd report [--since 24h] [--format text|json] the review of the recorded history (package review)
 //	hotkeyd version                            version, revision, Go version (also --version)
 //
 // main wires and nothing else: flags and config, then the components, then
@@ -51,6 +52,7 @@ type flags struct {
 	readTimeout, writeTimeout, idle   time.Duration
 	ingestRate                        float64
 	logLevel, logFormat, keys, format string
+	report                            reportFlags
 	window                            time.Duration
 	threshold                         float64
 	windowSet, thresholdSet, keysSet  bool
@@ -117,6 +119,8 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return 0
 	case "analyze":
 		return runAnalyze(&f, io)
+	case "report":
+		return runReport(ctx, &f, io)
 	case "run", "demo":
 		return runDaemon(ctx, &f, cmd == "demo", io)
 	}
@@ -138,6 +142,7 @@ func newApp(f *flags) *kingpin.Application {
 	f.defineRun(app.Command("run", "Run the daemon on the configured sources (the default).").Default())
 	f.defineDemo(app.Command("demo", "Run the daemon on a built-in synthetic workload with planted hot keys."))
 	f.defineAnalyze(app.Command("analyze", "Read whole files (JSON lines, CloudTrail, DynamoDB stream records) as one window and print one report."))
+	f.defineReport(app.Command("report", "Review the history the daemon recorded (--history.path): per table the keys by peak share, the incidents, the findings that persisted; for cron."))
 	app.Command("version", "Print the version, revision and Go version.")
 	return app
 }
