@@ -179,27 +179,35 @@ func BenchmarkDisk28Days(b *testing.B) {
 	}
 }
 
-// simulateResolution writes the cells of one resolution kept at end.
+// simulateResolution writes the cells of one resolution kept at end:
+// each table's and class's cell as folded from its seconds (20 keys, a
+// third changing each minute, 4 shards), written in large transactions.
 func simulateResolution(b *testing.B, s *Store, l int, r Resolution, end time.Time) {
 	b.Helper()
 	step := int64(r.Step / time.Second)
 	first := floorTo(end.Add(-r.Keep).Unix(), r.Step) + step
+	ev := busyEvaluation(busyTables, end)
+	secs := make([][traffic.NumClasses]second, busyTables)
+	for i := range ev.Seconds {
+		secs[i] = secondsOf(&ev.Snapshot.Tables[i], &ev.Seconds[i])
+	}
 	var rows []row
 	for start := first; start < end.Unix(); start += step {
-		ev := busyEvaluation(busyTables, time.Unix(start, 0))
-		for i := range ev.Seconds {
-			secs := secondsOf(&ev.Snapshot.Tables[i], &ev.Seconds[i])
-			for c := range secs {
-				a := newAcc(start)
-				for k := range 3 { // a few seconds: what a cell keeps is its top keys
-					secs[c].at = start + int64(k)
-					a.fold(&secs[c])
+		for i := range secs {
+			for c := range secs[i] {
+				sec := secs[i][c]
+				sec.keys = append([]keyUnits(nil), sec.keys...)
+				for k := 0; k < len(sec.keys); k += 3 { // the churning third
+					sec.keys[k].key = fmt.Sprintf("TENANT#%08d#%d", (start/60)%100000*100+int64(k), c)
 				}
+				a := newAcc(start)
+				sec.at = start
+				a.fold(&sec)
 				a.seconds = int(step)
 				rows = append(rows, a.toRow(ev.Seconds[i].Table, "", traffic.Class(c).String(), step))
 			}
 		}
-		if len(rows) >= 20000 {
+		if len(rows) >= 50000 {
 			s.apply(batch{rows: rows})
 			rows = rows[:0]
 		}

@@ -41,6 +41,16 @@ func (f *flags) defineDaemon(c *kingpin.CmdClause, configHelp, configDefault str
 	f.defineLog(c, "Log level: debug, info, warn or error.")
 	f.defineWindow(c)
 	f.defineSettings(c)
+	f.defineHistory(c)
+}
+
+// defineHistory declares where the daemon keeps its history
+// (docs/running.md#history-and-incidents).
+func (f *flags) defineHistory(c *kingpin.CmdClause) {
+	c.Flag("history.path", "Directory of the history database (history.db: cells and incidents that outlive the window). Empty keeps no history.").
+		Default("data/").StringVar(&f.historyPath)
+	c.Flag("history.retention.size", "Most the history database may hold (KiB, MiB, GiB); past it, the oldest cells of the finest resolution are dropped first.").
+		Default("512MiB").BytesVar(&f.historyRetention)
 }
 
 // defineAnalyze declares the flags of hotkeyd analyze: the settings that

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/alecthomas/units"
 
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
@@ -53,6 +54,8 @@ type flags struct {
 	ingestRate                        float64
 	logLevel, logFormat, keys, format string
 	report                            reportFlags
+	historyPath                       string
+	historyRetention                  units.Base2Bytes
 	window                            time.Duration
 	threshold                         float64
 	windowSet, thresholdSet, keysSet  bool

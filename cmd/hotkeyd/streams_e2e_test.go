@@ -52,7 +52,7 @@ func (l lockedBuf) Write(p []byte) (int, error) {
 func startStreamsDaemon(t *testing.T, cfgPath, addr string, env ...string) *streamsDaemon {
 	t.Helper()
 	d := &streamsDaemon{url: "http://" + addr, stderr: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan struct{})}
-	d.cmd = exec.Command(testenv.Binary(t), "run", "--config.file", cfgPath, "--web.listen-address", addr)
+	d.cmd = exec.Command(testenv.Binary(t), "run", "--config.file", cfgPath, "--web.listen-address", addr, "--history.path", t.TempDir())
 	// DynamoDB Local takes any credentials; no instance metadata lookups.
 	d.cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=hotkeyd", "AWS_SECRET_ACCESS_KEY=hotkeyd",
 		"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")

@@ -137,6 +137,11 @@ func StartHotkeyd(t testing.TB, opts HotkeydOptions, args ...string) *Hotkeyd {
 	if !hkHasFlag(args, "--web.listen-address") && !opts.ListenFromConfig {
 		args = append(args, "--web.listen-address=127.0.0.1:0")
 	}
+	if runsDaemon(args) && !hkHasFlag(args, "--history.path") {
+		// The daemon's history goes to the test's own directory, never to
+		// data/ in the source tree.
+		args = append(args, "--history.path="+t.TempDir())
+	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
@@ -337,4 +342,10 @@ func (h *Hotkeyd) PeakRSS(t testing.TB) int64 {
 	}
 	t.Fatalf("peak resident memory: no VmHWM in /proc/%d/status", h.cmd.Process.Pid)
 	return 0
+}
+
+// runsDaemon says whether args start the daemon (run, the default command,
+// or demo), whose history StartHotkeyd puts in a temporary directory.
+func runsDaemon(args []string) bool {
+	return len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "run" || args[0] == "demo"
 }

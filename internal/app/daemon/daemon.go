@@ -15,6 +15,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/export"
+	"github.com/hotkeyd/hotkeyd/history"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
 	"github.com/hotkeyd/hotkeyd/internal/app/config"
 	"github.com/hotkeyd/hotkeyd/sketch"
@@ -41,6 +42,8 @@ type Options struct {
 	Version string
 	// Web is the HTTP server's settings.
 	Web Web
+	// History is where the history is kept.
+	History History
 }
 
 // Web is the HTTP server's settings (the --web.* flags).
@@ -98,6 +101,9 @@ type Daemon struct {
 	exposition *export.Exposition
 	// core is what the detector's tick evaluates and records.
 	core atomic.Pointer[core]
+	// hist is the history on disk, open from Run on; it lives as long as
+	// the process, through reloads.
+	hist atomic.Pointer[history.Store]
 	// pipe runs the sources; running is the generation it runs (the
 	// first, until Run starts it).
 	pipe    *pipeline
@@ -243,6 +249,7 @@ func (d *Daemon) newServer(cfg config.Config, recent *export.Recent, events http
 	w := d.opts.Web
 	return export.NewServer(d.log.Named("web"), export.ServerConfig{
 		Gatherer: d.exposition, Registerer: d.reg, Live: d.live, Recent: recent, Masker: d.masker, Readiness: d.ready, Events: events,
+		Recorded: recorded{d}, ReadyNotes: d.readyNotes,
 		EventsHint:     "HTTP ingest is disabled; start hotkeyd with --web.enable-ingest to POST JSON lines to /api/v1/events",
 		Web:            &web.FlagConfig{WebListenAddresses: &[]string{cfg.Listen}, WebSystemdSocket: &systemd, WebConfigFile: &w.ConfigFile},
 		Version:        d.opts.Version,

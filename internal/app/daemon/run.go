@@ -37,6 +37,10 @@ func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
 	if d.listener, err = net.Listen("tcp", d.cfg.Listen); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if err := d.openHistory(ctx, d.cfg); err != nil {
+		d.listener.Close()
+		return err
+	}
 	d.pipe = newPipeline(d.log, d.sink)
 	var g oklog.Group
 	d.addSignals(ctx, &g, signals)
@@ -45,6 +49,7 @@ func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
 	first := d.running
 	g.Add(func() error { return d.pipe.Run(first) }, func(error) { d.pipe.Cancel() })
 	d.addTick(&g)
+	d.addHistory(&g)
 	stopHTTP := d.addHTTP(&g)
 	defer stopHTTP()
 	// Reloads, one at a time, beside the group: a reload never ends it,
@@ -59,6 +64,7 @@ func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
 	}
 	err = g.Run()
 	d.reporter.Flush()
+	d.closeHistory()
 	return d.stopped(err)
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/export"
+	"github.com/hotkeyd/hotkeyd/history"
 	"github.com/hotkeyd/hotkeyd/internal/app/config"
 	"github.com/hotkeyd/hotkeyd/judge"
 	"github.com/hotkeyd/hotkeyd/sketch"
@@ -87,7 +88,11 @@ func nextLook() time.Duration {
 // input, and logs what became hot or cooled.
 func (d *Daemon) evaluate(c *core, ann *export.Announcer) {
 	j := c.judge.Evaluate()
-	c.recent.Record(detect.LastSeconds(j.Snapshot, c.recent.Keys()))
+	secs := detect.LastSeconds(j.Snapshot, c.recent.Keys())
+	c.recent.Record(secs)
+	if st := d.hist.Load(); st != nil {
+		st.Record(history.Evaluation{Snapshot: j.Snapshot, Seconds: secs, Flags: c.tracker.Flagged()})
+	}
 	j.Report.Rejected = d.reporter.Rejected()
 	j.Report.Sources = export.SourcesReport(d.progress.States())
 	j.Report.Notes = sourceNotes(c.sources)

@@ -293,7 +293,7 @@ func startDaemon(bin, dir, cfg string, env []string) (*daemon, error) {
 		return nil, err
 	}
 	cmd := exec.Command(bin, "run", "--config.file", cfgPath, "--web.listen-address=127.0.0.1:0",
-		"--web.enable-ingest", "--web.ingest.rate-limit=0")
+		"--web.enable-ingest", "--web.ingest.rate-limit=0", "--history.path", filepath.Join(dir, "history"))
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
 	}
