@@ -119,7 +119,7 @@ func TestHistorySurvivesRestarts(t *testing.T) {
 	if math.Abs(inc.Peak-600)/600 > 0.15 {
 		t.Errorf("incident's peak %.1f WCU/s, want 600 within 15%%", inc.Peak)
 	}
-	checkCells(t, h, "TENANT#acme", hotFrom)
+	checkHistoryCells(t, h, "TENANT#acme", hotFrom)
 
 	// Another hot key, and a crash 90 s into it.
 	hotFrom = time.Now().Truncate(time.Second).Add(2 * time.Second)
@@ -138,9 +138,9 @@ func TestHistorySurvivesRestarts(t *testing.T) {
 	}
 }
 
-// checkCells: /api/v1/history has the hot key's minutes, at half of the
+// checkHistoryCells: /api/v1/history has the hot key's minutes, at half of the
 // table's units.
-func checkCells(t *testing.T, h *testenv.Hotkeyd, key string, from time.Time) {
+func checkHistoryCells(t *testing.T, h *testenv.Hotkeyd, key string, from time.Time) {
 	t.Helper()
 	q := url.Values{"table": {"orders"}, "class": {"write"}, "from": {from.Add(-time.Minute).UTC().Format(time.RFC3339)}, "step": {"60"}}
 	code, body := h.Get(t, "/api/v1/history?"+q.Encode())
