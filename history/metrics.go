@@ -4,8 +4,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the history's own series.
-type metrics struct {
+// Metrics are the history's own series: built and registered with the
+// daemon's other metrics (NewMetrics), used once the store is open.
+type Metrics struct {
 	incidents *prometheus.CounterVec
 	up        prometheus.Gauge
 	dropped   *prometheus.CounterVec
@@ -13,9 +14,9 @@ type metrics struct {
 	bytes     prometheus.Gauge
 }
 
-// newMetrics builds the series and registers them on reg (nil: none).
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
+// NewMetrics builds the series and registers them on reg (nil: none).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
 		incidents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotkeyd_incidents_total",
 			Help: "Incidents opened: a diagnosis raised, by its cause and severity when raised.",

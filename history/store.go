@@ -35,7 +35,9 @@ type Options struct {
 	Grace time.Duration
 	// Log receives the history's lines; nil logs nothing.
 	Log *zap.Logger
-	// Registerer takes the history's metrics; nil registers none.
+	// Metrics are the series the store sets; nil builds them, registered
+	// on Registerer (nil: none).
+	Metrics    *Metrics
 	Registerer prometheus.Registerer
 	// Now is the wall clock; nil is time.Now.
 	Now func() time.Time
@@ -48,7 +50,7 @@ type Options struct {
 type Store struct {
 	opts   Options
 	log    *zap.Logger
-	m      *metrics
+	m      *Metrics
 	path   string
 	opened time.Time
 
@@ -105,13 +107,17 @@ const queueLen = 256
 // only for its metrics.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	opts = withDefaults(opts)
-	m, err := newMetrics(opts.Registerer)
-	if err != nil {
-		return nil, fmt.Errorf("register history metrics: %w", err)
+	m := opts.Metrics
+	if m == nil {
+		var err error
+		if m, err = NewMetrics(opts.Registerer); err != nil {
+			return nil, fmt.Errorf("register history metrics: %w", err)
+		}
 	}
 	s := &Store{opts: opts, log: opts.Log, m: m, path: filepath.Join(opts.Dir, FileName), opened: opts.Now(),
 		queue: make(chan batch, queueLen), tables: map[entry]*tableCells{},
 		open: map[incKey]*openIncident{}, orphans: map[incKey]*openIncident{}, unwritten: map[string]unwrittenIncident{}}
+	var err error
 	s.db, err = s.openOrReplace(ctx)
 	if err != nil {
 		s.setHealth(err)

@@ -104,6 +104,8 @@ type Daemon struct {
 	// hist is the history on disk, open from Run on; it lives as long as
 	// the process, through reloads.
 	hist atomic.Pointer[history.Store]
+	// histMetrics are its series, registered with the others in New.
+	histMetrics *history.Metrics
 	// pipe runs the sources; running is the generation it runs (the
 	// first, until Run starts it).
 	pipe    *pipeline
@@ -177,6 +179,9 @@ func (d *Daemon) newRegistry(cfg config.Config) error {
 	d.reg = reg
 	if d.reloadOK, d.reloadAt, err = newReloadMetrics(reg); err != nil {
 		return err
+	}
+	if d.histMetrics, err = history.NewMetrics(reg); err != nil {
+		return fmt.Errorf("register history metrics: %w", err)
 	}
 	if d.masker, err = export.NewKeyMasker(cfg.Keys, cfg.KeyHashSecret); err != nil {
 		return err

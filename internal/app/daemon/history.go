@@ -74,7 +74,7 @@ func (d *Daemon) openHistory(ctx context.Context, cfg config.Config) error {
 	st, err := history.Open(ctx, history.Options{
 		Dir: d.opts.History.Path, RetentionSize: d.opts.History.RetentionSize,
 		ReadCeiling: det.ReadLimit, WriteCeiling: det.WriteLimit, Grace: max(cfg.Window, 30*time.Second),
-		Log: d.log.Named("history"), Registerer: d.reg,
+		Log: d.log.Named("history"), Metrics: d.histMetrics,
 	})
 	if err != nil {
 		return err
