@@ -106,13 +106,10 @@ func checkDB(ctx context.Context, db *sql.DB) error {
 	case version != schemaVersion:
 		return fmt.Errorf("%w: schema version %d, this hotkeyd writes %d", errForeign, version, schemaVersion)
 	}
-	var ok string
-	if err := db.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&ok); err != nil {
-		return foreignOr(err)
-	}
-	if ok != "ok" {
-		return fmt.Errorf("%w: quick_check: %s", errForeign, ok)
-	}
+	// No quick_check: it reads every page (5.6 s for 28 days of 300
+	// tables), past the 2 s a restart may take. A page damaged beyond the
+	// header and schema read here fails the write that meets it: the
+	// daemon then goes on without history, said in the log and metric.
 	return nil
 }
 
