@@ -32,15 +32,9 @@ func (s *Store) Incidents(ctx context.Context, from, to time.Time, table string)
 	if err := s.Health(); err != nil && s.db == nil {
 		return nil, fmt.Errorf("history not recorded: %w", err)
 	}
-	incs, err := s.reader().incidents(ctx, from, to, table)
-	if err != nil {
-		return nil, err
-	}
+	// The forms not written yet are taken before the database is read:
+	// one the writer commits meanwhile is then in the rows, or here.
 	s.mu.Lock()
-	byID := map[string]int{}
-	for i, inc := range incs {
-		byID[inc.ID] = i
-	}
 	newest := make([]Incident, 0, len(s.open)+len(s.unwritten))
 	for _, u := range s.unwritten { // handed to the writer, not written yet
 		newest = append(newest, u.inc)
@@ -48,6 +42,15 @@ func (s *Store) Incidents(ctx context.Context, from, to time.Time, table string)
 	for _, oi := range s.open { // the newest figures of the open ones
 		newest = append(newest, oi.inc)
 		newest[len(newest)-1].Keys = slices.Clone(oi.inc.Keys)
+	}
+	s.mu.Unlock()
+	incs, err := s.reader().incidents(ctx, from, to, table)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]int{}
+	for i, inc := range incs {
+		byID[inc.ID] = i
 	}
 	for _, inc := range newest {
 		if inc.End != nil && inc.End.Before(from) {
@@ -60,7 +63,6 @@ func (s *Store) Incidents(ctx context.Context, from, to time.Time, table string)
 			incs = append(incs, inc) // raised, not written yet
 		}
 	}
-	s.mu.Unlock()
 	sortIncidents(incs)
 	return incs, nil
 }
