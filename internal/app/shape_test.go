@@ -28,9 +28,8 @@ var longScanners = map[string]bool{
 }
 
 // movingPaths are the folders, files or functions ("dir/file.go: Name")
-// whose long functions a piece of work under way splits: the CloudTrail
-// reader's key, the stream sources sharing their engine, and the functions
-// below them, split one group at a time. An entry goes once its work lands; at the end the list is empty.
+// whose long functions a piece of work under way splits: an entry goes
+// once its work lands, and the list is empty when none is under way.
 var movingPaths = []string{}
 
 // TestFunctionsShort holds every non-test function of the module to
