@@ -169,12 +169,12 @@ func Foresee(in Input) Forecast {
 	s := newSeries(pts, in.End, f.Span)
 	fit, other, w := s.best()
 	f.Confidence = fit.r2
-	if s.stepBeatsTrend() {
-		f.Note = "a change of level (a launch, a migration, a backfill) explains the series better than a trend"
+	if fit.r2 < MinConfidence {
+		f.Note = "no trend: the growth explains R² " + fmt2(fit.r2) + " of the series, under " + fmt2(MinConfidence)
 		return f
 	}
-	if fit.r2 < MinConfidence {
-		f.Note = "too noisy to tell a trend: R² " + fmt2(fit.r2) + " is under " + fmt2(MinConfidence)
+	if s.stepBeatsTrend() {
+		f.Note = "a change of level (a launch, a migration, a backfill) explains the series better than a trend"
 		return f
 	}
 	f.Predictable, f.Model, f.FittedPeak = true, fit.model, fit.peak
