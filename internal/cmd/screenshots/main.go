@@ -186,20 +186,29 @@ const heatmapHover = `(() => {
 	cv.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + (i + 0.5) * r.width / hm.n, clientY: r.top + hm.row / 2, bubbles: true}));
 })()`
 
-// startDemo runs hotkeyd demo on a free port and returns its base URL and
-// the function that stops it.
+// startDemo runs hotkeyd demo on a free port, with its history in a
+// directory of its own (a fresh one each run, never the working
+// directory's data/), and returns its base URL and the function that
+// stops it and removes that directory.
 func startDemo(bin string) (string, func(), error) {
-	cmd := exec.Command(bin, "demo", "--web.listen-address=127.0.0.1:0")
+	dir, err := os.MkdirTemp("", "hotkeyd-screenshots-history-")
+	if err != nil {
+		return "", nil, fmt.Errorf("make the demo's history directory: %w", err)
+	}
+	cmd := exec.Command(bin, "demo", "--web.listen-address=127.0.0.1:0", "--history.path="+dir)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
+		_ = os.RemoveAll(dir)
 		return "", nil, err
 	}
 	if err := cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("start hotkeyd demo: %w", err)
 	}
 	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
+		_ = os.RemoveAll(dir)
 	}
 	started := regexp.MustCompile(`msg="hotkeyd started" address=(\S+)`)
 	lines := bufio.NewScanner(stderr)
