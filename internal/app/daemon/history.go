@@ -64,18 +64,24 @@ func (d *Daemon) readyNotes() []string {
 
 // openHistory opens the history store of cfg under --history.path: a
 // directory it cannot write leaves the daemon running without history
-// (history.Open says so in the log and hotkeyd_history_up).
+// (history.Open says so in the log and hotkeyd_history_up). A demo plants
+// its back-dated history first (plantDemoHistory), before any source
+// starts.
 func (d *Daemon) openHistory(ctx context.Context, cfg config.Config) error {
 	if d.opts.History.Path == "" {
 		d.log.Info("no history kept: no --history.path")
 		return nil
 	}
 	det := cfg.Pipeline().Detect
-	st, err := history.Open(ctx, history.Options{
+	opts := history.Options{
 		Dir: d.opts.History.Path, RetentionSize: d.opts.History.RetentionSize,
 		ReadCeiling: det.ReadLimit, WriteCeiling: det.WriteLimit, Grace: max(cfg.Window, 30*time.Second),
 		Log: d.log.Named("history"), Metrics: d.histMetrics,
-	})
+	}
+	if d.opts.Demo {
+		d.plantDemoHistory(ctx, opts)
+	}
+	st, err := history.Open(ctx, opts)
 	if err != nil {
 		return err
 	}
