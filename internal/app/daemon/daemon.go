@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/forecast"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/history"
 	"github.com/hotkeyd/hotkeyd/ingest/jsonl"
@@ -106,6 +107,9 @@ type Daemon struct {
 	hist atomic.Pointer[history.Store]
 	// histMetrics are its series, registered with the others in New.
 	histMetrics *history.Metrics
+	// forecasts are the judged keys' hourly series the tracker forecasts
+	// from, refreshed from hist by an actor of their own (forecast.go).
+	forecasts *forecast.Cache
 	// pipe runs the sources; running is the generation it runs (the
 	// first, until Run starts it).
 	pipe    *pipeline
@@ -155,7 +159,14 @@ func New(cfg config.Config, opts Options) (*Daemon, error) {
 	if len(d.running.sources) == 0 && events == nil {
 		return nil, errNoSources
 	}
-	c, err := d.newCore(cfg, store, detect.NewTracker(cfg.Pipeline().Detect), d.running)
+	tracker := detect.NewTracker(cfg.Pipeline().Detect)
+	d.forecasts = forecast.NewCache()
+	if opts.History.Path != "" {
+		// The tracker lives through reloads (they change its settings):
+		// its series are set once.
+		tracker.SetForecastSeries(detect.CachedSeries(d.forecasts))
+	}
+	c, err := d.newCore(cfg, store, tracker, d.running)
 	if err != nil {
 		return nil, err
 	}

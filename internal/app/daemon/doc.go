@@ -9,6 +9,7 @@
 //	daemon.go      Options, Daemon and New: every component built, nothing started
 //	run.go         Run: the group's actors (signals, sources, HTTP) and the shutdown order
 //	tick.go        the detector's tick: what to judge, when, and where the verdict goes
+//	forecast.go    the forecasts' series: the history's hourly cells read into the tracker's cache by an actor of their own
 //	generation.go  a generation: one set of sources with their registry and replica board
 //	pipeline.go    the sources run one generation at a time, replaced and drained
 //	switches.go    what a reload may replace, behind switches: the window, the sink, the gatherers

@@ -50,6 +50,7 @@ func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
 	g.Add(func() error { return d.pipe.Run(first) }, func(error) { d.pipe.Cancel() })
 	d.addTick(&g)
 	d.addHistory(&g)
+	d.addForecasts(&g)
 	stopHTTP := d.addHTTP(&g)
 	defer stopHTTP()
 	// Reloads, one at a time, beside the group: a reload never ends it,
