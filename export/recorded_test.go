@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,8 +23,11 @@ import (
 // table orders and its incident, recorded as the daemon's tick does.
 func recordedStore(t *testing.T, start time.Time) *history.Store {
 	t.Helper()
-	now := start
-	s, err := history.Open(context.Background(), history.Options{Dir: t.TempDir(), Now: func() time.Time { return now }})
+	// The store's writer reads the clock while the loop below moves it.
+	var now atomic.Int64
+	now.Store(start.UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
+	s, err := history.Open(context.Background(), history.Options{Dir: t.TempDir(), Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,8 +37,9 @@ func recordedStore(t *testing.T, start time.Time) *history.Store {
 	t.Cleanup(func() { cancel(); <-done; s.Close() })
 	for i := range 90 {
 		at := start.Add(time.Duration(i) * time.Second)
-		now = at.Add(time.Second)
-		ts := sketch.TableSnapshot{Table: "orders", Start: at.Add(-59 * time.Second), End: now, LastSecond: at, DistinctKeys: 2}
+		end := at.Add(time.Second)
+		now.Store(end.UnixNano())
+		ts := sketch.TableSnapshot{Table: "orders", Start: at.Add(-59 * time.Second), End: end, LastSecond: at, DistinctKeys: 2}
 		ts.Classes[traffic.Write] = sketch.ClassStats{Events: 1000, Units: 1000}
 		sec := report.TableSecond{Table: "orders", At: at, Classes: []report.ClassSecond{{Class: "read"},
 			{Class: "write", Units: 1000, Keys: []report.KeySecond{{Key: "USER#4242", Units: 600}, {Key: "USER#7", Units: 400}}}}}

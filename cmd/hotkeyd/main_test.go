@@ -117,7 +117,7 @@ func TestCommandFlags(t *testing.T) {
 	web := []string{"web.listen-address", "web.config.file", "web.max-connections", "web.enable-lifecycle", "web.max-connections-per-client",
 		"web.read-timeout", "web.write-timeout", "web.idle-timeout", "web.enable-ingest", "web.ingest.rate-limit", "web.ingest.burst"}
 	config := []string{"config.file", "config", "config.check"}
-	daemon := slices.Concat([]string{"help", "version"}, config, web, []string{"log.level", "log.format", "window", "threshold", "keys"})
+	daemon := slices.Concat([]string{"help", "version"}, config, web, []string{"log.level", "log.format", "window", "threshold", "keys", "history.path", "history.retention.size"})
 	for _, c := range []struct {
 		cmd        string
 		flags      []string

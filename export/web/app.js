@@ -534,14 +534,14 @@
     var html = '<h2>Forecasts</h2><section class="card" data-id="forecasts"><table class="keys"><tr><th>class</th><th>peak/s</th><th>headroom</th><th>trend/day</th><th>reaches the ceiling</th><th>R²</th><th>key</th></tr>' +
       fs.map(function (f) {
         return '<tr' + attrs({ key: f.key, class: f.class }) + '><td>' + esc(f.class) + '</td><td>' + fmt(f.peak_units_per_second) + '</td><td>' + fmt(f.headroom) + '×</td><td>' +
-          (f.trend_per_day == null ? '–' : (f.trend_per_day > 0 ? '+' : '') + fmt(f.trend_per_day) + ' (' + esc(f.growth) + ')') + '</td><td>' +
-          (f.reaches_ceiling_at ? esc(stamp(f.reaches_ceiling_at)) : '–') + '</td><td>' + f.confidence.toFixed(2) + '</td><td><code class="key" title="' + esc(f.note || f.key) + '">' + esc(f.key) + '</code></td></tr>';
+          (f.trend_per_day == null ? (f.note ? '<span title="' + esc(f.note) + '">–</span>' : '–') : (f.trend_per_day > 0 ? '+' : '') + fmt(f.trend_per_day) + ' (' + esc(f.growth) + ')') + '</td><td>' +
+          (f.reaches_ceiling_at ? esc(stamp(f.reaches_ceiling_at)) : '–') + '</td><td>' + f.confidence.toFixed(2) + '</td><td><code class="key" title="' + esc(f.key) + '">' + esc(f.key) + '</code></td></tr>';
       }).join('') + '</table>';
     [10, 100].forEach(function (factor) {
       var ks = sc.filter(function (k) { return k.factor === factor; });
       if (!ks.length) return;
       html += '<p class="scale" data-factor="' + factor + '">Throttles at ' + factor + '× today\'s traffic: ' + ks.map(function (k) {
-        return '<code class="key">' + esc(k.key) + '</code> (' + esc(k.class) + ', ' + fmt(k.peak_units_per_second) + '/s): ' + esc(k.fix.kind) + (k.fix.suffix_count ? ' over ' + k.fix.suffix_count + ' keys' : '');
+        return '<code class="key" title="' + esc(k.key) + '">' + esc(k.key) + '</code> (' + esc(k.class) + ', ' + fmt(k.peak_units_per_second) + '/s): ' + esc(k.fix.kind) + (k.fix.suffix_count ? ' over ' + k.fix.suffix_count + ' keys' : '');
       }).join('; ') + '</p>';
     });
     return html + '</section>';
