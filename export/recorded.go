@@ -38,9 +38,17 @@ type cellsHandler struct {
 	now    func() time.Time
 }
 
+// unkept answers 503 where the daemon keeps no history, and says so.
+func (h cellsHandler) unkept(w http.ResponseWriter) bool {
+	if h.hist != nil {
+		return false
+	}
+	writeJSON(w, h.log, http.StatusServiceUnavailable, map[string]string{"error": "history is not kept by this daemon"})
+	return true
+}
+
 func (h cellsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.hist == nil {
-		writeJSON(w, h.log, http.StatusServiceUnavailable, map[string]string{"error": "history is not kept by this daemon"})
+	if h.unkept(w) {
 		return
 	}
 	v := r.URL.Query()
@@ -65,17 +73,12 @@ func (h cellsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSONAs(w, h.log, http.StatusOK, h.masker.MaskAnswer(a), false)
 }
 
-// incidentsHandler serves GET /api/v1/incidents.
-type incidentsHandler struct {
-	hist   HistoryReader
-	masker *KeyMasker
-	log    *zap.Logger
-	now    func() time.Time
-}
+// incidentsHandler serves GET /api/v1/incidents, from what cellsHandler
+// holds.
+type incidentsHandler cellsHandler
 
 func (h incidentsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.hist == nil {
-		writeJSON(w, h.log, http.StatusServiceUnavailable, map[string]string{"error": "history is not kept by this daemon"})
+	if cellsHandler(h).unkept(w) {
 		return
 	}
 	v := r.URL.Query()
