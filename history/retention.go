@@ -26,7 +26,7 @@ func (s *Store) retain(ctx context.Context) {
 			return
 		}
 		s.m.bytes.Set(float64(size))
-		if size <= s.opts.RetentionSize {
+		if size <= s.RetentionSize() {
 			return
 		}
 		if err := s.shrink(ctx, size); err != nil {
@@ -94,7 +94,7 @@ func (s *Store) shrink(ctx context.Context, size int64) error {
 		}
 		dropped, _ := res.RowsAffected()
 		s.m.dropped.WithLabelValues("size").Add(float64(dropped))
-		s.log.Warn("history over its size: oldest cells dropped", zap.Int64("bytes", size), zap.Int64("retention_size", s.opts.RetentionSize),
+		s.log.Warn("history over its size: oldest cells dropped", zap.Int64("bytes", size), zap.Int64("retention_size", s.RetentionSize()),
 			zap.Duration("step", r.Step), zap.Int64("cells", dropped), zap.Time("until", time.Unix(until, 0).UTC()))
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,10 @@ type Store struct {
 	m      *Metrics
 	path   string
 	opened time.Time
+
+	// retention is --history.retention.size, which SetRetentionSize
+	// changes (a reload).
+	retention atomic.Int64
 
 	db       *sql.DB // nil when the daemon runs without history
 	healthMu sync.Mutex
@@ -117,6 +122,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{opts: opts, log: opts.Log, m: m, path: filepath.Join(opts.Dir, FileName), opened: opts.Now(),
 		queue: make(chan batch, queueLen), tables: map[entry]*tableCells{},
 		open: map[incKey]*openIncident{}, orphans: map[incKey]*openIncident{}, unwritten: map[string]unwrittenIncident{}}
+	s.retention.Store(opts.RetentionSize)
 	var err error
 	s.db, err = s.openOrReplace(ctx)
 	if err != nil {
@@ -195,6 +201,19 @@ func (s *Store) setHealth(err error) {
 	}
 	s.m.up.Set(0)
 }
+
+// SetRetentionSize bounds the database at size bytes (0 or less:
+// DefaultRetentionSize) from the writer's next retention pass, within
+// five minutes: a reload's history.retention.size.
+func (s *Store) SetRetentionSize(size int64) {
+	if size <= 0 {
+		size = DefaultRetentionSize
+	}
+	s.retention.Store(size)
+}
+
+// RetentionSize returns the bound the writer holds the database to.
+func (s *Store) RetentionSize() int64 { return s.retention.Load() }
 
 // Path returns the database's file.
 func (s *Store) Path() string { return s.path }

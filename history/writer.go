@@ -11,9 +11,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// retentionEvery is how often the writer measures the database against
+// RetentionEvery is how often the writer measures the database against
 // --history.retention.size and drops what is past its resolution's time.
-const retentionEvery = 5 * time.Minute
+const RetentionEvery = 5 * time.Minute
 
 // Run writes what Record hands it until ctx is done, then what is still
 // queued. It returns nil; a failed write is logged, counted, and said by
@@ -23,7 +23,7 @@ func (s *Store) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	t := time.NewTicker(retentionEvery)
+	t := time.NewTicker(RetentionEvery)
 	defer t.Stop()
 	s.retain(ctx)
 	for {

@@ -71,7 +71,6 @@ func runDaemon(ctx context.Context, f *flags, demo bool, io stdio) int {
 func daemonOptions(f *flags, demo bool, io stdio, log *zap.Logger, load func() (config.Config, error)) daemon.Options {
 	return daemon.Options{
 		Log: log, Demo: demo, Load: load, Stdin: io.stdin, Stdout: io.stdout, Version: buildVersion(),
-		History: daemon.History{Path: f.historyPath, RetentionSize: int64(f.historyRetention)},
 		Web: daemon.Web{
 			ConfigFile:     f.webConfig,
 			MaxConnections: f.maxConns, MaxConnectionsPerClient: perClient(f.maxConnsPerClient),

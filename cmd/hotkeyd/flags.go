@@ -45,12 +45,14 @@ func (f *flags) defineDaemon(c *kingpin.CmdClause, configHelp, configDefault str
 }
 
 // defineHistory declares where the daemon keeps its history
-// (docs/running.md#history-and-incidents).
+// (docs/running.md#history-and-incidents): they override the file's
+// history.path and history.retention.size.
 func (f *flags) defineHistory(c *kingpin.CmdClause) {
-	c.Flag("history.path", "Directory of the history database (history.db: cells and incidents that outlive the window). Empty keeps no history.").
-		Default("data/").StringVar(&f.historyPath)
-	c.Flag("history.retention.size", "Most the history database may hold (KiB, MiB, GiB); past it, the oldest cells of the finest resolution are dropped first.").
-		Default("512MiB").BytesVar(&f.historyRetention)
+	def := config.Default().History
+	c.Flag("history.path", "Directory of the history database (history.db: cells and incidents that outlive the window). Empty keeps no history. Overrides history.path in the file.").
+		Default(def.Path).IsSetByUser(&f.historyPathSet).StringVar(&f.historyPath)
+	c.Flag("history.retention.size", "Most the history database may hold (KiB, MiB, GiB); past it, the oldest cells of the finest resolution are dropped first. Overrides history.retention.size in the file.").
+		Default(def.Retention.Size.String()).IsSetByUser(&f.historyRetSet).BytesVar(&f.historyRetention)
 }
 
 // defineAnalyze declares the flags of hotkeyd analyze: the settings that

@@ -56,6 +56,7 @@ type flags struct {
 	report                            reportFlags
 	historyPath                       string
 	historyRetention                  units.Base2Bytes
+	historyPathSet, historyRetSet     bool
 	window                            time.Duration
 	threshold                         float64
 	windowSet, thresholdSet, keysSet  bool
@@ -223,6 +224,8 @@ func loadConfigWith(r *config.Reader, f *flags, required bool) (config.Config, e
 	set(f.thresholdSet, "threshold", "--threshold", func() { cfg.Detector.Threshold = f.threshold })
 	set(f.topSet, "detector.top", "--top", func() { cfg.Detector.Top = f.top })
 	set(f.keysSet, "keys", "--keys", func() { cfg.Keys = export.KeyMode(f.keys) })
+	set(f.historyPathSet, "history.path", "--history.path", func() { cfg.History.Path = f.historyPath })
+	set(f.historyRetSet, "history.retention.size", "--history.retention.size", func() { cfg.History.Retention.Size = config.ByteSize(f.historyRetention) })
 	if secret := os.Getenv(secretEnv); cfg.Keys == export.KeysHash && cfg.KeyHashSecret == "" && secret != "" {
 		cfg.KeyHashSecret = secret
 	}

@@ -64,13 +64,15 @@ func TestFlagsOverrideFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Listen != "127.0.0.1:9529" || cfg.Detector.Threshold != 0.2 {
+	if cfg.Listen != "127.0.0.1:9529" || cfg.Detector.Threshold != 0.2 || cfg.History.Path != "/var/lib/hotkeyd/history" || cfg.History.Retention.Size != 2<<30 {
 		t.Fatalf("file not read: %+v", cfg)
 	}
 	f.listen, f.listenSet = ":0", true
 	f.window, f.windowSet = 5e9, true
 	f.threshold, f.thresholdSet = 0.3, true
 	f.keys, f.keysSet = string(export.KeysRedact), true
+	f.historyPath, f.historyPathSet = "", true // no history
+	f.historyRetention, f.historyRetSet = 64<<20, true
 	cfg, err = loadConfig(f, true)
 	if err == nil {
 		t.Fatal("keys redact with the file's key_hash_secret accepted")
@@ -79,9 +81,16 @@ func TestFlagsOverrideFile(t *testing.T) {
 	if cfg, err = loadConfig(f, true); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Listen != ":0" || cfg.Window.Seconds() != 5 || cfg.Detector.Threshold != 0.3 || cfg.Keys != export.KeysHash || len(cfg.Sources) != 3 {
+	if cfg.Listen != ":0" || cfg.Window.Seconds() != 5 || cfg.Detector.Threshold != 0.3 || cfg.Keys != export.KeysHash || len(cfg.Sources) != 3 ||
+		cfg.History.Path != "" || cfg.History.Retention.Size != 64<<20 {
 		t.Errorf("flags did not override the file: %+v", cfg)
 	}
+	// A flag's bad value is named as the flag.
+	f.historyRetention = 0
+	if _, err := loadConfig(f, true); err == nil || err.Error() != "flags: --history.retention.size: must be positive, got 0" {
+		t.Errorf("--history.retention.size 0: %v", err)
+	}
+	f.historyRetention = 64 << 20
 	// Without a file, analyze and demo use the defaults.
 	cfg, err = loadConfig(&flags{configFile: "hotkeyd.yaml"}, false)
 	if err != nil || cfg.Listen != ":9529" || cfg.Detector.Threshold != 0.10 {

@@ -70,6 +70,8 @@ type Config struct {
 	// limits, ...): the keys under detector:, and Threshold, which the file
 	// sets at its top level (threshold:).
 	Detector detect.Settings `yaml:"detector"`
+	// History is where the daemon keeps its history (history.go).
+	History History `yaml:"history"`
 
 	// Deprecated says, per key the file gives in a form that still works
 	// but is no longer documented, what to write instead. The daemon logs
@@ -89,6 +91,7 @@ func Default() Config {
 		Keys:      export.KeysPlain,
 		MaxTables: sketch.DefaultMaxTables,
 		Detector:  detect.DefaultSettings(),
+		History:   defaultHistory(),
 
 		MaxFuture:   5 * time.Minute,
 		MaxEventAge: 24 * time.Hour,
@@ -341,6 +344,7 @@ func (c *Config) Validate() error {
 	if c.MaxTables < 1 || c.MaxTables > MaxMaxTables {
 		add(fmt.Errorf("max_tables: must be 1 to %d, got %d", MaxMaxTables, c.MaxTables))
 	}
+	add(c.History.validate())
 	p := c.Pipeline()
 	for _, err := range strictyaml.List(p.Detect.Validate()) {
 		if strings.HasPrefix(err.Error(), "threshold:") {

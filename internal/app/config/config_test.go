@@ -48,6 +48,10 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"invalid-max-tables.yml":                     "max_tables: must be 1 to 100000, got 0",
 		"invalid-max-future.yml":                     "max_future: must be positive, got 0s",
 		"invalid-max-event-age.yml":                  "max_event_age: must be positive, got -1h0m0s",
+		"invalid-history-size.yml":                   `history.retention.size: "lots" is not a size such as 512MiB or 2GiB (KiB, MiB, GiB, TiB)`,
+		"invalid-history-size-zero.yml":              "history.retention.size: must be positive, got 0",
+		"invalid-history-key.yml":                    "history.pth: unknown key (did you mean path?)",
+		"invalid-history-not-mapping.yml":            `history: want a mapping (key: value), got "data/"`,
 		"invalid-source-no-type.yml":                 "sources[0].type: required (dynamodb-streams, kinesis, cloudtrail or jsonl)",
 		"invalid-source-type.yml":                    `sources[0].type: unknown source type "kafka" (want dynamodb-streams, kinesis, cloudtrail or jsonl)`,
 		"invalid-source-no-paths.yml":                "sources[1].paths: at least one path is required",
@@ -188,6 +192,7 @@ func TestLoadConfigValid(t *testing.T) {
 		"valid-full.yml": {
 			Listen: "127.0.0.1:9529", Window: 30 * time.Second, Keys: export.KeysHash, KeyHashSecret: "s3cret", MaxTables: 500,
 			MaxFuture: 2 * time.Minute, MaxEventAge: 48 * time.Hour,
+			History: History{Path: "/var/lib/hotkeyd/history", Retention: HistoryRetention{Size: 2 << 30}},
 			Detector: func() detect.Settings {
 				s := detect.DefaultSettings()
 				s.Threshold, s.Hold, s.MinEvents = 0.2, 4*time.Second, 10
@@ -260,6 +265,9 @@ func TestLoadConfigValid(t *testing.T) {
 			}
 			if want.MaxFuture == 0 { // the defaults
 				want.MaxFuture, want.MaxEventAge = Default().MaxFuture, Default().MaxEventAge
+			}
+			if want.History == (History{}) {
+				want.History = Default().History
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Load(%s)\n got: %+v\nwant: %+v", file, got, want)

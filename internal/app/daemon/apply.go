@@ -21,6 +21,9 @@ func (d *Daemon) apply(p *reloadPlan) error {
 	if p.masker != nil {
 		d.masker.Replace(p.masker)
 	}
+	if st := d.hist.Load(); st != nil && p.retain > 0 {
+		st.SetRetentionSize(p.retain)
+	}
 	old := d.core.Load()
 	old.tracker.SetSettings(p.settings)
 	next := *old

@@ -43,8 +43,6 @@ type Options struct {
 	Version string
 	// Web is the HTTP server's settings.
 	Web Web
-	// History is where the history is kept.
-	History History
 }
 
 // Web is the HTTP server's settings (the --web.* flags).
@@ -161,7 +159,7 @@ func New(cfg config.Config, opts Options) (*Daemon, error) {
 	}
 	tracker := detect.NewTracker(cfg.Pipeline().Detect)
 	d.forecasts = forecast.NewCache()
-	if opts.History.Path != "" {
+	if cfg.History.Path != "" {
 		// The tracker lives through reloads (they change its settings):
 		// its series are set once.
 		tracker.SetForecastSeries(detect.CachedSeries(d.forecasts))

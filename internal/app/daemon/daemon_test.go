@@ -68,6 +68,7 @@ func TestDaemonDrainsSourcesOnStop(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
+	cfg.History.Path = t.TempDir()
 	d, err := New(cfg, Options{Log: log, Stdout: &logs, Web: Web{Ingest: true}})
 	if err != nil {
 		t.Fatal(err)

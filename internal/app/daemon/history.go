@@ -13,16 +13,6 @@ import (
 	"github.com/hotkeyd/hotkeyd/internal/app/config"
 )
 
-// History is where the daemon keeps its history (the --history.* flags).
-type History struct {
-	// Path is the directory of the database (--history.path); empty
-	// keeps no history (the flag's default is data/).
-	Path string
-	// RetentionSize bounds it in bytes (--history.retention.size); 0 is
-	// history.DefaultRetentionSize.
-	RetentionSize int64
-}
-
 // errNoHistory answers the history's paths when the daemon keeps none
 // (or before Run has opened it).
 var errNoHistory = errors.New("this daemon keeps no history (--history.path)")
@@ -62,19 +52,19 @@ func (d *Daemon) readyNotes() []string {
 	return nil
 }
 
-// openHistory opens the history store of cfg under --history.path: a
+// openHistory opens the history store of cfg under history.path: a
 // directory it cannot write leaves the daemon running without history
 // (history.Open says so in the log and hotkeyd_history_up). A demo plants
 // its back-dated history first (plantDemoHistory), before any source
 // starts.
 func (d *Daemon) openHistory(ctx context.Context, cfg config.Config) error {
-	if d.opts.History.Path == "" {
-		d.log.Info("no history kept: no --history.path")
+	if cfg.History.Path == "" {
+		d.log.Info("no history kept: no history.path (--history.path)")
 		return nil
 	}
 	det := cfg.Pipeline().Detect
 	opts := history.Options{
-		Dir: d.opts.History.Path, RetentionSize: d.opts.History.RetentionSize,
+		Dir: cfg.History.Path, RetentionSize: int64(cfg.History.Retention.Size),
 		ReadCeiling: det.ReadLimit, WriteCeiling: det.WriteLimit, Grace: max(cfg.Window, 30*time.Second),
 		Log: d.log.Named("history"), Metrics: d.histMetrics,
 	}

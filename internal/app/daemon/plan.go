@@ -10,6 +10,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect"
 	"github.com/hotkeyd/hotkeyd/export"
+	"github.com/hotkeyd/hotkeyd/history"
 	"github.com/hotkeyd/hotkeyd/internal/app/config"
 	"github.com/hotkeyd/hotkeyd/sketch"
 )
@@ -19,12 +20,14 @@ import (
 type reloadPlan struct {
 	cfg config.Config
 	// changed lists the file's top-level keys that changed; applied those
-	// applied in place, restarted what restarts and why.
-	changed, applied, restarted []string
+	// applied in place, restarted what restarts and why, history what
+	// becomes of the history's keys (planHistory).
+	changed, applied, restarted, history []string
 
 	masker   *export.KeyMasker
 	settings detect.Settings
 	store    *sketch.Store // the sketches' shape changed
+	retain   int64         // history.retention.size changed: the new bound
 	recent   bool          // the live page's last seconds (export.Recent) start anew
 	gen      *generation   // the sources restart
 	listener net.Listener  // listen changed
@@ -58,6 +61,7 @@ func (d *Daemon) plan() (*reloadPlan, error) {
 	if err := d.planWindow(p, shapeChanged); err != nil {
 		return nil, err
 	}
+	d.planHistory(p)
 	restart := len(sourcesChanged) > 0 || p.store != nil
 	if restart {
 		why := strings.Join(sourcesChanged, ", ") + " changed"
@@ -120,6 +124,32 @@ func (d *Daemon) planWindow(p *reloadPlan, shapeChanged []string) error {
 	}
 	p.recent = shape != oldShape || pipeline.Detect.Top != was.Detect.Top
 	return nil
+}
+
+// planHistory plans the history's keys: history.retention.size applies in
+// place, at the writer's next retention pass; history.path only at the
+// next start, so the running configuration keeps the path the history is
+// open on, and each reload says so until a restart.
+func (d *Daemon) planHistory(p *reloadPlan) {
+	was, now := d.cfg.History, p.cfg.History
+	open := d.hist.Load() != nil
+	if now.Retention.Size != was.Retention.Size {
+		if open {
+			p.retain = int64(now.Retention.Size)
+			p.history = append(p.history, fmt.Sprintf("history.retention.size applied: the history is held to %s from the writer's next retention pass, within %s",
+				now.Retention.Size, history.RetentionEvery))
+		} else {
+			p.history = append(p.history, fmt.Sprintf("history.retention.size (%s) not applied: this daemon keeps no history; it applies when hotkeyd restarts", now.Retention.Size))
+		}
+	}
+	if now.Path != was.Path {
+		stays := fmt.Sprintf("the history stays in %q", was.Path)
+		if !open {
+			stays = "no history is kept"
+		}
+		p.history = append(p.history, fmt.Sprintf("history.path (%q) not applied: %s until hotkeyd restarts", now.Path, stays))
+		p.cfg.History.Path = was.Path
+	}
 }
 
 // planListener binds the new address when listen changed.
@@ -194,6 +224,9 @@ func (p *reloadPlan) summary() string {
 	}
 	for _, r := range p.restarted {
 		fmt.Fprintf(&b, "restarted: %s.\n", r)
+	}
+	for _, h := range p.history {
+		fmt.Fprintf(&b, "%s.\n", h)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

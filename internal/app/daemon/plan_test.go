@@ -141,3 +141,80 @@ func TestSummary(t *testing.T) {
 		t.Errorf("summary:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestPlanHistory: a reload applies a new history.retention.size to the
+// open store and says so; a new history.path is not applied (the store
+// stays open where it is) and each reload says so until a restart.
+func TestPlanHistory(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.History.Path = filepath.Join(dir, "a")
+	next := cfg
+	d, err := New(cfg, Options{Log: zap.NewNop(), Web: Web{Ingest: true}, Load: func() (config.Config, error) { return next, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.openHistory(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	st := d.hist.Load()
+	defer st.Close()
+
+	next.History.Retention.Size = 64 << 20
+	next.History.Path = filepath.Join(dir, "b")
+	p, err := d.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.apply(p); err != nil {
+		t.Fatal(err)
+	}
+	want := "configuration reloaded: history changed.\n" +
+		"history.retention.size applied: the history is held to 64MiB from the writer's next retention pass, within 5m0s.\n" +
+		`history.path ("` + next.History.Path + `") not applied: the history stays in "` + cfg.History.Path + `" until hotkeyd restarts.`
+	if got := p.summary(); got != want {
+		t.Errorf("summary:\n%s\nwant:\n%s", got, want)
+	}
+	if got := st.RetentionSize(); got != 64<<20 {
+		t.Errorf("the store's retention size is %d after the reload, want %d", got, 64<<20)
+	}
+	if d.hist.Load() != st || d.cfg.History.Path != cfg.History.Path || d.cfg.History.Retention.Size != 64<<20 {
+		t.Errorf("after the reload: store %p (was %p), running history %+v", d.hist.Load(), st, d.cfg.History)
+	}
+	// The next reload of the same file says it again: the path is still
+	// not the file's.
+	p, err = d.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.changed, []string{"history"}) || len(p.history) != 1 || !strings.HasPrefix(p.history[0], "history.path (") {
+		t.Errorf("second reload: changed %q, history %q", p.changed, p.history)
+	}
+}
+
+// TestPlanHistoryNone: a daemon that keeps no history says that a new
+// history.path or size applies when it restarts.
+func TestPlanHistoryNone(t *testing.T) {
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.History.Path = ""
+	next := cfg
+	next.History = config.Default().History
+	next.History.Retention.Size = 1 << 30
+	d, err := New(cfg, Options{Log: zap.NewNop(), Web: Web{Ingest: true}, Load: func() (config.Config, error) { return next, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"history.retention.size (1GiB) not applied: this daemon keeps no history; it applies when hotkeyd restarts",
+		`history.path ("data/") not applied: no history is kept until hotkeyd restarts`,
+	}
+	if !slices.Equal(p.history, want) {
+		t.Errorf("history %q\nwant %q", p.history, want)
+	}
+}

@@ -27,10 +27,15 @@ import (
 //     the sources restart with it; the counters are kept;
 //   - listen moves the HTTP server to the new address, bound before
 //     anything else changes; the old one is closed once its connections
-//     are answered. The server never stops otherwise.
+//     are answered. The server never stops otherwise;
+//   - history.retention.size applies in place, from the history writer's
+//     next retention pass (within five minutes); history.path applies at
+//     the next start only: the history stays where it is, and each reload
+//     says so until then.
 //
-// Flags (--web.listen-address, --window, --threshold, --keys) still
-// override the file, and the other flags are not reloaded.
+// Flags (--web.listen-address, --window, --threshold, --keys,
+// --history.path, --history.retention.size) still override the file, and
+// the other flags are not reloaded.
 
 // reloadKind is how a reload applies a key of the file.
 type reloadKind int
@@ -40,6 +45,7 @@ const (
 	restartSources                   // the sources restart
 	reshape                          // the sketches restart empty, and the sources
 	moveListener                     // the HTTP server moves
+	historyParts                     // planHistory says which part applies when
 )
 
 // reloadKeys says how a reload applies each top-level key of the file
@@ -58,6 +64,7 @@ var reloadKeys = map[string]reloadKind{
 	"max_event_age":        inPlace,
 	"sources":              restartSources,
 	"detector":             inPlace,
+	"history":              historyParts,
 }
 
 // reloadRequest asks the reload loop for a reload; answer, when set (POST
@@ -111,6 +118,9 @@ func (d *Daemon) reload() (string, error) {
 	}
 	if len(p.restarted) > 0 {
 		fields = append(fields, zap.String("restarted", strings.Join(p.restarted, "; ")))
+	}
+	if len(p.history) > 0 {
+		fields = append(fields, zap.String("history", strings.Join(p.history, "; ")))
 	}
 	d.log.Info("configuration reloaded", fields...)
 	return p.summary(), nil
