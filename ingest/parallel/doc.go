@@ -29,8 +29,8 @@
 // only (a key's per-second ring) merges exactly when the inputs run in
 // time, as logs are written: Read says whether they did (Outcome.InOrder;
 // Config.Reorder is how far back an event may run), and hotkeyd analyze
-// counts the busiest seconds of the keys it reports in a second read when
-// they did not.
+// counts the busiest seconds of the keys it reports again when they did
+// not.
 //
 // A read error (a corrupt compressed file) ends its input where one
 // reader would have stopped: the parts after it in that input are not

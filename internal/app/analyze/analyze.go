@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -78,10 +79,11 @@ type Config struct {
 //
 // The report is the same whatever the order of the inputs' lines: a
 // table's seconds add up over whole files (package sketch), and the keys'
-// busiest seconds are counted in a second read when the inputs did not
-// run in time (keyseconds.go). Standard input and pipes are copied to a
-// temporary file first, so that they can be read twice and in parts
-// (spool). Times that make no sense are refused as bad_time (times.go).
+// busiest seconds are counted again when the inputs did not run in time
+// (keyseconds.go), from the records of the events the read wrote to a
+// spill (spill.go). Standard input and pipes are copied to a temporary
+// file first, so that they can be read in parts (spool). Times that make
+// no sense are refused as bad_time (times.go).
 func Run(ctx context.Context, cfg Config) error {
 	var mask traffic.Masker
 	if cfg.Masker != nil {
@@ -103,6 +105,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	defer in.removeSpill()
 	rep.Summary()
 	nothing := ""
 	if failed == 0 {
@@ -153,6 +156,9 @@ type inputsRead struct {
 	valid, keep timeRange
 	left        uint64
 	first, last int64
+	// spill holds the records of the first read's events (spill.go); nil
+	// without one.
+	spill *keySpill
 }
 
 // read counts the inputs, and counts them again without the events far in
@@ -160,11 +166,18 @@ type inputsRead struct {
 // nothing, and what they counted cannot be taken out of a sketch.
 func (cfg *Config) read(ctx context.Context, inputs *formats.Set, rep traffic.Reporter, paths map[string]string, fail func(string, error)) (inputsRead, error) {
 	valid := plausible(time.Now())
-	c, err := count(ctx, *cfg, counting{formats: inputs, rep: rep, paths: paths, valid: valid, keep: valid, fail: fail})
+	// Without a spill (no temporary file), the keys' seconds are counted
+	// by reading the inputs again.
+	spill, err := newKeySpill(valid)
+	if err != nil {
+		fmt.Fprintf(cfg.Stderr, "hotkeyd: %v; the inputs will be read twice\n", err)
+		spill = nil
+	}
+	c, err := count(ctx, *cfg, counting{formats: inputs, rep: rep, paths: paths, valid: valid, keep: valid, fail: fail, spill: spill})
 	if err != nil {
 		return inputsRead{}, err
 	}
-	in := inputsRead{passed: c.passed.Load(), valid: valid, keep: valid}
+	in := inputsRead{passed: c.passed.Load(), valid: valid, keep: valid, spill: spill}
 	keep, left, first, last, ok := outliers(c.times.hours)
 	if !ok {
 		in.counted = c
@@ -175,6 +188,7 @@ func (cfg *Config) read(ctx context.Context, inputs *formats.Set, rep traffic.Re
 		plural.Count(left, "event"), time.Unix(first*3600, 0).UTC().Format(time.RFC3339), time.Unix((last+1)*3600-1, 0).UTC().Format(time.RFC3339))
 	quiet := cfg.formats(traffic.NopReporter{}, zap.NewNop(), cfg.Format != "html")
 	if in.counted, err = count(ctx, *cfg, counting{formats: quiet, paths: paths, valid: valid, keep: keep}); err != nil {
+		in.removeSpill()
 		return inputsRead{}, err
 	}
 	return in, nil
@@ -215,7 +229,7 @@ func (cfg *Config) snapshot(ctx context.Context, in inputsRead, paths map[string
 	if len(want) == 0 && !throttled {
 		return snap, nil, unforeseen, nil
 	}
-	keys, err := countKeys(ctx, *cfg, paths, want, throttled, in.valid, in.keep)
+	keys, err := cfg.countAgain(ctx, in, paths, want, throttled)
 	if err != nil {
 		return sketch.Snapshot{}, nil, 0, err
 	}
@@ -289,6 +303,8 @@ type counting struct {
 	// fail is told about inputs that could not be read; nil when counting
 	// again (they were told the first time).
 	fail func(name string, err error)
+	// spill, when set, gets a record of every event counted (spill.go).
+	spill *keySpill
 }
 
 // counted is what counting the inputs gave.
@@ -313,11 +329,18 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 	// Every Event is checked once more before it is counted, as in the
 	// daemon (traffic.Checked), then for its time.
 	part := func(store *sketch.Store, next traffic.Sink) *checkedStore {
+		var spill *spillWriter
+		if how.spill != nil {
+			spill = newSpillWriter(how.spill)
+		}
 		times := newTimeCheck(traffic.SinkFunc(func(ctx context.Context, batch []traffic.Event) error {
 			passed.Add(uint64(len(batch)))
+			if spill != nil {
+				spill.put(batch)
+			}
 			return next.Put(ctx, batch)
 		}), how.rep, how.valid, how.keep)
-		return &checkedStore{store: store, times: times, check: traffic.Checked(times, how.rep)}
+		return &checkedStore{store: store, times: times, check: traffic.Checked(times, how.rep), spill: spill}
 	}
 	var progress io.Writer
 	if how.fail != nil {
@@ -338,6 +361,7 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 				how.fail(name, err)
 			}
 		}
+		cs.closeSpill()
 		return counted{store: store, rec: rec, times: cs.times, passed: passed}, nil
 	}
 	cs, o, err := parallel.Read(ctx, parallel.Config[*checkedStore]{
@@ -351,6 +375,7 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		},
 		Merge: func(dst, src *checkedStore) error {
 			dst.times.absorb(src.times)
+			src.closeSpill()
 			return dst.store.Merge(src.store)
 		},
 		Failed: how.fail,
@@ -358,7 +383,33 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 	if err != nil {
 		return counted{}, err
 	}
+	cs.closeSpill()
 	return counted{store: cs.store, times: cs.times, inOrder: o.InOrder, passed: passed}, nil
+}
+
+// countAgain counts the seconds of the keys of want, and with throttled
+// every throttled call's key: from the spill of the first read, or when
+// there is none, by reading the inputs again.
+func (cfg *Config) countAgain(ctx context.Context, in inputsRead, paths map[string]string, want map[rankedKey]struct{}, throttled bool) (*keyCounter, error) {
+	if in.spill != nil && in.spill.ok() {
+		workers := cfg.Workers
+		if workers <= 0 {
+			workers = runtime.GOMAXPROCS(0)
+		}
+		keys, err := in.spill.count(want, throttled, in.keep, workers)
+		if err == nil {
+			return keys, nil
+		}
+		fmt.Fprintf(cfg.Stderr, "hotkeyd: %v; reading the inputs again\n", err)
+	}
+	return countKeys(ctx, *cfg, paths, want, throttled, in.valid, in.keep)
+}
+
+// removeSpill removes the spill's file, if any.
+func (in *inputsRead) removeSpill() {
+	if in.spill != nil {
+		in.spill.remove()
+	}
 }
 
 // countKeys reads the inputs again and counts the seconds of the keys of
@@ -428,6 +479,16 @@ type checkedStore struct {
 	store *sketch.Store
 	times *timeCheck
 	check traffic.Sink
+	// spill writes the part's records to the spill; nil without one.
+	spill *spillWriter
+}
+
+// closeSpill flushes the part's records to the spill, where they count:
+// the part is merged into the result (a part dropped is never closed).
+func (c *checkedStore) closeSpill() {
+	if c.spill != nil {
+		c.spill.close()
+	}
 }
 
 // Put checks the batch's Events and counts those that pass.

@@ -15,8 +15,9 @@ import (
 // every hour of the input. The store keeps a key's seconds for its last
 // few only, so when a table's input spans at least forecast.MinSpan the
 // judged keys (each class's top keys, as the report ranks them) are
-// counted second by second in the second read of the inputs, with the
-// keys it counts already (keyseconds.go), and each hour's busiest second
+// counted second by second once the inputs are read, with the keys
+// counted again already (keyseconds.go, from the spill of the read's
+// events: the inputs are not read again), and each hour's busiest second
 // is read from the sums. It costs 4 bytes a key per second in which it has
 // traffic; forecastKeySeconds bounds the whole: a key whose table's span
 // would pass it is left without a trend, and the report's notes say so.

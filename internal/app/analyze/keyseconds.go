@@ -14,10 +14,11 @@ import (
 // order: a store keeps a key's units for its last few seconds only. So
 // when the inputs did not run in time (several hosts' logs, a shuffled
 // file, parts cut inside a burst) or a key was counted from estimates, the
-// inputs are read a second time and the units of the keys the report
-// ranks (ClassStats.Top of every table: at most Tracked a class) are
-// added up second by second. It costs 4 bytes a ranked key per second in
-// which it has traffic, in blocks of keyBlockLen seconds.
+// units of the keys the report ranks (ClassStats.Top of every table: at
+// most Tracked a class) are added up second by second once the inputs are
+// read: from the spill of the read's events (spill.go), or by reading the
+// inputs again without one (countKeys). It costs 4 bytes a ranked key per
+// second in which it has traffic, in blocks of keyBlockLen seconds.
 
 const (
 	keyBlockBits = 6

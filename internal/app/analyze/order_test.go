@@ -78,6 +78,14 @@ func writeLines(t *testing.T, dir, name string, lines []hostLine) string {
 // report, decoded, and the report as written.
 func analyzeJSON(t *testing.T, workers int, stdin string, files ...string) (report.Report, string) {
 	t.Helper()
+	rep, out, _ := analyzeJSONStderr(t, workers, stdin, files...)
+	return rep, out
+}
+
+// analyzeJSONStderr is analyzeJSON, with what the analysis wrote on
+// stderr.
+func analyzeJSONStderr(t *testing.T, workers int, stdin string, files ...string) (report.Report, string, string) {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Detector.Top = 20
 	pipeline := cfg.Pipeline()
@@ -93,7 +101,7 @@ func analyzeJSON(t *testing.T, workers int, stdin string, files ...string) (repo
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
-	return rep, out.String()
+	return rep, out.String(), errOut.String()
 }
 
 // TestAnalyzeAnyOrderLongKey: a key longer than a table holds whole

@@ -8,7 +8,8 @@ import (
 
 // spool copies the inputs that can be read only once (standard input,
 // pipes, character devices such as /dev/stdin) to temporary files, so
-// that they can be read twice and cut into parts: the paths to read them
+// that they can be cut into parts and read again (outliers, or without a
+// spill: spill.go): the paths to read them
 // from, by name (parallel.Config.Paths), and a function that removes the
 // copies. An input that cannot be opened is left as it is: reading it
 // names the error. The copies take the disk space of the inputs as they
@@ -43,7 +44,7 @@ func spool(names []string, stdin io.Reader) (paths map[string]string, cleanup fu
 		tmp, err := os.CreateTemp("", "hotkeyd-analyze-*")
 		if err != nil {
 			cleanup()
-			return nil, nil, fmt.Errorf("copy %s to read it twice: %w", name, err)
+			return nil, nil, fmt.Errorf("copy %s to read it in parts: %w", name, err)
 		}
 		made = append(made, tmp.Name())
 		_, err = io.Copy(tmp, src)
@@ -52,7 +53,7 @@ func spool(names []string, stdin io.Reader) (paths map[string]string, cleanup fu
 		}
 		if err != nil {
 			cleanup()
-			return nil, nil, fmt.Errorf("copy %s to read it twice: %w", name, err)
+			return nil, nil, fmt.Errorf("copy %s to read it in parts: %w", name, err)
 		}
 		paths[name] = tmp.Name()
 	}

@@ -13,8 +13,9 @@ import (
 // store counts up to analyzeThrottledKeys keys per table and class
 // exactly (Space-Saving past them, in time proportional to the events:
 // sketch's lazy min-heap); past that its counts are bounds
-// (sketch.ThrottleStats), and the inputs are read a second time, with
-// every throttled call's key counted in a map: throttled calls are
+// (sketch.ThrottleStats), and every throttled call's key is counted in a
+// map once the inputs are read, from the spill of the read's events
+// (spill.go): throttled calls are
 // failures, few next to the traffic, and so are their keys. The map holds
 // every throttled key of the inputs, its bytes and about 40 more (a million
 // distinct throttled keys: docs/limits.md); the daemon, which runs for
@@ -87,6 +88,15 @@ func (kc *keyCounts) add(key string, n uint64) {
 	kc.index[key] = int32(len(kc.counts))
 	kc.counts = append(kc.counts, n)
 	kc.keys = append(kc.keys, key)
+}
+
+// addBytes counts n calls of key, given as bytes: copied only when new.
+func (kc *keyCounts) addBytes(key []byte, n uint64) {
+	if i, ok := kc.index[string(key)]; ok {
+		kc.counts[i] += n
+		return
+	}
+	kc.add(string(key), n)
 }
 
 // absorb adds o's counts.

@@ -1,0 +1,136 @@
+package analyze
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hotkeyd/hotkeyd/internal/benchgen"
+)
+
+// manyKeys writes the benchmark's shape (internal/benchgen: four tables,
+// a fifth of the traffic on 50 hot keys, the rest over 500 000 keys, far
+// more than the sketch counts exactly) in time order and shuffled.
+func manyKeys(t *testing.T, events int) (ordered, shuffled string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := benchgen.Generate(&buf, events, 7); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ordered = filepath.Join(dir, "ordered.jsonl")
+	if err := os.WriteFile(ordered, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(buf.String(), "\n")
+	lines = lines[:len(lines)-1] // after the last newline
+	rand.New(rand.NewPCG(3, 4)).Shuffle(len(lines), func(i, j int) { lines[i], lines[j] = lines[j], lines[i] })
+	shuffled = filepath.Join(dir, "shuffled.jsonl")
+	if err := os.WriteFile(shuffled, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return ordered, shuffled
+}
+
+// TestAnalyzeManyKeysAnyOrder: with far more keys than the sketch counts
+// exactly, the report of a shuffled file is the ordered file's, on one
+// worker and on several: every figure of the tables, their diagnoses,
+// and the heavy keys with their units, busiest seconds and forecasts,
+// byte for byte. Which of the many keys of a few events each fill the
+// rest of a class's list depends on the order the sketch met them in
+// (they tie at its noise: package sketch), and so does not hold.
+func TestAnalyzeManyKeysAnyOrder(t *testing.T) {
+	ordered, shuffled := manyKeys(t, 60_000)
+	cases := []struct {
+		name    string
+		file    string
+		workers int
+	}{
+		{"ordered on one worker", ordered, 1},
+		{"shuffled on one worker", shuffled, 1},
+		{"ordered on two workers", ordered, 2},
+		{"shuffled on two workers", shuffled, 2},
+		{"shuffled on three workers", shuffled, 3},
+	}
+	reports := make([]string, len(cases))
+	for i, c := range cases {
+		_, out := analyzeJSON(t, c.workers, "", c.file)
+		reports[i] = heavyOnly(t, out, 50)
+	}
+	if !strings.Contains(reports[0], `"KEY#0"`) || strings.Count(reports[0], `"peak_units_per_second"`) < 50 {
+		t.Fatalf("the ordered file's report lacks the hot keys:\n%s", reports[0])
+	}
+	for i, c := range cases {
+		if reports[i] != reports[0] {
+			t.Errorf("%s: report differs from the ordered file's on one worker:\n%s", c.name, firstLineDiff(reports[i], reports[0]))
+		}
+	}
+}
+
+// heavyOnly is the JSON report out with the top keys of fewer than units
+// units, and their forecasts, left out.
+func heavyOnly(t *testing.T, out string, units float64) string {
+	t.Helper()
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	tables, _ := rep["tables"].([]any)
+	for _, tv := range tables {
+		table := tv.(map[string]any)
+		heavy := map[string]bool{}
+		var top []any
+		for _, kv := range asList(table["top_keys"]) {
+			k := kv.(map[string]any)
+			if u, _ := k["units"].(float64); u >= units {
+				heavy[fmt.Sprint(k["key"], "/", k["class"])] = true
+				top = append(top, k)
+			}
+		}
+		table["top_keys"] = top
+		var forecasts []any
+		for _, fv := range asList(table["forecasts"]) {
+			f := fv.(map[string]any)
+			if heavy[fmt.Sprint(f["key"], "/", f["class"])] {
+				forecasts = append(forecasts, f)
+			}
+		}
+		table["forecasts"] = forecasts
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// TestAnalyzeSpillAsSecondRead: the keys' seconds added up from the
+// spill are those a second read of the inputs counts: with no spill
+// (no temporary directory to write it to) the report is the same, byte
+// for byte, and stderr says the inputs were read twice.
+func TestAnalyzeSpillAsSecondRead(t *testing.T) {
+	_, shuffled := manyKeys(t, 30_000)
+	for _, workers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d workers", workers), func(t *testing.T) {
+			_, spilled := analyzeJSON(t, workers, "", shuffled)
+			t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+			_, read, stderr := analyzeJSONStderr(t, workers, "", shuffled)
+			if !strings.Contains(stderr, "read twice") {
+				t.Fatalf("stderr does not say the inputs were read twice:\n%s", stderr)
+			}
+			if read != spilled {
+				t.Errorf("report from the spill differs from a second read's:\n%s", firstLineDiff(spilled, read))
+			}
+		})
+	}
+}
