@@ -90,6 +90,8 @@ func (t *table) forecastOf(tk report.TopKey, f forecast.Forecast) report.Forecas
 	if f.Predictable {
 		trend, growth := round3(f.TrendPerDay), round3(f.GrowthPerDay)
 		out.TrendPerDay, out.GrowthPerDay, out.Growth = &trend, &growth, string(f.Model)
+		fitted, at := round3(f.FittedPeak), t.End.UTC()
+		out.FittedPeakUnitsPerSecond, out.FittedAt = &fitted, &at
 	}
 	if !f.ReachesCeiling.IsZero() {
 		at := f.ReachesCeiling.UTC().Truncate(time.Second)

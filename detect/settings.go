@@ -148,6 +148,7 @@ func (s Settings) Report() report.Settings {
 		Threshold: s.Threshold, WarnFraction: s.WarnFraction, LimitFraction: s.LimitFraction,
 		ReadLimit: s.ReadLimit, WriteLimit: s.WriteLimit, Top: s.Top,
 		CapacityWarnShare: s.CapacityWarnShare, CapacityCriticalShare: s.CapacityCriticalShare,
+		ForecastHorizonSeconds: s.ForecastHorizon.Seconds(),
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 // scripts/update-uplot.sh). Everything the page needs is in the binary and
 // inlined into the page: it loads nothing from anywhere else.
 //
-//go:embed web/page.html web/app.js web/heatmap.js web/heatview.js web/incidents.js web/app.css web/vendor/uplot/uPlot.iife.min.js web/vendor/uplot/uPlot.min.css web/vendor/uplot/VERSION
+//go:embed web/page.html web/app.js web/heatmap.js web/heatview.js web/incidents.js web/forecast.js web/app.css web/vendor/uplot/uPlot.iife.min.js web/vendor/uplot/uPlot.min.css web/vendor/uplot/VERSION
 var webFiles embed.FS
 
 // pageData fills web/page.html.
@@ -44,6 +44,8 @@ type pageAssets struct {
 	// heatJS, heatViewJS and incidentsJS draw the history (heatmaps and
 	// incidents); they run before appJS, in the same script element.
 	heatJS, heatViewJS, incidentsJS string
+	// forecastJS draws the forecast lines; it runs before appJS too.
+	forecastJS string
 }
 
 func loadPageAssets() (pageAssets, error) {
@@ -66,7 +68,7 @@ func loadPageAssets() (pageAssets, error) {
 		name string
 		dst  *string
 	}{
-		{"heatmap.js", &a.heatJS}, {"heatview.js", &a.heatViewJS}, {"incidents.js", &a.incidentsJS}, {"app.js", &a.appJS}, {"app.css", &a.appCSS},
+		{"heatmap.js", &a.heatJS}, {"heatview.js", &a.heatViewJS}, {"incidents.js", &a.incidentsJS}, {"forecast.js", &a.forecastJS}, {"app.js", &a.appJS}, {"app.css", &a.appCSS},
 		{"vendor/uplot/uPlot.iife.min.js", &a.uplotJS}, {"vendor/uplot/uPlot.min.css", &a.uplotCSS}, {"vendor/uplot/VERSION", &a.ver},
 	} {
 		if *f.dst, err = read(f.name); err != nil {
@@ -95,7 +97,7 @@ func (a pageAssets) render(w io.Writer, title, version, mode string, data any, c
 	return a.tmpl.Execute(w, pageData{
 		Title: title, Version: version, Mode: mode, UplotVersion: a.ver,
 		UplotCSS: template.CSS(a.uplotCSS), AppCSS: template.CSS(a.appCSS),
-		UplotJS: template.JS(a.uplotJS), AppJS: template.JS(a.heatJS + a.heatViewJS + a.incidentsJS + a.appJS), Data: template.JS(js),
+		UplotJS: template.JS(a.uplotJS), AppJS: template.JS(a.heatJS + a.heatViewJS + a.incidentsJS + a.forecastJS + a.appJS), Data: template.JS(js),
 		CSP: csp,
 	})
 }

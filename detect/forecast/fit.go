@@ -17,9 +17,18 @@ type series struct {
 	used int
 	span float64 // days
 	// syy is the variance of y about its groups' means (times n): what a
-	// growth can explain.
+	// growth can explain. It is 0 when that is only the rounding of a
+	// series that repeats its cycle exactly (under exactRepeat of Σy²):
+	// no growth then, where the ratio of two rounding errors would read
+	// as any R².
 	syy float64
 }
+
+// exactRepeat is the share of a series' Σy² under which its variance
+// about its like-hour means is taken for floating-point rounding: far
+// below any measured variation (a hundredth of a unit in a thousand is
+// 1e-10 of it), far above the rounding of float64 sums (1e-16 a term).
+const exactRepeat = 1e-12
 
 func newSeries(pts []Point, end time.Time, span time.Duration) *series {
 	period := int64(24)
@@ -48,9 +57,14 @@ func newSeries(pts []Point, end time.Time, span time.Duration) *series {
 			s.used++
 		}
 	}
+	var yy float64
 	for i, y := range s.y {
 		m := sum[s.group[i]] / n[s.group[i]]
 		s.syy += (y - m) * (y - m)
+		yy += y * y
+	}
+	if s.syy <= exactRepeat*yy {
+		s.syy = 0
 	}
 	return s
 }

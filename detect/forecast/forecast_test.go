@@ -289,3 +289,27 @@ func TestForeseeLimits(t *testing.T) {
 		t.Errorf("no points, peak 250: headroom %v, predictable %v; want 4, false", f.Headroom, f.Predictable)
 	}
 }
+
+// TestForeseeExactRepeats: a series that repeats its daily cycle exactly,
+// day after day (no noise at all: a synthetic load, or values the
+// history rounds alike), has no variation about its like-hour levels for
+// a growth to explain: no trend, whatever the rounding leaves of its
+// variance, and never a time to the ceiling.
+func TestForeseeExactRepeats(t *testing.T) {
+	end := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		cyc  func(time.Time) float64
+	}{{"a daily cycle", cycle(0.8, 4)}, {"a constant", cycle(0, 0)}} {
+		t.Run(c.name, func(t *testing.T) {
+			var pts []Point
+			for at := end.Add(-72 * time.Hour); at.Before(end); at = at.Add(time.Hour) {
+				pts = append(pts, Point{Time: at, Units: math.Round(400*c.cyc(at)*100) / 100})
+			}
+			f := Foresee(Input{Points: pts, End: end, Ceiling: ceiling})
+			if f.Predictable || !f.ReachesCeiling.IsZero() || f.Note == "" {
+				t.Errorf("predictable %v (R² %.3f, %+.3g/day), reaches %v, note %q: want no trend, and a note", f.Predictable, f.Confidence, f.TrendPerDay, f.ReachesCeiling, f.Note)
+			}
+		})
+	}
+}

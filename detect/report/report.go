@@ -50,6 +50,10 @@ type Settings struct {
 	// a warning and critical.
 	CapacityWarnShare     float64 `json:"capacity_warn_share"`
 	CapacityCriticalShare float64 `json:"capacity_critical_share"`
+	// ForecastHorizonSeconds is forecast_horizon in seconds: how far
+	// ahead a forecast warns, and how far the page draws a trend that
+	// does not reach the ceiling sooner.
+	ForecastHorizonSeconds float64 `json:"forecast_horizon_seconds"`
 }
 
 // BadTime is the events refused for their time, by why: so that a few
@@ -155,6 +159,12 @@ type Forecast struct {
 	// 10 % a day); absent with no trend.
 	Growth       string   `json:"growth,omitempty"`
 	GrowthPerDay *float64 `json:"growth_per_day,omitempty"`
+	// FittedPeakUnitsPerSecond is the busiest second the fit gives at
+	// FittedAt, the end of the span the forecast was made over: where the
+	// trend projects from (the page's forecast line starts there). Both
+	// are absent with no trend.
+	FittedPeakUnitsPerSecond *float64   `json:"fitted_peak_units_per_second,omitempty"`
+	FittedAt                 *time.Time `json:"fitted_at,omitempty"`
 	// ReachesCeilingAt is when the trend takes the busiest second to
 	// Limit; null where no trend takes it there (a key that does not grow
 	// never gets one).

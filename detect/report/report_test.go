@@ -70,7 +70,7 @@ const contractReport = `{
     }
   ],
   "settings": {"threshold": 0.1, "warn_fraction": 0.5, "limit_fraction": 0.8, "read_limit": 3000, "write_limit": 1000, "top": 10,
-               "capacity_warn_share": 0.01, "capacity_critical_share": 0.05}
+               "capacity_warn_share": 0.01, "capacity_critical_share": 0.05, "forecast_horizon_seconds": 604800}
 }`
 
 // TestReportMatchesContract marshals the contract's example from the Go
@@ -110,7 +110,7 @@ func TestReportMatchesContract(t *testing.T) {
 			Quiet:          &Quiet{Reason: QuietInfoOnly, Key: "K", Class: "read", Share: 0.2, PeakUnitsPerSecond: 20, Limit: 3000, Text: "one sentence"},
 		}},
 		Settings: Settings{Threshold: 0.1, WarnFraction: 0.5, LimitFraction: 0.8, ReadLimit: 3000, WriteLimit: 1000, Top: 10,
-			CapacityWarnShare: 0.01, CapacityCriticalShare: 0.05},
+			CapacityWarnShare: 0.01, CapacityCriticalShare: 0.05, ForecastHorizonSeconds: 604800},
 	}
 	got, err := json.Marshal(r)
 	if err != nil {

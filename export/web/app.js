@@ -537,6 +537,7 @@
           (f.trend_per_day == null ? (f.note ? '<span title="' + esc(f.note) + '">–</span>' : '–') : (f.trend_per_day > 0 ? '+' : '') + fmt(f.trend_per_day) + ' (' + esc(f.growth) + ')') + '</td><td>' +
           (f.reaches_ceiling_at ? esc(stamp(f.reaches_ceiling_at)) : '–') + '</td><td>' + f.confidence.toFixed(2) + '</td><td><code class="key" title="' + esc(f.key) + '">' + esc(f.key) + '</code></td></tr>';
       }).join('') + '</table>';
+    html += fs.map(function (f) { return forecastFigure(t, f); }).join('');
     [10, 100].forEach(function (factor) {
       var ks = sc.filter(function (k) { return k.factor === factor; });
       if (!ks.length) return;
@@ -545,6 +546,76 @@
       }).join('; ') + '</p>';
     });
     return html + '</section>';
+  }
+
+  // forecastFigure is the forecast line of key f of table t (forecast.js):
+  // its recorded busiest seconds, its projection and its partition's
+  // ceiling, with what the line says in words; nothing for a forecast
+  // with no trend.
+  function forecastFigure(t, f) {
+    var m = hotkeydForecast.model(f, judgedBy(), forecastHistory(t));
+    if (!m) return '';
+    var id = 'forecast:' + tableID(t) + ':' + JSON.stringify([f.class, f.key]);
+    pending.set(id, {
+      kind: 'forecast', data: [m.x, m.recorded, m.projected, m.ceiling], model: m,
+      opts: function (width) { return hotkeydForecast.options(m, width, COLORS[f.class], fmt, stamp); },
+    });
+    var good = f.confidence >= 0.9;
+    return '<figure class="forecast"' + attrs({ key: f.key, class: f.class, growth: f.growth, confidence: f.confidence, reaches: m.reaches ? 'yes' : 'no' }) + '>' +
+      '<figcaption><code class="key" title="' + esc(f.key) + '">' + esc(f.key) + '</code> ' + esc(forecastWords(f, m, good)) + '</figcaption>' +
+      '<div class="chart-wide" data-chart="' + esc(id) + '"></div></figure>';
+  }
+
+  // forecastWords says what a forecast line shows: the trend, its
+  // confidence, and where the line ends.
+  function forecastWords(f, m, good) {
+    var unit = UNIT[f.class] + '/s';
+    var words = (f.trend_per_day > 0 ? '+' : '') + fmt(f.trend_per_day) + ' ' + unit + ' a day (' + f.growth +
+      (f.growth === 'compounding' ? ', ' + pct(f.growth_per_day) + ' a day' : '') + '), confidence R² ' + f.confidence.toFixed(2) +
+      ' (' + (good ? 'good' : 'fair: not enough to warn') + ') over ' + fmt(f.days) + ' days; ';
+    if (m.reaches) {
+      return words + 'reaches one partition\'s ' + fmt(f.limit) + ' ' + unit + ' around ' + stamp(f.reaches_ceiling_at) +
+        ', ' + span(m.stop - m.at) + ' after ' + stamp(f.fitted_at) + '.';
+    }
+    return words + 'does not reach one partition\'s ' + fmt(f.limit) + ' ' + unit + ' within ' + span(m.stop - m.at) +
+      (f.note ? ' (' + f.note + ')' : '') + '; the line ends there.';
+  }
+
+  // forecastHistory is the cells the forecast lines of table t draw their
+  // recorded busiest seconds from: the report's, or live the hourly cells
+  // the page asked the history for (forecastPast), once every 10 minutes.
+  var forecastPast = new Map(); // table id -> {fetched, gen, answer}
+  var FORECAST_REFRESH_MS = 600000;
+  function forecastHistory(t) {
+    if (mode !== 'live') return embeddedHistory(t);
+    if (!servesHistory) return null;
+    var id = tableID(t), e = forecastPast.get(id);
+    if (!e) {
+      e = { fetched: 0, gen: 0, answer: null };
+      forecastPast.set(id, e);
+    }
+    if (Date.now() - e.fetched > FORECAST_REFRESH_MS) loadForecastHistory(t, e);
+    return e.answer;
+  }
+
+  function loadForecastHistory(t, e) {
+    var from = Infinity, to = -Infinity;
+    (t.forecasts || []).forEach(function (f) {
+      if (f.trend_per_day == null || !f.fitted_at) return;
+      var at = Date.parse(f.fitted_at) / 1000;
+      from = Math.min(from, at - (f.days || 0) * DAY);
+      to = Math.max(to, at);
+    });
+    if (!(to > from)) return;
+    var gen = ++e.gen;
+    e.fetched = Date.now();
+    var q = '?table=' + encodeURIComponent(t.table) + '&index=' + encodeURIComponent(t.index || '') +
+      '&from=' + iso(Math.floor(from / 3600) * 3600) + '&to=' + iso(Math.ceil(to)) + '&step=3600';
+    getJSON('api/v1/history' + q).then(function (a) {
+      if (gen === e.gen) e.answer = a;
+    }, function () {
+      // The line is drawn without its recorded part; asked again later.
+    });
   }
 
   function footer() {
@@ -607,6 +678,7 @@
       var id = el.getAttribute('data-chart'), spec = pending.get(id);
       if (!spec) return;
       used.add(id);
+      if (spec.model) el.hotkeydForecast = spec.model;
       var width = Math.max(60, el.clientWidth || 140);
       var u = charts.get(id);
       if (u && u._kind === spec.kind && u.series.length === spec.data.length) {
@@ -618,7 +690,7 @@
       }
       if (u) u.destroy();
       var ref = { v: spec.yMax };
-      u = new uPlot(chartOptions(spec.kind, width, spec.colors, ref), spec.data, el);
+      u = new uPlot(spec.opts ? spec.opts(width) : chartOptions(spec.kind, width, spec.colors, ref), spec.data, el);
       u._kind = spec.kind;
       u._ref = ref;
       charts.set(id, u);
