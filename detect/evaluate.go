@@ -55,6 +55,8 @@ type table struct {
 	// throttleDone says it was computed.
 	throttles    [traffic.NumClasses]*throttling
 	throttleDone [traffic.NumClasses]bool
+	// noScale leaves the scale view out (Tracker.noScale).
+	noScale bool
 }
 
 // newTable wraps a TableSnapshot for the rules, with its base table's

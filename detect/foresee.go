@@ -65,8 +65,10 @@ func (t *table) foresee(tr *report.TableReport, series KeySeries) {
 		}
 		f := forecast.Foresee(forecast.Input{Points: pts, End: t.End, Peak: tk.PeakUnitsPerSecond, Ceiling: t.limit(c)})
 		tr.Forecasts = append(tr.Forecasts, t.forecastOf(tk, f))
-		if sk, ok := t.scaleKey(c, k, tk); ok {
-			tr.Scale = append(tr.Scale, sk)
+		if !t.noScale {
+			if sk, ok := t.scaleKey(c, k, tk); ok {
+				tr.Scale = append(tr.Scale, sk)
+			}
 		}
 		if d, fd, ok := t.forecastDiagnosis(c, k, tk, f, findings); ok {
 			diagnoses, findings = append(diagnoses, d), append(findings, fd)

@@ -62,6 +62,10 @@ type Tracker struct {
 	// series answers the judged keys' hourly series for their forecasts
 	// (SetForecastSeries); nil gives headroom and the scale view alone.
 	series atomic.Pointer[KeySeries]
+	// noScale leaves the 10× / 100× view out of the reports: the
+	// baseline BenchmarkScaleView measures what the view adds to a tick
+	// against. Never set outside that benchmark.
+	noScale bool
 
 	// Touched by the goroutine that calls Evaluate only.
 	tables map[tableKey]*tableState
@@ -304,6 +308,7 @@ func (tr *Tracker) evaluateTable(st *tableState, ts, base *sketch.TableSnapshot)
 		base = nil // a kept entry carries no counts
 	}
 	t := newTable(ts, base, tr.s, true)
+	t.noScale = tr.noScale
 	rt := t.evaluate()
 	t.foresee(&rt, tr.forecastSeries())
 	at := eventTime(ts)
