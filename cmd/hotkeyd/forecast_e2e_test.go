@@ -293,11 +293,13 @@ type forecastLine struct {
 // page's report is a later one than want's, live): that forecast is
 // want's within an hour; the projection starts at the fitted busiest
 // second at fitted_at, follows the growth's shape and meets the ceiling
-// at reaches_ceiling_at; the ceiling is a line at the partition's limit;
+// at reaches_ceiling_at, or where there is none follows the trend to the
+// horizon; the ceiling is a line at the partition's limit;
 // the key's recorded busiest seconds are drawn (at least minRecorded);
 // the caption says the trend and its confidence; and the keys with a
 // line are those with a trend in all.
 func checkForecastLine(t *testing.T, tab *testenv.Tab, want report.Forecast, all map[string]report.Forecast, minRecorded int) {
+	const horizon = 7 * 24 * time.Hour // forecast_horizon's default
 	t.Helper()
 	sel, _ := json.Marshal(`figure.forecast[data-key="` + want.Key + `"]`)
 	tab.WaitFor(t, fmt.Sprintf(`(() => { const c = document.querySelector(%s + ' [data-chart]');
@@ -315,15 +317,20 @@ func checkForecastLine(t *testing.T, tab *testenv.Tab, want report.Forecast, all
 	if !got.Drawn || got.Key != want.Key || f.Key != want.Key || got.Class != want.Class || got.Limit != want.Limit {
 		t.Fatalf("the forecast chart of %s: %+v", want.Key, got)
 	}
-	if f.ReachesCeilingAt == nil || f.FittedAt == nil || f.FittedPeakUnitsPerSecond == nil || math.Abs(f.ReachesCeilingAt.Sub(*want.ReachesCeilingAt).Hours()) > 1 {
+	if f.FittedAt == nil || f.FittedPeakUnitsPerSecond == nil || f.TrendPerDay == nil || (f.ReachesCeilingAt == nil) != (want.ReachesCeilingAt == nil) ||
+		want.ReachesCeilingAt != nil && math.Abs(f.ReachesCeilingAt.Sub(*want.ReachesCeilingAt).Hours()) > 1 {
 		t.Fatalf("the page drew %s's forecast %+v, not the one the API gave (%+v)", want.Key, f, want)
 	}
 	at := float64(f.FittedAt.UnixMilli()) / 1e3
-	if math.Abs(got.At-at) > 1e-3 || !got.Reaches || got.Stop != float64(f.ReachesCeilingAt.Unix()) {
-		t.Errorf("the line runs from %v to %v (reaches %v): want from fitted_at %s to reaches_ceiling_at %s", got.At, got.Stop, got.Reaches, f.FittedAt, f.ReachesCeilingAt)
+	stop, words := at+horizon.Seconds(), "does not reach one partition's 1,000 WCU/s within 7 days"
+	if f.ReachesCeilingAt != nil {
+		stop, words = float64(f.ReachesCeilingAt.Unix()), "reaches one partition's 1,000 WCU/s around"
+	}
+	if math.Abs(got.At-at) > 1e-3 || got.Reaches != (f.ReachesCeilingAt != nil) || math.Abs(got.Stop-stop) > 1e-3 {
+		t.Errorf("the line runs from %v to %v (reaches %v): want from fitted_at %s to %v (reaches_ceiling_at %v, horizon %s)", got.At, got.Stop, got.Reaches, f.FittedAt, stop, f.ReachesCeilingAt, horizon)
 	}
 	checkProjection(t, got, f)
-	for _, w := range []string{fmt.Sprintf("confidence R² %.2f", f.Confidence), "reaches one partition's 1,000 WCU/s around", f.Growth} {
+	for _, w := range []string{fmt.Sprintf("confidence R² %.2f", f.Confidence), words, f.Growth} {
 		if !strings.Contains(got.Caption, w) {
 			t.Errorf("caption %q does not say %q", got.Caption, w)
 		}
@@ -346,8 +353,10 @@ func checkForecastLine(t *testing.T, tab *testenv.Tab, want report.Forecast, all
 
 // checkProjection: every point of the line's projection is the growth's
 // shape between the fitted busiest second at fitted_at and the ceiling
-// at reaches_ceiling_at, a point every 6 hours; the ceiling is the limit
-// at every x; the recorded points are of cells over by fitted_at.
+// at reaches_ceiling_at, or without one the trend from fitted_at
+// (trend_per_day linear, growth_per_day compounding), a point every 6
+// hours; the ceiling is the limit at every x; the recorded points are of
+// cells over by fitted_at.
 func checkProjection(t *testing.T, got forecastLine, f report.Forecast) {
 	t.Helper()
 	p0, span := *f.FittedPeakUnitsPerSecond, got.Stop-got.At
@@ -366,13 +375,9 @@ func checkProjection(t *testing.T, got forecastLine, f report.Forecast) {
 			continue
 		}
 		projected++
-		frac := (x - got.At) / span
-		want := p0 + (f.Limit-p0)*frac
-		if f.Growth == "compounding" {
-			want = p0 * math.Pow(f.Limit/p0, frac)
-		}
+		want := projectedAt(f, x-got.At, span)
 		if math.Abs(*got.Projected[i]-want) > 1e-6*f.Limit {
-			t.Errorf("projected %.3f at %v, want %.3f (%s from %.3f at fitted_at to %v at reaches_ceiling_at)", *got.Projected[i], x, want, f.Growth, p0, f.Limit)
+			t.Errorf("projected %.3f at %v, want %.3f (%s from %.3f at fitted_at)", *got.Projected[i], x, want, f.Growth, p0)
 		}
 	}
 	if days := span / 86400; projected < int(days*4) {
@@ -380,12 +385,29 @@ func checkProjection(t *testing.T, got forecastLine, f report.Forecast) {
 	}
 }
 
+// projectedAt is the busiest second forecast f projects d seconds after
+// fitted_at, the line being span seconds long.
+func projectedAt(f report.Forecast, d, span float64) float64 {
+	p0 := *f.FittedPeakUnitsPerSecond
+	switch {
+	case f.ReachesCeilingAt != nil && f.Growth == "compounding":
+		return p0 * math.Pow(f.Limit/p0, d/span)
+	case f.ReachesCeilingAt != nil:
+		return p0 + (f.Limit-p0)*d/span
+	case f.Growth == "compounding":
+		return p0 * math.Pow(1+*f.GrowthPerDay, d/86400)
+	}
+	return max(0, p0+*f.TrendPerDay*d/86400)
+}
+
 // TestAnalyzeHTMLReportForecastLine: two and a half days of writes
 // through `hotkeyd analyze --format html`, in which one key grows by 150
 // WCU/s a day and one only cycles daily (the file ends at the top of its
-// cycle): in Chromium the report draws the growing key's forecast line
-// from its forecast's fields, with its recorded busiest seconds from the
-// report's cells, and none for the flat key.
+// cycle), and one grows too slowly to reach its ceiling within four spans:
+// in Chromium the report draws the growing keys' forecast lines from their
+// forecasts' fields (to the ceiling; the slow one to the horizon), with
+// their recorded busiest seconds from the report's cells, and none for the
+// flat key.
 func TestAnalyzeHTMLReportForecastLine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a browser")
@@ -424,6 +446,11 @@ func TestAnalyzeHTMLReportForecastLine(t *testing.T) {
 	}
 	checkForecastLine(t, tab, grow, all, 40)
 	tab.Screenshot(t, "forecast-report.png")
+	slow, ok := all["GROW#slow"]
+	if !ok || slow.TrendPerDay == nil || slow.ReachesCeilingAt != nil {
+		t.Fatalf("GROW#slow: %+v: want a trend that does not reach the ceiling within 4 spans", slow)
+	}
+	checkForecastLine(t, tab, slow, all, 40)
 	if errs := tab.Errors(); len(errs) > 0 {
 		t.Errorf("errors in the page: %q", errs)
 	}
@@ -431,7 +458,8 @@ func TestAnalyzeHTMLReportForecastLine(t *testing.T) {
 
 // growthFile is span of writes of table orders up to end: every 10
 // minutes one second of each key, GROW#linear at 475 WCU/s at end gaining
-// 150 a day, DAILY#flat at 400 with a deep daily cycle, both at the top
+// 150 a day, GROW#slow at 200 gaining 25 (32 days from the ceiling: past
+// four spans), DAILY#flat at 400 with a deep daily cycle, all at the top
 // of their cycle at end, with 2 % of noise; 20 other keys write 5 WCU
 // each then. A line carries at most 100 units (a PutItem of 100 KB).
 func growthFile(end time.Time, span time.Duration) []byte {
@@ -448,6 +476,7 @@ func growthFile(end time.Time, span time.Duration) []byte {
 		h := at.Sub(end).Hours()
 		write(at, "GROW#linear", (475+150*h/24)*forecastCycle(h, 0.5)*(1+0.02*r.NormFloat64()))
 		write(at.Add(time.Second), "DAILY#flat", 400*forecastCycle(h, 0.8)*(1+0.02*r.NormFloat64()))
+		write(at.Add(3*time.Second), "GROW#slow", (200+25*h/24)*forecastCycle(h, 0.3)*(1+0.02*r.NormFloat64()))
 		for i := range 20 {
 			write(at.Add(2*time.Second), fmt.Sprintf("USER#%d", i), 5)
 		}
