@@ -2,7 +2,10 @@ package history
 
 import (
 	"context"
+	"database/sql"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -133,17 +136,28 @@ func BenchmarkMemory(b *testing.B) {
 	}
 }
 
+// disk28DaysDir keeps BenchmarkDisk28Days's database in a directory of
+// its own, for a daemon's restart to be measured on it
+// (docs/benchmarks.md#history); empty: a temporary directory.
+// Its 28 days then end at the last hour of the wall clock, so that a
+// daemon started on it reads them as recent.
+var disk28DaysDir = flag.String("disk28days.dir", "", "keep BenchmarkDisk28Days's database in this directory (emptied first), its 28 days ending now")
+
 // BenchmarkDisk28Days simulates 28 days of 300 busy tables at the
 // defaults in accelerated event time: every cell the resolutions keep
 // after 28 days (6 h of minutes, 4 days of 10 minutes, 28 days of hours,
 // both classes) with churning keys, written as the writer writes them,
 // then retention at day 28. It reports the bytes on disk, the time a
 // restart takes to open the file ready to record, and a 24-hour heatmap
-// of one table.
+// of one table; and the first evaluation after the restart, which reads
+// back the cells the last run left open.
 func BenchmarkDisk28Days(b *testing.B) {
 	for range b.N {
-		dir := b.TempDir()
+		dir := benchDir(b)
 		end := t0.Add(28 * 24 * time.Hour)
+		if *disk28DaysDir != "" {
+			end = time.Now().UTC().Truncate(time.Hour)
+		}
 		c := newClock(end)
 		s, err := Open(context.Background(), Options{Dir: dir, Now: c.now})
 		if err != nil {
@@ -165,6 +179,12 @@ func BenchmarkDisk28Days(b *testing.B) {
 			b.Fatal(err, s.Health())
 		}
 		ready := time.Since(t)
+		// The first evaluation after the restart looks up, for each table,
+		// class and resolution, the open cell the last run left.
+		t = time.Now()
+		c.set(end.Add(time.Second))
+		s.Record(busyEvaluation(busyTables, end))
+		first := time.Since(t)
 		t = time.Now()
 		a, err := s.Cells(context.Background(), Query{Table: "table-150", From: end.Add(-24 * time.Hour), To: end})
 		if err != nil || len(a.Series) != 2 || len(a.Series[1].Cells) < 140 {
@@ -175,8 +195,27 @@ func BenchmarkDisk28Days(b *testing.B) {
 		b.ReportMetric(float64(st.Size())/(1<<20), "MiB_file")
 		b.ReportMetric(float64(size)/(1<<20), "MiB_in_use")
 		b.ReportMetric(float64(ready.Milliseconds()), "ms_restart")
+		b.ReportMetric(float64(first.Milliseconds()), "ms_first_record")
 		b.ReportMetric(float64(query.Microseconds())/1000, "ms_24h_heatmap")
 	}
+}
+
+// benchDir is the directory of BenchmarkDisk28Days's database: a
+// temporary one, or -disk28days.dir emptied of an earlier database.
+func benchDir(b *testing.B) string {
+	dir := *disk28DaysDir
+	if dir == "" {
+		return b.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for _, ext := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(filepath.Join(dir, FileName+ext)); err != nil && !os.IsNotExist(err) {
+			b.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // simulateResolution writes the cells of one resolution kept at end:
@@ -215,5 +254,95 @@ func simulateResolution(b *testing.B, s *Store, l int, r Resolution, end time.Ti
 	s.apply(batch{rows: rows})
 	if err := s.Health(); err != nil {
 		b.Fatalf("resolution %d: %v", l, err)
+	}
+}
+
+// BenchmarkRestartAfterDowntime restarts on a copy of the database
+// BenchmarkDisk28Days kept (-disk28days.dir; skipped without it) after
+// the daemon was down for a while, as Store.Run does: the writer's first
+// retention pass drops what expired meanwhile while, at the same time,
+// the first evaluation of 300 busy tables looks up the cells the last
+// run left open and the API answers a heatmap of one table's last 24
+// recorded hours. It reports how long each took.
+func BenchmarkRestartAfterDowntime(b *testing.B) {
+	if *disk28DaysDir == "" {
+		b.Skip("needs -disk28days.dir, a database BenchmarkDisk28Days kept")
+	}
+	end := lastCell(b, filepath.Join(*disk28DaysDir, FileName))
+	for _, down := range []time.Duration{time.Minute, time.Hour, 24 * time.Hour} {
+		b.Run(down.String(), func(b *testing.B) {
+			for range b.N {
+				dir := b.TempDir()
+				copyFile(b, filepath.Join(*disk28DaysDir, FileName), filepath.Join(dir, FileName))
+				at := end.Add(down)
+				c := newClock(at)
+				t := time.Now()
+				s, err := Open(context.Background(), Options{Dir: dir, Now: c.now})
+				if err != nil || s.Health() != nil {
+					b.Fatal(err, s.Health())
+				}
+				open := time.Since(t)
+				retained := make(chan time.Duration, 1)
+				go func() {
+					t := time.Now()
+					s.retain(context.Background())
+					retained <- time.Since(t)
+				}()
+				t = time.Now()
+				c.set(at.Add(time.Second))
+				s.Record(busyEvaluation(busyTables, at))
+				first := time.Since(t)
+				t = time.Now()
+				a, err := s.Cells(context.Background(), Query{Table: "table-150", From: end.Add(-24 * time.Hour), To: end})
+				if err != nil || len(a.Series) != 2 || len(a.Series[1].Cells) < 140 {
+					b.Fatalf("the last recorded 24 hours' heatmap: %v, %d series", err, len(a.Series))
+				}
+				query := time.Since(t)
+				retain := <-retained
+				for len(s.queue) > 0 {
+					<-s.queue
+				}
+				s.Close()
+				b.ReportMetric(float64(open.Milliseconds()), "ms_open")
+				b.ReportMetric(float64(retain.Milliseconds()), "ms_retention")
+				b.ReportMetric(float64(first.Milliseconds()), "ms_first_record")
+				b.ReportMetric(float64(query.Milliseconds()), "ms_24h_heatmap")
+			}
+		})
+	}
+}
+
+// lastCell returns the end of the newest finest cell of the database at
+// path: when its daemon stopped.
+func lastCell(b *testing.B, path string) time.Time {
+	db, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var last int64
+	if err := db.QueryRow(`SELECT max(start+step) FROM cells WHERE step=(SELECT min(step) FROM cells)`).Scan(&last); err != nil {
+		b.Fatalf("%s: %v", path, err)
+	}
+	return time.Unix(last, 0).UTC()
+}
+
+// copyFile copies the file at from to to.
+func copyFile(b *testing.B, from, to string) {
+	b.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		b.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -71,7 +71,7 @@ func openDB(ctx context.Context, path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open history database %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(1) // one writer; readers of the API queue behind it briefly
+	db.SetMaxOpenConns(1) // one writer; reads go through connections of their own (Store.rdb)
 	if err := checkDB(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("history database %s: %w", path, err)

@@ -68,7 +68,7 @@ func (s *Store) Incidents(ctx context.Context, from, to time.Time, table string)
 }
 
 func (s *Store) reader() *Reader {
-	return &Reader{db: s.db, res: s.opts.Resolutions, ceil: [2]float64{s.opts.ReadCeiling, s.opts.WriteCeiling}, now: s.opts.Now}
+	return &Reader{db: s.rdb, res: s.opts.Resolutions, ceil: [2]float64{s.opts.ReadCeiling, s.opts.WriteCeiling}, now: s.opts.Now}
 }
 
 // openCells returns the open cells of a table at one step, by class.
@@ -296,7 +296,7 @@ func scanIncident(rows *sql.Rows) (*openIncident, error) {
 // continued when its diagnosis is flagged again within the grace, else
 // closed at its last sighting.
 func (s *Store) loadOrphans(ctx context.Context) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, tbl, idx, cause, class, ident, keys, severity, start_ms, end_ms, last_seen_ms, peak, summary, fix, fix_kind
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, tbl, idx, cause, class, ident, keys, severity, start_ms, end_ms, last_seen_ms, peak, summary, fix, fix_kind
 		FROM incidents WHERE end_ms IS NULL`)
 	if err != nil {
 		return fmt.Errorf("read open incidents: %w", err)
@@ -318,7 +318,7 @@ func (s *Store) loadOrphans(ctx context.Context) error {
 // when there is none or it cannot be read (a fresh cell then starts).
 func (s *Store) readOpenCell(id entry, step, start int64, class string) *acc {
 	rw := row{table: id.table, index: id.index, class: class, step: step, start: start}
-	err := s.db.QueryRow(`SELECT seconds, units, events, throttled, distinct_keys, busiest, keys, shards
+	err := s.rdb.QueryRow(`SELECT seconds, units, events, throttled, distinct_keys, busiest, keys, shards
 		FROM cells WHERE tbl=? AND idx=? AND step=? AND start=? AND class=?`, id.table, id.index, step, start, class).
 		Scan(&rw.seconds, &rw.units, &rw.events, &rw.throttled, &rw.distinct, &rw.busiest, &rw.keys, &rw.shards)
 	if err != nil {

@@ -43,12 +43,17 @@ func (s *Store) measure(ctx context.Context) {
 	}
 }
 
+// expireChunk is how many cells one transaction of expire deletes: after
+// a day down the first pass has a quarter of a million to drop, which in
+// one transaction would grow the WAL by as many pages before a checkpoint
+// can shrink it.
+const expireChunk = 5000
+
 // expire deletes what is past its time.
 func (s *Store) expire(ctx context.Context, now time.Time) error {
 	var errs []error
 	for _, r := range s.opts.Resolutions {
-		if _, err := s.db.ExecContext(ctx, `DELETE FROM cells WHERE step=? AND start<?`,
-			int64(r.Step/time.Second), now.Add(-r.Keep).Unix()); err != nil {
+		if err := s.expireCells(ctx, int64(r.Step/time.Second), now.Add(-r.Keep).Unix()); err != nil {
 			errs = append(errs, fmt.Errorf("expire %s cells: %w", r.Step, err))
 		}
 	}
@@ -57,6 +62,21 @@ func (s *Store) expire(ctx context.Context, now time.Time) error {
 		errs = append(errs, fmt.Errorf("expire incidents: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// expireCells deletes the cells of step that start before until,
+// expireChunk at a time.
+func (s *Store) expireCells(ctx context.Context, step, until int64) error {
+	for {
+		res, err := s.db.ExecContext(ctx, `DELETE FROM cells WHERE (tbl, idx, step, start, class) IN
+			(SELECT tbl, idx, step, start, class FROM cells WHERE step=? AND start<? LIMIT ?)`, step, until, expireChunk)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n < expireChunk {
+			return err
+		}
+	}
 }
 
 // size returns the bytes of the database's pages in use: the file can be

@@ -71,3 +71,81 @@ func TestBadQueries(t *testing.T) {
 		}
 	}
 }
+
+// TestRetentionByTime: cells past their resolution's keep go, however
+// many (expire deletes them a chunk at a time), and the others stay.
+func TestRetentionByTime(t *testing.T) {
+	c := newClock(t0)
+	s, err := Open(context.Background(), Options{Dir: t.TempDir(), Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const tables, minutes = 50, 7*60 + 3 // 7 h of minutes: past the 6 h kept, 3 chunks and some
+	var rows []row
+	for m := range minutes {
+		for tb := range tables {
+			a := newAcc(t0.Unix() + int64(m*60))
+			a.fold(&second{at: a.start, units: 10, keys: []keyUnits{{key: "K", units: 10}}})
+			rows = append(rows, a.toRow(fmt.Sprintf("table-%02d", tb), "", "write", 60))
+			if m%60 == 0 {
+				rows = append(rows, a.toRow(fmt.Sprintf("table-%02d", tb), "", "write", 3600))
+			}
+		}
+	}
+	s.apply(batch{rows: rows})
+	end := t0.Add(minutes * time.Minute)
+	c.set(end)
+	s.retain(context.Background())
+	count := func(q string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := s.db.QueryRow(q, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(`SELECT count(*) FROM cells WHERE step=60 AND start<?`, end.Add(-6*time.Hour).Unix()); n != 0 {
+		t.Errorf("%d minute cells older than 6 h left", n)
+	}
+	if n, want := count(`SELECT count(*) FROM cells WHERE step=60`), 6*60*tables; n != want {
+		t.Errorf("%d minute cells left, want the last 6 h's %d", n, want)
+	}
+	if n := count(`SELECT count(*) FROM cells WHERE step=3600`); n != 8*tables {
+		t.Errorf("%d hour cells left, want all %d", n, 8*tables)
+	}
+}
+
+// TestReadsDoNotWaitForTheWriter: the API reads while the writer holds
+// a transaction open (a long retention pass, a minute's commit).
+func TestReadsDoNotWaitForTheWriter(t *testing.T) {
+	c := newClock(t0)
+	s, err := Open(context.Background(), Options{Dir: t.TempDir(), Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := newAcc(t0.Unix())
+	a.fold(&second{at: a.start, units: 10, keys: []keyUnits{{key: "K", units: 10}}})
+	s.apply(batch{rows: []row{a.toRow("orders", "", "write", 60)}})
+	tx, err := s.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`DELETE FROM cells WHERE step=3600`); err != nil { // takes the write lock
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ans, err := s.Cells(ctx, Query{Table: "orders", From: t0, To: t0.Add(time.Hour)})
+	if err != nil {
+		t.Fatalf("read while the writer holds a transaction: %v", err)
+	}
+	if len(ans.Series) != 2 || len(ans.Series[1].Cells) != 1 {
+		t.Errorf("read %+v, want the one write cell", ans.Series)
+	}
+	if _, err := s.Incidents(ctx, t0, t0.Add(time.Hour), ""); err != nil {
+		t.Errorf("incidents while the writer holds a transaction: %v", err)
+	}
+}

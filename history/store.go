@@ -59,7 +59,12 @@ type Store struct {
 	// changes (a reload).
 	retention atomic.Int64
 
-	db       *sql.DB // nil when the daemon runs without history
+	db *sql.DB // nil when the daemon runs without history
+	// rdb reads: the API and the first sight of a table read through
+	// connections of their own, so that in WAL mode they never wait for
+	// the writer's transactions (a retention pass after a day down
+	// takes seconds); db when they could not be opened.
+	rdb      *sql.DB
 	healthMu sync.Mutex
 	health   error // why nothing is recorded; nil when it is
 
@@ -130,6 +135,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.log.Error("running without history", zap.String("path", s.path), zap.Error(err))
 		return s, nil
 	}
+	s.rdb = s.openReaders(ctx)
 	if err := s.loadOrphans(ctx); err != nil {
 		s.log.Warn("incidents left open by the last run not read", zap.Error(err))
 	}
@@ -177,6 +183,27 @@ func (s *Store) openOrReplace(ctx context.Context) (*sql.DB, error) {
 	s.log.Warn("history database unreadable: moved aside, starting a fresh one",
 		zap.String("path", s.path), zap.String("moved_to", to), zap.Error(err))
 	return openDB(ctx, s.path)
+}
+
+// readConns is how many reads the API and the tick make at once.
+const readConns = 4
+
+// openReaders opens the read-only connections, or returns the writer's
+// (said in the log) when they cannot be opened.
+func (s *Store) openReaders(ctx context.Context) *sql.DB {
+	rdb, err := sql.Open("sqlite", dsn(s.path, true))
+	if err == nil {
+		rdb.SetMaxOpenConns(readConns)
+		err = checkReadable(ctx, rdb)
+		if err != nil {
+			rdb.Close()
+		}
+	}
+	if err != nil {
+		s.log.Warn("history read through the writer's connection: reads wait for its writes", zap.String("path", s.path), zap.Error(err))
+		return s.db
+	}
+	return rdb
 }
 
 // Health returns nil while history is recorded, or why it is not.

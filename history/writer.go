@@ -74,6 +74,9 @@ func (s *Store) Close() error {
 		break
 	}
 	s.apply(b)
+	if s.rdb != s.db {
+		s.rdb.Close()
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close history database: %w", err)
 	}
