@@ -1,8 +1,13 @@
 // Command screenshots takes the README's pictures from the real program:
 // the live page of `hotkeyd demo` once every planted diagnosis is on it,
-// as it opens and scrolled to its tables, and the HTML report of `hotkeyd
-// analyze --format html` over a sample log as it opens. It builds hotkeyd, runs it, and drives a
-// headless Chromium (Debian's chromium, as the browser tests do). It
+// as it opens, scrolled to its tables, and its orders table's heatmap
+// over the history the demo plants; the HTML report of `hotkeyd analyze
+// --format html` over a sample log as it opens and its heatmap; and the
+// forecasts (the forecast line and the 10× / 100× view) of a growing key,
+// in the HTML report of two and a half days of writes and on the live
+// page of a daemon started on three days of history planted through the
+// history's writer (forecast.go). It builds hotkeyd, runs it, and drives
+// a headless Chromium (Debian's chromium, as the browser tests do). It
 // checks that each page is what the README says it shows, and writes the
 // structure each picture shows beside them (testenv.ScreenshotManifest),
 // which the page tests compare with the page. Run it from the
@@ -12,10 +17,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,10 +26,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/chromedp/cdproto/page"
@@ -64,66 +65,163 @@ func run(out, input string, width, height int) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build hotkeyd: %w", err)
 	}
-	// The report first: it needs no daemon.
-	report := filepath.Join(tmp, "report.html")
-	if err := writeReport(bin, input, report); err != nil {
-		return err
-	}
-
 	bctx, stop, err := testenv.StartBrowser()
 	if err != nil {
 		return err
 	}
 	defer stop()
-
-	// The live page, once the demo's planted diagnoses are all in the report
-	// and its charts hold some seconds.
-	base, stopDemo, err := startDemo(bin)
+	sz := size{width, height, out}
+	live, err := shootDemo(bctx, bin, sz)
 	if err != nil {
 		return err
 	}
-	defer stopDemo()
-	planted, err := waitPlanted(base, 60*time.Second)
+	reports, err := shootReports(bctx, bin, input, tmp, sz)
 	if err != nil {
 		return err
 	}
-	time.Sleep(10 * time.Second)
-	// Both pictures show the page as it opens, from its top: the
-	// diagnoses it leads with, then the tables.
-	liveReady := fmt.Sprintf(`document.querySelectorAll('article.diag').length >= %d && document.querySelector('[data-chart^="key:"] canvas')`, planted)
-	live, err := shoot(bctx, base+"/", liveReady, "", width, height, filepath.Join(out, "live-page.png"))
+	forecast, err := shootLiveForecast(bctx, bin, sz)
 	if err != nil {
 		return err
 	}
-	// The same page further down: its tables, their traffic and top keys.
-	tables, err := shoot(bctx, base+"/", liveReady, `document.querySelector('section.tbl').previousElementSibling.scrollIntoView(), window.scrollBy(0, -60)`,
-		width, height, filepath.Join(out, "live-tables.png"))
-	if err != nil {
+	if err := describedPages(live[0].Sections, live[1].Sections, reports[0].Sections); err != nil {
 		return err
 	}
-	rep, err := shoot(bctx, "file://"+report+"#/", `document.querySelector('article.diag') && document.querySelector('[data-chart^="traffic:"] canvas')`, "",
-		width, height, filepath.Join(out, "analyze-report.png"))
-	if err != nil {
-		return err
-	}
-	heat, err := shootHeatmap(bctx, report, width, height, filepath.Join(out, "analyze-heatmap.png"))
-	if err != nil {
-		return err
-	}
-	if err := describedPages(live, tables, rep); err != nil {
-		return err
-	}
-	shots := []testenv.Screenshot{
-		{Image: "live-page.png", What: "hotkeyd demo's live page as it opens, once its planted diagnoses are on it", View: "overview", Sections: live},
-		{Image: "live-tables.png", What: "the same page scrolled to its tables", View: "overview", Sections: tables},
-		{Image: "analyze-report.png", What: "hotkeyd analyze --format html " + input + " as it opens", View: "overview", Sections: rep},
-		{Image: "analyze-heatmap.png", What: "the same report's orders table, scrolled to its keys × time heatmap, the pointer on a cell of the hot key", View: "table", Sections: heat},
-	}
+	shots := append(append(live, reports...), forecast)
 	b, err := json.MarshalIndent(shots, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, filepath.Base(testenv.ScreenshotManifest)), append(b, '\n'), 0o644)
+}
+
+// size is the viewport the pictures are taken at, and their folder.
+type size struct {
+	width, height int
+	out           string
+}
+
+// shoot takes v into the folder's image.
+func (z size) shoot(bctx context.Context, v view, image string) ([]string, error) {
+	return shoot(bctx, v, z.width, z.height, filepath.Join(z.out, image))
+}
+
+// shootDemo takes the live page of hotkeyd demo once its planted
+// diagnoses are all in the report and its charts hold some seconds: as it
+// opens, scrolled to its tables, and the orders table's heatmap over the
+// six hours of history the demo plants, the pointer on a cell of its
+// busiest key.
+func shootDemo(bctx context.Context, bin string, z size) ([]testenv.Screenshot, error) {
+	base, stopDemo, err := startDemo(bin)
+	if err != nil {
+		return nil, err
+	}
+	defer stopDemo()
+	planted, err := waitPlanted(base, 60*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(10 * time.Second) // the charts gather some seconds
+	// Both pictures show the page as it opens, from its top: the
+	// diagnoses it leads with, then the tables.
+	ready := fmt.Sprintf(`document.querySelectorAll('article.diag').length >= %d && document.querySelector('[data-chart^="key:"] canvas')`, planted)
+	live, err := z.shoot(bctx, view{url: base + "/", ready: ready}, "live-page.png")
+	if err != nil {
+		return nil, err
+	}
+	// The same page further down: its tables, their traffic and top keys.
+	tables, err := z.shoot(bctx, view{url: base + "/", ready: ready,
+		scroll: `document.querySelector('section.tbl').previousElementSibling.scrollIntoView(), window.scrollBy(0, -60)`}, "live-tables.png")
+	if err != nil {
+		return nil, err
+	}
+	heat, err := z.shoot(bctx, view{url: base + "/#/table/orders", ready: `document.querySelector('section.heat[data-state="shown"]')`,
+		act: `document.querySelector('section.heat button[data-range="21600"]').click()`, settled: heatSpans(20000), scroll: heatmapHover},
+		"live-heatmap.png")
+	if err == nil && !slices.Contains(heat, "h2 History") {
+		err = fmt.Errorf("the demo's orders page is %q, with no heatmap", heat)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []testenv.Screenshot{
+		{Image: "live-page.png", What: "hotkeyd demo's live page as it opens, once its planted diagnoses are on it", View: "overview", Sections: live},
+		{Image: "live-tables.png", What: "the same page scrolled to its tables", View: "overview", Sections: tables},
+		{Image: "live-heatmap.png", What: "the same page's orders table, scrolled to its keys × time heatmap over the 6 hours of history the demo plants, the pointer on a cell of its busiest key", View: "table", Sections: heat},
+	}, nil
+}
+
+// heatSpans is a JavaScript expression true once the keys' heatmap spans
+// at least seconds.
+func heatSpans(seconds int) string {
+	return fmt.Sprintf(`(() => { const cv = document.querySelector('section.heat canvas[data-heatmap="keys"]'), hm = cv && cv.hotkeydHeatmap;
+		return !!hm && hm.n * hm.step >= %d; })()`, seconds)
+}
+
+// shootReports takes the HTML report of input as it opens and its orders
+// table's heatmap, and the report of two and a half days of growth
+// (growthLog) scrolled to its forecasts.
+func shootReports(bctx context.Context, bin, input, tmp string, z size) ([]testenv.Screenshot, error) {
+	rep := filepath.Join(tmp, "report.html")
+	if err := writeReport(bin, input, rep); err != nil {
+		return nil, err
+	}
+	growth, grown := filepath.Join(tmp, "growth.jsonl"), filepath.Join(tmp, "growth.html")
+	if err := os.WriteFile(growth, growthLog(time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), 60*time.Hour), 0o644); err != nil {
+		return nil, err
+	}
+	if err := writeReport(bin, growth, grown); err != nil {
+		return nil, err
+	}
+	overview, err := z.shoot(bctx, view{url: "file://" + rep + "#/", ready: `document.querySelector('article.diag') && document.querySelector('[data-chart^="traffic:"] canvas')`},
+		"analyze-report.png")
+	if err != nil {
+		return nil, err
+	}
+	heat, err := z.shoot(bctx, view{url: "file://" + rep + "#/table/orders", ready: `document.querySelector('section.heat').dataset.cells > 0`, scroll: heatmapHover},
+		"analyze-heatmap.png")
+	if err == nil && !slices.Contains(heat, "h2 History") {
+		err = fmt.Errorf("the report's table page is %q, with no heatmap", heat)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fc, err := z.shoot(bctx, forecastView("file://"+grown+"#/table/orders", 24), "analyze-forecast.png")
+	if err != nil {
+		return nil, err
+	}
+	return []testenv.Screenshot{
+		{Image: "analyze-report.png", What: "hotkeyd analyze --format html " + input + " as it opens", View: "overview", Sections: overview},
+		{Image: "analyze-heatmap.png", What: "the same report's orders table, scrolled to its keys × time heatmap, the pointer on a cell of the hot key", View: "table", Sections: heat},
+		{Image: "analyze-forecast.png", What: "the HTML report of two and a half days of writes in which " + growingKey + " grows by 150 WCU/s a day, its orders table scrolled to its forecasts: the forecast line and the 10× / 100× view", View: "table", Sections: fc},
+	}, nil
+}
+
+// forecastView is a table's page scrolled to its forecasts once the
+// first forecast line is drawn with at least recorded recorded points.
+func forecastView(url string, recorded int) view {
+	return view{url: url,
+		ready: fmt.Sprintf(`(() => { const c = document.querySelector('figure.forecast [data-chart]');
+			return !!c && !!c.querySelector('.u-over') && c.hotkeydForecast.recordedPoints >= %d; })()`, recorded),
+		scroll: `document.querySelector('[data-id="forecasts"]').previousElementSibling.scrollIntoView(), window.scrollBy(0, -16)`}
+}
+
+// shootLiveForecast takes the live page of a daemon started on three days
+// of planted history (startForecastDaemon), its orders table scrolled to
+// its forecasts once the growing key's forecast is raised.
+func shootLiveForecast(bctx context.Context, bin string, z size) (testenv.Screenshot, error) {
+	base, stopDaemon, err := startForecastDaemon(bin)
+	if err != nil {
+		return testenv.Screenshot{}, err
+	}
+	defer stopDaemon()
+	if err := waitForecast(base, 90*time.Second); err != nil {
+		return testenv.Screenshot{}, err
+	}
+	fc, err := z.shoot(bctx, forecastView(base+"/#/table/orders", 48), "live-forecast.png")
+	if err != nil {
+		return testenv.Screenshot{}, err
+	}
+	return testenv.Screenshot{Image: "live-forecast.png", What: "the live page of hotkeyd run on three days of history in which " + growingKey + " grows by 150 WCU/s a day, its orders table scrolled to its forecasts: the forecast line and the 10× / 100× view", View: "table", Sections: fc}, nil
 }
 
 // describedPages fails unless the pages are those the README's pictures
@@ -163,17 +261,6 @@ func writeReport(bin, input, path string) error {
 	return nil
 }
 
-// shootHeatmap takes the report's orders table further down: its keys ×
-// time heatmap, the tooltip naming a cell of the hot key.
-func shootHeatmap(bctx context.Context, report string, width, height int, path string) ([]string, error) {
-	heat, err := shoot(bctx, "file://"+report+"#/table/orders", `document.querySelector('section.heat').dataset.cells > 0`, heatmapHover,
-		width, height, path)
-	if err == nil && !slices.Contains(heat, "h2 History") {
-		err = fmt.Errorf("the report's table page is %q, with no heatmap", heat)
-	}
-	return heat, err
-}
-
 // heatmapHover scrolls to the heatmap and puts the pointer on the middle
 // one of the cells of its heaviest row.
 const heatmapHover = `(() => {
@@ -195,31 +282,12 @@ func startDemo(bin string) (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("make the demo's history directory: %w", err)
 	}
-	cmd := exec.Command(bin, "demo", "--web.listen-address=127.0.0.1:0", "--history.path="+dir)
-	stderr, err := cmd.StderrPipe()
+	base, stop, err := startListening(exec.Command(bin, "demo", "--web.listen-address=127.0.0.1:0", "--history.path="+dir))
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return "", nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("start hotkeyd demo: %w", err)
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		_ = os.RemoveAll(dir)
-	}
-	started := regexp.MustCompile(`msg="hotkeyd started" address=(\S+)`)
-	lines := bufio.NewScanner(stderr)
-	for lines.Scan() {
-		if m := started.FindStringSubmatch(lines.Text()); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, stderr) }()
-			return "http://" + m[1], stop, nil
-		}
-	}
-	stop()
-	return "", nil, errors.New("hotkeyd demo exited before it listened")
+	return base, func() { stop(); _ = os.RemoveAll(dir) }, nil
 }
 
 // waitPlanted waits until the demo's report holds as many diagnoses as
@@ -253,14 +321,26 @@ func waitPlanted(base string, timeout time.Duration) (int, error) {
 	return 0, fmt.Errorf("the demo's report has %d diagnoses after %s, want %d", got, timeout, want)
 }
 
-// shoot opens url in a new tab of the browser, waits until ready (a
-// JavaScript expression) is true and the charts have settled, scrolls
-// with the expression scroll (the top when empty), writes a PNG of the
-// viewport to path, and returns the page's structure
-// (testenv.PageStructure).
-func shoot(bctx context.Context, url, ready, scroll string, width, height int, path string) ([]string, error) {
+// view is a page to take: its URL, when it is ready (a JavaScript
+// expression), an action to take then (act, none when empty) and when the
+// page has settled after it (settled), and how to scroll before the
+// picture (scroll, the top when empty).
+type view struct {
+	url, ready, act, settled, scroll string
+}
+
+// shoot opens v's URL in a new tab of the browser, waits until it is
+// ready and the charts have settled, acts and waits again if asked,
+// scrolls, writes a PNG of the viewport to path, and returns the page's
+// structure (testenv.PageStructure).
+func shoot(bctx context.Context, v view, width, height int, path string) ([]string, error) {
+	url, ready, scroll := v.url, v.ready, v.scroll
 	if scroll == "" {
 		scroll = `window.scrollTo(0, 0)`
+	}
+	act, settled := v.act, v.settled
+	if act == "" {
+		act, settled = "0", "true"
 	}
 	// The view is chosen after the load: a navigation within the page.
 	doc, hash, _ := strings.Cut(url, "#")
@@ -284,6 +364,8 @@ func shoot(bctx context.Context, url, ready, scroll string, width, height int, p
 		{"choose the view", chromedp.Evaluate(fmt.Sprintf("location.hash = %q", hash), nil)},
 		{"wait for " + ready, chromedp.Poll("!!("+ready+")", nil, chromedp.WithPollingInterval(100*time.Millisecond))},
 		{"let the charts settle", chromedp.Sleep(1500 * time.Millisecond)},
+		{"act: " + act, chromedp.Evaluate(act, nil)},
+		{"wait for " + settled, chromedp.Poll("!!("+settled+")", nil, chromedp.WithPollingInterval(100*time.Millisecond))},
 		{"scroll", chromedp.Evaluate(scroll, nil)},
 		{"let the page settle", chromedp.Sleep(300 * time.Millisecond)},
 		{"read the page's structure", chromedp.Evaluate(testenv.PageStructure, &sections)},
