@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -414,7 +415,7 @@ func TestAnalyzeHTMLReportForecastLine(t *testing.T) {
 	}
 	end := time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)
 	input := filepath.Join(t.TempDir(), "growth.jsonl")
-	if err := os.WriteFile(input, growthFile(end, 60*time.Hour), 0o644); err != nil {
+	if err := os.WriteFile(input, growthFile(end, 60*time.Hour, "GROW#linear"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, page, stderr := runAnalyzeCmd(t, "", "analyze", "--format", "html", input)
@@ -457,12 +458,12 @@ func TestAnalyzeHTMLReportForecastLine(t *testing.T) {
 }
 
 // growthFile is span of writes of table orders up to end: every 10
-// minutes one second of each key, GROW#linear at 475 WCU/s at end gaining
+// minutes one second of each key, growing (GROW#linear) at 475 WCU/s at end gaining
 // 150 a day, GROW#slow at 200 gaining 25 (32 days from the ceiling: past
 // four spans), DAILY#flat at 400 with a deep daily cycle, all at the top
 // of their cycle at end, with 2 % of noise; 20 other keys write 5 WCU
 // each then. A line carries at most 100 units (a PutItem of 100 KB).
-func growthFile(end time.Time, span time.Duration) []byte {
+func growthFile(end time.Time, span time.Duration, growing string) []byte {
 	r := rand.New(rand.NewPCG(39, 2))
 	var b bytes.Buffer
 	write := func(at time.Time, key string, units float64) {
@@ -474,7 +475,7 @@ func growthFile(end time.Time, span time.Duration) []byte {
 	}
 	for at := end.Add(-span); !at.After(end); at = at.Add(10 * time.Minute) {
 		h := at.Sub(end).Hours()
-		write(at, "GROW#linear", (475+150*h/24)*forecastCycle(h, 0.5)*(1+0.02*r.NormFloat64()))
+		write(at, growing, (475+150*h/24)*forecastCycle(h, 0.5)*(1+0.02*r.NormFloat64()))
 		write(at.Add(time.Second), "DAILY#flat", 400*forecastCycle(h, 0.8)*(1+0.02*r.NormFloat64()))
 		write(at.Add(3*time.Second), "GROW#slow", (200+25*h/24)*forecastCycle(h, 0.3)*(1+0.02*r.NormFloat64()))
 		for i := range 20 {
@@ -482,4 +483,43 @@ func growthFile(end time.Time, span time.Duration) []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// TestHTMLReportEscapesKeysInForecastLine: the forecast line of a
+// growing key holding markup names it as text: its figure and caption
+// read it back as it is, no element is made of it and no script runs.
+func TestHTMLReportEscapesKeysInForecastLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	key := hostileKeys[0]
+	input := filepath.Join(t.TempDir(), "hostile-growth.jsonl")
+	if err := os.WriteFile(input, growthFile(time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), 60*time.Hour, key), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, page, stderr := runAnalyzeCmd(t, "", "analyze", "--format", "html", input)
+	if code != 0 {
+		t.Fatalf("analyze --format html: exit %d: %s", code, stderr)
+	}
+	path := filepath.Join(testenv.ArtifactDir(t), "report.html")
+	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab := testenv.NewTab(t)
+	tab.Run(t, settle, chromedp.Navigate("file://"+path+"#/table/orders"))
+	tab.WaitFor(t, `document.querySelector('figure.forecast [data-chart] .u-over')`, settle, "the report's forecast line")
+	var got struct{ Keys, Captions []string }
+	tab.Eval(t, `({Keys: [...document.querySelectorAll('figure.forecast')].map(f => f.dataset.key),
+		Captions: [...document.querySelectorAll('figure.forecast figcaption')].map(c => c.innerText)})`, &got)
+	if len(got.Keys) != 2 || !slices.Contains(got.Keys, key) {
+		t.Fatalf("forecast lines of %q, want the hostile growing key's and GROW#slow's", got.Keys)
+	}
+	found := false
+	for _, c := range got.Captions {
+		found = found || strings.HasPrefix(c, key+" +")
+	}
+	if !found {
+		t.Errorf("no caption reads the key as it is: %q", got.Captions)
+	}
+	noInjection(t, tab)
 }
