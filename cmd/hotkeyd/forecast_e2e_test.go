@@ -128,9 +128,9 @@ func forecastDaemon(t *testing.T) (*testenv.Hotkeyd, time.Time) {
 }
 
 // postTraffic posts, every 100 ms until ctx is done, 48 WCU of the
-// growing key, 30 of the flat one and 8 of others, each line at its
-// time: the keys' busiest seconds go on from the history's (480 and 300
-// WCU/s).
+// growing key, 40 of the flat one and 8 of others, each line at its
+// time: the keys' busiest seconds go on from the history's (480 and 400
+// WCU/s, the top of their cycles).
 func postTraffic(ctx context.Context, base string) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
