@@ -175,6 +175,9 @@ func (cfg *Config) read(ctx context.Context, inputs *formats.Set, rep traffic.Re
 	}
 	c, err := count(ctx, *cfg, counting{formats: inputs, rep: rep, paths: paths, valid: valid, keep: valid, fail: fail, spill: spill})
 	if err != nil {
+		if spill != nil {
+			spill.remove()
+		}
 		return inputsRead{}, err
 	}
 	in := inputsRead{passed: c.passed.Load(), valid: valid, keep: valid, spill: spill}
