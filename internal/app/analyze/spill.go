@@ -51,6 +51,7 @@ type keySpill struct {
 
 	mu     sync.Mutex
 	f      *os.File
+	named  bool // the file is still in its directory
 	size   int64
 	chunks []spillSpan
 	// kept says, by writer, whether its part was merged into the result:
@@ -81,16 +82,23 @@ func newKeySpill(valid timeRange) (*keySpill, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spill the keys' seconds: %w", err)
 	}
-	return &keySpill{base: valid.from, f: f, ids: map[entryKey]uint32{}}, nil
+	s := &keySpill{base: valid.from, f: f, ids: map[entryKey]uint32{}}
+	// The file is removed at once and used through its descriptor, so
+	// that a process killed leaves nothing behind; where an open file
+	// cannot be removed, it is removed once closed.
+	s.named = os.Remove(f.Name()) != nil
+	return s, nil
 }
 
-// remove closes and removes the spill's file.
+// remove closes the spill's file, removing it if it is still named.
 func (s *keySpill) remove() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f != nil {
 		s.f.Close()
-		os.Remove(s.f.Name())
+		if s.named {
+			os.Remove(s.f.Name())
+		}
 		s.f = nil
 	}
 }
