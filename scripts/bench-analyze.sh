@@ -2,7 +2,8 @@
 # Measures hotkeyd analyze on a shuffled file (lines not in time order, as
 # merged logs are) against the exact counter, and against the analyze of
 # a git revision BASE in the same run (docs/bench/jsonl.md, "Any order,
-# cheaply"). Each run is its own process (benchcmd), the binaries run
+# cheaply" and "Read once"); "parallel" is the read alone, without
+# analyze's checks, spill and report. Each run is its own process (benchcmd), the binaries run
 # alternately, and the script prints medians of wall seconds, CPU seconds
 # and peak resident memory, with each figure's ratio to the exact counter
 # per run.

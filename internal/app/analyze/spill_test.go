@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hotkeyd/hotkeyd/internal/benchgen"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // manyKeys writes the benchmark's shape (internal/benchgen: four tables,
@@ -132,5 +134,53 @@ func TestAnalyzeSpillAsSecondRead(t *testing.T) {
 				t.Errorf("report from the spill differs from a second read's:\n%s", firstLineDiff(spilled, read))
 			}
 		})
+	}
+}
+
+// TestSpillCountsMergedPartsOnly: the records of a part that is never
+// merged (package parallel drops the parts of an input after one that
+// failed) are not counted, even once written to the file; those of the
+// parts merged are, each in its second, within the range kept.
+func TestSpillCountsMergedPartsOnly(t *testing.T) {
+	valid := plausible(time.Now())
+	s, err := newKeySpill(valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.remove()
+	at := burstStart
+	event := func(key string, sec int, units float64) traffic.Event {
+		return traffic.Event{Table: "orders", PK: key, Class: traffic.Write, Units: units, Time: at.Add(time.Duration(sec) * time.Second)}
+	}
+	merged, dropped := newSpillWriter(s), newSpillWriter(s)
+	// Enough records to fill several chunks of the dropped part.
+	var batch []traffic.Event
+	for i := range 3 * spillChunk / 20 {
+		batch = append(batch, event("TENANT#acme", i%4, 1))
+	}
+	dropped.put(batch)
+	dropped.flush()
+	merged.put([]traffic.Event{event("TENANT#acme", 0, 2), event("TENANT#acme", 0, 0.5), event("TENANT#acme", 3, 1), event("USER#1", 0, 7)})
+	merged.put([]traffic.Event{{Table: "orders", PK: "TENANT#acme", Class: traffic.Write, Throttled: true}})
+	merged.close()
+	want := map[rankedKey]struct{}{{table: "orders", key: "TENANT#acme", class: traffic.Write}: {}}
+	keep := timeRange{from: valid.from, to: at.Add(3 * time.Second).Unix()}
+	keys, err := s.count(want, true, keep, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := keys.keys[rankedKey{table: "orders", key: "TENANT#acme", class: traffic.Write}]
+	if got := ks.at(at.Unix()); got != 10 {
+		t.Errorf("second 0: %d quarter units, want 10 (2.5 units of the merged part)", got)
+	}
+	if got := ks.at(at.Unix() + 3); got != 0 {
+		t.Errorf("second 3: %d quarter units, want 0 (outside the range kept)", got)
+	}
+	if got := ks.at(at.Unix() + 1); got != 0 {
+		t.Errorf("second 1: %d quarter units, want 0 (only the dropped part had traffic then)", got)
+	}
+	kc := keys.throttled.groups[throttleGroup{"orders", "", traffic.Write}]
+	if kc == nil || len(kc.keys) != 1 || kc.counts[0] != 1 {
+		t.Errorf("throttled keys %+v, want TENANT#acme once", kc)
 	}
 }
