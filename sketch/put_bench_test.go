@@ -158,3 +158,42 @@ func BenchmarkSnapshot(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPutZipf feeds Store.Put the stream of BenchmarkHeavyHitters
+// (Zipf 1.0 and 1.2 over 1M keys, the same generator and seed, its batches
+// of 1024, one key string per key), 1M updates an op after a warm 1M: the
+// counting core alone, light enough to run under cachegrind (-benchtime
+// 1x: 2M updates), where instructions per update do not depend on the
+// load (docs/bench/sketch.md).
+func BenchmarkPutZipf(b *testing.B) {
+	for _, s := range []float64{1.0, 1.2} {
+		b.Run(fmt.Sprintf("zipf%.1f", s), func(b *testing.B) {
+			keys := make([]string, benchKeys)
+			for i := range keys {
+				keys[i] = keyName(i)
+			}
+			z := newZipf(benchKeys, s, 20261122)
+			perm := z.rng.Perm(benchKeys)
+			const n = 1 << 20
+			stream := make([]traffic.Event, n)
+			for i := range stream {
+				stream[i] = traffic.Event{Table: "bench", PK: keys[perm[z.next()]], Class: traffic.Write, Units: 1}
+			}
+			st, _ := NewStore(DefaultConfig(), func() time.Time { return t0 })
+			ctx := context.Background()
+			batch := make([]traffic.Event, benchBatch)
+			feed := func() {
+				for i := 0; i < n; i += benchBatch {
+					copy(batch, stream[i:i+benchBatch])
+					_ = st.Put(ctx, batch)
+				}
+			}
+			feed()
+			b.ResetTimer()
+			for b.Loop() {
+				feed()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/update")
+		})
+	}
+}
