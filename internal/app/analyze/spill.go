@@ -139,23 +139,34 @@ func (s *keySpill) keep(n int) {
 }
 
 // write appends a chunk of whole records of writer n, unless the spill
-// was dropped.
+// was dropped. The chunk's place is taken under the lock and written
+// outside it: the parts' writers do not wait for each other's writes.
 func (s *keySpill) write(n int, b []byte) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.err != nil || s.f == nil || len(b) == 0 {
+		s.mu.Unlock()
 		return
 	}
 	if s.size+int64(len(b)) > maxSpillBytes {
 		s.drop(fmt.Errorf("more than %d bytes", int64(maxSpillBytes)))
+		s.mu.Unlock()
 		return
 	}
-	if _, err := s.f.Write(b); err != nil {
-		s.drop(err)
-		return
-	}
-	s.chunks = append(s.chunks, spillSpan{s.size, int64(len(b)), n})
+	off := s.size
 	s.size += int64(len(b))
+	f := s.f
+	s.mu.Unlock()
+	_, err := f.WriteAt(b, off)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil:
+		if s.err == nil {
+			s.drop(err)
+		}
+	case s.err == nil:
+		s.chunks = append(s.chunks, spillSpan{off, int64(len(b)), n})
+	}
 }
 
 // drop gives up the spill for err, freeing its disk space at once. s.mu
