@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/internal/benchgen"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
@@ -116,25 +117,94 @@ func asList(v any) []any {
 	return l
 }
 
-// TestAnalyzeSpillAsSecondRead: the keys' seconds added up from the
-// spill are those a second read of the inputs counts: with no spill
-// (no temporary directory to write it to) the report is the same, byte
-// for byte, and stderr says the inputs were read twice.
+// TestAnalyzeSpillAsSecondRead: the keys' seconds, the forecasts' hours
+// and the throttled keys added up from the spill are those a second read
+// of the inputs counts: with no spill (no temporary directory to write it
+// to) the report is the same, byte for byte, and stderr says the inputs
+// were read twice. The inputs: the benchmark's shape shuffled (keys
+// counted from estimates), and three days of traffic, shuffled, with
+// more throttled keys than the store counts exactly.
 func TestAnalyzeSpillAsSecondRead(t *testing.T) {
 	_, shuffled := manyKeys(t, 30_000)
-	for _, workers := range []int{1, 2} {
-		t.Run(fmt.Sprintf("%d workers", workers), func(t *testing.T) {
-			_, spilled := analyzeJSON(t, workers, "", shuffled)
-			t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
-			_, read, stderr := analyzeJSONStderr(t, workers, "", shuffled)
-			if !strings.Contains(stderr, "read twice") {
-				t.Fatalf("stderr does not say the inputs were read twice:\n%s", stderr)
-			}
-			if read != spilled {
-				t.Errorf("report from the spill differs from a second read's:\n%s", firstLineDiff(spilled, read))
-			}
-		})
+	inputs := map[string]string{"many keys": shuffled, "three days, throttled": daysThrottled(t)}
+	for name, file := range inputs {
+		for _, workers := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s, %d workers", name, workers), func(t *testing.T) {
+				rep, spilled := analyzeJSON(t, workers, "", file)
+				if name == "three days, throttled" {
+					checkDaysThrottled(t, rep)
+				}
+				t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+				_, read, stderr := analyzeJSONStderr(t, workers, "", file)
+				if !strings.Contains(stderr, "read twice") {
+					t.Fatalf("stderr does not say the inputs were read twice:\n%s", stderr)
+				}
+				if read != spilled {
+					t.Errorf("report from the spill differs from a second read's:\n%s", firstLineDiff(spilled, read))
+				}
+			})
+		}
 	}
+}
+
+// checkDaysThrottled checks that the report of daysThrottled counted
+// what the spill must give: the tenant's trend (its hours' busiest
+// seconds), and the throttled keys listed exactly although there are
+// more (about 2300) than the store counts exactly.
+func checkDaysThrottled(t *testing.T, rep report.Report) {
+	t.Helper()
+	if len(rep.Tables) != 1 {
+		t.Fatalf("%d tables, want orders", len(rep.Tables))
+	}
+	orders := rep.Tables[0]
+	if len(orders.ThrottledKeys) == 0 {
+		t.Fatal("no throttled keys")
+	}
+	for _, k := range orders.ThrottledKeys {
+		if k.CountMax != 0 {
+			t.Fatalf("throttled key %+v is known within bounds, want exact", k)
+		}
+	}
+	for _, f := range orders.Forecasts {
+		if f.Key == "TENANT#acme" && f.TrendPerDay != nil && *f.TrendPerDay > 0 {
+			return
+		}
+	}
+	t.Errorf("no growing trend for the tenant in %+v", orders.Forecasts)
+}
+
+// daysThrottled writes three days of a table's traffic, shuffled: a
+// tenant growing hour by hour (a forecast's input), 2000 other keys, and
+// 3000 keys throttled once or twice, more than analyzeThrottledKeys.
+func daysThrottled(t *testing.T) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(9, 10))
+	var lines []string
+	add := func(at time.Time, pk string, units int, throttled bool) {
+		l := fmt.Sprintf(`{"ts":%q,"table":"orders","pk":%q,"op":"PutItem","units":%d`, at.Format(time.RFC3339Nano), pk, units)
+		if throttled {
+			l += `,"throttled":true`
+		}
+		lines = append(lines, l+"}\n")
+	}
+	for h := range 72 {
+		hour := burstStart.Add(time.Duration(h) * time.Hour)
+		for range 20 + h {
+			add(hour.Add(time.Duration(rng.IntN(3600))*time.Second), "TENANT#acme", 1+h/10, false)
+		}
+		for range 40 {
+			add(hour.Add(time.Duration(rng.IntN(3600))*time.Second), fmt.Sprintf("USER#%d", rng.IntN(2000)), 1, false)
+		}
+		for range 60 {
+			add(hour.Add(time.Duration(rng.IntN(3600))*time.Second), fmt.Sprintf("USER#%d", rng.IntN(3000)), 1, true)
+		}
+	}
+	rng.Shuffle(len(lines), func(i, j int) { lines[i], lines[j] = lines[j], lines[i] })
+	path := filepath.Join(t.TempDir(), "days.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // TestSpillCountsMergedPartsOnly: the records of a part that is never
