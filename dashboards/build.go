@@ -77,6 +77,26 @@ func (l *layout) timeSeries(title, description, unit string, w, h int, targets .
 	return p
 }
 
+// heatmap is a heatmap panel of the series of one query, one row per
+// series (named by its legend), a cell per step coloured by its value
+// from 0 to 1: the series are the rows as they are, not counted into
+// buckets (calculate off).
+func (l *layout) heatmap(title, description, unit string, w, h int, target Target) Panel {
+	p := l.panel("heatmap", title, description, w, h, target)
+	p.FieldConfig = &FieldConfig{Defaults: FieldDefaults{Unit: unit, Thresholds: thresholds("green")}, Overrides: []any{}}
+	p.Options = map[string]any{
+		"calculate":  false,
+		"cellGap":    1,
+		"cellValues": map[string]any{"unit": unit},
+		"color":      map[string]any{"mode": "scheme", "scheme": "Oranges", "scale": "linear", "steps": 64, "min": 0, "max": 1, "reverse": false},
+		"yAxis":      map[string]any{"axisPlacement": "left", "reverse": false},
+		"rowsFrame":  map[string]any{"layout": "auto"},
+		"legend":     map[string]any{"show": true},
+		"tooltip":    map[string]any{"mode": "single", "yHistogram": false, "showColorScale": true},
+	}
+	return p
+}
+
 // stat is a single-number panel of an instant query.
 func (l *layout) stat(title, description, unit, expr string, w, h int, th *Thresholds) Panel {
 	p := l.panel("stat", title, description, w, h, Target{Expr: expr, Instant: true})

@@ -268,3 +268,44 @@ func TestCeilingFromConfig(t *testing.T) {
 		t.Fatal("no query draws a busiest second against the ceiling")
 	}
 }
+
+// metricRE finds the metric names of a query.
+var metricRE = regexp.MustCompile(`\bhotkeyd_[a-z_]+\b`)
+
+// TestQueriesNameServedMetrics: every metric a dashboard query names is
+// one the daemon serves, as the metrics references list them
+// (export/METRICS.md, which a test of the daemon holds to the metrics it
+// registers, docs/metrics.md and the readers' pages): a renamed or
+// proposed metric fails here, not as an empty panel.
+func TestQueriesNameServedMetrics(t *testing.T) {
+	served := map[string]bool{}
+	for _, path := range []string{"../export/METRICS.md", "../docs/metrics.md", "../docs/streams.md", "../docs/kinesis.md", "../docs/cloudtrail.md"} {
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A row's first cell names one metric or several: `a`, `b`.
+		for _, row := range regexp.MustCompile("(?m)^\\| (`hotkeyd_[^|]*)\\|").FindAllStringSubmatch(string(doc), -1) {
+			for _, m := range metricRE.FindAllString(row[1], -1) {
+				served[m] = true
+			}
+		}
+	}
+	if len(served) < 20 {
+		t.Fatalf("export/METRICS.md lists %d metrics", len(served))
+	}
+	named := 0
+	for name, d := range All() {
+		for _, q := range d.Queries() {
+			for _, m := range metricRE.FindAllString(q.Expr, -1) {
+				named++
+				if !served[m] {
+					t.Errorf("%s %s: %s is not a metric the daemon serves (export/METRICS.md)", name, q.Where, m)
+				}
+			}
+		}
+	}
+	if named == 0 {
+		t.Fatal("no query names a hotkeyd metric")
+	}
+}

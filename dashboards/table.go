@@ -83,7 +83,10 @@ func tableKeys(l *layout, t, tc string) []Panel {
 
 // tableStream is the table dashboard's row of its stream.
 func tableStream(l *layout, t string) []Panel {
+	shard := `max by (shard) (hotkeyd_stream_shard_records` + t + `)`
 	return []Panel{l.row("Stream"),
+		l.heatmap("Stream shards' share of records", "Each stream shard's share of the table's stream records in the sliding window, over time: one row per shard (a shard is one physical partition), the table's busiest shards (detector.top of them) and \"other\" for the rest. A dark row is a hot partition; its key is on the Keys row.", "percentunit", 24, 8,
+			Target{Expr: shard + ` / scalar(sum(` + shard + `))`, LegendFormat: "{{shard}}"}),
 		l.timeSeries("Iterator age by shard", "How far behind the newest record each shard of the table's stream is read.", "s", 12, 8,
 			Target{Expr: `max by (shard) (hotkeyd_stream_iterator_age_seconds` + t + `)`, LegendFormat: "{{shard}}"}),
 		l.timeSeries("Shards by state", "The table's stream shards by state.", "short", 12, 8,

@@ -92,6 +92,7 @@ func (t *table) evaluate() report.TableReport {
 		TopKeys:               t.topKeys(),
 	}
 	tr.ThrottledKeys, tr.ThrottledBound = t.throttledKeys()
+	tr.Shards = t.shardRecords()
 	var fs []report.Finding
 	for c := range traffic.Class(traffic.NumClasses) {
 		fs = append(fs, t.keyFindings(c)...)
@@ -110,6 +111,28 @@ func (t *table) evaluate() report.TableReport {
 	tr.Diagnoses, tr.Findings = t.diagnose(fs)
 	tr.Quiet = t.quiet(tr.Diagnoses, nil)
 	return tr
+}
+
+// shardRecords returns the busiest Top stream shards' records, most
+// first, and the rest's as one report.OtherShards entry.
+func (t *table) shardRecords() []report.ShardRecords {
+	if len(t.Shards) == 0 {
+		return nil
+	}
+	top := max(t.s.Top, 1)
+	out := make([]report.ShardRecords, 0, min(len(t.Shards), top+1))
+	var rest uint64
+	for i, sh := range t.Shards { // most first (sketch.TableSnapshot)
+		if i < top {
+			out = append(out, report.ShardRecords{Shard: sh.Shard, Records: sh.Records})
+		} else {
+			rest += sh.Records
+		}
+	}
+	if len(t.Shards) > top {
+		out = append(out, report.ShardRecords{Shard: report.OtherShards, Records: rest})
+	}
+	return out
 }
 
 // limit is one partition's ceiling for class c, in units per second.

@@ -143,6 +143,9 @@ func (c *Collector) buildTable(emit emitter, b labelDeduper, t *report.TableRepo
 		return
 	}
 	emit(families[famKeysOmitted], float64(omitted), table)
+	for _, sh := range t.Shards[:min(len(t.Shards), max(top, 1)+1)] { // the busiest and the rest (report.OtherShards)
+		emit(families[famShardRecords], float64(sh.Records), table, sh.Shard)
+	}
 
 	for _, k := range t.ThrottledKeys[:min(len(t.ThrottledKeys), top)] {
 		key := b.unique(descKeyThrottled, table, c.masker.Mask(k.Key))

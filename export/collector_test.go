@@ -2,6 +2,7 @@ package export
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net/http/httptest"
 	"regexp"
@@ -354,4 +355,64 @@ func TestLiveConcurrent(t *testing.T) {
 		}
 	}
 	<-done
+}
+
+// TestCollectorShards: hotkeyd_stream_shard_records has a table's
+// busiest stream shards (detector.top of them) and their rest as
+// shard="other", summing to the table's records in the window; with
+// replicas, only the replica exporting the table's table-wide series
+// exports them.
+func TestCollectorShards(t *testing.T) {
+	snap := handSnapshot()
+	var total uint64
+	for i := range 15 { // shard i has 100+i records, the busiest first
+		n := uint64(100 + 14 - i)
+		snap.Tables[0].Shards = append(snap.Tables[0].Shards, sketch.ShardStat{Shard: fmt.Sprintf("shardId-%04d", 14-i), Records: n})
+		total += n
+	}
+	rep := detect.Evaluate(snap, detect.DefaultSettings())
+	for _, c := range []struct {
+		replica, raiser string
+		want            int
+	}{{"", "", 11}, {"w1", "w1", 11}, {"w1", "w2", 0}} {
+		rep.Tables[0].Replica = c.raiser
+		live := NewLive(func() time.Time { return t0 })
+		live.Update(rep)
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(NewCollector(live, CollectorConfig{Replica: c.replica}))
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() != "hotkeyd_stream_shard_records" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["table"] != "orders" {
+					t.Errorf("a shard series of %q", labels["table"])
+				}
+				got[labels["shard"]] = m.GetGauge().GetValue()
+			}
+		}
+		if len(got) != c.want {
+			t.Errorf("replica %q, table raised by %q: %d shard series %v, want %d", c.replica, c.raiser, len(got), got, c.want)
+			continue
+		}
+		if c.want == 0 {
+			continue
+		}
+		var sum float64
+		for _, v := range got {
+			sum += v
+		}
+		if sum != float64(total) || got["shardId-0014"] != 114 || got["shardId-0005"] != 105 || got[report.OtherShards] != 100+101+102+103+104 {
+			t.Errorf("shard series %v: want the ten busiest, the rest's 510 as other, %d in all", got, total)
+		}
+	}
 }

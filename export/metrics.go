@@ -166,6 +166,7 @@ const (
 	famKeysOmitted
 	famDistinct
 	famClassPeak
+	famShardRecords
 	numFamilies
 )
 
@@ -204,6 +205,9 @@ var (
 		famKeyThrottledMax: newFamily(famKeyThrottledMax, "hotkeyd_key_throttled_max",
 			"Calls to a partition key that were throttled in the sliding window, at most: equal to hotkeyd_key_throttled when that is exact; the same keys.",
 			"table", "key"),
+		famShardRecords: newFamily(famShardRecords, "hotkeyd_stream_shard_records",
+			"Stream records of a table's shard (one physical partition) in the sliding window, for the table's busiest shards (as many as detector.top, the keys exported per class); shard=\"other\" adds up the rest, so that the series of a table sum to its records in the window. A shard that leaves the busiest, or the window, loses its series.",
+			"table", "shard"),
 		famKeysOmitted: newFamily(famKeysOmitted, "hotkeyd_keys_omitted",
 			"Distinct partition keys of the sliding window that have no hotkeyd_key_* series because they are outside the exported top keys; it keeps the series count bounded whatever the traffic.",
 			"table"),

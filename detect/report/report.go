@@ -136,6 +136,24 @@ type TableReport struct {
 	// and at a hundred times today's traffic, each at the smallest of the
 	// two, with the fix it would then need. Absent when none would.
 	Scale []ScaleKey `json:"scale,omitempty"`
+	// Shards are the stream shards' records in the window (a shard is one
+	// physical partition): the busiest Settings.Top, most first, then,
+	// when the table has more, their rest as one entry named OtherShards.
+	// Absent for a table not read from a stream. The collector exports
+	// them (hotkeyd_stream_shard_records); they are not in the report's
+	// JSON, where the history's cells carry the shards over time.
+	Shards []ShardRecords `json:"-"`
+}
+
+// OtherShards names the entry of TableReport.Shards that adds up the
+// shards past the busiest: no shard id of DynamoDB Streams or Kinesis
+// ("shardId-...") is spelt so.
+const OtherShards = "other"
+
+// ShardRecords is a stream shard's records in the window.
+type ShardRecords struct {
+	Shard   string
+	Records uint64
 }
 
 // Forecast is what a key's history says of its growth: its headroom
