@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/hotkeyd/hotkeyd/sketch"
@@ -30,6 +31,15 @@ import (
 
 // maxSpillBytes bounds the spill; past it the inputs are read again.
 const maxSpillBytes = 4 << 30
+
+// maxSpillTables bounds the tables and indexes the spill names (an input
+// of made-up table names must not grow its maps without bound); past it
+// the inputs are read again.
+const maxSpillTables = 1 << 14
+
+// A record's key length is one byte: keys are held at most
+// sketch.MaxKeyBytes long (this fails to compile past 255).
+const _ = uint8(sketch.MaxKeyBytes)
 
 // spillChunk is the size of a part's buffer of records: records reach
 // the file in whole chunks, which the readers of the spill share out.
@@ -62,8 +72,9 @@ type keySpill struct {
 	names []entryKey
 	ids   map[entryKey]uint32
 	// err is why the spill was dropped (too large, a write failed); the
-	// inputs are then read again.
-	err error
+	// inputs are then read again. dropped says so without the lock.
+	err     error
+	dropped atomic.Bool
 }
 
 // spillSpan is a chunk's bytes in the file, and its writer.
@@ -110,12 +121,19 @@ func (s *keySpill) ok() bool {
 	return s.err == nil && s.f != nil
 }
 
-// id returns the id of table id, made if new.
+// id returns the id of table id, made if new; past maxSpillTables the
+// spill is dropped.
 func (s *keySpill) id(t entryKey) uint32 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, ok := s.ids[t]
 	if !ok {
+		if len(s.names) >= maxSpillTables {
+			if s.err == nil && s.f != nil {
+				s.drop(fmt.Errorf("more than %d tables and indexes", maxSpillTables))
+			}
+			return 0
+		}
 		n = uint32(len(s.names))
 		s.names = append(s.names, t)
 		s.ids[t] = n
@@ -173,6 +191,7 @@ func (s *keySpill) write(n int, b []byte) {
 // is held.
 func (s *keySpill) drop(err error) {
 	s.err = err
+	s.dropped.Store(true)
 	s.f.Truncate(0)
 	s.chunks = nil
 }
@@ -198,6 +217,9 @@ func newSpillWriter(s *keySpill) *spillWriter {
 // a keyed event with a time and units that are a number, or a keyed
 // throttled call. The events come checked, as the store gets them.
 func (w *spillWriter) put(batch []traffic.Event) {
+	if w.spill.dropped.Load() {
+		return
+	}
 	for i := range batch {
 		e := &batch[i]
 		if e.PK == "" || e.Class >= traffic.NumClasses {

@@ -254,3 +254,31 @@ func TestSpillCountsMergedPartsOnly(t *testing.T) {
 		t.Errorf("throttled keys %+v, want TENANT#acme once", kc)
 	}
 }
+
+// TestSpillBoundsItsTables: past maxSpillTables table names the spill is
+// dropped, and counts nothing (analyze then reads the inputs again,
+// countAgain): made-up names do not grow its maps without bound.
+func TestSpillBoundsItsTables(t *testing.T) {
+	s, err := newKeySpill(plausible(time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.remove()
+	w := newSpillWriter(s)
+	batch := make([]traffic.Event, 0, 512)
+	for i := range maxSpillTables + 1 {
+		batch = append(batch, traffic.Event{Table: fmt.Sprintf("t%d", i), PK: "k", Units: 1, Time: burstStart})
+		if len(batch) == cap(batch) {
+			w.put(batch)
+			batch = batch[:0]
+		}
+	}
+	w.put(batch)
+	w.close()
+	if s.ok() {
+		t.Fatalf("the spill holds %d tables, want it dropped past %d", len(s.names), maxSpillTables)
+	}
+	if _, err := s.count(map[rankedKey]struct{}{}, false, plausible(time.Now()), 1); err == nil {
+		t.Fatal("a dropped spill counted")
+	}
+}
