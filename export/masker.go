@@ -301,6 +301,7 @@ func (m *KeyMasker) MaskTable(t report.TableReport) report.TableReport {
 			mt.Scale[j] = k
 		}
 	}
+	mt.Incidents = m.maskIncidents(t.Incidents)
 	if t.Quiet != nil {
 		q := *t.Quiet
 		q.Key = m.Mask(q.Key)
@@ -513,4 +514,20 @@ func inNumber(s string, i, end int) bool {
 
 func isWordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
+}
+
+// maskIncidents masks a table entry's incidents (hotkeyd analyze) as the
+// history's are (MaskIncident); nil stays nil.
+func (m *KeyMasker) maskIncidents(incs []report.Incident) []report.Incident {
+	if incs == nil {
+		return nil
+	}
+	out := make([]report.Incident, len(incs))
+	for j, inc := range incs {
+		d := m.MaskDiagnosis(report.Diagnosis{Cause: report.Kind(inc.Cause), Class: inc.Class, Keys: inc.Keys, Summary: inc.Summary,
+			Fix: report.Recommendation{Kind: report.AdviceKind(inc.FixKind), Text: inc.Fix}})
+		inc.Keys, inc.Summary, inc.Fix = d.Keys, d.Summary, d.Fix.Text
+		out[j] = inc
+	}
+	return out
 }

@@ -76,6 +76,7 @@ func writeTable(w io.Writer, t report.TableReport) {
 		}
 	}
 	writeForecasts(w, t)
+	writeIncidents(w, t)
 	if len(t.Diagnoses) == 0 {
 		fmt.Fprintln(w, "  no diagnoses")
 	} else {

@@ -143,6 +143,12 @@ type TableReport struct {
 	// them (hotkeyd_stream_shard_records); they are not in the report's
 	// JSON, where the history's cells carry the shards over time.
 	Shards []ShardRecords `json:"-"`
+	// Incidents are, in hotkeyd analyze, the diagnoses the live detector
+	// would have flagged watching the input's traffic in event time, each
+	// from the time it was raised to the time it cleared, oldest first;
+	// absent when none was (and in the live reports, whose incidents are
+	// the history's, GET /api/v1/incidents).
+	Incidents []Incident `json:"incidents,omitempty"`
 }
 
 // OtherShards names the entry of TableReport.Shards that adds up the
@@ -154,6 +160,31 @@ const OtherShards = "other"
 type ShardRecords struct {
 	Shard   string
 	Records uint64
+}
+
+// Incident is one diagnosis from the time it was raised to the time it
+// cleared: the shape of an element of GET /api/v1/incidents
+// (history/view.Incident), given per table entry by hotkeyd analyze.
+type Incident struct {
+	// ID names the incident as the daemon's history would (a hash of its
+	// table, cause, class, key and start: it carries no key).
+	ID    string   `json:"id"`
+	Table string   `json:"table"`
+	Index string   `json:"index"`
+	Cause string   `json:"cause"`
+	Keys  []string `json:"keys"`
+	Class string   `json:"class"`
+	// Severity is the highest the diagnosis reached.
+	Severity string    `json:"severity"`
+	Start    time.Time `json:"start"`
+	// End is nil while the incident is open: at the end of the input.
+	End *time.Time `json:"end"`
+	// Peak is the highest busiest second of the diagnosis's hottest key.
+	Peak    float64 `json:"peak_units_per_second"`
+	Summary string  `json:"summary"`
+	Fix     string  `json:"fix"`
+	// FixKind is the kind of the fix (write_sharding, capacity, ...).
+	FixKind string `json:"fix_kind"`
 }
 
 // Forecast is what a key's history says of its growth: its headroom

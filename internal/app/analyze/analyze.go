@@ -125,6 +125,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if n := in.store.Untracked(); n > 0 {
 		result.Notes = append(result.Notes, untrackedNote(n, in.store.Config().MaxTables))
 	}
+	if err := addIncidents(ctx, &result, in.incidents, cfg.Pipeline); err != nil {
+		return err
+	}
 	result.BadTime = badTimes(rep.Reason(traffic.ReasonBadTime), in.left, in.first, in.last)
 	if err := cfg.write(result, in.rec); err != nil {
 		return err
@@ -267,7 +270,7 @@ func (cfg *Config) write(result report.Report, rec *recorder) error {
 		enc.SetIndent("", "  ")
 		err = enc.Encode(result)
 	case "html":
-		err = export.WriteHTMLReport(cfg.Stdout, export.HTMLReport{Report: result, Series: series, History: cells},
+		err = export.WriteHTMLReport(cfg.Stdout, export.HTMLReport{Report: result, Series: series, History: cells, Incidents: incidentsOf(result)},
 			"hotkeyd analyze: "+strings.Join(cfg.Files, ", "), cfg.Version)
 	default:
 		err = export.WriteTextReport(cfg.Stdout, result)
@@ -320,6 +323,8 @@ type counted struct {
 	inOrder bool
 	// passed counts the Events that passed the checks.
 	passed *atomic.Uint64
+	// incidents holds the seconds the incidents are judged from.
+	incidents *incidentLog
 }
 
 // count reads every input into one store: on every core (package
@@ -336,14 +341,16 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		if how.spill != nil {
 			spill = newSpillWriter(how.spill)
 		}
+		// The incidents' events are kept on the way (incidents.go).
+		incidents := newIncidentLog(next)
 		times := newTimeCheck(traffic.SinkFunc(func(ctx context.Context, batch []traffic.Event) error {
 			passed.Add(uint64(len(batch)))
 			if spill != nil {
 				spill.put(batch)
 			}
-			return next.Put(ctx, batch)
+			return incidents.Put(ctx, batch)
 		}), how.rep, how.valid, how.keep)
-		return &checkedStore{store: store, times: times, check: traffic.Checked(times, how.rep), spill: spill}
+		return &checkedStore{store: store, times: times, check: traffic.Checked(times, how.rep), spill: spill, incidents: incidents}
 	}
 	var progress io.Writer
 	if how.fail != nil {
@@ -365,7 +372,7 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 			}
 		}
 		cs.closeSpill()
-		return counted{store: store, rec: rec, times: cs.times, passed: passed}, nil
+		return counted{store: store, rec: rec, times: cs.times, passed: passed, incidents: cs.incidents}, nil
 	}
 	cs, o, err := parallel.Read(ctx, parallel.Config[*checkedStore]{
 		Formats: how.formats, Stdin: cfg.Stdin, Paths: how.paths, Progress: progress, Reorder: scfg.RecentSeconds, Workers: cfg.Workers, MinPart: cfg.MinPart,
@@ -379,6 +386,7 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		Merge: func(dst, src *checkedStore) error {
 			dst.times.absorb(src.times)
 			src.closeSpill()
+			dst.incidents.absorb(src.incidents)
 			return dst.store.Merge(src.store)
 		},
 		Failed: how.fail,
@@ -387,7 +395,7 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		return counted{}, err
 	}
 	cs.closeSpill()
-	return counted{store: cs.store, times: cs.times, inOrder: o.InOrder, passed: passed}, nil
+	return counted{store: cs.store, times: cs.times, inOrder: o.InOrder, passed: passed, incidents: cs.incidents}, nil
 }
 
 // countAgain counts the seconds of the keys of want, and with throttled
@@ -484,6 +492,8 @@ type checkedStore struct {
 	check traffic.Sink
 	// spill writes the part's records to the spill; nil without one.
 	spill *spillWriter
+	// incidents keeps the part's events for the incidents.
+	incidents *incidentLog
 }
 
 // closeSpill flushes the part's records to the spill, where they count:

@@ -1,0 +1,225 @@
+package analyze
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/detect/report"
+)
+
+// incidentScenario is a testdata/incidents file: traffic over a span of
+// event time, written as JSON lines, and the incidents analyze must
+// report of it.
+type incidentScenario struct {
+	Start   time.Time      `json:"start"`
+	Seconds int            `json:"seconds"`
+	Seed    uint64         `json:"seed"`
+	Traffic []trafficSpec  `json:"traffic"`
+	Want    []wantIncident `json:"want"`
+}
+
+// trafficSpec is a stream of calls: PerSecond a second (spread over the
+// second) from From to To (the whole span when zero), on Key, or on keys
+// drawn from Keys distinct ones.
+type trafficSpec struct {
+	Table          string    `json:"table"`
+	Index          string    `json:"index"`
+	Op             string    `json:"op"`
+	Units          float64   `json:"units"`
+	PerSecond      int       `json:"per_second"`
+	Key            string    `json:"key"`
+	Keys           int       `json:"keys"`
+	From           time.Time `json:"from"`
+	To             time.Time `json:"to"`
+	ThrottleReason string    `json:"throttle_reason"`
+}
+
+// wantIncident is an incident analyze must report: Start is when its
+// traffic began (the incident starts within startSlack after), End when
+// it stopped (the incident ends within endSlack after; null: open).
+type wantIncident struct {
+	Table    string     `json:"table"`
+	Index    string     `json:"index"`
+	Cause    string     `json:"cause"`
+	Class    string     `json:"class"`
+	Keys     []string   `json:"keys"`
+	Severity string     `json:"severity"`
+	Start    time.Time  `json:"start"`
+	End      *time.Time `json:"end"`
+	Peak     float64    `json:"peak_units_per_second"`
+}
+
+const (
+	// startSlack: the share of the window takes a while to pass the
+	// threshold (14 s for 3 calls a second over 6), then the hold (1 s).
+	startSlack = 20 * time.Second
+	// endSlack: the window (60 s) forgets the key's units.
+	endSlack = 75 * time.Second
+)
+
+// lines writes the scenario's calls as JSON lines, in time order.
+func (sc incidentScenario) lines(t *testing.T) []string {
+	rng := rand.New(rand.NewPCG(sc.Seed, sc.Seed+1))
+	type line struct {
+		at   time.Time
+		text string
+	}
+	var out []line
+	for s := range sc.Seconds {
+		sec := sc.Start.Add(time.Duration(s) * time.Second)
+		for _, tr := range sc.Traffic {
+			if !tr.From.IsZero() && sec.Before(tr.From) || !tr.To.IsZero() && !sec.Before(tr.To) {
+				continue
+			}
+			for i := range tr.PerSecond {
+				at := sec.Add(time.Duration(i) * time.Second / time.Duration(tr.PerSecond))
+				key := tr.Key
+				if key == "" {
+					key = fmt.Sprintf("USER#%d", rng.IntN(tr.Keys))
+				}
+				m := map[string]any{"ts": at.Format(time.RFC3339Nano), "table": tr.Table, "pk": key, "op": tr.Op, "units": max(tr.Units, 1)}
+				if tr.Index != "" {
+					m["index"] = tr.Index
+				}
+				if tr.ThrottleReason != "" {
+					m["throttle_reason"] = tr.ThrottleReason
+				}
+				b, err := json.Marshal(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, line{at, string(b)})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b line) int { return a.at.Compare(b.at) })
+	texts := make([]string, len(out))
+	for i, l := range out {
+		texts[i] = l.text
+	}
+	return texts
+}
+
+// runIncidents analyzes lines (as a file) with workers and returns the
+// report.
+func runIncidents(t *testing.T, lines []string, workers int) report.Report {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	err := Run(context.Background(), Config{Files: []string{path}, Pipeline: defaultPipeline(), Format: "json", Workers: workers, MinPart: 64 << 10,
+		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errs})
+	if err != nil {
+		t.Fatalf("analyze: %v\n%s", err, errs.String())
+	}
+	var rep report.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// TestIncidents analyzes each testdata/incidents scenario, in time order
+// on one worker, then shuffled on four: the incidents of each table entry
+// are those the scenario wants, and the same both ways.
+func TestIncidents(t *testing.T) {
+	files, err := filepath.Glob("testdata/incidents/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".json"), func(t *testing.T) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sc incidentScenario
+			if err := json.Unmarshal(b, &sc); err != nil {
+				t.Fatal(err)
+			}
+			lines := sc.lines(t)
+			ordered := incidentsByTable(runIncidents(t, lines, 1))
+			checkIncidents(t, ordered, sc.Want)
+			rng := rand.New(rand.NewPCG(sc.Seed, 7))
+			rng.Shuffle(len(lines), func(i, j int) { lines[i], lines[j] = lines[j], lines[i] })
+			shuffled := incidentsByTable(runIncidents(t, lines, 4))
+			a, _ := json.Marshal(ordered)
+			b2, _ := json.Marshal(shuffled)
+			if !bytes.Equal(a, b2) {
+				t.Errorf("shuffled on 4 workers:\n%s\nin order on 1:\n%s", b2, a)
+			}
+		})
+	}
+}
+
+func incidentsByTable(rep report.Report) map[string][]report.Incident {
+	out := map[string][]report.Incident{}
+	for _, tr := range rep.Tables {
+		for _, inc := range tr.Incidents {
+			if inc.Table != tr.Table || inc.Index != tr.Index {
+				panic(fmt.Sprintf("incident of %s/%s under %s/%s", inc.Table, inc.Index, tr.Table, tr.Index))
+			}
+		}
+		out[tr.Table+"/"+tr.Index] = tr.Incidents
+	}
+	return out
+}
+
+// checkIncidents holds got, the incidents of every table entry, to want.
+func checkIncidents(t *testing.T, got map[string][]report.Incident, want []wantIncident) {
+	t.Helper()
+	n := 0
+	for _, incs := range got {
+		n += len(incs)
+	}
+	if n != len(want) {
+		b, _ := json.MarshalIndent(got, "", "  ")
+		t.Fatalf("%d incidents, want %d:\n%s", n, len(want), b)
+	}
+	seen := map[string]int{}
+	for _, w := range want {
+		entry := w.Table + "/" + w.Index
+		i := seen[entry]
+		seen[entry]++
+		if i >= len(got[entry]) {
+			t.Errorf("%s: no incident %d, want %+v", entry, i, w)
+			continue
+		}
+		g := got[entry][i]
+		if g.Cause != w.Cause || g.Class != w.Class || g.Severity != w.Severity || !slices.Equal(g.Keys, w.Keys) {
+			t.Errorf("%s incident %d: %s %s %s %q, want %s %s %s %q", entry, i, g.Cause, g.Class, g.Severity, g.Keys, w.Cause, w.Class, w.Severity, w.Keys)
+		}
+		if d := g.Start.Sub(w.Start); d < 0 || d > startSlack {
+			t.Errorf("%s incident %d: starts %v after its traffic, want within %v", entry, i, d, startSlack)
+		}
+		switch {
+		case w.End == nil && g.End != nil:
+			t.Errorf("%s incident %d: ends at %v, want open", entry, i, g.End)
+		case w.End != nil && g.End == nil:
+			t.Errorf("%s incident %d: open, want ended after %v", entry, i, w.End)
+		case w.End != nil:
+			if d := g.End.Sub(*w.End); d < 0 || d > endSlack {
+				t.Errorf("%s incident %d: ends %v after its traffic, want within %v", entry, i, d, endSlack)
+			}
+		}
+		if g.Peak != w.Peak {
+			t.Errorf("%s incident %d: peak %v, want %v", entry, i, g.Peak, w.Peak)
+		}
+		if g.ID == "" || g.Summary == "" {
+			t.Errorf("%s incident %d: id %q, summary %q", entry, i, g.ID, g.Summary)
+		}
+	}
+	_ = io.Discard
+}
