@@ -63,8 +63,8 @@ func TestAnalyzeIncidents(t *testing.T) {
 	}
 	want := map[string]struct {
 		cause, severity, key string
-		from, to            time.Time
-		peak                float64
+		from, to             time.Time
+		peak                 float64
 	}{
 		"orders":   {"hot_key", "info", "ORDER#hot", at(20), at(27), 6},
 		"sessions": {"partition_limit", "critical", "SESSION#big", at(40), at(43), 1},
