@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"time"
@@ -25,11 +26,9 @@ import (
 // keep under it (a day: every 5 s), as a daemon ticking that often would.
 const maxEvaluations = 20000
 
-// incRow is one record with its figures.
-type incRow struct {
-	incRec
-	incAgg
-}
+// maxCountedSpan bounds the span, in seconds, whose events are counted
+// into place by second (8 bytes a second); a longer one is sorted.
+const maxCountedSpan = 1 << 22
 
 // judgeIncidents replays the log's seconds in event time into a live
 // window judged by the daemon's Tracker, and returns the incidents of each
@@ -43,6 +42,7 @@ func judgeIncidents(ctx context.Context, l *incidentLog, p config.Pipeline) (inc
 	if len(rows) == 0 {
 		return nil, false, nil
 	}
+	sks := sortKeyNames()
 	scfg := p.Sketch
 	if scfg.Window <= 0 {
 		scfg.Window = sketch.DefaultWindow
@@ -55,8 +55,7 @@ func judgeIncidents(ctx context.Context, l *incidentLog, p config.Pipeline) (inc
 	tr := detect.NewTracker(p.Detect)
 	judged := judge.Alone(store, tr) // the daemon's evaluator
 	book := incidentBook{open: map[incKey]*report.Incident{}}
-	sks := sortKeyNames()
-	first, last := rows[0].sec, rows[len(rows)-1].sec
+	first, last := int64(rows[0].sec), int64(rows[len(rows)-1].sec)
 	step := max(1, (last-first+maxEvaluations)/maxEvaluations)
 	// After idle seconds without an event, every diagnosis has cleared:
 	// the window has forgotten the last events and the hold has run.
@@ -65,9 +64,9 @@ func judgeIncidents(ctx context.Context, l *incidentLog, p config.Pipeline) (inc
 	i, lastEvent := 0, first
 	for at := first + step - 1; ; {
 		batch = batch[:0]
-		for ; i < len(rows) && rows[i].sec <= at; i++ {
-			batch = l.events(rows[i], batch, &sks)
-			lastEvent = rows[i].sec
+		for ; i < len(rows) && int64(rows[i].sec) <= at; i++ {
+			batch = append(batch, l.event(rows[i], &sks))
+			lastEvent = int64(rows[i].sec)
 		}
 		now = time.Unix(at+1, 0)
 		if err := store.Put(ctx, batch); err != nil {
@@ -82,37 +81,74 @@ func judgeIncidents(ctx context.Context, l *incidentLog, p config.Pipeline) (inc
 			return nil, false, err
 		}
 		next := at + step
-		if at-lastEvent >= idle && rows[i].sec > next {
+		if sec := int64(rows[i].sec); at-lastEvent >= idle && sec > next {
 			// Nothing to judge until the next event: on to its step.
-			next += (rows[i].sec - next + step - 1) / step * step
+			next += (sec - next + step - 1) / step * step
 		}
 		at = next
 	}
 	return book.byEntry(), false, nil
 }
 
-// sorted returns the log's records in the order they are replayed: by
-// second, then by names (table entry, class, throttling, key, shard), so
-// that the replay is the same whatever the parts' ids.
-func (l *incidentLog) sorted() []incRow {
-	rank := make([]uint32, len(l.names))
-	order := make([]uint32, len(l.names))
-	for i := range order {
-		order[i] = uint32(i)
+// sorted returns the log's events in the order they are replayed: by
+// second, then by the hashes of their names (table entry, key, shard),
+// class, throttling and figures, so that the replay is the same whatever
+// the parts' ids and the order of the lines. The seconds are counted
+// into place (the input's span is bounded: outliers are left out), the
+// events of one second sorted.
+func (l *incidentLog) sorted() []incEvent {
+	evs := l.events
+	if len(evs) == 0 {
+		return nil
 	}
-	slices.SortFunc(order, func(a, b uint32) int { return cmp.Compare(l.names[a], l.names[b]) })
-	for r, id := range order {
-		rank[id] = uint32(r)
+	hash := make([]uint64, len(l.names))
+	for id, s := range l.names {
+		hash[id] = xxh3.HashString(s)
 	}
-	rows := make([]incRow, 0, len(l.recs))
-	for r, a := range l.recs {
-		rows = append(rows, incRow{r, a})
+	lo, hi := evs[0].sec, evs[0].sec
+	for _, ev := range evs {
+		lo, hi = min(lo, ev.sec), max(hi, ev.sec)
 	}
-	slices.SortFunc(rows, func(a, b incRow) int {
-		return cmp.Or(cmp.Compare(a.sec, b.sec), cmp.Compare(rank[a.entry], rank[b.entry]), cmp.Compare(a.class, b.class),
-			cmpBool(a.throttled, b.throttled), cmp.Compare(a.reason, b.reason), cmp.Compare(rank[a.pk], rank[b.pk]), cmp.Compare(rank[a.shard], rank[b.shard]))
-	})
-	return rows
+	cmpEvents := func(a, b incEvent) int {
+		// Early returns: cmp.Or would compare every field every time.
+		if c := cmp.Compare(a.sec, b.sec); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(hash[a.entry], hash[b.entry]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(hash[a.pk], hash[b.pk]); c != 0 {
+			return c
+		}
+		if a.pk != b.pk {
+			return cmp.Compare(l.names[a.pk], l.names[b.pk]) // a hash collision
+		}
+		return cmp.Or(cmp.Compare(a.class, b.class), cmp.Compare(hash[a.shard], hash[b.shard]), cmpBool(a.throttled, b.throttled),
+			cmp.Compare(a.reason, b.reason), cmp.Compare(a.quanta, b.quanta), cmp.Compare(a.sk, b.sk))
+	}
+	l.events = nil
+	if hi-lo > maxCountedSpan {
+		slices.SortFunc(evs, cmpEvents)
+		return evs
+	}
+	// A counting sort by second: where each second's events start.
+	at := make([]int, int(hi-lo)+2)
+	for _, ev := range evs {
+		at[ev.sec-lo+1]++
+	}
+	for i := 1; i < len(at); i++ {
+		at[i] += at[i-1]
+	}
+	out := make([]incEvent, len(evs))
+	next := slices.Clone(at)
+	for _, ev := range evs {
+		out[next[ev.sec-lo]] = ev
+		next[ev.sec-lo]++
+	}
+	for i := 0; i+1 < len(at); i++ {
+		slices.SortFunc(out[at[i]:at[i+1]], cmpEvents)
+	}
+	return out
 }
 
 func cmpBool(a, b bool) int {
@@ -125,23 +161,14 @@ func cmpBool(a, b bool) int {
 	return -1
 }
 
-// events appends the calls of one record: the first carries its units,
-// the first few its sort keys (one each, setting the record's bits), the
-// rest neither.
-func (l *incidentLog) events(r incRow, out []traffic.Event, sks *[32]string) []traffic.Event {
-	e := l.entryOf(r.entry)
-	ev := traffic.Event{Table: e.table, Index: e.index, PK: l.names[r.pk], Shard: l.names[r.shard], Class: r.class,
-		Time: time.Unix(r.sec, 0), Throttled: r.throttled, ThrottleReason: r.reason, Source: "analyze"}
-	sk := sortKeysOf(r.sk, sks)
-	for n := range r.calls {
-		ev.Units, ev.SK = 0, ""
-		if n == 0 {
-			ev.Units = float64(r.quanta) / quantum
-		}
-		if int(n) < len(sk) {
-			ev.SK = sk[n]
-		}
-		out = append(out, ev)
+// event is the Event that ev stands for: its units as the sketch counted
+// them, a sort key that sets its bit.
+func (l *incidentLog) event(ev incEvent, sks *[32]string) traffic.Event {
+	e := l.entryOf(ev.entry)
+	out := traffic.Event{Table: e.table, Index: e.index, PK: l.names[ev.pk], Shard: l.names[ev.shard], Class: ev.class,
+		Units: float64(ev.quanta) / quantum, Time: time.Unix(int64(ev.sec), 0), Throttled: ev.throttled, ThrottleReason: ev.reason, Source: "analyze"}
+	if ev.sk != 0 {
+		out.SK = sks[bits.TrailingZeros32(ev.sk)]
 	}
 	return out
 }
@@ -169,7 +196,7 @@ func addIncidents(ctx context.Context, r *report.Report, l *incidentLog, p confi
 		return err
 	}
 	if over {
-		r.Notes = append(r.Notes, fmt.Sprintf("incidents were not judged: the input holds more than %d distinct seconds of keys (each second of each key of each table), the most analyze keeps for them; analyze parts of it (a few hours each) to have them", maxIncidentRecords))
+		r.Notes = append(r.Notes, fmt.Sprintf("incidents were not judged: the input holds more than %d events with a time, the most analyze keeps for them; analyze parts of it (a few hours each) to have them", maxIncidentEvents))
 	}
 	for i := range r.Tables {
 		t := &r.Tables[i]
