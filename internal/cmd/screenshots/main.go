@@ -226,17 +226,21 @@ func shootLiveForecast(bctx context.Context, bin string, z size) (testenv.Screen
 
 // describedPages fails unless the pages are those the README's pictures
 // say they show: the diagnoses, then the tables; the live page lists the
-// incidents between them where the demo keeps a history.
+// incidents between them where the demo keeps a history, the report where
+// its input has some.
 func describedPages(live, tables, rep []string) error {
 	want := []string{"view overview", "h2 Diagnoses", "diagnosis", "h2 Tables and indexes", "table with axes"}
-	wantLive := want
-	if slices.Contains(live, "h2 Incidents") {
-		wantLive = slices.Insert(slices.Clone(want), 3, "h2 Incidents", "card")
+	withIncidents := func(page []string) []string {
+		if slices.Contains(page, "h2 Incidents") {
+			return slices.Insert(slices.Clone(want), 3, "h2 Incidents", "card")
+		}
+		return want
 	}
+	wantLive := withIncidents(live)
 	for i, got := range [][]string{live, tables, rep} {
-		w := want
-		if i < 2 {
-			w = wantLive
+		w := wantLive
+		if i == 2 {
+			w = withIncidents(rep)
 		}
 		if !slices.Equal(got, w) {
 			return fmt.Errorf("the page is %q, want %q: the README's pictures would show another page than it describes", got, w)
