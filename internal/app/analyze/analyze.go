@@ -70,6 +70,10 @@ type Config struct {
 	// to Stdout; progress, rejected lines and file errors to Stderr.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+
+	// replayAll replays every table for its incidents, those the screen
+	// finds quiet too (incidentscreen.go): the tests' check of the screen.
+	replayAll bool
 }
 
 // Run reads every file and writes the report. A file that cannot be read
@@ -125,7 +129,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if n := in.store.Untracked(); n > 0 {
 		result.Notes = append(result.Notes, untrackedNote(n, in.store.Config().MaxTables))
 	}
-	if err := addIncidents(ctx, &result, in.incidents, cfg.Pipeline); err != nil {
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if err := addIncidents(ctx, &result, in.incidents, cfg.Pipeline, workers, !cfg.replayAll); err != nil {
 		return err
 	}
 	result.BadTime = badTimes(rep.Reason(traffic.ReasonBadTime), in.left, in.first, in.last)

@@ -1,13 +1,17 @@
 package analyze
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
-	"math/bits"
+	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/zeebo/xxh3"
 
@@ -30,18 +34,61 @@ const maxEvaluations = 20000
 // into place by second (8 bytes a second); a longer one is sorted.
 const maxCountedSpan = 1 << 22
 
-// judgeIncidents replays the log's seconds in event time into a live
+// judgeIncidents replays the log's events in event time into a live
 // window judged by the daemon's Tracker, and returns the incidents of each
-// table entry, oldest first. It returns none when the log holds none or
-// overflowed (over).
-func judgeIncidents(ctx context.Context, l *incidentLog, p config.Pipeline) (incs map[entryKey][]report.Incident, over bool, err error) {
+// table entry, oldest first; over says that the log overflowed. A table
+// and its indexes are judged together (an index's judgement reads its
+// table's), apart from the other tables, on up to workers goroutines: the
+// same incidents whatever the workers.
+func judgeIncidents(ctx context.Context, l *incidentLog, p config.Pipeline, workers int, screen bool) (map[entryKey][]report.Incident, bool, error) {
 	if l == nil || l.over {
 		return nil, l != nil, nil
 	}
 	rows := l.sorted()
-	if len(rows) == 0 {
-		return nil, false, nil
+	byTable := map[string][]incOrder{}
+	for _, r := range rows {
+		t := l.entries[binary.LittleEndian.Uint16(l.rec(r.off)[8:])].table
+		byTable[t] = append(byTable[t], r)
 	}
+	groups := make(chan []incOrder, len(byTable))
+	for _, g := range byTable {
+		groups <- g
+	}
+	close(groups)
+	var mu sync.Mutex
+	out := map[entryKey][]report.Incident{}
+	var firstErr error
+	var wg sync.WaitGroup
+	for range max(1, min(workers, len(byTable))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g := range groups {
+				if screen && l.quiet(g, p, evalStep(int64(g[0].sec), int64(g[len(g)-1].sec))) {
+					continue
+				}
+				incs, err := l.replay(ctx, g, p)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				for k, v := range incs {
+					out[k] = v
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, false, firstErr
+	}
+	return out, false, nil
+}
+
+// replay replays rows (sorted) into a live window of their own, judged
+// once a second of event time, and returns their incidents.
+func (l *incidentLog) replay(ctx context.Context, rows []incOrder, p config.Pipeline) (map[entryKey][]report.Incident, error) {
 	sks := sortKeyNames()
 	scfg := p.Sketch
 	if scfg.Window <= 0 {
@@ -50,13 +97,13 @@ func judgeIncidents(ctx context.Context, l *incidentLog, p config.Pipeline) (inc
 	var now time.Time
 	store, err := sketch.NewStore(scfg, func() time.Time { return now })
 	if err != nil {
-		return nil, false, fmt.Errorf("incidents: %w", err)
+		return nil, fmt.Errorf("incidents: %w", err)
 	}
 	tr := detect.NewTracker(p.Detect)
 	judged := judge.Alone(store, tr) // the daemon's evaluator
 	book := incidentBook{open: map[incKey]*report.Incident{}}
 	first, last := int64(rows[0].sec), int64(rows[len(rows)-1].sec)
-	step := max(1, (last-first+maxEvaluations)/maxEvaluations)
+	step := evalStep(first, last)
 	// After idle seconds without an event, every diagnosis has cleared:
 	// the window has forgotten the last events and the hold has run.
 	idle := int64((scfg.Window+p.Detect.Hold)/time.Second) + int64(scfg.RecentSeconds) + 2*step + 1
@@ -65,12 +112,12 @@ func judgeIncidents(ctx context.Context, l *incidentLog, p config.Pipeline) (inc
 	for at := first + step - 1; ; {
 		batch = batch[:0]
 		for ; i < len(rows) && int64(rows[i].sec) <= at; i++ {
-			batch = append(batch, l.event(rows[i], &sks))
+			batch = append(batch, l.event(rows[i].off, &sks))
 			lastEvent = int64(rows[i].sec)
 		}
 		now = time.Unix(at+1, 0)
 		if err := store.Put(ctx, batch); err != nil {
-			return nil, false, fmt.Errorf("incidents: %w", err)
+			return nil, fmt.Errorf("incidents: %w", err)
 		}
 		judged.Evaluate()
 		book.see(tr.Flagged(), now.UTC())
@@ -78,7 +125,7 @@ func judgeIncidents(ctx context.Context, l *incidentLog, p config.Pipeline) (inc
 			break
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		next := at + step
 		if sec := int64(rows[i].sec); at-lastEvent >= idle && sec > next {
@@ -87,88 +134,115 @@ func judgeIncidents(ctx context.Context, l *incidentLog, p config.Pipeline) (inc
 		}
 		at = next
 	}
-	return book.byEntry(), false, nil
+	return book.byEntry(), nil
 }
 
-// sorted returns the log's events in the order they are replayed: by
-// second, then by the hashes of their names (table entry, key, shard),
-// class, throttling and figures, so that the replay is the same whatever
-// the parts' ids and the order of the lines. The seconds are counted
-// into place (the input's span is bounded: outliers are left out), the
-// events of one second sorted.
-func (l *incidentLog) sorted() []incEvent {
-	evs := l.events
-	if len(evs) == 0 {
+// sorted returns the offsets of the log's events in the order they are
+// replayed: by second, then by table entry and key (by hashes of their
+// names, then the names), class, shard, throttling and figures, so that
+// the replay is the same whatever the parts' ids and the order of the
+// lines. The seconds are counted into place (the input's span is
+// bounded: outliers are left out), the events of one second sorted.
+func (l *incidentLog) sorted() []incOrder {
+	var recs []incOrder
+	lo, hi := uint32(math.MaxUint32), uint32(0)
+	for ci, c := range l.chunks {
+		for pos := 0; pos < len(c); pos += incHead + int(c[pos+15]) {
+			r := c[pos:]
+			sec := binary.LittleEndian.Uint32(r)
+			lo, hi = min(lo, sec), max(hi, sec)
+			eh := xxh3.HashString(l.entries[binary.LittleEndian.Uint16(r[8:])].table)
+			recs = append(recs, incOrder{sec: sec, hash: xxh3.Hash(r[incHead:incHead+int(r[15])]) ^ eh, off: uint32(ci<<incChunkBits | pos)})
+		}
+	}
+	if len(recs) == 0 {
 		return nil
 	}
-	hash := make([]uint64, len(l.names))
-	for id, s := range l.names {
-		hash[id] = xxh3.HashString(s)
+	less := func(x, y incOrder) int {
+		if x.sec != y.sec {
+			return cmp.Compare(x.sec, y.sec)
+		}
+		if x.hash != y.hash {
+			return cmp.Compare(x.hash, y.hash)
+		}
+		return l.compare(x.off, y.off)
 	}
-	lo, hi := evs[0].sec, evs[0].sec
-	for _, ev := range evs {
-		lo, hi = min(lo, ev.sec), max(hi, ev.sec)
-	}
-	cmpEvents := func(a, b incEvent) int {
-		// Early returns: cmp.Or would compare every field every time.
-		if c := cmp.Compare(a.sec, b.sec); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(hash[a.entry], hash[b.entry]); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(hash[a.pk], hash[b.pk]); c != 0 {
-			return c
-		}
-		if a.pk != b.pk {
-			return cmp.Compare(l.names[a.pk], l.names[b.pk]) // a hash collision
-		}
-		return cmp.Or(cmp.Compare(a.class, b.class), cmp.Compare(hash[a.shard], hash[b.shard]), cmpBool(a.throttled, b.throttled),
-			cmp.Compare(a.reason, b.reason), cmp.Compare(a.quanta, b.quanta), cmp.Compare(a.sk, b.sk))
-	}
-	l.events = nil
 	if hi-lo > maxCountedSpan {
-		slices.SortFunc(evs, cmpEvents)
-		return evs
+		slices.SortFunc(recs, less)
+		return recs
 	}
 	// A counting sort by second: where each second's events start.
-	at := make([]int, int(hi-lo)+2)
-	for _, ev := range evs {
-		at[ev.sec-lo+1]++
+	at := make([]uint32, int(hi-lo)+2)
+	for _, r := range recs {
+		at[r.sec-lo+1]++
 	}
 	for i := 1; i < len(at); i++ {
 		at[i] += at[i-1]
 	}
-	out := make([]incEvent, len(evs))
+	out := make([]incOrder, len(recs))
 	next := slices.Clone(at)
-	for _, ev := range evs {
-		out[next[ev.sec-lo]] = ev
-		next[ev.sec-lo]++
+	for _, r := range recs {
+		out[next[r.sec-lo]] = r
+		next[r.sec-lo]++
 	}
 	for i := 0; i+1 < len(at); i++ {
-		slices.SortFunc(out[at[i]:at[i+1]], cmpEvents)
+		slices.SortFunc(out[at[i]:at[i+1]], less)
 	}
 	return out
 }
 
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
+// evalStep is the seconds between evaluations of a replay from first to
+// last: 1, or the fewest that keep under maxEvaluations.
+func evalStep(first, last int64) int64 {
+	return max(1, (last-first+maxEvaluations)/maxEvaluations)
 }
 
-// event is the Event that ev stands for: its units as the sketch counted
-// them, a sort key that sets its bit.
-func (l *incidentLog) event(ev incEvent, sks *[32]string) traffic.Event {
-	e := l.entryOf(ev.entry)
-	out := traffic.Event{Table: e.table, Index: e.index, PK: l.names[ev.pk], Shard: l.names[ev.shard], Class: ev.class,
-		Units: float64(ev.quanta) / quantum, Time: time.Unix(int64(ev.sec), 0), Throttled: ev.throttled, ThrottleReason: ev.reason, Source: "analyze"}
-	if ev.sk != 0 {
-		out.SK = sks[bits.TrailingZeros32(ev.sk)]
+// incOrder is an event's place in the replay: its second, a hash of its
+// table and key, and its record's offset.
+type incOrder struct {
+	sec  uint32
+	off  uint32
+	hash uint64
+}
+
+// rec is the record at off.
+func (l *incidentLog) rec(off uint32) []byte {
+	return l.chunks[off>>incChunkBits][off&(1<<incChunkBits-1):]
+}
+
+// compare orders two records of one second and hash: by table entry, key,
+// shard, class and throttling, reason, sort key bit, units.
+func (l *incidentLog) compare(x, y uint32) int {
+	rx, ry := l.rec(x), l.rec(y)
+	ex, ey := l.entries[binary.LittleEndian.Uint16(rx[8:])], l.entries[binary.LittleEndian.Uint16(ry[8:])]
+	if c := cmp.Or(cmp.Compare(ex.table, ey.table), cmp.Compare(ex.index, ey.index)); c != 0 {
+		return c
+	}
+	if c := bytes.Compare(rx[incHead:incHead+int(rx[15])], ry[incHead:incHead+int(ry[15])]); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(l.shards[binary.LittleEndian.Uint16(rx[10:])], l.shards[binary.LittleEndian.Uint16(ry[10:])]); c != 0 {
+		return c
+	}
+	return cmp.Or(bytes.Compare(rx[12:15], ry[12:15]), cmp.Compare(binary.LittleEndian.Uint32(rx[4:]), binary.LittleEndian.Uint32(ry[4:])))
+}
+
+// event is the Event of the record at off: its units as the sketch
+// counted them, a sort key that sets its bit. Its key is the log's bytes
+// (the store keeps nothing of a batch once Put returns; the log is not
+// written to again).
+func (l *incidentLog) event(off uint32, sks *[32]string) traffic.Event {
+	r := l.rec(off)
+	e := l.entries[binary.LittleEndian.Uint16(r[8:])]
+	out := traffic.Event{Table: e.table, Index: e.index, Shard: l.shards[binary.LittleEndian.Uint16(r[10:])],
+		Class: traffic.Class(r[12] & incClass), Units: float64(binary.LittleEndian.Uint32(r[4:])) / quantum,
+		Time: time.Unix(int64(binary.LittleEndian.Uint32(r)), 0), Throttled: r[12]&incThrottled != 0,
+		ThrottleReason: traffic.ThrottleReason(r[13]), Source: "analyze"}
+	if n := int(r[15]); n > 0 {
+		out.PK = unsafe.String(&r[incHead], n)
+	}
+	if r[14] > 0 {
+		out.SK = sks[r[14]-1]
 	}
 	return out
 }
@@ -190,13 +264,13 @@ func sortKeyNames() [32]string {
 // addIncidents judges the incidents of the log and gives each table entry
 // of r its own; a note says so when the input held too many (second, key)
 // records for them to be judged.
-func addIncidents(ctx context.Context, r *report.Report, l *incidentLog, p config.Pipeline) error {
-	incs, over, err := judgeIncidents(ctx, l, p)
+func addIncidents(ctx context.Context, r *report.Report, l *incidentLog, p config.Pipeline, workers int, screen bool) error {
+	incs, over, err := judgeIncidents(ctx, l, p, workers, screen)
 	if err != nil {
 		return err
 	}
 	if over {
-		r.Notes = append(r.Notes, fmt.Sprintf("incidents were not judged: the input holds more than %d events with a time, the most analyze keeps for them; analyze parts of it (a few hours each) to have them", maxIncidentEvents))
+		r.Notes = append(r.Notes, fmt.Sprintf("incidents were not judged: the input's events take more than %d bytes, the most analyze keeps for them; analyze parts of it (a few hours each) to have them", maxIncidentBytes))
 	}
 	for i := range r.Tables {
 		t := &r.Tables[i]

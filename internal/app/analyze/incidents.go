@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 	"strings"
 
@@ -16,11 +17,12 @@ import (
 // threshold and hold, in event time. analyze gets them in two steps.
 //
 //  1. While the inputs are read (the one reading every report needs), each
-//     part of them keeps its events in 28 bytes each: second, table entry,
-//     class, partition key and stream shard (ids of the names, each kept
-//     once), units (in the sketch's quarter units), throttling, and the
-//     bit of the sort key in the sketch's 32-bit estimate of a key's sort
-//     keys. The parts append to one another.
+//     part of them appends its events to a buffer, 16 bytes and the key's
+//     each, as the spill does (spill.go): second, units (in the sketch's
+//     quarter units), table entry and stream shard (the part's ids),
+//     class, throttling and its reason, the bit of the sort key in the
+//     sketch's 32-bit estimate of a key's sort keys, and the partition
+//     key. The parts append to one another.
 //  2. Then those events are put in an order that depends on nothing but
 //     them (by second, then by the hashes of their names and their
 //     figures), and replayed in event time, second by second, into
@@ -33,41 +35,52 @@ import (
 //     the daemon's history records them (history/incidents.go).
 //
 // Events without a time are in no second and in no incident. The memory
-// is 28 bytes an event with a time, and each distinct key once: bounded by
-// maxIncidentEvents; past it, no incident is judged and a note says so.
+// is 16 bytes an event with a time and its key's bytes: bounded by
+// maxIncidentBytes; past it, no incident is judged and a note says so.
 
-// maxIncidentEvents bounds the events kept for the incidents.
-const maxIncidentEvents = 1 << 24
+// maxIncidentBytes bounds the events kept for the incidents (their
+// offsets are 32 bits: chunk and place in it).
+const maxIncidentBytes = 1 << 30
 
-// incEvent is one event as the incidents keep it: ids are the part's
-// (incidentLog.names).
-type incEvent struct {
-	sec       uint32 // Unix seconds: the plausible times (times.go) fit
-	entry, pk uint32
-	shard     uint32
-	quanta    uint32 // its units in quarter units, as the sketch counts them
-	sk        uint32 // its sort key's bit (sortKeyBit), 0 without one
-	class     traffic.Class
-	throttled bool
-	reason    traffic.ThrottleReason
-}
+// incChunkBits sizes the chunks the events are appended to: a record never
+// spans two, and a full chunk is never copied.
+const incChunkBits = 18
+
+// An event's record: second (Unix, 4 bytes little endian), quarter units
+// (4), table entry id (2), shard id (2, 0 for none), class and throttled
+// (1), throttle reason (1), sort key bit + 1 (1, 0 for none), key length
+// (1), then the key's bytes (at most sketch.MaxKeyBytes).
+const (
+	incHead      = 16
+	incThrottled = 1 << 7
+	incClass     = 1<<7 - 1
+)
 
 // incidentLog is one part's events, in front of the part's next sink.
 type incidentLog struct {
-	next   traffic.Sink
-	events []incEvent
-	ids    map[string]uint32
-	names  []string
+	next traffic.Sink
+	// chunks hold the records, buf is the last (a slice of the last
+	// chunk's array), size their bytes.
+	chunks [][]byte
+	buf    []byte
+	size   int
+	// entries and shards are the names of the part's ids; shard 0 is
+	// none.
+	entries  []entryKey
+	entryIDs map[entryKey]uint16
+	shards   []string
+	shardIDs map[string]uint16
 	// last is the table entry of the last event, and its id.
 	last   entryKey
-	lastID uint32
-	// over says that the part held more than maxIncidentEvents events: it
-	// keeps no more, and no incident is judged.
+	lastID int
+	// over says that the part held more than maxIncidentBytes, or more
+	// table entries or shards than its ids name: it keeps no more, and no
+	// incident is judged.
 	over bool
 }
 
 func newIncidentLog(next traffic.Sink) *incidentLog {
-	return &incidentLog{next: next, ids: map[string]uint32{"": 0}, names: []string{""}, lastID: math.MaxUint32}
+	return &incidentLog{next: next, entryIDs: map[entryKey]uint16{}, shards: []string{""}, shardIDs: map[string]uint16{"": 0}, lastID: -1}
 }
 
 // Put records the batch's events that have a time and passes it on. The
@@ -84,81 +97,135 @@ func (l *incidentLog) Put(ctx context.Context, batch []traffic.Event) error {
 // add records one event as the store counts it: a known class, units that
 // are a number (else 0), a key cut as the store holds it.
 func (l *incidentLog) add(e *traffic.Event) {
-	if e.Time.IsZero() || e.Class >= traffic.NumClasses || e.Table == "" {
-		return
-	}
-	if len(l.events) >= maxIncidentEvents {
-		l.over, l.events = true, nil
+	if e.Time.IsZero() || e.Class >= traffic.NumClasses || e.Table == "" || l.over {
 		return
 	}
 	pk := e.PK
 	if len(pk) > sketch.MaxKeyBytes {
 		pk = sketch.HeldKey(pk)
 	}
+	entry, ok := l.entry(e.Table, e.Index)
+	shard, ok2 := l.shard(e.Shard)
+	if !ok || !ok2 || l.size+incHead+len(pk) > maxIncidentBytes {
+		l.drop()
+		return
+	}
 	units := e.Units
 	if !(units >= 0) || units > math.MaxFloat64 {
 		units = 0
 	}
-	ev := incEvent{sec: uint32(e.Time.Unix()), entry: l.entry(e.Table, e.Index), pk: l.id(pk), quanta: toQuanta(units),
-		class: e.Class, throttled: e.Throttled, reason: e.ThrottleReason}
-	if e.Shard != "" {
-		ev.shard = l.id(e.Shard)
+	flags := byte(e.Class)
+	if e.Throttled {
+		flags |= incThrottled
 	}
+	var skBit byte
 	if e.SK != "" {
-		ev.sk = sortKeyBit(e.SK)
+		skBit = byte(xxh3.HashString(e.SK)>>59) + 1 // sketch/keys.go's sortKeyBit
 	}
-	l.events = append(l.events, ev)
+	r := l.record(incHead + len(pk))
+	binary.LittleEndian.PutUint32(r[0:], uint32(e.Time.Unix()))
+	binary.LittleEndian.PutUint32(r[4:], toQuanta(units))
+	binary.LittleEndian.PutUint16(r[8:], entry)
+	binary.LittleEndian.PutUint16(r[10:], shard)
+	r[12], r[13], r[14], r[15] = flags, byte(e.ThrottleReason), skBit, byte(len(pk))
+	copy(r[incHead:], pk)
 }
 
-// id returns the part's id of s, a copy of s kept when new (an event's
-// strings are its decoder's buffer).
-func (l *incidentLog) id(s string) uint32 {
-	if id, ok := l.ids[s]; ok {
-		return id
+// record returns room for a record of n bytes at the end of the last
+// chunk, or of a new one.
+func (l *incidentLog) record(n int) []byte {
+	if len(l.buf)+n > cap(l.buf) {
+		l.buf = make([]byte, 0, 1<<incChunkBits)
+		l.chunks = append(l.chunks, nil)
 	}
-	s = strings.Clone(s)
-	id := uint32(len(l.names))
-	l.ids[s] = id
-	l.names = append(l.names, s)
-	return id
+	at := len(l.buf)
+	l.buf = l.buf[:at+n]
+	l.chunks[len(l.chunks)-1] = l.buf
+	l.size += n
+	return l.buf[at:]
 }
 
-// entry returns the id of a table entry's name (table NUL index).
-func (l *incidentLog) entry(table, index string) uint32 {
-	if l.lastID != math.MaxUint32 && table == l.last.table && index == l.last.index {
-		return l.lastID
+// drop gives up the part's events: no incident is judged.
+func (l *incidentLog) drop() {
+	l.over, l.chunks, l.buf = true, nil, nil
+}
+
+// entry returns the part's id of a table entry, made if new (the names
+// are the decoders' buffers: copies are kept).
+func (l *incidentLog) entry(table, index string) (uint16, bool) {
+	if l.lastID >= 0 && table == l.last.table && index == l.last.index {
+		return uint16(l.lastID), true
 	}
-	id := l.id(table + "\x00" + index)
-	t, i, _ := strings.Cut(l.names[id], "\x00")
-	l.last, l.lastID = entryKey{t, i}, id
-	return id
+	id, ok := l.entryIDs[entryKey{table, index}]
+	if !ok {
+		if len(l.entries) > math.MaxUint16 {
+			return 0, false
+		}
+		k := entryKey{strings.Clone(table), strings.Clone(index)}
+		id = uint16(len(l.entries))
+		l.entries = append(l.entries, k)
+		l.entryIDs[k] = id
+	}
+	l.last, l.lastID = l.entries[id], int(id)
+	return id, true
 }
 
-// entryOf is the table entry an entry id names.
-func (l *incidentLog) entryOf(id uint32) entryKey {
-	t, i, _ := strings.Cut(l.names[id], "\x00")
-	return entryKey{t, i}
+// shard returns the part's id of a stream shard, made if new.
+func (l *incidentLog) shard(s string) (uint16, bool) {
+	if s == "" {
+		return 0, true
+	}
+	id, ok := l.shardIDs[s]
+	if !ok {
+		if len(l.shards) > math.MaxUint16 {
+			return 0, false
+		}
+		s = strings.Clone(s)
+		id = uint16(len(l.shards))
+		l.shards = append(l.shards, s)
+		l.shardIDs[s] = id
+	}
+	return id, true
 }
 
-// absorb adds o's events (another part's).
+// absorb appends o's events (another part's), its ids made the part's.
 func (l *incidentLog) absorb(o *incidentLog) {
-	if l.over || o.over || len(l.events)+len(o.events) > maxIncidentEvents {
-		l.over, l.events = true, nil
+	if l.over || o.over || l.size+o.size+len(o.chunks)<<8 > maxIncidentBytes {
+		l.drop()
 		return
 	}
-	remap := make([]uint32, len(o.names))
-	for id, s := range o.names {
-		remap[id] = l.id(s)
+	entries := make([]uint16, len(o.entries))
+	for i, k := range o.entries {
+		id, ok := l.entry(k.table, k.index)
+		if !ok {
+			l.drop()
+			return
+		}
+		entries[i] = id
 	}
-	for _, ev := range o.events {
-		ev.entry, ev.pk, ev.shard = remap[ev.entry], remap[ev.pk], remap[ev.shard]
-		l.events = append(l.events, ev)
+	shards := make([]uint16, len(o.shards))
+	for i, s := range o.shards {
+		id, ok := l.shard(s)
+		if !ok {
+			l.drop()
+			return
+		}
+		shards[i] = id
 	}
-	l.lastID = math.MaxUint32
-}
-
-// sortKeyBit is the bit of a sort key in the sketch's 32-bit estimate of
-// a key's sort keys (sketch/keys.go): the top five bits of its hash.
-func sortKeyBit(sk string) uint32 {
-	return 1 << (xxh3.HashString(sk) >> 59)
+	for _, c := range o.chunks {
+		for r := c; len(r) > 0; r = r[incHead+int(r[15]):] {
+			binary.LittleEndian.PutUint16(r[8:], entries[binary.LittleEndian.Uint16(r[8:])])
+			binary.LittleEndian.PutUint16(r[10:], shards[binary.LittleEndian.Uint16(r[10:])])
+		}
+	}
+	// o's chunks go before the last of l, which stays the one appended
+	// to.
+	if n := len(l.chunks); n > 0 {
+		l.chunks = append(l.chunks[:n-1], append(o.chunks, l.chunks[n-1])...)
+	} else {
+		l.chunks = o.chunks
+		l.buf = nil
+	}
+	l.size += o.size
+	o.chunks, o.buf = nil, nil
 }

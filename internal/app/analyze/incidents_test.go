@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // incidentScenario is a testdata/incidents file: traffic over a span of
@@ -112,7 +112,7 @@ func (sc incidentScenario) lines(t *testing.T) []string {
 
 // runIncidents analyzes lines (as a file) with workers and returns the
 // report.
-func runIncidents(t *testing.T, lines []string, workers int) report.Report {
+func runIncidents(t *testing.T, lines []string, workers int, replayAll bool) report.Report {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "in.jsonl")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
@@ -120,7 +120,7 @@ func runIncidents(t *testing.T, lines []string, workers int) report.Report {
 	}
 	var out, errs bytes.Buffer
 	err := Run(context.Background(), Config{Files: []string{path}, Pipeline: defaultPipeline(), Format: "json", Workers: workers, MinPart: 64 << 10,
-		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errs})
+		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errs, replayAll: replayAll})
 	if err != nil {
 		t.Fatalf("analyze: %v\n%s", err, errs.String())
 	}
@@ -150,15 +150,21 @@ func TestIncidents(t *testing.T) {
 				t.Fatal(err)
 			}
 			lines := sc.lines(t)
-			ordered := incidentsByTable(runIncidents(t, lines, 1))
+			ordered := incidentsByTable(runIncidents(t, lines, 1, false))
 			checkIncidents(t, ordered, sc.Want)
 			rng := rand.New(rand.NewPCG(sc.Seed, 7))
 			rng.Shuffle(len(lines), func(i, j int) { lines[i], lines[j] = lines[j], lines[i] })
-			shuffled := incidentsByTable(runIncidents(t, lines, 4))
+			shuffled := incidentsByTable(runIncidents(t, lines, 4, false))
 			a, _ := json.Marshal(ordered)
 			b2, _ := json.Marshal(shuffled)
 			if !bytes.Equal(a, b2) {
 				t.Errorf("shuffled on 4 workers:\n%s\nin order on 1:\n%s", b2, a)
+			}
+			// The screen passes over only tables the replay finds
+			// nothing in.
+			all, _ := json.Marshal(incidentsByTable(runIncidents(t, lines, 2, true)))
+			if !bytes.Equal(a, all) {
+				t.Errorf("every table replayed:\n%s\nscreened:\n%s", all, a)
 			}
 		})
 	}
@@ -221,5 +227,56 @@ func checkIncidents(t *testing.T, got map[string][]report.Incident, want []wantI
 			t.Errorf("%s incident %d: id %q, summary %q", entry, i, g.ID, g.Summary)
 		}
 	}
-	_ = io.Discard
+}
+
+// TestIncidentScreen: a busy table of many keys is passed over (no
+// replay); one with a key above the clear threshold, a throttled call or a
+// key that reads as a time is not.
+func TestIncidentScreen(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	uniform := func(extra func(sec time.Time) []traffic.Event) *incidentLog {
+		l := newIncidentLog(traffic.SinkFunc(func(context.Context, []traffic.Event) error { return nil }))
+		rng := rand.New(rand.NewPCG(1, 2))
+		for s := range 300 {
+			sec := t0.Add(time.Duration(s) * time.Second)
+			var batch []traffic.Event
+			for range 150 {
+				batch = append(batch, traffic.Event{Table: "orders", PK: fmt.Sprintf("USER#%d", rng.IntN(1_000_000)), Class: traffic.Write, Units: 1, Time: sec})
+			}
+			batch = append(batch, extra(sec)...)
+			if err := l.Put(context.Background(), batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name  string
+		extra func(sec time.Time) []traffic.Event
+		quiet bool
+	}{
+		{"uniform", func(time.Time) []traffic.Event { return nil }, true},
+		{"a key at 9.6%", func(sec time.Time) []traffic.Event {
+			return slices.Repeat([]traffic.Event{{Table: "orders", PK: "USER#hot", Class: traffic.Write, Units: 1, Time: sec}}, 16)
+		}, false},
+		{"a key at 5%", func(sec time.Time) []traffic.Event {
+			return slices.Repeat([]traffic.Event{{Table: "orders", PK: "USER#warm", Class: traffic.Write, Units: 1, Time: sec}}, 8)
+		}, true},
+		{"a throttled call", func(sec time.Time) []traffic.Event {
+			if sec.Second() != 7 {
+				return nil
+			}
+			return []traffic.Event{{Table: "orders", PK: "USER#1", Class: traffic.Write, Units: 1, Time: sec, Throttled: true}}
+		}, false},
+		{"a key like a date", func(sec time.Time) []traffic.Event {
+			return []traffic.Event{{Table: "orders", PK: "2026-11-22", Class: traffic.Write, Units: 1, Time: sec}}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := uniform(tc.extra)
+			if got := l.quiet(l.sorted(), defaultPipeline(), 1); got != tc.quiet {
+				t.Errorf("quiet = %v, want %v", got, tc.quiet)
+			}
+		})
+	}
 }
