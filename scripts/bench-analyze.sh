@@ -41,6 +41,9 @@ for i in $(seq "$runs"); do
 			specs+=("analyze $b $procs")
 		done
 	done
+	# analyze --no-incidents: the read and its judgement without the
+	# incidents' replay.
+	specs+=("analyze-noinc new 2")
 	for b in "${bins[@]}"; do
 		specs+=("parallel $b 2")
 	done

@@ -50,7 +50,7 @@ func runAnalyze(f *flags, io stdio) int {
 	}
 	err = analyze.Run(context.Background(), analyze.Config{
 		Files: f.files, Pipeline: cfg.Pipeline(), Schemas: schemas, Table: f.table, Fields: cfg.JSONLFields(), Masker: masker,
-		Format: f.format, Version: buildVersion(), Log: analyzeLogger(f, io.stderr), Stdin: io.stdin, Stdout: io.stdout, Stderr: io.stderr,
+		Format: f.format, NoIncidents: !f.incidents, Version: buildVersion(), Log: analyzeLogger(f, io.stderr), Stdin: io.stdin, Stdout: io.stdout, Stderr: io.stderr,
 	})
 	if err != nil && !errors.Is(err, analyze.ErrUnreadable) && !errors.Is(err, analyze.ErrNothingUsable) {
 		fmt.Fprintf(io.stderr, "hotkeyd: %v\n", err)

@@ -65,6 +65,8 @@ func (f *flags) defineAnalyze(c *kingpin.CmdClause) {
 		Default(fmt.Sprint(config.Default().Detector.Top)).IsSetByUser(&f.topSet).IntVar(&f.top)
 	c.Flag("key-schema", "Key schema of a table, TABLE=PK[,SK], for inputs that do not say which attribute is the key (CloudTrail, stream records). Repeatable.").
 		PlaceHolder("TABLE=PK[,SK]").StringsVar(&f.keySchemas)
+	c.Flag("incidents", "Replay the input in event time through the live detector to list each table's incidents (what was hot, from when to when); --no-incidents skips it, which saves most of the time and memory beyond one reading.").
+		Default("true").BoolVar(&f.incidents)
 	c.Flag("table", "Table of the stream records that name none (aws dynamodbstreams get-records output); stream records of other tables are then skipped.").
 		PlaceHolder("NAME").StringVar(&f.table)
 	f.defineSettings(c)

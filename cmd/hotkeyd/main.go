@@ -64,6 +64,7 @@ type flags struct {
 	topSet                            bool
 	keySchemas, files                 []string
 	table                             string
+	incidents                         bool
 }
 
 // configPath returns the config file named on the command line (either

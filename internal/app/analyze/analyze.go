@@ -71,6 +71,12 @@ type Config struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 
+	// NoIncidents skips the incidents (TableReport.Incidents): the
+	// input's events are not kept for them and not replayed
+	// (incidents.go), which saves most of analyze's time and memory
+	// beyond one reading (docs/analyze.md).
+	NoIncidents bool
+
 	// replayAll replays every table for its incidents, those the screen
 	// finds quiet too (incidentscreen.go): the tests' check of the screen.
 	replayAll bool
@@ -349,14 +355,20 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		if how.spill != nil {
 			spill = newSpillWriter(how.spill)
 		}
-		// The incidents' events are kept on the way (incidents.go).
-		incidents := newIncidentLog(next)
+		// The incidents' events are kept on the way (incidents.go),
+		// unless they are not wanted.
+		var incidents *incidentLog
+		tail := next
+		if !cfg.NoIncidents {
+			incidents = newIncidentLog(next)
+			tail = incidents
+		}
 		times := newTimeCheck(traffic.SinkFunc(func(ctx context.Context, batch []traffic.Event) error {
 			passed.Add(uint64(len(batch)))
 			if spill != nil {
 				spill.put(batch)
 			}
-			return incidents.Put(ctx, batch)
+			return tail.Put(ctx, batch)
 		}), how.rep, how.valid, how.keep)
 		return &checkedStore{store: store, times: times, check: traffic.Checked(times, how.rep), spill: spill, incidents: incidents}
 	}
@@ -394,7 +406,9 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		Merge: func(dst, src *checkedStore) error {
 			dst.times.absorb(src.times)
 			src.closeSpill()
-			dst.incidents.absorb(src.incidents)
+			if dst.incidents != nil {
+				dst.incidents.absorb(src.incidents)
+			}
 			return dst.store.Merge(src.store)
 		},
 		Failed: how.fail,

@@ -280,3 +280,58 @@ func TestIncidentScreen(t *testing.T) {
 		})
 	}
 }
+
+// TestNoIncidents: with NoIncidents (--no-incidents) a table entry that
+// has incidents by default has none, and the rest of the report is the
+// same byte for byte as the default's on as many workers (one, two).
+func TestNoIncidents(t *testing.T) {
+	b, err := os.ReadFile("testdata/incidents/hot-key-midday.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc incidentScenario
+	if err := json.Unmarshal(b, &sc); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(sc.lines(t), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(workers int, none bool) report.Report {
+		var out, errs bytes.Buffer
+		err := Run(context.Background(), Config{Files: []string{path}, Pipeline: defaultPipeline(), Format: "json", Workers: workers, MinPart: 64 << 10,
+			NoIncidents: none, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errs})
+		if err != nil {
+			t.Fatalf("analyze: %v\n%s", err, errs.String())
+		}
+		var rep report.Report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	for _, workers := range []int{1, 2} {
+		// The light keys that fill a list out may differ between 1 and
+		// 2 workers (TestAnalyzeManyKeysAnyOrder): each is compared
+		// with the default on as many workers.
+		with := run(workers, false)
+		found := 0
+		for i := range with.Tables {
+			found += len(with.Tables[i].Incidents)
+			with.Tables[i].Incidents = nil
+		}
+		if found == 0 {
+			t.Fatalf("%d workers: the scenario has no incident by default: nothing to skip", workers)
+		}
+		want, _ := json.Marshal(with)
+		without := run(workers, true)
+		for _, tr := range without.Tables {
+			if len(tr.Incidents) > 0 {
+				t.Errorf("%d workers: %s/%s has %d incidents with NoIncidents", workers, tr.Table, tr.Index, len(tr.Incidents))
+			}
+		}
+		if got, _ := json.Marshal(without); !bytes.Equal(got, want) {
+			t.Errorf("%d workers: the report without incidents differs beyond them:\n%s\nwant:\n%s", workers, got, want)
+		}
+	}
+}

@@ -212,12 +212,24 @@ func Fast(ctx context.Context, r io.Reader) (Result, error) {
 // seconds of the keys of the report (internal/analyze); the report is
 // made as JSON and decoded for the Result.
 func Analyze(ctx context.Context, path string) (Result, error) {
+	return runAnalyze(ctx, path, false)
+}
+
+// AnalyzeWithoutIncidents is Analyze with --incidents=false: the input
+// read and judged as one window, no incidents replayed.
+func AnalyzeWithoutIncidents(ctx context.Context, path string) (Result, error) {
+	return runAnalyze(ctx, path, true)
+}
+
+// runAnalyze runs analyze on path, its incidents skipped with
+// noIncidents, and decodes its JSON report into a Result.
+func runAnalyze(ctx context.Context, path string, noIncidents bool) (Result, error) {
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(parallel.GCPercent))
 	}
 	var out bytes.Buffer
 	defaults := config.Default()
-	err := analyze.Run(ctx, analyze.Config{Files: []string{path}, Pipeline: defaults.Pipeline(), Format: "json", Stdout: &out, Stderr: io.Discard})
+	err := analyze.Run(ctx, analyze.Config{Files: []string{path}, Pipeline: defaults.Pipeline(), Format: "json", NoIncidents: noIncidents, Stdout: &out, Stderr: io.Discard})
 	if err != nil {
 		return Result{}, err
 	}

@@ -4,7 +4,7 @@
 // own process: scripts/bench-jsonl.sh starts one per implementation and run.
 //
 //	benchcmd -generate FILE [-events N]   write the benchmark file
-//	benchcmd -impl exact|fast|parallel|analyze [-tsv] FILE  count it, print the figures
+//	benchcmd -impl exact|fast|parallel|analyze|analyze-noinc [-tsv] FILE  count it, print the figures
 package main
 
 import (
@@ -45,7 +45,7 @@ type figures struct {
 func run() int {
 	gen := flag.String("generate", "", "write the benchmark file to this path and exit")
 	events := flag.Int("events", benchgen.DefaultEvents, "events to generate")
-	impl := flag.String("impl", "fast", "implementation to run: exact, fast, parallel or analyze (the whole of hotkeyd analyze)")
+	impl := flag.String("impl", "fast", "implementation to run: exact, fast, parallel, analyze (the whole of hotkeyd analyze) or analyze-noinc (analyze --no-incidents)")
 	tsv := flag.Bool("tsv", false, "print one tab-separated line (impl, events, bytes, seconds, max RSS bytes, CPU seconds) instead of JSON")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	memprofile := flag.String("memprofile", "", "write an allocation profile of the run to this file")
@@ -57,7 +57,7 @@ func run() int {
 		return generate(*gen, *events)
 	}
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: benchcmd -impl exact|fast|parallel|analyze FILE")
+		fmt.Fprintln(os.Stderr, "usage: benchcmd -impl exact|fast|parallel|analyze|analyze-noinc FILE")
 		return 2
 	}
 	f, err := os.Open(flag.Arg(0))
@@ -166,6 +166,8 @@ func runImpl(impl string, r io.Reader, path string) (Result, error) {
 		return Parallel(context.Background(), path)
 	case "analyze":
 		return Analyze(context.Background(), path)
+	case "analyze-noinc":
+		return AnalyzeWithoutIncidents(context.Background(), path)
 	}
 	return Result{}, errUnknownImpl
 }
