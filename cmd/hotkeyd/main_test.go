@@ -135,7 +135,7 @@ func TestCommandFlags(t *testing.T) {
 		{"run", daemon, "--config.file=\"hotkeyd.yaml\""},
 		{"demo", daemon, "--config.file=FILE"},
 		{"analyze", slices.Concat([]string{"help", "version"}, config,
-			[]string{"format", "top", "key-schema", "table", "threshold", "keys", "log.level", "log.format"}), "--config.file=FILE"},
+			[]string{"format", "top", "key-schema", "incidents", "table", "threshold", "keys", "log.level", "log.format"}), "--config.file=FILE"},
 		{"version", []string{"help", "version"}, ""},
 	} {
 		var stdout, stderr bytes.Buffer
