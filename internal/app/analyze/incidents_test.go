@@ -262,6 +262,14 @@ func TestIncidentScreen(t *testing.T) {
 		{"a key at 5%", func(sec time.Time) []traffic.Event {
 			return slices.Repeat([]traffic.Event{{Table: "orders", PK: "USER#warm", Class: traffic.Write, Units: 1, Time: sec}}, 8)
 		}, true},
+		// Each second's busiest key carries an eighth of the index's
+		// units, but no key more than a few of a window's 480 calls.
+		{"a light index of many keys", func(sec time.Time) []traffic.Event {
+			return lightIndex(sec, 8, nil)
+		}, true},
+		{"a light index's key at 11% of its window", func(sec time.Time) []traffic.Event {
+			return lightIndex(sec, 8, &traffic.Event{Table: "orders", Index: "GSI1", PK: "STATUS#late", Class: traffic.Write, Units: 1, Time: sec})
+		}, false},
 		{"a throttled call", func(sec time.Time) []traffic.Event {
 			if sec.Second() != 7 {
 				return nil
@@ -279,6 +287,21 @@ func TestIncidentScreen(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lightIndex is one second of n writes to index GSI1 of orders, on keys
+// drawn from a million (by the second: the same every run), and hot once
+// when not nil.
+func lightIndex(sec time.Time, n int, hot *traffic.Event) []traffic.Event {
+	rng := rand.New(rand.NewPCG(uint64(sec.Unix()), 3))
+	var out []traffic.Event
+	for range n {
+		out = append(out, traffic.Event{Table: "orders", Index: "GSI1", PK: fmt.Sprintf("STATUS#%d", rng.IntN(1_000_000)), Class: traffic.Write, Units: 1, Time: sec})
+	}
+	if hot != nil {
+		out = append(out, *hot)
+	}
+	return out
 }
 
 // TestNoIncidents: with NoIncidents (--no-incidents) a table entry that

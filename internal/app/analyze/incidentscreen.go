@@ -97,6 +97,7 @@ func quietClass(ss []secondStat, span, recent int64, share, limit float64, s det
 		return i
 	}
 	hotBefore := false
+	win := windowSums{sums: map[uint64]uint64{}}
 	for j := range ss {
 		if float64(ss[j].heavy)/quantum >= (s.LimitFraction-screenMargin)*limit {
 			return false
@@ -107,6 +108,7 @@ func quietClass(ss []secondStat, span, recent int64, share, limit float64, s det
 		}
 		// A window holds up to one slot more than its span.
 		longest := from(j, ss[j].sec-span-span/12-1)
+		win.slide(ss, longest, j)
 		var events, maxUnits uint64
 		var maxDistinct uint32
 		// perUnit bounds the window's events per quarter unit, by which
@@ -131,9 +133,12 @@ func quietClass(ss []secondStat, span, recent int64, share, limit float64, s det
 		if 0.95*float64(maxDistinct) < s.CardinalityFactor*max(required, 1)+1 {
 			return false
 		}
-		hot := hotWindow(ss, longest, from(j, eMax-span), j, share) ||
+		last, floored := flooredFrom(ss, longest, from(j, eMax-span), j, s.MinEvents)
+		// A share counts only in an evaluation whose window is over the
+		// traffic floor: one from ss[longest..last] on.
+		hot := floored && (hotWindow(ss, longest, last, j, share) && win.hot(ss, last, j, share) ||
 			!quietRecent(ss, from(j, ss[j].sec-recent), from(j, eMax-recent), j, share, judged) ||
-			judged(ss[j].units) && float64(ss[j].heavy) >= share*float64(ss[j].units) // the last second alone
+			judged(ss[j].units) && float64(ss[j].heavy) >= share*float64(ss[j].units)) // the last second alone
 		// A key is flagged once reported by evaluations a hold apart
 		// and by every one between: by two in a row at least. The
 		// evaluations from second j to the next event's are one in a
@@ -159,6 +164,76 @@ func hotWindow(ss []secondStat, first, last, j int, share float64) bool {
 		}
 	}
 	return false
+}
+
+// flooredFrom returns the last i, from first to last, whose window
+// ss[i..j] holds minEvents events or more; false if none does: windows
+// under the traffic floor are not judged on their shares.
+func flooredFrom(ss []secondStat, first, last, j int, minEvents uint64) (int, bool) {
+	var events uint64
+	for k := j; k >= first; k-- {
+		events += uint64(ss[k].events)
+		if k <= last && events >= minEvents {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// windowSums holds every key's units over ss[lo..hi], the longest window
+// ending at hi, by their hashes (keys that share a hash add up: more, never
+// less), and top, at least the heaviest key's: a window that ends at hi
+// and starts from lo on holds no more of any key.
+type windowSums struct {
+	sums   map[uint64]uint64
+	lo, hi int
+	top    uint64
+	filled bool
+}
+
+// slide moves the window to ss[lo..hi]: lo and hi never go back. top stays
+// an upper bound as keys leave.
+func (w *windowSums) slide(ss []secondStat, lo, hi int) {
+	for ; !w.filled || w.hi < hi; w.filled = true {
+		if w.filled {
+			w.hi++
+		}
+		for _, ku := range ss[w.hi].keys {
+			n := w.sums[ku.hash] + ku.units
+			w.sums[ku.hash] = n
+			w.top = max(w.top, n)
+		}
+	}
+	for ; w.lo < lo; w.lo++ {
+		for _, ku := range ss[w.lo].keys {
+			if n := w.sums[ku.hash] - ku.units; n > 0 {
+				w.sums[ku.hash] = n
+			} else {
+				delete(w.sums, ku.hash)
+			}
+		}
+	}
+}
+
+// hot reports whether a key's share of a window ss[i..j], for i from the
+// window's lo to last, could reach share: a key holds at most its units
+// over ss[lo..j], a window at least the units of ss[last..j].
+func (w *windowSums) hot(ss []secondStat, last, j int, share float64) bool {
+	var units uint64
+	for k := last; k <= j; k++ {
+		units += ss[k].units
+	}
+	if units == 0 {
+		return true
+	}
+	if float64(w.top) < share*float64(units) {
+		return false
+	}
+	w.top = 0
+	for _, n := range w.sums {
+		w.top = max(w.top, n)
+	}
+	return float64(w.top) >= share*float64(units)
 }
 
 // quietRecent reports whether every key's share of the spans ss[i..j],
