@@ -25,7 +25,12 @@ func writeForecasts(w io.Writer, t report.TableReport) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "    CLASS\tPEAK/S\tHEADROOM\tTREND/DAY\tCEILING AT\tR²\tKEY")
 		for _, f := range t.Forecasts {
-			trend, at, note := "-", "-", ""
+			trend, at, note, r2 := "-", "-", "", "-"
+			if f.TrendPerDay != nil || f.Confidence != 0 {
+				// A forecast made without a fit (no traffic, a span too
+				// short) has no R² to show, not one of 0.
+				r2 = fmt.Sprintf("%.2f", f.Confidence)
+			}
 			if f.TrendPerDay != nil {
 				trend = fmt.Sprintf("%+.4g (%s)", *f.TrendPerDay, f.Growth)
 			}
@@ -35,7 +40,7 @@ func writeForecasts(w io.Writer, t report.TableReport) {
 			if shared == "" && f.Note != "" {
 				note = "  (" + f.Note + ")"
 			}
-			fmt.Fprintf(tw, "    %s\t%s\t%s×\t%s\t%s\t%.2f\t%s%s\n", f.Class, fmtUnits(f.PeakUnitsPerSecond), fmtUnits(f.Headroom), trend, at, f.Confidence, printable(f.Key), note)
+			fmt.Fprintf(tw, "    %s\t%s\t%s×\t%s\t%s\t%s\t%s%s\n", f.Class, fmtUnits(f.PeakUnitsPerSecond), fmtUnits(f.Headroom), trend, at, r2, printable(f.Key), note)
 		}
 		tw.Flush()
 		if shared != "" {

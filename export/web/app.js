@@ -535,7 +535,7 @@
       fs.map(function (f) {
         return '<tr' + attrs({ key: f.key, class: f.class }) + '><td>' + esc(f.class) + '</td><td>' + fmt(f.peak_units_per_second) + '</td><td>' + fmt(f.headroom) + '×</td><td>' +
           (f.trend_per_day == null ? (f.note ? '<span title="' + esc(f.note) + '">–</span>' : '–') : (f.trend_per_day > 0 ? '+' : '') + fmt(f.trend_per_day) + ' (' + esc(f.growth) + ')') + '</td><td>' +
-          (f.reaches_ceiling_at ? esc(stamp(f.reaches_ceiling_at)) : '–') + '</td><td>' + f.confidence.toFixed(2) + '</td><td><code class="key" title="' + esc(f.key) + '">' + esc(f.key) + '</code></td></tr>';
+          (f.reaches_ceiling_at ? esc(stamp(f.reaches_ceiling_at)) : '–') + '</td><td>' + (f.trend_per_day == null && !f.confidence ? '–' : f.confidence.toFixed(2)) + '</td><td><code class="key" title="' + esc(f.key) + '">' + esc(f.key) + '</code></td></tr>';
       }).join('') + '</table>';
     html += fs.map(function (f) { return forecastFigure(t, f); }).join('');
     [10, 100].forEach(function (factor) {
