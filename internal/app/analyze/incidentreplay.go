@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -44,12 +45,7 @@ func judgeIncidents(ctx context.Context, l *incidentLog, p config.Pipeline, work
 	if l == nil || l.over {
 		return nil, l != nil, nil
 	}
-	rows := l.sorted()
-	byTable := map[string][]incOrder{}
-	for _, r := range rows {
-		t := l.entries[binary.LittleEndian.Uint16(l.rec(r.off)[8:])].table
-		byTable[t] = append(byTable[t], r)
-	}
+	byTable := l.sortedByTable()
 	groups := make(chan []incOrder, len(byTable))
 	for _, g := range byTable {
 		groups <- g
@@ -138,26 +134,77 @@ func (l *incidentLog) replay(ctx context.Context, rows []incOrder, p config.Pipe
 }
 
 // sorted returns the offsets of the log's events in the order they are
-// replayed: by second, then by table entry and key (by hashes of their
-// names, then the names), class, shard, throttling and figures, so that
-// the replay is the same whatever the parts' ids and the order of the
-// lines. The seconds are counted into place (the input's span is
-// bounded: outliers are left out), the events of one second sorted.
+// replayed, table by table (sortedByTable).
 func (l *incidentLog) sorted() []incOrder {
-	var recs []incOrder
-	lo, hi := uint32(math.MaxUint32), uint32(0)
-	for ci, c := range l.chunks {
-		for pos := 0; pos < len(c); pos += incHead + int(c[pos+15]) {
-			r := c[pos:]
-			sec := binary.LittleEndian.Uint32(r)
-			lo, hi = min(lo, sec), max(hi, sec)
-			eh := xxh3.HashString(l.entries[binary.LittleEndian.Uint16(r[8:])].table)
-			recs = append(recs, incOrder{sec: sec, hash: xxh3.Hash(r[incHead:incHead+int(r[15])]) ^ eh, off: uint32(ci<<incChunkBits | pos)})
-		}
+	var out []incOrder
+	for _, g := range l.sortedByTable() {
+		out = append(out, g...)
 	}
-	if len(recs) == 0 {
+	return out
+}
+
+// sortedByTable returns the offsets of the log's events of each table (a
+// table and its indexes) in the order they are replayed: by second, then
+// by table entry and key (by hashes of their names, then the names),
+// class, shard, throttling and figures, so that the replay is the same
+// whatever the parts' ids and the order of the lines. The tables' events
+// are one array, each table's a slice of it, in order of their names.
+func (l *incidentLog) sortedByTable() [][]incOrder {
+	if l.n == 0 {
 		return nil
 	}
+	// Each entry's table, as a group: the tables in order of their names.
+	names := map[string]int{}
+	for _, e := range l.entries {
+		names[e.table] = 0
+	}
+	tables := slices.Sorted(maps.Keys(names))
+	for i, t := range tables {
+		names[t] = i
+	}
+	groupOf := make([]int, len(l.entries))
+	hashOf := make([]uint64, len(l.entries))
+	for i, e := range l.entries {
+		groupOf[i], hashOf[i] = names[e.table], xxh3.HashString(e.table)
+	}
+	// Where each table's events start, counted first.
+	start := make([]int, len(tables)+1)
+	l.each(func(r []byte, _ uint32) { start[groupOf[binary.LittleEndian.Uint16(r[8:])]+1]++ })
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	recs := make([]incOrder, l.n)
+	next := slices.Clone(start)
+	l.each(func(r []byte, off uint32) {
+		entry := binary.LittleEndian.Uint16(r[8:])
+		g := groupOf[entry]
+		recs[next[g]] = incOrder{sec: binary.LittleEndian.Uint32(r), hash: xxh3.Hash(r[incHead:incHead+int(r[15])]) ^ hashOf[entry], off: off}
+		next[g]++
+	})
+	out := make([][]incOrder, 0, len(tables))
+	var scratch []incOrder
+	for g := range tables {
+		rows := recs[start[g]:start[g+1]:start[g+1]]
+		scratch = l.sortRows(rows, scratch)
+		out = append(out, rows)
+	}
+	return out
+}
+
+// each calls f with every record of the log and its offset.
+func (l *incidentLog) each(f func(r []byte, off uint32)) {
+	for ci, c := range l.chunks {
+		for pos := 0; pos < len(c); pos += incHead + int(c[pos+15]) {
+			f(c[pos:], uint32(ci<<incChunkBits|pos))
+		}
+	}
+}
+
+// sortRows puts rows in the replay's order, through scratch (returned,
+// grown to rows' length if shorter). The seconds are counted into place
+// (a span of at most maxCountedSpan; a longer one is sorted), the events
+// of one second sorted.
+func (l *incidentLog) sortRows(rows, scratch []incOrder) []incOrder {
 	less := func(x, y incOrder) int {
 		if x.sec != y.sec {
 			return cmp.Compare(x.sec, y.sec)
@@ -167,28 +214,36 @@ func (l *incidentLog) sorted() []incOrder {
 		}
 		return l.compare(x.off, y.off)
 	}
-	if hi-lo > maxCountedSpan {
-		slices.SortFunc(recs, less)
-		return recs
+	lo, hi := uint32(math.MaxUint32), uint32(0)
+	for _, r := range rows {
+		lo, hi = min(lo, r.sec), max(hi, r.sec)
+	}
+	if len(rows) == 0 || hi-lo > maxCountedSpan {
+		slices.SortFunc(rows, less)
+		return scratch
 	}
 	// A counting sort by second: where each second's events start.
 	at := make([]uint32, int(hi-lo)+2)
-	for _, r := range recs {
+	for _, r := range rows {
 		at[r.sec-lo+1]++
 	}
 	for i := 1; i < len(at); i++ {
 		at[i] += at[i-1]
 	}
-	out := make([]incOrder, len(recs))
+	if cap(scratch) < len(rows) {
+		scratch = make([]incOrder, len(rows))
+	}
+	scratch = scratch[:len(rows)]
 	next := slices.Clone(at)
-	for _, r := range recs {
-		out[next[r.sec-lo]] = r
+	for _, r := range rows {
+		scratch[next[r.sec-lo]] = r
 		next[r.sec-lo]++
 	}
+	copy(rows, scratch)
 	for i := 0; i+1 < len(at); i++ {
-		slices.SortFunc(out[at[i]:at[i+1]], less)
+		slices.SortFunc(rows[at[i]:at[i+1]], less)
 	}
-	return out
+	return scratch
 }
 
 // evalStep is the seconds between evaluations of a replay from first to

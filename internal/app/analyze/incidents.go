@@ -64,6 +64,8 @@ type incidentLog struct {
 	chunks [][]byte
 	buf    []byte
 	size   int
+	// n is the number of records.
+	n int
 	// entries and shards are the names of the part's ids; shard 0 is
 	// none.
 	entries  []entryKey
@@ -142,6 +144,7 @@ func (l *incidentLog) record(n int) []byte {
 	l.buf = l.buf[:at+n]
 	l.chunks[len(l.chunks)-1] = l.buf
 	l.size += n
+	l.n++
 	return l.buf[at:]
 }
 
@@ -227,5 +230,6 @@ func (l *incidentLog) absorb(o *incidentLog) {
 		l.buf = nil
 	}
 	l.size += o.size
+	l.n += o.n
 	o.chunks, o.buf = nil, nil
 }
