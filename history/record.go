@@ -15,6 +15,12 @@ type Evaluation struct {
 	// of Snapshot.Tables, in order.
 	Snapshot sketch.Snapshot
 	Seconds  []report.TableSecond
+	// Earlier holds, per entry of Snapshot.Tables (nil, or nil entries,
+	// for none), the complete seconds judged before the last one since
+	// the previous evaluation, oldest first (detect.EarlierSeconds): when
+	// the judged second jumped (a backlog, a batch spanning seconds), each
+	// of them reaches the cells, once.
+	Earlier [][]report.TableSecond
 	// Flags are the diagnoses flagged after the evaluation
 	// (detect.Tracker.Flagged): every one, whichever replica raises it.
 	Flags []report.Flag
@@ -53,7 +59,13 @@ func (s *Store) Record(ev Evaluation) {
 		if i >= len(ev.Seconds) {
 			break
 		}
-		s.recordTable(&ev.Snapshot.Tables[i], &ev.Seconds[i], &b)
+		ts := &ev.Snapshot.Tables[i]
+		if i < len(ev.Earlier) {
+			for j := range ev.Earlier[i] {
+				s.recordTable(ts, &ev.Earlier[i][j], &b)
+			}
+		}
+		s.recordTable(ts, &ev.Seconds[i], &b)
 	}
 	s.trackIncidents(ev.Flags, &b)
 	if m := s.opts.Now().Unix() / 60; m != s.wallMin {
@@ -64,7 +76,9 @@ func (s *Store) Record(ev Evaluation) {
 	s.send(b)
 }
 
-// recordTable folds one entry's last second.
+// recordTable folds one of an entry's judged seconds, given in order: a
+// second is pending until a later one comes (a second judged again
+// overwrites it), and one older than the pending second is skipped.
 func (s *Store) recordTable(ts *sketch.TableSnapshot, sec *report.TableSecond, b *batch) {
 	if sec.At.IsZero() {
 		return

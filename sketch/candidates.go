@@ -825,6 +825,9 @@ type keyStat struct {
 	peak     uint64 // quanta in the busiest second of the window
 	recent   uint64 // quanta in the recent span
 	last     uint64 // quanta in the last complete second
+	// tail is the quanta in the tail seconds the key's ring knows, oldest
+	// first (secWindow.tail, tailOf).
+	tail []float64
 }
 
 // collect copies out the entries that can be among the tracked heaviest:
@@ -863,9 +866,11 @@ func (c *candidates) collect(dst []keyStat, sw *secWindow, tracked int) []keySta
 			events:   ev,
 			sortKeys: sortKeyEstimate(sk),
 		}
-		p, recent, last := read(sw, c.seconds(int(id), one), r.sec, c.ringMask)
+		ring := c.seconds(int(id), one)
+		p, recent, last := read(sw, ring, r.sec, c.ringMask)
 		ks.peak = uint64(max(peak, p))
 		ks.recent, ks.last = uint64(recent), uint64(last)
+		ks.tail = tailOf(sw, ring, r.sec, c.ringMask)
 		dst = append(dst, ks)
 	}
 	return dst

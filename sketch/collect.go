@@ -168,6 +168,12 @@ func (c *collector) keep(t *table) TableSnapshot {
 	if v != 0 && v == t.pic.version && !t.pic.due(cur, every) {
 		return TableSnapshot{Table: t.id.table, Index: t.id.index, Version: v, Kept: true}
 	}
+	if t.pic.version != 0 && cur.ref > t.pic.ref+1 {
+		// The judged second jumped: the seconds between the previous
+		// picture's last second (ref-1) and this one's are carried,
+		// those of the window.
+		c.sw.tail = cur.ref - 1 - max(t.pic.ref, c.sw.from)
+	}
 	cur.version, cur.traffic = c.s.versions.Add(1), t.holdsTraffic()
 	t.pic = cur
 	return TableSnapshot{}

@@ -79,6 +79,32 @@ type secWindow struct {
 	from, to   int64
 	recentFrom int64
 	ref        int64
+	// tail is how many complete seconds before the last one the snapshot
+	// carries besides it (TableSnapshot.Tail): 0 but when the judged
+	// second jumped since the caller's previous picture (collector.keep).
+	tail int64
+}
+
+// tailOf returns the units of the tail seconds sw carries, oldest first,
+// from a ring whose newest second is newest: the seconds before the last
+// complete one that the ring knows, so the result ends at ref-2 and starts
+// no earlier than the ring's oldest second (a second newer than the ring's
+// newest had none; one older than the ring holds is not known and left
+// out). Nil when sw carries no tail or the ring knows none of it.
+func tailOf[T secUnits | float64](sw *secWindow, ring []T, newest, mask int64) []float64 {
+	if sw.tail <= 0 {
+		return nil
+	}
+	first := max(sw.ref-1-sw.tail, newest-mask)
+	last := sw.ref - 2
+	if first > last {
+		return nil
+	}
+	out := make([]float64, last-first+1)
+	for x := first; x <= min(last, newest); x++ {
+		out[x-first] = float64(ring[x&mask])
+	}
+	return out
 }
 
 // read returns the peak, the recent units and the last complete second's

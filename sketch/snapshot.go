@@ -59,6 +59,14 @@ type TableSnapshot struct {
 	// none yet. A live view adds LastSecondUnits per LastSecond to draw
 	// units per second.
 	LastSecond time.Time
+	// Tail is how many complete seconds before LastSecond the entry
+	// carries besides it (ClassStats.TailUnits, KeyStat.TailUnits): the
+	// seconds judged since the caller's previous picture of the table
+	// (Store.SnapshotSince) other than LastSecond, when the judged second
+	// moved by more than one between the two (a backlog read in one go, a
+	// batch spanning seconds), at most as many as the class rings hold
+	// (every second of the window). 0 otherwise, and in Store.Snapshot.
+	Tail int
 	// Version names the picture this entry shows, in the entries of
 	// Store.SnapshotSince: two entries of a table with the same Version
 	// show the same counts. 0 names none (Store.Snapshot, analyze mode, a
@@ -89,6 +97,11 @@ type ClassStats struct {
 	// RecentUnits is the class's units over TableSnapshot.RecentSpan, and
 	// LastSecondUnits its units in TableSnapshot.LastSecond.
 	RecentUnits, LastSecondUnits float64
+	// TailUnits is the class's units in each of the last len(TailUnits)
+	// seconds before TableSnapshot.LastSecond, oldest first: the
+	// entry's Tail seconds, fewer when the class's ring no longer holds
+	// the oldest of them.
+	TailUnits []float64
 	// Top ranks the heaviest partition keys by estimated units, heaviest
 	// first, at most the configured number tracked.
 	Top []KeyStat
@@ -138,6 +151,13 @@ type KeyStat struct {
 	// to Error units from before (never more than the truth).
 	PeakUnitsPerSecond           float64
 	RecentUnits, LastSecondUnits float64
+	// TailUnits is the key's units in each of the last len(TailUnits)
+	// seconds before TableSnapshot.LastSecond, oldest first: of the
+	// entry's Tail seconds, only those the key's ring still holds (its
+	// newest second and the 7 before it, see keyLateSeconds). A key's
+	// units in an older second are not known one by one: they are in its
+	// window's totals only.
+	TailUnits []float64
 }
 
 // ShardStat is one stream shard's records in a window.

@@ -86,6 +86,8 @@ func (t *table) snapshot(tracked int, sw *secWindow, scratch []keyStat) (TableSn
 		p, recent, last := read(sw, cs.ring, cs.sec, int64(len(cs.ring)-1))
 		st.PeakSecondUnits = max(peak, p)
 		st.RecentUnits, st.LastSecondUnits = recent, last
+		st.TailUnits = tailOf(sw, cs.ring, cs.sec, int64(len(cs.ring)-1))
+		ts.Tail = max(ts.Tail, len(st.TailUnits))
 		ts.Events += st.Events
 		if cs.cand == nil {
 			continue
@@ -144,6 +146,12 @@ func topOf(all []keyStat, tracked int) []KeyStat {
 			PeakUnitsPerSecond: float64(a.peak) / quantum,
 			RecentUnits:        float64(a.recent) / quantum,
 			LastSecondUnits:    float64(a.last) / quantum,
+		}
+		if len(a.tail) > 0 {
+			top[i].TailUnits = make([]float64, len(a.tail))
+			for j, q := range a.tail {
+				top[i].TailUnits[j] = q / quantum
+			}
 		}
 	}
 	return top

@@ -91,7 +91,8 @@ func (d *Daemon) evaluate(c *core, ann *export.Announcer) {
 	secs := detect.LastSeconds(j.Snapshot, c.recent.Keys())
 	c.recent.Record(secs)
 	if st := d.hist.Load(); st != nil {
-		st.Record(history.Evaluation{Snapshot: j.Snapshot, Seconds: secs, Flags: c.tracker.Flagged()})
+		st.Record(history.Evaluation{Snapshot: j.Snapshot, Seconds: secs, Earlier: detect.EarlierSeconds(j.Snapshot, c.recent.Keys()),
+			Flags: c.tracker.Flagged()})
 	}
 	j.Report.Rejected = d.reporter.Rejected()
 	j.Report.Sources = export.SourcesReport(d.progress.States())
