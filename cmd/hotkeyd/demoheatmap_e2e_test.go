@@ -66,7 +66,7 @@ func TestDemoPageHeatmap(t *testing.T) {
 
 	tab.Run(t, settle, chromedp.Navigate(h.URL+"/#/table/orders"))
 	tab.WaitFor(t, `document.querySelector('section.heat[data-cells]') && document.querySelector('section.heat button[data-range="21600"]')`, settle, "orders' heatmap")
-	tab.Run(t, settle, chromedp.Click(`section.heat button[data-range="21600"]`, chromedp.ByQuery))
+	tab.Click(t, `section.heat button[data-range="21600"]`, settle)
 	tab.WaitFor(t, `document.querySelector('section.heat button[data-range="21600"].on')`, settle, "the 6-hour range")
 	var writes bool
 	tab.Eval(t, `(() => {

@@ -214,13 +214,13 @@ func checkColours(t *testing.T, tab *testenv.Tab) {
 	})()`, heatCell)
 	var share, ceiling string
 	tab.Eval(t, pixel, &share)
-	tab.Run(t, settle, chromedp.Click(`section.heat button[data-mode="ceiling"]`, chromedp.ByQuery))
+	tab.Click(t, `section.heat button[data-mode="ceiling"]`, settle)
 	tab.Eval(t, pixel, &ceiling)
 	// ColorBrewer's Oranges: 60% is its sixth class, 95% its ninth.
 	if share != "#f16913" || ceiling != "#7f2704" {
 		t.Errorf("the hot key's cell is %s by share and %s by busiest second, want #f16913 and #7f2704", share, ceiling)
 	}
-	tab.Run(t, settle, chromedp.Click(`section.heat button[data-mode="share"]`, chromedp.ByQuery))
+	tab.Click(t, `section.heat button[data-mode="share"]`, settle)
 }
 
 // checkRanges clicks the 6-hour range, drags across a few columns to
@@ -233,7 +233,7 @@ func checkRanges(t *testing.T, tab *testenv.Tab, f *historyFixture) {
 	if strings.Join(disabled, " ") != "24h 7d 28d" {
 		t.Errorf("disabled ranges %q, want those past the 6 hours kept", disabled)
 	}
-	tab.Run(t, settle, chromedp.Click(`section.heat button[data-range="21600"]`, chromedp.ByQuery))
+	tab.Click(t, `section.heat button[data-range="21600"]`, settle)
 	tab.WaitFor(t, `document.querySelector('section.heat button[data-range="21600"].on') && document.querySelector('section.heat[data-cells="60"]')`, settle, "the 6-hour range chosen")
 	if got := f.lastAsked(); got != 6*time.Hour {
 		t.Errorf("the page asked for %s, want 6h", got)
@@ -252,12 +252,12 @@ func checkRanges(t *testing.T, tab *testenv.Tab, f *historyFixture) {
 	if got := f.lastAsked(); got < 9*time.Minute || got > 20*time.Minute {
 		t.Errorf("after the drag the page asked for %s, want about the hot key's ten minutes", got)
 	}
-	tab.Run(t, settle, chromedp.Click(`section.heat .heat-reset`, chromedp.ByQuery))
+	tab.Click(t, `section.heat .heat-reset`, settle)
 	tab.WaitFor(t, `document.querySelector('section.heat .heat-reset').hidden`, settle, "the zoom reset")
 	if got := f.lastAsked(); got != 6*time.Hour {
 		t.Errorf("after the reset the page asked for %s, want the 6 hours chosen", got)
 	}
-	tab.Run(t, settle, chromedp.Click(`section.heat button[data-range="3600"]`, chromedp.ByQuery))
+	tab.Click(t, `section.heat button[data-range="3600"]`, settle)
 	tab.WaitFor(t, `document.querySelector('section.heat button[data-range="3600"].on')`, settle, "the last hour again")
 }
 

@@ -355,6 +355,21 @@ func (tab *Tab) Eval(t testing.TB, expr string, out any) {
 	}
 }
 
+// Click clicks the first element the CSS selector finds, in one
+// evaluation in the page, retried until the element is there or timeout.
+// A live page re-renders its sections while a test works on it: a click by
+// node (chromedp.Click) can find the node, then lose it to the next render
+// ("Could not find node with given id"); a click made inside the page
+// finds and clicks the element in one step.
+func (tab *Tab) Click(t testing.TB, selector string, timeout time.Duration) {
+	t.Helper()
+	sel, err := json.Marshal(selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab.WaitFor(t, "(() => { const e = document.querySelector("+string(sel)+"); if (!e) return false; e.click(); return true; })()", timeout, "element to click "+selector)
+}
+
 // WaitFor polls a JavaScript expression until it is true, failing the test
 // with what after timeout.
 func (tab *Tab) WaitFor(t testing.TB, expr string, timeout time.Duration, what string) {
