@@ -122,6 +122,12 @@ func (c *collector) table(t *table) (ts TableSnapshot, tp TablePart, ok bool) {
 		c.sw = t.analyzeSeconds(s.cfg.RecentSeconds)
 	}
 	sw := &c.sw
+	if c.parts && s.slot > 0 {
+		// A summary carries the seconds before its last one that a key's
+		// ring holds, so that a replica reading none of the table's
+		// shards sees every second between two board rounds.
+		sw.tail = max(min(keyLateSeconds, sw.ref-1-sw.from), 0)
+	}
 	var merged *hyperloglog.Sketch
 	n := uint64(0)
 	if c.held != nil {

@@ -96,7 +96,12 @@ func (c *Combined) ShardReplica(table, index, shard string) string {
 //     replicas peaked in different seconds of a slot;
 //   - distinct keys are the HyperLogLog union of the registers; a table
 //     only one replica has keeps its own count; a replica that sent no
-//     registers adds its count.
+//     registers adds its count;
+//   - the seconds before the last one (TableSnapshot.Tail) add up by
+//     second, the classes' over the seconds every replica with the table
+//     carries, a key's over the replicas that list it, when every replica
+//     with the table is at the same last second (a table one replica
+//     reads); otherwise the table gets none.
 //
 // The window's bounds, and the recent span of the tables self has, are
 // self's. Summaries whose slot length differs from self's add their peaks
@@ -220,12 +225,14 @@ func (a *merging) add(self bool, worker string, ts *TableSnapshot, part *TablePa
 	}
 	a.ts.Events += ts.Events
 	a.ts.ThrottledEvents += ts.ThrottledEvents
+	a.lasts = append(a.lasts, unixOrZero(ts.LastSecond))
 	if ts.Events+ts.ThrottledEvents > 0 && (a.anyBy == "" || worker < a.anyBy) {
 		a.anyBy = worker
 	}
 	for c := range ts.Classes {
 		in := &ts.Classes[c]
 		a.addClass(c, in, part, slotNanos, ref)
+		a.tails[c] = append(a.tails[c], in.TailUnits)
 		a.addKeys(c, in.Top, worker, h)
 		a.throttle[c].add(&in.Throttled)
 	}
@@ -271,9 +278,11 @@ func (a *merging) addKeys(c int, top []KeyStat, worker string, h *holders) {
 		m := a.keys[c][k.Key]
 		if m == nil {
 			cp := k
+			cp.TailUnits = slices.Clone(k.TailUnits)
 			a.keys[c][k.Key] = &cp
 			continue
 		}
+		m.TailUnits = addTails(m.TailUnits, k.TailUnits)
 		m.Units += k.Units
 		m.Error += k.Error
 		m.Events += k.Events
@@ -317,7 +326,65 @@ func (a *merging) finish(ref *Summary, tracked int, out *Combined) *TableSnapsho
 		ts.Shards = append(ts.Shards, ShardStat{Shard: sh, Records: n, PeakRecords: a.shardPeaks[sh]})
 	}
 	ts.Shards = heaviest(ts.Shards, 0, compareShardStats)
+	a.finishTail()
 	return ts
+}
+
+// finishTail adds the replicas' seconds before the table's last one by
+// second. Their tails line up only when every replica with the table has
+// the same last second (the table's): then each class's tail is the sum of
+// theirs over the seconds every one of them carries, and a key's the sum
+// over the replicas that list it. Replicas at different last seconds (a
+// table whose shards several replicas read, each at its own pace) give no
+// tail: their seconds do not add up to whole seconds of the table.
+func (a *merging) finishTail() {
+	ts := &a.ts
+	ts.Tail = 0
+	aligned := len(a.lasts) > 0 && a.lasts[0] != 0 && a.lasts[0] == unixOrZero(ts.LastSecond)
+	for _, l := range a.lasts {
+		aligned = aligned && l == a.lasts[0]
+	}
+	for c := range ts.Classes {
+		st := &ts.Classes[c]
+		st.TailUnits = nil
+		if aligned {
+			for i, t := range a.tails[c] {
+				if i == 0 {
+					st.TailUnits = slices.Clone(t)
+					continue
+				}
+				st.TailUnits = addTails(st.TailUnits, t)
+			}
+		}
+		ts.Tail = max(ts.Tail, len(st.TailUnits))
+		for j := range st.Top {
+			if !aligned {
+				st.Top[j].TailUnits = nil
+			}
+		}
+	}
+}
+
+// addTails adds two tails of seconds ending at the same second, over the
+// seconds both carry, into a (reused).
+func addTails(a, b []float64) []float64 {
+	n := min(len(a), len(b))
+	a = a[len(a)-n:]
+	for i := range n {
+		a[i] += b[len(b)-n+i]
+	}
+	if n == 0 {
+		return nil
+	}
+	return a
+}
+
+// unixOrZero is t's Unix second, 0 for the zero time.
+func unixOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
 }
 
 // alignSlots adds the replicas' per-slot series into sums by slot number.
@@ -376,6 +443,10 @@ type merging struct {
 	lowShard   string
 	lowBy      string
 	anyBy      string
+	// lasts are the replicas' last seconds of the table (Unix), and
+	// tails their classes' seconds before it (TableSnapshot.Tail).
+	lasts []int64
+	tails [traffic.NumClasses][][]float64
 }
 
 // addDistinct notes a replica's distinct keys of the table: its count, and

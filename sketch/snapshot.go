@@ -60,12 +60,16 @@ type TableSnapshot struct {
 	// units per second.
 	LastSecond time.Time
 	// Tail is how many complete seconds before LastSecond the entry
-	// carries besides it (ClassStats.TailUnits, KeyStat.TailUnits): the
-	// seconds judged since the caller's previous picture of the table
-	// (Store.SnapshotSince) other than LastSecond, when the judged second
+	// carries besides it (ClassStats.TailUnits, KeyStat.TailUnits). In
+	// Store.SnapshotSince: the seconds judged since the caller's previous
+	// picture of the table other than LastSecond, when the judged second
 	// moved by more than one between the two (a backlog read in one go, a
 	// batch spanning seconds), at most as many as the class rings hold
-	// (every second of the window). 0 otherwise, and in Store.Snapshot.
+	// (every second of the window); none in a table's first picture. In a
+	// Summary: the keyLateSeconds (7) before LastSecond, those of the
+	// window. In a Combined snapshot: the sum of the replicas' by second,
+	// when every replica with the table is at the same LastSecond (see
+	// Combine), else 0. 0 in Store.Snapshot.
 	Tail int
 	// Version names the picture this entry shows, in the entries of
 	// Store.SnapshotSince: two entries of a table with the same Version

@@ -142,8 +142,9 @@ func TestCombine(t *testing.T) {
 			}
 		}
 	}
-	// One replica alone: Combine is its own snapshot.
-	if alone := Combine(Replica{Worker: "w", Summary: whole.Summary(true)}, nil, 100); !reflect.DeepEqual(alone.Snapshot, whole.Snapshot()) {
+	// One replica alone: Combine is its own snapshot, with the seconds
+	// before the last that its summary carries (which Snapshot does not).
+	if alone := Combine(Replica{Worker: "w", Summary: whole.Summary(true)}, nil, 100); !reflect.DeepEqual(withoutTails(t, alone.Snapshot), whole.Snapshot()) {
 		t.Errorf("one replica combined differs from its snapshot:\n%+v\n%+v", alone.Snapshot.Tables[0].Classes, whole.Snapshot().Tables[0].Classes)
 	}
 
@@ -216,18 +217,23 @@ func TestDecodeSummaryRejects(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, "not gzip"},
-		{"plain JSON", []byte(`{"v":3}`), "not gzip"},
-		{"truncated", gz(`{"v":3,"tables":[]}`)[:12], "decompress"},
+		{"plain JSON", []byte(`{"v":4}`), "not gzip"},
+		{"truncated", gz(`{"v":4,"tables":[]}`)[:12], "decompress"},
 		{"not JSON", gz(`hello`), "not its JSON form"},
 		{"other version", gz(`{"v":1,"tables":[]}`), "format 1"},
-		{"no table name", gz(`{"v":3,"tables":[{"t":""}]}`), "no table name"},
-		{"negative units", gz(`{"v":3,"tables":[{"t":"x","c":[{"u":-1},{}]}]}`), "not counts"},
-		{"slots of two lengths", gz(`{"v":3,"tables":[{"t":"x","su":[[1,2],[]],"sp":[[1],[]]}]}`), "slot series"},
-		{"key without a name", gz(`{"v":3,"tables":[{"t":"x","c":[{"k":[{"u":1}]},{}]}]}`), "no key"},
-		{"wrong types", gz(`{"v":3,"tables":[{"t":7}]}`), "not its JSON form"},
-		{"throttled calls by cause that do not add up", gz(`{"v":3,"tables":[{"t":"x","c":[{"th":{"e":5,"c":[1,1,0,0,0,0,0,0,0,0]}},{}]}]}`), "by cause"},
-		{"a throttled key's bounds upside down", gz(`{"v":3,"tables":[{"t":"x","c":[{"th":{"e":5,"c":[5,0,0,0,0,0,0,0,0,0],"k":[{"k":"a","n":3,"m":2}]}},{}]}]}`), "bounds"},
-		{"a throttled key over the calls", gz(`{"v":3,"tables":[{"t":"x","c":[{"th":{"e":5,"c":[5,0,0,0,0,0,0,0,0,0],"k":[{"k":"a","n":3,"m":6}]}},{}]}]}`), "bounds"},
+		{"the version before the seconds' tails", gz(`{"v":3,"tables":[]}`), "format 3"},
+		{"a tail longer than a key's ring", gz(`{"v":4,"tables":[{"t":"x","ls":100,"tl":9}]}`), "seconds before the last"},
+		{"a tail without a last second", gz(`{"v":4,"tables":[{"t":"x","tl":2}]}`), "seconds before the last"},
+		{"a class's tail over the table's", gz(`{"v":4,"tables":[{"t":"x","ls":100,"tl":1,"c":[{"tl":[1,2]},{}]}]}`), "seconds before the last"},
+		{"a key's tail not counts", gz(`{"v":4,"tables":[{"t":"x","ls":100,"tl":2,"c":[{"k":[{"k":"a","tl":[1,-2]}]},{}]}]}`), "not counts"},
+		{"no table name", gz(`{"v":4,"tables":[{"t":""}]}`), "no table name"},
+		{"negative units", gz(`{"v":4,"tables":[{"t":"x","c":[{"u":-1},{}]}]}`), "not counts"},
+		{"slots of two lengths", gz(`{"v":4,"tables":[{"t":"x","su":[[1,2],[]],"sp":[[1],[]]}]}`), "slot series"},
+		{"key without a name", gz(`{"v":4,"tables":[{"t":"x","c":[{"k":[{"u":1}]},{}]}]}`), "no key"},
+		{"wrong types", gz(`{"v":4,"tables":[{"t":7}]}`), "not its JSON form"},
+		{"throttled calls by cause that do not add up", gz(`{"v":4,"tables":[{"t":"x","c":[{"th":{"e":5,"c":[1,1,0,0,0,0,0,0,0,0]}},{}]}]}`), "by cause"},
+		{"a throttled key's bounds upside down", gz(`{"v":4,"tables":[{"t":"x","c":[{"th":{"e":5,"c":[5,0,0,0,0,0,0,0,0,0],"k":[{"k":"a","n":3,"m":2}]}},{}]}]}`), "bounds"},
+		{"a throttled key over the calls", gz(`{"v":4,"tables":[{"t":"x","c":[{"th":{"e":5,"c":[5,0,0,0,0,0,0,0,0,0],"k":[{"k":"a","n":3,"m":6}]}},{}]}]}`), "bounds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeSummary(tc.in)
@@ -236,7 +242,7 @@ func TestDecodeSummaryRejects(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeSummary(gz(`{"v":3,"tables":[]}`)); err != nil {
+	if _, err := DecodeSummary(gz(`{"v":4,"tables":[]}`)); err != nil {
 		t.Errorf("an empty summary: %v", err)
 	}
 }
@@ -330,4 +336,24 @@ func BenchmarkSummary(b *testing.B) {
 			cb.Combine(Replica{Worker: "a", Summary: sum}, peers, 100)
 		}
 	})
+}
+
+// withoutTails returns snap with the seconds before the last taken out,
+// checking there are at most keyLateSeconds of them.
+func withoutTails(t *testing.T, snap Snapshot) Snapshot {
+	t.Helper()
+	for i := range snap.Tables {
+		ts := &snap.Tables[i]
+		if ts.Tail > keyLateSeconds {
+			t.Errorf("%s: %d seconds before the last, at most %d", ts.Table, ts.Tail, keyLateSeconds)
+		}
+		ts.Tail = 0
+		for c := range ts.Classes {
+			ts.Classes[c].TailUnits = nil
+			for j := range ts.Classes[c].Top {
+				ts.Classes[c].Top[j].TailUnits = nil
+			}
+		}
+	}
+	return snap
 }

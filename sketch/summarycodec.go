@@ -17,7 +17,7 @@ import (
 // DecodeSummary reads. A replica that reads another version ignores that
 // summary (a rolling update between versions judges on its own traffic for
 // a moment).
-const SummaryFormat = 3
+const SummaryFormat = 4
 
 // maxDecoded bounds the decompressed size of a summary DecodeSummary
 // accepts: far above what EncodeSummary writes within DynamoDB's item size,
@@ -55,6 +55,7 @@ type wireTable struct {
 	Slot       int64                         `json:"sl,omitempty"` // newest slot of the series, 0: the summary's
 	SlotUnits  [traffic.NumClasses][]float64 `json:"su"`
 	SlotPeaks  [traffic.NumClasses][]float64 `json:"sp"`
+	Tail       int                           `json:"tl,omitempty"` // TableSnapshot.Tail
 }
 
 type wireClass struct {
@@ -65,6 +66,7 @@ type wireClass struct {
 	Recent     float64   `json:"r"`
 	Last       float64   `json:"l"`
 	Top        []wireKey `json:"k,omitempty"`
+	Tail       []float64 `json:"tl,omitempty"` // ClassStats.TailUnits
 	// Throttled is the class's throttled calls; nil for none.
 	Throttled *wireThrottle `json:"th,omitempty"`
 }
@@ -77,14 +79,15 @@ type wireThrottle struct {
 }
 
 type wireKey struct {
-	Key      string  `json:"k"`
-	Units    float64 `json:"u"`
-	Error    float64 `json:"x,omitempty"`
-	Events   uint64  `json:"e"`
-	SortKeys uint64  `json:"s,omitempty"`
-	Peak     float64 `json:"p"`
-	Recent   float64 `json:"r,omitempty"`
-	Last     float64 `json:"l,omitempty"`
+	Key      string    `json:"k"`
+	Units    float64   `json:"u"`
+	Error    float64   `json:"x,omitempty"`
+	Events   uint64    `json:"e"`
+	SortKeys uint64    `json:"s,omitempty"`
+	Peak     float64   `json:"p"`
+	Recent   float64   `json:"r,omitempty"`
+	Last     float64   `json:"l,omitempty"`
+	Tail     []float64 `json:"tl,omitempty"` // KeyStat.TailUnits
 }
 
 // EncodeSummary encodes s in at most maxBytes bytes, with at most maxKeys
@@ -121,7 +124,7 @@ func encodeSummary(s *Summary, maxKeys int, regs bool) ([]byte, error) {
 		ts := &s.Tables[i]
 		wt := wireTable{Table: ts.Table, Index: ts.Index, Events: ts.Events, Distinct: ts.DistinctKeys,
 			Shards: ts.Shards, ThrEvents: ts.ThrottledEvents, RecentSpan: int64(ts.RecentSpan),
-			Start: unixNanos(ts.Start), End: unixNanos(ts.End)}
+			Start: unixNanos(ts.Start), End: unixNanos(ts.End), Tail: ts.Tail}
 		if !ts.LastSecond.IsZero() {
 			wt.LastSecond = ts.LastSecond.Unix()
 		}
@@ -134,10 +137,10 @@ func encodeSummary(s *Summary, maxKeys int, regs bool) ([]byte, error) {
 		for c := range ts.Classes {
 			cs := &ts.Classes[c]
 			wc := wireClass{Events: cs.Events, Units: cs.Units, Peak: cs.PeakUnitsPerSecond, PeakSecond: cs.PeakSecondUnits,
-				Recent: cs.RecentUnits, Last: cs.LastSecondUnits}
+				Recent: cs.RecentUnits, Last: cs.LastSecondUnits, Tail: cs.TailUnits}
 			for _, k := range cs.Top[:min(len(cs.Top), maxKeys)] {
 				wc.Top = append(wc.Top, wireKey{Key: k.Key, Units: k.Units, Error: k.Error, Events: k.Events, SortKeys: k.SortKeys,
-					Peak: k.PeakUnitsPerSecond, Recent: k.RecentUnits, Last: k.LastSecondUnits})
+					Peak: k.PeakUnitsPerSecond, Recent: k.RecentUnits, Last: k.LastSecondUnits, Tail: k.TailUnits})
 			}
 			if th := &cs.Throttled; th.Events > 0 {
 				keys, bound := cutKeyCounts(th.Keys, maxKeys, th.Error)
@@ -227,6 +230,10 @@ func (wt *wireTable) decode(i int, s *Summary) (TableSnapshot, TablePart, error)
 	if wt.LastSecond != 0 {
 		ts.LastSecond = time.Unix(wt.LastSecond, 0)
 	}
+	if wt.Tail < 0 || wt.Tail > keyLateSeconds || (wt.Tail > 0 && wt.LastSecond == 0) {
+		return TableSnapshot{}, TablePart{}, fmt.Errorf("tables[%d] (%s): %d seconds before the last, at most %d", i, wt.Table, wt.Tail, keyLateSeconds)
+	}
+	ts.Tail = wt.Tail
 	part := TablePart{Registers: wt.Registers, Slot: wt.Slot}
 	if part.Slot == 0 {
 		part.Slot = s.Slot
@@ -252,14 +259,17 @@ func (wt *wireTable) decodeClass(i int, c traffic.Class) (ClassStats, error) {
 	if len(wt.SlotUnits[c]) != len(wt.SlotPeaks[c]) || !counts(wt.SlotUnits[c]...) || !counts(wt.SlotPeaks[c]...) {
 		return ClassStats{}, fmt.Errorf("tables[%d] (%s) class %s: slot series of %d units and %d peaks, or not counts", i, wt.Table, c, len(wt.SlotUnits[c]), len(wt.SlotPeaks[c]))
 	}
+	if len(wc.Tail) > wt.Tail || !counts(wc.Tail...) {
+		return ClassStats{}, fmt.Errorf("tables[%d] (%s) class %s: %d seconds before the last of %d, or not counts", i, wt.Table, c, len(wc.Tail), wt.Tail)
+	}
 	cs := ClassStats{Events: wc.Events, Units: wc.Units, PeakUnitsPerSecond: wc.Peak, PeakSecondUnits: wc.PeakSecond,
-		RecentUnits: wc.Recent, LastSecondUnits: wc.Last}
+		RecentUnits: wc.Recent, LastSecondUnits: wc.Last, TailUnits: wc.Tail}
 	for j, k := range wc.Top {
-		if k.Key == "" || !counts(k.Units, k.Error, k.Peak, k.Recent, k.Last) {
+		if k.Key == "" || !counts(k.Units, k.Error, k.Peak, k.Recent, k.Last) || len(k.Tail) > wt.Tail || !counts(k.Tail...) {
 			return ClassStats{}, fmt.Errorf("tables[%d] (%s) class %s key %d: no key, or units that are not counts", i, wt.Table, c, j)
 		}
 		cs.Top = append(cs.Top, KeyStat{Key: k.Key, Units: k.Units, Error: k.Error, Events: k.Events, SortKeys: k.SortKeys,
-			PeakUnitsPerSecond: k.Peak, RecentUnits: k.Recent, LastSecondUnits: k.Last})
+			PeakUnitsPerSecond: k.Peak, RecentUnits: k.Recent, LastSecondUnits: k.Last, TailUnits: k.Tail})
 	}
 	if th := wc.Throttled; th != nil {
 		var sum uint64
