@@ -208,11 +208,12 @@ func TestReplicasHistory(t *testing.T) {
 	before[1], _ = replicaUnits(t, replacement, tables[1], "HOT#2")
 	writeHot(t, ddb, tables[1], "HOT#2", 200, 100*time.Millisecond)
 	// Both go on recording t1. How much of it the survivor's cells hold
-	// depends on how often the reader's summaries reach it (the limit
-	// docs/running.md states: a replica records a table it does not read
-	// one second per board round), so the survivor is only required to
-	// have recorded some of it; the replacement reads t1 and records
-	// every second it judges.
+	// by the time the replacement's do depends on how often the reader's
+	// summaries reach it (a replica records a table it does not read from
+	// its summaries, each bringing the seconds since the last round: see
+	// docs/running.md), so the survivor is only required to have recorded
+	// some of it; the replacement reads t1 and records every second it
+	// judges.
 	waitUntilOr(t, settle, "the traffic after the replacement in the survivor's and the replacement's history", func() (bool, string) {
 		s, _ := replicaUnits(t, hs[survivor], tables[1], "HOT#2")
 		r, _ := replicaUnits(t, replacement, tables[1], "HOT#2")
