@@ -263,7 +263,7 @@ func same(t *testing.T, got, want outcome) {
 						t.Errorf("%s/%s class %d: %d top keys, want %d", g.Table, g.Index, c, len(gc.Top), len(wc.Top))
 						break
 					}
-					if gc.Top[k] != wc.Top[k] {
+					if !reflect.DeepEqual(gc.Top[k], wc.Top[k]) {
 						t.Errorf("%s/%s class %d top %d:\n got %+v\nwant %+v", g.Table, g.Index, c, k+1, gc.Top[k], wc.Top[k])
 						break
 					}
