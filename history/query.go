@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/history/view"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
@@ -288,7 +289,7 @@ func scanIncident(rows *sql.Rows) (*openIncident, error) {
 		e := time.UnixMilli(end.Int64).UTC()
 		inc.End = &e
 	}
-	k := incKey{table: inc.Table, index: inc.Index, cause: id[0], class: id[1], key: id[2]}
+	k := report.IncidentKey{Table: inc.Table, Index: inc.Index, Cause: id[0], Class: id[1], Key: id[2]}
 	return &openIncident{key: k, inc: inc, lastSeen: time.UnixMilli(lastSeen).UTC()}, nil
 }
 

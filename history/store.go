@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
@@ -72,8 +73,8 @@ type Store struct {
 
 	mu      sync.Mutex // guards what Record keeps
 	tables  map[entry]*tableCells
-	open    map[incKey]*openIncident
-	orphans map[incKey]*openIncident
+	open    map[report.IncidentKey]*openIncident
+	orphans map[report.IncidentKey]*openIncident
 	// unwritten are the incidents handed to the writer and not written
 	// yet, by id, with the sequence of their newest form: what Incidents
 	// shows over the database's rows meanwhile.
@@ -95,7 +96,7 @@ type batch struct {
 
 // incMeta is what is stored of an incident beside what the API shows.
 type incMeta struct {
-	key      incKey
+	key      report.IncidentKey
 	lastSeen time.Time
 	seq      uint64
 }
@@ -126,7 +127,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s := &Store{opts: opts, log: opts.Log, m: m, path: filepath.Join(opts.Dir, FileName), opened: opts.Now(),
 		queue: make(chan batch, queueLen), tables: map[entry]*tableCells{},
-		open: map[incKey]*openIncident{}, orphans: map[incKey]*openIncident{}, unwritten: map[string]unwrittenIncident{}}
+		open: map[report.IncidentKey]*openIncident{}, orphans: map[report.IncidentKey]*openIncident{}, unwritten: map[string]unwrittenIncident{}}
 	s.retention.Store(opts.RetentionSize)
 	var err error
 	s.db, err = s.openOrReplace(ctx)

@@ -156,7 +156,7 @@ func putIncidents(tx *sql.Tx, incs []Incident, meta []incMeta) error {
 			end = inc.End.UnixMilli()
 		}
 		k := meta[i].key
-		ident, _ := json.Marshal([3]string{k.cause, k.class, k.key})
+		ident, _ := json.Marshal([3]string{k.Cause, k.Class, k.Key})
 		if _, err := tx.Exec(upsertIncident, inc.ID, inc.Table, inc.Index, inc.Cause, inc.Class, string(ident), string(keys), inc.Severity,
 			inc.Start.UnixMilli(), end, meta[i].lastSeen.UnixMilli(), inc.Peak, inc.Summary, inc.Fix, inc.FixKind); err != nil {
 			return fmt.Errorf("write incident %s: %w", inc.ID, err)

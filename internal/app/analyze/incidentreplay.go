@@ -97,7 +97,7 @@ func (l *incidentLog) replay(ctx context.Context, rows []incOrder, p config.Pipe
 	}
 	tr := detect.NewTracker(p.Detect)
 	judged := judge.Alone(store, tr) // the daemon's evaluator
-	book := incidentBook{open: map[incKey]*report.Incident{}}
+	book := incidentBook{open: map[report.IncidentKey]*report.Incident{}}
 	first, last := int64(rows[0].sec), int64(rows[len(rows)-1].sec)
 	step := evalStep(first, last)
 	// After idle seconds without an event, every diagnosis has cleared:
