@@ -147,11 +147,11 @@ func TestREADMEQuickStartLogLine(t *testing.T) {
 		}
 		wv, err1 := strconv.ParseFloat(w[1], 64)
 		gv, err2 := strconv.ParseFloat(g[1], 64)
-		// The demo's rates depend on when the line comes, and the live
-		// window counts by arrival second: a demo tick delayed under
-		// load moves part of a second's events into the next one, so the
-		// first line's peak can read 540 of the planted 600 (seen under
-		// load). 20% still fails an example whose planted rates changed.
+		// The demo's rates depend on when the line comes: a demo tick
+		// delayed under load brings part of a second's events after the
+		// detector has judged that second, so the first line's peak
+		// read 540 of the planted 600 once under load. 20% still fails
+		// an example whose planted rates changed.
 		if err1 != nil || err2 != nil || math.Abs(wv-gv) > 0.2*math.Abs(gv) {
 			t.Errorf("%s: README %s, demo %s", w[0], w[1], g[1])
 		}
