@@ -1,10 +1,12 @@
 package sketch
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"testing"
 
+	"github.com/axiomhq/hyperloglog"
 	"github.com/zeebo/xxh3"
 )
 
@@ -50,6 +52,43 @@ func TestDistinctError(t *testing.T) {
 					t.Fatalf("after expiry: %d", got)
 				}
 			})
+		}
+	}
+}
+
+// TestDistinctRegistersAsLibrary checks that the registers a slot keeps
+// are the library's: the same hashes inserted into a dense
+// axiomhq/hyperloglog sketch give the same encoding and the same
+// estimate, at every precision the library takes, for a slot, a merge of
+// slots (sketch) and a merge of stores (absorb).
+func TestDistinctRegistersAsLibrary(t *testing.T) {
+	for p := 4; p <= 18; p++ {
+		for _, n := range []int{exactDistinct + 1, 20_000, 300_000} {
+			want, _ := hyperloglog.NewSketch(uint8(p), false)
+			d := newDistinct(3, p)
+			o := newDistinct(3, p)
+			for i := range n {
+				h := xxh3.HashString(fmt.Sprintf("p%d-key-%d", p, i))
+				if i == 7 {
+					h = 3 << (64 - p) // the largest rank, of register 3
+				}
+				want.InsertHash(h)
+				if i%5 == 0 {
+					o.add(i%3, h)
+				} else {
+					d.add(i%3, h)
+				}
+			}
+			d.absorb(o)
+			got := d.sketch()
+			wb, _ := want.MarshalBinary()
+			gb, err := got.MarshalBinary()
+			if err != nil || !bytes.Equal(gb, wb) {
+				t.Fatalf("precision %d, %d keys: encoding differs from the library's (%v)", p, n, err)
+			}
+			if g, w := got.Estimate(), want.Estimate(); g != w {
+				t.Fatalf("precision %d, %d keys: estimate %d, library %d", p, n, g, w)
+			}
 		}
 	}
 }
