@@ -207,6 +207,7 @@ func (cfg *Config) read(ctx context.Context, inputs *formats.Set, rep traffic.Re
 	fmt.Fprintf(cfg.Stderr, "hotkeyd: skipped %s far in time from the rest of the input (bad_time), from %s to %s\n",
 		plural.Count(left, "event"), time.Unix(first*3600, 0).UTC().Format(time.RFC3339), time.Unix((last+1)*3600-1, 0).UTC().Format(time.RFC3339))
 	quiet := cfg.formats(traffic.NopReporter{}, zap.NewNop(), cfg.Format != "html")
+	c.incidents.closeFile()
 	if in.counted, err = count(ctx, *cfg, counting{formats: quiet, paths: paths, valid: valid, keep: keep}); err != nil {
 		in.removeSpill()
 		return inputsRead{}, err
@@ -348,6 +349,7 @@ type counted struct {
 func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 	scfg := SketchConfig(cfg.Pipeline)
 	passed := new(atomic.Uint64)
+	incFile := cfg.incidentFile()
 	// Every Event is checked once more before it is counted, as in the
 	// daemon (traffic.Checked), then for its time.
 	part := func(store *sketch.Store, next traffic.Sink) *checkedStore {
@@ -360,7 +362,7 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		var incidents *incidentLog
 		tail := next
 		if !cfg.NoIncidents {
-			incidents = newIncidentLog(next)
+			incidents = newIncidentLog(next, incFile)
 			tail = incidents
 		}
 		times := newTimeCheck(traffic.SinkFunc(func(ctx context.Context, batch []traffic.Event) error {
@@ -382,6 +384,7 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		// recorder keeps keys.
 		store, err := sketch.NewStore(scfg, time.Now)
 		if err != nil {
+			incFile.close()
 			return counted{}, err
 		}
 		rec := newRecorder(store, report.ChartKeys(cfg.Pipeline.Detect.Top), min(scfg.MaxTables, maxSeriesTables))
@@ -414,10 +417,21 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		Failed: how.fail,
 	}, cfg.Files...)
 	if err != nil {
+		incFile.close()
 		return counted{}, err
 	}
 	cs.closeSpill()
 	return counted{store: cs.store, times: cs.times, inOrder: o.InOrder, passed: passed, incidents: cs.incidents}, nil
+}
+
+// incidentFile returns the file the incidents' records go to
+// (incidents.go); nil without incidents, or without a temporary file
+// (they are then kept in memory).
+func (cfg *Config) incidentFile() *incidentFile {
+	if cfg.NoIncidents {
+		return nil
+	}
+	return newIncidentFile()
 }
 
 // countAgain counts the seconds of the keys of want, and with throttled
@@ -438,11 +452,12 @@ func (cfg *Config) countAgain(ctx context.Context, in inputsRead, paths map[stri
 	return countKeys(ctx, *cfg, paths, want, throttled, in.valid, in.keep)
 }
 
-// removeSpill removes the spill's file, if any.
+// removeSpill removes the spill's file, if any, and the incidents'.
 func (in *inputsRead) removeSpill() {
 	if in.spill != nil {
 		in.spill.remove()
 	}
+	in.incidents.closeFile()
 }
 
 // countKeys reads the inputs again and counts the seconds of the keys of

@@ -35,35 +35,62 @@ const maxEvaluations = 20000
 // into place by second (8 bytes a second); a longer one is sorted.
 const maxCountedSpan = 1 << 22
 
+// maxBucketBytes is about the most bytes of records a batch of tables
+// loads at once (loadBatches): more only when a table holds more alone, or
+// to give each worker a table.
+const maxBucketBytes = 16 << 20
+
 // judgeIncidents replays the log's events in event time into a live
 // window judged by the daemon's Tracker, and returns the incidents of each
 // table entry, oldest first; over says that the log overflowed. A table
 // and its indexes are judged together (an index's judgement reads its
 // table's), apart from the other tables, on up to workers goroutines: the
-// same incidents whatever the workers.
+// same incidents whatever the workers. The tables' records are loaded from
+// the log a batch of tables at a time (about maxBucketBytes, a table a
+// worker at least).
 func judgeIncidents(ctx context.Context, l *incidentLog, p config.Pipeline, workers int, screen bool) (map[entryKey][]report.Incident, bool, error) {
 	if l == nil || l.over {
 		return nil, l != nil, nil
 	}
-	byTable := l.sortedByTable()
-	groups := make(chan []incOrder, len(byTable))
-	for _, g := range byTable {
+	out := map[entryKey][]report.Incident{}
+	plan := l.plan()
+	workers = max(1, workers)
+	for left := plan.groups; len(left) > 0; {
+		n, bytes := 0, 0
+		for n < len(left) && (n < workers || bytes+left[n].bytes <= maxBucketBytes) {
+			bytes += left[n].bytes
+			n++
+		}
+		batch := left[:n]
+		left = left[n:]
+		if err := l.load(plan, batch); err != nil {
+			return nil, false, err
+		}
+		if err := l.judgeBatch(ctx, batch, p, workers, screen, out); err != nil {
+			return nil, false, err
+		}
+	}
+	return out, false, nil
+}
+
+// judgeBatch sorts, screens and replays the loaded groups of batch on up
+// to workers goroutines, adding their incidents to out.
+func (l *incidentLog) judgeBatch(ctx context.Context, batch []*incGroup, p config.Pipeline, workers int, screen bool, out map[entryKey][]report.Incident) error {
+	groups := make(chan *incGroup, len(batch))
+	for _, g := range batch {
 		groups <- g
 	}
 	close(groups)
 	var mu sync.Mutex
-	out := map[entryKey][]report.Incident{}
 	var firstErr error
 	var wg sync.WaitGroup
-	for range max(1, min(workers, len(byTable))) {
+	for range min(workers, len(batch)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for g := range groups {
-				if screen && l.quiet(g, p, evalStep(int64(g[0].sec), int64(g[len(g)-1].sec))) {
-					continue
-				}
-				incs, err := l.replay(ctx, g, p)
+				incs, err := l.judgeGroup(ctx, g, p, screen)
+				g.recs = nil
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -76,15 +103,25 @@ func judgeIncidents(ctx context.Context, l *incidentLog, p config.Pipeline, work
 		}()
 	}
 	wg.Wait()
-	if firstErr != nil {
-		return nil, false, firstErr
-	}
-	return out, false, nil
+	return firstErr
 }
 
-// replay replays rows (sorted) into a live window of their own, judged
-// once a second of event time, and returns their incidents.
-func (l *incidentLog) replay(ctx context.Context, rows []incOrder, p config.Pipeline) (map[entryKey][]report.Incident, error) {
+// judgeGroup puts a loaded group in the replay's order and replays it,
+// unless the screen finds it quiet.
+func (l *incidentLog) judgeGroup(ctx context.Context, g *incGroup, p config.Pipeline, screen bool) (map[entryKey][]report.Incident, error) {
+	if g.n == 0 {
+		return nil, nil
+	}
+	l.sortGroup(g)
+	if screen && l.quiet(g, p, evalStep(g.first, g.last)) {
+		return nil, nil
+	}
+	return l.replay(ctx, g, p)
+}
+
+// replay replays a group's records (sorted) into a live window of their
+// own, judged once a second of event time, and returns their incidents.
+func (l *incidentLog) replay(ctx context.Context, g *incGroup, p config.Pipeline) (map[entryKey][]report.Incident, error) {
 	sks := sortKeyNames()
 	scfg := p.Sketch
 	if scfg.Window <= 0 {
@@ -98,18 +135,20 @@ func (l *incidentLog) replay(ctx context.Context, rows []incOrder, p config.Pipe
 	tr := detect.NewTracker(p.Detect)
 	judged := judge.Alone(store, tr) // the daemon's evaluator
 	book := incidentBook{open: map[report.IncidentKey]*report.Incident{}}
-	first, last := int64(rows[0].sec), int64(rows[len(rows)-1].sec)
+	first, last := g.first, g.last
 	step := evalStep(first, last)
 	// After idle seconds without an event, every diagnosis has cleared:
 	// the window has forgotten the last events and the hold has run.
 	idle := int64((scfg.Window+p.Detect.Hold)/time.Second) + int64(scfg.RecentSeconds) + 2*step + 1
 	var batch []traffic.Event
-	i, lastEvent := 0, first
+	recs := g.recs
+	lastEvent := first
 	for at := first + step - 1; ; {
 		batch = batch[:0]
-		for ; i < len(rows) && int64(rows[i].sec) <= at; i++ {
-			batch = append(batch, l.event(rows[i].off, &sks))
-			lastEvent = int64(rows[i].sec)
+		for len(recs) > 0 && int64(binary.LittleEndian.Uint32(recs)) <= at {
+			batch = append(batch, l.event(recs, &sks))
+			lastEvent = int64(binary.LittleEndian.Uint32(recs))
+			recs = recs[incHead+int(recs[15]):]
 		}
 		now = time.Unix(at+1, 0)
 		if err := store.Put(ctx, batch); err != nil {
@@ -117,14 +156,14 @@ func (l *incidentLog) replay(ctx context.Context, rows []incOrder, p config.Pipe
 		}
 		judged.Evaluate()
 		book.see(tr.Flagged(), now.UTC())
-		if i == len(rows) {
+		if len(recs) == 0 {
 			break
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		next := at + step
-		if sec := int64(rows[i].sec); at-lastEvent >= idle && sec > next {
+		if sec := int64(binary.LittleEndian.Uint32(recs)); at-lastEvent >= idle && sec > next {
 			// Nothing to judge until the next event: on to its step.
 			next += (sec - next + step - 1) / step * step
 		}
@@ -133,27 +172,34 @@ func (l *incidentLog) replay(ctx context.Context, rows []incOrder, p config.Pipe
 	return book.byEntry(), nil
 }
 
-// sorted returns the offsets of the log's events in the order they are
-// replayed, table by table (sortedByTable).
-func (l *incidentLog) sorted() []incOrder {
-	var out []incOrder
-	for _, g := range l.sortedByTable() {
-		out = append(out, g...)
-	}
-	return out
+// incPlan is how the log's records are loaded, table by table: each
+// entry's group (a table and its indexes) and the hash of its table's
+// name, and the groups in order of their tables' names.
+type incPlan struct {
+	groupOf []int
+	hashOf  []uint64
+	groups  []*incGroup
 }
 
-// sortedByTable returns the offsets of the log's events of each table (a
-// table and its indexes) in the order they are replayed: by second, then
-// by table entry and key (by hashes of their names, then the names),
-// class, shard, throttling and figures, so that the replay is the same
-// whatever the parts' ids and the order of the lines. The tables' events
-// are one array, each table's a slice of it, in order of their names.
-func (l *incidentLog) sortedByTable() [][]incOrder {
-	if l.n == 0 {
-		return nil
-	}
-	// Each entry's table, as a group: the tables in order of their names.
+// incGroup is the records of one table and its indexes. Loaded, they are
+// one buffer, their ids the log's, by bucket of seconds (at: where each
+// bucket starts), after sortGroup in the replay's order.
+type incGroup struct {
+	n, bytes    int
+	first, last int64
+	hashOf      []uint64
+	// shift makes a second's bucket: (sec − first) >> shift.
+	shift uint
+	at    []uint32
+	recs  []byte
+	// loading says that the group is in the batch being loaded.
+	loading bool
+}
+
+// plan returns the log's groups, their records not loaded yet.
+func (l *incidentLog) plan() incPlan {
+	l.flush()
+	l.buf = nil
 	names := map[string]int{}
 	for _, e := range l.entries {
 		names[e.table] = 0
@@ -162,49 +208,118 @@ func (l *incidentLog) sortedByTable() [][]incOrder {
 	for i, t := range tables {
 		names[t] = i
 	}
-	groupOf := make([]int, len(l.entries))
-	hashOf := make([]uint64, len(l.entries))
+	plan := incPlan{groupOf: make([]int, len(l.entries)), hashOf: make([]uint64, len(l.entries)), groups: make([]*incGroup, len(tables))}
+	stats := make([]entryRecords, len(tables))
+	for i := range stats {
+		stats[i].first = math.MaxUint32
+	}
 	for i, e := range l.entries {
-		groupOf[i], hashOf[i] = names[e.table], xxh3.HashString(e.table)
+		g := names[e.table]
+		plan.groupOf[i], plan.hashOf[i] = g, xxh3.HashString(e.table)
+		stats[g].add(l.stats[i])
 	}
-	// Where each table's events start, counted first.
-	start := make([]int, len(tables)+1)
-	l.each(func(r []byte, _ uint32) { start[groupOf[binary.LittleEndian.Uint16(r[8:])]+1]++ })
-	for i := 1; i < len(start); i++ {
-		start[i] += start[i-1]
+	for i, st := range stats {
+		g := &incGroup{n: st.n, bytes: st.bytes, first: int64(st.first), last: int64(st.last), hashOf: plan.hashOf}
+		// Buckets of one second, or of more when the span holds more
+		// seconds than records (or than maxCountedSpan): each bucket is
+		// sorted.
+		for st.n > 0 && (g.last-g.first)>>g.shift >= int64(min(max(st.n, 64), maxCountedSpan)) {
+			g.shift++
+		}
+		plan.groups[i] = g
 	}
-	recs := make([]incOrder, l.n)
-	next := slices.Clone(start)
-	l.each(func(r []byte, off uint32) {
-		entry := binary.LittleEndian.Uint16(r[8:])
-		g := groupOf[entry]
-		recs[next[g]] = incOrder{sec: binary.LittleEndian.Uint32(r), hash: xxh3.Hash(r[incHead:incHead+int(r[15])]) ^ hashOf[entry], off: off}
-		next[g]++
-	})
-	out := make([][]incOrder, 0, len(tables))
-	var scratch []incOrder
-	for g := range tables {
-		rows := recs[start[g]:start[g+1]:start[g+1]]
-		scratch = l.sortRows(rows, scratch)
-		out = append(out, rows)
-	}
-	return out
+	return plan
 }
 
-// each calls f with every record of the log and its offset.
-func (l *incidentLog) each(f func(r []byte, off uint32)) {
-	for ci, c := range l.chunks {
-		for pos := 0; pos < len(c); pos += incHead + int(c[pos+15]) {
-			f(c[pos:], uint32(ci<<incChunkBits|pos))
+// scan calls f with every record of the log, the chunk's maps of its ids
+// to the log's (nil: the log's).
+func (l *incidentLog) scan(f func(r []byte, entries, shards []uint16)) error {
+	var buf []byte
+	for _, c := range l.chunks {
+		data := c.data
+		if data == nil {
+			if cap(buf) < c.n {
+				buf = make([]byte, incChunkSize)
+			}
+			data = buf[:c.n]
+			if err := l.file.readAt(data, c.off); err != nil {
+				return err
+			}
+		}
+		for pos := 0; pos < len(data); pos += incHead + int(data[pos+15]) {
+			f(data[pos:], c.entries, c.shards)
 		}
 	}
+	return nil
 }
 
-// sortRows puts rows in the replay's order, through scratch (returned,
-// grown to rows' length if shorter). The seconds are counted into place
-// (a span of at most maxCountedSpan; a longer one is sorted), the events
-// of one second sorted.
-func (l *incidentLog) sortRows(rows, scratch []incOrder) []incOrder {
+// load reads the records of the groups of batch into their buffers, by
+// bucket of seconds, their ids the log's: two scans of the log, one to
+// size the buckets and one to fill them.
+func (l *incidentLog) load(plan incPlan, batch []*incGroup) error {
+	for _, g := range batch {
+		g.at = make([]uint32, (g.last-g.first)>>g.shift+2)
+		g.loading = true
+	}
+	// Which group of the batch each entry is in (nil: none).
+	in := make([]*incGroup, len(plan.groupOf))
+	for e, gi := range plan.groupOf {
+		if g := plan.groups[gi]; g.loading {
+			in[e] = g
+		}
+	}
+	defer func() {
+		for _, g := range batch {
+			g.loading = false
+		}
+	}()
+	entry := func(r []byte, entries []uint16) uint16 {
+		id := binary.LittleEndian.Uint16(r[8:])
+		if entries != nil {
+			id = entries[id]
+		}
+		return id
+	}
+	err := l.scan(func(r []byte, entries, _ []uint16) {
+		if g := in[entry(r, entries)]; g != nil {
+			g.at[(int64(binary.LittleEndian.Uint32(r))-g.first)>>g.shift+1] += uint32(incHead + int(r[15]))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	next := make(map[*incGroup][]uint32, len(batch))
+	for _, g := range batch {
+		for i := 1; i < len(g.at); i++ {
+			g.at[i] += g.at[i-1]
+		}
+		g.recs = make([]byte, g.bytes)
+		next[g] = slices.Clone(g.at)
+	}
+	return l.scan(func(r []byte, entries, shards []uint16) {
+		id := entry(r, entries)
+		g := in[id]
+		if g == nil {
+			return
+		}
+		b := &next[g][(int64(binary.LittleEndian.Uint32(r))-g.first)>>g.shift]
+		n := incHead + int(r[15])
+		out := g.recs[*b : int(*b)+n]
+		copy(out, r[:n])
+		binary.LittleEndian.PutUint16(out[8:], id)
+		if shards != nil {
+			binary.LittleEndian.PutUint16(out[10:], shards[binary.LittleEndian.Uint16(r[10:])])
+		}
+		*b += uint32(n)
+	})
+}
+
+// sortGroup puts each bucket of a loaded group's records in the replay's
+// order: by second, then by table entry and key (by hashes of their
+// names, then the names), class, shard, throttling and figures, so that
+// the replay is the same whatever the parts' ids and the order of the
+// lines.
+func (l *incidentLog) sortGroup(g *incGroup) {
 	less := func(x, y incOrder) int {
 		if x.sec != y.sec {
 			return cmp.Compare(x.sec, y.sec)
@@ -212,38 +327,33 @@ func (l *incidentLog) sortRows(rows, scratch []incOrder) []incOrder {
 		if x.hash != y.hash {
 			return cmp.Compare(x.hash, y.hash)
 		}
-		return l.compare(x.off, y.off)
+		return l.compare(g.recs[x.off:], g.recs[y.off:])
 	}
-	lo, hi := uint32(math.MaxUint32), uint32(0)
-	for _, r := range rows {
-		lo, hi = min(lo, r.sec), max(hi, r.sec)
-	}
-	if len(rows) == 0 || hi-lo > maxCountedSpan {
+	var rows []incOrder
+	var scratch []byte
+	for b := 0; b+1 < len(g.at); b++ {
+		from, to := int(g.at[b]), int(g.at[b+1])
+		rows = rows[:0]
+		for pos := from; pos < to; pos += incHead + int(g.recs[pos+15]) {
+			rows = append(rows, incOrder{sec: binary.LittleEndian.Uint32(g.recs[pos:]), off: uint32(pos), hash: g.hash(g.recs[pos:])})
+		}
+		if slices.IsSortedFunc(rows, less) {
+			continue
+		}
 		slices.SortFunc(rows, less)
-		return scratch
+		scratch = scratch[:0]
+		for _, r := range rows {
+			scratch = append(scratch, g.recs[r.off:int(r.off)+incHead+int(g.recs[r.off+15])]...)
+		}
+		copy(g.recs[from:to], scratch)
 	}
-	// A counting sort by second: where each second's events start.
-	at := make([]uint32, int(hi-lo)+2)
-	for _, r := range rows {
-		at[r.sec-lo+1]++
-	}
-	for i := 1; i < len(at); i++ {
-		at[i] += at[i-1]
-	}
-	if cap(scratch) < len(rows) {
-		scratch = make([]incOrder, len(rows))
-	}
-	scratch = scratch[:len(rows)]
-	next := slices.Clone(at)
-	for _, r := range rows {
-		scratch[next[r.sec-lo]] = r
-		next[r.sec-lo]++
-	}
-	copy(rows, scratch)
-	for i := 0; i+1 < len(at); i++ {
-		slices.SortFunc(rows[at[i]:at[i+1]], less)
-	}
-	return scratch
+	g.at = nil
+}
+
+// hash is the hash the replay's order goes by of the record r: of its
+// key and its table's name.
+func (g *incGroup) hash(r []byte) uint64 {
+	return xxh3.Hash(r[incHead:incHead+int(r[15])]) ^ g.hashOf[binary.LittleEndian.Uint16(r[8:])]
 }
 
 // evalStep is the seconds between evaluations of a replay from first to
@@ -252,23 +362,17 @@ func evalStep(first, last int64) int64 {
 	return max(1, (last-first+maxEvaluations)/maxEvaluations)
 }
 
-// incOrder is an event's place in the replay: its second, a hash of its
-// table and key, and its record's offset.
+// incOrder is a record's place in its bucket's order: its second, a
+// hash of its table and key, and its offset in the group's records.
 type incOrder struct {
 	sec  uint32
 	off  uint32
 	hash uint64
 }
 
-// rec is the record at off.
-func (l *incidentLog) rec(off uint32) []byte {
-	return l.chunks[off>>incChunkBits][off&(1<<incChunkBits-1):]
-}
-
 // compare orders two records of one second and hash: by table entry, key,
 // shard, class and throttling, reason, sort key bit, units.
-func (l *incidentLog) compare(x, y uint32) int {
-	rx, ry := l.rec(x), l.rec(y)
+func (l *incidentLog) compare(rx, ry []byte) int {
 	ex, ey := l.entries[binary.LittleEndian.Uint16(rx[8:])], l.entries[binary.LittleEndian.Uint16(ry[8:])]
 	if c := cmp.Or(cmp.Compare(ex.table, ey.table), cmp.Compare(ex.index, ey.index)); c != 0 {
 		return c
@@ -282,12 +386,11 @@ func (l *incidentLog) compare(x, y uint32) int {
 	return cmp.Or(bytes.Compare(rx[12:15], ry[12:15]), cmp.Compare(binary.LittleEndian.Uint32(rx[4:]), binary.LittleEndian.Uint32(ry[4:])))
 }
 
-// event is the Event of the record at off: its units as the sketch
-// counted them, a sort key that sets its bit. Its key is the log's bytes
-// (the store keeps nothing of a batch once Put returns; the log is not
-// written to again).
-func (l *incidentLog) event(off uint32, sks *[32]string) traffic.Event {
-	r := l.rec(off)
+// event is the Event of the record r (the log's ids): its units as the
+// sketch counted them, a sort key that sets its bit. Its key is the
+// record's bytes (the store keeps nothing of a batch once Put returns;
+// the records are not written to again).
+func (l *incidentLog) event(r []byte, sks *[32]string) traffic.Event {
 	e := l.entries[binary.LittleEndian.Uint16(r[8:])]
 	out := traffic.Event{Table: e.table, Index: e.index, Shard: l.shards[binary.LittleEndian.Uint16(r[10:])],
 		Class: traffic.Class(r[12] & incClass), Units: float64(binary.LittleEndian.Uint32(r[4:])) / quantum,

@@ -3,8 +3,12 @@ package analyze
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
+	"io"
 	"math"
+	"os"
 	"strings"
+	"sync"
 
 	"github.com/zeebo/xxh3"
 
@@ -17,34 +21,40 @@ import (
 // threshold and hold, in event time. analyze gets them in two steps.
 //
 //  1. While the inputs are read (the one reading every report needs), each
-//     part of them appends its events to a buffer, 16 bytes and the key's
+//     part of them writes its events as records, 16 bytes and the key's
 //     each, as the spill does (spill.go): second, units (in the sketch's
 //     quarter units), table entry and stream shard (the part's ids),
 //     class, throttling and its reason, the bit of the sort key in the
 //     sketch's 32-bit estimate of a key's sort keys, and the partition
-//     key. The parts append to one another.
-//  2. Then those events are put in an order that depends on nothing but
+//     key. The records go to a temporary file of their own in chunks
+//     (incidentFile: the page cache, not the process's memory), or stay in
+//     memory when there is no such file. The parts' logs append to one
+//     another as the parts merge.
+//  2. Then the records of one table (with its indexes) at a time are read
+//     back into one buffer, put in an order that depends on nothing but
 //     them (by second, then by the hashes of their names and their
-//     figures), and replayed in event time, second by second, into
-//     a live sliding-window store (the daemon's, package sketch) on a
-//     virtual clock, and judged by the daemon's Tracker (detect.Tracker:
-//     Evaluate with its hold and hysteresis) once a second of event time,
-//     as the daemon's tick does, or once every few seconds when the input
-//     spans more than maxEvaluations seconds. Each diagnosis it flags is
-//     an incident from the time it was raised to the time it cleared, as
-//     the daemon's history records them (history/incidents.go).
+//     figures), and replayed in event time, second by second, into a live
+//     sliding-window store (the daemon's, package sketch) on a virtual
+//     clock, and judged by the daemon's Tracker (detect.Tracker: Evaluate
+//     with its hold and hysteresis) once a second of event time, as the
+//     daemon's tick does, or once every few seconds when the input spans
+//     more than maxEvaluations seconds. Each diagnosis it flags is an
+//     incident from the time it was raised to the time it cleared, as the
+//     daemon's history records them (history/incidents.go).
 //
-// Events without a time are in no second and in no incident. The memory
-// is 16 bytes an event with a time and its key's bytes: bounded by
-// maxIncidentBytes; past it, no incident is judged and a note says so.
+// Events without a time are in no second and in no incident. The records
+// take 16 bytes an event with a time and its key's bytes, bounded by
+// maxIncidentBytes (past it, no incident is judged and a note says so);
+// the memory is one part's chunk being filled while the inputs are read,
+// and the records of the tables being judged (one a worker) after.
 
-// maxIncidentBytes bounds the events kept for the incidents (their
-// offsets are 32 bits: chunk and place in it).
+// maxIncidentBytes bounds the events kept for the incidents (a table's
+// records are one buffer, with 32-bit offsets).
 const maxIncidentBytes = 1 << 30
 
-// incChunkBits sizes the chunks the events are appended to: a record never
-// spans two, and a full chunk is never copied.
-const incChunkBits = 18
+// incChunkSize is the size of the chunks the records are written in: a
+// record never spans two.
+const incChunkSize = 256 << 10
 
 // An event's record: second (Unix, 4 bytes little endian), quarter units
 // (4), table entry id (2), shard id (2, 0 for none), class and throttled
@@ -56,20 +66,102 @@ const (
 	incClass     = 1<<7 - 1
 )
 
+// incidentFile is the temporary file the parts' chunks of records are
+// written to, removed from its directory as soon as it is made.
+type incidentFile struct {
+	mu    sync.Mutex
+	f     *os.File
+	named bool // the file is still in its directory
+	size  int64
+	// failed says that a write failed: later chunks stay in memory.
+	failed bool
+}
+
+// newIncidentFile makes the file; nil when none can be made (the records
+// then stay in memory).
+func newIncidentFile() *incidentFile {
+	f, err := os.CreateTemp("", "hotkeyd-incidents-*")
+	if err != nil {
+		return nil
+	}
+	// Used through its descriptor, as the spill's (spill.go).
+	return &incidentFile{f: f, named: os.Remove(f.Name()) != nil}
+}
+
+// write writes b at the end of the file and returns where; false when it
+// could not (the caller keeps b).
+func (w *incidentFile) write(b []byte) (int64, bool) {
+	w.mu.Lock()
+	if w.f == nil || w.failed {
+		w.mu.Unlock()
+		return 0, false
+	}
+	off := w.size
+	w.size += int64(len(b))
+	f := w.f
+	w.mu.Unlock()
+	if _, err := f.WriteAt(b, off); err != nil {
+		w.mu.Lock()
+		w.failed = true
+		w.mu.Unlock()
+		return 0, false
+	}
+	return off, true
+}
+
+// readAt reads len(b) bytes at off.
+func (w *incidentFile) readAt(b []byte, off int64) error {
+	if _, err := w.f.ReadAt(b, off); err != nil && err != io.EOF {
+		return fmt.Errorf("incidents: read the records: %w", err)
+	}
+	return nil
+}
+
+// close closes the file, removing it if it is still named; nothing on a
+// nil file.
+func (w *incidentFile) close() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f != nil {
+		w.f.Close()
+		if w.named {
+			os.Remove(w.f.Name())
+		}
+		w.f = nil
+	}
+}
+
+// incChunk is a chunk of whole records: in memory (data), or n bytes at
+// off in the log's file. entries and shards turn the ids of its records
+// into the log's (nil: they are the log's already).
+type incChunk struct {
+	data            []byte
+	off             int64
+	n               int
+	entries, shards []uint16
+}
+
 // incidentLog is one part's events, in front of the part's next sink.
 type incidentLog struct {
 	next traffic.Sink
-	// chunks hold the records, buf is the last (a slice of the last
-	// chunk's array), size their bytes.
-	chunks [][]byte
+	// file gets the full chunks; nil keeps them in memory.
+	file *incidentFile
+	// chunks are the full chunks, buf the one being filled, size their
+	// bytes.
+	chunks []incChunk
 	buf    []byte
 	size   int
 	// n is the number of records.
 	n int
 	// entries and shards are the names of the part's ids; shard 0 is
-	// none.
+	// none. stats are each entry's records: how many, their bytes, their
+	// first and last seconds.
 	entries  []entryKey
 	entryIDs map[entryKey]uint16
+	stats    []entryRecords
 	shards   []string
 	shardIDs map[string]uint16
 	// last is the table entry of the last event, and its id.
@@ -81,8 +173,10 @@ type incidentLog struct {
 	over bool
 }
 
-func newIncidentLog(next traffic.Sink) *incidentLog {
-	return &incidentLog{next: next, entryIDs: map[entryKey]uint16{}, shards: []string{""}, shardIDs: map[string]uint16{"": 0}, lastID: -1}
+// newIncidentLog returns a part's log in front of next, writing its
+// chunks to file (nil: in memory).
+func newIncidentLog(next traffic.Sink, file *incidentFile) *incidentLog {
+	return &incidentLog{next: next, file: file, entryIDs: map[entryKey]uint16{}, shards: []string{""}, shardIDs: map[string]uint16{"": 0}, lastID: -1}
 }
 
 // Put records the batch's events that have a time and passes it on. The
@@ -124,8 +218,10 @@ func (l *incidentLog) add(e *traffic.Event) {
 	if e.SK != "" {
 		skBit = byte(xxh3.HashString(e.SK)>>59) + 1 // sketch/keys.go's sortKeyBit
 	}
+	sec := uint32(e.Time.Unix())
+	l.stats[entry].add(entryRecords{n: 1, bytes: incHead + len(pk), first: sec, last: sec})
 	r := l.record(incHead + len(pk))
-	binary.LittleEndian.PutUint32(r[0:], uint32(e.Time.Unix()))
+	binary.LittleEndian.PutUint32(r[0:], sec)
 	binary.LittleEndian.PutUint32(r[4:], toQuanta(units))
 	binary.LittleEndian.PutUint16(r[8:], entry)
 	binary.LittleEndian.PutUint16(r[10:], shard)
@@ -133,19 +229,37 @@ func (l *incidentLog) add(e *traffic.Event) {
 	copy(r[incHead:], pk)
 }
 
-// record returns room for a record of n bytes at the end of the last
-// chunk, or of a new one.
+// record returns room for a record of n bytes at the end of the chunk
+// being filled, or of a new one.
 func (l *incidentLog) record(n int) []byte {
 	if len(l.buf)+n > cap(l.buf) {
-		l.buf = make([]byte, 0, 1<<incChunkBits)
-		l.chunks = append(l.chunks, nil)
+		l.flush()
+		if l.buf == nil {
+			l.buf = make([]byte, 0, incChunkSize)
+		}
 	}
 	at := len(l.buf)
 	l.buf = l.buf[:at+n]
-	l.chunks[len(l.chunks)-1] = l.buf
 	l.size += n
 	l.n++
 	return l.buf[at:]
+}
+
+// flush ends the chunk being filled: written to the file, whose buffer is
+// then filled again, or kept in memory.
+func (l *incidentLog) flush() {
+	if len(l.buf) == 0 {
+		return
+	}
+	if l.file != nil {
+		if off, ok := l.file.write(l.buf); ok {
+			l.chunks = append(l.chunks, incChunk{off: off, n: len(l.buf)})
+			l.buf = l.buf[:0]
+			return
+		}
+	}
+	l.chunks = append(l.chunks, incChunk{data: l.buf, n: len(l.buf)})
+	l.buf = nil
 }
 
 // drop gives up the part's events: no incident is judged.
@@ -167,6 +281,7 @@ func (l *incidentLog) entry(table, index string) (uint16, bool) {
 		k := entryKey{strings.Clone(table), strings.Clone(index)}
 		id = uint16(len(l.entries))
 		l.entries = append(l.entries, k)
+		l.stats = append(l.stats, entryRecords{first: math.MaxUint32})
 		l.entryIDs[k] = id
 	}
 	l.last, l.lastID = l.entries[id], int(id)
@@ -191,7 +306,8 @@ func (l *incidentLog) shard(s string) (uint16, bool) {
 	return id, true
 }
 
-// absorb appends o's events (another part's), its ids made the part's.
+// absorb appends o's events (another part's, which is done), its ids
+// made the part's: each of o's chunks says how.
 func (l *incidentLog) absorb(o *incidentLog) {
 	if l.over || o.over || l.size+o.size+len(o.chunks)<<8 > maxIncidentBytes {
 		l.drop()
@@ -205,6 +321,7 @@ func (l *incidentLog) absorb(o *incidentLog) {
 			return
 		}
 		entries[i] = id
+		l.stats[id].add(o.stats[i])
 	}
 	shards := make([]uint16, len(o.shards))
 	for i, s := range o.shards {
@@ -215,21 +332,46 @@ func (l *incidentLog) absorb(o *incidentLog) {
 		}
 		shards[i] = id
 	}
+	o.flush()
 	for _, c := range o.chunks {
-		for r := c; len(r) > 0; r = r[incHead+int(r[15]):] {
-			binary.LittleEndian.PutUint16(r[8:], entries[binary.LittleEndian.Uint16(r[8:])])
-			binary.LittleEndian.PutUint16(r[10:], shards[binary.LittleEndian.Uint16(r[10:])])
-		}
-	}
-	// o's chunks go before the last of l, which stays the one appended
-	// to.
-	if n := len(l.chunks); n > 0 {
-		l.chunks = append(l.chunks[:n-1], append(o.chunks, l.chunks[n-1])...)
-	} else {
-		l.chunks = o.chunks
-		l.buf = nil
+		c.entries, c.shards = compose(c.entries, entries), compose(c.shards, shards)
+		l.chunks = append(l.chunks, c)
 	}
 	l.size += o.size
 	l.n += o.n
 	o.chunks, o.buf = nil, nil
+}
+
+// entryRecords are the records of a table entry, or of a table and its
+// indexes: how many, their bytes, their first and last seconds.
+type entryRecords struct {
+	n, bytes    int
+	first, last uint32
+}
+
+// add adds o's records.
+func (r *entryRecords) add(o entryRecords) {
+	r.n += o.n
+	r.bytes += o.bytes
+	r.first, r.last = min(r.first, o.first), max(r.last, o.last)
+}
+
+// compose returns the ids that first (nil: the ids themselves) and then
+// then give.
+func compose(first, then []uint16) []uint16 {
+	if first == nil {
+		return then
+	}
+	out := make([]uint16, len(first))
+	for i, id := range first {
+		out[i] = then[id]
+	}
+	return out
+}
+
+// closeFile removes the log's file, if any: nothing reads it after.
+func (l *incidentLog) closeFile() {
+	if l != nil && l.file != nil {
+		l.file.close()
+	}
 }

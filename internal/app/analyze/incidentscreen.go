@@ -44,20 +44,20 @@ type keyUnits struct {
 	hash, units uint64
 }
 
-// quiet reports whether the detector flags nothing in rows (one table
-// and its indexes, sorted), so that they need no replay.
+// quiet reports whether the detector flags nothing in g (one table and
+// its indexes, loaded and sorted), so that it needs no replay.
 //
 // Judged once a second (step 1) with a hold of a second or more, a key is
 // flagged only when reported by two evaluations in a row: one span alone
 // over the threshold is then let through.
-func (l *incidentLog) quiet(rows []incOrder, p config.Pipeline, step int64) bool {
+func (l *incidentLog) quiet(g *incGroup, p config.Pipeline, step int64) bool {
 	s := p.Detect
 	// Nothing raised, nothing to clear: the threshold, not the clear one.
 	share := s.Threshold - screenMargin
 	if share <= 0 || s.HandfulKeys <= 0 || s.HandfulShare/float64(s.HandfulKeys) <= share {
 		return false
 	}
-	stats, ok := l.secondStats(rows)
+	stats, ok := secondStats(g)
 	if !ok {
 		return false
 	}
@@ -70,12 +70,15 @@ func (l *incidentLog) quiet(rows []incOrder, p config.Pipeline, step int64) bool
 	if recent <= 0 {
 		recent = sketch.DefaultRecentSeconds
 	}
+	// The replay's last evaluation judges the step that holds the
+	// group's last second, and none after (replay).
+	end := g.last + step - 1
 	for key, ss := range stats {
 		limit := s.WriteLimit
 		if key.class == traffic.Read {
 			limit = s.ReadLimit
 		}
-		if !quietClass(ss, span, recent, share, limit, s, step == 1 && s.Hold >= time.Second) {
+		if !quietClass(ss, span, recent, end, share, limit, s, step == 1 && s.Hold >= time.Second) {
 			return false
 		}
 	}
@@ -84,11 +87,12 @@ func (l *incidentLog) quiet(rows []incOrder, p config.Pipeline, step int64) bool
 
 // quietClass checks one class of one table entry: every window and every
 // recent span (the last recent seconds) an evaluation could judge.
-// Evaluated at a time e from second j's to the next event's, a span of L
-// seconds holds the event seconds after e − L (after the first, at the
-// start): the spans ending at j start from the first second after
-// ss[j].sec − L to the first after eMax − L.
-func quietClass(ss []secondStat, span, recent int64, share, limit float64, s detect.Settings, tolerant bool) bool {
+// Evaluated at a time e from second j's to the next event's (to end at
+// most, the replay's last evaluation), a span of L seconds holds the event
+// seconds after e − L (after the first, at the start): the spans ending at
+// j start from the first second after ss[j].sec − L to the first after
+// eMax − L.
+func quietClass(ss []secondStat, span, recent, end int64, share, limit float64, s detect.Settings, tolerant bool) bool {
 	from := func(j int, after int64) int { // the first of ss[..j] after a second
 		i := j
 		for i > 0 && ss[i-1].sec > after {
@@ -102,7 +106,7 @@ func quietClass(ss []secondStat, span, recent int64, share, limit float64, s det
 		if float64(ss[j].heavy)/quantum >= (s.LimitFraction-screenMargin)*limit {
 			return false
 		}
-		eMax := ss[j].sec + span
+		eMax := min(ss[j].sec+span, end)
 		if j+1 < len(ss) {
 			eMax = ss[j+1].sec - 1
 		}
@@ -260,10 +264,10 @@ type classKey struct {
 	class traffic.Class
 }
 
-// secondStats adds rows up by class of table entry and second; false when
-// a row rules the screen out (throttled, of a stream shard, a key that
-// reads as a time).
-func (l *incidentLog) secondStats(rows []incOrder) (map[classKey][]secondStat, bool) {
+// secondStats adds g's records up by class of table entry and second;
+// false when a record rules the screen out (throttled, of a stream shard,
+// a key that reads as a time).
+func secondStats(g *incGroup) (map[classKey][]secondStat, bool) {
 	out := map[classKey][]secondStat{}
 	// The run of records of one key in one second: its key, units, and
 	// the second it adds to.
@@ -282,13 +286,13 @@ func (l *incidentLog) secondStats(rows []incOrder) (map[classKey][]secondStat, b
 		st.heavy = max(st.heavy, run)
 		st.keys = append(st.keys, keyUnits{runHash, run})
 	}
-	for _, r := range rows {
-		rec := l.rec(r.off)
+	for pos := 0; pos < len(g.recs); pos += incHead + int(g.recs[pos+15]) {
+		rec := g.recs[pos:]
 		if rec[12]&incThrottled != 0 || binary.LittleEndian.Uint16(rec[10:]) != 0 {
 			return nil, false
 		}
 		key := classKey{binary.LittleEndian.Uint16(rec[8:]), traffic.Class(rec[12] & incClass)}
-		sec := int64(r.sec)
+		sec := int64(binary.LittleEndian.Uint32(rec))
 		ss := out[key]
 		if len(ss) == 0 || ss[len(ss)-1].sec != sec {
 			ss = append(ss, secondStat{sec: sec})
@@ -310,7 +314,7 @@ func (l *incidentLog) secondStats(rows []incOrder) (map[classKey][]secondStat, b
 		if _, ok := detect.MatchTime(string(pk)); ok {
 			return nil, false
 		}
-		prev, run, runOf, runSec, runAt, runHash = pk, q, key, sec, len(ss)-1, r.hash
+		prev, run, runOf, runSec, runAt, runHash = pk, q, key, sec, len(ss)-1, g.hash(rec)
 	}
 	flush()
 	return out, true
