@@ -135,6 +135,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if n := in.store.Untracked(); n > 0 {
 		result.Notes = append(result.Notes, untrackedNote(n, in.store.Config().MaxTables))
 	}
+	// The store's figures are all in the result: it is let go before
+	// the incidents are judged (the HTML report's recorder keeps it).
+	in.store = nil
 	workers := cfg.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)

@@ -199,7 +199,8 @@ type incGroup struct {
 // plan returns the log's groups, their records not loaded yet.
 func (l *incidentLog) plan() incPlan {
 	l.flush()
-	l.buf = nil
+	// Nothing is put after: the part's sinks (its store) are let go.
+	l.buf, l.next = nil, nil
 	names := map[string]int{}
 	for _, e := range l.entries {
 		names[e.table] = 0

@@ -112,7 +112,6 @@ func quietClass(ss []secondStat, span, recent, end int64, share, limit float64, 
 		}
 		// A window holds up to one slot more than its span.
 		longest := from(j, ss[j].sec-span-span/12-1)
-		win.slide(ss, longest, j)
 		var events, maxUnits uint64
 		var maxDistinct uint32
 		// perUnit bounds the window's events per quarter unit, by which
@@ -140,7 +139,7 @@ func quietClass(ss []secondStat, span, recent, end int64, share, limit float64, 
 		last, floored := flooredFrom(ss, longest, from(j, eMax-span), j, s.MinEvents)
 		// A share counts only in an evaluation whose window is over the
 		// traffic floor: one from ss[longest..last] on.
-		hot := floored && (hotWindow(ss, longest, last, j, share) && win.hot(ss, last, j, share) ||
+		hot := floored && (hotWindow(ss, longest, last, j, share) && win.slide(ss, longest, j).hot(ss, last, j, share) ||
 			!quietRecent(ss, from(j, ss[j].sec-recent), from(j, eMax-recent), j, share, judged) ||
 			judged(ss[j].units) && float64(ss[j].heavy) >= share*float64(ss[j].units)) // the last second alone
 		// A key is flagged once reported by evaluations a hold apart
@@ -195,18 +194,19 @@ type windowSums struct {
 	filled bool
 }
 
-// slide moves the window to ss[lo..hi]: lo and hi never go back. top stays
-// an upper bound as keys leave.
-func (w *windowSums) slide(ss []secondStat, lo, hi int) {
-	for ; !w.filled || w.hi < hi; w.filled = true {
-		if w.filled {
-			w.hi++
-		}
-		for _, ku := range ss[w.hi].keys {
-			n := w.sums[ku.hash] + ku.units
-			w.sums[ku.hash] = n
-			w.top = max(w.top, n)
-		}
+// slide moves the window to ss[lo..hi] and returns it: lo and hi never
+// go back. top stays an upper bound as keys leave. A window past the last
+// one is made anew: the window is slid only where a bound does not settle
+// a span (quietClass).
+func (w *windowSums) slide(ss []secondStat, lo, hi int) *windowSums {
+	if !w.filled || lo > w.hi {
+		clear(w.sums)
+		w.lo, w.hi, w.top, w.filled = lo, lo, 0, true
+		w.add(ss[lo].keys)
+	}
+	for w.hi < hi {
+		w.hi++
+		w.add(ss[w.hi].keys)
 	}
 	for ; w.lo < lo; w.lo++ {
 		for _, ku := range ss[w.lo].keys {
@@ -216,6 +216,16 @@ func (w *windowSums) slide(ss []secondStat, lo, hi int) {
 				delete(w.sums, ku.hash)
 			}
 		}
+	}
+	return w
+}
+
+// add adds one second's keys to the window.
+func (w *windowSums) add(keys []keyUnits) {
+	for _, ku := range keys {
+		n := w.sums[ku.hash] + ku.units
+		w.sums[ku.hash] = n
+		w.top = max(w.top, n)
 	}
 }
 
@@ -241,10 +251,23 @@ func (w *windowSums) hot(ss []secondStat, last, j int, share float64) bool {
 }
 
 // quietRecent reports whether every key's share of the spans ss[i..j],
-// for i from first to last, is under share where the span is judged.
+// for i from first to last, is under share where the span is judged: at
+// once when the seconds' heaviest keys' units added up are under it (a key
+// holds no more), else by every key's units.
 func quietRecent(ss []secondStat, first, last, j int, share float64, judged func(units uint64) bool) bool {
+	var units, heavy uint64
+	bounded := true
+	for k := j; k >= first && bounded; k-- {
+		units += ss[k].units
+		heavy += ss[k].heavy
+		bounded = k > last || !judged(units) || float64(heavy) < share*float64(units)
+	}
+	if bounded {
+		return true
+	}
 	sums := map[uint64]uint64{}
-	var units, heaviest uint64
+	var heaviest uint64
+	units = 0
 	for k := j; k >= first; k-- {
 		units += ss[k].units
 		for _, ku := range ss[k].keys {
@@ -266,56 +289,106 @@ type classKey struct {
 
 // secondStats adds g's records up by class of table entry and second;
 // false when a record rules the screen out (throttled, of a stream shard,
-// a key that reads as a time).
+// a key that reads as a time). The seconds and their keys of each class
+// are counted first, and their arrays made at their sizes.
 func secondStats(g *incGroup) (map[classKey][]secondStat, bool) {
-	out := map[classKey][]secondStat{}
-	// The run of records of one key in one second: its key, units, and
-	// the second it adds to.
-	var prev []byte
-	var run uint64
-	var runOf classKey
-	var runSec int64
-	var runHash uint64
-	runAt := -1
-	flush := func() {
-		if runAt < 0 {
-			return
-		}
-		st := &out[runOf][runAt]
-		st.distinc++
-		st.heavy = max(st.heavy, run)
-		st.keys = append(st.keys, keyUnits{runHash, run})
+	type sizes struct {
+		secs, runs int
+		last       int64
 	}
-	for pos := 0; pos < len(g.recs); pos += incHead + int(g.recs[pos+15]) {
-		rec := g.recs[pos:]
-		if rec[12]&incThrottled != 0 || binary.LittleEndian.Uint16(rec[10:]) != 0 {
-			return nil, false
+	count := map[classKey]*sizes{}
+	ok := walkRuns(g, func(_ []byte, key classKey, sec int64, starts bool) bool {
+		n := count[key]
+		if n == nil {
+			n = &sizes{last: -1}
+			count[key] = n
 		}
-		key := classKey{binary.LittleEndian.Uint16(rec[8:]), traffic.Class(rec[12] & incClass)}
-		sec := int64(binary.LittleEndian.Uint32(rec))
+		if n.last != sec {
+			n.secs++
+			n.last = sec
+		}
+		if starts {
+			n.runs++
+		}
+		return true
+	})
+	if !ok {
+		return nil, false
+	}
+	out := make(map[classKey][]secondStat, len(count))
+	keys := make(map[classKey][]keyUnits, len(count))
+	for key, n := range count {
+		out[key] = make([]secondStat, 0, n.secs)
+		keys[key] = make([]keyUnits, 0, n.runs)
+	}
+	// The run of records of one key in one second: its units, and the
+	// second it adds to.
+	var run *keyUnits
+	var st *secondStat
+	flush := func() {
+		if run != nil {
+			st.distinc++
+			st.heavy = max(st.heavy, run.units)
+		}
+	}
+	ok = walkRuns(g, func(rec []byte, key classKey, sec int64, starts bool) bool {
 		ss := out[key]
 		if len(ss) == 0 || ss[len(ss)-1].sec != sec {
-			ss = append(ss, secondStat{sec: sec})
+			// The second's keys are the next of the class's array.
+			ks := keys[key]
+			ss = append(ss, secondStat{sec: sec, keys: ks[len(ks):]})
 			out[key] = ss
 		}
-		st := &ss[len(ss)-1]
 		q := uint64(binary.LittleEndian.Uint32(rec[4:]))
-		st.units += q
-		st.events++
-		pk := rec[incHead : incHead+int(rec[15])]
-		if len(pk) == 0 {
-			continue // keyless: in the units only
+		cur := &ss[len(ss)-1]
+		cur.units += q
+		cur.events++
+		switch {
+		case starts:
+			flush()
+			pk := rec[incHead : incHead+int(rec[15])]
+			if _, ok := detect.MatchTime(string(pk)); ok {
+				return false
+			}
+			cur.keys = append(cur.keys, keyUnits{g.hash(rec), q})
+			keys[key] = keys[key][:len(keys[key])+1]
+			run, st = &cur.keys[len(cur.keys)-1], cur
+		case rec[15] > 0:
+			run.units += q
 		}
-		if runAt >= 0 && key == runOf && sec == runSec && bytes.Equal(pk, prev) {
-			run += q
-			continue
-		}
-		flush()
-		if _, ok := detect.MatchTime(string(pk)); ok {
-			return nil, false
-		}
-		prev, run, runOf, runSec, runAt, runHash = pk, q, key, sec, len(ss)-1, g.hash(rec)
+		return true
+	})
+	if !ok {
+		return nil, false
 	}
 	flush()
 	return out, true
+}
+
+// walkRuns calls f with each record of g (sorted), its class of table
+// entry and second, and whether it starts a run of records of one key in
+// one second (false for the rest of the run and for a keyless record, in
+// the units only), until f returns false; false when f did, or a record
+// rules the screen out (throttled, of a stream shard).
+func walkRuns(g *incGroup, f func(rec []byte, key classKey, sec int64, starts bool) bool) bool {
+	var prev []byte
+	var prevKey classKey
+	prevSec := int64(-1)
+	for pos := 0; pos < len(g.recs); pos += incHead + int(g.recs[pos+15]) {
+		rec := g.recs[pos:]
+		if rec[12]&incThrottled != 0 || binary.LittleEndian.Uint16(rec[10:]) != 0 {
+			return false
+		}
+		key := classKey{binary.LittleEndian.Uint16(rec[8:]), traffic.Class(rec[12] & incClass)}
+		sec := int64(binary.LittleEndian.Uint32(rec))
+		pk := rec[incHead : incHead+int(rec[15])]
+		starts := len(pk) > 0 && !(sec == prevSec && key == prevKey && bytes.Equal(pk, prev))
+		if starts {
+			prev, prevKey, prevSec = pk, key, sec
+		}
+		if !f(rec, key, sec, starts) {
+			return false
+		}
+	}
+	return true
 }
