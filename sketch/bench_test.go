@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/go-kratos/aegis/topk"
 	boom "github.com/tylertreat/BoomFilters"
@@ -559,6 +560,101 @@ func BenchmarkHeavyHitters(b *testing.B) {
 					b.ReportMetric(p10/float64(n), "precision@10")
 					b.ReportMetric(p100/float64(n), "precision@100")
 					b.ReportMetric(se/float64(n), "share-err-pp")
+				})
+			}
+		})
+	}
+}
+
+// hashImpl hashes each access's key as Store.Put does (xxh3), and counts
+// nothing: the floor of any structure that hashes its keys.
+type hashImpl struct{ sink uint64 }
+
+func (h *hashImpl) start(*workload)             {}
+func (h *hashImpl) prepare(*workload, int, int) {}
+func (h *hashImpl) count(w *workload, from, to int) {
+	x := h.sink
+	for i := from; i < to; i++ {
+		x ^= keyHash(w.keys[w.pk[i]])
+	}
+	h.sink = x
+}
+func (h *hashImpl) top(*workload, int, int) []ranked { return nil }
+
+// packedHashImpl hashes the same keys copied, untimed, one batch after
+// the other into one buffer, as a reader's decoded batch holds them: what
+// the hash costs without the first touch of a million keys' scattered
+// bytes (BenchmarkHeavyHitters reads them first, touch, but 1024 keys on
+// as many pages do not stay close).
+type packedHashImpl struct {
+	hashImpl
+	buf  []byte
+	keys []string
+}
+
+func (h *packedHashImpl) prepare(w *workload, from, to int) {
+	h.buf, h.keys = h.buf[:0], h.keys[:0]
+	for i := from; i < to; i++ {
+		h.buf = append(h.buf, w.keys[w.pk[i]]...)
+	}
+	off := 0
+	for i := from; i < to; i++ {
+		n := len(w.keys[w.pk[i]])
+		h.keys = append(h.keys, unsafe.String(&h.buf[off], n))
+		off += n
+	}
+}
+
+func (h *packedHashImpl) count(*workload, int, int) {
+	x := h.sink
+	for _, k := range h.keys {
+		x ^= keyHash(k)
+	}
+	h.sink = x
+}
+
+// eventsImpl puts the workload's batches of Events through Store.Put
+// without their keys: the batch passes, the per-event checks and the
+// class totals, no hash and no key counted.
+type eventsImpl struct{ hotkeydImpl }
+
+func (e *eventsImpl) prepare(w *workload, from, to int) {
+	e.hotkeydImpl.prepare(w, from, to)
+	for j := range e.batch {
+		e.batch[j].PK = ""
+	}
+}
+
+// BenchmarkFloor measures, on the Zipf workloads of BenchmarkHeavyHitters
+// and with its harness (run in the same process as it, alternating), what
+// an update costs before the counting core counts its key: "hash" hashes
+// each key (xxh3), "hash-packed" the same keys packed batch by batch into
+// one buffer, "events" is Store.Put of the same Events without their
+// keys. Their sum is the least the counting core can cost per update
+// without changing the hash or the batch interface (docs/bench/sketch.md,
+// issue 41, fourth round).
+func BenchmarkFloor(b *testing.B) {
+	impls := []struct {
+		name string
+		make func() hhImpl
+	}{
+		{"hash", func() hhImpl { return &hashImpl{} }},
+		{"hash-packed", func() hhImpl { return &packedHashImpl{buf: make([]byte, 0, 64*benchBatch)} }},
+		{"events", func() hhImpl {
+			return &eventsImpl{hotkeydImpl{batch: make([]traffic.Event, benchBatch)}}
+		}},
+	}
+	for _, wl := range []string{"zipf1.0", "zipf1.2"} {
+		b.Run(wl, func(b *testing.B) {
+			w := getWorkload(b, wl)
+			for _, im := range impls {
+				b.Run(im.name, func(b *testing.B) {
+					var cpu time.Duration
+					for range b.N {
+						cpu += run(b, im.make(), w)
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(w.pk)), "ns/update")
+					b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*len(w.pk)), "cpu-ns/update")
 				})
 			}
 		})
