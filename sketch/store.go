@@ -254,14 +254,20 @@ func (s *Store) Put(ctx context.Context, batch []traffic.Event) error {
 	}
 	now := s.now()
 	at := s.clockAt(now)
-	if s.slot > 0 {
-		inTimeOrder(batch)
-	}
 	// A run of consecutive events of one table (a stream reader's batch is
-	// all one table) is added under one lock.
+	// all one table) is added under one lock. A live batch's first run is
+	// found in the pass that checks its time order.
+	first := 0
+	if s.slot > 0 && len(batch) > 0 {
+		first = orderedRun(batch)
+	}
 	i := 0
 	for i < len(batch) {
-		j := i + runLen(batch[i:])
+		j := first
+		if j == 0 {
+			j = runLen(batch[i:])
+		}
+		j, first = i+j, 0
 		if j-i < minRun && j < len(batch) {
 			break // interleaved tables: group them instead
 		}
@@ -274,28 +280,78 @@ func (s *Store) Put(ctx context.Context, batch []traffic.Event) error {
 	return nil
 }
 
-// inTimeOrder sorts a live batch by event time when it is not in order
-// already (a shuffled log posted at once, a merge of several hosts' lines):
-// a key's per-second ring takes events only a few seconds out of order, a
-// batch in order any. The Store owns the batch (traffic.Sink), so it sorts
-// it in place; a batch in order, as a stream shard's is, costs one pass.
-// Events without a time (now) sort last.
-func inTimeOrder(batch []traffic.Event) {
-	sec := func(e *traffic.Event) int64 {
-		if e.Time.IsZero() {
-			return math.MaxInt64
-		}
-		return e.Time.Unix()
-	}
+// orderedRun sorts a live batch by event time when it is not in order
+// already (a shuffled log posted at once, a merge of several hosts' lines)
+// and returns the length of its first run of one table and index
+// (runLen). A key's per-second ring takes events only a few seconds out
+// of order, a batch in order any. The Store owns the batch (traffic.Sink),
+// so it sorts it in place; a batch in order, as a stream shard's is, costs
+// one pass, which finds the first run too (as runLen does: data pointers
+// and lengths, names compared only where they differ). Events without a
+// time (now) sort last.
+func orderedRun(batch []traffic.Event) int {
+	table, index := batch[0].Table, batch[0].Index
+	tp, ip := unsafe.StringData(table), unsafe.StringData(index)
 	prev := int64(math.MinInt64)
-	for k := range batch {
-		x := sec(&batch[k])
+	k := 0
+	for {
+		// The inner loop calls nothing, so that it runs in registers.
+		for k < len(batch) {
+			e := &batch[k]
+			if unsafe.StringData(e.Table) != tp || len(e.Table) != len(table) || unsafe.StringData(e.Index) != ip || len(e.Index) != len(index) {
+				break
+			}
+			x := eventSec(e)
+			if x < prev {
+				return sortByTime(batch)
+			}
+			prev = x
+			k++
+		}
+		if k == len(batch) || !sameTable(&batch[k], table, index) {
+			break
+		}
+		x := eventSec(&batch[k])
 		if x < prev {
-			slices.SortStableFunc(batch, func(a, b traffic.Event) int { return cmp.Compare(sec(&a), sec(&b)) })
-			return
+			return sortByTime(batch)
+		}
+		prev = x
+		k++
+	}
+	run := k
+	for ; k < len(batch); k++ {
+		x := eventSec(&batch[k])
+		if x < prev {
+			return sortByTime(batch)
 		}
 		prev = x
 	}
+	return run
+}
+
+// sortByTime sorts a live batch by time (eventSec), stably, and returns
+// its first run (runLen).
+func sortByTime(batch []traffic.Event) int {
+	slices.SortStableFunc(batch, func(a, b traffic.Event) int { return cmp.Compare(eventSec(&a), eventSec(&b)) })
+	return runLen(batch)
+}
+
+// eventSec is the second an event sorts by in a live batch: its time's,
+// or, for an event without a time, after every other. (The zero Time
+// compares by value first: three compares, not IsZero's branches.)
+func eventSec(e *traffic.Event) int64 {
+	if e.Time == (time.Time{}) || e.Time.IsZero() {
+		return math.MaxInt64
+	}
+	return e.Time.Unix()
+}
+
+// sameTable reports whether e is of table and index, for names whose bytes
+// are not the first event's.
+//
+//go:noinline
+func sameTable(e *traffic.Event, table, index string) bool {
+	return e.Table == table && e.Index == index
 }
 
 func (s *Store) clockAt(now time.Time) clock {
