@@ -69,18 +69,17 @@ func raise(regs []uint8, p uint8, h uint64) {
 }
 
 // librarySketch returns a dense axiomhq/hyperloglog sketch of precision p
-// holding the registers regs, decoded from the library's own binary form
-// (version 2, dense: a 4-byte header, the register count, the registers;
+// whose registers are b[8:], 2^p of them, decoded from b as the library's
+// own binary form (version 2, dense: a 4-byte header and the register
+// count, which librarySketch writes into b[:8], then the registers;
 // documented at its UnmarshalBinary, and what replicas' summaries carry),
 // so that it estimates and encodes them as its own
-// (TestDistinctRegistersAsLibrary). The union of 12 dense slots and its
-// sketch take what the library's Merge of 12 sketches took (about 0.65 ms
-// at precision 14, run to run).
-func librarySketch(regs []uint8, p uint8) *hyperloglog.Sketch {
-	m := len(regs)
-	b := make([]byte, 0, 8+m)
-	b = append(b, 2, p, 0, 0, byte(m>>24), byte(m>>16), byte(m>>8), byte(m))
-	b = append(b, regs...)
+// (TestDistinctRegistersAsLibrary). Building the union in b saves a copy.
+// The union of 12 dense slots and its sketch take what the library's
+// Merge of 12 sketches took (about 0.65 ms at precision 14, run to run).
+func librarySketch(b []byte, p uint8) *hyperloglog.Sketch {
+	m := len(b) - 8
+	copy(b, []byte{2, p, 0, 0, byte(m >> 24), byte(m >> 16), byte(m >> 8), byte(m)})
 	var sk hyperloglog.Sketch
 	if err := sk.UnmarshalBinary(b); err != nil {
 		// Registers raise made always decode; an empty sketch at worst.
@@ -205,7 +204,8 @@ func (d *distinct) merge() (uint64, *hyperloglog.Sketch) {
 // with them: the registers' maximum over the slots, the exact sets'
 // hashes raised into it.
 func (d *distinct) sketch() *hyperloglog.Sketch {
-	regs := make([]uint8, 1<<d.precision)
+	b := make([]byte, 8+1<<d.precision)
+	regs := b[8:]
 	for i := range d.slots {
 		sl := &d.slots[i]
 		if sl.regs != nil {
@@ -220,7 +220,7 @@ func (d *distinct) sketch() *hyperloglog.Sketch {
 			}
 		}
 	}
-	return librarySketch(regs, d.precision)
+	return librarySketch(b, d.precision)
 }
 
 // union counts the distinct hashes of the exact sets, stopping past
