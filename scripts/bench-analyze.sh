@@ -81,3 +81,9 @@ for l in $(cut -f1 "$tmp/runs.tsv" | sort -u); do
 	awk -v l="$l" -v s="$s" -v c="$c" -v m="$m" -v ex="$ex" -v exm="$exm" -v exc="$exc" -v per="$per" \
 		'BEGIN {printf "%-22s %8.2f %8.2f %8.1f %8.2fx %7.2fx %7.1f%%  %s\n", l, s, c, m/1e6, ex/s, exc/c, 100*m/exm, per}'
 done
+# Each run's figures, in the order run, for the record.
+echo
+printf '%-22s  %s\n' run "per run: wall s / CPU s / peak MB"
+for l in $(cut -f1 "$tmp/runs.tsv" | sort -u); do
+	printf '%-22s  %s\n' "$l" "$(awk -F'\t' -v l="$l" '$1==l {printf "%.2f/%.2f/%.1f  ", $4, $6, $5/1e6}' "$tmp/runs.tsv")"
+done
