@@ -34,14 +34,46 @@ type secondStat struct {
 	sec             int64
 	units, heavy    uint64
 	events, distinc uint32
-	// keys are its keys' units, by their hashes (incOrder.hash: one a
-	// key of the entry).
-	keys []keyUnits
+	// from and to are where the second's records are in the group's
+	// (of every class: secondKeys reads this one's).
+	from, to uint32
 }
 
 // keyUnits is one key's units in one second.
 type keyUnits struct {
 	hash, units uint64
+}
+
+// secondKeys reads one class's keys of a second from the group's records,
+// where a bound does not settle a span (quietClass): the keys' units of
+// every second are as many as the records, and are not kept.
+type secondKeys struct {
+	g   *incGroup
+	key classKey
+	buf []keyUnits
+}
+
+// of returns the units of each key of st's second by its hash
+// (incGroup.hash: one a key of the entry), valid until the next call.
+func (r *secondKeys) of(st *secondStat) []keyUnits {
+	r.buf = r.buf[:0]
+	var prev []byte
+	recs := r.g.recs
+	for pos := int(st.from); pos < int(st.to); pos += incHead + int(recs[pos+15]) {
+		rec := recs[pos:]
+		n := int(rec[15])
+		if n == 0 || (classKey{binary.LittleEndian.Uint16(rec[8:]), traffic.Class(rec[12] & incClass)}) != r.key {
+			continue
+		}
+		pk, q := rec[incHead:incHead+n], uint64(binary.LittleEndian.Uint32(rec[4:]))
+		if len(r.buf) > 0 && bytes.Equal(pk, prev) {
+			r.buf[len(r.buf)-1].units += q
+			continue
+		}
+		r.buf = append(r.buf, keyUnits{r.g.hash(rec), q})
+		prev = pk
+	}
+	return r.buf
 }
 
 // quiet reports whether the detector flags nothing in g (one table and
@@ -78,7 +110,8 @@ func (l *incidentLog) quiet(g *incGroup, p config.Pipeline, step int64) bool {
 		if key.class == traffic.Read {
 			limit = s.ReadLimit
 		}
-		if !quietClass(ss, span, recent, end, share, limit, s, step == 1 && s.Hold >= time.Second) {
+		keys := &secondKeys{g: g, key: key}
+		if !quietClass(ss, keys, span, recent, end, share, limit, s, step == 1 && s.Hold >= time.Second) {
 			return false
 		}
 	}
@@ -92,7 +125,7 @@ func (l *incidentLog) quiet(g *incGroup, p config.Pipeline, step int64) bool {
 // seconds after e − L (after the first, at the start): the spans ending at
 // j start from the first second after ss[j].sec − L to the first after
 // eMax − L.
-func quietClass(ss []secondStat, span, recent, end int64, share, limit float64, s detect.Settings, tolerant bool) bool {
+func quietClass(ss []secondStat, keys *secondKeys, span, recent, end int64, share, limit float64, s detect.Settings, tolerant bool) bool {
 	from := func(j int, after int64) int { // the first of ss[..j] after a second
 		i := j
 		for i > 0 && ss[i-1].sec > after {
@@ -139,8 +172,8 @@ func quietClass(ss []secondStat, span, recent, end int64, share, limit float64, 
 		last, floored := flooredFrom(ss, longest, from(j, eMax-span), j, s.MinEvents)
 		// A share counts only in an evaluation whose window is over the
 		// traffic floor: one from ss[longest..last] on.
-		hot := floored && (hotWindow(ss, longest, last, j, share) && win.slide(ss, longest, j).hot(ss, last, j, share) ||
-			!quietRecent(ss, from(j, ss[j].sec-recent), from(j, eMax-recent), j, share, judged) ||
+		hot := floored && (hotWindow(ss, longest, last, j, share) && win.slide(ss, keys, longest, j).hot(ss, last, j, share) ||
+			!quietRecent(ss, keys, from(j, ss[j].sec-recent), from(j, eMax-recent), j, share, judged) ||
 			judged(ss[j].units) && float64(ss[j].heavy) >= share*float64(ss[j].units)) // the last second alone
 		// A key is flagged once reported by evaluations a hold apart
 		// and by every one between: by two in a row at least. The
@@ -198,18 +231,18 @@ type windowSums struct {
 // go back. top stays an upper bound as keys leave. A window past the last
 // one is made anew: the window is slid only where a bound does not settle
 // a span (quietClass).
-func (w *windowSums) slide(ss []secondStat, lo, hi int) *windowSums {
+func (w *windowSums) slide(ss []secondStat, keys *secondKeys, lo, hi int) *windowSums {
 	if !w.filled || lo > w.hi {
 		clear(w.sums)
 		w.lo, w.hi, w.top, w.filled = lo, lo, 0, true
-		w.add(ss[lo].keys)
+		w.add(keys.of(&ss[lo]))
 	}
 	for w.hi < hi {
 		w.hi++
-		w.add(ss[w.hi].keys)
+		w.add(keys.of(&ss[w.hi]))
 	}
 	for ; w.lo < lo; w.lo++ {
-		for _, ku := range ss[w.lo].keys {
+		for _, ku := range keys.of(&ss[w.lo]) {
 			if n := w.sums[ku.hash] - ku.units; n > 0 {
 				w.sums[ku.hash] = n
 			} else {
@@ -254,7 +287,7 @@ func (w *windowSums) hot(ss []secondStat, last, j int, share float64) bool {
 // for i from first to last, is under share where the span is judged: at
 // once when the seconds' heaviest keys' units added up are under it (a key
 // holds no more), else by every key's units.
-func quietRecent(ss []secondStat, first, last, j int, share float64, judged func(units uint64) bool) bool {
+func quietRecent(ss []secondStat, keys *secondKeys, first, last, j int, share float64, judged func(units uint64) bool) bool {
 	var units, heavy uint64
 	bounded := true
 	for k := j; k >= first && bounded; k-- {
@@ -270,7 +303,7 @@ func quietRecent(ss []secondStat, first, last, j int, share float64, judged func
 	units = 0
 	for k := j; k >= first; k-- {
 		units += ss[k].units
-		for _, ku := range ss[k].keys {
+		for _, ku := range keys.of(&ss[k]) {
 			sums[ku.hash] += ku.units
 			heaviest = max(heaviest, sums[ku.hash])
 		}
@@ -289,72 +322,45 @@ type classKey struct {
 
 // secondStats adds g's records up by class of table entry and second;
 // false when a record rules the screen out (throttled, of a stream shard,
-// a key that reads as a time). The seconds and their keys of each class
-// are counted first, and their arrays made at their sizes.
+// a key that reads as a time). Each second's keys are read again from the
+// records where they are needed (secondKeys).
 func secondStats(g *incGroup) (map[classKey][]secondStat, bool) {
-	type sizes struct {
-		secs, runs int
-		last       int64
-	}
-	count := map[classKey]*sizes{}
-	ok := walkRuns(g, func(_ []byte, key classKey, sec int64, starts bool) bool {
-		n := count[key]
-		if n == nil {
-			n = &sizes{last: -1}
-			count[key] = n
-		}
-		if n.last != sec {
-			n.secs++
-			n.last = sec
-		}
-		if starts {
-			n.runs++
-		}
-		return true
-	})
-	if !ok {
-		return nil, false
-	}
-	out := make(map[classKey][]secondStat, len(count))
-	keys := make(map[classKey][]keyUnits, len(count))
-	for key, n := range count {
-		out[key] = make([]secondStat, 0, n.secs)
-		keys[key] = make([]keyUnits, 0, n.runs)
-	}
+	out := map[classKey][]secondStat{}
 	// The run of records of one key in one second: its units, and the
 	// second it adds to.
-	var run *keyUnits
-	var st *secondStat
+	var run uint64
+	var runOf classKey
+	runAt := -1
 	flush := func() {
-		if run != nil {
+		if runAt >= 0 {
+			st := &out[runOf][runAt]
 			st.distinc++
-			st.heavy = max(st.heavy, run.units)
+			st.heavy = max(st.heavy, run)
 		}
 	}
-	ok = walkRuns(g, func(rec []byte, key classKey, sec int64, starts bool) bool {
+	pos := 0
+	ok := walkRuns(g, func(rec []byte, key classKey, sec int64, starts bool) bool {
 		ss := out[key]
 		if len(ss) == 0 || ss[len(ss)-1].sec != sec {
-			// The second's keys are the next of the class's array.
-			ks := keys[key]
-			ss = append(ss, secondStat{sec: sec, keys: ks[len(ks):]})
+			ss = append(ss, secondStat{sec: sec, from: uint32(pos)})
 			out[key] = ss
 		}
+		n := incHead + int(rec[15])
+		st := &ss[len(ss)-1]
+		st.to = uint32(pos + n)
+		pos += n
 		q := uint64(binary.LittleEndian.Uint32(rec[4:]))
-		cur := &ss[len(ss)-1]
-		cur.units += q
-		cur.events++
+		st.units += q
+		st.events++
 		switch {
 		case starts:
 			flush()
-			pk := rec[incHead : incHead+int(rec[15])]
-			if _, ok := detect.MatchTime(string(pk)); ok {
+			if _, ok := detect.MatchTime(string(rec[incHead:n])); ok {
 				return false
 			}
-			cur.keys = append(cur.keys, keyUnits{g.hash(rec), q})
-			keys[key] = keys[key][:len(keys[key])+1]
-			run, st = &cur.keys[len(cur.keys)-1], cur
+			run, runOf, runAt = q, key, len(ss)-1
 		case rec[15] > 0:
-			run.units += q
+			run += q
 		}
 		return true
 	})
