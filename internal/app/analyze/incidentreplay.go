@@ -192,8 +192,10 @@ type incGroup struct {
 	shift uint
 	at    []uint32
 	recs  []byte
-	// loading says that the group is in the batch being loaded.
+	// loading says that the group is in the batch being loaded; next is
+	// where each bucket's next record goes while it is.
 	loading bool
+	next    []uint32
 }
 
 // plan returns the log's groups, their records not loaded yet.
@@ -271,7 +273,7 @@ func (l *incidentLog) load(plan incPlan, batch []*incGroup) error {
 	}
 	defer func() {
 		for _, g := range batch {
-			g.loading = false
+			g.loading, g.next = false, nil
 		}
 	}()
 	entry := func(r []byte, entries []uint16) uint16 {
@@ -289,13 +291,12 @@ func (l *incidentLog) load(plan incPlan, batch []*incGroup) error {
 	if err != nil {
 		return err
 	}
-	next := make(map[*incGroup][]uint32, len(batch))
 	for _, g := range batch {
 		for i := 1; i < len(g.at); i++ {
 			g.at[i] += g.at[i-1]
 		}
 		g.recs = make([]byte, g.bytes)
-		next[g] = slices.Clone(g.at)
+		g.next = slices.Clone(g.at)
 	}
 	return l.scan(func(r []byte, entries, shards []uint16) {
 		id := entry(r, entries)
@@ -303,7 +304,7 @@ func (l *incidentLog) load(plan incPlan, batch []*incGroup) error {
 		if g == nil {
 			return
 		}
-		b := &next[g][(int64(binary.LittleEndian.Uint32(r))-g.first)>>g.shift]
+		b := &g.next[(int64(binary.LittleEndian.Uint32(r))-g.first)>>g.shift]
 		n := incHead + int(r[15])
 		out := g.recs[*b : int(*b)+n]
 		copy(out, r[:n])
