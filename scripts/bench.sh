@@ -3,7 +3,8 @@
 # prints their tables. Each area's harness can also be run on its own:
 #   scripts/bench-sketch.sh   counting core (sketch/)
 #   scripts/bench-jsonl.sh    JSON-lines ingest and analyze path (internal/cmd/benchcmd)
-#   scripts/bench-analyze.sh  hotkeyd analyze, both reads, on a shuffled file
+#   scripts/bench-analyze.sh  hotkeyd analyze on a shuffled file, with and without
+#                             incidents, against the exact counter as a lean program
 #   scripts/bench-live.sh     the daemon: ingest speed (HTTP, a followed file, the
 #                             stream decoder) and what it costs idle (BASE=REV to compare)
 # and `go test -run '^$' -bench . ./ingest/streams ./ingest/cloudtrail` for the readers;
