@@ -378,6 +378,7 @@ func ctMetric(body, name string, labels ...string) (float64, bool) {
 // and checks that the throttled keys reach /metrics, that files landing
 // later are read, and that a restart does not read the old files again.
 func TestRunFollowsCloudTrailFolder(t *testing.T) {
+	t.Parallel() // a process of its own, on a port of its own
 	if testing.Short() {
 		t.Skip("runs the hotkeyd binary")
 	}

@@ -147,6 +147,7 @@ func (d *streamsDaemon) report(t *testing.T) report.Report {
 // creation times in whole minutes, so this also tests their narrowing
 // (docs/streams.md#event-time).
 func TestStreamsBacklogJudgedAtItsRates(t *testing.T) {
+	t.Parallel() // a DynamoDB Local and processes of its own, on ports of its own
 	if testing.Short() {
 		t.Skip("writes two minutes of traffic to DynamoDB Local")
 	}
@@ -162,16 +163,15 @@ sources:
     start: trim_horizon
     checkpoint_dir: %s
 `, backlogModest, backlogHot, ddb.Endpoint, cpDir))
-	addr := freeAddr(t)
 
 	modest, hot, page := write(60 * time.Second)
-	d1 := startStreamsDaemon(t, cfgPath, addr)
+	d1 := startStreamsDaemon(t, cfgPath)
 	judgeBacklog(t, d1, "dynamodb-streams", modest, hot, page)
 	d1.kill()
 
 	// A backlog left behind by a crash: read from the checkpoints.
 	modest2, hot2, page2 := write(40 * time.Second)
-	d2 := startStreamsDaemon(t, cfgPath, addr)
+	d2 := startStreamsDaemon(t, cfgPath)
 	judgeBacklog(t, d2, "dynamodb-streams", modest2, hot2, page2)
 	d2.stop(t)
 }
@@ -181,6 +181,7 @@ sources:
 // the leases once they expire and reads that backlog from the dead one's
 // checkpoints, judging it at the rates it was written.
 func TestStreamsBacklogTakenOverByReplica(t *testing.T) {
+	t.Parallel() // a DynamoDB Local and processes of its own, on ports of its own
 	if testing.Short() {
 		t.Skip("writes 40 s of traffic to DynamoDB Local")
 	}
@@ -199,7 +200,7 @@ sources:
     failover_time: 3s
 `, backlogModest, backlogHot, ddb.Endpoint, worker))
 	}
-	a := startStreamsDaemon(t, cfg("a"), freeAddr(t))
+	a := startStreamsDaemon(t, cfg("a"))
 	for deadline := time.Now().Add(settle); a.metric(t, `hotkeyd_leases_held{lease_table="ev_leases"}`) < 2; {
 		if time.Now().After(deadline) {
 			t.Fatalf("replica a holds not both shards' leases within %v", settle)
@@ -208,7 +209,7 @@ sources:
 	}
 	a.kill()
 	modest, hot, page := write(40 * time.Second)
-	b := startStreamsDaemon(t, cfg("b"), freeAddr(t))
+	b := startStreamsDaemon(t, cfg("b"))
 	judgeBacklog(t, b, "dynamodb-streams", modest, hot, page)
 	b.stop(t)
 }
@@ -351,6 +352,7 @@ func kinesisBacklog(t *testing.T, k *testenv.Kinesalite, stream string, d time.D
 // starts, then 40 s more while it is killed, read after the restart from
 // its checkpoints.
 func TestKinesisBacklogJudgedAtItsRates(t *testing.T) {
+	t.Parallel() // a kinesalite and processes of its own, on ports of its own
 	if testing.Short() {
 		t.Skip("starts kinesalite and hotkeyd twice")
 	}
@@ -382,15 +384,14 @@ sources:
     checkpoint_dir: %s
     poll_interval: 100ms
 `, stream, k.Endpoint, t.TempDir()))
-	addr := freeAddr(t)
 
 	modest, hot := kinesisBacklog(t, k, stream, 60*time.Second)
-	d1 := startStreamsDaemon(t, cfgPath, addr)
+	d1 := startStreamsDaemon(t, cfgPath)
 	judgeBacklog(t, d1, "kinesis", modest, hot, true)
 	d1.kill()
 
 	modest2, hot2 := kinesisBacklog(t, k, stream, 40*time.Second)
-	d2 := startStreamsDaemon(t, cfgPath, addr)
+	d2 := startStreamsDaemon(t, cfgPath)
 	judgeBacklog(t, d2, "kinesis", modest2, hot2, true)
 	d2.stop(t)
 }
@@ -483,6 +484,7 @@ func judgeDelivery(t *testing.T, d *streamsDaemon, table, key string, want float
 // read, and nothing pages. A delivery that comes minutes late lands in the
 // seconds it happened. The same for an object in an S3 bucket (s3rver).
 func TestCloudTrailDeliveryJudgedAtItsRates(t *testing.T) {
+	t.Parallel() // an s3rver and processes of its own, on ports of its own
 	if testing.Short() {
 		t.Skip("runs hotkeyd and s3rver")
 	}
@@ -503,7 +505,7 @@ tables:
     paths: [%q]
     poll_interval: 200ms
 `, filepath.Join(dir, "**", "*.json.gz")))
-		d := startStreamsDaemon(t, cfgPath, freeAddr(t))
+		d := startStreamsDaemon(t, cfgPath)
 		ctWriteGz(t, filepath.Join(dir, "2026", "a.json.gz"), ctDelivery(table, "C-HOT", now.Add(-6*time.Minute), 5*time.Minute, 40))
 		judgeDelivery(t, d, table, "C-HOT", 40*300, newest)
 		// Minutes late: events of 12 to 10 minutes ago.
@@ -524,7 +526,7 @@ tables:
     poll_interval: 200ms
     s3: {bucket: trail, region: us-east-1, endpoint: %s}
 `, srv.Endpoint))
-		d := startS3Daemon(t, cfgPath, freeAddr(t))
+		d := startS3Daemon(t, cfgPath)
 		putObject := func(name, content string) {
 			t.Helper()
 			var buf bytes.Buffer

@@ -234,6 +234,7 @@ type deadLife struct {
 // the takeovers page nobody (a key at a fifth of a tight ceiling, which a
 // catch-up counted at its reading rate would push past half).
 func TestHandoversLoseNothing(t *testing.T) {
+	t.Parallel() // a DynamoDB Local and processes of its own, on ports of its own
 	if testing.Short() {
 		t.Skip("kills and restarts replicas for a minute")
 	}

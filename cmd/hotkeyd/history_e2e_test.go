@@ -89,6 +89,7 @@ func incidentOf(incs []history.Incident, key string) *history.Incident {
 // daemon is killed (SIGKILL): after a restart that incident is still
 // listed with its start right.
 func TestHistorySurvivesRestarts(t *testing.T) {
+	t.Parallel() // a process and a history of its own, on a port of its own
 	dir := t.TempDir()
 	h := historyDaemon(t, dir)
 	began := time.Now()

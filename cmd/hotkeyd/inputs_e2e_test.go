@@ -77,6 +77,7 @@ func (d *streamsDaemon) stop(t *testing.T) {
 // key is flagged, and a restart on the checkpoint folder counts exactly the
 // records written while it was stopped.
 func TestKinesisEndToEnd(t *testing.T) {
+	t.Parallel() // a kinesalite and processes of its own, on ports of its own
 	if testing.Short() {
 		t.Skip("starts kinesalite and hotkeyd twice")
 	}
@@ -85,7 +86,10 @@ func TestKinesisEndToEnd(t *testing.T) {
 	if _, err := k.Client.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("orders-cdc"), ShardCount: aws.Int32(2)}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // CREATING, then ACTIVE
+	waitUntil(t, settle, "the stream active", func() bool { // CREATING, then ACTIVE
+		out, err := k.Client.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("orders-cdc")})
+		return err == nil && out.StreamDescriptionSummary.StreamStatus == ktypes.StreamStatusActive
+	})
 	serial := 0
 	write := func(keys ...string) {
 		t.Helper()
@@ -113,7 +117,6 @@ func TestKinesisEndToEnd(t *testing.T) {
     checkpoint_dir: %s
     poll_interval: 100ms
 `, k.Endpoint, t.TempDir()))
-	addr := freeAddr(t)
 	series := `hotkeyd_events_total{class="write",source="kinesis",table="e2e_orders"}`
 
 	var keys []string
@@ -124,7 +127,7 @@ func TestKinesisEndToEnd(t *testing.T) {
 		}
 	}
 	write(keys...)
-	d1 := startStreamsDaemon(t, cfgPath, addr)
+	d1 := startStreamsDaemon(t, cfgPath)
 	d1.waitMetric(t, series, float64(len(keys)))
 	hot := hotKeySeries("e2e_orders", "write", "HOT#1", "hot_key")
 	for deadline := time.Now().Add(15 * time.Second); ; {
@@ -140,7 +143,7 @@ func TestKinesisEndToEnd(t *testing.T) {
 	d1.stop(t)
 
 	write(keys[:120]...)
-	d2 := startStreamsDaemon(t, cfgPath, addr)
+	d2 := startStreamsDaemon(t, cfgPath)
 	d2.waitMetric(t, series, 120)
 	d2.stop(t)
 }
@@ -149,6 +152,7 @@ func TestKinesisEndToEnd(t *testing.T) {
 // bucket of s3rver, objects put gzipped with the SDK as CloudTrail
 // delivers them; a restart reads only the objects put meanwhile.
 func TestCloudTrailS3EndToEnd(t *testing.T) {
+	t.Parallel() // an s3rver and processes of its own, on ports of its own
 	if testing.Short() {
 		t.Skip("starts s3rver and hotkeyd twice")
 	}
@@ -180,24 +184,23 @@ func TestCloudTrailS3EndToEnd(t *testing.T) {
     checkpoint_dir: %s
     poll_interval: 200ms
 `, srv.Endpoint, t.TempDir()))
-	addr := freeAddr(t)
 	series := `hotkeyd_events_total{class="read",source="cloudtrail",table="orders"}`
 	put("1000", "a", "b", "c")
 	put("1005", "d")
-	d1 := startS3Daemon(t, cfgPath, addr)
+	d1 := startS3Daemon(t, cfgPath)
 	d1.waitMetric(t, series, 4)
 	if got := d1.metric(t, `hotkeyd_cloudtrail_files_read_total{paths="s3://trail/"}`); got != 2 {
 		t.Errorf("files read %v, want 2", got)
 	}
 	d1.stop(t)
 	put("1010", "e", "f")
-	d2 := startS3Daemon(t, cfgPath, addr)
+	d2 := startS3Daemon(t, cfgPath)
 	d2.waitMetric(t, series, 2)
 	d2.stop(t)
 }
 
 // startS3Daemon starts hotkeyd with s3rver's credentials.
-func startS3Daemon(t *testing.T, cfgPath, addr string) *streamsDaemon {
+func startS3Daemon(t *testing.T, cfgPath string) *streamsDaemon {
 	t.Helper()
-	return startStreamsDaemon(t, cfgPath, addr, "AWS_ACCESS_KEY_ID="+testenv.S3rverAccessKey, "AWS_SECRET_ACCESS_KEY="+testenv.S3rverSecretKey)
+	return startStreamsDaemon(t, cfgPath, "AWS_ACCESS_KEY_ID="+testenv.S3rverAccessKey, "AWS_SECRET_ACCESS_KEY="+testenv.S3rverSecretKey)
 }

@@ -27,6 +27,7 @@ import (
 // read (and /-/ready saying ready). start: latest shows that the records
 // were read from the shard's start, not from its end.
 func TestKinesisRefusedCheckpoint(t *testing.T) {
+	t.Parallel() // a kinesalite and a process of its own, on ports of its own
 	if testing.Short() {
 		t.Skip("starts kinesalite and hotkeyd")
 	}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,7 +21,26 @@ import (
 	"github.com/hotkeyd/hotkeyd/internal/testenv"
 )
 
+// waitingParallel is how many tests that call t.Parallel run at once
+// unless -parallel says otherwise. Go's default, GOMAXPROCS, suits tests
+// that compute; this package's parallel tests mostly wait (on event-time
+// spans, kills and restarts, emulators and child processes), so that two
+// at a time left a two-core machine half idle while the package took
+// nearly 20 minutes under -race; four at a time use about one core of
+// the two, and leave room for the machine's other work. The tests that
+// compute (analyze in this process, the browser), or whose judgement
+// leans on the pace of the wall clock, do not call t.Parallel.
+const waitingParallel = 4
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(max(waitingParallel, runtime.GOMAXPROCS(0)))); err != nil {
+			panic(err)
+		}
+	}
 	goleak.VerifyTestMain(testenv.WithBrowserClosed(m))
 }
 

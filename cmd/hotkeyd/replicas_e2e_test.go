@@ -268,6 +268,7 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) tim
 // shard, so the tables are the shards: six tables for three replicas (three
 // with -short).
 func TestReplicas(t *testing.T) {
+	t.Parallel() // a DynamoDB Local and processes of its own, on ports of its own
 	ddb := testenv.DynamoDBLocal(t)
 	t.Run("SplitKillTerm", func(t *testing.T) { testSplitKillTerm(t, ddb) })
 	t.Run("KCLLeases", func(t *testing.T) { testKCLLeases(t, ddb) })

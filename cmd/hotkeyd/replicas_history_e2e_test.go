@@ -131,6 +131,7 @@ func writeHot(t *testing.T, ddb *testenv.DDBLocal, table, key string, n int, pac
 // replacement has them from the path, and the traffic after the
 // replacement, a key hot in it, is recorded by both.
 func TestReplicasHistory(t *testing.T) {
+	t.Parallel() // a DynamoDB Local and processes of its own, on ports of its own
 	if testing.Short() {
 		t.Skip("runs DynamoDB Local and three hotkeyd processes")
 	}

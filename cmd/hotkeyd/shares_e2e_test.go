@@ -33,6 +33,7 @@ import (
 // DynamoDB Local's streams have one shard per table, which would put a
 // table on one replica: Kinesis is where a table's traffic spans replicas.
 func TestReplicaShares(t *testing.T) {
+	t.Parallel() // emulators and processes of its own, on ports of its own
 	if testing.Short() {
 		t.Skip("starts kinesalite, DynamoDB Local and four hotkeyd processes")
 	}

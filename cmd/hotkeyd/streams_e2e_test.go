@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,8 +28,7 @@ import (
 )
 
 // streamsDaemon is a hotkeyd run process started by the streams test itself,
-// because the test must kill it with SIGKILL (a crash) and start it again
-// on the same address.
+// because the test must kill it with SIGKILL (a crash) and start it again.
 type streamsDaemon struct {
 	cmd    *exec.Cmd
 	url    string
@@ -49,10 +48,19 @@ func (l lockedBuf) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
-func startStreamsDaemon(t *testing.T, cfgPath, addr string, env ...string) *streamsDaemon {
+// startedRE finds the address the daemon bound in its "hotkeyd started"
+// log line, logfmt (address=127.0.0.1:1234) or JSON
+// ("address":"127.0.0.1:1234").
+var startedRE = regexp.MustCompile(`hotkeyd started.*?"?address"?[=:]"?([^"\s]+)`)
+
+// startStreamsDaemon runs hotkeyd on cfgPath and waits until it is ready.
+// It listens on a port the kernel picks, read from its log: a process
+// started again never finds its old port taken by another test's, nor
+// takes another's answers for its own.
+func startStreamsDaemon(t *testing.T, cfgPath string, env ...string) *streamsDaemon {
 	t.Helper()
-	d := &streamsDaemon{url: "http://" + addr, stderr: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan struct{})}
-	d.cmd = exec.Command(testenv.Binary(t), "run", "--config.file", cfgPath, "--web.listen-address", addr, "--history.path", t.TempDir())
+	d := &streamsDaemon{stderr: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan struct{})}
+	d.cmd = exec.Command(testenv.Binary(t), "run", "--config.file", cfgPath, "--web.listen-address", "127.0.0.1:0", "--history.path", t.TempDir())
 	// DynamoDB Local takes any credentials; no instance metadata lookups.
 	d.cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=hotkeyd", "AWS_SECRET_ACCESS_KEY=hotkeyd",
 		"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
@@ -71,8 +79,15 @@ func startStreamsDaemon(t *testing.T, cfgPath, addr string, env ...string) *stre
 	})
 	deadline := time.Now().Add(settle)
 	for {
-		if code, _ := d.get("/-/ready"); code == http.StatusOK {
-			return d
+		if d.url == "" {
+			if m := startedRE.FindStringSubmatch(d.log()); m != nil {
+				d.url = "http://" + m[1]
+			}
+		}
+		if d.url != "" {
+			if code, _ := d.get("/-/ready"); code == http.StatusOK {
+				return d
+			}
 		}
 		select {
 		case <-d.done:
@@ -139,6 +154,7 @@ func (d *streamsDaemon) kill() {
 // stream loses no record: the restarted process counts exactly the records
 // after its checkpoint.
 func TestStreamsEndToEnd(t *testing.T) {
+	t.Parallel() // a DynamoDB Local and processes of its own, on ports of its own
 	if testing.Short() {
 		t.Skip("starts DynamoDB Local and hotkeyd twice")
 	}
@@ -170,13 +186,6 @@ sources:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-
 	// Every write changes its item: DynamoDB writes no stream record for a
 	// put that leaves the item as it was.
 	var written, serial atomic.Int64
@@ -193,7 +202,7 @@ sources:
 	eventsSeries := `hotkeyd_events_total{class="write",source="dynamodb-streams",table="` + table + `"}`
 	hotSeries := hotKeySeries(table, "write", "HOT#1", "hot_key")
 
-	d1 := startStreamsDaemon(t, cfgPath, addr)
+	d1 := startStreamsDaemon(t, cfgPath)
 
 	// Uniform warm-up: 300 keys written once each. Nothing is hot.
 	for i := range 300 {
@@ -246,7 +255,7 @@ sources:
 	d1.kill()
 	seq := checkpointSequence(t, cpDir)
 	time.Sleep(500 * time.Millisecond)
-	d2 := startStreamsDaemon(t, cfgPath, addr)
+	d2 := startStreamsDaemon(t, cfgPath)
 	time.Sleep(2 * time.Second)
 	close(stop)
 	wg.Wait()
