@@ -11,6 +11,7 @@ import (
 
 	"github.com/hotkeyd/hotkeyd/detect/forecast"
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/history"
 )
 
@@ -149,16 +150,21 @@ func (d *Daemon) refreshForecasts(ctx context.Context, src cellReader) {
 	log := d.log.Named("forecast")
 	var asked map[seriesID]bool
 	var last time.Time
+	var memo queryMemo
+	missing := false // a series of qs is not in asked
 	for {
 		var qs []forecast.Query
 		if st := d.live.Load(); st != nil {
-			qs = forecastQueries(st.Report)
+			var changed bool
+			if qs, changed = memo.queries(st); changed {
+				missing = !allAsked(asked, qs)
+			}
 		}
-		if since := time.Since(last); len(qs) > 0 && (since >= forecastRefresh || since >= forecastMinGap && !allAsked(asked, qs)) {
+		if since := time.Since(last); len(qs) > 0 && (since >= forecastRefresh || since >= forecastMinGap && missing) {
 			if err := d.forecasts.Refresh(ctx, newHistorySeries(src), qs); err != nil && ctx.Err() == nil {
 				log.Warn("forecast series not all read from the history", zap.Error(err))
 			}
-			asked, last = askedOf(qs), time.Now()
+			asked, last, missing = askedOf(qs), time.Now(), false
 		}
 		select {
 		case <-ctx.Done():
@@ -184,6 +190,55 @@ func askedOf(qs []forecast.Query) map[seriesID]bool {
 func allAsked(asked map[seriesID]bool, qs []forecast.Query) bool {
 	for _, q := range qs {
 		if !asked[seriesID{q.Table, q.Index, q.Class, q.Key}] {
+			return false
+		}
+	}
+	return true
+}
+
+// queryMemo keeps the queries of the last report they were made of, so
+// that an idle daemon, whose report is published anew every tick but
+// does not change, does not make them again every look: they are made
+// again when a table's revision (export.State.Revisions: it changes
+// whenever the table's report does) or the report's hour changes, or
+// when the revisions are unknown.
+type queryMemo struct {
+	hour   time.Time
+	tables []tableRevision
+	qs     []forecast.Query
+}
+
+// tableRevision is one table entry of a report and its revision.
+type tableRevision struct {
+	table, index string
+	rev          uint64
+}
+
+// queries returns the forecasts' queries of st, and whether they were
+// made anew.
+func (m *queryMemo) queries(st *export.State) ([]forecast.Query, bool) {
+	hour := st.Report.End.Truncate(time.Hour)
+	if m.same(st, hour) {
+		return m.qs, false
+	}
+	m.hour, m.qs, m.tables = hour, forecastQueries(st.Report), m.tables[:0]
+	if st.Revisions != nil {
+		for i, t := range st.Report.Tables {
+			m.tables = append(m.tables, tableRevision{t.Table, t.Index, st.Revisions[i]})
+		}
+	}
+	return m.qs, true
+}
+
+// same says whether st, at hour, has the tables and revisions the
+// queries were made of, every revision known.
+func (m *queryMemo) same(st *export.State, hour time.Time) bool {
+	if st.Revisions == nil || len(st.Revisions) != len(st.Report.Tables) || len(m.tables) != len(st.Report.Tables) || !hour.Equal(m.hour) {
+		return false
+	}
+	for i, t := range st.Report.Tables {
+		was := m.tables[i]
+		if rev := st.Revisions[i]; rev == 0 || rev != was.rev || t.Table != was.table || t.Index != was.index {
 			return false
 		}
 	}

@@ -195,3 +195,54 @@ func TestRefreshForecasts(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestQueryMemo: the forecasts' queries are made again only when a
+// table's report changes (its revision), the report's hour turns, or the
+// revisions are unknown; an idle daemon's report, published anew each
+// tick with the same revisions, reuses them.
+func TestQueryMemo(t *testing.T) {
+	base := forecastReport()
+	moved := forecastReport()
+	moved.Tables[0].TopKeys = moved.Tables[0].TopKeys[:1]
+	later := forecastReport()
+	later.End = later.End.Add(time.Hour)
+	other := forecastReport()
+	other.Tables[0].Table = "invoices"
+	for _, tc := range []struct {
+		name        string
+		first       []uint64 // the first report's revisions: {7} if nil
+		next        export.State
+		wantChanged bool
+		wantKeys    int
+	}{
+		{"same revisions", nil, export.State{Report: base, Revisions: []uint64{7}}, false, 3},
+		{"same revisions, later in the hour", nil, export.State{Report: func() report.Report { r := forecastReport(); r.End = r.End.Add(time.Minute); return r }(), Revisions: []uint64{7}}, false, 3},
+		{"a table's revision changed", nil, export.State{Report: moved, Revisions: []uint64{8}}, true, 1},
+		{"the hour turned", nil, export.State{Report: later, Revisions: []uint64{7}}, true, 3},
+		{"another table at the same revision", nil, export.State{Report: other, Revisions: []uint64{7}}, true, 3},
+		{"revisions unknown", nil, export.State{Report: base}, true, 3},
+		{"revision 0: unknown", nil, export.State{Report: base, Revisions: []uint64{0}}, true, 3},
+		{"revision 0 twice: unknown both times", []uint64{0}, export.State{Report: base, Revisions: []uint64{0}}, true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m queryMemo
+			first := tc.first
+			if first == nil {
+				first = []uint64{7}
+			}
+			if _, changed := m.queries(&export.State{Report: base, Revisions: first}); !changed {
+				t.Fatal("the first report's queries were not made")
+			}
+			qs, changed := m.queries(&tc.next)
+			if changed != tc.wantChanged {
+				t.Errorf("made anew: %v, want %v", changed, tc.wantChanged)
+			}
+			if len(qs) != tc.wantKeys {
+				t.Errorf("%d queries, want %d", len(qs), tc.wantKeys)
+			}
+			if want := forecastQueries(tc.next.Report); len(qs) != len(want) || len(qs) > 0 && qs[0] != want[0] {
+				t.Errorf("queries %v, want those of the report, %v", qs, want)
+			}
+		})
+	}
+}
