@@ -7,15 +7,12 @@ package main
 // and Analyze (as hotkeyd analyze runs it).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
-	"sort"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +22,7 @@ import (
 	"github.com/hotkeyd/hotkeyd/ingest/parallel"
 	"github.com/hotkeyd/hotkeyd/internal/app/analyze"
 	"github.com/hotkeyd/hotkeyd/internal/app/config"
+	"github.com/hotkeyd/hotkeyd/internal/exactcounter"
 	"github.com/hotkeyd/hotkeyd/sketch"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
@@ -43,97 +41,12 @@ type Result struct {
 	TopKeyUnits float64
 }
 
-// exactLine is the obvious struct for a line.
-type exactLine struct {
-	TS    any      `json:"ts"`
-	Table string   `json:"table"`
-	Index string   `json:"index"`
-	PK    string   `json:"pk"`
-	SK    string   `json:"sk"`
-	Op    string   `json:"op"`
-	Units *float64 `json:"units"`
-}
-
-type entryClass struct {
-	table, index string
-	class        traffic.Class
-}
-
 // Exact counts r the obvious way: every line decoded by encoding/json, units
-// summed per key in a map per table, index and class.
+// summed per key in a map per table, index and class
+// (internal/exactcounter, which internal/cmd/exactcount runs alone).
 func Exact(r io.Reader) (Result, error) {
-	var res Result
-	counts := map[entryClass]map[string]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 64<<10)
-	for sc.Scan() {
-		var l exactLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Table == "" || l.PK == "" {
-			res.Rejected++
-			continue
-		}
-		if s, ok := l.TS.(string); ok {
-			if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-				res.Rejected++
-				continue
-			}
-		}
-		c := traffic.Read
-		switch l.Op {
-		case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "write":
-			c = traffic.Write
-		}
-		u := 1.0
-		if l.Units != nil {
-			u = *l.Units
-		}
-		id := entryClass{l.Table, l.Index, c}
-		m := counts[id]
-		if m == nil {
-			m = map[string]float64{}
-			counts[id] = m
-		}
-		m[l.PK] += u
-		res.Events++
-	}
-	if err := sc.Err(); err != nil {
-		return res, fmt.Errorf("scan: %w", err)
-	}
-	entries := map[[2]string]bool{}
-	for id, m := range counts {
-		entries[[2]string{id.table, id.index}] = true
-		other := counts[entryClass{id.table, id.index, 1 - id.class}]
-		for k := range m {
-			// Count a key in both classes once, under Write.
-			if id.class == traffic.Read && other != nil {
-				if _, ok := other[k]; ok {
-					continue
-				}
-			}
-			res.DistinctKeys++
-		}
-		if id.table == "orders" && id.index == "" && id.class == traffic.Write {
-			res.TopKey, res.TopKeyUnits = top(m)
-		}
-	}
-	res.Tables = len(entries)
-	return res, nil
-}
-
-func top(m map[string]float64) (string, float64) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var best string
-	var max float64
-	for _, k := range keys {
-		if m[k] > max {
-			best, max = k, m[k]
-		}
-	}
-	return best, max
+	res, err := exactcounter.Count(r)
+	return Result(res), err
 }
 
 // Parallel reads the file path as hotkeyd analyze does: on every core
