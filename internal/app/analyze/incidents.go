@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"sync"
 
@@ -69,10 +68,9 @@ const (
 // incidentFile is the temporary file the parts' chunks of records are
 // written to, removed from its directory as soon as it is made.
 type incidentFile struct {
-	mu    sync.Mutex
-	f     *os.File
-	named bool // the file is still in its directory
-	size  int64
+	mu sync.Mutex
+	scratchFile
+	size int64
 	// failed says that a write failed: later chunks stay in memory.
 	failed bool
 }
@@ -80,12 +78,11 @@ type incidentFile struct {
 // newIncidentFile makes the file; nil when none can be made (the records
 // then stay in memory).
 func newIncidentFile() *incidentFile {
-	f, err := os.CreateTemp("", "hotkeyd-incidents-*")
+	sf, err := newScratchFile("hotkeyd-incidents-*")
 	if err != nil {
 		return nil
 	}
-	// Used through its descriptor, as the spill's (spill.go).
-	return &incidentFile{f: f, named: os.Remove(f.Name()) != nil}
+	return &incidentFile{scratchFile: sf}
 }
 
 // write writes b at the end of the file and returns where; false when it
@@ -125,13 +122,7 @@ func (w *incidentFile) close() {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.f != nil {
-		w.f.Close()
-		if w.named {
-			os.Remove(w.f.Name())
-		}
-		w.f = nil
-	}
+	w.scratchFile.close()
 }
 
 // incChunk is a chunk of whole records: in memory (data), or n bytes at

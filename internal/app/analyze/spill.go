@@ -59,9 +59,8 @@ const (
 type keySpill struct {
 	base int64 // the second records count from: the earliest valid one
 
-	mu     sync.Mutex
-	f      *os.File
-	named  bool // the file is still in its directory
+	mu sync.Mutex
+	scratchFile
 	size   int64
 	chunks []spillSpan
 	// kept says, by writer, whether its part was merged into the result:
@@ -89,29 +88,49 @@ func newKeySpill(valid timeRange) (*keySpill, error) {
 	if valid.to-valid.from > math.MaxUint32 {
 		return nil, fmt.Errorf("spill the keys' seconds: times range over %d seconds", valid.to-valid.from)
 	}
-	f, err := os.CreateTemp("", "hotkeyd-keys-*")
+	sf, err := newScratchFile("hotkeyd-keys-*")
 	if err != nil {
 		return nil, fmt.Errorf("spill the keys' seconds: %w", err)
 	}
-	s := &keySpill{base: valid.from, f: f, ids: map[entryKey]uint32{}}
-	// The file is removed at once and used through its descriptor, so
-	// that a process killed leaves nothing behind; where an open file
-	// cannot be removed, it is removed once closed.
-	s.named = os.Remove(f.Name()) != nil
-	return s, nil
+	return &keySpill{base: valid.from, scratchFile: sf, ids: map[entryKey]uint32{}}, nil
 }
 
 // remove closes the spill's file, removing it if it is still named.
 func (s *keySpill) remove() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.f != nil {
-		s.f.Close()
-		if s.named {
-			os.Remove(s.f.Name())
-		}
-		s.f = nil
+	s.scratchFile.close()
+}
+
+// scratchFile is a temporary file used through its descriptor: removed
+// from its directory at once, so that a process killed leaves nothing
+// behind; where an open file cannot be removed, it is removed once closed.
+type scratchFile struct {
+	f     *os.File // nil once closed
+	named bool     // the file is still in its directory
+}
+
+// newScratchFile creates a scratch file named by pattern (os.CreateTemp)
+// in the temporary directory.
+func newScratchFile(pattern string) (scratchFile, error) {
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return scratchFile{}, err
 	}
+	return scratchFile{f: f, named: os.Remove(f.Name()) != nil}, nil
+}
+
+// close closes the file, removing it if it is still named; nothing once
+// closed.
+func (s *scratchFile) close() {
+	if s.f == nil {
+		return
+	}
+	s.f.Close()
+	if s.named {
+		os.Remove(s.f.Name())
+	}
+	s.f = nil
 }
 
 // ok reports whether the spill holds every record written to it.
