@@ -581,6 +581,33 @@ func (h *hashImpl) count(w *workload, from, to int) {
 }
 func (h *hashImpl) top(*workload, int, int) []ranked { return nil }
 
+// readImpl reads every byte of each access's key, eight at a time, and
+// counts nothing: the floor of any counter, exact or not, that looks at
+// its keys, the map included (the map reads them to hash them and again
+// to compare them). It differs from hashImpl by the hash's own work.
+type readImpl struct{ hashImpl }
+
+func (h *readImpl) count(w *workload, from, to int) {
+	x := h.sink
+	for i := from; i < to; i++ {
+		x ^= readKey(w.keys[w.pk[i]])
+	}
+	h.sink = x
+}
+
+// readKey folds k's bytes into a word, eight bytes a load where it can.
+func readKey(k string) uint64 {
+	var x uint64
+	for len(k) >= 8 {
+		x ^= binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(k), 8))
+		k = k[8:]
+	}
+	for i := 0; i < len(k); i++ {
+		x = x<<8 | uint64(k[i])
+	}
+	return x
+}
+
 // packedHashImpl hashes the same keys copied, untimed, one batch after
 // the other into one buffer, as a reader's decoded batch holds them: what
 // the hash costs without the first touch of a million keys' scattered
@@ -638,6 +665,7 @@ func BenchmarkFloor(b *testing.B) {
 		name string
 		make func() hhImpl
 	}{
+		{"read", func() hhImpl { return &readImpl{} }},
 		{"hash", func() hhImpl { return &hashImpl{} }},
 		{"hash-packed", func() hhImpl { return &packedHashImpl{buf: make([]byte, 0, 64*benchBatch)} }},
 		{"events", func() hhImpl {
