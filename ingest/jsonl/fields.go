@@ -103,14 +103,15 @@ func (p *Parser) setTable(line []byte, v jsonscan.Span, ev *traffic.Event) error
 	if len(tb) == 0 {
 		return errMissingTable
 	}
-	if ev.Table = p.internBytes(tb); !traffic.ValidName(ev.Table) {
+	name, ok := p.validName(tb)
+	if ev.Table = name; !ok {
 		return p.invalid(traffic.CheckName("table", ev.Table))
 	}
 	return nil
 }
 
 func (p *Parser) setOp(line []byte, v jsonscan.Span, ev *traffic.Event) error {
-	op, ok := traffic.LookupOperation(unsafeString(p.bytesOf(line, v)))
+	op, ok := p.lookupOp(p.bytesOf(line, v))
 	if !ok {
 		return &ParseError{Reason: traffic.ReasonBadOp, Detail: "unknown operation " + p.quote(p.bytesOf(line, v))}
 	}
@@ -138,7 +139,8 @@ func (p *Parser) setPK(line []byte, v jsonscan.Span, ev *traffic.Event) error {
 
 func (p *Parser) setIndex(line []byte, v jsonscan.Span, ev *traffic.Event) error {
 	if ix := p.bytesOf(line, v); len(ix) > 0 {
-		if ev.Index = p.internBytes(ix); !traffic.ValidName(ev.Index) {
+		name, ok := p.validName(ix)
+		if ev.Index = name; !ok {
 			return p.invalid(traffic.CheckName("index", ev.Index))
 		}
 	}
@@ -154,7 +156,11 @@ func (p *Parser) setSK(line []byte, v jsonscan.Span, ev *traffic.Event) error {
 
 func (p *Parser) setUnits(line []byte, v jsonscan.Span, ev *traffic.Event) error {
 	u := line[v.Start:v.End]
-	f, err := strconv.ParseFloat(unsafeString(u), 64)
+	f, ok := plainNumber(u)
+	var err error
+	if !ok {
+		f, err = strconv.ParseFloat(unsafeString(u), 64)
+	}
 	switch {
 	case err != nil || math.IsInf(f, 0) || math.IsNaN(f):
 		return &ParseError{Reason: traffic.ReasonBadUnits, Detail: "units " + p.quote(u) + " out of range"}

@@ -103,7 +103,9 @@ func Reason(err error) string {
 // know are walked and checked, nesting bounded by MaxDepth), takes the
 // members it knows without building a tree, and allocates nothing per
 // line: table and index names are interned, and key strings are cut from
-// an arena (see keyChunk). A member it does not know costs a map lookup
+// an arena (see keyChunk). A line as logs write them (plain values, the
+// members of the line before in its order) takes a fast path that gets
+// what the full scan gets (compact.go). A member it does not know costs a map lookup
 // of its name, which it counts (Ignored) and, when the name is a near miss
 // of a field, may reject the line with. A Parser is not safe for
 // concurrent use; give each reader its own.
@@ -113,11 +115,21 @@ type Parser struct {
 	now     func() time.Time
 	source  string
 	intern  map[string]string
+	valid   [nameSlots]string        // valid table and index names (validName)
+	ops     [opSlots]opMemo          // operation names (lookupOp)
 	scratch []byte                   // unescaped key and string values
 	vals    [numFields]jsonscan.Span // the members known, by field
-	minute  [minuteSlots]minuteCache
-	keys    []byte // arena the key strings are cut from
-	mask    traffic.Masker
+	// tokens are the fields' names as compact JSON writes them, and order
+	// the fields of the line before in its order, -1 past its last:
+	// scanCompact looks for a line's members there first.
+	tokens [numFields]token
+	order  [numFields]int8
+	// full reads every line with the full scanner, for the tests that
+	// hold the fast path to it.
+	full   bool
+	minute [minuteSlots]minuteCache
+	keys   []byte // arena the key strings are cut from
+	mask   traffic.Masker
 	// others counts the members outside the contract by name, with the
 	// field each name is a near miss of; line holds those of the line
 	// being parsed, and pending those counted since Ignored last read
@@ -205,6 +217,8 @@ func NewParser(fields Fields, source string, now func() time.Time) *Parser {
 	for i, c := range contract {
 		p.names[i] = []byte(*c.rename(&f))
 		p.first[p.names[i][0]] |= 1 << i
+		p.tokens[i] = makeToken(p.names[i])
+		p.order[i] = -1
 	}
 	return p
 }
@@ -215,8 +229,12 @@ func NewParser(fields Fields, source string, now func() time.Time) *Parser {
 func (p *Parser) Parse(line []byte, ev *traffic.Event) error {
 	p.vals = [numFields]jsonscan.Span{}
 	p.line, p.near = p.line[:0], false
-	if err := p.scanObject(line); err != nil {
-		return err
+	if p.full || !p.scanCompact(line) {
+		p.vals = [numFields]jsonscan.Span{}
+		p.line, p.near = p.line[:0], false
+		if err := p.scanObject(line); err != nil {
+			return err
+		}
 	}
 	if len(p.line) > 0 {
 		return p.buildOthers(line, ev)

@@ -92,10 +92,18 @@ func ScanString(b []byte, i int) (end int, escaped bool, err error) {
 	return scanString(b, i+1, j)
 }
 
-// plainEnd returns the index of the first byte at or after j that is not
-// plain ASCII. It is small enough to be inlined: most strings of the
-// decoders' inputs are short names and values, where a call would cost as
-// much as the scan. Eight bytes are looked at a time (see special).
+// PlainEnd returns the index of the first byte at or after j that is not
+// plain ASCII: a quote, a backslash, a control character or a byte of a
+// multi-byte rune (len(b) when there is none). A string whose opening
+// quote is b[i] and where PlainEnd(b, i+1) is a quote holds neither
+// escapes nor anything to check: it is the string ScanString accepts, up
+// to that quote. It lets a decoder read the plain strings of its input
+// without a call per string.
+func PlainEnd(b []byte, j int) int { return plainEnd(b, j) }
+
+// plainEnd is PlainEnd. Eight bytes are looked at a time (see special):
+// most strings of the decoders' inputs are short names and values, which
+// it passes in one or two words.
 func plainEnd(b []byte, j int) int {
 	for j+8 <= len(b) {
 		if m := special(binary.LittleEndian.Uint64(b[j:])); m != 0 {

@@ -1,0 +1,213 @@
+package jsonl
+
+import (
+	"encoding/binary"
+
+	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
+	"github.com/hotkeyd/hotkeyd/traffic"
+)
+
+// This file is the parser's fast path, for the lines logs write: compact
+// JSON of the contract's fields and plain values, the same table, index
+// and operation names over and over. It changes how fast a line is read,
+// never what it gets: a line the fast path is not sure of is read by the
+// full scanner (scanObject), as every line was before, and what the fast
+// path takes from a line is what the full scanner takes from it
+// (TestCompactAsFull and FuzzCompactAsFull hold it to that).
+
+// scanCompact is scanObject for a line written the way logs write them:
+// every value a plain string (printable ASCII, no escapes), a number or a
+// literal, every name plain, every field of the contract given once. It
+// records the spans and notes the members outside the contract as
+// scanObject does for such a line, and reports false on anything else (an
+// escape, a byte outside printable ASCII, an object or array, a field
+// given twice, a syntax error), with some spans perhaps recorded: the
+// caller then clears them and reads the line with scanObject, which
+// accepts or rejects it as it always did. A member outside the contract
+// is noted once its value is read, as scanObject notes it, so that a line
+// read twice leaves the names counted as one read would.
+func (p *Parser) scanCompact(b []byte) bool {
+	i := jsonscan.Space(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	for k := 0; ; k++ {
+		// Past the brace or a comma: the member's name, most likely the
+		// one the line before had there.
+		if i = jsonscan.Space(b, i+1); i >= len(b) || b[i] != '"' {
+			return false
+		}
+		f, j := p.predicted(b, i, k)
+		if f < 0 {
+			if j = jsonscan.PlainEnd(b, i+1); j+1 >= len(b) || b[j] != '"' || b[j+1] != ':' {
+				return false
+			}
+			if f = p.field(b[i+1 : j]); k < len(p.order) {
+				p.order[k] = int8(f)
+			}
+		}
+		name := b[i+1 : j]
+		if f >= 0 && p.vals[f].Kind != jsonscan.None {
+			return false
+		}
+		v, ok := plainValue(b, jsonscan.Space(b, j+2))
+		if !ok {
+			return false
+		}
+		if f >= 0 {
+			p.vals[f] = v.Span
+		} else {
+			p.noteOther(name)
+		}
+		switch i = jsonscan.Space(b, v.next); {
+		case i >= len(b):
+			return false
+		case b[i] == '}':
+			return jsonscan.Space(b, i+1) == len(b)
+		case b[i] != ',':
+			return false
+		}
+	}
+}
+
+// span is a value's span and the index after it.
+type span struct {
+	jsonscan.Span
+	next int
+}
+
+// plainValue reads the value at b[i] when it is a plain string, a number
+// or a literal, as jsonscan.ScanValue does.
+func plainValue(b []byte, i int) (span, bool) {
+	if i < len(b) && b[i] == '"' {
+		j := jsonscan.PlainEnd(b, i+1)
+		if j >= len(b) || b[j] != '"' {
+			return span{}, false
+		}
+		return span{jsonscan.Span{Start: i + 1, End: j, Kind: jsonscan.String}, j + 1}, true
+	}
+	// Depth 0 refuses an object or array.
+	v, next, err := jsonscan.ScanValue(b, i, 0)
+	return span{v, next}, err == nil
+}
+
+// token is a member name as compact JSON writes it, `"name":`, to be
+// compared with a line a word at a time: word holds its first eight
+// bytes (those it has, the rest masked out by mask), rest the others.
+type token struct {
+	word, mask uint64
+	rest       string
+	plain      bool // the name is plain ASCII: scanCompact may find it
+}
+
+func makeToken(name []byte) token {
+	t := []byte(`"` + string(name) + `":`)
+	var w [8]byte
+	n := copy(w[:], t)
+	return token{
+		word:  binary.LittleEndian.Uint64(w[:]),
+		mask:  ^uint64(0) >> (64 - 8*n),
+		rest:  string(t[n:]),
+		plain: jsonscan.PlainEnd(name, 0) == len(name),
+	}
+}
+
+// predicted returns the field of the k-th member of a line, whose name's
+// opening quote is b[i], when it is the k-th member's of the line before,
+// and the index of the name's closing quote (a colon follows); or -1.
+func (p *Parser) predicted(b []byte, i, k int) (f, end int) {
+	if k >= len(p.order) || p.order[k] < 0 || i+8 > len(b) {
+		return -1, 0
+	}
+	f = int(p.order[k])
+	t := &p.tokens[f]
+	if binary.LittleEndian.Uint64(b[i:])&t.mask != t.word || !t.plain {
+		return -1, 0
+	}
+	if n := i + 8 + len(t.rest); len(t.rest) > 0 && (n > len(b) || string(b[i+8:n]) != t.rest) {
+		return -1, 0
+	}
+	return f, i + 1 + len(p.names[f])
+}
+
+// nameSlots is the number of table and index names a Parser remembers by
+// their bytes, to find them without a map lookup; opSlots the number of
+// operation names. (len*11 + first byte) mod 32 tells the twelve
+// operation names apart.
+const (
+	nameSlots = 64
+	opSlots   = 32
+)
+
+// opMemo is an operation name remembered with its Operation.
+type opMemo struct {
+	name string
+	op   traffic.Operation
+}
+
+// validName returns the name b holds, interned, and whether it is one
+// DynamoDB accepts (traffic.ValidName). b is not empty. The names found
+// valid are remembered in one slot each, by their length and three of
+// their bytes, so that a log's few names are found by one comparison.
+func (p *Parser) validName(b []byte) (string, bool) {
+	n := len(b)
+	slot := &p.valid[(uint(n)*31^uint(b[0])*7^uint(b[n/2])*3^uint(b[n-1]))%nameSlots]
+	if *slot == string(b) {
+		return *slot, true
+	}
+	s := p.internBytes(b)
+	if !traffic.ValidName(s) {
+		return s, false
+	}
+	*slot = s
+	return s, true
+}
+
+// lookupOp is traffic.LookupOperation of b, with the names found
+// remembered (interned) in one slot each, so that a log's operations are
+// found by one comparison.
+func (p *Parser) lookupOp(b []byte) (traffic.Operation, bool) {
+	if len(b) == 0 {
+		return traffic.LookupOperation("")
+	}
+	m := &p.ops[(uint(len(b))*11+uint(b[0]))%opSlots]
+	if m.name == string(b) {
+		return m.op, true
+	}
+	op, ok := traffic.LookupOperation(unsafeString(b))
+	if ok {
+		m.name, m.op = p.internBytes(b), op
+	}
+	return op, ok
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
+
+// plainNumber returns the value of a number (checked as JSON) written as
+// digits with perhaps a fraction, 15 digits at most ("2", "0.5"), or
+// false for any other: what strconv.ParseFloat returns for it, since the
+// digits and the power of ten are both exact in a float64 and a division
+// of exact values is rounded correctly, as ParseFloat's result is.
+func plainNumber(u []byte) (float64, bool) {
+	var m uint64
+	digits, frac := 0, -1
+	for _, c := range u {
+		switch {
+		case isDigit(c):
+			m = m*10 + uint64(c-'0')
+			digits++
+		case c == '.' && frac < 0:
+			frac = digits
+		default:
+			return 0, false
+		}
+	}
+	if digits > 15 {
+		return 0, false
+	}
+	if frac < 0 {
+		return float64(m), true
+	}
+	return float64(m) / pow10[digits-frac], true
+}
