@@ -2,14 +2,15 @@ package jsonl
 
 import (
 	"encoding/binary"
+	"math/bits"
 
 	"github.com/hotkeyd/hotkeyd/ingest/jsonscan"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
-// This file is the parser's fast path, for the lines logs write: compact
-// JSON of the contract's fields and plain values, the same table, index
-// and operation names over and over. It changes how fast a line is read,
+// This file is the parser's fast path, for the lines logs write: plain
+// names and values, the same table, index and operation names over and
+// over. It changes how fast a line is read,
 // never what it gets: a line the fast path is not sure of is read by the
 // full scanner (scanObject), as every line was before, and what the fast
 // path takes from a line is what the full scanner takes from it
@@ -17,7 +18,8 @@ import (
 
 // scanCompact is scanObject for a line written the way logs write them:
 // every value a plain string (printable ASCII, no escapes), a number or a
-// literal, every name plain, every field of the contract given once. It
+// literal, every name plain, every field of the contract given once and
+// its name followed by its colon. It
 // records the spans and notes the members outside the contract as
 // scanObject does for such a line, and reports false on anything else (an
 // escape, a byte outside printable ASCII, an object or array, a field
@@ -31,20 +33,17 @@ func (p *Parser) scanCompact(b []byte) bool {
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	for k := 0; ; k++ {
-		// Past the brace or a comma: the member's name, most likely the
-		// one the line before had there.
+	for {
+		// Past the brace or a comma: the member's name.
 		if i = jsonscan.Space(b, i+1); i >= len(b) || b[i] != '"' {
 			return false
 		}
-		f, j := p.predicted(b, i, k)
+		f, j := p.known(b, i)
 		if f < 0 {
 			if j = jsonscan.PlainEnd(b, i+1); j+1 >= len(b) || b[j] != '"' || b[j+1] != ':' {
 				return false
 			}
-			if f = p.field(b[i+1 : j]); k < len(p.order) {
-				p.order[k] = int8(f)
-			}
+			f = p.field(b[i+1 : j])
 		}
 		name := b[i+1 : j]
 		if f >= 0 && p.vals[f].Kind != jsonscan.None {
@@ -112,22 +111,27 @@ func makeToken(name []byte) token {
 	}
 }
 
-// predicted returns the field of the k-th member of a line, whose name's
-// opening quote is b[i], when it is the k-th member's of the line before,
-// and the index of the name's closing quote (a colon follows); or -1.
-func (p *Parser) predicted(b []byte, i, k int) (f, end int) {
-	if k >= len(p.order) || p.order[k] < 0 || i+8 > len(b) {
+// known returns the field whose name, written `"name":`, starts at b[i]
+// (its opening quote), and the index of the name's closing quote; or -1.
+// The names of the fields that start with the name's first byte are
+// compared a word at a time.
+func (p *Parser) known(b []byte, i int) (f, end int) {
+	if i+8 > len(b) {
 		return -1, 0
 	}
-	f = int(p.order[k])
-	t := &p.tokens[f]
-	if binary.LittleEndian.Uint64(b[i:])&t.mask != t.word || !t.plain {
-		return -1, 0
+	w := binary.LittleEndian.Uint64(b[i:])
+	for m := p.first[byte(w>>8)]; m != 0; m &= m - 1 {
+		f := bits.TrailingZeros16(m)
+		t := &p.tokens[f]
+		if w&t.mask != t.word || !t.plain {
+			continue
+		}
+		if n := i + 8 + len(t.rest); len(t.rest) > 0 && (n > len(b) || string(b[i+8:n]) != t.rest) {
+			continue
+		}
+		return f, i + 1 + len(p.names[f])
 	}
-	if n := i + 8 + len(t.rest); len(t.rest) > 0 && (n > len(b) || string(b[i+8:n]) != t.rest) {
-		return -1, 0
-	}
-	return f, i + 1 + len(p.names[f])
+	return -1, 0
 }
 
 // nameSlots is the number of table and index names a Parser remembers by

@@ -92,10 +92,11 @@ func parseWith(p *Parser, line []byte) parseResult {
 	return r
 }
 
-// TestCompactAsFull holds the fast path (scanCompact, and the parser's
-// memory of the line before) to the full scanner: every line, read in
-// three orders by a parser of each, gets the same Event (the same bytes of
-// the same time value) or the same error, and the same members counted.
+// TestCompactAsFull holds the fast path (scanCompact) to the full
+// scanner: every line, read in three orders by a parser of each, gets the
+// same Event (the same bits of the same time value) or the same error, and
+// the same members counted; with the contract's names and with names
+// renamed (one of them not plain, so never taken by the fast path).
 func TestCompactAsFull(t *testing.T) {
 	lines := compactCases(t)
 	var gen bytes.Buffer
@@ -133,7 +134,8 @@ func TestCompactAsFull(t *testing.T) {
 
 // FuzzCompactAsFull is TestCompactAsFull on any line: go test -fuzz
 // FuzzCompactAsFull ./ingest/jsonl. Both parsers live across the inputs,
-// so that what the fast path remembers of the lines before is fuzzed too.
+// so that what they remember of the lines before (names, operations,
+// minutes, members outside the contract) is fuzzed too.
 func FuzzCompactAsFull(f *testing.F) {
 	for _, l := range compactCases(f) {
 		f.Add(l)

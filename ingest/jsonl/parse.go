@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -103,8 +104,8 @@ func Reason(err error) string {
 // know are walked and checked, nesting bounded by MaxDepth), takes the
 // members it knows without building a tree, and allocates nothing per
 // line: table and index names are interned, and key strings are cut from
-// an arena (see keyChunk). A line as logs write them (plain values, the
-// members of the line before in its order) takes a fast path that gets
+// an arena (see keyChunk). A line as logs write them (plain names and
+// values) takes a fast path that gets
 // what the full scan gets (compact.go). A member it does not know costs a map lookup
 // of its name, which it counts (Ignored) and, when the name is a near miss
 // of a field, may reject the line with. A Parser is not safe for
@@ -119,11 +120,9 @@ type Parser struct {
 	ops     [opSlots]opMemo          // operation names (lookupOp)
 	scratch []byte                   // unescaped key and string values
 	vals    [numFields]jsonscan.Span // the members known, by field
-	// tokens are the fields' names as compact JSON writes them, and order
-	// the fields of the line before in its order, -1 past its last:
-	// scanCompact looks for a line's members there first.
+	// tokens are the fields' names as compact JSON writes them, which
+	// scanCompact looks for.
 	tokens [numFields]token
-	order  [numFields]int8
 	// full reads every line with the full scanner, for the tests that
 	// hold the fast path to it.
 	full   bool
@@ -201,8 +200,8 @@ func (p *Parser) reuseKeys() { p.keys = p.keys[:0] }
 const minuteSlots = 16
 
 type minuteCache struct {
-	prefix [16]byte
-	base   time.Time
+	prefix [2]uint64 // the prefix's 16 bytes, little-endian
+	unix   int64     // its instant, Unix seconds
 	ok     bool
 }
 
@@ -218,7 +217,6 @@ func NewParser(fields Fields, source string, now func() time.Time) *Parser {
 		p.names[i] = []byte(*c.rename(&f))
 		p.first[p.names[i][0]] |= 1 << i
 		p.tokens[i] = makeToken(p.names[i])
-		p.order[i] = -1
 	}
 	return p
 }
@@ -533,7 +531,8 @@ func (p *Parser) parseTime(s []byte) (time.Time, bool) {
 		}
 		if ok {
 			m := &p.minute[(int(s[14]-'0')*10+int(s[15]-'0'))%minuteSlots]
-			if !m.ok || string(m.prefix[:]) != string(s[:16]) {
+			prefix := [2]uint64{binary.LittleEndian.Uint64(s), binary.LittleEndian.Uint64(s[8:])}
+			if !m.ok || m.prefix != prefix {
 				var buf [20]byte
 				copy(buf[:16], s[:16])
 				copy(buf[16:], ":00Z")
@@ -541,10 +540,10 @@ func (p *Parser) parseTime(s []byte) (time.Time, bool) {
 				if err != nil {
 					return time.Time{}, false
 				}
-				copy(m.prefix[:], s[:16])
-				m.base, m.ok = base, true
+				m.prefix, m.unix, m.ok = prefix, base.Unix(), true
 			}
-			return m.base.Add(time.Duration(sec)*time.Second + time.Duration(nsec)), true
+			// The same Time, to the bits, as time.Parse's in UTC.
+			return time.Unix(m.unix+int64(sec), int64(nsec)).UTC(), true
 		}
 	}
 	tm, err := time.Parse(time.RFC3339Nano, unsafeString(s))
