@@ -62,6 +62,12 @@ func sortKeyBit(sk string, hash func(string) uint64) uint32 {
 	return 1 << (hash(sk) >> 59)
 }
 
+// SortKeyEstimate is sortKeyEstimate, for a bitmap of sort keys' bits
+// made elsewhere (bit hash>>59 of each sort key's xxh3 hash, as
+// sortKeyBit sets it): hotkeyd analyze's count of a key's sort keys from
+// its records.
+func SortKeyEstimate(b uint32) uint64 { return sortKeyEstimate(b) }
+
 // sortKeyEstimate is the linear-counting estimate -m·ln(zeros/m) of a
 // 32-bit bitmap (m = 32): 0 for none, 1 for one sort key (the estimate of
 // one set bit is 1.02), within about 20 % up to 40, and 111 (m·ln m) once

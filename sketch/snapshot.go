@@ -109,6 +109,14 @@ type ClassStats struct {
 	// Top ranks the heaviest partition keys by estimated units, heaviest
 	// first, at most the configured number tracked.
 	Top []KeyStat
+	// Overflowed says, over whole files (Config.Window 0; never in a
+	// live window or a replica's summary), that the class has more keys
+	// than its candidates hold (Config.Candidates): keys were counted
+	// from the count-min sketch's estimates or left to it, so which keys
+	// Top holds, and their units, depend on the order the sketch met them
+	// in. When it is not set, every key of the class was counted exactly
+	// from its first event.
+	Overflowed bool
 	// Throttled is the class's calls refused by throttling in the window:
 	// never part of Events or Units.
 	Throttled ThrottleStats

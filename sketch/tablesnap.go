@@ -89,6 +89,7 @@ func (t *table) snapshot(tracked int, sw *secWindow, scratch []keyStat) (TableSn
 		st.TailUnits = tailOf(sw, cs.ring, cs.sec, int64(len(cs.ring)-1))
 		ts.Tail = max(ts.Tail, len(st.TailUnits))
 		ts.Events += st.Events
+		st.Overflowed = t.cfg.Window == 0 && cs.cms != nil
 		if cs.cand == nil {
 			continue
 		}

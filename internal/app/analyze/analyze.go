@@ -121,14 +121,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if failed == 0 {
 		nothing = cfg.nothingUsable(inputs, rep, in.passed)
 	}
-	snap, hours, unforeseen, err := cfg.snapshot(ctx, in, paths)
+	snap, hours, unforeseen, unranked, err := cfg.snapshot(ctx, in, paths)
 	if err != nil {
 		return err
 	}
 	result := detect.Evaluate(snap, cfg.Pipeline.Detect)
 	result = detect.Foresee(snap, result, hours, cfg.Pipeline.Detect)
 	result.Rejected = rep.Rejected() + in.left
-	result.Notes = inputs.Notes()
+	result.Notes = append(inputs.Notes(), unranked...)
 	if unforeseen > 0 {
 		result.Notes = append(result.Notes, forecastNote(unforeseen))
 	}
@@ -239,23 +239,41 @@ func (cfg *Config) nothingUsable(inputs *formats.Set, rep *input.TextReporter, p
 // they need to be: keys counted exactly from their first event in inputs
 // read in time are exact already; the others are counted again, and so
 // are the throttled keys when there were more than the store counts. The
-// judged keys of inputs that span days are counted too, for their
-// forecasts: hours answers their busiest second of each hour (nil when
-// none was counted), and unforeseen says how many were left out for the
-// bound (forecasts.go).
-func (cfg *Config) snapshot(ctx context.Context, in inputsRead, paths map[string]string) (snap sketch.Snapshot, hours detect.KeySeries, unforeseen int, err error) {
+// classes with more keys than the store counts exactly list the keys
+// their exact counts prove the heaviest (tailkeys.go), and notes says
+// which list fewer than the report would. The judged keys of inputs that
+// span days are counted too, for their forecasts: hours answers their
+// busiest second of each hour (nil when none was counted), and unforeseen
+// says how many were left out for the bound (forecasts.go).
+func (cfg *Config) snapshot(ctx context.Context, in inputsRead, paths map[string]string) (snap sketch.Snapshot, hours detect.KeySeries, unforeseen int, notes []string, err error) {
 	snap = in.store.Snapshot()
 	want, throttled := rankedKeys(snap, in.inOrder), needsThrottleRecount(&snap)
+	var keys *keyCounter
+	// The classes' keys are settled first: the judged keys are known
+	// then.
+	if tails := overflowed(snap); len(tails) > 0 {
+		addRanked(want, snap, tails)
+		if keys, err = cfg.countAgain(ctx, in, paths, want, throttled, tails); err != nil {
+			return sketch.Snapshot{}, nil, 0, nil, err
+		}
+		notes = keys.settle(&snap, cfg.Pipeline.Detect.Top)
+		want, throttled = map[rankedKey]struct{}{}, false
+	}
 	foreseen, unforeseen := forecastKeys(snap, cfg.Pipeline.Detect.Top)
 	for id := range foreseen {
-		want[id] = struct{}{}
+		if keys == nil || keys.keys[id] == nil {
+			want[id] = struct{}{}
+		}
 	}
-	if len(want) == 0 && !throttled {
-		return snap, nil, unforeseen, nil
+	if len(want) > 0 || throttled {
+		more, err := cfg.countAgain(ctx, in, paths, want, throttled, nil)
+		if err != nil {
+			return sketch.Snapshot{}, nil, 0, nil, err
+		}
+		keys = keys.join(more)
 	}
-	keys, err := cfg.countAgain(ctx, in, paths, want, throttled)
-	if err != nil {
-		return sketch.Snapshot{}, nil, 0, err
+	if keys == nil {
+		return snap, nil, unforeseen, notes, nil
 	}
 	keys.apply(&snap)
 	if keys.throttled != nil {
@@ -264,7 +282,7 @@ func (cfg *Config) snapshot(ctx context.Context, in inputsRead, paths map[string
 	if len(foreseen) > 0 {
 		hours = keys.hourly
 	}
-	return snap, hours, unforeseen, nil
+	return snap, hours, unforeseen, notes, nil
 }
 
 // write writes the report to Stdout in the configured format, with the
@@ -437,22 +455,23 @@ func (cfg *Config) incidentFile() *incidentFile {
 	return newIncidentFile()
 }
 
-// countAgain counts the seconds of the keys of want, and with throttled
-// every throttled call's key: from the spill of the first read, or when
-// there is none, by reading the inputs again.
-func (cfg *Config) countAgain(ctx context.Context, in inputsRead, paths map[string]string, want map[rankedKey]struct{}, throttled bool) (*keyCounter, error) {
+// countAgain counts the seconds of the keys of want, with throttled
+// every throttled call's key, and every event of the classes of tails
+// into their tailSketch: from the spill of the first read, or when there
+// is none, by reading the inputs again.
+func (cfg *Config) countAgain(ctx context.Context, in inputsRead, paths map[string]string, want map[rankedKey]struct{}, throttled bool, tails map[rankedClass]struct{}) (*keyCounter, error) {
 	if in.spill != nil && in.spill.ok() {
 		workers := cfg.Workers
 		if workers <= 0 {
 			workers = runtime.GOMAXPROCS(0)
 		}
-		keys, err := in.spill.count(want, throttled, in.keep, workers)
+		keys, err := in.spill.count(want, throttled, tails, in.keep, workers)
 		if err == nil {
 			return keys, nil
 		}
 		fmt.Fprintf(cfg.Stderr, "hotkeyd: %v; reading the inputs again\n", err)
 	}
-	return countKeys(ctx, *cfg, paths, want, throttled, in.valid, in.keep)
+	return countKeys(ctx, *cfg, paths, want, throttled, tails, in.valid, in.keep)
 }
 
 // removeSpill removes the spill's file, if any, and the incidents'.
@@ -464,17 +483,18 @@ func (in *inputsRead) removeSpill() {
 }
 
 // countKeys reads the inputs again and counts the seconds of the keys of
-// want, and with throttled every throttled call's key, with the same checks
-// as the first reading, told to no one.
-func countKeys(ctx context.Context, cfg Config, paths map[string]string, want map[rankedKey]struct{}, throttled bool, valid, keep timeRange) (*keyCounter, error) {
+// want, with throttled every throttled call's key, and every event of the
+// classes of tails, with the same checks as the first reading, told to no
+// one.
+func countKeys(ctx context.Context, cfg Config, paths map[string]string, want map[rankedKey]struct{}, throttled bool, tails map[rankedClass]struct{}, valid, keep timeRange) (*keyCounter, error) {
 	type keyPart struct {
 		traffic.Sink
 		keys *keyCounter
 	}
 	// Lines of other keys are skipped before they are parsed, unless
-	// every throttled key is counted.
+	// every throttled key is counted, or every key of some classes.
 	var keys []string
-	if !throttled {
+	if !throttled && len(tails) == 0 {
 		keys = make([]string, 0, len(want))
 		for id := range want {
 			keys = append(keys, id.key)
@@ -485,7 +505,7 @@ func countKeys(ctx context.Context, cfg Config, paths map[string]string, want ma
 	kp, _, err := parallel.Read(ctx, parallel.Config[*keyPart]{
 		Formats: set, Stdin: cfg.Stdin, Paths: paths, Workers: cfg.Workers, MinPart: cfg.MinPart,
 		New: func() (*keyPart, error) {
-			keys := newKeyCounter(want)
+			keys := newKeyCounter(want, tails)
 			if throttled {
 				keys.throttled = newThrottleCounter()
 			}

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/zeebo/xxh3"
-
 	"github.com/hotkeyd/hotkeyd/sketch"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
@@ -205,10 +203,7 @@ func (l *incidentLog) add(e *traffic.Event) {
 	if e.Throttled {
 		flags |= incThrottled
 	}
-	var skBit byte
-	if e.SK != "" {
-		skBit = byte(xxh3.HashString(e.SK)>>59) + 1 // sketch/keys.go's sortKeyBit
-	}
+	skBit := sortKeyBit(e.SK)
 	sec := uint32(e.Time.Unix())
 	l.stats[entry].add(entryRecords{n: 1, bytes: incHead + len(pk), first: sec, last: sec})
 	r := l.record(incHead + len(pk))

@@ -5,6 +5,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/hotkeyd/hotkeyd/sketch"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
@@ -36,9 +38,22 @@ type rankedKey struct {
 }
 
 // keySeconds is one key's units per second, in quarter units, in blocks
-// by second >> keyBlockBits.
+// by second >> keyBlockBits, and its totals over the input.
 type keySeconds struct {
 	blocks map[int64]*[keyBlockLen]uint32
+	// units (quarter units) and events are the key's over the input;
+	// sortKeys the bits of its sort keys (sketch.SortKeyEstimate).
+	units, events uint64
+	sortKeys      uint32
+}
+
+// count counts one event of q quarter units in second sec, of a sort key
+// of bits sk.
+func (k *keySeconds) count(sec int64, q, sk uint32) {
+	k.add(sec, q)
+	k.units += uint64(q)
+	k.events++
+	k.sortKeys |= sk
 }
 
 // add adds q quarter units in second sec.
@@ -73,13 +88,43 @@ type keyCounter struct {
 	// throttled counts every throttled call's key; nil when they were
 	// counted exactly the first time.
 	throttled *throttleCounter
+	// tails adds up every event of the classes whose keys overflowed the
+	// store's candidates (tailkeys.go); nil for the others.
+	tails map[rankedClass]*tailSketch
 }
 
-// newKeyCounter returns a counter of the keys of want (shared, read only).
-func newKeyCounter(want map[rankedKey]struct{}) *keyCounter {
+// newKeyCounter returns a counter of the keys of want and of the tails
+// of the classes of tails (both shared, read only).
+func newKeyCounter(want map[rankedKey]struct{}, tails map[rankedClass]struct{}) *keyCounter {
 	k := &keyCounter{keys: make(map[rankedKey]*keySeconds, len(want))}
 	for id := range want {
 		k.keys[id] = &keySeconds{}
+	}
+	if len(tails) > 0 {
+		k.tails = make(map[rankedClass]*tailSketch, len(tails))
+		for c := range tails {
+			k.tails[c] = new(tailSketch)
+		}
+	}
+	return k
+}
+
+// join adds what o counted of keys k did not count: k's own counts of a
+// key stand (the two counted the same events). Either may be nil.
+func (k *keyCounter) join(o *keyCounter) *keyCounter {
+	switch {
+	case k == nil:
+		return o
+	case o == nil:
+		return k
+	}
+	for id, ks := range o.keys {
+		if k.keys[id] == nil {
+			k.keys[id] = ks
+		}
+	}
+	if k.throttled == nil {
+		k.throttled = o.throttled
 	}
 	return k
 }
@@ -101,9 +146,13 @@ func (k *keyCounter) Put(_ context.Context, batch []traffic.Event) error {
 		if len(pk) > sketch.MaxKeyBytes {
 			pk = sketch.HeldKey(pk) // as the report names it
 		}
+		q := toQuanta(e.Units)
+		if ts := k.tails[rankedClass{e.Table, e.Index, e.Class}]; ts != nil {
+			ts.add(xxh3.HashString(pk), q)
+		}
 		id := rankedKey{e.Table, e.Index, pk, e.Class}
 		if ks := k.keys[id]; ks != nil {
-			ks.add(e.Time.Unix(), toQuanta(e.Units))
+			ks.count(e.Time.Unix(), q, sortKeyMask(sortKeyBit(e.SK)<<flagSortShift))
 		}
 	}
 	return nil
@@ -114,8 +163,14 @@ func (k *keyCounter) absorb(o *keyCounter) {
 	if k.throttled != nil && o.throttled != nil {
 		k.throttled.absorb(o.throttled)
 	}
+	for c, ot := range o.tails {
+		k.tails[c].absorb(ot)
+	}
 	for id, os := range o.keys {
 		ks := k.keys[id]
+		ks.units += os.units
+		ks.events += os.events
+		ks.sortKeys |= os.sortKeys
 		for n, ob := range os.blocks {
 			b := ks.blocks[n]
 			if b == nil {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/hotkeyd/hotkeyd/sketch"
 	"github.com/hotkeyd/hotkeyd/traffic"
 )
@@ -45,14 +47,39 @@ const _ = uint8(sketch.MaxKeyBytes)
 // the file in whole chunks, which the readers of the spill share out.
 const spillChunk = 64 << 10
 
-// A record: table id (4 bytes, little endian), flags (class, throttled),
-// key length, second since keySpill.base (4 bytes), quarter units (4
-// bytes), the key's bytes (at most sketch.MaxKeyBytes).
+// A record: table id (4 bytes, little endian), flags (class, throttled,
+// the sort key's bit), key length, second since keySpill.base (4 bytes),
+// quarter units (4 bytes), the key's bytes (at most sketch.MaxKeyBytes).
+// The sort key's bit is 1 + the bit the sketch sets for it in a key's
+// bitmap of sort keys (sketch.SortKeyEstimate), 0 without a sort key.
 const (
 	recHead       = 14
 	flagThrottled = 1 << 7
-	flagClass     = 1<<7 - 1
+	flagClass     = 1
+	flagSortShift = 1
+	flagSortMask  = 1<<6 - 1
 )
+
+// The class fits flagClass.
+const _ = uint8(flagClass + 1 - traffic.NumClasses)
+
+// sortKeyBit is the record's bits of a sort key: 1 + the bit of
+// sketch/keys.go's sortKeyBit, 0 for none.
+func sortKeyBit(sk string) byte {
+	if sk == "" {
+		return 0
+	}
+	return byte(xxh3.HashString(sk)>>59) + 1
+}
+
+// sortKeyMask is the bit of a key's bitmap of sort keys a record's flags
+// set (sortKeyBit).
+func sortKeyMask(flags byte) uint32 {
+	if b := flags >> flagSortShift & flagSortMask; b > 0 {
+		return 1 << (b - 1)
+	}
+	return 0
+}
 
 // keySpill is the spill of one analysis: one temporary file, written by
 // every part of the inputs through a spillWriter of its own.
@@ -250,6 +277,7 @@ func (w *spillWriter) put(batch []traffic.Event) {
 		if e.Throttled {
 			flags |= flagThrottled
 		} else {
+			flags |= sortKeyBit(e.SK) << flagSortShift
 			if e.Time.IsZero() || !(e.Units >= 0 && e.Units <= math.MaxFloat64) {
 				continue
 			}
@@ -329,9 +357,10 @@ func (w *spillWriter) close() {
 }
 
 // count adds up the spill's records of the keys of want (and with
-// throttled, every throttled call's key), whose seconds are within keep,
+// throttled, every throttled call's key; and every record of the classes
+// of tails, into their tailSketch), whose seconds are within keep,
 // on workers goroutines: what countKeys counts reading the inputs again.
-func (s *keySpill) count(want map[rankedKey]struct{}, throttled bool, keep timeRange, workers int) (*keyCounter, error) {
+func (s *keySpill) count(want map[rankedKey]struct{}, throttled bool, tails map[rankedClass]struct{}, keep timeRange, workers int) (*keyCounter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil || s.f == nil {
@@ -350,7 +379,7 @@ func (s *keySpill) count(want map[rankedKey]struct{}, throttled bool, keep timeR
 	chunk := 0
 	var wg sync.WaitGroup
 	for p := range parts {
-		parts[p] = newKeyCounter(want)
+		parts[p] = newKeyCounter(want, tails)
 		if throttled {
 			parts[p].throttled = newThrottleCounter()
 		}
@@ -398,6 +427,9 @@ type spillCounter struct {
 	keys  *keyCounter
 	names []entryKey
 	byID  [][traffic.NumClasses]map[string]*keySeconds
+	// tails are the keys' tailSketch of each class, by table id; nil for
+	// the classes whose every record is not added up.
+	tails [][traffic.NumClasses]*tailSketch
 	// base is the spill's; from and to are keep, in seconds since base.
 	base, from, to int64
 	// prints has the bit of every wanted key's keyPrint set: most
@@ -425,10 +457,16 @@ func keyPrint(k []byte) uint64 {
 
 func newSpillCounter(k *keyCounter, names []entryKey, base int64, keep timeRange) *spillCounter {
 	sc := &spillCounter{keys: k, names: names, byID: make([][traffic.NumClasses]map[string]*keySeconds, len(names)),
-		base: base, from: keep.from - base, to: keep.to - base, prints: make([]uint64, 1<<printBits/64)}
+		tails: make([][traffic.NumClasses]*tailSketch, len(names)),
+		base:  base, from: keep.from - base, to: keep.to - base, prints: make([]uint64, 1<<printBits/64)}
 	ids := make(map[entryKey]uint32, len(names))
 	for i, n := range names {
 		ids[n] = uint32(i)
+	}
+	for c, ts := range k.tails {
+		if n, ok := ids[entryKey{c.table, c.index}]; ok {
+			sc.tails[n][c.class] = ts
+		}
 	}
 	for id, ks := range k.keys {
 		n, ok := ids[entryKey{id.table, id.index}]
@@ -465,19 +503,32 @@ func (sc *spillCounter) add(b []byte) error {
 				t := sc.names[id]
 				tc.group(throttleGroup{t.table, t.index, c}).addBytes(key, 1)
 			}
-		case c < traffic.NumClasses:
-			if p := keyPrint(key); sc.prints[p/64]&(1<<(p%64)) == 0 {
-				break
-			}
-			if m := sc.byID[id][c]; m != nil {
-				if ks := m[string(key)]; ks != nil {
-					if sec := int64(binary.LittleEndian.Uint32(b[6:])); sec >= sc.from && sec < sc.to {
-						ks.add(sec+sc.base, binary.LittleEndian.Uint32(b[10:]))
-					}
-				}
-			}
+		default:
+			sc.addRecord(id, c, flags, key, b)
 		}
 		b = b[recHead+n:]
 	}
 	return nil
+}
+
+// addRecord adds up a record of class c of table id, whose key is key
+// and whose head is b's: into the class's tail, and into its key's
+// counts when the key is wanted.
+func (sc *spillCounter) addRecord(id uint32, c traffic.Class, flags byte, key, b []byte) {
+	sec := int64(binary.LittleEndian.Uint32(b[6:]))
+	if sec < sc.from || sec >= sc.to {
+		return
+	}
+	q := binary.LittleEndian.Uint32(b[10:])
+	if ts := sc.tails[id][c]; ts != nil {
+		ts.add(xxh3.Hash(key), q)
+	}
+	if p := keyPrint(key); sc.prints[p/64]&(1<<(p%64)) == 0 {
+		return
+	}
+	if m := sc.byID[id][c]; m != nil {
+		if ks := m[string(key)]; ks != nil {
+			ks.count(sec+sc.base, q, sortKeyMask(flags))
+		}
+	}
 }

@@ -68,7 +68,7 @@ func BenchmarkSpill(b *testing.B) {
 		}
 		w.close()
 		for b.Loop() {
-			if _, err := s.count(want, false, valid, 1); err != nil {
+			if _, err := s.count(want, false, nil, valid, 1); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,0 +1,319 @@
+package analyze
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotkeyd/hotkeyd/internal/app/config"
+)
+
+// The report must be the same, byte for byte, on one worker and on
+// several (docs/analyze.md): whatever the input's shape, order, rates or
+// junk, in every format, with the incidents and without. The inputs are
+// made by a seeded generator (workload), each shape at several seeds, and
+// read from testdata/workers and the shared samples; files are cut into
+// parts of at least workerPart bytes, so that every input of more than a
+// few lines is read in several parts, cut at different lines on 2, 3 and
+// 4 workers.
+
+// workerPart is the smallest part the tests cut a file into.
+const workerPart = 4 << 10
+
+// workload writes one shape's input files.
+type workload struct {
+	rng   *rand.Rand
+	start time.Time
+	b     *strings.Builder
+}
+
+// line writes one JSON line at sec seconds (and a fraction) from the
+// start; index, sk and extra (more members, with a leading comma) may
+// be empty.
+func (w *workload) line(sec float64, table, index, pk, sk, op string, units float64, extra string) {
+	at := w.start.Add(time.Duration(sec * float64(time.Second)))
+	fmt.Fprintf(w.b, `{"ts":%q,"table":%q`, at.Format(time.RFC3339Nano), table)
+	if index != "" {
+		fmt.Fprintf(w.b, `,"index":%q`, index)
+	}
+	fmt.Fprintf(w.b, `,"pk":%q`, pk)
+	if sk != "" {
+		fmt.Fprintf(w.b, `,"sk":%q`, sk)
+	}
+	fmt.Fprintf(w.b, `,"op":%q,"units":%g%s}`+"\n", op, units, extra)
+}
+
+// when returns a random second within span seconds.
+func (w *workload) when(span int) float64 { return w.rng.Float64() * float64(span) }
+
+// shuffle shuffles the lines written so far.
+func (w *workload) shuffle() {
+	lines := strings.SplitAfter(w.b.String(), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	w.rng.Shuffle(len(lines), func(i, j int) { lines[i], lines[j] = lines[j], lines[i] })
+	w.b.Reset()
+	w.b.WriteString(strings.Join(lines, ""))
+}
+
+// ties writes a hot key per class and many more keys than the sketch
+// counts exactly (sketch.DefaultCandidates) tied at a few units, with
+// groups tied at the boundaries of --top 10 and 100 (the light keys fill
+// the end of a list of 100), in reads and writes, shuffled.
+func (w *workload) ties() {
+	op := [2]string{"GetItem", "PutItem"}
+	for c := range 2 {
+		for range 300 {
+			w.line(w.when(600), "orders", "", fmt.Sprint("HOT#", c), "", op[c], 1, "")
+		}
+		for g, group := range []struct{ keys, events int }{{3, 60}, {12, 40}, {50, 20}, {1500 + w.rng.IntN(1500), 1 + w.rng.IntN(4)}} {
+			n := group.events
+			for k := range group.keys {
+				for range n {
+					w.line(w.when(600), "orders", "", fmt.Sprintf("G%d#%05d", g, k), "", op[c], 1, "")
+				}
+			}
+		}
+	}
+	w.shuffle()
+}
+
+// mixed writes reads and writes, sort keys, indexes, throttled calls
+// (more throttled keys than the store counts exactly in one class),
+// half units, lines out of time order, duplicate lines, and keys that
+// differ only in case or in their unicode form.
+func (w *workload) mixed() {
+	keys := []string{"user", "User", "USER", "caf\u00e9", "cafe\u0301", "a\u200bb", "ab", "\u202eevil", "k\u00fc", "K\u00dc"}
+	for i := range 4000 {
+		sec := w.when(900)
+		k := keys[w.rng.IntN(len(keys))]
+		switch w.rng.IntN(6) {
+		case 0:
+			w.line(sec, "orders", "", k, fmt.Sprint("ORDER#", w.rng.IntN(300)), "Query", 0.5, "")
+		case 1:
+			w.line(sec, "orders", "status-index", fmt.Sprint("S", w.rng.IntN(5)), "", "Query", 2, "")
+		case 2:
+			w.line(sec, "orders", "", fmt.Sprint("T#", w.rng.IntN(1500)), "", "PutItem", 1, `,"throttle_reason":"TableWriteKeyRangeThroughputExceeded"`)
+		case 3:
+			w.line(sec, "users", "", fmt.Sprint("U", w.rng.IntN(700)), "", "UpdateItem", float64(1+w.rng.IntN(3)), `,"throttled":`+fmt.Sprint(w.rng.IntN(9) == 0))
+		default:
+			w.line(sec, "orders", "", k, fmt.Sprint("ITEM#", i%40), "PutItem", 1, "")
+		}
+		if w.rng.IntN(20) == 0 { // a duplicate
+			w.line(sec, "orders", "", k, "", "PutItem", 1, "")
+		}
+	}
+	w.shuffle()
+}
+
+// junk writes good lines with rejected ones between them: bad JSON,
+// missing and wrong fields, near misses of field names, fields given
+// twice, members outside the contract, a time of year 9999, blank lines.
+func (w *workload) junk() {
+	bad := []string{
+		`{"ts":"2026-11-20T09:00:01Z","table":"orders","pk":"a"`,
+		`{"table":"orders","op":"PutItem"}`,
+		`{"table":"orders","pk":"a","op":"Frobnicate"}`,
+		`{"table":"orders","pk":"a","op":"PutItem","units":-1}`,
+		`{"table":"orders","pk":"a","op":"PutItem","Units":2}`,
+		`{"table":"orders","pk":"a","pk":"b","op":"PutItem"}`,
+		`{"table":"a b","pk":"a","op":"PutItem"}`,
+		`{"ts":"yesterday","table":"orders","pk":"a","op":"PutItem"}`,
+		`not json at all`,
+		``,
+	}
+	for i := range 3000 {
+		if w.rng.IntN(8) == 0 {
+			w.b.WriteString(bad[w.rng.IntN(len(bad))] + "\n")
+		}
+		w.line(w.when(300), "orders", "", fmt.Sprint("K", w.rng.IntN(600)), "", "PutItem", 1, fmt.Sprintf(`,"request_id":"r%d"`, i))
+	}
+	w.line(0, "orders", "", "K1", "", "PutItem", 1, `,"ts2":1`)
+	fmt.Fprintf(w.b, `{"ts":"9999-01-01T00:00:00Z","table":"orders","pk":"FAR","op":"PutItem"}`+"\n")
+}
+
+// days writes three days of a growing key among many light ones, for the
+// forecasts, shuffled.
+func (w *workload) days() {
+	for h := range 72 {
+		for range 20 + h {
+			w.line(float64(h*3600)+w.when(3600), "orders", "", "TENANT#grow", "", "PutItem", 1, "")
+		}
+		for range 30 {
+			w.line(float64(h*3600)+w.when(3600), "orders", "", fmt.Sprint("L", w.rng.IntN(2000)), "", "PutItem", 1, "")
+		}
+	}
+	w.shuffle()
+}
+
+// longKeys writes keys longer than the sketch holds whole
+// (sketch.MaxKeyBytes), many of them tied and alike but for their end.
+func (w *workload) longKeys() {
+	long := strings.Repeat("tenant-", 60)
+	for k := range 900 {
+		for range 1 + k%3 {
+			w.line(w.when(200), "orders", "", fmt.Sprint(long, k), "", "PutItem", 1, "")
+		}
+	}
+	w.shuffle()
+}
+
+// workerCase is one input: files (named in dir) and what stdin holds.
+type workerCase struct {
+	name  string
+	top   int
+	files []string
+	stdin string
+}
+
+// generated returns the cases the workload writes, at seed.
+func generated(t *testing.T, dir string, seed uint64) []workerCase {
+	t.Helper()
+	shapes := []struct {
+		name string
+		top  []int
+		gen  func(*workload)
+	}{
+		{"ties", []int{1, 10, 100}, (*workload).ties},
+		{"mixed", []int{10}, (*workload).mixed},
+		{"junk", []int{10}, (*workload).junk},
+		{"days", []int{10}, (*workload).days},
+		{"long keys", []int{10}, (*workload).longKeys},
+	}
+	var cases []workerCase
+	for _, sh := range shapes {
+		w := &workload{rng: rand.New(rand.NewPCG(seed, 41)), start: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC), b: &strings.Builder{}}
+		sh.gen(w)
+		path := filepath.Join(dir, fmt.Sprintf("%s-%d.jsonl", strings.ReplaceAll(sh.name, " ", "-"), seed))
+		if err := os.WriteFile(path, []byte(w.b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, top := range sh.top {
+			cases = append(cases, workerCase{name: fmt.Sprintf("%s seed %d top %d", sh.name, seed, top), top: top, files: []string{path}})
+		}
+	}
+	return cases
+}
+
+// fixedCases returns the cases of testdata/workers, the commands' test
+// inputs and the shared samples of CloudTrail and stream records, and
+// inputs made of the generated ones: several files, standard input, and a
+// file cut short of its last newline.
+func fixedCases(t *testing.T, dir string, gen []workerCase) []workerCase {
+	t.Helper()
+	fixed, err := filepath.Glob(filepath.Join("testdata", "workers", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed = append(fixed, filepath.Join("..", "..", "..", "cmd", "hotkeyd", "testdata", "access.jsonl"))
+	shared := filepath.Join("..", "..", "..", "..", "shared", "data")
+	for _, name := range []string{"cloudtrail/awsdocs-ddb-log-entries.json", "cloudtrail/ibm-universal-connectors-dynamodb-s3sqs-sample.json",
+		"streams/aws-lambda-go-dynamodb-event.json", "streams/powertools-ts-kinesis-dynamodb-stream.json", "streams/aws-sam-cli-DynamoDBUpdate.json"} {
+		path := filepath.Join(shared, name)
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("shared sample %s: %v (the tests need ../shared/data beside the repository)", name, err)
+		}
+		fixed = append(fixed, path)
+	}
+	var cases []workerCase
+	for _, f := range fixed {
+		cases = append(cases, workerCase{name: filepath.Base(f), top: 10, files: []string{f}})
+	}
+	var all []string
+	for _, c := range gen {
+		if c.top == 10 {
+			all = append(all, c.files...)
+		}
+	}
+	data, err := os.ReadFile(gen[0].files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "no-trailing-newline.jsonl")
+	if err := os.WriteFile(cut, bytes.TrimSuffix(data, []byte("\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty.jsonl")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return append(cases,
+		workerCase{name: "every generated file", top: 10, files: all},
+		workerCase{name: "stdin and a file", top: 10, files: []string{"-", all[1]}, stdin: string(data)},
+		workerCase{name: "no trailing newline", top: 10, files: []string{cut}},
+		workerCase{name: "empty file and another", top: 10, files: []string{empty, all[0]}},
+		workerCase{name: "one line", top: 10, files: []string{filepath.Join("testdata", "workers", "one-line.jsonl")}},
+	)
+}
+
+// analyzeAs runs an analysis of c on workers workers and returns what it
+// wrote to stdout and stderr, and its error.
+func analyzeAs(c workerCase, workers int, format string, noIncidents bool) (string, string, error) {
+	cfg := config.Default()
+	cfg.Detector.Top = c.top
+	var out, errOut bytes.Buffer
+	err := Run(context.Background(), Config{
+		Files: c.files, Pipeline: cfg.Pipeline(), Format: format, Workers: workers, MinPart: workerPart, NoIncidents: noIncidents,
+		Stdin: strings.NewReader(c.stdin), Stdout: &out, Stderr: &errOut,
+	})
+	return out.String(), errOut.String(), err
+}
+
+// withoutRejectedLines is what analyze wrote on stderr but the rejected lines it
+// describes, which are the first few met (docs/analyze.md), not
+// necessarily the first of the file.
+func withoutRejectedLines(stderr string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(stderr, "\n") {
+		if !strings.HasPrefix(l, "hotkeyd: skipped (") {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
+
+// TestReportSameOnEveryWorkerCount: every case's report, in every format,
+// with the incidents and without, is on 2, 3 and 4 workers the one of one
+// worker, byte for byte, and so are its error and what analyze says on
+// stderr (but which rejected lines it describes: withoutRejectedLines).
+func TestReportSameOnEveryWorkerCount(t *testing.T) {
+	dir := t.TempDir()
+	seeds := []uint64{1, 2}
+	if testing.Short() {
+		seeds = seeds[:1]
+	}
+	var cases []workerCase
+	for _, seed := range seeds {
+		cases = append(cases, generated(t, dir, seed)...)
+	}
+	cases = append(cases, fixedCases(t, dir, cases)...)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, format := range []string{"json", "text", "html"} {
+				for _, noIncidents := range []bool{false, true} {
+					want, wantErr, wantRun := analyzeAs(c, 1, format, noIncidents)
+					for workers := 2; workers <= 4; workers++ {
+						got, gotErr, gotRun := analyzeAs(c, workers, format, noIncidents)
+						what := fmt.Sprintf("%s, no incidents %v, %d workers against 1", format, noIncidents, workers)
+						if got != want {
+							t.Errorf("%s: report differs:\n%s", what, firstLineDiff(got, want))
+						}
+						if g, w := withoutRejectedLines(gotErr), withoutRejectedLines(wantErr); g != w {
+							t.Errorf("%s: stderr differs:\n%s", what, firstLineDiff(g, w))
+						}
+						if fmt.Sprint(gotRun) != fmt.Sprint(wantRun) {
+							t.Errorf("%s: error %v, want %v", what, gotRun, wantRun)
+						}
+					}
+				}
+			}
+		})
+	}
+}
