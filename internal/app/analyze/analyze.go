@@ -200,22 +200,41 @@ func (cfg *Config) read(ctx context.Context, inputs *formats.Set, rep traffic.Re
 		}
 		return inputsRead{}, err
 	}
-	in := inputsRead{passed: c.passed.Load(), valid: valid, keep: valid, spill: spill}
+	in := inputsRead{passed: c.passed.Load(), valid: valid, keep: valid, spill: spill, counted: c}
 	keep, left, first, last, ok := outliers(c.times.hours)
-	if !ok {
-		in.counted = c
-		return in, nil
+	if ok {
+		in.keep, in.left, in.first, in.last = keep, left, first, last
+		fmt.Fprintf(cfg.Stderr, "hotkeyd: skipped %s far in time from the rest of the input (bad_time), from %s to %s\n",
+			plural.Count(left, "event"), time.Unix(first*3600, 0).UTC().Format(time.RFC3339), time.Unix((last+1)*3600-1, 0).UTC().Format(time.RFC3339))
+		if err := cfg.countAgainWith(ctx, &in, paths, nil); err != nil {
+			return inputsRead{}, err
+		}
 	}
-	in.keep, in.left, in.first, in.last = keep, left, first, last
-	fmt.Fprintf(cfg.Stderr, "hotkeyd: skipped %s far in time from the rest of the input (bad_time), from %s to %s\n",
-		plural.Count(left, "event"), time.Unix(first*3600, 0).UTC().Format(time.RFC3339), time.Unix((last+1)*3600-1, 0).UTC().Format(time.RFC3339))
-	quiet := cfg.formats(traffic.NopReporter{}, zap.NewNop(), cfg.Format != "html")
-	c.incidents.closeFile()
-	if in.counted, err = count(ctx, *cfg, counting{formats: quiet, paths: paths, valid: valid, keep: keep}); err != nil {
-		in.removeSpill()
-		return inputsRead{}, err
+	// More tables than the store holds: the busiest of the tally are
+	// counted (tables.go).
+	if in.store.Untracked() > 0 {
+		if names, ok := in.tally.busiest(in.store.Config().MaxTables); ok {
+			if err := cfg.countAgainWith(ctx, &in, paths, names); err != nil {
+				return inputsRead{}, err
+			}
+		}
 	}
 	return in, nil
+}
+
+// countAgainWith reads the inputs again, quietly, counting the events of
+// in.keep only and, with declare, the tables and indexes it names only
+// (sketch.Store.Declare); the first read's spill stays.
+func (cfg *Config) countAgainWith(ctx context.Context, in *inputsRead, paths map[string]string, declare []string) error {
+	quiet := cfg.formats(traffic.NopReporter{}, zap.NewNop(), cfg.Format != "html")
+	in.incidents.closeFile()
+	c, err := count(ctx, *cfg, counting{formats: quiet, paths: paths, valid: in.valid, keep: in.keep, declare: declare})
+	if err != nil {
+		in.removeSpill()
+		return err
+	}
+	in.counted = c
+	return nil
 }
 
 // nothingUsable says why nothing in inputs that were all read was usable,
@@ -347,6 +366,9 @@ type counting struct {
 	fail func(name string, err error)
 	// spill, when set, gets a record of every event counted (spill.go).
 	spill *keySpill
+	// declare, when set, names the tables and indexes counted
+	// (sketch.Store.Declare): those of the store's events it holds.
+	declare []string
 }
 
 // counted is what counting the inputs gave.
@@ -361,6 +383,8 @@ type counted struct {
 	passed *atomic.Uint64
 	// incidents holds the seconds the incidents are judged from.
 	incidents *incidentLog
+	// tally counts the events of every table and index (tables.go).
+	tally *tableTally
 }
 
 // count reads every input into one store: on every core (package
@@ -371,29 +395,15 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 	scfg := SketchConfig(cfg.Pipeline)
 	passed := new(atomic.Uint64)
 	incFile := cfg.incidentFile()
-	// Every Event is checked once more before it is counted, as in the
-	// daemon (traffic.Checked), then for its time.
 	part := func(store *sketch.Store, next traffic.Sink) *checkedStore {
-		var spill *spillWriter
-		if how.spill != nil {
-			spill = newSpillWriter(how.spill)
+		return newCheckedStore(cfg, how, store, next, passed, incFile)
+	}
+	newStore := func() (*sketch.Store, error) {
+		store, err := sketch.NewStore(scfg, time.Now)
+		if err == nil && len(how.declare) > 0 {
+			store.Declare(how.declare)
 		}
-		// The incidents' events are kept on the way (incidents.go),
-		// unless they are not wanted.
-		var incidents *incidentLog
-		tail := next
-		if !cfg.NoIncidents {
-			incidents = newIncidentLog(next, incFile)
-			tail = incidents
-		}
-		times := newTimeCheck(traffic.SinkFunc(func(ctx context.Context, batch []traffic.Event) error {
-			passed.Add(uint64(len(batch)))
-			if spill != nil {
-				spill.put(batch)
-			}
-			return tail.Put(ctx, batch)
-		}), how.rep, how.valid, how.keep)
-		return &checkedStore{store: store, times: times, check: traffic.Checked(times, how.rep), spill: spill, incidents: incidents}
+		return store, err
 	}
 	var progress io.Writer
 	if how.fail != nil {
@@ -403,7 +413,7 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		// A sketch.Store keeps nothing of a batch once Put returns:
 		// decoders recycle theirs, but for the HTML report, whose
 		// recorder keeps keys.
-		store, err := sketch.NewStore(scfg, time.Now)
+		store, err := newStore()
 		if err != nil {
 			incFile.close()
 			return counted{}, err
@@ -416,12 +426,12 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 			}
 		}
 		cs.closeSpill()
-		return counted{store: store, rec: rec, times: cs.times, passed: passed, incidents: cs.incidents}, nil
+		return counted{store: store, rec: rec, times: cs.times, passed: passed, incidents: cs.incidents, tally: cs.tally}, nil
 	}
 	cs, o, err := parallel.Read(ctx, parallel.Config[*checkedStore]{
 		Formats: how.formats, Stdin: cfg.Stdin, Paths: how.paths, Progress: progress, Reorder: scfg.RecentSeconds, Workers: cfg.Workers, MinPart: cfg.MinPart,
 		New: func() (*checkedStore, error) {
-			store, err := sketch.NewStore(scfg, time.Now)
+			store, err := newStore()
 			if err != nil {
 				return nil, err
 			}
@@ -429,6 +439,7 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		},
 		Merge: func(dst, src *checkedStore) error {
 			dst.times.absorb(src.times)
+			dst.tally.absorb(src.tally)
 			src.closeSpill()
 			if dst.incidents != nil {
 				dst.incidents.absorb(src.incidents)
@@ -442,7 +453,7 @@ func count(ctx context.Context, cfg Config, how counting) (counted, error) {
 		return counted{}, err
 	}
 	cs.closeSpill()
-	return counted{store: cs.store, times: cs.times, inOrder: o.InOrder, passed: passed, incidents: cs.incidents}, nil
+	return counted{store: cs.store, times: cs.times, inOrder: o.InOrder, passed: passed, incidents: cs.incidents, tally: cs.tally}, nil
 }
 
 // incidentFile returns the file the incidents' records go to
@@ -554,6 +565,37 @@ type checkedStore struct {
 	spill *spillWriter
 	// incidents keeps the part's events for the incidents.
 	incidents *incidentLog
+	// tally counts the part's events by table (tables.go).
+	tally *tableTally
+}
+
+// newCheckedStore returns the sink of a part of the inputs, counting into
+// store through next: every Event is checked once more before it is
+// counted, as in the daemon (traffic.Checked), then for its time; passed
+// counts those that pass. On the way, they are tallied by table, written
+// to the spill, and kept for the incidents in incFile (incidents.go),
+// unless they are not wanted.
+func newCheckedStore(cfg Config, how counting, store *sketch.Store, next traffic.Sink, passed *atomic.Uint64, incFile *incidentFile) *checkedStore {
+	var spill *spillWriter
+	if how.spill != nil {
+		spill = newSpillWriter(how.spill)
+	}
+	var incidents *incidentLog
+	tail := next
+	if !cfg.NoIncidents {
+		incidents = newIncidentLog(next, incFile)
+		tail = incidents
+	}
+	tally := newTableTally()
+	times := newTimeCheck(traffic.SinkFunc(func(ctx context.Context, batch []traffic.Event) error {
+		passed.Add(uint64(len(batch)))
+		tally.put(batch)
+		if spill != nil {
+			spill.put(batch)
+		}
+		return tail.Put(ctx, batch)
+	}), how.rep, how.valid, how.keep)
+	return &checkedStore{store: store, times: times, check: traffic.Checked(times, how.rep), spill: spill, incidents: incidents, tally: tally}
 }
 
 // closeSpill flushes the part's records to the spill, where they count:

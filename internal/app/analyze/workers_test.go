@@ -85,6 +85,26 @@ func (w *workload) ties() {
 	w.shuffle()
 }
 
+// tables writes more tables and indexes than analyze counts
+// (sketch.DefaultMaxTables), many tied at the same events at the
+// boundary of the busiest counted, shuffled.
+func (w *workload) tables() {
+	for t := range 340 {
+		n := 3
+		if t < 250 {
+			n = 6
+		}
+		index := ""
+		if t%7 == 0 {
+			index = "by-status"
+		}
+		for i := range n {
+			w.line(w.when(120), fmt.Sprintf("t%03d", t), index, fmt.Sprint("k", i%2), "", "PutItem", 1, "")
+		}
+	}
+	w.shuffle()
+}
+
 // mixed writes reads and writes, sort keys, indexes, throttled calls
 // (more throttled keys than the store counts exactly in one class),
 // half units, lines out of time order, duplicate lines, and keys that
@@ -182,6 +202,7 @@ func generated(t *testing.T, dir string, seed uint64) []workerCase {
 		gen  func(*workload)
 	}{
 		{"ties", []int{1, 10, 100}, (*workload).ties},
+		{"tables", []int{10}, (*workload).tables},
 		{"mixed", []int{10}, (*workload).mixed},
 		{"junk", []int{10}, (*workload).junk},
 		{"days", []int{10}, (*workload).days},
