@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"compress/flate"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"io"
+	"iter"
 	"mime"
 	"net/http"
 	"slices"
@@ -24,14 +26,17 @@ import (
 )
 
 // Exposition is what the daemon serves at /metrics: the families of a
-// registry, gathered and encoded at each scrape, and the Collector's (the
+// registry, gathered and encoded at each scrape; the Collector's (the
 // report's series, tens of thousands with a thousand tables), whose text
 // is kept per table and exposition format while the table's report keeps
-// its revision (State.Revisions), each family's already compressed once a
-// gzip scrape asked for it. A scrape of idle tables copies their text: it
-// builds, sorts and encodes only the registry's families. Formats other
-// than the text ones (protobuf) and name[] filters are served as a
-// registry would serve the same families (promhttp over Gather).
+// its revision (State.Revisions); and those of Kept gatherers (the
+// CountingSink's per-table counters, thousands of series), whose text is
+// kept per format while their Revision stays. Each kept family is
+// compressed once a gzip scrape asked for it. A scrape of idle tables
+// copies their text: it builds, sorts and encodes only the registry's
+// families. Formats other than the text ones (protobuf) and name[]
+// filters are served as a registry would serve the same families
+// (promhttp over Gather).
 //
 // The Collector's series come table by table within each family (a
 // registry sorts them by their label values); the series are the same.
@@ -40,17 +45,29 @@ import (
 // (the server's scrapes), so the text is made at most once per kind and
 // report.
 type Exposition struct {
-	reg prometheus.Gatherer
-	c   atomic.Pointer[Collector]
+	reg  prometheus.Gatherer
+	kept []Kept
+	c    atomic.Pointer[Collector]
 
 	mu    sync.Mutex
 	texts map[textKind]*texts
 }
 
-// NewExposition returns the Exposition of reg's families and c's. c is
-// not registered in reg.
-func NewExposition(reg prometheus.Gatherer, c *Collector) *Exposition {
-	e := &Exposition{reg: reg, texts: map[textKind]*texts{}}
+// Kept is a prometheus.Gatherer whose families change only when its
+// Revision does: an Exposition gathers and encodes them again only then.
+// Its families' names are its own, neither the registry's nor the
+// Collector's, and legacy ones (escaping leaves them as they are).
+type Kept interface {
+	prometheus.Gatherer
+	// Revision returns a number that changes whenever what Gather
+	// returns may have; it is read before Gather.
+	Revision() uint64
+}
+
+// NewExposition returns the Exposition of reg's families, c's and kept's.
+// Neither c nor kept is registered in reg.
+func NewExposition(reg prometheus.Gatherer, c *Collector, kept ...Kept) *Exposition {
+	e := &Exposition{reg: reg, kept: kept, texts: map[textKind]*texts{}}
 	e.c.Store(c)
 	return e
 }
@@ -60,10 +77,19 @@ func NewExposition(reg prometheus.Gatherer, c *Collector) *Exposition {
 // replica); the text kept of the former is let go at the next scrape.
 func (e *Exposition) SetCollector(c *Collector) { e.c.Store(c) }
 
-// Gather returns reg's families and the Collector's, sorted by name
-// (Gatherers): a prometheus.Gatherer of what /metrics serves.
+// Gather returns reg's families, the Kept gatherers' and the Collector's,
+// sorted by name (Gatherers): a prometheus.Gatherer of what /metrics
+// serves.
 func (e *Exposition) Gather() ([]*dto.MetricFamily, error) {
-	return Gatherers(e.reg, e.c.Load()).Gather()
+	reg := e.reg
+	if len(e.kept) > 0 {
+		gs := prometheus.Gatherers{e.reg}
+		for _, k := range e.kept {
+			gs = append(gs, k)
+		}
+		reg = gs
+	}
+	return Gatherers(reg, e.c.Load()).Gather()
 }
 
 // HandlerFor returns the /metrics handler of g: an Exposition's own
@@ -110,6 +136,25 @@ type texts struct {
 	// compressed, made by the first gzip scrape after a change.
 	header [numFamilies][]byte
 	chunks [numFamilies]*chunk
+	// kept holds each Kept gatherer's text, in the Exposition's order.
+	kept []keptText
+}
+
+// keptText is a Kept gatherer's families encoded in one format, as of
+// one revision.
+type keptText struct {
+	made   bool
+	rev    uint64
+	format expfmt.Format
+	fams   []keptFamily
+}
+
+// keptFamily is one family of a Kept gatherer: its text, and compressed
+// once a gzip scrape asked for it.
+type keptFamily struct {
+	name  string
+	text  []byte
+	chunk *chunk
 }
 
 // tableText is one table's series in one kind of text, per family.
@@ -149,11 +194,20 @@ func (e *Exposition) Handler(opts promhttp.HandlerOpts) http.Handler {
 			return
 		}
 		mfs, err := e.reg.Gather()
+		var t *texts
+		if err == nil {
+			e.mu.Lock()
+			t = e.textsOf(kind, c, st)
+			if err = t.keep(e.kept, format); err != nil {
+				e.mu.Unlock()
+			}
+		}
 		if err != nil {
 			// promhttp says so, as its options ask.
 			fallback.ServeHTTP(w, r)
 			return
 		}
+		defer e.mu.Unlock()
 		h := w.Header()
 		h.Add("Vary", "Accept")
 		gz := !opts.DisableCompression && acceptsGzip(r.Header.Values("Accept-Encoding"))
@@ -169,7 +223,7 @@ func (e *Exposition) Handler(opts promhttp.HandlerOpts) http.Handler {
 		if gz {
 			out = newGzipExposer(bw)
 		}
-		e.expose(out, mfs, c, st, kind, format)
+		expose(out, mfs, t, st, format)
 		out.close()
 		_ = bw.Flush()
 	})
@@ -180,22 +234,25 @@ func (e *Exposition) Handler(opts promhttp.HandlerOpts) http.Handler {
 type exposer interface {
 	// dynamic returns where a family encoded now is written.
 	dynamic() io.Writer
-	// kept writes family f of t.
-	kept(t *texts, f int)
+	// kept writes a kept text, given in pieces, whose compressed form
+	// is *c (made by a gzip answer when nil).
+	kept(c **chunk, pieces iter.Seq[[]byte])
 	close()
 }
 
-// expose writes the registry's families mfs and c's as of st, in kind
-// (format negotiated), sorted by name.
-func (e *Exposition) expose(out exposer, mfs []*dto.MetricFamily, c *Collector, st *State, kind textKind, format expfmt.Format) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	t := e.textsOf(kind, c, st)
-	type part struct {
-		name string
-		mf   *dto.MetricFamily // encoded now; nil for a kept family
-		f    int
-	}
+// part is one family of an answer: encoded now (mf), the Collector's
+// family f of t, or a Kept gatherer's family (kf).
+type part struct {
+	name string
+	mf   *dto.MetricFamily
+	f    int
+	kf   *keptFamily
+}
+
+// expose writes the registry's families mfs, the Kept gatherers' and the
+// Collector's (t, as of st), in format, sorted by name. Called with the
+// Exposition's mu held.
+func expose(out exposer, mfs []*dto.MetricFamily, t *texts, st *State, format expfmt.Format) {
 	parts := make([]part, 0, len(mfs)+numFamilies+2)
 	for _, mf := range mfs {
 		parts = append(parts, part{name: mf.GetName(), mf: mf})
@@ -208,20 +265,75 @@ func (e *Exposition) expose(out exposer, mfs []*dto.MetricFamily, c *Collector, 
 			}
 		}
 	}
+	for i := range t.kept {
+		for j := range t.kept[i].fams {
+			kf := &t.kept[i].fams[j]
+			parts = append(parts, part{name: kf.name, kf: kf})
+		}
+	}
 	parts = append(parts, part{name: lastEvaluationName, mf: lastEvaluation(st)}, part{name: partitionLimitName, mf: partitionLimit(st)})
 	slices.SortStableFunc(parts, func(a, b part) int { return strings.Compare(a.name, b.name) })
 	for _, p := range parts {
-		if p.mf == nil {
-			out.kept(t, p.f)
-			continue
+		switch {
+		case p.kf != nil:
+			out.kept(&p.kf.chunk, func(yield func([]byte) bool) { yield(p.kf.text) })
+		case p.mf == nil:
+			out.kept(&t.chunks[p.f], t.family(p.f))
+		default:
+			// An encoding error is the registry's family's alone
+			// (promhttp would count it): the others are still written.
+			_ = expfmt.NewEncoder(out.dynamic(), format).Encode(p.mf)
 		}
-		// An encoding error is the registry's family's alone (promhttp
-		// would count it): the others are still written.
-		_ = expfmt.NewEncoder(out.dynamic(), format).Encode(p.mf)
 	}
-	if kind.typ == expfmt.TypeOpenMetrics {
+	if t.kind.typ == expfmt.TypeOpenMetrics {
 		_, _ = expfmt.FinalizeOpenMetrics(out.dynamic())
 	}
+}
+
+// family returns the pieces of the Collector's family f: its header, then
+// each table's text.
+func (t *texts) family(f int) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		if !yield(t.header[f]) {
+			return
+		}
+		for _, tt := range t.order {
+			if !yield(tt.fams[f]) {
+				return
+			}
+		}
+	}
+}
+
+// keep makes the text of each Kept gatherer in format again when its
+// revision moved (or the format changed) since it was made. Called with
+// the Exposition's mu held.
+func (t *texts) keep(kept []Kept, format expfmt.Format) error {
+	if len(t.kept) != len(kept) {
+		t.kept = make([]keptText, len(kept))
+	}
+	for i, k := range kept {
+		kt := &t.kept[i]
+		rev := k.Revision()
+		if kt.made && kt.rev == rev && kt.format == format {
+			continue
+		}
+		kt.made = false
+		mfs, err := k.Gather()
+		if err != nil {
+			return fmt.Errorf("gather kept families: %w", err)
+		}
+		fams := make([]keptFamily, 0, len(mfs))
+		for _, mf := range mfs {
+			var b bytes.Buffer
+			if err := expfmt.NewEncoder(&b, format).Encode(mf); err != nil {
+				return fmt.Errorf("encode %s: %w", mf.GetName(), err)
+			}
+			fams = append(fams, keptFamily{name: mf.GetName(), text: b.Bytes()})
+		}
+		*kt = keptText{made: true, rev: rev, format: format, fams: fams}
+	}
+	return nil
 }
 
 // textsOf returns c's text of kind as of st, encoding again the tables
@@ -310,10 +422,9 @@ type plainExposer struct{ w *bufio.Writer }
 
 func (p plainExposer) dynamic() io.Writer { return p.w }
 
-func (p plainExposer) kept(t *texts, f int) {
-	_, _ = p.w.Write(t.header[f])
-	for _, tt := range t.order {
-		_, _ = p.w.Write(tt.fams[f])
+func (p plainExposer) kept(_ **chunk, pieces iter.Seq[[]byte]) {
+	for b := range pieces {
+		_, _ = p.w.Write(b)
 	}
 }
 
@@ -376,12 +487,12 @@ func (g *gzipExposer) endRun() {
 	}
 }
 
-func (g *gzipExposer) kept(t *texts, f int) {
+func (g *gzipExposer) kept(cp **chunk, pieces iter.Seq[[]byte]) {
 	g.endRun()
-	c := t.chunks[f]
+	c := *cp
 	if c == nil {
-		c = compress(t, f)
-		t.chunks[f] = c
+		c = compress(pieces)
+		*cp = c
 	}
 	_, _ = g.w.Write(c.deflate)
 	g.crc = crc32Combine(g.crc, c.crc, c.size)
@@ -397,9 +508,9 @@ func (g *gzipExposer) close() {
 	_, _ = g.w.Write(trailer[:])
 }
 
-// compress makes family f's chunk of t: its header and every table's
-// text, compressed on their own.
-func compress(t *texts, f int) *chunk {
+// compress makes the chunk of a text given in pieces, compressed on its
+// own.
+func compress(pieces iter.Seq[[]byte]) *chunk {
 	var b bytes.Buffer
 	fw := flateWriters.Get().(*flate.Writer)
 	defer flateWriters.Put(fw)
@@ -410,9 +521,8 @@ func compress(t *texts, f int) *chunk {
 		c.size += int64(len(p))
 		_, _ = fw.Write(p)
 	}
-	write(t.header[f])
-	for _, tt := range t.order {
-		write(tt.fams[f])
+	for p := range pieces {
+		write(p)
 	}
 	_ = fw.Flush()
 	c.deflate = bytes.Clone(b.Bytes())

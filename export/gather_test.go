@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"hash/crc32"
 	"io"
 	"maps"
@@ -20,6 +21,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/hotkeyd/hotkeyd/detect/report"
+	"github.com/hotkeyd/hotkeyd/sketch"
+	"github.com/hotkeyd/hotkeyd/traffic"
 )
 
 // text encodes families as the text exposition.
@@ -319,6 +322,100 @@ func TestExpositionKeepsTables(t *testing.T) {
 	want, _ := scrape(t, promhttp.HandlerFor(e, promhttp.HandlerOpts{}), "", "")
 	if !slices.Equal(sortedLines(got), sortedLines(want)) || strings.Contains(got, "USER#alice") {
 		t.Errorf("after SetCollector:\n%s\nwant the new Collector's:\n%s", got, want)
+	}
+}
+
+// countedKept is a Kept gatherer that counts its gatherings.
+type countedKept struct {
+	Kept
+	gathers int
+}
+
+func (k *countedKept) Gather() ([]*dto.MetricFamily, error) {
+	k.gathers++
+	return k.Kept.Gather()
+}
+
+// TestExpositionKeepsSinkCounters: the CountingSink's per-table counters
+// are gathered and encoded again only after a batch was counted or a
+// table dropped, and /metrics serves, in every format, plain and
+// gzipped, the lines promhttp writes for the same families at once: a
+// batch counted or a table dropped since the last scrape is never served
+// stale.
+func TestExpositionKeepsSinkCounters(t *testing.T) {
+	now := t0
+	clock := func() time.Time { return now }
+	store, err := sketch.NewStore(sketch.Config{Window: time.Minute, MaxTables: 2}, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotkeyd_a_first", Help: "before the sink's"}, func() float64 { return 1 }))
+	sink, err := NewCountingSink(store, reg, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := &countedKept{Kept: sink}
+	live := NewLive(clock)
+	live.Publish(handState(), []uint64{1, 2})
+	e := NewExposition(reg, NewCollector(live, CollectorConfig{}), kept)
+	opts := promhttp.HandlerOpts{EnableOpenMetrics: true}
+	fast, slow := e.Handler(opts), promhttp.HandlerFor(e, opts)
+	put := func(table string, n int, units float64) {
+		t.Helper()
+		batch := make([]traffic.Event, n)
+		for i := range batch {
+			batch[i] = traffic.Event{Table: table, PK: "K", Class: traffic.Write, Units: units, Time: now, Source: "http"}
+		}
+		if err := sink.Put(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// check scrapes every kind of answer and compares it with promhttp's;
+	// it returns the gatherings of the sink's counters the answers made.
+	check := func(step string, want ...string) int {
+		t.Helper()
+		n := 0
+		for _, accept := range []string{"", "application/openmetrics-text;version=1.0.0;escaping=underscores,text/plain;version=0.0.4;q=0.3"} {
+			for _, encoding := range []string{"", "gzip"} {
+				before := kept.gathers
+				got, _ := scrape(t, fast, accept, encoding)
+				n += kept.gathers - before
+				ref, _ := scrape(t, slow, accept, "")
+				if !slices.Equal(sortedLines(withoutRuntime(got)), sortedLines(withoutRuntime(ref))) {
+					t.Errorf("%s, %q %q: answer\n%s\nwant the lines of promhttp's\n%s", step, accept, encoding, got, ref)
+				}
+				for _, w := range want {
+					if accept == "" && !strings.Contains(got, w) {
+						t.Errorf("%s: %q not served:\n%s", step, w, got)
+					}
+				}
+			}
+		}
+		return n
+	}
+	put("orders", 5, 2)
+	put("sessions", 2, 1)
+	if n := check("first", `hotkeyd_events_total{class="write",source="http",table="orders"} 5`); n != 2 {
+		t.Errorf("first scrapes gathered the sink %d times, want 2 (once a format)", n)
+	}
+	if n := check("nothing counted"); n != 0 {
+		t.Errorf("the sink's counters gathered %d times though nothing was counted", n)
+	}
+	put("orders", 3, 2)
+	if n := check("a batch counted", `hotkeyd_events_total{class="write",source="http",table="orders"} 8`,
+		`hotkeyd_units_total{class="write",table="orders"} 16`); n != 2 {
+		t.Errorf("after a batch the sink was gathered %d times, want 2", n)
+	}
+	// Every table idle: a new one takes the place of one of them, whose
+	// series are dropped.
+	now = now.Add(2 * time.Minute)
+	put("junk", 1, 1)
+	if n := check("a table dropped", `hotkeyd_events_total{class="write",source="http",table="junk"} 1`); n != 2 {
+		t.Errorf("after a table was dropped the sink was gathered %d times, want 2", n)
+	}
+	if got, _ := scrape(t, fast, "", ""); strings.Count(got, "hotkeyd_events_total{") != 2 {
+		t.Errorf("after a table was dropped, the answer:\n%s\nwant the series of two tables", got)
 	}
 }
 

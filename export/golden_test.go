@@ -86,9 +86,9 @@ func scrapeGolden(t *testing.T) string {
 		t.Fatal(err)
 	}
 	live := NewLive(clock)
-	// As the daemon serves it: the Collector's cached families beside
-	// the registry's.
-	gatherer := NewExposition(reg, NewCollector(live, CollectorConfig{}))
+	// As the daemon serves it: the Collector's cached families and the
+	// sink's beside the registry's.
+	gatherer := NewExposition(reg, NewCollector(live, CollectorConfig{}), sink)
 
 	evs := goldenEvents()
 	for len(evs) > 0 {

@@ -3,10 +3,12 @@ package export
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
 	"github.com/hotkeyd/hotkeyd/traffic"
@@ -16,6 +18,13 @@ import (
 // next Sink accepted (hotkeyd_events_total, hotkeyd_units_total,
 // hotkeyd_throttled_events_total, hotkeyd_source_last_batch_timestamp_seconds)
 // and passes the batch on.
+//
+// Its per-table counters (events, units, throttled calls: thousands of
+// series with a thousand tables) are not registered on the registry it
+// is given: the CountingSink serves them itself, as a Kept gatherer whose
+// Revision moves with every batch it counts and every table it drops, so
+// that an Exposition gathers and encodes them again only then. It is also
+// their prometheus.Collector, for a registry's Names.
 //
 // It sits on the hot path of every source, so it touches no Prometheus
 // vector per event: a batch is first summed per (table, index, class,
@@ -35,6 +44,8 @@ type CountingSink struct {
 	log  *zap.Logger
 
 	sinkMetrics
+	own         *prometheus.Registry   // events, units and throttled
+	rev         atomic.Uint64          // Revision
 	untracked   *prometheus.CounterVec // with a TableSet only
 	children    sync.Map               // sinkKey → *sinkChildren
 	sourceGauge sync.Map               // source → prometheus.Gauge
@@ -104,7 +115,9 @@ func NewCountingSink(next traffic.Sink, reg prometheus.Registerer, now func() ti
 	}
 	s := &CountingSink{next: next, now: now, log: log, interval: dropLogInterval}
 	s.sinkMetrics = newSinkMetrics()
-	cs := []prometheus.Collector{s.events, s.units, s.throttled, s.lastBatch}
+	s.own = prometheus.NewRegistry()
+	s.own.MustRegister(s.events, s.units, s.throttled)
+	cs := []prometheus.Collector{s.lastBatch}
 	if ts, ok := next.(TableSet); ok {
 		s.tables = ts
 		s.byTable = map[tableKey][]sinkKey{}
@@ -119,6 +132,28 @@ func NewCountingSink(next traffic.Sink, reg prometheus.Registerer, now func() ti
 		}
 	}
 	return s, nil
+}
+
+// Gather returns the families of the per-table counters (events, units,
+// throttled calls), as a registry gathers them.
+func (s *CountingSink) Gather() ([]*dto.MetricFamily, error) { return s.own.Gather() }
+
+// Revision changes whenever what Gather returns may have: after each
+// batch counted and each table dropped. Read it before Gather.
+func (s *CountingSink) Revision() uint64 { return s.rev.Load() }
+
+// Describe sends the descriptors of the per-table counters.
+func (s *CountingSink) Describe(ch chan<- *prometheus.Desc) {
+	s.events.Describe(ch)
+	s.units.Describe(ch)
+	s.throttled.Describe(ch)
+}
+
+// Collect sends the per-table counters' series.
+func (s *CountingSink) Collect(ch chan<- prometheus.Metric) {
+	s.events.Collect(ch)
+	s.units.Collect(ch)
+	s.throttled.Collect(ch)
 }
 
 // InitSource creates the source's hotkeyd_untracked_events_total series at
@@ -164,6 +199,9 @@ func (s *CountingSink) Put(ctx context.Context, batch []traffic.Event) error {
 	}
 	now := float64(s.now().UnixNano()) / 1e9
 	lastSource := "\xff" // not a source name
+	// The revision moves once the counters moved: a gathering that read
+	// the revision before them is gathered again.
+	defer s.rev.Add(1)
 	for i := range groups {
 		g := &groups[i]
 		c := s.childrenFor(g.key)
@@ -244,6 +282,7 @@ func (s *CountingSink) evict(table, index string) {
 		s.units.DeleteLabelValues(label, class)
 		s.throttled.DeleteLabelValues(label, class)
 	}
+	s.rev.Add(1)
 	s.childMu.Unlock()
 	s.dropMu.Lock()
 	s.drops.evicted++

@@ -240,9 +240,10 @@ func (d *Daemon) newIngest() http.Handler {
 }
 
 // newExposition builds what /metrics serves: the registry, the running
-// sources' registry and the report's series, each table's kept between
-// scrapes while its report stays as it was; and the live state the
-// collector reads.
+// sources' registry, the counting sink's per-table counters (kept between
+// scrapes while no batch is counted) and the report's series, each
+// table's kept between scrapes while its report stays as it was; and the
+// live state the collector reads.
 func (d *Daemon) newExposition() error {
 	d.live = export.NewLive(time.Now)
 	if err := d.reg.Register(export.NewProgressCollector(d.progress, d.window)); err != nil {
@@ -250,7 +251,7 @@ func (d *Daemon) newExposition() error {
 	}
 	d.gathered = &gatherers{main: d.reg}
 	d.gathered.sources.Store(d.running.reg)
-	d.exposition = export.NewExposition(d.gathered, d.newCollector(d.running))
+	d.exposition = export.NewExposition(d.gathered, d.newCollector(d.running), d.counting)
 	d.ready = export.NewReadiness()
 	d.ready.Watch(d.running.sources...)
 	return nil

@@ -57,7 +57,7 @@ sources:
 	var registered []string
 	// The daemon's registry, the running sources' and the report's
 	// collector are what /metrics serves (gatherers, export.Exposition).
-	for _, name := range append(d.reg.Names(d.newCollector(d.running)), d.running.reg.Names()...) {
+	for _, name := range append(d.reg.Names(d.newCollector(d.running), d.counting), d.running.reg.Names()...) {
 		if strings.HasPrefix(name, "hotkeyd_") && !slices.Contains(registered, name) {
 			registered = append(registered, name)
 		}
