@@ -14,7 +14,21 @@ import (
 // complete second have a zero At; a Kept entry (sketch.Store.SnapshotSince)
 // gives an Idle second, in constant time.
 func LastSeconds(snap sketch.Snapshot, keys int) []report.TableSecond {
-	out := make([]report.TableSecond, len(snap.Tables))
+	return LastSecondsInto(nil, snap, keys)
+}
+
+// LastSecondsInto is LastSeconds written into buf's array when it holds
+// enough room (the caller's seconds of its previous evaluation, which it
+// no longer reads): the seconds of a snapshot of idle tables then
+// allocate nothing.
+func LastSecondsInto(buf []report.TableSecond, snap sketch.Snapshot, keys int) []report.TableSecond {
+	out := buf[:0]
+	if cap(out) < len(snap.Tables) {
+		out = make([]report.TableSecond, 0, len(snap.Tables))
+	}
+	out = out[:len(snap.Tables)]
+	// Entries past the tables, from a longer buf, let go of what they held.
+	clear(out[len(out):cap(out)])
 	for i := range snap.Tables {
 		ts := &snap.Tables[i]
 		if ts.Kept {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hotkeyd/hotkeyd/detect"
+	"github.com/hotkeyd/hotkeyd/detect/report"
 	"github.com/hotkeyd/hotkeyd/export"
 	"github.com/hotkeyd/hotkeyd/history"
 	"github.com/hotkeyd/hotkeyd/internal/app/config"
@@ -34,6 +35,10 @@ type core struct {
 	judge   judge.Evaluator
 	// sources are the running sources, whose notes the report carries.
 	sources []traffic.Source
+	// secs are the last seconds of the previous evaluation, whose array
+	// the next one writes over (read by the page's and the history's
+	// Record, which keep none of it).
+	secs []report.TableSecond
 }
 
 // newCore returns the core over store and tracker, with new last seconds for the live page,
@@ -88,7 +93,8 @@ func nextLook() time.Duration {
 // input, and logs what became hot or cooled.
 func (d *Daemon) evaluate(c *core, ann *export.Announcer) {
 	j := c.judge.Evaluate()
-	secs := detect.LastSeconds(j.Snapshot, c.recent.Keys())
+	c.secs = detect.LastSecondsInto(c.secs, j.Snapshot, c.recent.Keys())
+	secs := c.secs
 	c.recent.Record(secs)
 	if st := d.hist.Load(); st != nil {
 		st.Record(history.Evaluation{Snapshot: j.Snapshot, Seconds: secs, Earlier: detect.EarlierSeconds(j.Snapshot, c.recent.Keys()),
