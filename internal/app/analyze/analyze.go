@@ -572,7 +572,8 @@ type checkedStore struct {
 // newCheckedStore returns the sink of a part of the inputs, counting into
 // store through next: every Event is checked once more before it is
 // counted, as in the daemon (traffic.Checked), then for its time; passed
-// counts those that pass. On the way, they are tallied by table, written
+// counts those that pass. On the way, their units are put on a grid that
+// adds up the same in any order (grid.go), they are tallied by table, written
 // to the spill, and kept for the incidents in incFile (incidents.go),
 // unless they are not wanted.
 func newCheckedStore(cfg Config, how counting, store *sketch.Store, next traffic.Sink, passed *atomic.Uint64, incFile *incidentFile) *checkedStore {
@@ -589,6 +590,7 @@ func newCheckedStore(cfg Config, how counting, store *sketch.Store, next traffic
 	tally := newTableTally()
 	times := newTimeCheck(traffic.SinkFunc(func(ctx context.Context, batch []traffic.Event) error {
 		passed.Add(uint64(len(batch)))
+		gridUnits(batch)
 		tally.put(batch)
 		if spill != nil {
 			spill.put(batch)

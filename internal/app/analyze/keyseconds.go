@@ -133,6 +133,7 @@ func (k *keyCounter) join(o *keyCounter) *keyCounter {
 // event without a time counts in none. The events come checked, as the
 // store got them.
 func (k *keyCounter) Put(_ context.Context, batch []traffic.Event) error {
+	gridUnits(batch) // as the first read counted them
 	for i := range batch {
 		e := &batch[i]
 		if e.Throttled && k.throttled != nil {
