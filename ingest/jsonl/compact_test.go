@@ -92,11 +92,12 @@ func parseWith(p *Parser, line []byte) parseResult {
 	return r
 }
 
-// TestCompactAsFull holds the fast path (scanCompact) to the full
-// scanner: every line, read in three orders by a parser of each, gets the
-// same Event (the same bits of the same time value) or the same error, and
-// the same members counted; with the contract's names and with names
-// renamed (one of them not plain, so never taken by the fast path).
+// TestCompactAsFull holds the fast path (scanCompact, buildCompact) to
+// the full scanner and build: every line, read in three orders by a parser
+// of each, gets the same Event (the same bits of the same time value) or
+// the same error, and the same members counted; with the contract's names,
+// with names renamed (one of them not plain, so never taken by the fast
+// path), and with a clock before 2012 for the lines without a time.
 func TestCompactAsFull(t *testing.T) {
 	lines := compactCases(t)
 	var gen bytes.Buffer
@@ -104,11 +105,20 @@ func TestCompactAsFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	logLines := bytes.Split(bytes.TrimSpace(gen.Bytes()), []byte("\n"))
-	for _, fields := range []Fields{{}, {Time: "time", Table: "t", PK: "tsx", SK: "p\"k", Op: "operation", Units: "\u00fcnits"}} {
-		fast := NewParser(fields, "jsonl", fixedNow)
-		full := NewParser(fields, "jsonl", fixedNow)
+	before2012 := func() time.Time { return time.Date(2011, 12, 31, 23, 59, 59, 0, time.UTC) }
+	for _, c := range []struct {
+		fields Fields
+		now    func() time.Time
+	}{
+		{Fields{}, fixedNow},
+		{Fields{Time: "time", Table: "t", PK: "tsx", SK: "p\"k", Op: "operation", Units: "\u00fcnits"}, fixedNow},
+		{Fields{}, before2012}, // lines without a time get the clock's
+	} {
+		fields := c.fields
+		fast := NewParser(fields, "jsonl", c.now)
+		full := NewParser(fields, "jsonl", c.now)
 		full.full = true
-		counter := NewParser(fields, "jsonl", fixedNow) // counts the lines the fast path takes
+		counter := NewParser(fields, "jsonl", c.now) // counts the lines the fast path takes
 		compact := 0
 		var mixedOrder [][]byte
 		for i := len(lines) - 1; i >= 0; i-- {

@@ -227,15 +227,19 @@ func NewParser(fields Fields, source string, now func() time.Time) *Parser {
 func (p *Parser) Parse(line []byte, ev *traffic.Event) error {
 	p.vals = [numFields]jsonscan.Span{}
 	p.line, p.near = p.line[:0], false
-	if p.full || !p.scanCompact(line) {
+	compact := !p.full && p.scanCompact(line)
+	if !compact {
 		p.vals = [numFields]jsonscan.Span{}
 		p.line, p.near = p.line[:0], false
 		if err := p.scanObject(line); err != nil {
 			return err
 		}
 	}
-	if len(p.line) > 0 {
+	switch {
+	case len(p.line) > 0:
 		return p.buildOthers(line, ev)
+	case compact && p.buildCompact(line, ev):
+		return nil
 	}
 	return p.build(line, ev)
 }
