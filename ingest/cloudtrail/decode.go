@@ -311,7 +311,7 @@ func (e *sinkError) Unwrap() error { return e.err }
 // reject reports one unusable record.
 func (st *stream) reject(reason string, err error) {
 	st.stats.Rejected++
-	st.d.rep.Reject(SourceName, reason, fmt.Errorf("%s: record %d: %w", st.name, st.n, err))
+	st.d.rep.Reject(SourceName, reason, &input.RecordError{Name: st.name, Record: int64(st.n), Err: err})
 }
 
 // rejectFile reports a file that could not be read to its end.

@@ -113,6 +113,9 @@ func (e *LineError) Error() string {
 // Unwrap returns the *ParseError.
 func (e *LineError) Unwrap() error { return e.Err }
 
+// Position implements input.Positioned: the input and the line.
+func (e *LineError) Position() (string, int64) { return e.Name, e.Line }
+
 // Counts are what a reader did with its input: the counts every decoder
 // keeps (Records are the lines read, Events the lines turned into Events,
 // Rejected the lines reported to the Reporter), and the bytes read.

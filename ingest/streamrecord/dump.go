@@ -580,11 +580,7 @@ func (st *dumpStream) rejectRecord(err error) {
 // reject reports one unusable record.
 func (st *dumpStream) reject(reason string, err error) {
 	st.stats.Rejected++
-	where := fmt.Sprintf("record %d", st.n)
-	if st.line > 0 {
-		where = fmt.Sprintf("line %d", st.line)
-	}
-	st.dd.cfg.Reporter.Reject(st.dd.cfg.Source, reason, fmt.Errorf("%s: %s: %w", st.name, where, err))
+	st.dd.cfg.Reporter.Reject(st.dd.cfg.Source, reason, &input.RecordError{Name: st.name, Line: st.line, Record: int64(st.n), Err: err})
 }
 
 // rejectInput reports an input that could not be read to its end.

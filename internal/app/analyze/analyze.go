@@ -100,6 +100,7 @@ func Run(ctx context.Context, cfg Config) error {
 		mask = cfg.Masker
 	}
 	rep := input.NewTextReporter(cfg.Stderr, mask)
+	rep.Order(cfg.Files)
 	paths, cleanup, err := spool(cfg.Files, cfg.Stdin)
 	if err != nil {
 		return err
