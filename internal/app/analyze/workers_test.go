@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -157,6 +158,9 @@ func (w *workload) junk() {
 		w.line(w.when(300), "orders", "", fmt.Sprint("K", w.rng.IntN(600)), "", "PutItem", 1, fmt.Sprintf(`,"request_id":"r%d"`, i))
 	}
 	w.line(0, "orders", "", "K1", "", "PutItem", 1, `,"ts2":1`)
+	// A handful of events years before the rest: outliers, left out.
+	w.b.WriteString(`{"ts":"2014-03-01T00:00:00Z","table":"orders","pk":"OLD","op":"PutItem"}` + "\n")
+	w.b.WriteString(`{"ts":"2014-03-01T00:00:01Z","table":"orders","pk":"OLD","op":"PutItem"}` + "\r\n")
 	fmt.Fprintf(w.b, `{"ts":"9999-01-01T00:00:00Z","table":"orders","pk":"FAR","op":"PutItem"}`+"\n")
 }
 
@@ -169,6 +173,30 @@ func (w *workload) days() {
 		}
 		for range 30 {
 			w.line(float64(h*3600)+w.when(3600), "orders", "", fmt.Sprint("L", w.rng.IntN(2000)), "", "PutItem", 1, "")
+		}
+	}
+	w.shuffle()
+}
+
+// throttled writes more throttled keys than the store counts exactly
+// (analyzeThrottledKeys) in both classes, with and without reasons, some
+// keyed in their key range and some for the table's capacity, beside
+// traffic, and keys that read as times, shuffled.
+func (w *workload) throttled() {
+	reasons := []string{"", `,"throttle_reason":"TableWriteKeyRangeThroughputExceeded"`, `,"throttle_reason":"TableWriteProvisionedThroughputExceeded"`}
+	for i := range 9000 {
+		sec := w.when(300)
+		switch w.rng.IntN(4) {
+		case 0:
+			w.line(sec, "orders", "", fmt.Sprint("T#", w.rng.IntN(1400)), "", "PutItem", 1, reasons[w.rng.IntN(3)]+`,"throttled":true`)
+		case 1:
+			w.line(sec, "orders", "", fmt.Sprint("R#", w.rng.IntN(1200)), "", "GetItem", 0.5, `,"throttled":true`)
+		case 2:
+			// A key that reads as a time, one a second: time_ordered_key.
+			at := w.start.Add(time.Duration(sec) * time.Second).Format(time.RFC3339)
+			w.line(sec, "events", "", at, "", "PutItem", 1, "")
+		default:
+			w.line(sec, "orders", "", fmt.Sprint("K#", i%300), "", "PutItem", 2, "")
 		}
 	}
 	w.shuffle()
@@ -224,6 +252,7 @@ func generated(t *testing.T, dir string, seed uint64) []workerCase {
 		{"days", []int{10}, (*workload).days},
 		{"long keys", []int{10}, (*workload).longKeys},
 		{"odd units", []int{10}, (*workload).oddUnits},
+		{"throttled", []int{10}, (*workload).throttled},
 	}
 	var cases []workerCase
 	for _, sh := range shapes {
@@ -282,13 +311,41 @@ func fixedCases(t *testing.T, dir string, gen []workerCase) []workerCase {
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Compressed files are read whole, one a worker.
+	var gz []string
+	for i, f := range all[:3] {
+		gz = append(gz, gzipTo(t, f, filepath.Join(dir, fmt.Sprintf("part%d.jsonl.gz", i))))
+	}
 	return append(cases,
+		workerCase{name: "compressed files", top: 10, files: gz},
+		workerCase{name: "a missing file among others", top: 10, files: []string{all[0], filepath.Join(dir, "missing.jsonl"), gz[1], all[2]}},
 		workerCase{name: "every generated file", top: 10, files: all},
 		workerCase{name: "stdin and a file", top: 10, files: []string{"-", all[1]}, stdin: string(data)},
 		workerCase{name: "no trailing newline", top: 10, files: []string{cut}},
 		workerCase{name: "empty file and another", top: 10, files: []string{empty, all[0]}},
 		workerCase{name: "one line", top: 10, files: []string{filepath.Join("testdata", "workers", "one-line.jsonl")}},
 	)
+}
+
+// gzipTo writes the gzip of file from to to and returns to.
+func gzipTo(t *testing.T, from, to string) string {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return to
 }
 
 // analyzeAs runs an analysis of c on workers workers and returns what it
