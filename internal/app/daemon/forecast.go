@@ -117,7 +117,13 @@ func (h *historySeries) cells(ctx context.Context, hq history.Query) (history.An
 // open, and its busiest second so far would read as a drop.
 func forecastQueries(rep report.Report) []forecast.Query {
 	to := rep.End.Truncate(time.Hour)
-	var qs []forecast.Query
+	n := 0
+	for _, t := range rep.Tables {
+		n += len(t.TopKeys)
+	}
+	// Made at its size: tens of thousands with a thousand tables, made
+	// again whenever a table's report changes.
+	qs := make([]forecast.Query, 0, n)
 	for _, t := range rep.Tables {
 		for _, k := range t.TopKeys {
 			qs = append(qs, forecast.Query{Table: t.Table, Index: t.Index, Class: k.Class, Key: k.Key, From: to.Add(-forecastSpan), To: to})
