@@ -51,6 +51,13 @@ type Exposition struct {
 
 	mu    sync.Mutex
 	texts map[textKind]*texts
+	// bw and fw are the answers' buffered writer and compressor, made
+	// once and guarded by mu, which every answer holds while it writes:
+	// pooled, they went with each garbage collection, and an idle
+	// daemon whose small heap is collected between two scrapes made them
+	// again (a megabyte) at every scrape, and so the next collection.
+	bw *bufio.Writer
+	fw *flate.Writer
 }
 
 // Kept is a prometheus.Gatherer whose families change only when its
@@ -218,15 +225,35 @@ func (e *Exposition) Handler(opts promhttp.HandlerOpts) http.Handler {
 		if gz {
 			h.Set("Content-Encoding", "gzip")
 		}
-		bw := bufio.NewWriterSize(w, 64<<10)
+		bw := e.writer(w)
 		var out exposer = plainExposer{bw}
 		if gz {
-			out = newGzipExposer(bw)
+			out = newGzipExposer(bw, e.compressor())
 		}
 		expose(out, mfs, t, st, format)
 		out.close()
 		_ = bw.Flush()
+		bw.Reset(io.Discard) // w is let go
 	})
+}
+
+// writer returns the answers' buffered writer, writing to w. Called with
+// e.mu held.
+func (e *Exposition) writer(w io.Writer) *bufio.Writer {
+	if e.bw == nil {
+		e.bw = bufio.NewWriterSize(w, 64<<10)
+	} else {
+		e.bw.Reset(w)
+	}
+	return e.bw
+}
+
+// compressor returns the answers' flate writer. Called with e.mu held.
+func (e *Exposition) compressor() *flate.Writer {
+	if e.fw == nil {
+		e.fw, _ = flate.NewWriter(io.Discard, flate.DefaultCompression) // a valid level: no error
+	}
+	return e.fw
 }
 
 // exposer writes an answer: encoded families, and the Collector's kept
@@ -434,10 +461,11 @@ func (plainExposer) close() {}
 // compressed as they come, a kept family's text is written as its kept
 // chunk, and the trailer's CRC and size are those of the whole text.
 type gzipExposer struct {
-	w    *bufio.Writer
-	fw   *flate.Writer // of the run of families encoded now; nil between runs
-	size int64
-	crc  uint32
+	w       *bufio.Writer
+	fw      *flate.Writer // the Exposition's
+	running bool          // fw compresses a run of families encoded now
+	size    int64
+	crc     uint32
 }
 
 // gzipHeader is a gzip member's header: deflate, no name, no time.
@@ -451,16 +479,9 @@ var finalBlock = func() []byte {
 	return b.Bytes()
 }()
 
-// flateWriters keeps flate writers (about 1 MB of state each) between
-// answers.
-var flateWriters = sync.Pool{New: func() any {
-	fw, _ := flate.NewWriter(nil, flate.DefaultCompression)
-	return fw
-}}
-
-func newGzipExposer(w *bufio.Writer) *gzipExposer {
+func newGzipExposer(w *bufio.Writer, fw *flate.Writer) *gzipExposer {
 	_, _ = w.Write(gzipHeader)
-	return &gzipExposer{w: w}
+	return &gzipExposer{w: w, fw: fw}
 }
 
 func (g *gzipExposer) Write(p []byte) (int, error) {
@@ -470,9 +491,9 @@ func (g *gzipExposer) Write(p []byte) (int, error) {
 }
 
 func (g *gzipExposer) dynamic() io.Writer {
-	if g.fw == nil {
-		g.fw = flateWriters.Get().(*flate.Writer)
+	if !g.running {
 		g.fw.Reset(g.w)
+		g.running = true
 	}
 	return g
 }
@@ -480,10 +501,9 @@ func (g *gzipExposer) dynamic() io.Writer {
 // endRun ends a run of families encoded now: byte-aligned, and referring
 // to nothing after it.
 func (g *gzipExposer) endRun() {
-	if g.fw != nil {
+	if g.running {
 		_ = g.fw.Flush()
-		flateWriters.Put(g.fw)
-		g.fw = nil
+		g.running = false
 	}
 }
 
@@ -491,7 +511,7 @@ func (g *gzipExposer) kept(cp **chunk, pieces iter.Seq[[]byte]) {
 	g.endRun()
 	c := *cp
 	if c == nil {
-		c = compress(pieces)
+		c = compress(g.fw, pieces)
 		*cp = c
 	}
 	_, _ = g.w.Write(c.deflate)
@@ -509,11 +529,9 @@ func (g *gzipExposer) close() {
 }
 
 // compress makes the chunk of a text given in pieces, compressed on its
-// own.
-func compress(pieces iter.Seq[[]byte]) *chunk {
+// own with fw (between runs of families encoded now).
+func compress(fw *flate.Writer, pieces iter.Seq[[]byte]) *chunk {
 	var b bytes.Buffer
-	fw := flateWriters.Get().(*flate.Writer)
-	defer flateWriters.Put(fw)
 	fw.Reset(&b)
 	c := &chunk{}
 	write := func(p []byte) {
