@@ -48,6 +48,11 @@ type scrapes struct {
 
 	mu     sync.Mutex
 	making map[scrapeKind]*scrapeAnswer
+	// spare is the body of the last answer whose scrapes were all
+	// written, whose array the next answer is made into: an idle
+	// daemon's answer (hundreds of kilobytes gzipped with a thousand
+	// tables) is not allocated anew, grown by doubling, at every scrape.
+	spare []byte
 }
 
 // scrapeKind is what makes two scrapes' answers differ: the negotiated
@@ -62,7 +67,7 @@ type scrapeKind struct {
 // scrapeAnswer is one answer, shared by the scrapes of its kind that
 // arrived while it was made.
 type scrapeAnswer struct {
-	scrapes int           // the scrapes waiting for it, guarded by scrapes.mu
+	scrapes int           // the scrapes waiting for it or writing it, guarded by scrapes.mu
 	made    chan struct{} // closed once status, header and body are set
 	status  int
 	header  http.Header
@@ -101,6 +106,7 @@ func (s *scrapes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.scrapes++
 	s.mu.Unlock()
 
+	defer s.written(a)
 	if joined {
 		select {
 		case <-a.made:
@@ -119,11 +125,27 @@ func (s *scrapes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(a.body)
 }
 
+// written counts one scrape of a done with it; the last one's done, the
+// answer's body is the spare the next answer is made into. Before a is
+// made its maker is one of its scrapes, so that its body is not there to
+// take.
+func (s *scrapes) written(a *scrapeAnswer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a.scrapes--
+	if a.scrapes == 0 && a.body != nil {
+		s.spare, a.body = a.body[:0], nil
+	}
+}
+
 // make makes the answer of kind into a, for r and the scrapes that join
 // it meanwhile, and stops taking scrapes for it once made. It runs to
 // the end even when r's client goes away: others may be waiting.
 func (s *scrapes) make(a *scrapeAnswer, kind scrapeKind, r *http.Request) {
-	rec := &recorder{header: http.Header{}}
+	s.mu.Lock()
+	rec := &recorder{header: http.Header{}, body: *bytes.NewBuffer(s.spare)}
+	s.spare = nil
+	s.mu.Unlock()
 	req := r.Clone(context.WithoutCancel(r.Context()))
 	req.Header.Del("Accept-Encoding")
 	if kind.gzip {

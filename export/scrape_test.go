@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -228,5 +230,73 @@ func TestAcceptsGzip(t *testing.T) {
 		if got := acceptsGzip(c.values); got != c.want {
 			t.Errorf("acceptsGzip(%q) = %v, want %v", c.values, got, c.want)
 		}
+	}
+}
+
+// heldWriter is a ResponseWriter whose Write waits until the test
+// releases it, then keeps what it was given: a slow client's answer.
+type heldWriter struct {
+	h        http.Header
+	entered  chan struct{}
+	release  chan struct{}
+	received []byte
+}
+
+func (w *heldWriter) Header() http.Header { return w.h }
+func (w *heldWriter) WriteHeader(int)     {}
+func (w *heldWriter) Write(p []byte) (int, error) {
+	close(w.entered)
+	<-w.release
+	w.received = append(w.received, p...)
+	return len(p), nil
+}
+
+// TestScrapeAnswersReuseTheirBuffer: an answer is made into the body of
+// the last answer whose scrapes were all written, so that a scrape of
+// idle tables allocates far less than its answer; an answer a slow
+// client is still being written is never written over.
+func TestScrapeAnswersReuseTheirBuffer(t *testing.T) {
+	live := scrapeState()
+	s := newScrapes(nopLogger(), NewExposition(prometheus.NewRegistry(), NewCollector(live, CollectorConfig{})), prometheus.NewRegistry())
+	get := func(w http.ResponseWriter) {
+		s.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	}
+	body := func() string {
+		rec := httptest.NewRecorder()
+		get(rec)
+		return rec.Body.String()
+	}
+	first := body()
+	if len(first) < 1<<20 {
+		t.Fatalf("answer of %d bytes, want a large one", len(first))
+	}
+	get(&discard{h: http.Header{}})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	get(&discard{h: http.Header{}})
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > uint64(len(first))/4 {
+		t.Errorf("an idle scrape allocated %d bytes for an answer of %d", n, len(first))
+	}
+
+	held := &heldWriter{h: http.Header{}, entered: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		get(held)
+	}()
+	<-held.entered
+	// Other answers are made and written meanwhile, of another report.
+	rep := live.Load().Report
+	rep.Tables = rep.Tables[:10]
+	live.Update(rep)
+	second := body()
+	if again := body(); again != second || second == first {
+		t.Errorf("answers of the second report: %d and %d bytes, the first's %d", len(second), len(again), len(first))
+	}
+	close(held.release)
+	<-done
+	if got := string(held.received); got != first {
+		t.Errorf("the slow client's answer was written over: %d bytes, want the %d of the first", len(got), len(first))
 	}
 }
