@@ -33,11 +33,18 @@ type tableTally struct {
 	counts map[entryKey]*uint64
 	// over says that names past maxTallyTables were not counted.
 	over bool
-	// The decoders intern table names: the last table met is found by
-	// its names' pointers, without hashing.
-	lastTable, lastIndex *byte
-	lastLen              [2]int
-	last                 *uint64
+	// The decoders intern table names: the last few tables met are
+	// found by their names' pointers, without hashing; next is the one
+	// to replace.
+	recent [8]recentCount
+	next   int
+}
+
+// recentCount is a table's names, by pointer and length, and its count.
+type recentCount struct {
+	table, index       *byte
+	tableLen, indexLen int
+	n                  *uint64
 }
 
 func newTableTally() *tableTally { return &tableTally{counts: map[entryKey]*uint64{}} }
@@ -45,14 +52,23 @@ func newTableTally() *tableTally { return &tableTally{counts: map[entryKey]*uint
 // put counts the batch's events by table and index.
 func (t *tableTally) put(batch []traffic.Event) {
 	for i := range batch {
-		e := &batch[i]
-		tp, ip := unsafe.StringData(e.Table), unsafe.StringData(e.Index)
-		if t.last == nil || tp != t.lastTable || ip != t.lastIndex || len(e.Table) != t.lastLen[0] || len(e.Index) != t.lastLen[1] {
-			t.last = t.counter(e.Table, e.Index)
-			t.lastTable, t.lastIndex, t.lastLen = tp, ip, [2]int{len(e.Table), len(e.Index)}
-		}
-		*t.last++
+		*t.count(&batch[i])++
 	}
+}
+
+// count returns the count of e's table.
+func (t *tableTally) count(e *traffic.Event) *uint64 {
+	tp, ip := unsafe.StringData(e.Table), unsafe.StringData(e.Index)
+	for i := range t.recent {
+		r := &t.recent[i]
+		if r.table == tp && r.index == ip && r.tableLen == len(e.Table) && r.indexLen == len(e.Index) && r.n != nil {
+			return r.n
+		}
+	}
+	n := t.counter(e.Table, e.Index)
+	t.recent[t.next] = recentCount{tp, ip, len(e.Table), len(e.Index), n}
+	t.next = (t.next + 1) % len(t.recent)
+	return n
 }
 
 // counter returns the count of a table, made if new; past
@@ -85,7 +101,6 @@ func (t *tableTally) absorb(o *tableTally) {
 		}
 		t.counts[k] = n
 	}
-	t.last = nil
 }
 
 // busiest returns the n tables and indexes of the most events, ties by
