@@ -48,9 +48,8 @@ for i in $(seq "$runs"); do
 	done
 	# analyze --no-incidents: the read and its judgement without the
 	# incidents' replay.
-	specs+=("analyze-noinc new 2")
 	for b in "${bins[@]}"; do
-		specs+=("parallel $b 2")
+		specs+=("analyze-noinc $b 2" "parallel $b 2")
 	done
 	for spec in "${specs[@]}"; do
 		read -r impl bin procs <<<"$spec"
