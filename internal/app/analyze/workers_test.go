@@ -293,6 +293,7 @@ func fixedCases(t *testing.T, dir string, gen []workerCase) []workerCase {
 	for _, f := range fixed {
 		cases = append(cases, workerCase{name: filepath.Base(f), top: 10, files: []string{f}})
 	}
+	malformed := filepath.Join(shared, "streams", "aws-lambda-go-dynamodb-event-malformed.2.json")
 	var all []string
 	for _, c := range gen {
 		if c.top == 10 {
@@ -318,6 +319,9 @@ func fixedCases(t *testing.T, dir string, gen []workerCase) []workerCase {
 	}
 	return append(cases,
 		workerCase{name: "compressed files", top: 10, files: gz},
+		// Inputs read in order (stream records, CloudTrail) between
+		// files read in parts, with rejections in both.
+		workerCase{name: "formats mixed", top: 10, files: []string{malformed, all[3], fixed[len(fixed)-5], all[0], fixed[len(fixed)-3]}},
 		workerCase{name: "a missing file among others", top: 10, files: []string{all[0], filepath.Join(dir, "missing.jsonl"), gz[1], all[2]}},
 		workerCase{name: "every generated file", top: 10, files: all},
 		workerCase{name: "stdin and a file", top: 10, files: []string{"-", all[1]}, stdin: string(data)},
