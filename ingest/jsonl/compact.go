@@ -218,7 +218,8 @@ func plainNumber(u []byte) (float64, bool) {
 
 // buildCompact is build for a line scanCompact read, when it holds what
 // most lines hold: a table, an operation and a key, perhaps an index, a
-// sort key, units and an RFC 3339 time, no throttling, and nothing wrong.
+// sort key, units and a time (RFC 3339 or epoch), no throttling, and
+// nothing wrong.
 // It sets ev as build would and reports true; for any other line it
 // reports false having set nothing build does not set again (names and
 // operations are remembered as build remembers them), and the caller
@@ -270,10 +271,15 @@ func (p *Parser) buildCompact(line []byte, ev *traffic.Event) bool {
 		}
 	}
 	if present&(1<<fTime) != 0 {
-		if p.vals[fTime].Kind != jsonscan.String {
+		switch p.vals[fTime].Kind {
+		case jsonscan.String:
+			e.Time, ok = p.parseTime(str(fTime))
+		case jsonscan.Number:
+			e.Time, ok = epochTime(unsafeString(str(fTime)))
+		default:
 			return false
 		}
-		if e.Time, ok = p.parseTime(str(fTime)); !ok || e.Time.Before(traffic.DynamoDBLaunch) {
+		if !ok || e.Time.Before(traffic.DynamoDBLaunch) {
 			return false
 		}
 	}
