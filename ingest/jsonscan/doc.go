@@ -7,12 +7,15 @@
 // It walks in two ways, for two jobs:
 //
 //   - Checking, over text held whole (a log line, an API answer): Space,
-//     String, Number, Literal, Value and Skip, and the steps of a container
-//     (Open, Name, Next). Everything they pass over is checked against
+//     ScanString, ScanNumber, ScanLiteral, ScanValue and Skip, and the
+//     steps of a container (Member for an object's members, Element for an
+//     array's elements). Everything they pass over is checked against
 //     RFC 8259 — string escapes, control characters and UTF-8, the number
 //     grammar, the separators — and nesting is bounded by the caller, so
 //     that text they accept is text encoding/json accepts (FuzzSkip holds
-//     them to that). Unescape turns a checked string into its text.
+//     them to that). Unescape turns a checked string into its text;
+//     PlainEnd finds where a run of plain ASCII ends, for a decoder's own
+//     fast path over strings without escapes.
 //   - Framing, over a stream too big to hold (a CloudTrail file of many
 //     megabytes): Reader cuts the stream into top-level values, tracking only
 //     strings and brackets, so that the decoder parses one record at a time;
