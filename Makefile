@@ -31,14 +31,15 @@ demo:
 # test installs what the tests need (Prometheus, DynamoDB Local), checks
 # formatting and vet, and runs every test with the race detector, then the
 # memory bounds, which the race detector's instrumentation would skew, and
-# analyze's incidents on every scenario, which it slows fifteenfold (under
-# it they run on one).
+# analyze's incidents on every scenario and its reports on every worker
+# count, seed and format, which it slows ten- to fifteenfold (under it they
+# run on one scenario, and one seed, format and worker count).
 # The timeout only ends a hung test binary: alone on two cores the suite
 # takes about 11 minutes, and twice that beside a second run.
 test: test-deps check
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -run '^TestFootprint' ./sketch/
-	$(GO) test -count=1 -run '^(TestIncidents|TestNoIncidents)$$' ./internal/app/analyze/
+	$(GO) test -count=1 -run '^(TestIncidents|TestNoIncidents|TestReportSameOnEveryWorkerCount)$$' ./internal/app/analyze/
 
 test-deps:
 	./scripts/test-deps.sh
