@@ -28,25 +28,15 @@ import (
 )
 
 // Result is what an implementation found: enough to check that both read
-// the same file the same way.
-type Result struct {
-	Events   int64
-	Rejected int64
-	// Tables is the number of table and index entries.
-	Tables int
-	// DistinctKeys sums the distinct partition keys of every entry.
-	DistinctKeys uint64
-	// TopKey is the heaviest write key of the orders table and its units.
-	TopKey      string
-	TopKeyUnits float64
-}
+// the same file the same way. It is the exact counter's own result, which
+// every implementation fills alike.
+type Result = exactcounter.Result
 
 // Exact counts r the obvious way: every line decoded by encoding/json, units
 // summed per key in a map per table, index and class
 // (internal/exactcounter, which internal/cmd/exactcount runs alone).
 func Exact(r io.Reader) (Result, error) {
-	res, err := exactcounter.Count(r)
-	return Result(res), err
+	return exactcounter.Count(r)
 }
 
 // Parallel reads the file path as hotkeyd analyze does: on every core
