@@ -62,10 +62,14 @@ func sortKeyBit(sk string, hash func(string) uint64) uint32 {
 	return 1 << (hash(sk) >> 59)
 }
 
+// SortKeyBit is the bit sort key sk sets in a key's bitmap of sort keys
+// as the store counts it (bit hash>>59 of its xxh3 hash), 0 for none: for
+// a bitmap made elsewhere, which SortKeyEstimate reads.
+func SortKeyBit(sk string) uint32 { return sortKeyBit(sk, xxh3.HashString) }
+
 // SortKeyEstimate is sortKeyEstimate, for a bitmap of sort keys' bits
-// made elsewhere (bit hash>>59 of each sort key's xxh3 hash, as
-// sortKeyBit sets it): hotkeyd analyze's count of a key's sort keys from
-// its records.
+// made elsewhere (SortKeyBit of each sort key): hotkeyd analyze's count
+// of a key's sort keys from its records.
 func SortKeyEstimate(b uint32) uint64 { return sortKeyEstimate(b) }
 
 // sortKeyEstimate is the linear-counting estimate -m·ln(zeros/m) of a

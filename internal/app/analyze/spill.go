@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"strings"
 	"sync"
@@ -63,13 +64,13 @@ const (
 // The class fits flagClass.
 const _ = uint8(flagClass + 1 - traffic.NumClasses)
 
-// sortKeyBit is the record's bits of a sort key: 1 + the bit of
-// sketch/keys.go's sortKeyBit, 0 for none.
+// sortKeyBit is the record's bits of a sort key: 1 + the index of the
+// bit sketch.SortKeyBit sets, 0 for none.
 func sortKeyBit(sk string) byte {
-	if sk == "" {
-		return 0
+	if b := sketch.SortKeyBit(sk); b != 0 {
+		return byte(bits.TrailingZeros32(b)) + 1
 	}
-	return byte(xxh3.HashString(sk)>>59) + 1
+	return 0
 }
 
 // sortKeyMask is the bit of a key's bitmap of sort keys a record's flags
