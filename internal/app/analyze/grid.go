@@ -13,7 +13,7 @@ import (
 // on one core, 102555.30299999997 on three). So every event's units are
 // put on a grid of 1/2^16 unit before they are counted (nearest, a
 // change of at most 7.6e-6 unit; the whole and half capacity units
-// DynamoDB charges, docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html,
+// DynamoDB charges, docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html,
 // and the sketch's quarter units are on it already): sums of multiples of 1/2^16
 // below 2^37 (137 billion units) are exact in a float64, whatever their
 // order, and so is every total and busiest second analyze reports.
